@@ -1,0 +1,37 @@
+import type { z } from 'zod';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { NotFound } from '../errors.ts';
+import { reachableOrganization } from '../hierarchy/organizations.ts';
+import type { createApiKey as createSchema } from '../hierarchy/schemas.ts';
+import type { Principal } from './principal.ts';
+import { hashSecret, newSecret, secretPrefixes, shownPart } from './secrets.ts';
+import * as store from './store.ts';
+import { requirePermission } from './tenancy.ts';
+
+export async function createApiKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'api-keys:manage');
+  const key = newSecret(secretPrefixes.apiKey);
+  const created = await store.insertApiKey(db, {
+    orgId,
+    name: input.name,
+    role: input.role,
+    keyPrefix: shownPart(key),
+    secretHash: hashSecret(key),
+    createdBy: principal.id,
+  });
+  return { ...created!, key };
+}
+
+export async function listApiKeys(db: Db, principal: Principal, orgId: string, page: Page) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'api-keys:manage');
+  return store.listApiKeys(db, orgId, page);
+}
+
+export async function revokeApiKey(db: Db, principal: Principal, orgId: string, keyId: string) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'api-keys:manage');
+  if (!(await store.revokeApiKey(db, orgId, keyId))) throw NotFound('API key');
+}

@@ -1,0 +1,49 @@
+import { rolePermissions } from './permissions.ts';
+import type { AgentPrincipal, Principal } from './principal.ts';
+import { Unauthenticated } from '../errors.ts';
+import type { Db } from '../db/db.ts';
+import { verifyUserToken } from './jwt.ts';
+import { secretPrefixes } from './secrets.ts';
+import { findAgentByToken, findApiKey } from './store.ts';
+
+/** How a route authenticates its caller (the `auth` column of functions/routes.ts). */
+export type AuthKind = 'none' | 'user' | 'principal' | 'agent';
+
+/** The bearer token of an Authorization header, or undefined. */
+export function bearerToken(headers: Record<string, string | undefined>): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
+  return match?.[1];
+}
+
+/** A user JWT, or (kind `principal`) an organization API key as bearer token or X-API-Key header. */
+export async function authenticatePrincipal(db: Db, headers: Record<string, string | undefined>, allowApiKey: boolean): Promise<Principal> {
+  const bearer = bearerToken(headers);
+  const apiKey = headers['x-api-key'] ?? (bearer?.startsWith(secretPrefixes.apiKey) ? bearer : undefined);
+  if (apiKey !== undefined) {
+    if (!allowApiKey) throw Unauthenticated('This route needs a user token');
+    const key = await findApiKey(db, apiKey);
+    if (!key) throw Unauthenticated('Invalid API key');
+    return {
+      actorType: 'api_key',
+      id: key.id,
+      email: null,
+      name: key.name,
+      role: key.role,
+      scope: 'organization',
+      partnerId: key.partnerId,
+      orgId: key.orgId,
+      permissions: new Set(rolePermissions[key.role]),
+    };
+  }
+  if (!bearer) throw Unauthenticated();
+  return verifyUserToken(bearer);
+}
+
+/** An agent's bearer token issued at enrollment. */
+export async function authenticateAgent(db: Db, headers: Record<string, string | undefined>): Promise<AgentPrincipal> {
+  const token = bearerToken(headers);
+  if (!token) throw Unauthenticated();
+  const agent = await findAgentByToken(db, token);
+  if (!agent) throw Unauthenticated('Invalid or revoked agent token');
+  return { actorType: 'agent', ...agent };
+}

@@ -1,0 +1,86 @@
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { z } from 'zod';
+import { Unauthenticated } from '../errors.ts';
+import { permissions, rolePermissions, roles, type Permission } from './permissions.ts';
+import type { Principal } from './principal.ts';
+
+export const jwtDefaults = { issuer: 'logbook-local', audience: 'logbook' } as const;
+
+/** The claims of a user token (DESIGN.md "Authentication"). */
+export const userClaims = z
+  .object({
+    sub: z.uuid(),
+    email: z.string().max(255).optional(),
+    name: z.string().max(255).optional(),
+    role: z.enum(roles),
+    scope: z.enum(['platform', 'partner', 'organization']),
+    partnerId: z.uuid().optional(),
+    orgId: z.uuid().optional(),
+    permissions: z.array(z.enum(permissions)).optional(),
+  })
+  .refine((c) => c.scope !== 'platform' || c.role === 'platform_admin', 'platform scope needs the platform_admin role')
+  .refine((c) => c.scope !== 'partner' || (c.partnerId && c.role.startsWith('partner_')), 'partner scope needs partnerId and a partner role')
+  .refine((c) => c.scope !== 'organization' || (c.orgId && c.role.startsWith('org_')), 'organization scope needs orgId and an organization role');
+export type UserClaims = z.infer<typeof userClaims>;
+
+interface Verifier {
+  key: Uint8Array | JWTVerifyGetKey;
+  algorithms: string[];
+  issuer: string;
+  audience: string;
+}
+
+let verifier: Verifier | undefined;
+
+/** Built once per cold start from JWT_JWKS_URL (AWS) or JWT_SECRET (local, HS256). */
+function getVerifier(): Verifier {
+  if (!verifier) {
+    const issuer = process.env.JWT_ISSUER || jwtDefaults.issuer;
+    const audience = process.env.JWT_AUDIENCE || jwtDefaults.audience;
+    if (process.env.JWT_JWKS_URL) {
+      verifier = { key: createRemoteJWKSet(new URL(process.env.JWT_JWKS_URL)), algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'], issuer, audience };
+    } else if (process.env.JWT_SECRET) {
+      verifier = { key: new TextEncoder().encode(process.env.JWT_SECRET), algorithms: ['HS256'], issuer, audience };
+    } else {
+      throw new Error('JWT_JWKS_URL or JWT_SECRET must be set');
+    }
+  }
+  return verifier;
+}
+
+/** Forgets the cached verifier (configuration changed, as in tests). */
+export function resetJwtVerifier(): void {
+  verifier = undefined;
+}
+
+/**
+ * Verifies a user token: signature with the configured algorithms only (so `alg: none`
+ * and algorithm confusion fail), issuer, audience, expiry (required), then the claims.
+ */
+export async function verifyUserToken(token: string): Promise<Principal> {
+  const { key, algorithms, issuer, audience } = getVerifier();
+  let payload: unknown;
+  try {
+    const verified =
+      key instanceof Uint8Array
+        ? await jwtVerify(token, key, { algorithms, issuer, audience, requiredClaims: ['exp', 'sub'] })
+        : await jwtVerify(token, key, { algorithms, issuer, audience, requiredClaims: ['exp', 'sub'] });
+    payload = verified.payload;
+  } catch {
+    throw Unauthenticated('Invalid or expired token');
+  }
+  const claims = userClaims.safeParse(payload);
+  if (!claims.success) throw Unauthenticated('Token claims are invalid');
+  const c = claims.data;
+  return {
+    actorType: 'user',
+    id: c.sub,
+    email: c.email ?? null,
+    name: c.name ?? null,
+    role: c.role,
+    scope: c.scope,
+    partnerId: c.partnerId ?? null,
+    orgId: c.scope === 'organization' ? c.orgId! : null,
+    permissions: new Set<Permission>(c.permissions ?? rolePermissions[c.role]),
+  };
+}

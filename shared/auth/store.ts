@@ -1,0 +1,66 @@
+import { one, type Db } from '../db/db.ts';
+import { selectPage, type Page } from '../db/page.ts';
+import type { Role } from './permissions.ts';
+import { hashSecret } from './secrets.ts';
+
+export interface ApiKeyRow {
+  id: string;
+  orgId: string;
+  partnerId: string;
+  name: string;
+  role: Role;
+}
+
+/** The live API key with this secret, of a live organization. */
+export function findApiKey(db: Db, secret: string): Promise<ApiKeyRow | undefined> {
+  return one<ApiKeyRow & Record<string, unknown>>(
+    db,
+    `SELECT k.id, k.org_id AS "orgId", o.partner_id AS "partnerId", k.name, k.role
+       FROM api_keys k JOIN organizations o ON o.id = k.org_id
+      WHERE k.secret_hash = :hash::text AND k.revoked_at IS NULL AND o.deleted_at IS NULL`,
+    { hash: hashSecret(secret) },
+  );
+}
+
+export interface AgentTokenRow {
+  agentId: string;
+  deviceId: string;
+  orgId: string;
+}
+
+/** The agent holding this token, if neither it, its device nor its organization is revoked or deleted. */
+export function findAgentByToken(db: Db, token: string): Promise<AgentTokenRow | undefined> {
+  return one<AgentTokenRow & Record<string, unknown>>(
+    db,
+    `SELECT a.id AS "agentId", d.id AS "deviceId", d.org_id AS "orgId"
+       FROM agents a
+       JOIN devices d ON d.id = a.device_id
+       JOIN organizations o ON o.id = d.org_id
+      WHERE a.token_hash = :hash::text AND a.revoked_at IS NULL AND d.deleted_at IS NULL AND o.deleted_at IS NULL`,
+    { hash: hashSecret(token) },
+  );
+}
+
+const apiKeyColumns = `k.id, k.org_id AS "orgId", k.name, k.role, k.key_prefix AS "keyPrefix", k.revoked_at AS "revokedAt", k.created_at AS "createdAt"`;
+
+export function insertApiKey(db: Db, key: { orgId: string; name: string; role: Role; keyPrefix: string; secretHash: string; createdBy: string }) {
+  return one(
+    db,
+    `INSERT INTO api_keys AS k (org_id, name, role, key_prefix, secret_hash, created_by)
+     VALUES (:orgId::uuid, :name::text, :role::text, :keyPrefix::text, :secretHash::text, :createdBy::uuid)
+     RETURNING ${apiKeyColumns}`,
+    key,
+  );
+}
+
+export function listApiKeys(db: Db, orgId: string, page: Page) {
+  return selectPage(db, apiKeyColumns, 'api_keys k WHERE k.org_id = :orgId::uuid', 'k.created_at DESC, k.id', { orgId }, page);
+}
+
+export async function revokeApiKey(db: Db, orgId: string, keyId: string) {
+  const { rowCount } = await db.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid', {
+    orgId,
+    keyId,
+  });
+  return rowCount > 0;
+}

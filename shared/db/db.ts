@@ -1,0 +1,97 @@
+/**
+ * The one database interface of the project (DESIGN.md "Database").
+ *
+ * SQL is written with named parameters (`:orgId::uuid`) and an explicit cast on
+ * every parameter, so the same text runs on the RDS Data API (which takes named
+ * parameters natively) and on node-postgres (which gets them translated to $n).
+ * No array parameters: batches travel as one JSON parameter.
+ */
+export type SqlValue = string | number | boolean | null | Date | SqlJson;
+type SqlJson = { [key: string]: unknown } | unknown[];
+export type Params = Record<string, SqlValue | undefined>;
+
+export type Row = Record<string, unknown>;
+
+export interface QueryResult<T extends Row = Row> {
+  rows: T[];
+  rowCount: number;
+}
+
+export type Isolation = 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
+
+export interface Db {
+  /** Runs one statement. */
+  query<T extends Row = Row>(sql: string, params?: Params): Promise<QueryResult<T>>;
+  /** Runs `fn` in one transaction; rolls back when it throws. */
+  transaction<T>(fn: (tx: Db) => Promise<T>, options?: { isolation?: Isolation }): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** First row or undefined. */
+export async function one<T extends Row>(db: Db, sql: string, params?: Params): Promise<T | undefined> {
+  return (await db.query<T>(sql, params)).rows[0];
+}
+
+/** Encodes a parameter value the way both executors pass it: JSON values as text, dates as ISO text. */
+export function encodeParam(value: SqlValue | undefined): string | number | boolean | null {
+  if (value === undefined || value === null) return null;
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'object') return JSON.stringify(value);
+  return value;
+}
+
+/**
+ * Finds the `:name` parameters of a statement, skipping quoted strings,
+ * quoted identifiers, dollar-quoted bodies, comments and `::` casts.
+ * Returns the statement text split around them.
+ */
+export function parseNamedParams(sql: string): { parts: string[]; names: string[] } {
+  const parts: string[] = [];
+  const names: string[] = [];
+  let last = 0;
+  let i = 0;
+  const n = sql.length;
+  while (i < n) {
+    const c = sql[i]!;
+    if (c === "'" || c === '"') {
+      const end = sql.indexOf(c, i + 1);
+      i = end === -1 ? n : end + 1;
+      continue;
+    }
+    if (c === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? n : end + 1;
+      continue;
+    }
+    if (c === '/' && sql[i + 1] === '*') {
+      const end = sql.indexOf('*/', i + 2);
+      i = end === -1 ? n : end + 2;
+      continue;
+    }
+    if (c === '$') {
+      const tag = /^\$[A-Za-z_]*\$/.exec(sql.slice(i));
+      if (tag) {
+        const end = sql.indexOf(tag[0], i + tag[0].length);
+        i = end === -1 ? n : end + tag[0].length;
+        continue;
+      }
+    }
+    if (c === ':') {
+      if (sql[i + 1] === ':') {
+        i += 2;
+        continue;
+      }
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(sql.slice(i + 1));
+      if (name) {
+        parts.push(sql.slice(last, i));
+        names.push(name[0]);
+        i += 1 + name[0].length;
+        last = i;
+        continue;
+      }
+    }
+    i += 1;
+  }
+  parts.push(sql.slice(last));
+  return { parts, names };
+}

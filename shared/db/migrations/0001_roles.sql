@@ -1,0 +1,34 @@
+-- Bootstrap: the three database roles of DESIGN.md. This file alone runs as the
+-- administrator that connects (it creates roles); every later file runs as logbook_owner.
+-- Roles are created without LOGIN; each environment gives them a login and password
+-- (shared/db/roles.ts locally, the migration custom resource in AWS).
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'logbook_owner') THEN
+    CREATE ROLE logbook_owner NOLOGIN;
+  END IF;
+  -- The API's role: on audit tables it will hold SELECT and INSERT only.
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'logbook_app') THEN
+    CREATE ROLE logbook_app NOLOGIN;
+  END IF;
+  -- The retention worker's role: the only one allowed to delete audit rows (seed 5 rule 8).
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'logbook_audit_admin') THEN
+    CREATE ROLE logbook_audit_admin NOLOGIN;
+  END IF;
+END
+$$;
+--> statement-breakpoint
+GRANT USAGE, CREATE ON SCHEMA public TO logbook_owner;
+--> statement-breakpoint
+GRANT USAGE ON SCHEMA public TO logbook_app, logbook_audit_admin;
+--> statement-breakpoint
+-- Trusted extensions (pg_trgm, btree_gin) are created by the owner.
+DO $$
+BEGIN
+  EXECUTE format('GRANT CREATE, CONNECT ON DATABASE %I TO logbook_owner', current_database());
+  EXECUTE format('GRANT CONNECT ON DATABASE %I TO logbook_app, logbook_audit_admin', current_database());
+END
+$$;
+--> statement-breakpoint
+-- The health check reads it as the API's role.
+GRANT SELECT ON schema_migrations TO logbook_app;

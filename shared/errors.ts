@@ -1,0 +1,31 @@
+/**
+ * Domain errors: values with a code. `shared/http/error-envelope.ts` maps them to
+ * HTTP statuses in one place (DESIGN.md "HTTP conventions").
+ */
+export type ErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'LAST_SITE'
+  | 'SITE_NOT_EMPTY'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'UNAVAILABLE';
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const NotFound = (what = 'Resource') => new DomainError('NOT_FOUND', `${what} not found`);
+export const Forbidden = (message = 'You do not have permission for this action') => new DomainError('FORBIDDEN', message);
+export const Unauthenticated = (message = 'Authentication required') => new DomainError('UNAUTHENTICATED', message);
+export const ValidationFailed = (message: string, details?: unknown) => new DomainError('VALIDATION_FAILED', message, details);

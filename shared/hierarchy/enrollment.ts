@@ -1,0 +1,66 @@
+import type { z } from 'zod';
+import type { Principal } from '../auth/principal.ts';
+import { requirePermission } from '../auth/tenancy.ts';
+import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '../auth/secrets.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { NotFound, Unauthenticated, ValidationFailed } from '../errors.ts';
+import { reachableOrganization } from './organizations.ts';
+import type { createEnrollmentKey as createSchema, enroll as enrollSchema } from './schemas.ts';
+import * as store from './store.ts';
+
+export async function createEnrollmentKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'enrollment:manage');
+  if (input.siteId && !(await store.findSite(db, orgId, input.siteId))) {
+    throw ValidationFailed('siteId is not a site of this organization', [{ path: 'body.siteId', message: 'Unknown site', code: 'custom' }]);
+  }
+  const key = newSecret(secretPrefixes.enrollmentKey);
+  const created = await store.insertEnrollmentKey(db, {
+    orgId,
+    siteId: input.siteId ?? null,
+    name: input.name ?? null,
+    keyHash: hashSecret(key),
+    keyPrefix: shownPart(key),
+    expiresAt: input.expiresAt ?? null,
+    createdBy: principal.id,
+  });
+  return { ...created!, key };
+}
+
+export async function listEnrollmentKeys(db: Db, principal: Principal, orgId: string, page: Page) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'enrollment:manage');
+  return store.listEnrollmentKeys(db, orgId, page);
+}
+
+export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: string, keyId: string) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'enrollment:manage');
+  if (!(await store.revokeEnrollmentKey(db, orgId, keyId))) throw NotFound('Enrollment key');
+}
+
+/**
+ * Enrolls an agent (seed 1, 5 rule 6): a valid, unexpired, unrevoked enrollment key
+ * and, when AGENT_ENROLLMENT_SECRET is configured, that secret. Creates the device in
+ * the key's site (or the organization's first site) and returns the agent's token once.
+ */
+export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>) {
+  const secret = process.env.AGENT_ENROLLMENT_SECRET;
+  if (secret && !sameSecret(input.enrollmentSecret ?? '', secret)) throw Unauthenticated('Invalid enrollment secret');
+  const token = newSecret(secretPrefixes.agentToken);
+  return db.transaction(async (tx) => {
+    const key = await store.findUsableEnrollmentKey(tx, hashSecret(input.enrollmentKey));
+    if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
+    const device = await store.insertDevice(tx, {
+      orgId: key.orgId,
+      siteId: key.siteId,
+      hostname: input.hostname,
+      osType: input.osType,
+      osVersion: input.osVersion,
+      agentVersion: input.agentVersion,
+    });
+    const agent = await store.insertAgent(tx, device!.id, hashSecret(token));
+    return { agentId: agent!.id, deviceId: device!.id, token };
+  });
+}

@@ -1,0 +1,59 @@
+import type { z } from 'zod';
+import type { Principal } from '../auth/principal.ts';
+import { assertReachable, requirePermission } from '../auth/tenancy.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { Forbidden, NotFound, ValidationFailed } from '../errors.ts';
+import type { createOrganization as createSchema, updateOrganization as updateSchema } from './schemas.ts';
+import * as store from './store.ts';
+
+/** The live organization the principal may reach, or 404 (also for another tenant's). */
+export async function reachableOrganization(db: Db, principal: Principal, id: string) {
+  return assertReachable(await store.findOrganization(db, principal, id), 'Organization');
+}
+
+/**
+ * Creates an organization with its first site, in one transaction (seed 2.1: an
+ * organization needs at least one site). Partner users create in their own partner;
+ * platform administrators name the partner.
+ */
+export async function createOrganization(db: Db, principal: Principal, input: z.output<typeof createSchema>) {
+  requirePermission(principal, 'orgs:write');
+  if (principal.scope === 'organization') throw Forbidden('Organization users cannot create organizations');
+  let partnerId: string;
+  if (principal.scope === 'platform') {
+    if (!input.partnerId) throw ValidationFailed('partnerId is required', [{ path: 'body.partnerId', message: 'Required for platform administrators', code: 'invalid_type' }]);
+    partnerId = input.partnerId;
+  } else {
+    if (input.partnerId && input.partnerId !== principal.partnerId) throw NotFound('Partner');
+    partnerId = principal.partnerId!;
+  }
+  return db.transaction(async (tx) => {
+    if (!(await store.partnerExists(tx, partnerId))) throw NotFound('Partner');
+    return store.insertOrganization(tx, { partnerId, name: input.name, externalId: input.externalId }, { name: 'Main', ...input.site });
+  });
+}
+
+export function getOrganization(db: Db, principal: Principal, id: string) {
+  requirePermission(principal, 'orgs:read');
+  return reachableOrganization(db, principal, id);
+}
+
+export function listOrganizations(db: Db, principal: Principal, query: Page & { search?: string; partnerId?: string }) {
+  requirePermission(principal, 'orgs:read');
+  return store.listOrganizations(db, principal, query, query);
+}
+
+export async function updateOrganization(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>) {
+  await reachableOrganization(db, principal, id);
+  requirePermission(principal, 'orgs:write');
+  return assertReachable(await store.updateOrganization(db, id, change), 'Organization');
+}
+
+/** Soft delete by the partner (or platform): the trail and history stay. */
+export async function deleteOrganization(db: Db, principal: Principal, id: string) {
+  await reachableOrganization(db, principal, id);
+  requirePermission(principal, 'orgs:write');
+  if (principal.scope === 'organization') throw Forbidden('Organization users cannot delete their organization');
+  if (!(await store.softDeleteOrganization(db, id))) throw NotFound('Organization');
+}

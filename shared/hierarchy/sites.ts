@@ -1,0 +1,48 @@
+import type { z } from 'zod';
+import type { Principal } from '../auth/principal.ts';
+import { assertReachable, requirePermission } from '../auth/tenancy.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { DomainError } from '../errors.ts';
+import { reachableOrganization } from './organizations.ts';
+import type { createSite as createSchema, updateSite as updateSchema } from './schemas.ts';
+import * as store from './store.ts';
+
+export async function listSites(db: Db, principal: Principal, orgId: string, page: Page) {
+  await reachableOrganization(db, principal, orgId);
+  return store.listSites(db, orgId, page);
+}
+
+export async function getSite(db: Db, principal: Principal, orgId: string, siteId: string) {
+  await reachableOrganization(db, principal, orgId);
+  return assertReachable(await store.findSite(db, orgId, siteId), 'Site');
+}
+
+export async function createSite(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'sites:write');
+  return store.insertSite(db, orgId, input);
+}
+
+export async function updateSite(db: Db, principal: Principal, orgId: string, siteId: string, change: z.output<typeof updateSchema>) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'sites:write');
+  return assertReachable(await store.updateSite(db, orgId, siteId, change), 'Site');
+}
+
+/**
+ * Deletes a site that holds no devices; never the organization's last one
+ * (seed 2.1). The organization row is locked so two deletions cannot both pass.
+ */
+export async function deleteSite(db: Db, principal: Principal, orgId: string, siteId: string) {
+  await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'sites:write');
+  await db.transaction(async (tx) => {
+    await store.lockOrganization(tx, orgId);
+    assertReachable(await store.findSite(tx, orgId, siteId), 'Site');
+    const usage = (await store.siteUsage(tx, orgId, siteId))!;
+    if (usage.sites <= 1) throw new DomainError('LAST_SITE', 'An organization needs at least one site; this is its last');
+    if (usage.devices > 0) throw new DomainError('SITE_NOT_EMPTY', `The site still holds ${usage.devices} device(s); move or delete them first`);
+    await store.softDeleteSite(tx, orgId, siteId);
+  });
+}

@@ -1,0 +1,256 @@
+import type { Principal } from '../auth/principal.ts';
+import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { one, type Db } from '../db/db.ts';
+import { likePattern } from '../http/pagination.ts';
+import { selectPage, type Page } from '../db/page.ts';
+
+const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
+const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
+const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
+const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
+  d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
+  d.last_ip AS "lastIp", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
+const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
+
+// Partners
+
+export function insertPartner(db: Db, name: string) {
+  return one(db, `INSERT INTO partners AS p (name) VALUES (:name::text) RETURNING ${partnerColumns}`, { name });
+}
+
+export function partnerExists(db: Db, id: string) {
+  return one(db, 'SELECT 1 AS found FROM partners WHERE id = :id::uuid', { id }).then(Boolean);
+}
+
+export function listPartners(db: Db, filter: { search?: string }, page: Page) {
+  return selectPage(db, partnerColumns, `partners p WHERE (:search::text IS NULL OR p.name ILIKE :search::text)`, 'p.name, p.id', { search: filter.search && likePattern(filter.search) }, page);
+}
+
+// Organizations
+
+/** Every path that creates an organization goes through here: it creates the first site with it (seed 2.1). */
+export async function insertOrganization(
+  tx: Db,
+  org: { partnerId: string; name: string; externalId?: string },
+  site: { name: string; timezone?: string; address?: string },
+) {
+  const created = await one(
+    tx,
+    `INSERT INTO organizations AS o (partner_id, name, external_id) VALUES (:partnerId::uuid, :name::text, :externalId::text) RETURNING ${orgColumns}`,
+    { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
+  );
+  const firstSite = await insertSite(tx, created!.id as string, site);
+  return { ...created!, site: firstSite };
+}
+
+/** The live organization if the principal may reach it. */
+export function findOrganization(db: Db, principal: Principal, id: string) {
+  return one(db, `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
+    id,
+    ...tenantParams(principal),
+  });
+}
+
+/** Locks the organization row: site deletions of one organization take turns, so the last site survives. */
+export function lockOrganization(tx: Db, id: string) {
+  return one(tx, 'SELECT id FROM organizations WHERE id = :id::uuid AND deleted_at IS NULL FOR UPDATE', { id });
+}
+
+export function listOrganizations(db: Db, principal: Principal, filter: { search?: string; partnerId?: string }, page: Page) {
+  return selectPage(
+    db,
+    orgColumns,
+    `organizations o WHERE o.deleted_at IS NULL AND ${orgTenantSql('o')}
+       AND (:search::text IS NULL OR o.name ILIKE :search::text)
+       AND (:partnerId::uuid IS NULL OR o.partner_id = :partnerId::uuid)`,
+    'o.name, o.id',
+    { ...tenantParams(principal), search: filter.search && likePattern(filter.search), partnerId: filter.partnerId ?? null },
+    page,
+  );
+}
+
+export function updateOrganization(db: Db, id: string, change: { name?: string; externalId?: string | null }) {
+  return one(
+    db,
+    `UPDATE organizations o SET
+        name = COALESCE(:name::text, o.name),
+        external_id = CASE WHEN :setExternalId::boolean THEN :externalId::text ELSE o.external_id END,
+        updated_at = now()
+      WHERE o.id = :id::uuid AND o.deleted_at IS NULL
+      RETURNING ${orgColumns}`,
+    { id, name: change.name ?? null, setExternalId: 'externalId' in change, externalId: change.externalId ?? null },
+  );
+}
+
+/** Soft delete; the organization's keys and agents stop authenticating with it. */
+export async function softDeleteOrganization(db: Db, id: string) {
+  const { rowCount } = await db.query('UPDATE organizations SET deleted_at = now(), updated_at = now() WHERE id = :id::uuid AND deleted_at IS NULL', { id });
+  return rowCount > 0;
+}
+
+// Sites
+
+export function insertSite(db: Db, orgId: string, site: { name: string; timezone?: string; address?: string }) {
+  return one(
+    db,
+    `INSERT INTO sites AS s (org_id, name, timezone, address) VALUES (:orgId::uuid, :name::text, :timezone::text, :address::text) RETURNING ${siteColumns}`,
+    { orgId, name: site.name, timezone: site.timezone ?? null, address: site.address ?? null },
+  );
+}
+
+export function findSite(db: Db, orgId: string, siteId: string) {
+  return one(db, `SELECT ${siteColumns} FROM sites s WHERE s.id = :siteId::uuid AND s.org_id = :orgId::uuid AND s.deleted_at IS NULL`, { orgId, siteId });
+}
+
+export function listSites(db: Db, orgId: string, page: Page) {
+  return selectPage(db, siteColumns, 'sites s WHERE s.org_id = :orgId::uuid AND s.deleted_at IS NULL', 's.created_at, s.id', { orgId }, page);
+}
+
+export function updateSite(db: Db, orgId: string, siteId: string, change: { name?: string; timezone?: string | null; address?: string | null }) {
+  return one(
+    db,
+    `UPDATE sites s SET
+        name = COALESCE(:name::text, s.name),
+        timezone = CASE WHEN :setTimezone::boolean THEN :timezone::text ELSE s.timezone END,
+        address = CASE WHEN :setAddress::boolean THEN :address::text ELSE s.address END,
+        updated_at = now()
+      WHERE s.id = :siteId::uuid AND s.org_id = :orgId::uuid AND s.deleted_at IS NULL
+      RETURNING ${siteColumns}`,
+    {
+      orgId,
+      siteId,
+      name: change.name ?? null,
+      setTimezone: 'timezone' in change,
+      timezone: change.timezone ?? null,
+      setAddress: 'address' in change,
+      address: change.address ?? null,
+    },
+  );
+}
+
+/** How many live sites the organization has and how many live devices the site holds. */
+export function siteUsage(db: Db, orgId: string, siteId: string) {
+  return one<{ sites: number; devices: number }>(
+    db,
+    `SELECT (SELECT count(*) FROM sites WHERE org_id = :orgId::uuid AND deleted_at IS NULL) AS sites,
+            (SELECT count(*) FROM devices WHERE site_id = :siteId::uuid AND deleted_at IS NULL) AS devices`,
+    { orgId, siteId },
+  );
+}
+
+/** Soft delete; the site's enrollment keys are revoked with it. */
+export async function softDeleteSite(tx: Db, orgId: string, siteId: string) {
+  const params = { orgId, siteId };
+  const { rowCount } = await tx.query(
+    'UPDATE sites SET deleted_at = now(), updated_at = now() WHERE id = :siteId::uuid AND org_id = :orgId::uuid AND deleted_at IS NULL',
+    params,
+  );
+  await tx.query('UPDATE enrollment_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE site_id = :siteId::uuid AND org_id = :orgId::uuid', params);
+  return rowCount > 0;
+}
+
+// Devices
+
+export function insertDevice(
+  db: Db,
+  device: { orgId: string; siteId: string; hostname: string; osType?: string; osVersion?: string; agentVersion?: string },
+) {
+  return one<{ id: string }>(
+    db,
+    `INSERT INTO devices (org_id, site_id, hostname, os_type, os_version, agent_version, last_seen_at)
+     VALUES (:orgId::uuid, :siteId::uuid, :hostname::text, :osType::text, :osVersion::text, :agentVersion::text, now())
+     RETURNING id`,
+    { osType: null, osVersion: null, agentVersion: null, ...device },
+  );
+}
+
+export function findDevice(db: Db, principal: Principal, id: string) {
+  return one(db, `SELECT ${deviceColumns} FROM ${deviceFrom} WHERE d.id = :id::uuid AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
+    id,
+    ...tenantParams(principal),
+  });
+}
+
+export function listDevices(db: Db, principal: Principal, filter: { orgId?: string; siteId?: string; search?: string }, page: Page) {
+  return selectPage(
+    db,
+    deviceColumns,
+    `${deviceFrom} WHERE d.deleted_at IS NULL AND ${orgTenantSql('o')}
+       AND (:orgId::uuid IS NULL OR d.org_id = :orgId::uuid)
+       AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid)
+       AND (:search::text IS NULL OR d.hostname ILIKE :search::text OR d.display_name ILIKE :search::text)`,
+    'd.hostname, d.id',
+    { ...tenantParams(principal), orgId: filter.orgId ?? null, siteId: filter.siteId ?? null, search: filter.search && likePattern(filter.search) },
+    page,
+  );
+}
+
+export async function updateDevice(db: Db, id: string, change: { displayName?: string | null; siteId?: string }) {
+  const { rowCount } = await db.query(
+    `UPDATE devices d SET
+        display_name = CASE WHEN :setDisplayName::boolean THEN :displayName::text ELSE d.display_name END,
+        site_id = COALESCE(:siteId::uuid, d.site_id),
+        updated_at = now()
+      WHERE d.id = :id::uuid AND d.deleted_at IS NULL`,
+    { id, setDisplayName: 'displayName' in change, displayName: change.displayName ?? null, siteId: change.siteId ?? null },
+  );
+  return rowCount > 0;
+}
+
+/** Soft delete; the device's agent token is revoked with it. */
+export async function softDeleteDevice(tx: Db, id: string) {
+  const { rowCount } = await tx.query('UPDATE devices SET deleted_at = now(), updated_at = now() WHERE id = :id::uuid AND deleted_at IS NULL', { id });
+  await tx.query('UPDATE agents SET revoked_at = COALESCE(revoked_at, now()) WHERE device_id = :id::uuid', { id });
+  return rowCount > 0;
+}
+
+// Enrollment keys and agents
+
+const keyColumns = `k.id, k.org_id AS "orgId", k.site_id AS "siteId", k.name, k.key_prefix AS "keyPrefix",
+  k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.created_at AS "createdAt"`;
+
+export function insertEnrollmentKey(
+  db: Db,
+  key: { orgId: string; siteId: string | null; name: string | null; keyHash: string; keyPrefix: string; expiresAt: string | null; createdBy: string },
+) {
+  return one(
+    db,
+    `INSERT INTO enrollment_keys AS k (org_id, site_id, name, key_hash, key_prefix, expires_at, created_by)
+     VALUES (:orgId::uuid, :siteId::uuid, :name::text, :keyHash::text, :keyPrefix::text, :expiresAt::timestamptz, :createdBy::uuid)
+     RETURNING ${keyColumns}`,
+    key,
+  );
+}
+
+export function listEnrollmentKeys(db: Db, orgId: string, page: Page) {
+  return selectPage(db, keyColumns, 'enrollment_keys k WHERE k.org_id = :orgId::uuid', 'k.created_at DESC, k.id', { orgId }, page);
+}
+
+export async function revokeEnrollmentKey(db: Db, orgId: string, keyId: string) {
+  const { rowCount } = await db.query(
+    'UPDATE enrollment_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid',
+    { orgId, keyId },
+  );
+  return rowCount > 0;
+}
+
+/**
+ * The usable enrollment key with this hash and the site it enrolls into: its own
+ * site, or the organization's first live site. Locks the key row for the enrollment.
+ */
+export function findUsableEnrollmentKey(tx: Db, keyHash: string) {
+  return one<{ orgId: string; siteId: string }>(
+    tx,
+    `SELECT k.org_id AS "orgId",
+            COALESCE(k.site_id, (SELECT s.id FROM sites s WHERE s.org_id = k.org_id AND s.deleted_at IS NULL ORDER BY s.created_at, s.id LIMIT 1)) AS "siteId"
+       FROM enrollment_keys k JOIN organizations o ON o.id = k.org_id
+      WHERE k.key_hash = :keyHash::text AND k.revoked_at IS NULL AND o.deleted_at IS NULL
+        AND (k.expires_at IS NULL OR k.expires_at > now())
+      FOR SHARE OF k`,
+    { keyHash },
+  );
+}
+
+export function insertAgent(db: Db, deviceId: string, tokenHash: string) {
+  return one<{ id: string }>(db, 'INSERT INTO agents (device_id, token_hash) VALUES (:deviceId::uuid, :tokenHash::text) RETURNING id', { deviceId, tokenHash });
+}

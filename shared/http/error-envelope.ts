@@ -1,0 +1,56 @@
+import type { MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { z } from 'zod';
+import { DomainError, type ErrorCode } from '../errors.ts';
+import { logger } from '../logger.ts';
+
+const statusOf: Record<ErrorCode, number> = {
+  VALIDATION_FAILED: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  LAST_SITE: 409,
+  SITE_NOT_EMPTY: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  UNAVAILABLE: 503,
+};
+
+export function errorReply(status: number, code: string, message: string, details?: unknown): APIGatewayProxyResultV2 {
+  return {
+    statusCode: status,
+    headers: {
+      'content-type': 'application/json',
+      ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
+    },
+    body: JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }),
+  };
+}
+
+/** Zod issues as the `details` of a 400: where (body.logs.3.level), what, and zod's code. */
+export function issueDetails(error: z.ZodError, location?: string) {
+  return error.issues.map((issue) => ({
+    path: [...(location ? [location] : []), ...issue.path.map(String)].join('.'),
+    message: issue.message,
+    code: issue.code,
+  }));
+}
+
+/** Maps any error to the envelope of DESIGN.md; never a stack trace, never a 500 for bad input. */
+export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
+  if (error instanceof DomainError) return errorReply(statusOf[error.code], error.code, error.message, error.details);
+  if (error instanceof z.ZodError) return errorReply(400, 'VALIDATION_FAILED', 'Request is invalid', issueDetails(error));
+  const cause = (error as { cause?: { package?: string } } | null)?.cause;
+  if (cause?.package === '@middy/http-json-body-parser') {
+    return errorReply(400, 'VALIDATION_FAILED', 'Request body must be valid JSON');
+  }
+  logger.error('Unhandled error', error as Error);
+  return errorReply(500, 'INTERNAL', 'Internal error');
+}
+
+export const errorEnvelope = (): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2> => ({
+  onError: async (request) => {
+    request.response = toErrorReply(request.error);
+  },
+});

@@ -1,0 +1,37 @@
+import middy from '@middy/core';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { authenticate, type CallerOf } from './authenticate.ts';
+import { errorEnvelope } from './error-envelope.ts';
+import type { RequestOf, RouteDef } from './route.ts';
+import { validate, type ValidatedContext } from './validate.ts';
+
+export type Handler = (event: APIGatewayProxyEventV2, context: import('aws-lambda').Context) => Promise<APIGatewayProxyResultV2>;
+
+/**
+ * A route's Lambda handler: error envelope, authentication, JSON body, validation,
+ * then the one domain call. The function returns the reply body; the status is the route's.
+ */
+export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<R, CallerOf<R['auth']>>) => Promise<unknown>): Handler {
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>()
+    .use(errorEnvelope())
+    .use(authenticate(def.auth));
+  // The API speaks JSON only, so the body is parsed whatever the Content-Type says
+  // (`disableContentTypeCheck` is in the middleware but missing from its typings).
+  if (def.body) chain.use(httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<typeof httpJsonBodyParser>[0]));
+  return chain.use(validate(def)).handler(async (event, context) => {
+    const input = context.input!;
+    const result = await fn({
+      params: input.params,
+      query: input.query,
+      body: input.body,
+      caller: context.caller,
+      headers: event.headers ?? {},
+      sourceIp: event.requestContext.http.sourceIp,
+    } as RequestOf<R, CallerOf<R['auth']>>);
+    const status = def.status ?? 200;
+    return status === 204
+      ? { statusCode: 204 }
+      : { statusCode: status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) };
+  }) as unknown as Handler;
+}

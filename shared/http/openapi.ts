@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import type { RouteDef } from './route.ts';
+
+const errorBody = z
+  .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
+  .meta({ id: 'Error', description: 'Error envelope; VALIDATION_FAILED carries the zod issues in details' });
+
+const errorText: Record<number, string> = {
+  400: 'VALIDATION_FAILED: the request is invalid; nothing was stored',
+  401: 'UNAUTHENTICATED: missing, invalid, expired or revoked credentials',
+  403: 'FORBIDDEN: the caller lacks the permission',
+  404: "NOT_FOUND: absent, or another tenant's",
+  409: 'Conflict with the current state',
+  413: 'PAYLOAD_TOO_LARGE',
+  503: 'The database is not reachable',
+};
+
+const security: Record<RouteDef['auth'], ZodOpenApiOperationObject['security']> = {
+  none: [],
+  user: [{ userJwt: [] }],
+  principal: [{ userJwt: [] }, { apiKey: [] }],
+  agent: [{ agentToken: [] }],
+};
+
+/** The OpenAPI 3.1 document of a route table, generated from its zod schemas. */
+export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: string; version: string }) {
+  const paths: ZodOpenApiPathsObject = {};
+  for (const [key, def] of Object.entries(routes)) {
+    const [method, path] = key.split(' ') as [string, string];
+    const status = String(def.status ?? 200);
+    const operation: ZodOpenApiOperationObject = {
+      summary: def.summary,
+      tags: [def.tag],
+      operationId: def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase()),
+      security: security[def.auth],
+      requestParams: { path: def.params, query: def.query },
+      ...(def.body ? { requestBody: { required: true, content: { 'application/json': { schema: def.body } } } } : {}),
+      responses: {
+        [status]: {
+          description: status === '204' ? 'Done' : 'Success',
+          ...(def.response ? { content: { 'application/json': { schema: def.response } } } : {}),
+        },
+        ...Object.fromEntries(
+          (def.errors ?? []).map((code) => [String(code), { description: errorText[code] ?? 'Error', content: { 'application/json': { schema: errorBody } } }]),
+        ),
+      },
+    };
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation };
+  }
+  return createDocument({
+    openapi: '3.1.0',
+    info,
+    paths,
+    components: {
+      securitySchemes: {
+        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'User token (claims: sub, email, name, role, scope, partnerId, orgId, permissions)' },
+        apiKey: { type: 'http', scheme: 'bearer', description: 'Organization API key lbk_… (also accepted in X-API-Key)' },
+        agentToken: { type: 'http', scheme: 'bearer', description: 'Agent token issued at enrollment' },
+      },
+    },
+  });
+}

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+/**
+ * page/limit query parameters: page from 1, limit from 1; a limit above the route's
+ * maximum is clamped to it (DESIGN.md "HTTP conventions").
+ */
+export function pageQuery(options: { defaultLimit: number; maxLimit: number }) {
+  return {
+    page: z.coerce.number().int().min(1).max(1_000_000).default(1).meta({ description: 'Page number, from 1' }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(options.defaultLimit)
+      .transform((limit) => Math.min(limit, options.maxLimit))
+      .meta({ description: `Page size, default ${options.defaultLimit}; above ${options.maxLimit} it is clamped to ${options.maxLimit}` }),
+  };
+}
+
+export const paginationSchema = z
+  .object({ page: z.number().int(), limit: z.number().int(), total: z.number().int(), totalPages: z.number().int() })
+  .meta({ id: 'Pagination' });
+
+export type Pagination = z.infer<typeof paginationSchema>;
+
+export function pagination(page: number, limit: number, total: number): Pagination {
+  return { page, limit, total, totalPages: Math.ceil(total / limit) };
+}
+
+/** The list envelope `{ data, pagination }` of an item schema. */
+export const pageOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), pagination: paginationSchema });
+
+/** Escapes LIKE wildcards so user text matches literally (`100%` means 100%). */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

@@ -1,0 +1,34 @@
+import type { z } from 'zod';
+import type { AuthKind } from '../auth/authenticate.ts';
+
+/** One row of the route table (functions/routes.ts). */
+export interface RouteDef {
+  /** Handler module under functions/, without extension; it exports `handler`. */
+  handler: string;
+  auth: AuthKind;
+  summary: string;
+  tag: string;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** Status of a successful reply (default 200). */
+  status?: 200 | 201 | 204;
+  response?: z.ZodType;
+  /** Error statuses the route can answer, for the OpenAPI document. */
+  errors?: readonly number[];
+}
+
+export const route = <const R extends RouteDef>(def: R): R => def;
+
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+/** What a handler receives: validated params, query and body, and the authenticated caller. */
+export interface RequestOf<R extends RouteDef, Caller> {
+  params: Out<R['params']>;
+  query: Out<R['query']>;
+  body: Out<R['body']>;
+  caller: Caller;
+  headers: Record<string, string | undefined>;
+  /** The connection's source IP as API Gateway reports it. */
+  sourceIp: string;
+}

@@ -1,0 +1,7 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+
+/** The service's structured logger, one per cold start (Powertools for AWS Lambda). */
+export const logger = new Logger({
+  serviceName: 'logbook',
+  logLevel: (process.env.LOG_LEVEL ?? (process.env.NODE_ENV === 'test' ? 'WARN' : 'INFO')) as 'INFO',
+});

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgDb } from '#shared/db/pg.ts';
+import { loadMigrations, migrate } from '#shared/db/migrate.ts';
+import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { mkdtempSync, writeFileSync, cpSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { migrationsDir } from '#shared/db/migrate.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db.close());
+
+describe('migrations', () => {
+  it('split every file on statement breakpoints into non-empty statements', () => {
+    const migrations = loadMigrations();
+    expect(migrations.map((m) => m.name)).toEqual([...migrations.map((m) => m.name)].sort());
+    for (const m of migrations) {
+      expect(m.statements.length).toBeGreaterThan(0);
+      for (const statement of m.statements) expect(statement).not.toContain('statement-breakpoint');
+    }
+  });
+
+  it('record each applied file and apply nothing twice', async () => {
+    const { rows } = await db.admin.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
+    expect(rows.map((r) => r.name)).toEqual(loadMigrations().map((m) => m.name));
+    expect(await migrate(db.admin)).toEqual([]);
+  });
+
+  it('refuse to run when an applied file was changed afterwards', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logbook-migrations-'));
+    cpSync(migrationsDir, dir, { recursive: true });
+    const first = loadMigrations(dir)[1]!;
+    writeFileSync(join(dir, first.name), `${first.statements.join('\n--> statement-breakpoint\n')}\n-- edited\n`);
+    await expect(migrate(db.admin, { dir })).rejects.toThrow(/was changed after it was applied/);
+  });
+
+  it('let two migrators race on a fresh database without failing', async () => {
+    const name = `${db.name}_race`;
+    await db.admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(db.urls.admin);
+    url.pathname = `/${name}`;
+    const a = createPgDb({ connectionString: url.toString(), max: 1 });
+    const b = createPgDb({ connectionString: url.toString(), max: 1 });
+    try {
+      const [ranA, ranB] = await Promise.all([migrate(a), migrate(b)]);
+      expect([...ranA, ...ranB].sort()).toEqual(loadMigrations().map((m) => m.name));
+    } finally {
+      await a.close();
+      await b.close();
+      await db.admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+    }
+  });
+
+  it('make logbook_owner the owner of every table', async () => {
+    const { rows } = await db.admin.query<{ tablename: string; tableowner: string }>(
+      `SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'`,
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect(row).toEqual({ tablename: row.tablename, tableowner: 'logbook_owner' });
+  });
+});

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import type { TestProject } from 'vitest/node';
+import { prepareDatabase } from '#infra/local/database.ts';
+import { startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Administrator connection string of the server (any database). */
+    serverUrl: string;
+    /** The migrated template every test file clones. */
+    templateDatabase: string;
+    /** Prefix of this run's databases. */
+    databasePrefix: string;
+  }
+}
+
+export const databaseName = (url: string, name: string) => {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+};
+
+/**
+ * Starts an embedded PostgreSQL (or uses DATABASE_URL), migrates one template
+ * database, and hands it to the test files, which each clone it.
+ */
+export default async function setup(project: TestProject) {
+  let serverUrl = process.env.DATABASE_URL;
+  let stop: (() => Promise<void>) | undefined;
+  if (!serverUrl) {
+    const pg = await startEmbeddedPostgres({ dir: `.data/test-postgres-${process.pid}`, persistent: false });
+    serverUrl = pg.url;
+    stop = pg.stop;
+  }
+  const prefix = `logbook_test_${randomBytes(4).toString('hex')}`;
+  const template = `${prefix}_template`;
+  const admin = createPgDb({ connectionString: serverUrl, max: 1 });
+  await admin.query(`CREATE DATABASE ${template}`);
+  await prepareDatabase(databaseName(serverUrl, template));
+  project.provide('serverUrl', serverUrl);
+  project.provide('templateDatabase', template);
+  project.provide('databasePrefix', prefix);
+
+  return async () => {
+    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, :prefix::text)', { prefix });
+    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    await admin.close();
+    await stop?.();
+  };
+}
