@@ -90,22 +90,22 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
       const handler = await handlerFor(match.route.handler);
       result = await handler(event, context);
     } catch (error) {
-      // API Gateway logs nothing to the client: the function error stays in the function's log.
+      // As API Gateway does: the client gets a bare 500, the error goes to the function's log only.
       console.error(`[${context.functionName}] ${requestId}`, error);
       return reply(res, 500, { message: 'Internal Server Error' });
     }
     writeResult(res, result);
   }
 
+  const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host ?? '127.0.0.1', () => {
+    server.listen(options.port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
   const { port } = server.address() as AddressInfo;
-  const host = options.host ?? '127.0.0.1';
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 
   return {

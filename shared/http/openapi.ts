@@ -34,7 +34,7 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
       tags: [def.tag],
       operationId: def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase()),
       security: security[def.auth],
-      requestParams: { path: def.params, query: def.query },
+      requestParams: { ...(def.params ? { path: def.params } : {}), ...(def.query ? { query: def.query } : {}) },
       ...(def.body ? { requestBody: { required: true, content: { 'application/json': { schema: def.body } } } } : {}),
       responses: {
         [status]: {
