@@ -32,7 +32,7 @@ export async function seedDemo(admin: Db): Promise<Demo> {
     partnerId: demoIds.partner,
   });
   if (!org) {
-    org = await admin.transaction((tx) => insertOrganization(tx, { partnerId: demoIds.partner, name: 'Demo Organization' }, { name: 'Main Office' })) as { id: string };
+    org = await admin.transaction((tx) => insertOrganization(tx, { partnerId: demoIds.partner, name: 'Demo Organization' }, { name: 'Main Office' }));
   }
   let device = await one<{ deviceId: string; agentId: string; siteId: string }>(
     admin,

@@ -34,12 +34,12 @@ export async function insertOrganization(
   org: { partnerId: string; name: string; externalId?: string },
   site: { name: string; timezone?: string; address?: string },
 ) {
-  const created = await one(
+  const created = await one<{ id: string }>(
     tx,
     `INSERT INTO organizations AS o (partner_id, name, external_id) VALUES (:partnerId::uuid, :name::text, :externalId::text) RETURNING ${orgColumns}`,
     { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
   );
-  const firstSite = await insertSite(tx, created!.id as string, site);
+  const firstSite = await insertSite(tx, created!.id, site);
   return { ...created!, site: firstSite };
 }
 
