@@ -1,27 +1,30 @@
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import { Unauthenticated } from '../errors.ts';
-import { permissions, rolePermissions, roles, type Permission } from './permissions.ts';
-import type { Principal } from './principal.ts';
+import { permissions, rolePermissions, roles, type Permission, type Role } from './permissions.ts';
+import type { Principal, Scope } from './principal.ts';
 
 export const jwtDefaults = { issuer: 'logbook-local', audience: 'logbook' } as const;
 
 /** The claims of a user token (DESIGN.md "Authentication"). */
+const scopeOfRole = (role: Role): Scope => (role === 'platform_admin' ? 'platform' : role.startsWith('partner_') ? 'partner' : 'organization');
+
 export const userClaims = z
   .object({
     sub: z.uuid(),
     email: z.string().max(255).optional(),
     name: z.string().max(255).optional(),
     role: z.enum(roles),
-    scope: z.enum(['platform', 'partner', 'organization']),
+    scope: z.enum(['platform', 'partner', 'organization']).optional().meta({ description: 'Implied by the role when absent' }),
     partnerId: z.uuid().optional(),
     orgId: z.uuid().optional(),
     permissions: z.array(z.enum(permissions)).optional(),
   })
+  .transform((c) => ({ ...c, scope: c.scope ?? scopeOfRole(c.role) }))
   .refine((c) => c.scope !== 'platform' || c.role === 'platform_admin', 'platform scope needs the platform_admin role')
   .refine((c) => c.scope !== 'partner' || (c.partnerId && c.role.startsWith('partner_')), 'partner scope needs partnerId and a partner role')
   .refine((c) => c.scope !== 'organization' || (c.orgId && c.role.startsWith('org_')), 'organization scope needs orgId and an organization role');
-export type UserClaims = z.infer<typeof userClaims>;
+export type UserClaims = z.input<typeof userClaims>;
 
 interface Verifier {
   key: Uint8Array | JWTVerifyGetKey;
