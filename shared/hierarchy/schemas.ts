@@ -113,6 +113,7 @@ export const createEnrollmentKey = z
   })
   .strict();
 
+/** Unknown fields are dropped, not refused: agents of a newer version may report more than this server knows. */
 export const enroll = z
   .object({
     enrollmentKey: z.string().min(1).max(255),
@@ -121,8 +122,7 @@ export const enroll = z
     osType: z.string().trim().min(1).max(50).optional(),
     osVersion: z.string().trim().min(1).max(255).optional(),
     agentVersion: z.string().trim().min(1).max(50).optional(),
-  })
-  .strict();
+  });
 export const enrolled = z
   .object({ agentId: z.uuid(), deviceId: z.uuid(), token: z.string().meta({ description: 'The agent\'s bearer token; shown only in this reply' }) })
   .meta({ id: 'Enrollment' });

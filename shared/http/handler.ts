@@ -16,9 +16,15 @@ export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>()
     .use(errorEnvelope())
     .use(authenticate(def.auth));
-  // The API speaks JSON only, so the body is parsed whatever the Content-Type says
-  // (`disableContentTypeCheck` is in the middleware but missing from its typings).
-  if (def.body) chain.use(httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<typeof httpJsonBodyParser>[0]));
+  if (def.body) {
+    // No body at all reads as `{}`: the schema then says what is missing, or accepts it when every field is optional.
+    chain.before((request) => {
+      request.event.body ||= '{}';
+    });
+    // The API speaks JSON only, so the body is parsed whatever the Content-Type says
+    // (`disableContentTypeCheck` is in the middleware but missing from its typings).
+    chain.use(httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<typeof httpJsonBodyParser>[0]));
+  }
   return chain.use(validate(def)).handler(async (event, context) => {
     const input = context.input!;
     const result = await fn({

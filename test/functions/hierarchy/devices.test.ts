@@ -18,6 +18,16 @@ afterAll(async () => {
   await db.close();
 });
 
+describe('enrollment', () => {
+  it('accepts a key request without a body and an agent that reports fields this server does not know', async () => {
+    const key = await api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken });
+    expect(key.status).toBe(201);
+    expect(key.body).toMatchObject({ id: expect.any(String), key: expect.stringMatching(/^lbe_/), siteId: null });
+    const enrolled = await api.request('POST', '/api/v1/agents/enroll', { body: { enrollmentKey: key.body.key, hostname: 'future-agent', architecture: 'arm64' } });
+    expect(enrolled.status).toBe(201);
+  });
+});
+
 describe('devices', () => {
   it('appear after enrollment with what the agent reported', async () => {
     const { deviceId, agentId } = await enrollDevice(api, tenant, 'web-01');

@@ -72,6 +72,8 @@ describe('creating an organization', () => {
     }
     const malformed = await api.request('POST', '/api/v1/orgs/organizations', { token: tenant.partnerToken, rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
     expect(malformed.status).toBe(400);
+    const empty = await api.request('POST', '/api/v1/orgs/organizations', { token: tenant.partnerToken });
+    expect(empty.body.error.details[0].path).toBe('body.name');
     expect(await db.admin.query('SELECT count(*) AS n FROM organizations')).toEqual(before);
   });
 });

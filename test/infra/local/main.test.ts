@@ -18,7 +18,8 @@ interface Started {
 /** Runs `npm start`'s entry point against this file's database, until its health check answers. */
 async function start(): Promise<Started> {
   const port = await freePort();
-  const env = { ...process.env, DATABASE_URL: db.urls.admin, PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: 'main-test-secret', NODE_ENV: 'development' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.urls.admin, PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: 'main-test-secret', NODE_ENV: 'development' };
+  // The server derives its role connections from DATABASE_URL, as on a developer's machine.
   delete env.APP_DATABASE_URL;
   const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -51,8 +52,8 @@ describe('npm start', () => {
     expect(output).toContain('JWT_SECRET=main-test-secret');
     expect(output).toContain('JWT_ISSUER=logbook-local');
     const orgToken = printed(output, 'ORG_ADMIN_TOKEN')!;
-    const devices = await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json());
-    expect(devices.data.map((d: { hostname: string }) => d.hostname)).toEqual(['demo-device']);
+    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json())) as { data: { hostname: string }[] };
+    expect(devices.data.map((d) => d.hostname)).toEqual(['demo-device']);
     const partners = await fetch(`${started.base}/partners`, { headers: { authorization: `Bearer ${printed(output, 'PLATFORM_ADMIN_TOKEN')}` } });
     expect(partners.status).toBe(200);
     expect(await stop(started)).toBe(0);
