@@ -43,7 +43,8 @@ export function encodeParam(value: SqlValue | undefined): string | number | bool
 /**
  * Finds the `:name` parameters of a statement, skipping quoted strings,
  * quoted identifiers, dollar-quoted bodies, comments and `::` casts.
- * Returns the statement text split around them.
+ * Returns the statement text split around them. Array slices are written with
+ * spaces (`arr[lo : hi]`) so that `:hi` is not read as a parameter.
  */
 export function parseNamedParams(sql: string): { parts: string[]; names: string[] } {
   const parts: string[] = [];
@@ -54,8 +55,11 @@ export function parseNamedParams(sql: string): { parts: string[]; names: string[
   while (i < n) {
     const c = sql[i]!;
     if (c === "'" || c === '"') {
-      const end = sql.indexOf(c, i + 1);
-      i = end === -1 ? n : end + 1;
+      // E'...' strings allow backslash escapes of the quote.
+      const escapes = c === "'" && /[Ee]/.test(sql[i - 1] ?? '') && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? '');
+      let end = i + 1;
+      while (end < n && sql[end] !== c) end += escapes && sql[end] === '\\' ? 2 : 1;
+      i = end + 1;
       continue;
     }
     if (c === '-' && sql[i + 1] === '-') {
@@ -69,7 +73,7 @@ export function parseNamedParams(sql: string): { parts: string[]; names: string[
       continue;
     }
     if (c === '$') {
-      const tag = /^\$[A-Za-z_]*\$/.exec(sql.slice(i));
+      const tag = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i));
       if (tag) {
         const end = sql.indexOf(tag[0], i + tag[0].length);
         i = end === -1 ? n : end + tag[0].length;

@@ -10,11 +10,13 @@ import * as store from './store.ts';
 
 export async function listSites(db: Db, principal: Principal, orgId: string, page: Page) {
   await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'orgs:read');
   return store.listSites(db, orgId, page);
 }
 
 export async function getSite(db: Db, principal: Principal, orgId: string, siteId: string) {
   await reachableOrganization(db, principal, orgId);
+  requirePermission(principal, 'orgs:read');
   return assertReachable(await store.findSite(db, orgId, siteId), 'Site');
 }
 

@@ -29,12 +29,20 @@ export function errorReply(status: number, code: string, message: string, detail
 }
 
 /** Zod issues as the `details` of a 400: where (body.logs.3.level), what, and zod's code. */
-export function issueDetails(error: z.ZodError, location?: string) {
-  return error.issues.map((issue) => ({
-    path: [...(location ? [location] : []), ...issue.path.map(String)].join('.'),
-    message: issue.message,
-    code: issue.code,
-  }));
+export interface IssueDetail {
+  path: string;
+  message: string;
+  code: string;
+}
+
+export function issueDetails(error: z.ZodError, location?: string): IssueDetail[] {
+  const path = (...parts: PropertyKey[]) => [...(location ? [location] : []), ...parts.map(String)].join('.');
+  return error.issues.flatMap((issue): IssueDetail[] =>
+    // An unknown field is named in the path, like any other field at fault.
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: path(...issue.path, key), message: `Unknown field ${key}`, code: issue.code }))
+      : [{ path: path(...issue.path), message: issue.message, code: issue.code }],
+  );
 }
 
 /** Maps any error to the envelope of DESIGN.md; never a stack trace, never a 500 for bad input. */
