@@ -7,11 +7,9 @@ import type { createApiKey as createSchema } from '../hierarchy/schemas.ts';
 import type { Principal } from './principal.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from './secrets.ts';
 import * as store from './store.ts';
-import { requirePermission } from './tenancy.ts';
 
 export async function createApiKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'api-keys:manage');
+  await reachableOrganization(db, principal, orgId, 'api-keys:manage');
   const key = newSecret(secretPrefixes.apiKey);
   const created = await store.insertApiKey(db, {
     orgId,
@@ -25,13 +23,11 @@ export async function createApiKey(db: Db, principal: Principal, orgId: string, 
 }
 
 export async function listApiKeys(db: Db, principal: Principal, orgId: string, page: Page) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'api-keys:manage');
+  await reachableOrganization(db, principal, orgId, 'api-keys:manage');
   return store.listApiKeys(db, orgId, page);
 }
 
 export async function revokeApiKey(db: Db, principal: Principal, orgId: string, keyId: string) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'api-keys:manage');
+  await reachableOrganization(db, principal, orgId, 'api-keys:manage');
   if (!(await store.revokeApiKey(db, orgId, keyId))) throw NotFound('API key');
 }

@@ -1,6 +1,5 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
-import { requirePermission } from '../auth/tenancy.ts';
 import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '../auth/secrets.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
@@ -10,8 +9,7 @@ import type { createEnrollmentKey as createSchema, enroll as enrollSchema } from
 import * as store from './store.ts';
 
 export async function createEnrollmentKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'enrollment:manage');
+  await reachableOrganization(db, principal, orgId, 'enrollment:manage');
   if (input.siteId && !(await store.findSite(db, orgId, input.siteId))) {
     throw ValidationFailed('siteId is not a site of this organization', [{ path: 'body.siteId', message: 'Unknown site', code: 'custom' }]);
   }
@@ -29,14 +27,12 @@ export async function createEnrollmentKey(db: Db, principal: Principal, orgId: s
 }
 
 export async function listEnrollmentKeys(db: Db, principal: Principal, orgId: string, page: Page) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'enrollment:manage');
+  await reachableOrganization(db, principal, orgId, 'enrollment:manage');
   return store.listEnrollmentKeys(db, orgId, page);
 }
 
 export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: string, keyId: string) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'enrollment:manage');
+  await reachableOrganization(db, principal, orgId, 'enrollment:manage');
   if (!(await store.revokeEnrollmentKey(db, orgId, keyId))) throw NotFound('Enrollment key');
 }
 

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -7,9 +8,14 @@ import { Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { createOrganization as createSchema, updateOrganization as updateSchema } from './schemas.ts';
 import * as store from './store.ts';
 
-/** The live organization the principal may reach, or 404 (also for another tenant's). */
-export async function reachableOrganization(db: Db, principal: Principal, id: string) {
-  return assertReachable(await store.findOrganization(db, principal, id), 'Organization');
+/**
+ * The live organization the principal may reach (404 otherwise, also for another
+ * tenant's: a tenant never learns it exists), then the permission it needs there (403).
+ */
+export async function reachableOrganization(db: Db, principal: Principal, id: string, permission: Permission) {
+  const org = assertReachable(await store.findOrganization(db, principal, id), 'Organization');
+  requirePermission(principal, permission);
+  return org;
 }
 
 /**
@@ -35,8 +41,7 @@ export async function createOrganization(db: Db, principal: Principal, input: z.
 }
 
 export function getOrganization(db: Db, principal: Principal, id: string) {
-  requirePermission(principal, 'orgs:read');
-  return reachableOrganization(db, principal, id);
+  return reachableOrganization(db, principal, id, 'orgs:read');
 }
 
 export function listOrganizations(db: Db, principal: Principal, query: Page & { search?: string; partnerId?: string }) {
@@ -45,15 +50,13 @@ export function listOrganizations(db: Db, principal: Principal, query: Page & { 
 }
 
 export async function updateOrganization(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>) {
-  await reachableOrganization(db, principal, id);
-  requirePermission(principal, 'orgs:write');
+  await reachableOrganization(db, principal, id, 'orgs:write');
   return assertReachable(await store.updateOrganization(db, id, change), 'Organization');
 }
 
 /** Soft delete by the partner (or platform): the trail and history stay. */
 export async function deleteOrganization(db: Db, principal: Principal, id: string) {
-  await reachableOrganization(db, principal, id);
-  requirePermission(principal, 'orgs:write');
+  await reachableOrganization(db, principal, id, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot delete their organization');
   if (!(await store.softDeleteOrganization(db, id))) throw NotFound('Organization');
 }

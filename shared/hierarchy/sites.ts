@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
-import { assertReachable, requirePermission } from '../auth/tenancy.ts';
+import { assertReachable } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { DomainError } from '../errors.ts';
@@ -9,26 +9,22 @@ import type { createSite as createSchema, updateSite as updateSchema } from './s
 import * as store from './store.ts';
 
 export async function listSites(db: Db, principal: Principal, orgId: string, page: Page) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'orgs:read');
+  await reachableOrganization(db, principal, orgId, 'orgs:read');
   return store.listSites(db, orgId, page);
 }
 
 export async function getSite(db: Db, principal: Principal, orgId: string, siteId: string) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'orgs:read');
+  await reachableOrganization(db, principal, orgId, 'orgs:read');
   return assertReachable(await store.findSite(db, orgId, siteId), 'Site');
 }
 
 export async function createSite(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'sites:write');
+  await reachableOrganization(db, principal, orgId, 'sites:write');
   return store.insertSite(db, orgId, input);
 }
 
 export async function updateSite(db: Db, principal: Principal, orgId: string, siteId: string, change: z.output<typeof updateSchema>) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'sites:write');
+  await reachableOrganization(db, principal, orgId, 'sites:write');
   return assertReachable(await store.updateSite(db, orgId, siteId, change), 'Site');
 }
 
@@ -37,8 +33,7 @@ export async function updateSite(db: Db, principal: Principal, orgId: string, si
  * (seed 2.1). The organization row is locked so two deletions cannot both pass.
  */
 export async function deleteSite(db: Db, principal: Principal, orgId: string, siteId: string) {
-  await reachableOrganization(db, principal, orgId);
-  requirePermission(principal, 'sites:write');
+  await reachableOrganization(db, principal, orgId, 'sites:write');
   await db.transaction(async (tx) => {
     await store.lockOrganization(tx, orgId);
     assertReachable(await store.findSite(tx, orgId, siteId), 'Site');

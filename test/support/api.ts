@@ -1,5 +1,7 @@
 import { routes } from '#functions/routes.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface Reply<T = any> {
   status: number;
@@ -31,5 +33,37 @@ export async function startApi(): Promise<Api> {
       return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
     },
     close: () => gateway.close(),
+  };
+}
+
+/**
+ * Registers the hooks of an end-to-end test file: before all, a fresh cloned database and then
+ * the API on it; after all, the API closed and then the database. Call it at the top of the file,
+ * before the file's own beforeAll, which then runs after these. The values are read through
+ * getters, since they exist only once the hooks have run.
+ */
+export function useApi(): { readonly db: TestDatabase; readonly api: Api } {
+  let db: TestDatabase | undefined;
+  let api: Api | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    api = await startApi();
+  });
+  afterAll(async () => {
+    try {
+      await api?.close();
+    } finally {
+      await db?.close();
+    }
+  });
+  return {
+    get db() {
+      if (!db) throw new Error('useApi: the test database exists only once its beforeAll has run');
+      return db;
+    },
+    get api() {
+      if (!api) throw new Error('useApi: the API exists only once its beforeAll has run');
+      return api;
+    },
   };
 }

@@ -1,31 +1,23 @@
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type Api, type Reply } from '#test/support/api.ts';
-import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { useApi, type Reply } from '#test/support/api.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
 const ENROLL = '/api/v1/agents/enroll';
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-let api: Api;
-let db: TestDatabase;
+const t = useApi();
 let a: Tenant;
 let b: Tenant;
 let secondSiteA: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startApi();
-  a = await createTenant(api, 'Alpha');
-  b = await createTenant(api, 'Beta');
-  const site = await api.request('POST', `${ORGS}/${a.orgId}/sites`, { token: a.orgToken, body: { name: 'Branch' } });
+  a = await createTenant(t.api, 'Alpha');
+  b = await createTenant(t.api, 'Beta');
+  const site = await t.api.request('POST', `${ORGS}/${a.orgId}/sites`, { token: a.orgToken, body: { name: 'Branch' } });
   if (site.status !== 201) throw new Error(`site: ${site.status}`);
   secondSiteA = site.body.id;
-});
-afterAll(async () => {
-  await api?.close();
-  await db?.close();
 });
 
 const savedSecret = process.env.AGENT_ENROLLMENT_SECRET;
@@ -40,26 +32,26 @@ function expectError(reply: Reply, status: number, code: string) {
 }
 
 async function createKey(body: Record<string, unknown> = {}, tenant = a) {
-  const reply = await api.request('POST', `${ORGS}/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken, body });
+  const reply = await t.api.request('POST', `${ORGS}/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken, body });
   if (reply.status !== 201) throw new Error(`enrollment key: ${reply.status} ${JSON.stringify(reply.body)}`);
   return reply.body as { id: string; key: string; siteId: string | null };
 }
 
-const enroll = (body: Record<string, unknown>) => api.request('POST', ENROLL, { body });
+const enroll = (body: Record<string, unknown>) => t.api.request('POST', ENROLL, { body });
 
 async function devicesNamed(hostname: string) {
-  const { rows } = await db.admin.query('SELECT * FROM devices WHERE hostname = :hostname::text', { hostname });
+  const { rows } = await t.db.admin.query('SELECT * FROM devices WHERE hostname = :hostname::text', { hostname });
   return rows;
 }
 
 async function deviceCount(): Promise<number> {
-  const { rows } = await db.admin.query<{ n: number }>('SELECT count(*) AS n FROM devices');
+  const { rows } = await t.db.admin.query<{ n: number }>('SELECT count(*) AS n FROM devices');
   return rows[0]!.n;
 }
 
 describe('enrollment keys', () => {
   it('an org admin creates an enrollment key for a site and sees the key, prefixed lbe_, once', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { siteId: secondSiteA, name: 'Branch rollout' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { siteId: secondSiteA, name: 'Branch rollout' } });
     expect(reply.status).toBe(201);
     expect(reply.body).toMatchObject({ id: expect.any(String), orgId: a.orgId, siteId: secondSiteA, name: 'Branch rollout', expiresAt: null, revokedAt: null });
     expect(reply.body.key).toMatch(/^lbe_[A-Za-z0-9_-]{43}$/);
@@ -68,29 +60,29 @@ describe('enrollment keys', () => {
 
   it('the database stores only the hash of an enrollment key', async () => {
     const { id, key } = await createKey();
-    const { rows } = await db.admin.query('SELECT * FROM enrollment_keys WHERE id = :id::uuid', { id });
+    const { rows } = await t.db.admin.query('SELECT * FROM enrollment_keys WHERE id = :id::uuid', { id });
     expect(rows[0]!.key_hash).toBe(sha256(key));
     expect(JSON.stringify(rows[0])).not.toContain(key);
   });
 
   it('a key for a site of another organization is refused (400) and not stored', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { siteId: b.siteId, name: 'Cross-tenant' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { siteId: b.siteId, name: 'Cross-tenant' } });
     expectError(reply, 400, 'VALIDATION_FAILED');
     expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.siteId' })]);
-    const { rows } = await db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Cross-tenant' });
+    const { rows } = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Cross-tenant' });
     expect(rows).toEqual([]);
   });
 
   it('a key request with an unknown field is refused (400) naming the field, and nothing is stored', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { name: 'Typo key', sitId: secondSiteA } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { name: 'Typo key', sitId: secondSiteA } });
     expectError(reply, 400, 'VALIDATION_FAILED');
     expect(reply.body.error.details).toEqual([{ path: 'body.sitId', code: 'unrecognized_keys', message: 'Unknown field sitId' }]);
-    const { rows } = await db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Typo key' });
+    const { rows } = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Typo key' });
     expect(rows).toEqual([]);
   });
 
   it('a key cannot be created already expired (400)', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { expiresAt: '2000-01-01T00:00:00Z' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { expiresAt: '2000-01-01T00:00:00Z' } });
     expectError(reply, 400, 'VALIDATION_FAILED');
   });
 });
@@ -106,13 +98,13 @@ describe('agent enrollment', () => {
   it("the device is stored in the key's site with the reported hostname, OS and agent version", async () => {
     const { key } = await createKey({ siteId: secondSiteA });
     const { body } = await enroll({ enrollmentKey: key, hostname: 'ws-002', osType: 'linux', osVersion: 'Ubuntu 24.04', agentVersion: '1.4.3' });
-    const { rows } = await db.admin.query('SELECT org_id, site_id, hostname, os_type, os_version, agent_version, deleted_at FROM devices WHERE id = :id::uuid', {
+    const { rows } = await t.db.admin.query('SELECT org_id, site_id, hostname, os_type, os_version, agent_version, deleted_at FROM devices WHERE id = :id::uuid', {
       id: body.deviceId,
     });
     expect(rows).toEqual([
       { org_id: a.orgId, site_id: secondSiteA, hostname: 'ws-002', os_type: 'linux', os_version: 'Ubuntu 24.04', agent_version: '1.4.3', deleted_at: null },
     ]);
-    const agent = await db.admin.query('SELECT id FROM agents WHERE device_id = :id::uuid', { id: body.deviceId });
+    const agent = await t.db.admin.query('SELECT id FROM agents WHERE device_id = :id::uuid', { id: body.deviceId });
     expect(agent.rows).toEqual([{ id: body.agentId }]);
   });
 
@@ -121,18 +113,18 @@ describe('agent enrollment', () => {
     expect(siteId).toBeNull();
     const { status, body } = await enroll({ enrollmentKey: key, hostname: 'ws-003' });
     expect(status).toBe(201);
-    const { rows } = await db.admin.query('SELECT site_id FROM devices WHERE id = :id::uuid', { id: body.deviceId });
+    const { rows } = await t.db.admin.query('SELECT site_id FROM devices WHERE id = :id::uuid', { id: body.deviceId });
     expect(rows).toEqual([{ site_id: a.siteId }]);
   });
 
   it('the agent token is stored only as its SHA-256 hash', async () => {
     const { key } = await createKey();
     const { body } = await enroll({ enrollmentKey: key, hostname: 'ws-004' });
-    const { rows } = await db.admin.query('SELECT * FROM agents WHERE id = :id::uuid', { id: body.agentId });
+    const { rows } = await t.db.admin.query('SELECT * FROM agents WHERE id = :id::uuid', { id: body.agentId });
     expect(rows[0]!.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(rows[0]!.token_hash).toBe(sha256(body.token));
     expect(JSON.stringify(rows[0])).not.toContain(body.token);
-    const device = await db.admin.query('SELECT * FROM devices WHERE id = :id::uuid', { id: body.deviceId });
+    const device = await t.db.admin.query('SELECT * FROM devices WHERE id = :id::uuid', { id: body.deviceId });
     expect(JSON.stringify(device.rows[0])).not.toContain(body.token);
   });
 
@@ -143,23 +135,23 @@ describe('agent enrollment', () => {
 
   it('a revoked enrollment key is refused (401) and no device is stored', async () => {
     const { id, key } = await createKey();
-    expect((await api.request('DELETE', `${ORGS}/${a.orgId}/enrollment-keys/${id}`, { token: a.orgToken })).status).toBe(204);
+    expect((await t.api.request('DELETE', `${ORGS}/${a.orgId}/enrollment-keys/${id}`, { token: a.orgToken })).status).toBe(204);
     expectError(await enroll({ enrollmentKey: key, hostname: 'revoked-key-host' }), 401, 'UNAUTHENTICATED');
     expect(await devicesNamed('revoked-key-host')).toEqual([]);
   });
 
   it('an expired enrollment key is refused (401) and no device is stored', async () => {
     const { id, key } = await createKey({ expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-    await db.admin.query("UPDATE enrollment_keys SET expires_at = now() - interval '1 minute' WHERE id = :id::uuid", { id });
+    await t.db.admin.query("UPDATE enrollment_keys SET expires_at = now() - interval '1 minute' WHERE id = :id::uuid", { id });
     expectError(await enroll({ enrollmentKey: key, hostname: 'expired-key-host' }), 401, 'UNAUTHENTICATED');
     expect(await devicesNamed('expired-key-host')).toEqual([]);
   });
 
   it('a key of a deleted organization is refused (401)', async () => {
-    const org = await api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Gone' } });
-    const key = await api.request('POST', `${ORGS}/${org.body.id}/enrollment-keys`, { token: a.partnerToken, body: {} });
+    const org = await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Gone' } });
+    const key = await t.api.request('POST', `${ORGS}/${org.body.id}/enrollment-keys`, { token: a.partnerToken, body: {} });
     expect(key.status).toBe(201);
-    expect((await api.request('DELETE', `${ORGS}/${org.body.id}`, { token: a.partnerToken })).status).toBe(204);
+    expect((await t.api.request('DELETE', `${ORGS}/${org.body.id}`, { token: a.partnerToken })).status).toBe(204);
     expectError(await enroll({ enrollmentKey: key.body.key, hostname: 'gone-org-host' }), 401, 'UNAUTHENTICATED');
     expect(await devicesNamed('gone-org-host')).toEqual([]);
   });
@@ -188,7 +180,7 @@ describe('agent enrollment', () => {
   });
 
   it('a body that is not JSON is refused (400)', async () => {
-    expectError(await api.request('POST', ENROLL, { rawBody: '{"hostname":', headers: { 'content-type': 'application/json' } }), 400, 'VALIDATION_FAILED');
+    expectError(await t.api.request('POST', ENROLL, { rawBody: '{"hostname":', headers: { 'content-type': 'application/json' } }), 400, 'VALIDATION_FAILED');
   });
 
   describe('with AGENT_ENROLLMENT_SECRET configured', () => {
@@ -218,11 +210,11 @@ describe('agent enrollment', () => {
   it('deleting the device (204) revokes its agent', async () => {
     const { key } = await createKey();
     const { body } = await enroll({ enrollmentKey: key, hostname: 'to-delete' });
-    expect((await api.request('DELETE', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken })).status).toBe(204);
-    const agent = await db.admin.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM agents WHERE id = :id::uuid', { id: body.agentId });
+    expect((await t.api.request('DELETE', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken })).status).toBe(204);
+    const agent = await t.db.admin.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM agents WHERE id = :id::uuid', { id: body.agentId });
     expect(agent.rows[0]!.revoked_at).toBeInstanceOf(Date);
-    const device = await db.admin.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM devices WHERE id = :id::uuid', { id: body.deviceId });
+    const device = await t.db.admin.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM devices WHERE id = :id::uuid', { id: body.deviceId });
     expect(device.rows[0]!.deleted_at).toBeInstanceOf(Date);
-    expectError(await api.request('GET', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken }), 404, 'NOT_FOUND');
+    expectError(await t.api.request('GET', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken }), 404, 'NOT_FOUND');
   });
 });

@@ -1,30 +1,22 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type Api, type Reply } from '#test/support/api.ts';
-import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApi, type Reply } from '#test/support/api.ts';
 import { createTenant, enrollDevice, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-let api: Api;
-let db: TestDatabase;
+const t = useApi();
 let a: Tenant;
 let b: Tenant;
 let deviceA: string;
 let deviceB: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startApi();
-  a = await createTenant(api, 'Alpha');
-  b = await createTenant(api, 'Beta');
-  deviceA = (await enrollDevice(api, a, 'alpha-host')).deviceId;
-  deviceB = (await enrollDevice(api, b, 'beta-host')).deviceId;
-});
-afterAll(async () => {
-  await api?.close();
-  await db?.close();
+  a = await createTenant(t.api, 'Alpha');
+  b = await createTenant(t.api, 'Beta');
+  deviceA = (await enrollDevice(t.api, a, 'alpha-host')).deviceId;
+  deviceB = (await enrollDevice(t.api, b, 'beta-host')).deviceId;
 });
 
 function expectError(reply: Reply, status: number, code: string) {
@@ -34,7 +26,7 @@ function expectError(reply: Reply, status: number, code: string) {
 
 /** Creates an API key of the tenant's organization through the API; returns the whole reply body. */
 async function createKey(tenant: Tenant, role: string, name = `${role} key`, token = tenant.orgToken) {
-  const reply = await api.request('POST', `${ORGS}/${tenant.orgId}/api-keys`, { token, body: { name, role } });
+  const reply = await t.api.request('POST', `${ORGS}/${tenant.orgId}/api-keys`, { token, body: { name, role } });
   if (reply.status !== 201) throw new Error(`api key: ${reply.status} ${JSON.stringify(reply.body)}`);
   return reply.body as { id: string; key: string; keyPrefix: string; role: string; orgId: string };
 }
@@ -43,7 +35,7 @@ const withKeyHeader = (key: string) => ({ headers: { 'x-api-key': key } });
 
 describe('organization API keys', () => {
   it('an org admin creates an API key and sees the key, prefixed lbk_, once', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'CI', role: 'org_technician' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'CI', role: 'org_technician' } });
     expect(reply.status).toBe(201);
     expect(reply.body).toMatchObject({ orgId: a.orgId, name: 'CI', role: 'org_technician', revokedAt: null });
     expect(reply.body.key).toMatch(/^lbk_[A-Za-z0-9_-]{43}$/);
@@ -51,20 +43,20 @@ describe('organization API keys', () => {
   });
 
   it('a key created without a role gets the org_viewer role', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'Default role' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'Default role' } });
     expect(reply.status).toBe(201);
     expect(reply.body.role).toBe('org_viewer');
   });
 
   it('a key cannot carry a role above the organization (400)', async () => {
-    const reply = await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'Root key', role: 'platform_admin' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'Root key', role: 'platform_admin' } });
     expectError(reply, 400, 'VALIDATION_FAILED');
     expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.role' })]);
   });
 
   it('the database stores only the SHA-256 hash of the key, never the key', async () => {
     const created = await createKey(a, 'org_viewer', 'Hashed');
-    const { rows } = await db.admin.query('SELECT * FROM api_keys WHERE id = :id::uuid', { id: created.id });
+    const { rows } = await t.db.admin.query('SELECT * FROM api_keys WHERE id = :id::uuid', { id: created.id });
     expect(rows).toHaveLength(1);
     const row = rows[0]!;
     expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -75,42 +67,42 @@ describe('organization API keys', () => {
 
   it('a key authenticates as a bearer token', async () => {
     const { key } = await createKey(a, 'org_viewer');
-    const reply = await api.request('GET', '/api/v1/devices', { token: key });
+    const reply = await t.api.request('GET', '/api/v1/devices', { token: key });
     expect(reply.status).toBe(200);
     expect(reply.body.data.map((d: { id: string }) => d.id)).toEqual([deviceA]);
   });
 
   it('a key authenticates in the X-API-Key header', async () => {
     const { key } = await createKey(a, 'org_viewer');
-    const reply = await api.request('GET', '/api/v1/devices', withKeyHeader(key));
+    const reply = await t.api.request('GET', '/api/v1/devices', withKeyHeader(key));
     expect(reply.status).toBe(200);
     expect(reply.body.data.map((d: { id: string }) => d.id)).toEqual([deviceA]);
   });
 
   it("a key is scoped to its organization: another organization's device is 404", async () => {
     const { key } = await createKey(a, 'org_admin');
-    expectError(await api.request('GET', `/api/v1/devices/${deviceB}`, { token: key }), 404, 'NOT_FOUND');
-    expectError(await api.request('GET', `${ORGS}/${b.orgId}`, { token: key }), 404, 'NOT_FOUND');
+    expectError(await t.api.request('GET', `/api/v1/devices/${deviceB}`, { token: key }), 404, 'NOT_FOUND');
+    expectError(await t.api.request('GET', `${ORGS}/${b.orgId}`, { token: key }), 404, 'NOT_FOUND');
   });
 
   it("a key asking for another organization's devices gets an empty page", async () => {
     const { key } = await createKey(a, 'org_admin');
-    const reply = await api.request('GET', `/api/v1/devices?orgId=${b.orgId}`, withKeyHeader(key));
+    const reply = await t.api.request('GET', `/api/v1/devices?orgId=${b.orgId}`, withKeyHeader(key));
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual([]);
   });
 
   it('an org_viewer key cannot change a device (403)', async () => {
     const { key } = await createKey(a, 'org_viewer');
-    const displayName = () => db.admin.query('SELECT display_name FROM devices WHERE id = :id::uuid', { id: deviceA }).then((r) => r.rows[0]!.display_name);
+    const displayName = () => t.db.admin.query('SELECT display_name FROM devices WHERE id = :id::uuid', { id: deviceA }).then((r) => r.rows[0]!.display_name);
     const before = await displayName();
-    expectError(await api.request('PATCH', `/api/v1/devices/${deviceA}`, { token: key, body: { displayName: 'Renamed by viewer' } }), 403, 'FORBIDDEN');
+    expectError(await t.api.request('PATCH', `/api/v1/devices/${deviceA}`, { token: key, body: { displayName: 'Renamed by viewer' } }), 403, 'FORBIDDEN');
     expect(await displayName()).toBe(before);
   });
 
   it('an org_technician key can change a device of its organization', async () => {
     const { key } = await createKey(a, 'org_technician');
-    const reply = await api.request('PATCH', `/api/v1/devices/${deviceA}`, { token: key, body: { displayName: 'Front desk' } });
+    const reply = await t.api.request('PATCH', `/api/v1/devices/${deviceA}`, { token: key, body: { displayName: 'Front desk' } });
     expect(reply.status).toBe(200);
     expect(reply.body).toMatchObject({ id: deviceA, displayName: 'Front desk' });
   });
@@ -118,26 +110,26 @@ describe('organization API keys', () => {
   it('a key cannot call a user-only route, as bearer or in X-API-Key (401)', async () => {
     const { key } = await createKey(a, 'org_admin');
     const body = { name: 'Minted by a key', role: 'org_admin' };
-    const asBearer = await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: key, body });
+    const asBearer = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: key, body });
     expectError(asBearer, 401, 'UNAUTHENTICATED');
     expect(asBearer.headers.get('www-authenticate')).toBe('Bearer');
-    expectError(await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { ...withKeyHeader(key), body }), 401, 'UNAUTHENTICATED');
-    const { rows } = await db.admin.query('SELECT 1 FROM api_keys WHERE name = :name::text', { name: body.name });
+    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { ...withKeyHeader(key), body }), 401, 'UNAUTHENTICATED');
+    const { rows } = await t.db.admin.query('SELECT 1 FROM api_keys WHERE name = :name::text', { name: body.name });
     expect(rows).toEqual([]);
   });
 
   it('an org_viewer user cannot create API keys (403)', async () => {
     const viewer = await orgUser(a.partnerId, a.orgId, 'org_viewer');
-    expectError(await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: viewer, body: { name: 'Viewer key' } }), 403, 'FORBIDDEN');
+    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: viewer, body: { name: 'Viewer key' } }), 403, 'FORBIDDEN');
   });
 
   it("another partner's admin cannot create a key for the organization (404)", async () => {
-    expectError(await api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: b.partnerToken, body: { name: 'Foreign key' } }), 404, 'NOT_FOUND');
+    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: b.partnerToken, body: { name: 'Foreign key' } }), 404, 'NOT_FOUND');
   });
 
   it('listing keys shows their prefix and never the key', async () => {
     const created = await createKey(a, 'org_viewer', 'Listed');
-    const reply = await api.request('GET', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken });
+    const reply = await t.api.request('GET', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken });
     expect(reply.status).toBe(200);
     const listed = reply.body.data.find((k: { id: string }) => k.id === created.id);
     expect(listed).toMatchObject({ id: created.id, name: 'Listed', keyPrefix: created.keyPrefix });
@@ -147,32 +139,32 @@ describe('organization API keys', () => {
 
   it('a revoked key no longer authenticates (204, then 401)', async () => {
     const { id, key } = await createKey(a, 'org_admin');
-    expect((await api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
-    const revoked = await api.request('DELETE', `${ORGS}/${a.orgId}/api-keys/${id}`, { token: a.orgToken });
+    expect((await t.api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
+    const revoked = await t.api.request('DELETE', `${ORGS}/${a.orgId}/api-keys/${id}`, { token: a.orgToken });
     expect(revoked.status).toBe(204);
-    expectError(await api.request('GET', '/api/v1/devices', { token: key }), 401, 'UNAUTHENTICATED');
-    expectError(await api.request('GET', '/api/v1/devices', withKeyHeader(key)), 401, 'UNAUTHENTICATED');
+    expectError(await t.api.request('GET', '/api/v1/devices', { token: key }), 401, 'UNAUTHENTICATED');
+    expectError(await t.api.request('GET', '/api/v1/devices', withKeyHeader(key)), 401, 'UNAUTHENTICATED');
   });
 
   it("revoking another organization's key is 404 and leaves it working", async () => {
     const { id, key } = await createKey(b, 'org_viewer');
-    expectError(await api.request('DELETE', `${ORGS}/${a.orgId}/api-keys/${id}`, { token: a.orgToken }), 404, 'NOT_FOUND');
-    expect((await api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
+    expectError(await t.api.request('DELETE', `${ORGS}/${a.orgId}/api-keys/${id}`, { token: a.orgToken }), 404, 'NOT_FOUND');
+    expect((await t.api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
   });
 
   it('a key of a deleted organization no longer authenticates (401)', async () => {
-    const org = await api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Short-lived' } });
+    const org = await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Short-lived' } });
     expect(org.status).toBe(201);
     const orgAdmin = await orgUser(a.partnerId, org.body.id, 'org_admin');
     const { key } = await createKey({ ...a, orgId: org.body.id }, 'org_admin', 'Doomed', orgAdmin);
-    expect((await api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
-    expect((await api.request('DELETE', `${ORGS}/${org.body.id}`, { token: a.partnerToken })).status).toBe(204);
-    expectError(await api.request('GET', '/api/v1/devices', { token: key }), 401, 'UNAUTHENTICATED');
+    expect((await t.api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
+    expect((await t.api.request('DELETE', `${ORGS}/${org.body.id}`, { token: a.partnerToken })).status).toBe(204);
+    expectError(await t.api.request('GET', '/api/v1/devices', { token: key }), 401, 'UNAUTHENTICATED');
   });
 
   it('a made-up lbk_ key is refused (401), as bearer and in X-API-Key', async () => {
     const fake = `lbk_${'A'.repeat(43)}`;
-    expectError(await api.request('GET', '/api/v1/devices', { token: fake }), 401, 'UNAUTHENTICATED');
-    expectError(await api.request('GET', '/api/v1/devices', withKeyHeader(fake)), 401, 'UNAUTHENTICATED');
+    expectError(await t.api.request('GET', '/api/v1/devices', { token: fake }), 401, 'UNAUTHENTICATED');
+    expectError(await t.api.request('GET', '/api/v1/devices', withKeyHeader(fake)), 401, 'UNAUTHENTICATED');
   });
 });

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, type JWTPayload } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type Api, type Reply } from '#test/support/api.ts';
-import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApi, type Reply } from '#test/support/api.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
@@ -11,20 +10,13 @@ const issuer = () => process.env.JWT_ISSUER!;
 const audience = () => process.env.JWT_AUDIENCE!;
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
-let api: Api;
-let db: TestDatabase;
+const t = useApi();
 let a: Tenant;
 let b: Tenant;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startApi();
-  a = await createTenant(api, 'Alpha');
-  b = await createTenant(api, 'Beta');
-});
-afterAll(async () => {
-  await api?.close();
-  await db?.close();
+  a = await createTenant(t.api, 'Alpha');
+  b = await createTenant(t.api, 'Beta');
 });
 
 /** Claims of a valid org_admin of tenant A, to be varied per test. */
@@ -45,7 +37,7 @@ function sign(
   return jwt.sign(options.key ?? secret());
 }
 
-const listOrgs = (token?: string) => api.request('GET', ORGS, { token });
+const listOrgs = (token?: string) => t.api.request('GET', ORGS, { token });
 
 function expectError(reply: Reply, status: number, code: string) {
   expect(reply.status).toBe(status);
@@ -69,7 +61,7 @@ describe('user tokens', () => {
   });
 
   it('an Authorization header of another scheme is refused with 401', async () => {
-    expectUnauthenticated(await api.request('GET', ORGS, { headers: { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` } }));
+    expectUnauthenticated(await t.api.request('GET', ORGS, { headers: { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` } }));
   });
 
   it('a bearer value that is not a JWT is refused with 401', async () => {
@@ -144,21 +136,21 @@ describe('user tokens', () => {
     const [header, payload, signature] = (await orgUser(a.partnerId, a.orgId)).split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
     const tampered = `${header}.${b64({ ...claims, orgId: b.orgId, partnerId: b.partnerId })}.${signature}`;
-    expectUnauthenticated(await api.request('GET', `${ORGS}/${b.orgId}`, { token: tampered }));
+    expectUnauthenticated(await t.api.request('GET', `${ORGS}/${b.orgId}`, { token: tampered }));
   });
 
   describe('the permissions claim replaces the role defaults', () => {
     it('an org_admin limited to orgs:read cannot change its organization (403)', async () => {
       const token = await orgUser(a.partnerId, a.orgId, 'org_admin', { permissions: ['orgs:read'] });
-      const reply = await api.request('PATCH', `${ORGS}/${a.orgId}`, { token, body: { name: 'Renamed' } });
+      const reply = await t.api.request('PATCH', `${ORGS}/${a.orgId}`, { token, body: { name: 'Renamed' } });
       expectError(reply, 403, 'FORBIDDEN');
-      const { rows } = await db.admin.query('SELECT name FROM organizations WHERE id = :id::uuid', { id: a.orgId });
+      const { rows } = await t.db.admin.query('SELECT name FROM organizations WHERE id = :id::uuid', { id: a.orgId });
       expect(rows).toEqual([{ name: 'Alpha Corp' }]);
     });
 
     it('an org_admin limited to orgs:read can still read its organization (200)', async () => {
       const token = await orgUser(a.partnerId, a.orgId, 'org_admin', { permissions: ['orgs:read'] });
-      const reply = await api.request('GET', `${ORGS}/${a.orgId}`, { token });
+      const reply = await t.api.request('GET', `${ORGS}/${a.orgId}`, { token });
       expect(reply.status).toBe(200);
       expect(reply.body).toMatchObject({ id: a.orgId, name: 'Alpha Corp' });
     });
@@ -166,13 +158,13 @@ describe('user tokens', () => {
     it('an empty permissions list grants nothing, not the role defaults (403)', async () => {
       const token = await orgUser(a.partnerId, a.orgId, 'org_admin', { permissions: [] });
       expectError(await listOrgs(token), 403, 'FORBIDDEN');
-      expectError(await api.request('GET', `${ORGS}/${a.orgId}/sites`, { token }), 403, 'FORBIDDEN');
-      expectError(await api.request('GET', `/api/v1/devices`, { token }), 403, 'FORBIDDEN');
+      expectError(await t.api.request('GET', `${ORGS}/${a.orgId}/sites`, { token }), 403, 'FORBIDDEN');
+      expectError(await t.api.request('GET', `/api/v1/devices`, { token }), 403, 'FORBIDDEN');
     });
 
     it('an org_viewer granted orgs:write may change its organization', async () => {
       const token = await orgUser(a.partnerId, a.orgId, 'org_viewer', { permissions: ['orgs:read', 'orgs:write'] });
-      const reply = await api.request('PATCH', `${ORGS}/${a.orgId}`, { token, body: { externalId: 'ext-1' } });
+      const reply = await t.api.request('PATCH', `${ORGS}/${a.orgId}`, { token, body: { externalId: 'ext-1' } });
       expect(reply.status).toBe(200);
       expect(reply.body).toMatchObject({ id: a.orgId, externalId: 'ext-1' });
     });

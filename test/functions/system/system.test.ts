@@ -1,27 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routes } from '#functions/routes.ts';
-import { startApi, type Api } from '#test/support/api.ts';
-import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { useApi } from '#test/support/api.ts';
 
-let db: TestDatabase;
-let api: Api;
-beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await db.close();
-});
+const t = useApi();
 
 describe('the service', () => {
   it('reports healthy once the database answers', async () => {
-    const reply = await api.request('GET', '/api/v1/health');
+    const reply = await t.api.request('GET', '/api/v1/health');
     expect(reply).toMatchObject({ status: 200, body: { status: 'ok' } });
   });
 
   it('publishes an OpenAPI 3.1 document with every route of the table', async () => {
-    const reply = await api.request('GET', '/api/v1/openapi.json');
+    const reply = await t.api.request('GET', '/api/v1/openapi.json');
     expect(reply.status).toBe(200);
     expect(reply.body.openapi).toBe('3.1.0');
     const documented = Object.entries(reply.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
@@ -32,12 +22,12 @@ describe('the service', () => {
   });
 
   it('answers an unknown path as API Gateway does', async () => {
-    const reply = await api.request('GET', '/api/v1/nothing-here');
+    const reply = await t.api.request('GET', '/api/v1/nothing-here');
     expect(reply).toMatchObject({ status: 404, body: { message: 'Not Found' } });
   });
 
   it('never shows a stack trace in an error', async () => {
-    const reply = await api.request('GET', '/api/v1/devices/not-a-uuid', { token: 'garbage' });
+    const reply = await t.api.request('GET', '/api/v1/devices/not-a-uuid', { token: 'garbage' });
     expect(reply.status).toBe(401);
     expect(JSON.stringify(reply.body)).not.toMatch(/at .*\.ts/);
   });
