@@ -7,11 +7,9 @@ export type ErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
-  | 'CONFLICT'
   | 'LAST_SITE'
   | 'SITE_NOT_EMPTY'
   | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
   | 'UNAVAILABLE';
 
 export class DomainError extends Error {

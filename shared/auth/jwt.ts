@@ -1,7 +1,7 @@
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
-import { Unauthenticated } from '../errors.ts';
-import { permissions, rolePermissions, roles, type Permission, type Role } from './permissions.ts';
+import { DomainError, Unauthenticated } from '../errors.ts';
+import { permissions, rolePermissions, roles, scopedPermissions, type Permission, type Role } from './permissions.ts';
 import type { Principal, Scope } from './principal.ts';
 
 export const jwtDefaults = { issuer: 'logbook-local', audience: 'logbook' } as const;
@@ -18,7 +18,11 @@ export const userClaims = z
     scope: z.enum(['platform', 'partner', 'organization']).optional().meta({ description: 'Implied by the role when absent' }),
     partnerId: z.uuid().optional(),
     orgId: z.uuid().optional(),
-    permissions: z.array(z.enum(permissions)).optional(),
+    // Permissions of other services sharing the identity provider are ignored, not fatal.
+    permissions: z
+      .array(z.string())
+      .transform((list) => list.filter((p): p is Permission => (permissions as readonly string[]).includes(p)))
+      .optional(),
   })
   .transform((c) => ({ ...c, scope: c.scope ?? scopeOfRole(c.role) }))
   .refine((c) => c.scope !== 'platform' || c.role === 'platform_admin', 'platform scope needs the platform_admin role')
@@ -64,12 +68,12 @@ export async function verifyUserToken(token: string): Promise<Principal> {
   const { key, algorithms, issuer, audience } = getVerifier();
   let payload: unknown;
   try {
-    const verified =
-      key instanceof Uint8Array
-        ? await jwtVerify(token, key, { algorithms, issuer, audience, requiredClaims: ['exp', 'sub'] })
-        : await jwtVerify(token, key, { algorithms, issuer, audience, requiredClaims: ['exp', 'sub'] });
-    payload = verified.payload;
-  } catch {
+    ({ payload } = await jwtVerify(token, key as Uint8Array, { algorithms, issuer, audience, requiredClaims: ['exp', 'sub'] }));
+  } catch (error) {
+    // The identity provider's keys could not be fetched: the token may well be valid.
+    if (error instanceof errors.JWKSTimeout || !(error instanceof errors.JOSEError)) {
+      throw new DomainError('UNAVAILABLE', 'Token keys are unavailable; retry shortly');
+    }
     throw Unauthenticated('Invalid or expired token');
   }
   const claims = userClaims.safeParse(payload);
@@ -84,6 +88,6 @@ export async function verifyUserToken(token: string): Promise<Principal> {
     scope: c.scope,
     partnerId: c.partnerId ?? null,
     orgId: c.scope === 'organization' ? c.orgId! : null,
-    permissions: new Set<Permission>(c.permissions ?? rolePermissions[c.role]),
+    permissions: scopedPermissions(c.scope, c.permissions ?? rolePermissions[c.role]),
   };
 }

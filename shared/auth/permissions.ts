@@ -35,3 +35,11 @@ export const rolePermissions: Record<Role, readonly Permission[]> = {
   org_technician: technician,
   org_viewer: read,
 };
+
+/** Permissions only the platform scope may hold, whatever a token claims. */
+const platformOnly: readonly Permission[] = ['partners:manage'];
+
+/** What a principal of this scope holds: a token's claimed permissions never reach beyond its scope. */
+export function scopedPermissions(scope: 'platform' | 'partner' | 'organization', claimed: readonly Permission[]): ReadonlySet<Permission> {
+  return new Set(scope === 'platform' ? claimed : claimed.filter((p) => !platformOnly.includes(p)));
+}

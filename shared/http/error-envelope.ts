@@ -9,11 +9,9 @@ const statusOf: Record<ErrorCode, number> = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
-  CONFLICT: 409,
   LAST_SITE: 409,
   SITE_NOT_EMPTY: 409,
   PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
   UNAVAILABLE: 503,
 };
 
@@ -53,8 +51,20 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   if (cause?.package === '@middy/http-json-body-parser') {
     return errorReply(400, 'VALIDATION_FAILED', 'Request body must be valid JSON');
   }
+  const code = String((error as { code?: unknown } | null)?.code ?? '');
+  // Text the database cannot store (22021 invalid byte sequence, 22P05 untranslatable character) is bad input, not a fault.
+  if (code === '22021' || code === '22P05') return errorReply(400, 'VALIDATION_FAILED', 'Request contains text the database cannot store');
+  if (unavailable(code)) {
+    logger.error('Database unavailable', error as Error);
+    return errorReply(503, 'UNAVAILABLE', 'The service is temporarily unavailable; retry shortly');
+  }
   logger.error('Unhandled error', error as Error);
   return errorReply(500, 'INTERNAL', 'Internal error');
+}
+
+/** Connection-level failures: SQLSTATE class 08, too many connections, shutdown, and socket errors. */
+function unavailable(code: string): boolean {
+  return code.startsWith('08') || ['53300', '57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code);
 }
 
 export const errorEnvelope = (): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2> => ({

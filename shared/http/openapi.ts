@@ -11,7 +11,7 @@ const errorText: Record<number, string> = {
   401: 'UNAUTHENTICATED: missing, invalid, expired or revoked credentials',
   403: 'FORBIDDEN: the caller lacks the permission',
   404: "NOT_FOUND: absent, or another tenant's",
-  409: 'Conflict with the current state',
+  409: 'Conflict with the current state (code says which)',
   413: 'PAYLOAD_TOO_LARGE',
   503: 'The database is not reachable',
 };
@@ -35,7 +35,8 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
       operationId: def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase()),
       security: security[def.auth],
       requestParams: { ...(def.params ? { path: def.params } : {}), ...(def.query ? { query: def.query } : {}) },
-      ...(def.body ? { requestBody: { required: true, content: { 'application/json': { schema: def.body } } } } : {}),
+      // A missing body reads as {}; it is optional where {} is valid.
+      ...(def.body ? { requestBody: { required: !def.body.safeParse({}).success, content: { 'application/json': { schema: def.body } } } } : {}),
       responses: {
         [status]: {
           description: status === '204' ? 'Done' : 'Success',

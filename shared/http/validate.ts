@@ -16,8 +16,19 @@ export interface ValidatedContext extends HttpContext {
   input?: ValidatedInput;
 }
 
+/** Paths of every string (key or value) holding a NUL character, which PostgreSQL text and jsonb cannot store. */
+function nulPaths(value: unknown, path: string): string[] {
+  if (typeof value === 'string') return value.includes('\u0000') ? [path] : [];
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, item]) => [...(key.includes('\u0000') ? [path] : []), ...nulPaths(item, `${path}.${key}`)]);
+}
+
 function parse(schema: z.ZodType | undefined, value: unknown, location: string): unknown {
   if (!schema) return undefined;
+  const nul = nulPaths(value, location);
+  if (nul.length > 0) {
+    throw ValidationFailed(`Invalid ${location}`, nul.map((path) => ({ path, message: 'Text must not contain the NUL character', code: 'invalid_format' })));
+  }
   const result = schema.safeParse(value);
   if (!result.success) throw ValidationFailed(`Invalid ${location}`, issueDetails(result.error, location));
   return result.data;
