@@ -1,0 +1,66 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The values of one audit row that its checksum covers, as text the way PostgreSQL renders them
+ * (DESIGN.md "Audit chain", canonical payload v1). The database's sealing trigger computes the
+ * same bytes; this module recomputes them without trusting any database function.
+ */
+export type CanonicalAuditRow = {
+  id: string;
+  orgId: string;
+  seq: number;
+  /** UTC with microseconds: `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
+  timestamp: string;
+  actorType: string;
+  actorId: string;
+  actorEmail: string | null;
+  action: string;
+  resourceType: string | null;
+  resourceId: string | null;
+  resourceName: string | null;
+  /** PostgreSQL's jsonb text form (`details::text`), not a re-serialization. */
+  details: string;
+  ipAddress: string | null;
+  userAgent: string | null;
+  result: string;
+  errorMessage: string | null;
+  prevChecksum: string | null;
+};
+
+export const canonicalVersion = 'logbook-audit-v1';
+
+/** DESIGN.md "Audit chain": the order of the fields in the payload. */
+export const canonicalFields = [
+  'id',
+  'orgId',
+  'seq',
+  'timestamp',
+  'actorType',
+  'actorId',
+  'actorEmail',
+  'action',
+  'resourceType',
+  'resourceId',
+  'resourceName',
+  'details',
+  'ipAddress',
+  'userAgent',
+  'result',
+  'errorMessage',
+  'prevChecksum',
+] as const satisfies readonly (keyof CanonicalAuditRow)[];
+
+/** `logbook-audit-v1`, then per field a newline and `~` (null) or `<UTF-8 byte length>:<value>`. */
+export function canonicalPayload(row: CanonicalAuditRow): string {
+  let payload = canonicalVersion;
+  for (const field of canonicalFields) {
+    const value = row[field];
+    payload += value === null ? '\n~' : `\n${Buffer.byteLength(String(value), 'utf8')}:${value}`;
+  }
+  return payload;
+}
+
+/** Lowercase hex SHA-256 of the row's canonical payload (seed 2.2 checksum). */
+export function auditChecksum(row: CanonicalAuditRow): string {
+  return createHash('sha256').update(canonicalPayload(row), 'utf8').digest('hex');
+}

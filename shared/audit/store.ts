@@ -1,0 +1,69 @@
+import { one, type Db } from '../db/db.ts';
+import type { CanonicalAuditRow } from './canonical.ts';
+
+/** A sealed row as the chain sees it: its canonical values and its stored checksum. */
+export type ChainRow = CanonicalAuditRow & { checksum: string };
+
+/** A position in an organization's chain: the head, or a retention checkpoint. */
+export type ChainLink = { seq: number; checksum: string };
+
+/** The canonical timestamp text (DESIGN.md "Audit chain"), formatted by the database from the stored microseconds. */
+export const canonicalTimestampSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+const chainColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
+  a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
+  a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", d.details,
+  a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
+  a.checksum, a.prev_checksum AS "prevChecksum"`;
+
+// DESIGN.md "Database": results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
+const rowBytesSql = `octet_length(d.details) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
+  + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
+
+export function readChainHead(db: Db, orgId: string) {
+  return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
+}
+
+/** The latest retention cut: the earliest retained row links to it (DESIGN.md "Audit chain"). */
+export function readLatestCheckpoint(db: Db, orgId: string) {
+  return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq DESC LIMIT 1', {
+    orgId,
+  });
+}
+
+/** The first and last chain positions among the organization's rows timestamped within [from, to]. */
+export async function readSeqSpan(db: Db, orgId: string, from: Date | string | null, to: Date | string | null) {
+  const span = await one<{ first: number | null; last: number | null }>(
+    db,
+    `SELECT min(seq) AS first, max(seq) AS last FROM audit_logs
+      WHERE org_id = :orgId::uuid
+        AND (:from::timestamptz IS NULL OR timestamp >= :from::timestamptz)
+        AND (:to::timestamptz IS NULL OR timestamp <= :to::timestamptz)`,
+    { orgId, from, to },
+  );
+  return span?.first == null || span.last == null ? undefined : { first: span.first, last: span.last };
+}
+
+/**
+ * The next page of the chain after `afterSeq` (null: from its very start) up to `untilSeq` (null: its end),
+ * in seq order, at most `rows` rows and about `bytes` bytes (always at least one row).
+ */
+export async function readChainPage(db: Db, orgId: string, page: { afterSeq: number | null; untilSeq: number | null; rows: number; bytes: number }) {
+  const { rows } = await db.query<ChainRow>(
+    `SELECT id, "orgId", seq, timestamp, "actorType", "actorId", "actorEmail", action, "resourceType", "resourceId", "resourceName",
+            details, "ipAddress", "userAgent", result, "errorMessage", checksum, "prevChecksum"
+       FROM (
+         SELECT ${chainColumns}, sum(${rowBytesSql}) OVER (ORDER BY a.seq ROWS UNBOUNDED PRECEDING) - (${rowBytesSql}) AS before
+           FROM audit_logs a CROSS JOIN LATERAL (SELECT a.details::text AS details) d
+          WHERE a.org_id = :orgId::uuid
+            AND a.seq > coalesce(:afterSeq::bigint, -9223372036854775807 - 1)
+            AND a.seq <= coalesce(:untilSeq::bigint, 9223372036854775807)
+          ORDER BY a.seq
+          LIMIT :rows::int
+       ) page
+      WHERE before < :bytes::int
+      ORDER BY seq`,
+    { orgId, afterSeq: page.afterSeq, untilSeq: page.untilSeq, rows: page.rows, bytes: page.bytes },
+  );
+  return rows;
+}

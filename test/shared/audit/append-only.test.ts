@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { readLatestCheckpoint } from '#shared/audit/store.ts';
+import { verifyChain } from '#shared/audit/verify.ts';
+import type { Db } from '#shared/db/db.ts';
+import { appendAudit, appendOne, readChain, useAuditDatabase, type Sealed } from './audit-rows.ts';
+
+const t = useAuditDatabase();
+
+async function chainOf(length: number): Promise<{ orgId: string; sealed: Sealed[] }> {
+  const orgId = randomUUID();
+  return { orgId, sealed: await appendAudit(t.app, Array.from({ length }, () => ({ orgId }))) };
+}
+
+/** Runs `sql` as logbook_owner: a superuser connection that SET ROLEs to the schema owner. */
+const asOwner = (sql: string, params = {}) =>
+  t.db.admin.transaction(async (tx) => {
+    await tx.query('SET LOCAL ROLE logbook_owner');
+    return tx.query(sql, params);
+  });
+
+/** Runs `sql` on `db` with the retention flag set for the transaction (SET LOCAL). */
+const withRetentionFlag = (db: Db, sql: string, params = {}) =>
+  db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
+    return tx.query(sql, params);
+  });
+
+describe('the API role logbook_app (seed 5 rule 8)', () => {
+  it('holds only SELECT and INSERT on audit_logs and only SELECT on heads and checkpoints', async () => {
+    const { rows } = await t.db.admin.query<{ table: string; privilege: string }>(
+      `SELECT t AS table, p AS privilege
+         FROM unnest(ARRAY['audit_logs', 'audit_chain_heads', 'audit_chain_checkpoints']) t,
+              unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p
+        WHERE has_table_privilege('logbook_app', t, p)
+        ORDER BY 1, 2`,
+    );
+    expect(rows).toEqual([
+      { table: 'audit_chain_checkpoints', privilege: 'SELECT' },
+      { table: 'audit_chain_heads', privilege: 'SELECT' },
+      { table: 'audit_logs', privilege: 'INSERT' },
+      { table: 'audit_logs', privilege: 'SELECT' },
+    ]);
+  });
+
+  it('cannot update, delete or truncate audit rows', async () => {
+    const { orgId } = await chainOf(2);
+    const params = { orgId };
+    await expect(t.app.query(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, params)).rejects.toThrow(/permission denied/);
+    await expect(t.app.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params)).rejects.toThrow(/permission denied/);
+    await expect(t.app.query('TRUNCATE audit_logs')).rejects.toThrow(/permission denied/);
+    await expect(withRetentionFlag(t.app, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params)).rejects.toThrow(/permission denied/);
+    expect(await readChain(t.app, orgId)).toHaveLength(2);
+  });
+
+  it('cannot move a head or write a checkpoint', async () => {
+    const { orgId } = await chainOf(1);
+    await expect(t.app.query(`UPDATE audit_chain_heads SET seq = 7 WHERE org_id = :orgId::uuid`, { orgId })).rejects.toThrow(/permission denied/);
+    await expect(t.app.query(`INSERT INTO audit_chain_checkpoints (org_id, seq, checksum) VALUES (:orgId::uuid, 1, 'x')`, { orgId })).rejects.toThrow(
+      /permission denied/,
+    );
+  });
+});
+
+describe('the owner logbook_owner', () => {
+  it('is refused UPDATE, DELETE and TRUNCATE of audit rows by the triggers', async () => {
+    const { orgId } = await chainOf(2);
+    await expect(asOwner(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, { orgId })).rejects.toThrow(
+      /audit_logs is append-only: UPDATE refused/,
+    );
+    await expect(asOwner('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(/audit_logs is append-only: DELETE refused/);
+    await expect(asOwner('TRUNCATE audit_logs')).rejects.toThrow(/audit_logs is append-only: TRUNCATE refused/);
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
+  });
+
+  it('is refused any direct write to heads and checkpoints', async () => {
+    const { orgId } = await chainOf(1);
+    for (const sql of [
+      'UPDATE audit_chain_heads SET seq = 7 WHERE org_id = :orgId::uuid',
+      'DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid',
+      'TRUNCATE audit_chain_heads',
+      `INSERT INTO audit_chain_heads (org_id, seq, checksum) VALUES (gen_random_uuid(), 1, 'x')`,
+      `INSERT INTO audit_chain_checkpoints (org_id, seq, checksum) VALUES (:orgId::uuid, 1, 'x')`,
+      'UPDATE audit_chain_checkpoints SET seq = 7',
+      'DELETE FROM audit_chain_checkpoints',
+      'TRUNCATE audit_chain_checkpoints',
+    ]) {
+      await expect(asOwner(sql, sql.includes(':orgId') ? { orgId } : {}), sql).rejects.toThrow(/is written only by the audit_logs triggers/);
+    }
+  });
+});
+
+describe('retention by the audit-admin role logbook_audit_admin', () => {
+  it('is refused without the session flag', async () => {
+    const { orgId } = await chainOf(3);
+    await expect(t.auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 1', { orgId })).rejects.toThrow(
+      /audit_logs is append-only: DELETE refused/,
+    );
+  });
+
+  it('deletes the oldest rows with SET LOCAL logbook.audit_retention and records the cut as a checkpoint', async () => {
+    const { orgId, sealed } = await chainOf(4);
+    const { rowCount } = await withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId });
+    expect(rowCount).toBe(2);
+    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
+  });
+
+  it('cannot cut anything but the oldest contiguous rows, even with the flag (seed 6 retention rule 1)', async () => {
+    const { orgId } = await chainOf(4);
+    await expect(withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 2', { orgId })).rejects.toThrow(
+      /only the oldest contiguous audit rows/,
+    );
+    await expect(withRetentionFlag(t.auditAdmin, `UPDATE audit_logs SET action = 'x' WHERE org_id = :orgId::uuid`, { orgId })).rejects.toThrow(
+      /permission denied/,
+    );
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 4 });
+  });
+
+  it('is not granted to a session that merely SET ROLEs to it', async () => {
+    const { orgId } = await chainOf(2);
+    const attempt = t.db.admin.transaction(async (tx) => {
+      await tx.query('SET LOCAL ROLE logbook_audit_admin');
+      await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
+      return tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 1', { orgId });
+    });
+    await expect(attempt).rejects.toThrow(/audit_logs is append-only: DELETE refused/);
+  });
+
+  it('may cut a whole chain; the next row continues it from the head', async () => {
+    const { orgId, sealed } = await chainOf(3);
+    await withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 0 });
+    const next = await appendOne(t.app, { orgId });
+    expect(next).toMatchObject({ seq: 4, prevChecksum: sealed[2]!.checksum });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 1 });
+  });
+});
