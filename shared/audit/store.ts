@@ -67,3 +67,42 @@ export async function readChainPage(db: Db, orgId: string, page: { afterSeq: num
   );
   return rows;
 }
+
+/** A row ready for audit_logs; the sealing trigger adds seq, checksum and prevChecksum. */
+export interface AuditRowInput {
+  orgId: string;
+  timestamp: string | null;
+  actorType: string;
+  actorId: string;
+  actorEmail: string | null;
+  action: string;
+  resourceType: string | null;
+  resourceId: string | null;
+  resourceName: string | null;
+  details: Record<string, unknown>;
+  ipAddress: string | null;
+  userAgent: string | null;
+  result: string;
+  errorMessage: string | null;
+}
+
+/**
+ * Appends rows in one statement of its own transaction (DESIGN.md "Audit chain": never inside
+ * the business transaction). Rows are sorted by organization so concurrent batches take the
+ * organizations' locks in one order and cannot deadlock.
+ */
+export async function insertAuditRows(db: Db, rows: AuditRowInput[]): Promise<{ id: string; orgId: string; seq: number }[]> {
+  const sorted = [...rows].sort((a, b) => (a.orgId < b.orgId ? -1 : a.orgId > b.orgId ? 1 : 0));
+  const { rows: sealed } = await db.query<{ id: string; orgId: string; seq: number }>(
+    `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
+                             resource_name, details, ip_address, user_agent, result, error_message)
+     SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
+            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
+       FROM jsonb_to_recordset(:rows::jsonb) AS r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type,
+            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
+            "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
+     RETURNING id::text AS id, org_id::text AS "orgId", seq`,
+    { rows: sorted as unknown as Record<string, unknown>[] },
+  );
+  return sealed;
+}

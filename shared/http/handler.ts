@@ -1,6 +1,7 @@
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { auditWrites } from './audit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
 import { errorEnvelope } from './error-envelope.ts';
 import type { RequestOf, RouteDef } from './route.ts';
@@ -15,7 +16,8 @@ export type Handler = (event: APIGatewayProxyEventV2, context: import('aws-lambd
 export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<R, CallerOf<R['auth']>>) => Promise<unknown>): Handler {
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>()
     .use(errorEnvelope())
-    .use(authenticate(def.auth));
+    .use(authenticate(def.auth))
+    .use(auditWrites());
   if (def.body) {
     // No body at all reads as `{}`: the schema then says what is missing, or accepts it when every field is optional.
     chain.before((request) => {
@@ -34,6 +36,7 @@ export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<
       caller: context.caller,
       headers: event.headers ?? {},
       sourceIp: event.requestContext.http.sourceIp,
+      audit: context.audit!,
     } as RequestOf<R, CallerOf<R['auth']>>);
     const status = def.status ?? 200;
     return status === 204

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { AuditContext } from '../audit/writer.ts';
 import type { AuthKind } from '../auth/authenticate.ts';
 
 /** One row of the route table (functions/routes.ts). */
@@ -31,4 +32,6 @@ export interface RequestOf<R extends RouteDef, Caller> {
   headers: Record<string, string | undefined>;
   /** The connection's source IP as API Gateway reports it. */
   sourceIp: string;
+  /** Who acts and from where, for audit events of this request (shared/audit/writer.ts). */
+  audit: AuditContext;
 }

@@ -2,7 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import { ValidationFailed } from '../errors.ts';
-import type { HttpContext } from './authenticate.ts';
+import type { AuditHttpContext } from './audit.ts';
 import { issueDetails } from './error-envelope.ts';
 import type { RouteDef } from './route.ts';
 
@@ -12,7 +12,7 @@ export interface ValidatedInput {
   body: unknown;
 }
 
-export interface ValidatedContext extends HttpContext {
+export interface ValidatedContext extends AuditHttpContext {
   input?: ValidatedInput;
 }
 

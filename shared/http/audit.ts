@@ -1,0 +1,33 @@
+import type { MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { flushAudit, type AuditContext } from '../audit/writer.ts';
+import { appDb } from '../db/client.ts';
+import type { HttpContext } from './authenticate.ts';
+import { clientIp } from './client-ip.ts';
+
+export interface AuditHttpContext extends HttpContext {
+  audit?: AuditContext;
+}
+
+/**
+ * Gives the request its audit context, and awaits the audit writes it started before the
+ * reply leaves, on success and on error alike (DESIGN.md "Audit writes inside Lambda").
+ */
+export const auditWrites = (): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, AuditHttpContext> => ({
+  before: async (request) => {
+    const headers = request.event.headers ?? {};
+    request.context.audit = {
+      db: appDb(),
+      caller: request.context.caller,
+      ipAddress: clientIp(headers, request.event.requestContext.http.sourceIp),
+      userAgent: headers['user-agent'] ?? null,
+      pending: [],
+    };
+  },
+  after: async (request) => {
+    if (request.context.audit) await flushAudit(request.context.audit);
+  },
+  onError: async (request) => {
+    if (request.context.audit) await flushAudit(request.context.audit);
+  },
+});

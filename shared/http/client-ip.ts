@@ -1,0 +1,23 @@
+import { isIP } from 'node:net';
+
+/** Proxy headers in the order seed 5 rule 5 trusts them. */
+const proxyHeaders = ['cf-connecting-ip', 'x-forwarded-for', 'x-real-ip'] as const;
+
+/** Only a real IPv4 or IPv6 address of at most 45 characters is stored as an IP (seed 2.2). */
+function asIp(value: string | undefined): string | null {
+  const candidate = value?.trim().replace(/^\[(.*)\]$/, '$1');
+  return candidate && candidate.length <= 45 && isIP(candidate) ? candidate : null;
+}
+
+/**
+ * The client's IP (seed 5 rule 5): with TRUST_PROXY_HEADERS=true the first present of
+ * cf-connecting-ip, x-forwarded-for (its first entry) and x-real-ip; otherwise, and when
+ * none is present, the connection's source IP as API Gateway reports it.
+ */
+export function clientIp(headers: Record<string, string | undefined>, sourceIp: string | undefined): string | null {
+  if (process.env.TRUST_PROXY_HEADERS === 'true') {
+    const header = proxyHeaders.find((name) => headers[name]?.trim());
+    if (header) return asIp(header === 'x-forwarded-for' ? headers[header]!.split(',')[0] : headers[header]);
+  }
+  return asIp(sourceIp);
+}
