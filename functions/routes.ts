@@ -4,6 +4,7 @@
  * Gateway's `{name}` parameters.
  */
 import { z } from 'zod';
+import * as keys from '#shared/auth/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { route, type RouteDef } from '#shared/http/route.ts';
 
@@ -33,14 +34,15 @@ export const routes = {
   'DELETE /api/v1/orgs/organizations/{id}/enrollment-keys/{keyId}': route({ handler: 'hierarchy/enrollment-keys-revoke', auth: 'principal', tag: 'enrollment', summary: 'Revoke an enrollment key', params: h.keyParams, status: 204, errors: [400, 401, 403, 404] }),
   'POST /api/v1/agents/enroll': route({ handler: 'hierarchy/agents-enroll', auth: 'none', tag: 'enrollment', summary: 'Enroll an agent with an enrollment key (and the enrollment secret when one is configured)', body: h.enroll, status: 201, response: h.enrolled, errors: [400, 401] }),
 
-  'POST /api/v1/orgs/organizations/{id}/api-keys': route({ handler: 'hierarchy/api-keys-create', auth: 'user', tag: 'api-keys', summary: 'Create an organization API key (lbk_…)', params: h.idParams, body: h.createApiKey, status: 201, response: h.createdApiKey, errors: [400, 401, 403, 404] }),
-  'GET /api/v1/orgs/organizations/{id}/api-keys': route({ handler: 'hierarchy/api-keys-list', auth: 'user', tag: 'api-keys', summary: 'List API keys (without the keys themselves)', params: h.idParams, query: h.pageOnlyQuery, response: h.apiKeyPage, errors: [400, 401, 403, 404] }),
-  'DELETE /api/v1/orgs/organizations/{id}/api-keys/{keyId}': route({ handler: 'hierarchy/api-keys-revoke', auth: 'user', tag: 'api-keys', summary: 'Revoke an API key', params: h.keyParams, status: 204, errors: [400, 401, 403, 404] }),
+  'POST /api/v1/orgs/organizations/{id}/api-keys': route({ handler: 'auth/api-keys-create', auth: 'user', tag: 'api-keys', summary: 'Create an organization API key (lbk_…)', params: h.idParams, body: keys.createApiKey, status: 201, response: keys.createdApiKey, errors: [400, 401, 403, 404] }),
+  'GET /api/v1/orgs/organizations/{id}/api-keys': route({ handler: 'auth/api-keys-list', auth: 'user', tag: 'api-keys', summary: 'List API keys (without the keys themselves)', params: h.idParams, query: h.pageOnlyQuery, response: keys.apiKeyPage, errors: [400, 401, 403, 404] }),
+  'DELETE /api/v1/orgs/organizations/{id}/api-keys/{keyId}': route({ handler: 'auth/api-keys-revoke', auth: 'user', tag: 'api-keys', summary: 'Revoke an API key', params: h.keyParams, status: 204, errors: [400, 401, 403, 404] }),
 
   'GET /api/v1/devices': route({ handler: 'hierarchy/devices-list', auth: 'principal', tag: 'devices', summary: 'List devices the caller may reach', query: h.listDevicesQuery, response: h.devicePage, errors: [400, 401, 403] }),
   'GET /api/v1/devices/{id}': route({ handler: 'hierarchy/devices-get', auth: 'principal', tag: 'devices', summary: 'Get a device', params: h.idParams, response: h.device, errors: [400, 401, 403, 404] }),
   'PATCH /api/v1/devices/{id}': route({ handler: 'hierarchy/devices-update', auth: 'principal', tag: 'devices', summary: 'Rename a device or move it to another site of its organization', params: h.idParams, body: h.updateDevice, response: h.device, errors: [400, 401, 403, 404] }),
   'DELETE /api/v1/devices/{id}': route({ handler: 'hierarchy/devices-delete', auth: 'principal', tag: 'devices', summary: 'Delete a device (soft) and revoke its agent token', params: h.idParams, status: 204, errors: [400, 401, 403, 404] }),
+
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteKey = keyof typeof routes;

@@ -1,9 +1,15 @@
 import { createPgDb } from '#shared/db/pg.ts';
 import { migrate } from '#shared/db/migrate.ts';
-import { grantRoleLogins, withCredentials } from '#shared/db/roles.ts';
+import { grantRoleLogins, roleNames, withCredentials, type RolePasswords } from '#shared/db/roles.ts';
 
 /** Local passwords of the API and retention roles (local servers and tests only; AWS keeps them in Secrets Manager). */
-export const localRolePasswords = { app: 'logbook-app-local', auditAdmin: 'logbook-audit-admin-local' };
+export const localRolePasswords: RolePasswords = { app: 'logbook-app-local', auditAdmin: 'logbook-audit-admin-local' };
+
+/** A role with a local login: the API's or the retention worker's. */
+export type LocalRole = keyof RolePasswords;
+
+/** Where the environment may give a role's connection instead of having it derived from the administrator's. */
+export const roleUrlVariables: Record<LocalRole, string> = { app: 'APP_DATABASE_URL', auditAdmin: 'AUDIT_ADMIN_DATABASE_URL' };
 
 export interface DatabaseUrls {
   /** Administrator (migrations, role logins). */
@@ -18,17 +24,21 @@ export interface DatabaseUrls {
 export function roleUrls(adminUrl: string): DatabaseUrls {
   return {
     admin: adminUrl,
-    app: withCredentials(adminUrl, 'logbook_app', localRolePasswords.app),
-    auditAdmin: withCredentials(adminUrl, 'logbook_audit_admin', localRolePasswords.auditAdmin),
+    app: withCredentials(adminUrl, roleNames.app, localRolePasswords.app),
+    auditAdmin: withCredentials(adminUrl, roleNames.auditAdmin, localRolePasswords.auditAdmin),
   };
 }
 
-/** Migrates the database at `adminUrl` and gives the API and retention roles their local logins. */
-export async function prepareDatabase(adminUrl: string, log?: (line: string) => void): Promise<void> {
+/**
+ * Migrates the database at `adminUrl` and gives the roles in `logins` (default: both)
+ * their local passwords; a role whose connection is configured elsewhere keeps its own.
+ */
+export async function prepareDatabase(adminUrl: string, options: { log?: (line: string) => void; logins?: readonly LocalRole[] } = {}): Promise<void> {
+  const { log, logins = ['app', 'auditAdmin'] } = options;
   const admin = createPgDb({ connectionString: adminUrl, max: 1, applicationName: 'logbook-migrate' });
   try {
     await migrate(admin, { log });
-    await grantRoleLogins(admin, localRolePasswords);
+    await grantRoleLogins(admin, Object.fromEntries(logins.map((role) => [role, localRolePasswords[role]])));
   } finally {
     await admin.close();
   }

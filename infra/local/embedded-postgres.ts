@@ -40,9 +40,8 @@ export async function startEmbeddedPostgres(options: { dir: string; port?: numbe
     persistent,
     // Postgres refuses to run as root; the package then runs it as a `postgres` system user.
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off'].filter(
-      (flag, i, all) => persistent === false || (flag !== 'fsync=off' && all[i + 1] !== 'fsync=off'),
-    ),
+    // A throwaway cluster need not survive a crash: without fsync the suite runs faster.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(persistent ? [] : ['-c', 'fsync=off'])],
     onLog: () => undefined,
     onError: (message) => options.log?.(String(message)),
   });

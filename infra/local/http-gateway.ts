@@ -11,7 +11,7 @@ import type { Handler } from '#shared/http/handler.ts';
 
 export interface HttpGatewayOptions {
   port: number;
-  /** Interface to listen on (default 127.0.0.1). */
+  /** Interface to listen on; without one, every interface (Node takes :: where the host has IPv6, else 0.0.0.0). */
   host?: string;
   routes: Record<string, { handler: string }>;
   /** Resolves a handler module path (under functions/, no extension) to its handler; defaults to importing it. */
@@ -97,7 +97,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     writeResult(res, result);
   }
 
-  const host = options.host ?? '127.0.0.1';
+  const { host } = options;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, host, () => {
@@ -106,7 +106,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     });
   });
   const { port } = server.address() as AddressInfo;
-  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const shownHost = host === undefined || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 
   return {
     port,

@@ -3,8 +3,8 @@ import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { NotFound } from '../errors.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
-import type { createApiKey as createSchema } from '../hierarchy/schemas.ts';
 import type { Principal } from './principal.ts';
+import type { createApiKey as createSchema } from './schemas.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from './secrets.ts';
 import * as store from './store.ts';
 

@@ -3,8 +3,8 @@ import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { ValidationFailed } from '../errors.ts';
 import type { updateDevice as updateSchema } from './schemas.ts';
+import { holdLiveSite } from './sites.ts';
 import * as store from './store.ts';
 
 export async function getDevice(db: Db, principal: Principal, id: string) {
@@ -21,11 +21,10 @@ export function listDevices(db: Db, principal: Principal, query: Page & { orgId?
 export async function updateDevice(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>) {
   const device = await getDevice(db, principal, id);
   requirePermission(principal, 'devices:write');
-  if (change.siteId && !(await store.findSite(db, device.orgId as string, change.siteId))) {
-    throw ValidationFailed('siteId is not a site of the device\'s organization', [{ path: 'body.siteId', message: 'Unknown site', code: 'custom' }]);
-  }
-  await store.updateDevice(db, id, change);
-  return getDevice(db, principal, id);
+  return db.transaction(async (tx) => {
+    if (change.siteId) await holdLiveSite(tx, device.orgId as string, change.siteId);
+    return assertReachable(await store.updateDevice(tx, id, change), 'Device');
+  });
 }
 
 /** Soft delete: the device leaves every list and its agent can no longer authenticate. */

@@ -3,25 +3,27 @@ import type { Principal } from '../auth/principal.ts';
 import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '../auth/secrets.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { NotFound, Unauthenticated, ValidationFailed } from '../errors.ts';
+import { NotFound, Unauthenticated } from '../errors.ts';
 import { reachableOrganization } from './organizations.ts';
 import type { createEnrollmentKey as createSchema, enroll as enrollSchema } from './schemas.ts';
+import { holdLiveSite } from './sites.ts';
 import * as store from './store.ts';
 
 export async function createEnrollmentKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
-  if (input.siteId && !(await store.findSite(db, orgId, input.siteId))) {
-    throw ValidationFailed('siteId is not a site of this organization', [{ path: 'body.siteId', message: 'Unknown site', code: 'custom' }]);
-  }
   const key = newSecret(secretPrefixes.enrollmentKey);
-  const created = await store.insertEnrollmentKey(db, {
-    orgId,
-    siteId: input.siteId ?? null,
-    name: input.name ?? null,
-    keyHash: hashSecret(key),
-    keyPrefix: shownPart(key),
-    expiresAt: input.expiresAt ?? null,
-    createdBy: principal.id,
+  const created = await db.transaction(async (tx) => {
+    // A site's keys are revoked with it: the site must not be deleted between this check and the insert.
+    if (input.siteId) await holdLiveSite(tx, orgId, input.siteId);
+    return store.insertEnrollmentKey(tx, {
+      orgId,
+      siteId: input.siteId ?? null,
+      name: input.name ?? null,
+      keyHash: hashSecret(key),
+      keyPrefix: shownPart(key),
+      expiresAt: input.expiresAt ?? null,
+      createdBy: principal.id,
+    });
   });
   return { ...created!, key };
 }
@@ -40,13 +42,16 @@ export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: s
  * Enrolls an agent (seed 1, 5 rule 6): a valid, unexpired, unrevoked enrollment key
  * and, when AGENT_ENROLLMENT_SECRET is configured, that secret. Creates the device in
  * the key's site (or the organization's first site) and returns the agent's token once.
+ * The key's organization is locked FOR SHARE first, as every writer relying on a live
+ * site does, so no site deletion passes between choosing the site and creating the device.
  */
 export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>) {
   const secret = process.env.AGENT_ENROLLMENT_SECRET;
   if (secret && !sameSecret(input.enrollmentSecret ?? '', secret)) throw Unauthenticated('Invalid enrollment secret');
   const token = newSecret(secretPrefixes.agentToken);
+  const keyHash = hashSecret(input.enrollmentKey);
   return db.transaction(async (tx) => {
-    const key = await store.findUsableEnrollmentKey(tx, hashSecret(input.enrollmentKey));
+    const key = (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
     if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
     const device = await store.insertDevice(tx, {
       orgId: key.orgId,
@@ -57,6 +62,6 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>) 
       agentVersion: input.agentVersion,
     });
     const agent = await store.insertAgent(tx, device!.id, hashSecret(token));
-    return { agentId: agent!.id, deviceId: device!.id, token };
+    return { agentId: agent!.id, deviceId: device!.id, siteId: key.siteId, token };
   });
 }

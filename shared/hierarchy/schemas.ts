@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { apiKeyRoles } from '../auth/permissions.ts';
 import { pageOf, pageQuery } from '../http/pagination.ts';
 
 const name = z.string().trim().min(1).max(255);
@@ -26,9 +25,25 @@ export const site = z
     updatedAt: timestamp,
   })
   .meta({ id: 'Site' });
+/** An IANA time zone name: Intl refuses (RangeError) any zone it does not know; offsets such as +01:00 are no zone names. */
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return !/^[+-]/.test(zone);
+  } catch {
+    return false;
+  }
+}
 const siteFields = {
   name,
-  timezone: z.string().trim().min(1).max(64).optional().meta({ description: 'IANA time zone, e.g. Europe/Berlin' }),
+  timezone: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .refine(isTimeZone, 'Unknown time zone; give an IANA name such as Europe/Berlin')
+    .optional()
+    .meta({ description: 'IANA time zone, e.g. Europe/Berlin' }),
   address: z.string().max(2000).optional(),
 };
 export const createSite = z.object(siteFields).strict();
@@ -124,27 +139,17 @@ export const enroll = z
     agentVersion: z.string().trim().min(1).max(50).optional(),
   });
 export const enrolled = z
-  .object({ agentId: z.uuid(), deviceId: z.uuid(), token: z.string().meta({ description: 'The agent\'s bearer token; shown only in this reply' }) })
-  .meta({ id: 'Enrollment' });
-
-export const apiKey = z
   .object({
-    id: z.uuid(),
-    orgId: z.uuid(),
-    name: z.string(),
-    role: z.enum(apiKeyRoles),
-    keyPrefix: z.string(),
-    revokedAt: timestamp.nullable(),
-    createdAt: timestamp,
+    agentId: z.uuid(),
+    deviceId: z.uuid(),
+    siteId: z.uuid().meta({ description: 'The site the device joined: the key\'s, or the organization\'s first' }),
+    token: z.string().meta({ description: 'The agent\'s bearer token; shown only in this reply' }),
   })
-  .meta({ id: 'ApiKey' });
-export const createdApiKey = apiKey.extend({ key: z.string().meta({ description: 'The key itself (lbk_…); shown only in this reply' }) }).meta({ id: 'CreatedApiKey' });
-export const createApiKey = z.object({ name, role: z.enum(apiKeyRoles).default('org_viewer') }).strict();
+  .meta({ id: 'Enrollment' });
 
 export const partnerPage = pageOf(partner);
 export const organizationPage = pageOf(organization);
 export const sitePage = pageOf(site);
 export const devicePage = pageOf(device);
 export const enrollmentKeyPage = pageOf(enrollmentKey);
-export const apiKeyPage = pageOf(apiKey);
 export const pageOnlyQuery = z.object(listQuery);

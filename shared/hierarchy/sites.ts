@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.ts';
 import { assertReachable } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { DomainError } from '../errors.ts';
+import { DomainError, NotFound, ValidationFailed } from '../errors.ts';
 import { reachableOrganization } from './organizations.ts';
 import type { createSite as createSchema, updateSite as updateSchema } from './schemas.ts';
 import * as store from './store.ts';
@@ -29,13 +29,26 @@ export async function updateSite(db: Db, principal: Principal, orgId: string, si
 }
 
 /**
+ * Inside a writer's transaction, before any other lock: makes sure `siteId` is a live site of the
+ * organization and keeps it so until commit. The organization row is taken FOR SHARE, which waits
+ * for a site deletion in progress (it holds the row FOR UPDATE) and holds off the next one.
+ * 400 naming body.siteId when it is no live site of the organization.
+ */
+export async function holdLiveSite(tx: Db, orgId: string, siteId: string): Promise<void> {
+  if (!(await store.lockOrganization(tx, orgId, 'share'))) throw NotFound('Organization');
+  if (!(await store.findSite(tx, orgId, siteId))) {
+    throw ValidationFailed('siteId is not a site of this organization', [{ path: 'body.siteId', message: 'Unknown site', code: 'custom' }]);
+  }
+}
+
+/**
  * Deletes a site that holds no devices; never the organization's last one
  * (seed 2.1). The organization row is locked so two deletions cannot both pass.
  */
 export async function deleteSite(db: Db, principal: Principal, orgId: string, siteId: string) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
   await db.transaction(async (tx) => {
-    await store.lockOrganization(tx, orgId);
+    await store.lockOrganization(tx, orgId, 'update');
     assertReachable(await store.findSite(tx, orgId, siteId), 'Site');
     const usage = (await store.siteUsage(tx, orgId, siteId))!;
     if (usage.sites <= 1) throw new DomainError('LAST_SITE', 'An organization needs at least one site; this is its last');

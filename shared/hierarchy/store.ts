@@ -51,9 +51,13 @@ export function findOrganization(db: Db, principal: Principal, id: string) {
   });
 }
 
-/** Locks the organization row: site deletions of one organization take turns, so the last site survives. */
-export function lockOrganization(tx: Db, id: string) {
-  return one(tx, 'SELECT id FROM organizations WHERE id = :id::uuid AND deleted_at IS NULL FOR UPDATE', { id });
+/**
+ * Locks the live organization's row until commit. Site deletions take it FOR UPDATE (so they take
+ * turns and the last site survives); every writer that relies on a live site takes it FOR SHARE
+ * before any other lock, so it waits for a deletion instead of deadlocking with it.
+ */
+export function lockOrganization(tx: Db, id: string, mode: 'update' | 'share') {
+  return one(tx, `SELECT id FROM organizations WHERE id = :id::uuid AND deleted_at IS NULL FOR ${mode === 'update' ? 'UPDATE' : 'SHARE'}`, { id });
 }
 
 export function listOrganizations(db: Db, principal: Principal, filter: { search?: string; partnerId?: string }, page: Page) {
@@ -185,16 +189,21 @@ export function listDevices(db: Db, principal: Principal, filter: { orgId?: stri
   );
 }
 
-export async function updateDevice(db: Db, id: string, change: { displayName?: string | null; siteId?: string }) {
-  const { rowCount } = await db.query(
-    `UPDATE devices d SET
-        display_name = CASE WHEN :setDisplayName::boolean THEN :displayName::text ELSE d.display_name END,
-        site_id = COALESCE(:siteId::uuid, d.site_id),
-        updated_at = now()
-      WHERE d.id = :id::uuid AND d.deleted_at IS NULL`,
+/** The changed device as it now reads, or undefined when it is gone. */
+export function updateDevice(db: Db, id: string, change: { displayName?: string | null; siteId?: string }) {
+  return one(
+    db,
+    `WITH d AS (
+       UPDATE devices d SET
+          display_name = CASE WHEN :setDisplayName::boolean THEN :displayName::text ELSE d.display_name END,
+          site_id = COALESCE(:siteId::uuid, d.site_id),
+          updated_at = now()
+        WHERE d.id = :id::uuid AND d.deleted_at IS NULL
+        RETURNING d.*
+     )
+     SELECT ${deviceColumns} FROM d LEFT JOIN agents a ON a.device_id = d.id`,
     { id, setDisplayName: 'displayName' in change, displayName: change.displayName ?? null, siteId: change.siteId ?? null },
   );
-  return rowCount > 0;
 }
 
 /** Soft delete; the device's agent token is revoked with it. */
@@ -234,19 +243,34 @@ export async function revokeEnrollmentKey(db: Db, orgId: string, keyId: string) 
   return rowCount > 0;
 }
 
+/** Locks FOR SHARE, as lockOrganization does, the live organization of the enrollment key with this hash. */
+export function lockOrganizationOfEnrollmentKey(tx: Db, keyHash: string) {
+  return one(
+    tx,
+    `SELECT o.id FROM enrollment_keys k JOIN organizations o ON o.id = k.org_id
+      WHERE k.key_hash = :keyHash::text AND o.deleted_at IS NULL
+      FOR SHARE OF o`,
+    { keyHash },
+  );
+}
+
 /**
- * The usable enrollment key with this hash and the site it enrolls into: its own
- * site, or the organization's first live site. Locks the key row for the enrollment.
+ * The usable enrollment key with this hash and the live site it enrolls into: its own site
+ * while that is live, or the organization's first live site for a key without a site.
  */
 export function findUsableEnrollmentKey(tx: Db, keyHash: string) {
   return one<{ orgId: string; siteId: string }>(
     tx,
-    `SELECT k.org_id AS "orgId",
-            COALESCE(k.site_id, (SELECT s.id FROM sites s WHERE s.org_id = k.org_id AND s.deleted_at IS NULL ORDER BY s.created_at, s.id LIMIT 1)) AS "siteId"
-       FROM enrollment_keys k JOIN organizations o ON o.id = k.org_id
+    `SELECT k.org_id AS "orgId", s.id AS "siteId"
+       FROM enrollment_keys k
+       JOIN organizations o ON o.id = k.org_id
+       JOIN LATERAL (
+         SELECT s.id FROM sites s
+          WHERE s.org_id = k.org_id AND s.deleted_at IS NULL AND (k.site_id IS NULL OR s.id = k.site_id)
+          ORDER BY s.created_at, s.id LIMIT 1
+       ) s ON true
       WHERE k.key_hash = :keyHash::text AND k.revoked_at IS NULL AND o.deleted_at IS NULL
-        AND (k.expires_at IS NULL OR k.expires_at > now())
-      FOR SHARE OF k`,
+        AND (k.expires_at IS NULL OR k.expires_at > now())`,
     { keyHash },
   );
 }

@@ -18,6 +18,25 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- Every later file runs after SET LOCAL ROLE logbook_owner, so the administrator must be allowed to
+-- take that role. A superuser always is; a CREATEROLE administrator (Aurora's master user) is not:
+-- since PostgreSQL 16 creating a role gives its creator ADMIN but no SET (createrole_self_grant).
+-- INHERIT FALSE: the administrator acts as the owner only after SET ROLE, never by inheritance.
+-- EXECUTE, since PostgreSQL 15 cannot parse the WITH SET form.
+DO $$
+BEGIN
+  IF current_user = 'logbook_owner' THEN
+    RETURN;
+  ELSIF current_setting('server_version_num')::int >= 160000 THEN
+    IF NOT pg_has_role(current_user, 'logbook_owner', 'SET') THEN
+      EXECUTE 'GRANT logbook_owner TO CURRENT_USER WITH SET TRUE, INHERIT FALSE';
+    END IF;
+  ELSIF NOT pg_has_role(current_user, 'logbook_owner', 'MEMBER') THEN
+    EXECUTE 'GRANT logbook_owner TO CURRENT_USER';
+  END IF;
+END
+$$;
+--> statement-breakpoint
 GRANT USAGE, CREATE ON SCHEMA public TO logbook_owner;
 --> statement-breakpoint
 GRANT USAGE ON SCHEMA public TO logbook_app, logbook_audit_admin;

@@ -48,6 +48,17 @@ describe('creating an organization', () => {
     expect(reply.body.site).toMatchObject({ name: 'Head Office', timezone: 'Europe/Berlin' });
   });
 
+  it('refuses a first site whose time zone is no IANA name (400 naming body.site.timezone) and stores nothing', async () => {
+    const reply = await t.api.request('POST', '/api/v1/orgs/organizations', {
+      token: tenant.partnerToken,
+      body: { name: 'Timeless', site: { name: 'Head Office', timezone: 'Mars/Olympus_Mons' } },
+    });
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [expect.objectContaining({ path: 'body.site.timezone' })] });
+    const { rows } = await t.db.admin.query(`SELECT 1 FROM organizations WHERE name = 'Timeless'`);
+    expect(rows).toEqual([]);
+  });
+
   it('by a platform administrator names the partner', async () => {
     const reply = await t.api.request('POST', '/api/v1/orgs/organizations', { token: await platformAdmin(), body: { name: 'Tailspin', partnerId: tenant.partnerId } });
     expect(reply.status).toBe(201);

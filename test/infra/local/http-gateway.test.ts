@@ -1,4 +1,5 @@
 import { request, type OutgoingHttpHeaders } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { startHttpGateway, type RunningHttpGateway } from '#infra/local/http-gateway.ts';
@@ -51,6 +52,7 @@ let gateway: RunningHttpGateway;
 beforeAll(async () => {
   gateway = await startHttpGateway({
     port: 0,
+    host: '127.0.0.1',
     routes,
     loadHandler: async (path) => {
       const name = path.replace('test/', '');
@@ -197,5 +199,23 @@ describe('local HTTP API gateway', () => {
     expect(context.awsRequestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(context.remaining).toBeGreaterThan(0);
     expect(context.remaining).toBeLessThanOrEqual(30_000);
+  });
+});
+
+describe('a local HTTP API gateway started without a host', () => {
+  // An address of this machine other than loopback; a host without one has nothing to show here.
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((address) => address?.family === 'IPv4' && !address.internal)?.address;
+
+  it.skipIf(!external)('listens on every interface, IPv6 or not, and names 127.0.0.1 in its url', async () => {
+    const open = await startHttpGateway({ port: 0, routes, loadHandler: async () => async () => ({ statusCode: 200, body: 'ok' }) });
+    try {
+      expect(open.url).toBe(`http://127.0.0.1:${open.port}`);
+      const response = await fetch(`http://${external}:${open.port}/api/v1/plain`);
+      expect(await response.text()).toBe('ok');
+    } finally {
+      await open.close();
+    }
   });
 });

@@ -16,11 +16,13 @@ interface Started {
 }
 
 /** Runs `npm start`'s entry point against this file's database, until its health check answers. */
-async function start(): Promise<Started> {
+async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.urls.admin, PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: 'main-test-secret', NODE_ENV: 'development' };
-  // The server derives its role connections from DATABASE_URL, as on a developer's machine.
+  // Unless a test gives them, the server derives its role connections from DATABASE_URL, as on a developer's machine.
   delete env.APP_DATABASE_URL;
+  delete env.AUDIT_ADMIN_DATABASE_URL;
+  Object.assign(env, extraEnv);
   const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
@@ -66,9 +68,46 @@ describe('npm start', () => {
     const second = await start();
     expect(printed(second.output(), 'AGENT_TOKEN')).not.toBe(firstAgentToken);
     await stop(second);
-    const { rows } = await db.admin.query(`SELECT count(*) AS n FROM organizations WHERE name = 'Demo Organization'`);
+    const { rows } = await db.admin.query(`SELECT count(*) AS n FROM organizations WHERE name = 'Demo Organization' AND deleted_at IS NULL`);
     expect(rows).toEqual([{ n: 1 }]);
-    const agents = await db.admin.query(`SELECT count(*) AS n FROM devices WHERE hostname = 'demo-device'`);
+    const agents = await db.admin.query(`SELECT count(*) AS n FROM devices WHERE hostname = 'demo-device' AND deleted_at IS NULL`);
     expect(agents.rows).toEqual([{ n: 1 }]);
+  });
+
+  it('starts again after the demo organization was deleted, with a new one holding the demo device', async () => {
+    const first = await start();
+    const orgId = /organization (\S+)/.exec(first.output())![1];
+    const deleted = await fetch(`${first.base}/orgs/organizations/${orgId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${printed(first.output(), 'PARTNER_ADMIN_TOKEN')}` },
+    });
+    expect(deleted.status).toBe(204);
+    await stop(first);
+    const second = await start();
+    const orgToken = printed(second.output(), 'ORG_ADMIN_TOKEN')!;
+    const devices = (await fetch(`${second.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json())) as { data: { hostname: string }[] };
+    expect(devices.data.map((d) => d.hostname)).toEqual(['demo-device']);
+    expect(await stop(second)).toBe(0);
+  });
+
+  it('leaves the passwords of the roles whose connection is given in APP_DATABASE_URL and AUDIT_ADMIN_DATABASE_URL alone', async () => {
+    // Each ALTER ROLE … PASSWORD stores a freshly salted hash, so an unchanged hash means an untouched password.
+    const passwords = async () =>
+      (await db.admin.query(`SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('logbook_app', 'logbook_audit_admin') ORDER BY rolname`)).rows;
+    const before = await passwords();
+    const started = await start({ APP_DATABASE_URL: db.urls.app, AUDIT_ADMIN_DATABASE_URL: db.urls.auditAdmin });
+    expect(await stop(started)).toBe(0);
+    expect(await passwords()).toEqual(before);
+  });
+
+  it('with JWT_JWKS_URL set, says user tokens come from the identity provider instead of printing demo user tokens', async () => {
+    const started = await start({ JWT_JWKS_URL: 'https://idp.example.test/.well-known/jwks.json' });
+    const output = started.output();
+    expect(output).toContain('JWT_JWKS_URL=https://idp.example.test/.well-known/jwks.json');
+    expect(output).toMatch(/user tokens come from the identity provider/i);
+    expect(output).not.toMatch(/export (PLATFORM|PARTNER|ORG)_ADMIN_TOKEN=/);
+    expect(output).not.toContain('HS256');
+    expect(printed(output, 'AGENT_TOKEN')).toMatch(/^lba_/);
+    expect(await stop(started)).toBe(0);
   });
 });

@@ -1,11 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPgDb } from '#shared/db/pg.ts';
-import { loadMigrations, migrate } from '#shared/db/migrate.ts';
-import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrationsDir } from '#shared/db/migrate.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgDb } from '#shared/db/pg.ts';
+import { loadMigrations, migrate, migrationsDir } from '#shared/db/migrate.ts';
+import { withCredentials } from '#shared/db/roles.ts';
+import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { databaseName } from '#test/support/global-setup.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -40,10 +42,9 @@ describe('migrations', () => {
   it('let two migrators race on a fresh database without failing', async () => {
     const name = `${db.name}_race`;
     await db.admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(db.urls.admin);
-    url.pathname = `/${name}`;
-    const a = createPgDb({ connectionString: url.toString(), max: 1 });
-    const b = createPgDb({ connectionString: url.toString(), max: 1 });
+    const url = databaseName(db.urls.admin, name);
+    const a = createPgDb({ connectionString: url, max: 1 });
+    const b = createPgDb({ connectionString: url, max: 1 });
     try {
       const [ranA, ranB] = await Promise.all([migrate(a), migrate(b)]);
       expect([...ranA, ...ranB].sort()).toEqual(loadMigrations().map((m) => m.name));
@@ -60,5 +61,28 @@ describe('migrations', () => {
     );
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(row).toEqual({ tablename: row.tablename, tableowner: 'logbook_owner' });
+  });
+
+  it('run for an administrator that is no superuser but created the roles, as Aurora\'s master user', async () => {
+    const role = `${db.name}_createrole`;
+    const password = randomBytes(16).toString('hex');
+    await db.admin.query(`CREATE ROLE ${role} LOGIN CREATEROLE PASSWORD '${password}'`);
+    await db.admin.query(`CREATE DATABASE ${role} OWNER ${role}`);
+    const version = (await db.admin.query<{ v: number }>(`SELECT current_setting('server_version_num')::int AS v`)).rows[0]!.v;
+    // The roles exist cluster-wide already; grant what creating them would have given this administrator:
+    // since PostgreSQL 16 ADMIN without SET or INHERIT, before it nothing (CREATEROLE alone may grant any role).
+    if (version >= 160000) await db.admin.query(`GRANT logbook_owner, logbook_app, logbook_audit_admin TO ${role} WITH ADMIN TRUE, INHERIT FALSE, SET FALSE`);
+    const administrator = createPgDb({ connectionString: withCredentials(databaseName(db.urls.admin, role), role, password), max: 1 });
+    try {
+      expect(await migrate(administrator)).toEqual(loadMigrations().map((m) => m.name));
+      const { rows } = await administrator.query<{ tableowner: string }>(
+        `SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename IN ('organizations', 'devices', 'api_keys')`,
+      );
+      expect(rows).toEqual([{ tableowner: 'logbook_owner' }]);
+    } finally {
+      await administrator.close();
+      await db.admin.query(`DROP DATABASE ${role} WITH (FORCE)`);
+      await db.admin.query(`DROP ROLE ${role}`);
+    }
   });
 });

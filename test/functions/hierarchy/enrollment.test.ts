@@ -88,11 +88,11 @@ describe('enrollment keys', () => {
 });
 
 describe('agent enrollment', () => {
-  it('a valid key enrolls an agent (201) and returns its agent id, device id and token', async () => {
+  it('a valid key enrolls an agent (201) and returns its agent id, device id, site id and token', async () => {
     const { key } = await createKey({ siteId: secondSiteA });
     const reply = await enroll({ enrollmentKey: key, hostname: 'ws-001', osType: 'windows', osVersion: '10.0.22631', agentVersion: '1.4.2' });
     expect(reply.status).toBe(201);
-    expect(reply.body).toEqual({ agentId: expect.any(String), deviceId: expect.any(String), token: expect.stringMatching(/^lba_/) });
+    expect(reply.body).toEqual({ agentId: expect.any(String), deviceId: expect.any(String), siteId: secondSiteA, token: expect.stringMatching(/^lba_/) });
   });
 
   it("the device is stored in the key's site with the reported hostname, OS and agent version", async () => {
