@@ -1,3 +1,4 @@
+import { flushAudit, type AuditContext } from '#shared/audit/writer.ts';
 import type { Db } from '#shared/db/db.ts';
 import { one } from '#shared/db/db.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
@@ -45,7 +46,13 @@ export async function seedDemo(admin: Db): Promise<Demo> {
   if (!device) {
     const key = newSecret(secretPrefixes.enrollmentKey);
     await insertEnrollmentKey(admin, { orgId: org.id, siteId: null, name: 'demo', keyHash: hashSecret(key), keyPrefix: shownPart(key), expiresAt: null, createdBy: demoIds.partnerAdmin });
-    const enrolled = await enrollAgent(admin, { enrollmentKey: key, enrollmentSecret: process.env.AGENT_ENROLLMENT_SECRET, hostname: 'demo-device', osType: 'linux', osVersion: 'Debian 12', agentVersion: '1.0.0' });
+    const audit: AuditContext = { db: admin, pending: [] };
+    const enrolled = await enrollAgent(
+      admin,
+      { enrollmentKey: key, enrollmentSecret: process.env.AGENT_ENROLLMENT_SECRET, hostname: 'demo-device', osType: 'linux', osVersion: 'Debian 12', agentVersion: '1.0.0' },
+      audit,
+    );
+    await flushAudit(audit);
     return { partnerId: demoIds.partner, orgId: org.id, siteId: enrolled.siteId, deviceId: enrolled.deviceId, agentId: enrolled.agentId, agentToken: enrolled.token };
   }
   const agentToken = newSecret(secretPrefixes.agentToken);

@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { changedFields } from '../audit/changes.ts';
+import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -17,19 +19,32 @@ export function listDevices(db: Db, principal: Principal, query: Page & { orgId?
   return store.listDevices(db, principal, query, query);
 }
 
-/** Renames a device or moves it to another live site of its own organization. */
-export async function updateDevice(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>) {
+/** Renames a device or moves it to another live site of its own organization; audited as device.update. */
+export async function updateDevice(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
   const device = await getDevice(db, principal, id);
   requirePermission(principal, 'devices:write');
-  return db.transaction(async (tx) => {
-    if (change.siteId) await holdLiveSite(tx, device.orgId as string, change.siteId);
+  const updated = await db.transaction(async (tx) => {
+    if (change.siteId) await holdLiveSite(tx, device.orgId, change.siteId);
     return assertReachable(await store.updateDevice(tx, id, change), 'Device');
   });
+  writeRouteAudit(audit, {
+    orgId: device.orgId,
+    action: 'device.update',
+    ...deviceResource(updated),
+    details: changedFields(device, updated, ['displayName', 'siteId']),
+  });
+  return updated;
 }
 
-/** Soft delete: the device leaves every list and its agent can no longer authenticate. */
-export async function deleteDevice(db: Db, principal: Principal, id: string) {
-  await getDevice(db, principal, id);
+/** Soft delete: the device leaves every list and its agent can no longer authenticate; audited as device.delete. */
+export async function deleteDevice(db: Db, principal: Principal, id: string, audit: AuditContext) {
+  const device = await getDevice(db, principal, id);
   requirePermission(principal, 'devices:write');
   await db.transaction((tx) => store.softDeleteDevice(tx, id));
+  writeRouteAudit(audit, { orgId: device.orgId, action: 'device.delete', ...deviceResource(device), details: { siteId: device.siteId, agentId: device.agentId } });
+}
+
+/** The audit resource fields of a device: its display name if it has one, else its hostname. */
+export function deviceResource(device: { id: string; hostname: string; displayName?: string | null }) {
+  return { resourceType: 'device', resourceId: device.id, resourceName: device.displayName ?? device.hostname };
 }

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
+import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { deviceResource } from './devices.ts';
 import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '../auth/secrets.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
@@ -45,12 +47,12 @@ export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: s
  * The key's organization is locked FOR SHARE first, as every writer relying on a live
  * site does, so no site deletion passes between choosing the site and creating the device.
  */
-export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>) {
+export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, audit: AuditContext) {
   const secret = process.env.AGENT_ENROLLMENT_SECRET;
   if (secret && !sameSecret(input.enrollmentSecret ?? '', secret)) throw Unauthenticated('Invalid enrollment secret');
   const token = newSecret(secretPrefixes.agentToken);
   const keyHash = hashSecret(input.enrollmentKey);
-  return db.transaction(async (tx) => {
+  const enrolled = await db.transaction(async (tx) => {
     const key = (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
     if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
     const device = await store.insertDevice(tx, {
@@ -62,6 +64,17 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>) 
       agentVersion: input.agentVersion,
     });
     const agent = await store.insertAgent(tx, device!.id, hashSecret(token));
-    return { agentId: agent!.id, deviceId: device!.id, siteId: key.siteId, token };
+    return { orgId: key.orgId, keyId: key.keyId, agentId: agent!.id, deviceId: device!.id, siteId: key.siteId, token };
   });
+  // The new agent is the actor: it enrolled with the key, no user was involved.
+  writeRouteAudit(
+    { ...audit, caller: { actorType: 'agent', agentId: enrolled.agentId, deviceId: enrolled.deviceId, orgId: enrolled.orgId }, actorName: input.hostname },
+    {
+      orgId: enrolled.orgId,
+      action: 'device.create',
+      ...deviceResource({ id: enrolled.deviceId, hostname: input.hostname }),
+      details: { enrollmentKeyId: enrolled.keyId, siteId: enrolled.siteId, osType: input.osType ?? null, agentVersion: input.agentVersion ?? null },
+    },
+  );
+  return { agentId: enrolled.agentId, deviceId: enrolled.deviceId, siteId: enrolled.siteId, token };
 }

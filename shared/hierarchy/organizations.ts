@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { changedFields } from '../audit/changes.ts';
+import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
@@ -49,14 +51,20 @@ export function listOrganizations(db: Db, principal: Principal, query: Page & { 
   return store.listOrganizations(db, principal, query, query);
 }
 
-export async function updateOrganization(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>) {
-  await reachableOrganization(db, principal, id, 'orgs:write');
-  return assertReachable(await store.updateOrganization(db, id, change), 'Organization');
+/** Audited as organization.update with the changed fields before and after. */
+export async function updateOrganization(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+  const before = await reachableOrganization(db, principal, id, 'orgs:write');
+  const after = assertReachable(await store.updateOrganization(db, id, change), 'Organization');
+  writeRouteAudit(audit, { orgId: id, action: 'organization.update', ...organizationResource(after), details: changedFields(before, after, ['name', 'externalId']) });
+  return after;
 }
 
-/** Soft delete by the partner (or platform): the trail and history stay. */
-export async function deleteOrganization(db: Db, principal: Principal, id: string) {
-  await reachableOrganization(db, principal, id, 'orgs:write');
+/** Soft delete by the partner (or platform): the trail and history stay. Audited as organization.update (deleted). */
+export async function deleteOrganization(db: Db, principal: Principal, id: string, audit: AuditContext) {
+  const org = await reachableOrganization(db, principal, id, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot delete their organization');
   if (!(await store.softDeleteOrganization(db, id))) throw NotFound('Organization');
+  writeRouteAudit(audit, { orgId: id, action: 'organization.update', ...organizationResource(org), details: { before: { deleted: false }, after: { deleted: true } } });
 }
+
+const organizationResource = (org: { id: string; name: string }) => ({ resourceType: 'organization', resourceId: org.id, resourceName: org.name });

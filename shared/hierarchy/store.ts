@@ -44,8 +44,26 @@ export async function insertOrganization(
 }
 
 /** The live organization if the principal may reach it. */
+export type OrganizationRow = { id: string; partnerId: string; name: string; externalId: string | null; createdAt: Date; updatedAt: Date };
+
+export type DeviceRow = {
+  id: string;
+  orgId: string;
+  siteId: string;
+  agentId: string | null;
+  hostname: string;
+  displayName: string | null;
+  osType: string | null;
+  osVersion: string | null;
+  agentVersion: string | null;
+  lastSeenAt: Date | null;
+  lastIp: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
 export function findOrganization(db: Db, principal: Principal, id: string) {
-  return one(db, `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
+  return one<OrganizationRow>(db, `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
     id,
     ...tenantParams(principal),
   });
@@ -74,7 +92,7 @@ export function listOrganizations(db: Db, principal: Principal, filter: { search
 }
 
 export function updateOrganization(db: Db, id: string, change: { name?: string; externalId?: string | null }) {
-  return one(
+  return one<OrganizationRow>(
     db,
     `UPDATE organizations o SET
         name = COALESCE(:name::text, o.name),
@@ -169,7 +187,7 @@ export function insertDevice(
 }
 
 export function findDevice(db: Db, principal: Principal, id: string) {
-  return one(db, `SELECT ${deviceColumns} FROM ${deviceFrom} WHERE d.id = :id::uuid AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
+  return one<DeviceRow>(db, `SELECT ${deviceColumns} FROM ${deviceFrom} WHERE d.id = :id::uuid AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
     id,
     ...tenantParams(principal),
   });
@@ -191,7 +209,7 @@ export function listDevices(db: Db, principal: Principal, filter: { orgId?: stri
 
 /** The changed device as it now reads, or undefined when it is gone. */
 export function updateDevice(db: Db, id: string, change: { displayName?: string | null; siteId?: string }) {
-  return one(
+  return one<DeviceRow>(
     db,
     `WITH d AS (
        UPDATE devices d SET
@@ -259,9 +277,9 @@ export function lockOrganizationOfEnrollmentKey(tx: Db, keyHash: string) {
  * while that is live, or the organization's first live site for a key without a site.
  */
 export function findUsableEnrollmentKey(tx: Db, keyHash: string) {
-  return one<{ orgId: string; siteId: string }>(
+  return one<{ keyId: string; orgId: string; siteId: string }>(
     tx,
-    `SELECT k.org_id AS "orgId", s.id AS "siteId"
+    `SELECT k.id AS "keyId", k.org_id AS "orgId", s.id AS "siteId"
        FROM enrollment_keys k
        JOIN organizations o ON o.id = k.org_id
        JOIN LATERAL (

@@ -47,7 +47,7 @@ function stop(started: Started): Promise<number | null> {
   });
 }
 
-describe('npm start', () => {
+describe('npm start', { timeout: 60_000 }, () => {
   it('serves the API, prints working demo tokens, and stops cleanly on Ctrl-C', async () => {
     const started = await start();
     const output = started.output();
