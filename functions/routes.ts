@@ -6,7 +6,12 @@
 import { z } from 'zod';
 import * as keys from '#shared/auth/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
+import * as audit from '#shared/audit/schemas.ts';
 import { route, type RouteDef } from '#shared/http/route.ts';
+import * as agents from '#shared/agents/schemas.ts';
+import * as agentLogs from '#shared/agent-logs/schemas.ts';
+import * as eventLogs from '#shared/event-logs/schemas.ts';
+import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
 
@@ -43,6 +48,28 @@ export const routes = {
   'PATCH /api/v1/devices/{id}': route({ handler: 'hierarchy/devices-update', auth: 'principal', tag: 'devices', summary: 'Rename a device or move it to another site of its organization', params: h.idParams, body: h.updateDevice, response: h.device, errors: [400, 401, 403, 404] }),
   'DELETE /api/v1/devices/{id}': route({ handler: 'hierarchy/devices-delete', auth: 'principal', tag: 'devices', summary: 'Delete a device (soft) and revoke its agent token', params: h.idParams, status: 204, errors: [400, 401, 403, 404] }),
 
+  'POST /api/v1/audit-logs/events': route({ handler: 'audit/events-ingest', auth: 'principal', tag: 'audit', summary: 'Report audit events that other platform components own (audit:write: org_service keys, platform callers); honours an Idempotency-Key header (1-255 printable characters) for 24 hours; 409 IDEMPOTENCY_KEY_REUSED for the same key with another body', body: ingestEvents, status: 201, response: ingestReceipt, errors: [400, 401, 403, 404, 409] }),
+
+  // Reading the trail (seed 4.1): JWT users with audit:read; partner users see all their organizations (soft-deleted too), newest first.
+  'GET /api/v1/audit-logs': route({ handler: 'audit/viewer-list', auth: 'user', tag: 'audit', summary: 'Audit log in the viewer\'s flattened format (seed 4.1.1)', query: audit.auditListQuery, response: audit.auditViewerPage, errors: [400, 401, 403] }),
+  'GET /api/v1/audit-logs/logs': route({ handler: 'audit/logs-list', auth: 'user', tag: 'audit', summary: 'Audit log in the detailed format (seed 4.1.2)', query: audit.auditListQuery, response: audit.auditDetailedPage, errors: [400, 401, 403] }),
+  'GET /api/v1/audit-logs/logs/{id}': route({ handler: 'audit/logs-get', auth: 'user', tag: 'audit', summary: 'One audit entry (detailed format); 404 when absent or another tenant\'s; the read is audited as data.access', params: audit.auditIdParams, response: audit.auditDetailedEntry, errors: [400, 401, 403, 404] }),
+  'GET /api/v1/audit-logs/search': route({ handler: 'audit/logs-search', auth: 'user', tag: 'audit', summary: 'Search (ILIKE) over action, actor e-mail, resource type, resource name and details, ANDed with the filters; detailed format', query: audit.auditSearchQuery, response: audit.auditDetailedPage, errors: [400, 401, 403] }),
+  'GET /api/v1/audit-logs/export': route({ handler: 'audit/logs-export', auth: 'user', tag: 'audit', summary: 'Export the newest 10,000 rows at most under the filters as an attachment: JSON (verifiable offline) or CSV (text/csv); gzip when the file exceeds 5.5 MiB and the client accepts it, else 413; audited as data.export', query: audit.auditExportQuery, response: audit.auditExport, errors: [400, 401, 403, 413] }),
+  'GET /api/v1/audit-logs/reports/summary': route({ handler: 'audit/reports-summary', auth: 'user', tag: 'audit', summary: 'Row counts by category (seed 2.3), result and actor type over from/to and the filters', query: audit.auditReportQuery, response: audit.auditSummary, errors: [400, 401, 403] }),
+  'GET /api/v1/audit-logs/reports/security-events': route({ handler: 'audit/reports-security-events', auth: 'user', tag: 'audit', summary: 'Rows of the security events of seed 2.3, detailed format', query: audit.auditListQuery, response: audit.auditDetailedPage, errors: [400, 401, 403] }),
+  'GET /api/v1/audit-logs/reports/compliance': route({ handler: 'audit/reports-compliance', auth: 'user', tag: 'audit', summary: 'Rows of the compliance-tracked actions of seed 2.3, detailed format, with counts per action', query: audit.auditListQuery, response: audit.auditCompliancePage, errors: [400, 401, 403] }),
+  'GET /api/v1/audit-logs/verify': route({ handler: 'audit/chain-verify', auth: 'user', tag: 'audit', summary: 'Verify an organization\'s hash chain, optionally within from/to; partner and platform users name orgId', query: audit.auditVerifyQuery, response: audit.auditVerification, errors: [400, 401, 403, 404] }),
+
+  // Agents (seed 4.3, 4.4, 5): the bearer token from enrollment (401 when missing or revoked); the path names the
+  // calling agent itself (another agent's id 403, an id no device matches 404). Bodies above maxBodyBytes: 413 unparsed.
+  'POST /api/v1/agents/{id}/heartbeat': route({ handler: 'agents/heartbeat', auth: 'agent', tag: 'agents', summary: 'Heartbeat: records last seen, source IP, agent version and status; audits agent.source.ip.changed when the source IP changed', params: agents.agentParams, body: agents.heartbeat, maxBodyBytes: 64 * 1024, response: agents.heartbeatReply, errors: [400, 401, 403, 404, 413] }),
+  'POST /api/v1/agents/{id}/logs': route({ handler: 'agent-logs/ingest', auth: 'agent', tag: 'agent-logs', summary: 'Submit up to 500 diagnostic log entries (2 MiB), stored 100 per insert; 429 RATE_LIMITED with Retry-After beyond the device\'s hourly budget', params: agents.agentParams, body: agentLogs.submitLogs, maxBodyBytes: 2 * 1024 * 1024, status: 201, response: agentLogs.logsReceipt, errors: [400, 401, 403, 404, 413, 429] }),
+  'PUT /api/v1/agents/{id}/eventlogs': route({ handler: 'event-logs/ingest', auth: 'agent', tag: 'event-logs', summary: 'Submit up to 1000 device events (4 MiB) in one transaction; duplicates on (device, source, eventId) are ignored and not counted; audited as agent.eventlogs.submit; 429 RATE_LIMITED with Retry-After beyond the device\'s hourly budget', params: agents.agentParams, body: eventLogs.submitEvents, maxBodyBytes: 4 * 1024 * 1024, response: eventLogs.eventsReceipt, errors: [400, 401, 403, 404, 413, 429] }),
+  'GET /api/v1/devices/{id}/diagnostic-logs': route({ handler: 'agent-logs/list', auth: 'principal', tag: 'agent-logs', summary: 'A device\'s diagnostic log entries, newest first (logs:read)', params: h.idParams, query: agentLogs.diagnosticLogsQuery, response: agentLogs.diagnosticLogPage, errors: [400, 401, 403, 404] }),
+  'GET /api/v1/devices/{id}/eventlogs': route({ handler: 'event-logs/list', auth: 'principal', tag: 'event-logs', summary: 'A device\'s stored event log entries, newest first (logs:read)', params: h.idParams, query: eventLogs.eventLogsQuery, response: eventLogs.deviceEventLogPage, errors: [400, 401, 403, 404] }),
+  'GET /api/v1/orgs/organizations/{id}/ingest-limits': route({ handler: 'agents/ingest-limits-get', auth: 'principal', tag: 'agents', summary: 'The hourly ingest budgets per device in force for the organization (orgs:read)', params: h.idParams, response: agents.ingestLimits, errors: [400, 401, 403, 404] }),
+  'PUT /api/v1/orgs/organizations/{id}/ingest-limits': route({ handler: 'agents/ingest-limits-update', auth: 'principal', tag: 'agents', summary: 'Override the hourly ingest budgets per device (orgs:write, partner and platform users; null restores the default); audited as organization.update', params: h.idParams, body: agents.updateIngestLimits, response: agents.ingestLimits, errors: [400, 401, 403, 404] }),
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteKey = keyof typeof routes;

@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { auditChecksum } from './canonical.ts';
-import { readChainHead, readChainPage, readLatestCheckpoint, readSeqSpan, type ChainRow } from './store.ts';
+import { readChainHead, readChainPage, readLatestCheckpoint, readSeqSpan, type ChainLink, type ChainRow } from './store.ts';
 
 /**
  * altered: a row's values do not match its checksum; missing: a position of the chain has no row;
@@ -38,6 +38,90 @@ const defaultPageRows = 5_000;
 // DESIGN.md "Database": a page stays under the Data API's 1 MiB result limit.
 const defaultPageBytes = 1_000_000;
 
+/** Where the rows checked sit in their chain, as far as the reader knows it (DESIGN.md "Audit chain"). */
+export interface ChainBounds {
+  /**
+   * The positions the chain holds: from the earliest retained one to the head's (0 when there is no head).
+   * A row outside them was never sealed into the chain: inserted. Unknown offline, where the head is not.
+   */
+  held?: { first: number; last: number };
+  /**
+   * What the first row checked links back to: a row before the checked range (`predecessorSeq`, the first row
+   * itself: its checksum is checked, its own link is not), or nothing, the earliest retained row (`start`, the
+   * first position the chain must hold; its link is null or the latest retention checkpoint's checksum).
+   */
+  anchor: { predecessorSeq: number } | { start: number; checkpoint?: ChainLink };
+}
+
+/** How far a check got; a page's result continues on the next page. */
+export interface ChainScan {
+  /** Rows whose checksum was recomputed. */
+  checked: number;
+  /** The last row that passed: the next row must link to it. */
+  last?: ChainRow;
+  firstBreak?: ChainBreak;
+}
+
+/**
+ * The chain rules over rows in seq order (seed 6 rule 4, DESIGN.md "Audit chain"), pure: every checksum is
+ * recomputed here from the row values, each row must hold the position after the last one and link to its
+ * checksum, and the first row must fit `bounds`. Stops at the first break.
+ */
+export function checkChainRows(rows: Iterable<ChainRow>, bounds: ChainBounds, scan: ChainScan = { checked: 0 }): ChainScan {
+  let { checked, last } = scan;
+  const sealedAsStored = (row: ChainRow) => {
+    checked += 1;
+    return auditChecksum(row) === row.checksum;
+  };
+  const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainScan => ({ checked, last, firstBreak: { seq, id, kind } });
+
+  for (const row of rows) {
+    if (bounds.held && (row.seq < bounds.held.first || row.seq > bounds.held.last)) return broken(row.seq, row.id, 'inserted');
+    if (last) {
+      // A second row claiming a position already checked is a fork.
+      if (row.seq <= last.seq) return broken(row.seq, row.id, 'inserted');
+      if (row.seq !== last.seq + 1) return broken(last.seq + 1, null, 'missing');
+      if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
+      if (row.prevChecksum !== last.checksum) return broken(row.seq, row.id, 'link');
+    } else if ('predecessorSeq' in bounds.anchor) {
+      if (row.seq !== bounds.anchor.predecessorSeq) return broken(bounds.anchor.predecessorSeq, null, 'missing');
+      if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
+    } else {
+      const { start, checkpoint } = bounds.anchor;
+      // The earliest retained row: a null link or one to the latest checkpoint is a pruned prefix, not a break (seed 3).
+      const prunedPrefix = row.prevChecksum === null || (checkpoint !== undefined && row.seq === start && row.prevChecksum === checkpoint.checksum);
+      if (!prunedPrefix && row.seq !== start) return broken(start, null, 'missing');
+      if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
+      if (!prunedPrefix) return broken(row.seq, row.id, 'link');
+    }
+    last = row;
+  }
+  return { checked, last };
+}
+
+/**
+ * The organization's chain after `afterSeq` (null: from its start) up to `untilSeq` (null: its end), page by
+ * page in seq order, each page under the byte budget: what the verifier reads, and all it reads.
+ */
+export async function* readChainPages(
+  db: Db,
+  orgId: string,
+  range: { afterSeq: number | null; untilSeq: number | null },
+  options: Pick<VerifyOptions, 'pageRows' | 'pageBytes'> = {},
+): AsyncGenerator<ChainRow[]> {
+  const pageRows = options.pageRows ?? defaultPageRows;
+  let afterSeq = range.afterSeq;
+  let rows = pageRows;
+  for (;;) {
+    const page = await readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes: options.pageBytes ?? defaultPageBytes });
+    if (page.length === 0) return;
+    // Rows cut by the byte budget were read for nothing: ask next for about as many as fitted.
+    rows = Math.min(pageRows, page.length < rows ? page.length + Math.ceil(page.length / 4) : rows * 2);
+    yield page;
+    afterSeq = page.at(-1)!.seq;
+  }
+}
+
 /**
  * Verifies an organization's hash chain (seed 6 rule 4, DESIGN.md "Audit chain") by recomputing
  * every checksum here, from the row values, and reports the first break.
@@ -67,62 +151,96 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
         if (span.first - 1 >= start) predecessorSeq = span.first - 1;
       }
 
-      let checked = 0;
-      let previous: ChainRow | undefined;
+      const bounds: ChainBounds = {
+        held: { first: start, last: head?.seq ?? 0 },
+        anchor: predecessorSeq !== undefined ? { predecessorSeq } : { start, checkpoint },
+      };
       const total = untilSeq !== null && afterSeq !== null ? untilSeq - afterSeq : Math.max((head?.seq ?? 0) - start + 1, 0);
-      const sealedAsStored = (row: ChainRow) => {
-        checked += 1;
-        return auditChecksum(row) === row.checksum;
-      };
-      const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification => ({ ok: false, checked, firstBreak: { seq, id, kind } });
-
-      const check = (row: ChainRow): ChainVerification | undefined => {
-        if (!head || row.seq > head.seq || row.seq < start) return broken(row.seq, row.id, 'inserted');
-        if (previous) {
-          if (row.seq !== previous.seq + 1) return broken(previous.seq + 1, null, 'missing');
-          if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
-          if (row.prevChecksum !== previous.checksum) return broken(row.seq, row.id, 'link');
-          return undefined;
-        }
-        if (predecessorSeq !== undefined) {
-          if (row.seq !== predecessorSeq) return broken(predecessorSeq, null, 'missing');
-          return sealedAsStored(row) ? undefined : broken(row.seq, row.id, 'altered');
-        }
-        // The earliest retained row: a null link or one to the latest checkpoint is a pruned prefix, not a break (seed 3).
-        const prunedPrefix = row.prevChecksum === null || (checkpoint !== undefined && row.seq === start && row.prevChecksum === checkpoint.checksum);
-        if (!prunedPrefix && row.seq !== start) return broken(start, null, 'missing');
-        if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
-        return prunedPrefix ? undefined : broken(row.seq, row.id, 'link');
-      };
-
-      const pageRows = options.pageRows ?? defaultPageRows;
-      let rows = pageRows;
-      for (;;) {
-        const page = await readChainPage(tx, orgId, { afterSeq, untilSeq, rows, bytes: options.pageBytes ?? defaultPageBytes });
-        if (page.length === 0) break;
-        // Rows cut by the byte budget were read for nothing: ask next for about as many as fitted.
-        rows = Math.min(pageRows, page.length < rows ? page.length + Math.ceil(page.length / 4) : rows * 2);
-        for (const row of page) {
-          const failure = check(row);
-          if (failure) return failure;
-          previous = row;
-        }
-        afterSeq = previous!.seq;
-        await options.onProgress?.({ checked, total });
+      let scan: ChainScan = { checked: 0 };
+      for await (const page of readChainPages(tx, orgId, { afterSeq, untilSeq }, options)) {
+        scan = checkChainRows(page, bounds, scan);
+        if (scan.firstBreak) return { ok: false, checked: scan.checked, firstBreak: scan.firstBreak };
+        await options.onProgress?.({ checked: scan.checked, total });
       }
 
+      const { checked, last } = scan;
+      const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification => ({ ok: false, checked, firstBreak: { seq, id, kind } });
       if (!head) return { ok: true, checked };
-      if (!previous) {
+      if (!last) {
         // Nothing retained: the whole chain was cut by retention, or its rows are gone.
         if (checkpoint?.seq === head.seq) return checkpoint.checksum === head.checksum ? { ok: true, checked } : broken(head.seq, null, 'link');
         return broken(start, null, 'missing');
       }
       // A deleted tail shows against the head (DESIGN.md "Audit chain"); a window only needs the row after it.
       const end = untilSeq === null ? head.seq : Math.min(untilSeq, head.seq);
-      if (previous.seq < end) return broken(previous.seq + 1, null, 'missing');
-      if (previous.seq === head.seq && previous.checksum !== head.checksum) return broken(previous.seq, previous.id, 'link');
+      if (last.seq < end) return broken(last.seq + 1, null, 'missing');
+      if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
       return { ok: true, checked };
     },
     { isolation: 'REPEATABLE READ' },
   );
+}
+
+/** One organization's rows of an export, checked without the database. */
+export interface ExportedChainVerification {
+  orgId: string;
+  firstSeq: number;
+  lastSeq: number;
+  /** Rows whose checksum was recomputed. */
+  checked: number;
+  /**
+   * Whether the first row's link was checked: only the chain's first row (seq 1) links to nothing known.
+   * Any other first row's prevChecksum names a row outside the file, which only the database holds.
+   */
+  firstLinkChecked: boolean;
+  /** The first row's prevChecksum: to compare with the checksum of the row before it in the database. */
+  firstPrevChecksum: string | null;
+  firstBreak?: ChainBreak;
+}
+
+export type OfflineVerification =
+  | { contiguous: true; ok: boolean; checked: number; chains: ExportedChainVerification[] }
+  /** Positions between `afterSeq` and `nextSeq` of the organization are not in the rows, and may rightly not be. */
+  | { contiguous: false; orgId: string; afterSeq: number; nextSeq: number };
+
+/**
+ * Verifies exported rows without the database (issue 3: an export verifies on its own), each organization's rows
+ * in seq order by the chain rules of `checkChainRows`: every checksum, and every link between consecutive rows.
+ * `complete` says the rows are every row of their range (an unfiltered export), so a gap in seq is a missing row;
+ * otherwise a gap may be a row the filters left out, and the range cannot be verified offline.
+ */
+export function verifyRowsOffline(rows: readonly ChainRow[], options: { complete: boolean }): OfflineVerification {
+  const byOrg = new Map<string, ChainRow[]>();
+  for (const row of rows) {
+    const own = byOrg.get(row.orgId);
+    if (own) own.push(row);
+    else byOrg.set(row.orgId, [row]);
+  }
+  const chains = [...byOrg].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([orgId, own]) => ({ orgId, rows: own.sort((a, b) => a.seq - b.seq) }));
+
+  if (!options.complete) {
+    for (const { orgId, rows: own } of chains) {
+      const gap = own.findIndex((row, i) => i > 0 && row.seq > own[i - 1]!.seq + 1);
+      if (gap > 0) return { contiguous: false, orgId, afterSeq: own[gap - 1]!.seq, nextSeq: own[gap]!.seq };
+    }
+  }
+  const verified = chains.map(({ orgId, rows: own }): ExportedChainVerification => {
+    const first = own[0]!;
+    const scan = checkChainRows(own, { anchor: first.seq === 1 ? { start: 1 } : { predecessorSeq: first.seq } });
+    return {
+      orgId,
+      firstSeq: first.seq,
+      lastSeq: own.at(-1)!.seq,
+      checked: scan.checked,
+      firstLinkChecked: first.seq === 1,
+      firstPrevChecksum: first.prevChecksum,
+      ...(scan.firstBreak && { firstBreak: scan.firstBreak }),
+    };
+  });
+  return {
+    contiguous: true,
+    ok: verified.every((chain) => !chain.firstBreak),
+    checked: verified.reduce((sum, chain) => sum + chain.checked, 0),
+    chains: verified,
+  };
 }

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { NotFound } from '../errors.ts';
+import { Forbidden, NotFound } from '../errors.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
 import type { Principal } from './principal.ts';
 import type { createApiKey as createSchema } from './schemas.ts';
@@ -10,6 +10,8 @@ import * as store from './store.ts';
 
 export async function createApiKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
   await reachableOrganization(db, principal, orgId, 'api-keys:manage');
+  // A service key writes the organization's trail: the organization's own users must not mint one and report as anybody.
+  if (input.role === 'org_service' && principal.scope === 'organization') throw Forbidden('Only partner and platform users create org_service keys');
   const key = newSecret(secretPrefixes.apiKey);
   const created = await store.insertApiKey(db, {
     orgId,

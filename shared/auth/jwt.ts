@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import { DomainError, Unauthenticated } from '../errors.ts';
-import { permissions, rolePermissions, roles, scopedPermissions, type Permission, type Role } from './permissions.ts';
+import { permissions, rolePermissions, scopedPermissions, userRoles, type Permission, type Role } from './permissions.ts';
 import type { Principal, Scope } from './principal.ts';
 
 export const jwtDefaults = { issuer: 'logbook-local', audience: 'logbook' } as const;
@@ -14,7 +14,7 @@ export const userClaims = z
     sub: z.uuid(),
     email: z.string().max(255).optional(),
     name: z.string().max(255).optional(),
-    role: z.enum(roles),
+    role: z.enum(userRoles),
     scope: z.enum(['platform', 'partner', 'organization']).optional().meta({ description: 'Implied by the role when absent' }),
     partnerId: z.uuid().optional(),
     orgId: z.uuid().optional(),

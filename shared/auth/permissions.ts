@@ -14,14 +14,19 @@ export const permissions = [
   'logs:read',
   'audit:read',
   'audit:manage',
+  // Reporting audit events of other platform components (POST /api/v1/audit-logs/events).
+  'audit:write',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
-export const roles = ['platform_admin', 'partner_admin', 'partner_technician', 'org_admin', 'org_technician', 'org_viewer'] as const;
+/** Roles a user token may carry. */
+export const userRoles = ['platform_admin', 'partner_admin', 'partner_technician', 'org_admin', 'org_technician', 'org_viewer'] as const;
+/** Every role: the user roles and org_service, which only API keys carry. */
+export const roles = [...userRoles, 'org_service'] as const;
 export type Role = (typeof roles)[number];
 
-/** Roles an organization-scoped API key may carry. */
-export const apiKeyRoles = ['org_admin', 'org_technician', 'org_viewer'] as const satisfies readonly Role[];
+/** Roles an organization-scoped API key may carry (org_service: a platform component's key, see rolePermissions). */
+export const apiKeyRoles = ['org_admin', 'org_technician', 'org_viewer', 'org_service'] as const satisfies readonly Role[];
 
 const read: Permission[] = ['orgs:read', 'devices:read', 'logs:read', 'audit:read'];
 const technician: Permission[] = [...read, 'devices:write', 'sites:write', 'enrollment:manage'];
@@ -34,10 +39,17 @@ export const rolePermissions: Record<Role, readonly Permission[]> = {
   org_admin: admin,
   org_technician: technician,
   org_viewer: read,
+  // A platform component's key (login service, policy engine ...): it reports its organization's
+  // audit events and can read or change nothing else.
+  org_service: ['audit:write'],
 };
 
-/** Permissions only the platform scope may hold, whatever a token claims. */
-const platformOnly: readonly Permission[] = ['partners:manage'];
+/**
+ * Permissions only the platform scope may hold, whatever a token claims. audit:write is among them:
+ * a partner's or an organization's user never reports events into the trail it is judged by; an
+ * organization's events come from platform callers or from its own org_service API key.
+ */
+const platformOnly: readonly Permission[] = ['partners:manage', 'audit:write'];
 
 /** What a principal of this scope holds: a token's claimed permissions never reach beyond its scope. */
 export function scopedPermissions(scope: 'platform' | 'partner' | 'organization', claimed: readonly Permission[]): ReadonlySet<Permission> {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentStatuses } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../http/pagination.ts';
 
 const name = z.string().trim().min(1).max(255);
@@ -90,6 +91,7 @@ export const device = z
     agentVersion: z.string().nullable(),
     lastSeenAt: timestamp.nullable(),
     lastIp: z.string().nullable(),
+    agentStatus: z.enum(agentStatuses).nullable().meta({ description: 'What the agent reported in its last heartbeat that carried a status' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })

@@ -11,7 +11,9 @@ const statusOf: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   LAST_SITE: 409,
   SITE_NOT_EMPTY: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
   PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
   UNAVAILABLE: 503,
 };
 
@@ -21,9 +23,16 @@ export function errorReply(status: number, code: string, message: string, detail
     headers: {
       'content-type': 'application/json',
       ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
+      ...(status === 429 ? retryAfter(details) : {}),
     },
     body: JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }),
   };
+}
+
+/** A 429's Retry-After header, from the retryAfterSeconds of its details (shared/errors.ts RateLimited). */
+function retryAfter(details: unknown): Record<string, string> {
+  const seconds = (details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+  return typeof seconds === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(seconds))) } : {};
 }
 
 /** Zod issues as the `details` of a 400: where (body.logs.3.level), what, and zod's code. */

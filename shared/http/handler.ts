@@ -2,22 +2,24 @@ import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { auditWrites } from './audit.ts';
+import { bodyLimit } from './body-limit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
 import { errorEnvelope } from './error-envelope.ts';
-import type { RequestOf, RouteDef } from './route.ts';
+import { RawReply, type RequestOf, type RouteDef } from './route.ts';
 import { validate, type ValidatedContext } from './validate.ts';
 
 export type Handler = (event: APIGatewayProxyEventV2, context: import('aws-lambda').Context) => Promise<APIGatewayProxyResultV2>;
 
 /**
  * A route's Lambda handler: error envelope, authentication, JSON body, validation,
- * then the one domain call. The function returns the reply body; the status is the route's.
+ * then the one domain call. The function returns the reply body; the status is the route's
+ * (or a RawReply, passed on as it is).
  */
 export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<R, CallerOf<R['auth']>>) => Promise<unknown>): Handler {
-  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>()
-    .use(errorEnvelope())
-    .use(authenticate(def.auth))
-    .use(auditWrites());
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>().use(errorEnvelope());
+  // An oversized body is refused first, as API Gateway refuses one above its own limit: no token lookup, no parsing.
+  if (def.maxBodyBytes !== undefined) chain.use(bodyLimit(def.maxBodyBytes));
+  chain.use(authenticate(def.auth)).use(auditWrites());
   if (def.body) {
     // No body at all reads as `{}`: the schema then says what is missing, or accepts it when every field is optional.
     chain.before((request) => {
@@ -38,6 +40,7 @@ export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<
       sourceIp: event.requestContext.http.sourceIp,
       audit: context.audit!,
     } as RequestOf<R, CallerOf<R['auth']>>);
+    if (result instanceof RawReply) return result.result;
     const status = def.status ?? 200;
     return status === 204
       ? { statusCode: 204 }

@@ -13,6 +13,7 @@ const errorText: Record<number, string> = {
   404: "NOT_FOUND: absent, or another tenant's",
   409: 'Conflict with the current state (code says which)',
   413: 'PAYLOAD_TOO_LARGE',
+  429: 'RATE_LIMITED: over a budget; retry after the Retry-After header\'s seconds',
   503: 'The database is not reachable',
 };
 

@@ -1,3 +1,4 @@
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import type { AuditContext } from '../audit/writer.ts';
 import type { AuthKind } from '../auth/authenticate.ts';
@@ -12,6 +13,8 @@ export interface RouteDef {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /** Bodies above this many bytes are refused with 413 before they are parsed (shared/http/body-limit.ts). */
+  maxBodyBytes?: number;
   /** Status of a successful reply (default 200). */
   status?: 200 | 201 | 204;
   response?: z.ZodType;
@@ -34,4 +37,12 @@ export interface RequestOf<R extends RouteDef, Caller> {
   sourceIp: string;
   /** Who acts and from where, for audit events of this request (shared/audit/writer.ts). */
   audit: AuditContext;
+}
+
+/**
+ * A reply the domain shaped itself (a file download: its own content type, headers, maybe base64):
+ * httpHandler passes it on unchanged instead of serializing the value as JSON with the route's status.
+ */
+export class RawReply {
+  constructor(readonly result: APIGatewayProxyStructuredResultV2) {}
 }

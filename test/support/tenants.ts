@@ -11,7 +11,8 @@ export const partnerUser = (partnerId: string, role: Extract<Role, `partner_${st
   signUserToken({ sub: randomUUID(), email: `${role}@partner.test`, name: 'Partner User', role, scope: 'partner', partnerId, ...extra });
 
 export const orgUser = (partnerId: string, orgId: string, role: Extract<Role, `org_${string}`> = 'org_admin', extra: Partial<UserClaims> = {}) =>
-  signUserToken({ sub: randomUUID(), email: `${role}@org.test`, name: 'Org User', role, scope: 'organization', partnerId, orgId, ...extra });
+  // org_service is an API key role: a user token naming it is built here only to show that it is refused.
+  signUserToken({ sub: randomUUID(), email: `${role}@org.test`, name: 'Org User', role: role as UserClaims['role'], scope: 'organization', partnerId, orgId, ...extra });
 
 export interface Tenant {
   partnerId: string;

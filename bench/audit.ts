@@ -1,0 +1,341 @@
+/**
+ * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40]`: the audit trail's figures of issue 3
+ * "Performance", each printed beside a baseline measured in the same run on the same server, with its target:
+ *
+ * - sealing cost: inserts into audit_logs (sealed by its trigger) against an unsealed copy of the table (same
+ *   columns and indexes, no trigger), written by the same production function (insertAuditRows);
+ * - reading at scale: with --rows rows in one organization, the list and search queries of the API
+ *   (listAuditEntries) against a bare SELECT … ORDER BY … LIMIT, and verifying every row (verifyChain)
+ *   against only reading the same pages.
+ *
+ * Runs on a scratch database (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops it.
+ */
+import { randomUUID } from 'node:crypto';
+import { availableParallelism, loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { listAuditEntries, type AuditListQuery } from '#shared/audit/query.ts';
+import { insertAuditRows, type AuditRowInput } from '#shared/audit/store.ts';
+import { readChainPages, verifyChain } from '#shared/audit/verify.ts';
+import type { Principal } from '#shared/auth/principal.ts';
+import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
+import type { Db } from '#shared/db/db.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+import { insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
+import { createScratchDatabase } from './support/scratch-database.ts';
+import { formatTable } from './support/table.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    seconds: { type: 'string', default: '5' },
+    samples: { type: 'string', default: '40' },
+  },
+  strict: true,
+});
+const positive = (name: string, text: string) => {
+  const n = Number(text.replaceAll('_', ''));
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${text}`);
+  return n;
+};
+const totalRows = positive('rows', args.rows);
+const seconds = positive('seconds', args.seconds);
+const samples = positive('samples', args.samples);
+
+// issue 3 "Performance".
+const targets = { sealedShare: 0.6, batchRowsPerSecond: 20_000, listP95Ms: 50, searchP95Ms: 250, verifySeconds: 10 };
+const writers = 8;
+const loadBatch = 10_000;
+const pageLimit = 50;
+const deepPages = [100, 1_000];
+/** A text in about one row of 100,000, and one in one row of 8 (the generated trail below). */
+const rareText = 'quarantined';
+const commonText = 'script.execute';
+
+const number = (n: number) => Math.round(n).toLocaleString('en-US');
+const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
+const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
+const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
+/** The 1-minute load average: other work on the machine moves every figure. */
+const loadAverage = () => loadavg()[0]!.toFixed(1);
+/** What the bench is doing, on stderr: rewritten in place on a terminal; elsewhere one line per phase, no counters. */
+const status = (line: string, counter = false) => {
+  if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
+  else if (!counter) process.stderr.write(`${line}\n`);
+};
+const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
+
+// ---- Sealing cost ----
+
+const actorIds = Array.from({ length: 50 }, () => randomUUID());
+const resourceIds = Array.from({ length: 500 }, () => randomUUID());
+
+/** A device.update as a technician's request writes it (seed 6). */
+function deviceUpdate(orgId: string, n: number): AuditRowInput {
+  return {
+    orgId,
+    timestamp: null,
+    actorType: 'user',
+    actorId: actorIds[n % actorIds.length]!,
+    actorEmail: `tech${n % actorIds.length}@contoso.example`,
+    action: 'device.update',
+    resourceType: 'device',
+    resourceId: resourceIds[n % resourceIds.length]!,
+    resourceName: `WS-${String(n % resourceIds.length).padStart(5, '0')}`,
+    details: { actor: { name: `Technician ${n % actorIds.length}`, role: 'org_technician' }, changes: { before: { displayName: 'Front desk' }, after: { displayName: `Front desk ${n}` } } },
+    ipAddress: '203.0.113.7',
+    userAgent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
+    result: 'success',
+    errorMessage: null,
+  };
+}
+
+/** Rows/s of `concurrency` writers each appending `batch`-row statements into one new organization for `duration` seconds. */
+async function insertRate(db: Db, concurrency: number, batch: number, duration: number): Promise<{ rows: number; seconds: number }> {
+  const orgId = randomUUID();
+  let rows = 0;
+  const started = performance.now();
+  const deadline = started + duration * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await insertAuditRows(db, Array.from({ length: batch }, (_, i) => deviceUpdate(orgId, rows + i)));
+        rows += batch;
+      }
+    }),
+  );
+  return { rows, seconds: (performance.now() - started) / 1000 };
+}
+
+/**
+ * The unsealed baseline: a copy of audit_logs with the same columns, constraints and indexes, and no trigger, in
+ * schema bench_unsealed. Its writer's sessions put that schema first on the search_path, so the very same
+ * INSERT of insertAuditRows lands there; seq and the checksums get defaults of the same width.
+ */
+async function unsealedWriter(admin: Db, url: string): Promise<Db> {
+  await admin.query('CREATE SCHEMA bench_unsealed');
+  await admin.query('CREATE TABLE bench_unsealed.audit_logs (LIKE public.audit_logs INCLUDING ALL)');
+  await admin.query('CREATE SEQUENCE bench_unsealed.audit_logs_seq OWNED BY bench_unsealed.audit_logs.seq');
+  await admin.query(`ALTER TABLE bench_unsealed.audit_logs ALTER seq SET DEFAULT nextval('bench_unsealed.audit_logs_seq'),
+    ALTER checksum SET DEFAULT repeat('0', 64), ALTER prev_checksum SET DEFAULT repeat('0', 64)`);
+  const unsealedUrl = new URL(url);
+  // A connection string's options replace createPgDb's, so they repeat its UTC session.
+  unsealedUrl.searchParams.set('options', '-c TimeZone=UTC -c search_path=bench_unsealed,public');
+  const db = createPgDb({ connectionString: unsealedUrl.toString(), max: writers, applicationName: 'logbook-bench-unsealed' });
+  await insertAuditRows(db, [deviceUpdate(randomUUID(), 0)]);
+  const { rows } = await admin.query<{ n: number }>('SELECT count(*) AS n FROM bench_unsealed.audit_logs');
+  const { rows: session } = await db.query<{ timezone: string }>(`SELECT current_setting('TimeZone') AS timezone`);
+  if (rows[0]!.n !== 1 || session[0]!.timezone !== 'UTC') throw new Error('the unsealed writer does not write into bench_unsealed.audit_logs in UTC');
+  return db;
+}
+
+async function sealingCost(admin: Db, url: string): Promise<string[][]> {
+  const sealed = createPgDb({ connectionString: url, max: writers, applicationName: 'logbook-bench-sealed' });
+  const unsealed = await unsealedWriter(admin, url);
+  const cases = [
+    { name: `single-row inserts, ${writers} writers, one organization`, concurrency: writers, batch: 1, target: 'sealedShare' as const },
+    { name: '100-row batches, 1 writer, one organization', concurrency: 1, batch: 100, target: 'batchRowsPerSecond' as const },
+    { name: `100-row batches, ${writers} writers, one organization`, concurrency: writers, batch: 100, target: 'batchRowsPerSecond' as const },
+  ];
+  const lines: string[][] = [['Sealing cost (rows/s)']];
+  try {
+    for (const c of cases) {
+      status(`sealing cost: ${c.name} ...`);
+      await insertRate(sealed, c.concurrency, c.batch, 1);
+      await insertRate(unsealed, c.concurrency, c.batch, 1);
+      // Two interleaved rounds each, so drift (table growth, checkpoints, autovacuum) falls on both alike.
+      const total = { sealed: { rows: 0, seconds: 0 }, unsealed: { rows: 0, seconds: 0 } };
+      for (let round = 0; round < 2; round++) {
+        for (const [which, db] of [['unsealed', unsealed], ['sealed', sealed]] as const) {
+          const run = await insertRate(db, c.concurrency, c.batch, seconds);
+          total[which].rows += run.rows;
+          total[which].seconds += run.seconds;
+        }
+      }
+      const sealedRate = total.sealed.rows / total.sealed.seconds;
+      const unsealedRate = total.unsealed.rows / total.unsealed.seconds;
+      const share = sealedRate / unsealedRate;
+      lines.push(
+        c.target === 'sealedShare'
+          ? [`  ${c.name}`, `${number(sealedRate)} sealed`, `${number(unsealedRate)} unsealed`, `${Math.round(share * 100)}%`, `>= ${targets.sealedShare * 100}% of unsealed`, verdict(share >= targets.sealedShare)]
+          : [`  ${c.name}`, `${number(sealedRate)} sealed`, `${number(unsealedRate)} unsealed`, `${Math.round(share * 100)}%`, `>= ${number(targets.batchRowsPerSecond)} rows/s sealed`, verdict(sealedRate >= targets.batchRowsPerSecond)],
+      );
+    }
+  } finally {
+    statusDone();
+    await sealed.close();
+    await unsealed.close();
+  }
+  return lines;
+}
+
+// ---- Reading at scale ----
+
+/**
+ * Appends `count` generated rows to one organization through the sealing trigger, `loadBatch` per statement
+ * (each its own transaction, as writers do), timestamped 30 s apart up to now. One row of 8 is a
+ * script.execute and about one of 100,000 mentions the rare text, for the searches.
+ */
+async function loadTrail(db: Db, orgId: string, count: number): Promise<{ seconds: number }> {
+  const started = performance.now();
+  for (let first = 1; first <= count; first += loadBatch) {
+    await db.query(
+      `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name,
+                               details, ip_address, user_agent, result, error_message)
+       SELECT :orgId::uuid, now() - (:count::int - i) * interval '30 seconds', 'user', md5('actor' || i % 200)::uuid,
+              'tech' || i % 200 || '@contoso.example', a.action, split_part(a.action, '.', 1), md5('resource' || i % 5000)::uuid,
+              'WS-' || lpad((i % 5000)::text, 5, '0'),
+              jsonb_build_object('actor', jsonb_build_object('name', 'Technician ' || i % 200, 'role', 'org_technician'),
+                                 'changes', jsonb_build_object('before', jsonb_build_object('displayName', 'Desk ' || i % 5000),
+                                                               'after', jsonb_build_object('displayName', 'Desk ' || i)),
+                                 'ticket', 'INC-' || i)
+                || CASE WHEN i % 100000 = 7 THEN jsonb_build_object('note', 'device ${rareText} by EDR') ELSE '{}' END,
+              '10.0.' || i % 256 || '.' || i % 250, 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/126.0',
+              CASE WHEN i % 50 = 0 THEN 'failure' ELSE 'success' END::audit_result,
+              CASE WHEN i % 50 = 0 THEN 'Access denied on ' || 'WS-' || lpad((i % 5000)::text, 5, '0') END
+         FROM generate_series(:first::int, :last::int) AS i
+        CROSS JOIN LATERAL (SELECT (ARRAY['device.update', 'user.login', 'script.execute', 'device.create', 'policy.update', 'alert.acknowledge',
+                                          'data.access', 'device.delete'])[1 + i % 8] AS action) a
+        ORDER BY i`,
+      { orgId, count, first, last: Math.min(first + loadBatch - 1, count) },
+    );
+    const done = Math.min(first + loadBatch - 1, count);
+    const elapsed = (performance.now() - started) / 1000;
+    status(`loading ${number(count)} rows through the sealing trigger: ${number(done)} (${number(done / elapsed)} rows/s)`, first > 1);
+  }
+  statusDone();
+  return { seconds: (performance.now() - started) / 1000 };
+}
+
+/** p50 and p95 of `samples` timed calls, after three untimed ones. */
+async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
+  for (let i = 0; i < 3; i++) await call();
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const started = performance.now();
+    await call();
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.ceil(q * times.length) - 1)]!;
+  return { p50: at(0.5), p95: at(0.95) };
+}
+
+async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
+  const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
+  const org = await insertOrganization(admin, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' });
+  const loaded = await loadTrail(admin, org.id, totalRows);
+  status('VACUUM ANALYZE audit_logs ...');
+  await admin.query('VACUUM ANALYZE audit_logs');
+  statusDone();
+
+  const db = createPgDb({ connectionString: url, max: 4, applicationName: 'logbook-bench-read' });
+  const principal: Principal = {
+    actorType: 'user',
+    id: randomUUID(),
+    email: 'admin@bench.example',
+    name: 'Bench Admin',
+    role: 'org_admin',
+    scope: 'organization',
+    partnerId: partner.id,
+    orgId: org.id,
+    permissions: scopedPermissions('organization', rolePermissions.org_admin),
+  };
+  const bare = (offset: number) =>
+    db.query('SELECT * FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY timestamp DESC, seq DESC LIMIT :limit::int OFFSET :offset::int', {
+      orgId: org.id,
+      limit: pageLimit,
+      offset,
+    });
+  const bareCount = () => db.query('SELECT count(*) AS total FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: org.id });
+  const lines: string[][] = [[`Reading ${number(totalRows)} rows of one organization (p95 of ${samples}; baseline: bare SELECT … ORDER BY … LIMIT, no filter)`]];
+  try {
+    const baselines = new Map<string, { p50: number; p95: number }>();
+    const baseline = async (page: number, skipCount: boolean) => {
+      const key = `${page}/${skipCount}`;
+      if (!baselines.has(key)) {
+        const offset = (page - 1) * pageLimit;
+        baselines.set(key, await latency(() => (skipCount ? bare(offset) : Promise.all([bare(offset), bareCount()]))));
+      }
+      return baselines.get(key)!;
+    };
+    const cases: { name: string; query: Partial<AuditListQuery> & { page: number }; target: number }[] = [
+      { name: 'list page 1', query: { page: 1 }, target: targets.listP95Ms },
+      ...deepPages.filter((page) => (page - 1) * pageLimit < totalRows).map((page) => ({ name: `list page ${number(page)} (offset ${number((page - 1) * pageLimit)})`, query: { page }, target: targets.listP95Ms })),
+      { name: `search q=${rareText} (few rows), page 1`, query: { page: 1, q: rareText }, target: targets.searchP95Ms },
+      { name: `search q=${commonText} (1 row in 8), page 1`, query: { page: 1, q: commonText }, target: targets.searchP95Ms },
+    ];
+    for (const c of cases) {
+      for (const skipCount of [false, true]) {
+        const name = `  ${c.name}, ${skipCount ? 'skipCount' : 'with count'}`;
+        status(`${name.trim()} ...`);
+        const query: AuditListQuery = { limit: pageLimit, skipCount, ...c.query };
+        const measured = await latency(() => listAuditEntries(db, principal, query));
+        const base = await baseline(c.query.page, skipCount);
+        lines.push([name, `p95 ${ms(measured.p95)} (p50 ${ms(measured.p50)})`, `p95 ${ms(base.p95)}`, ratio(measured.p95 / base.p95), `p95 < ${c.target} ms`, verdict(measured.p95 < c.target)]);
+      }
+    }
+
+    status('reading every row of the chain ...');
+    const readStarted = performance.now();
+    let read = 0;
+    await db.transaction(
+      async (tx) => {
+        for await (const page of readChainPages(tx, org.id, { afterSeq: null, untilSeq: null })) read += page.length;
+      },
+      { isolation: 'REPEATABLE READ' },
+    );
+    const readSeconds = (performance.now() - readStarted) / 1000;
+    status('verifying every row of the chain ...');
+    const verifyStarted = performance.now();
+    const verified = await verifyChain(db, org.id);
+    const verifySeconds = (performance.now() - verifyStarted) / 1000;
+    statusDone();
+    if (!verified.ok || verified.checked !== totalRows || read !== totalRows) throw new Error(`verification went wrong: ${JSON.stringify(verified)}, ${read} rows read`);
+    lines.push([
+      `  verify all ${number(totalRows)} rows (verifyChain)`,
+      `${verifySeconds.toFixed(1)} s (${number(totalRows / verifySeconds)} rows/s)`,
+      `${readSeconds.toFixed(1)} s read only`,
+      ratio(verifySeconds / readSeconds),
+      `< ${targets.verifySeconds} s`,
+      verdict(verifySeconds < targets.verifySeconds),
+    ]);
+    lines.push([`  (load: ${number(totalRows)} rows through the sealing trigger in ${number(loadBatch)}-row statements, ${loaded.seconds.toFixed(0)} s, ${number(totalRows / loaded.seconds)} rows/s)`]);
+  } finally {
+    statusDone();
+    await db.close();
+  }
+  return lines;
+}
+
+async function main() {
+  const started = performance.now();
+  const loadAtStart = loadAverage();
+  const scratch = await createScratchDatabase('audit');
+  const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
+  try {
+    const { rows } = await admin.query<{ version: string; fsync: string; synchronous_commit: string; shared_buffers: string }>(
+      `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
+              current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
+    );
+    const server = rows[0]!;
+    const sealing = await sealingCost(admin, scratch.url);
+    const reading = await readingAtScale(admin, scratch.url);
+    console.log(`
+Logbook audit benchmark (${new Date().toISOString().slice(0, 16)}Z): PostgreSQL ${server.version} on ${scratch.server},
+fsync ${server.fsync}, synchronous_commit ${server.synchronous_commit}, shared_buffers ${server.shared_buffers}; ${availableParallelism()} CPUs shared by the server and this client,
+load average ${loadAtStart} at the start and ${loadAverage()} at the end.
+Insert figures: ${seconds} s per round, two interleaved rounds per table.
+
+${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], [...sealing, [''], ...reading])}
+
+Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);
+  } finally {
+    await admin.close();
+    await scratch.drop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error('bench:audit failed:', error);
+  process.exit(1);
+});

@@ -1,0 +1,232 @@
+/**
+ * `npm run audit:verify`: verifies an organization's audit chain in the database, or an exported range
+ * offline (issue 3). Exit status 0: intact; 1: a break, printed with its seq, id and kind; 2: a usage error,
+ * or nothing could be verified (database unreachable, file unreadable or not a contiguous range).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import { z } from 'zod';
+import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
+import { auditVerifyQuery } from '#shared/audit/schemas.ts';
+import type { ChainRow } from '#shared/audit/store.ts';
+import { verifyChain, verifyRowsOffline, type ChainBreak, type ChainBreakKind } from '#shared/audit/verify.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+
+const usage = `Usage:
+  npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
+  npm run audit:verify -- --file <export.json>
+
+  --org <orgId>     verify the organization's chain in the database: DATABASE_URL if set, else the
+                    embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329)
+  --from, --to      only the rows timestamped in this range (ISO 8601 with offset), and the links around them
+  --progress        show the progress line even when stderr is not a terminal
+  --file <path>     verify a JSON export (GET /api/v1/audit-logs/export?format=json) offline, without the database
+
+Exit status: 0 chain intact, 1 break found, 2 usage error or not verifiable.`;
+
+/** Nothing could be verified: exit status 2. */
+class Unverifiable extends Error {}
+
+const meaning: Record<ChainBreakKind, string> = {
+  altered: "the row's values do not match its checksum",
+  missing: 'no row holds this position of the chain',
+  inserted: 'the chain never sealed a row here: past its head, before its retained start, or a second row at one position',
+  link: "the row's prevChecksum (or the chain head) does not point at the row before it",
+};
+
+const count = (n: number) => n.toLocaleString('en-US');
+const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
+const describeBreak = (b: ChainBreak) => `seq ${b.seq}, id ${b.id ?? 'none'}, kind ${b.kind}: ${meaning[b.kind]}`;
+
+/** Where the database is, without its password. */
+const location = (url: string) => {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+};
+
+/** A connection failure's message; node-postgres reports a refused dual-stack connect as an AggregateError without one. */
+const reason = (error: unknown): string =>
+  error instanceof AggregateError && error.errors.length > 0
+    ? error.errors.map(reason).join('; ')
+    : error instanceof Error
+      ? error.message || String((error as { code?: string }).code ?? error.name)
+      : String(error);
+
+/**
+ * "rows checked / total" on stderr, rewritten in place at most 10 times a second; only for ranges longer than
+ * one page (verifyChain reports after each page). Off the terminal, with --progress, one line per update.
+ */
+function progressLine(label: string, enabled: boolean) {
+  const inPlace = process.stderr.isTTY === true;
+  let shownAt = -Infinity;
+  let shown = false;
+  return {
+    update({ checked, total }: { checked: number; total: number }) {
+      const done = checked >= total;
+      if (!enabled || (!shown && done)) return;
+      const now = performance.now();
+      if (!done && now - shownAt < 100) return;
+      shown = true;
+      shownAt = now;
+      const line = `${label}: ${count(checked)} / ${rows(total)} (${Math.floor((checked / Math.max(total, 1)) * 100)}%)`;
+      process.stderr.write(inPlace ? `\r${line}\x1b[K` : `${line}\n`);
+    },
+    end() {
+      if (shown && inPlace) process.stderr.write('\n');
+    },
+  };
+}
+
+async function verifyInDatabase(query: { orgId: string; from?: string; to?: string }, showProgress: boolean): Promise<number> {
+  // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
+  const url = process.env.DATABASE_URL || `postgres://postgres:logbook-local@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/postgres`;
+  const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-audit-verify' });
+  const progress = progressLine(`verifying organization ${query.orgId}`, showProgress || process.stderr.isTTY === true);
+  try {
+    const result = await verifyChain(db, query.orgId, { from: query.from, to: query.to, onProgress: progress.update });
+    progress.end();
+    if (result.firstBreak) {
+      console.log(`break: organization ${query.orgId}: ${describeBreak(result.firstBreak)} (${rows(result.checked)} checked)`);
+      return 1;
+    }
+    const window = [query.from && `from ${query.from}`, query.to && `to ${query.to}`].filter(Boolean).join(' ');
+    console.log(
+      result.checked === 0
+        ? `ok: organization ${query.orgId} has no audit rows${window && ` timestamped ${window}`}: nothing to check`
+        : `ok: organization ${query.orgId}: chain intact, ${rows(result.checked)} checked${window && ` (the rows timestamped ${window}, and the links around them)`}`,
+    );
+    return 0;
+  } catch (error) {
+    progress.end();
+    const hint = process.env.DATABASE_URL ? 'DATABASE_URL' : 'the embedded database of `npm start`: is it running? Or set DATABASE_URL';
+    throw new Unverifiable(`cannot verify in the database at ${location(url)} (${hint}): ${reason(error)}`);
+  } finally {
+    await db.close();
+  }
+}
+
+const text = z.string().nullable();
+/**
+ * A JSON export (shared/audit/export.ts) as the verifier reads it: text wherever a row has text, so a changed
+ * value is reported as an altered row rather than refused as an unreadable file.
+ */
+const exportFile = z.object({
+  exportedAt: z.string(),
+  filters: z.record(z.string(), z.unknown()),
+  rows: z.array(
+    z.object({
+      ...(Object.fromEntries(exportColumns.map((column) => [column, text])) as Record<(typeof exportColumns)[number], typeof text>),
+      id: z.string(),
+      orgId: z.string(),
+      seq: z.number().int(),
+      checksum: z.string(),
+    }),
+  ),
+});
+
+function readExport(path: string): z.output<typeof exportFile> {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+    // A large export is served gzip-compressed (shared/http/download.ts); saved as sent, it is still readable.
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = gunzipSync(bytes);
+  } catch (error) {
+    throw new Unverifiable(`cannot read ${path}: ${reason(error)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new Unverifiable(`${path} is not JSON (only a format=json export verifies offline): ${reason(error)}`);
+  }
+  const parsed = exportFile.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Unverifiable(`${path} is not an audit export (GET /api/v1/audit-logs/export?format=json): ${issue.path.join('.') || 'file'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+function verifyFile(path: string): number {
+  const file = readExport(path);
+  const narrowedBy = Object.keys(file.filters).filter((filter) => filter !== 'orgId');
+  // Unfiltered and under the row cap, an export holds every row in scope: a gap in it is a row taken out of the file.
+  const complete = narrowedBy.length === 0 && file.rows.length < maxExportRows;
+  const result = verifyRowsOffline(file.rows as ChainRow[], { complete });
+  if (!result.contiguous) {
+    const why = narrowedBy.length > 0 ? `the export was filtered by ${narrowedBy.join(', ')}` : `the export holds only the ${count(maxExportRows)} newest rows by timestamp`;
+    throw new Unverifiable(
+      `not a contiguous range: cannot verify offline (organization ${result.orgId}: seq ${result.afterSeq} is followed by seq ${result.nextSeq}; ${why}). ` +
+        `Verify in the database instead: npm run audit:verify -- --org ${result.orgId} [--from --to]`,
+    );
+  }
+  if (result.chains.length === 0) {
+    console.log(`ok: ${path} holds no rows: nothing to check`);
+    return 0;
+  }
+  for (const chain of result.chains) {
+    const span = `organization ${chain.orgId}: seq ${chain.firstSeq}..${chain.lastSeq}`;
+    if (chain.firstBreak) console.log(`  ${span}: break at ${describeBreak(chain.firstBreak)}`);
+    else if (chain.firstLinkChecked) console.log(`  ${span}: intact, from the chain's first row`);
+    else
+      console.log(
+        `  ${span}: intact; the link of seq ${chain.firstSeq} to seq ${chain.firstSeq - 1} (prevChecksum ${chain.firstPrevChecksum ?? 'null'}) ` +
+          `cannot be checked without the database`,
+      );
+  }
+  const scope = `${rows(result.checked)} of ${result.chains.length} organization${result.chains.length === 1 ? '' : 's'} checked offline against the file itself`;
+  console.log(`${result.ok ? 'ok' : 'break'}: ${path} (exported ${file.exportedAt}): ${scope}${result.ok ? '' : '; the break is shown above'}`);
+  return result.ok ? 0 : 1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        org: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        file: { type: 'string' },
+        progress: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return usageError(reason(error));
+  }
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  if (values.file !== undefined) {
+    if (values.org !== undefined || values.from !== undefined || values.to !== undefined) return usageError('--file takes no --org, --from or --to: the file is the range');
+    return verifyFile(values.file);
+  }
+  if (values.org === undefined) return usageError('give --org <orgId> or --file <export.json>');
+  const query = auditVerifyQuery.safeParse({ orgId: values.org, from: values.from, to: values.to });
+  if (!query.success) {
+    const issue = query.error.issues[0]!;
+    return usageError(`--${issue.path[0] === 'orgId' ? 'org' : String(issue.path[0])}: ${issue.message}`);
+  }
+  return verifyInDatabase({ orgId: values.org, from: query.data.from, to: query.data.to }, values.progress);
+}
+
+function usageError(message: string): number {
+  console.error(`usage error: ${message}\n\n${usage}`);
+  return 2;
+}
+
+main(process.argv.slice(2))
+  .catch((error: unknown) => {
+    // Whatever went wrong, nothing was verified: never exit 1, which means a break was found.
+    console.error(error instanceof Unverifiable ? `error: ${error.message}` : error);
+    return 2;
+  })
+  .then((status) => {
+    process.exitCode = status;
+  });

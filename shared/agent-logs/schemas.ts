@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { agentTimestamp, enumList, jsonObject, optionalParam, queryInstant, storableText } from '../agents/schemas.ts';
+import { pageOf, pageQuery } from '../http/pagination.ts';
+
+/** seed 2.5 */
+export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
+
+/** seed 8: agent log entries per request. */
+export const maxLogsPerRequest = 500;
+
+/** One entry of POST /agents/:id/logs (seed 4.3). Unknown fields are dropped, as for every agent request. */
+export const logEntry = z.object({
+  timestamp: agentTimestamp(),
+  level: z.enum(logLevels),
+  component: storableText({ min: 1, max: 100 }).meta({ description: 'Agent subsystem, such as updater, heartbeat, ws' }),
+  message: storableText(),
+  fields: jsonObject().meta({ description: 'Structured key-value metadata; null or absent: {}' }),
+  agentVersion: storableText({ max: 50 }).nullish(),
+});
+export type LogEntry = z.output<typeof logEntry>;
+
+export const submitLogs = z
+  .object({
+    logs: z
+      .array(logEntry)
+      .max(maxLogsPerRequest)
+      .meta({ description: `At most ${maxLogsPerRequest} entries; one invalid entry rejects the request (400 naming body.logs.<index>.<field>) and stores nothing` }),
+  })
+  .meta({ id: 'AgentLogSubmission' });
+
+export const logsReceipt = z
+  .object({
+    received: z.number().int().meta({ description: 'Entries stored' }),
+    failed: z
+      .array(z.object({ from: z.number().int(), to: z.number().int() }))
+      .optional()
+      .meta({ description: 'Only when an insert batch failed: the index ranges (inclusive) of the entries not stored, to send again' }),
+  })
+  .meta({ id: 'AgentLogReceipt' });
+
+export const diagnosticLogsQuery = z.object({
+  ...pageQuery({ defaultLimit: 50, maxLimit: 1000 }),
+  level: enumList(logLevels),
+  component: optionalParam(z.string().max(100)).meta({ description: 'Exact component' }),
+  since: queryInstant('Entries at or after this time'),
+  until: queryInstant('Entries at or before this time'),
+  search: optionalParam(z.string().max(255)).meta({ description: 'Case-insensitive substring of the message; LIKE wildcards match literally' }),
+});
+export type DiagnosticLogsQuery = z.output<typeof diagnosticLogsQuery>;
+
+const timestamp = z.iso.datetime({ offset: true });
+
+export const diagnosticLog = z
+  .object({
+    id: z.uuid(),
+    deviceId: z.uuid(),
+    orgId: z.uuid(),
+    timestamp,
+    level: z.enum(logLevels),
+    component: z.string(),
+    message: z.string(),
+    fields: z.record(z.string(), z.unknown()),
+    agentVersion: z.string().nullable(),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'DiagnosticLog' });
+
+export const diagnosticLogPage = pageOf(diagnosticLog);

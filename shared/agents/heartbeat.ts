@@ -1,0 +1,29 @@
+import type { z } from 'zod';
+import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import type { AgentPrincipal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { NotFound } from '../errors.ts';
+import { deviceResource } from '../hierarchy/devices.ts';
+import { deviceOfAgent } from './log-access.ts';
+import type { heartbeat as heartbeatSchema } from './schemas.ts';
+import { recordHeartbeat } from './store.ts';
+
+/**
+ * POST /agents/:id/heartbeat: records when the device was last seen, from which IP (the audit rows'
+ * client-IP rule, seed 5 rule 5), its agent version and status. A heartbeat writes no audit row
+ * (DESIGN.md: telemetry must not drown the trail), except agent.source.ip.changed when the IP differs
+ * from the one the device last reported (seed 6).
+ */
+export async function heartbeat(db: Db, caller: AgentPrincipal, agentId: string, report: z.output<typeof heartbeatSchema>, audit: AuditContext) {
+  const device = await deviceOfAgent(db, caller, agentId);
+  const ip = audit.ipAddress ?? null;
+  const seen = await recordHeartbeat(db, device.id, { ip, agentVersion: report.agentVersion ?? null, status: report.status ?? null });
+  if (!seen) throw NotFound('Agent');
+  if (ip && seen.previousIp && seen.previousIp !== ip) {
+    writeRouteAudit(
+      { ...audit, actorName: seen.hostname },
+      { orgId: device.orgId, action: 'agent.source.ip.changed', ...deviceResource({ ...seen, id: device.id }), details: { previousIp: seen.previousIp, ip } },
+    );
+  }
+  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString() };
+}

@@ -1,0 +1,50 @@
+import type { z } from 'zod';
+import { changedFields } from '../audit/changes.ts';
+import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { Forbidden } from '../errors.ts';
+import { reachableOrganization } from '../hierarchy/organizations.ts';
+import { defaultBudget } from './ingest-budget.ts';
+import type { updateIngestLimits as updateSchema } from './schemas.ts';
+import { findIngestLimits, upsertIngestLimits, type IngestLimitOverrides } from './store.ts';
+
+const noOverrides: IngestLimitOverrides = { logsPerDeviceHour: null, eventsPerDeviceHour: null };
+
+function limitsOf(orgId: string, overrides: IngestLimitOverrides) {
+  return {
+    orgId,
+    logsPerDeviceHour: overrides.logsPerDeviceHour ?? defaultBudget('logs'),
+    eventsPerDeviceHour: overrides.eventsPerDeviceHour ?? defaultBudget('events'),
+    overrides: { logsPerDeviceHour: overrides.logsPerDeviceHour, eventsPerDeviceHour: overrides.eventsPerDeviceHour },
+  };
+}
+
+/** The hourly ingest budgets per device in force for the organization (orgs:read). */
+export async function getIngestLimits(db: Db, principal: Principal, orgId: string) {
+  await reachableOrganization(db, principal, orgId, 'orgs:read');
+  return limitsOf(orgId, (await findIngestLimits(db, orgId)) ?? noOverrides);
+}
+
+/**
+ * Changes them (orgs:write). The budgets protect the partner's database from its customers' devices,
+ * so only partner and platform users set them, never the organization's own users. Audited as
+ * organization.update with the overrides before and after.
+ */
+export async function updateIngestLimits(db: Db, principal: Principal, orgId: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+  const org = await reachableOrganization(db, principal, orgId, 'orgs:write');
+  if (principal.scope === 'organization') throw Forbidden('Ingest limits are set by the partner');
+  const { before, after } = await db.transaction(async (tx) => {
+    const before = (await findIngestLimits(tx, orgId, true)) ?? noOverrides;
+    return { before, after: await upsertIngestLimits(tx, orgId, change, principal.id) };
+  });
+  writeRouteAudit(audit, {
+    orgId,
+    action: 'organization.update',
+    resourceType: 'organization',
+    resourceId: orgId,
+    resourceName: org.name,
+    details: changedFields(before, after, ['logsPerDeviceHour', 'eventsPerDeviceHour']),
+  });
+  return limitsOf(orgId, after);
+}

@@ -1,0 +1,147 @@
+import { one, type Db } from '../db/db.ts';
+
+/** The device an agent acts for (seed 4.3: the device is found by the agent identifier). */
+export interface AgentDevice {
+  agentId: string;
+  /** The device id. */
+  id: string;
+  orgId: string;
+}
+
+/** Whether a live agent of a live device has this id. */
+export async function agentExists(db: Db, agentId: string): Promise<boolean> {
+  const row = await one(
+    db,
+    `SELECT 1 AS found
+       FROM agents a
+       JOIN devices d ON d.id = a.device_id
+       JOIN organizations o ON o.id = d.org_id
+      WHERE a.id = :agentId::uuid AND a.revoked_at IS NULL AND d.deleted_at IS NULL AND o.deleted_at IS NULL`,
+    { agentId },
+  );
+  return row !== undefined;
+}
+
+/** How the device is named in audit rows (shared/hierarchy/devices.ts deviceResource). */
+export function findDeviceNames(db: Db, deviceId: string) {
+  return one<{ hostname: string; displayName: string | null }>(db, 'SELECT hostname, display_name AS "displayName" FROM devices WHERE id = :deviceId::uuid', {
+    deviceId,
+  });
+}
+
+/**
+ * Records a heartbeat and returns the source IP the device had before it. The previous row is read
+ * FOR UPDATE in the same statement, so of two concurrent heartbeats the second waits for the first
+ * and compares against the IP the first wrote: an IP change is reported exactly once.
+ */
+export function recordHeartbeat(db: Db, deviceId: string, report: { ip: string | null; agentVersion: string | null; status: string | null }) {
+  return one<{ previousIp: string | null; ip: string | null; lastSeenAt: Date; hostname: string; displayName: string | null }>(
+    db,
+    `WITH previous AS (
+       SELECT id, last_ip FROM devices WHERE id = :deviceId::uuid AND deleted_at IS NULL FOR UPDATE
+     )
+     UPDATE devices d SET
+        last_seen_at = now(),
+        last_ip = COALESCE(:ip::text, d.last_ip),
+        agent_version = COALESCE(:agentVersion::text, d.agent_version),
+        agent_status = COALESCE(:status::text, d.agent_status)
+       FROM previous p
+      WHERE d.id = p.id
+      RETURNING p.last_ip AS "previousIp", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
+    { deviceId, ...report },
+  );
+}
+
+export type IngestKind = 'logs' | 'events';
+
+export interface Reservation {
+  /** The clock hour the entries were charged to; null when the budget refused them. */
+  windowStart: Date | null;
+  budget: number;
+  /** Seconds until the current window ends. */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Charges `count` entries to the device's budget of the current clock hour if `needed` more fit
+ * (`needed` is `count` but for a check that charges nothing), in one statement: the budget is the
+ * organization's override or `defaultBudget`; a row of an earlier hour is reset in place. The device's
+ * row stays locked until commit, so concurrent reservations queue on it and cannot overdraw it.
+ */
+export async function reserveIngest(
+  db: Db,
+  r: { deviceId: string; orgId: string; kind: IngestKind; count: number; needed: number; defaultBudget: number },
+): Promise<Reservation> {
+  const row = await one<Reservation & Record<string, unknown>>(
+    db,
+    `WITH budget AS (
+       SELECT COALESCE(
+                (SELECT CASE :kind::text WHEN 'logs' THEN l.logs_per_device_hour ELSE l.events_per_device_hour END
+                   FROM agent_ingest_limits l WHERE l.org_id = :orgId::uuid),
+                :defaultBudget::int) AS entries,
+              date_trunc('hour', now()) AS window_start
+     ), reserved AS (
+       INSERT INTO agent_ingest_usage AS u (device_id, kind, window_start, used)
+       SELECT :deviceId::uuid, :kind::text, b.window_start, :count::int FROM budget b WHERE :needed::int <= b.entries
+       ON CONFLICT (device_id, kind) DO UPDATE SET
+          window_start = excluded.window_start,
+          used = CASE WHEN u.window_start = excluded.window_start THEN u.used ELSE 0 END + excluded.used
+        WHERE CASE WHEN u.window_start = excluded.window_start THEN u.used ELSE 0 END + :needed::int <= (SELECT entries FROM budget)
+       RETURNING u.window_start
+     )
+     SELECT r.window_start AS "windowStart", b.entries AS budget,
+            ceil(extract(epoch FROM b.window_start + interval '1 hour' - now()))::int AS "retryAfterSeconds"
+       FROM budget b LEFT JOIN reserved r ON true`,
+    r,
+  );
+  return row!;
+}
+
+/** Gives back entries a reservation charged but that were not stored (failed batches, duplicates). */
+export async function releaseIngest(db: Db, r: { deviceId: string; kind: IngestKind; windowStart: Date; count: number }): Promise<void> {
+  await db.query(
+    `UPDATE agent_ingest_usage SET used = greatest(used - :count::int, 0)
+      WHERE device_id = :deviceId::uuid AND kind = :kind::text AND window_start = :windowStart::timestamptz`,
+    r,
+  );
+}
+
+export type IngestLimitOverrides = {
+  logsPerDeviceHour: number | null;
+  eventsPerDeviceHour: number | null;
+};
+
+const limitColumns = `logs_per_device_hour AS "logsPerDeviceHour", events_per_device_hour AS "eventsPerDeviceHour"`;
+
+/** The organization's overrides, locked until commit when `lock` is set. */
+export function findIngestLimits(db: Db, orgId: string, lock = false) {
+  return one<IngestLimitOverrides & Record<string, unknown>>(
+    db,
+    `SELECT ${limitColumns} FROM agent_ingest_limits WHERE org_id = :orgId::uuid${lock ? ' FOR UPDATE' : ''}`,
+    { orgId },
+  );
+}
+
+/** Sets the overrides named in `change` (null: back to the default) and returns them all. */
+export async function upsertIngestLimits(db: Db, orgId: string, change: Partial<IngestLimitOverrides>, updatedBy: string) {
+  const row = await one<IngestLimitOverrides & Record<string, unknown>>(
+    db,
+    `INSERT INTO agent_ingest_limits AS l (org_id, logs_per_device_hour, events_per_device_hour, updated_by)
+     VALUES (:orgId::uuid, :logs::int, :events::int, :updatedBy::uuid)
+     ON CONFLICT (org_id) DO UPDATE SET
+        logs_per_device_hour = CASE WHEN :setLogs::boolean THEN excluded.logs_per_device_hour ELSE l.logs_per_device_hour END,
+        events_per_device_hour = CASE WHEN :setEvents::boolean THEN excluded.events_per_device_hour ELSE l.events_per_device_hour END,
+        updated_at = now(),
+        updated_by = excluded.updated_by
+     RETURNING ${limitColumns}`,
+    {
+      orgId,
+      updatedBy,
+      logs: change.logsPerDeviceHour ?? null,
+      events: change.eventsPerDeviceHour ?? null,
+      setLogs: 'logsPerDeviceHour' in change,
+      setEvents: 'eventsPerDeviceHour' in change,
+    },
+  );
+  return row!;
+}

@@ -1,0 +1,57 @@
+/**
+ * seed 2.3: the category of an audit row, the security events and the compliance-tracked actions.
+ * The lists are the specification's constants; the SQL built from them holds literals, never input.
+ */
+export const auditCategories = ['authentication', 'device', 'automation', 'policy', 'alert', 'compliance', 'organization', 'system'] as const;
+export type AuditCategory = (typeof auditCategories)[number];
+
+/** seed 2.3: action prefixes per category; an action matching none is `system`. */
+const categoryPrefixes: readonly (readonly [prefix: string, category: AuditCategory])[] = [
+  ['user.login', 'authentication'],
+  ['user.logout', 'authentication'],
+  ['user.permission', 'authentication'],
+  ['device.', 'device'],
+  ['script.', 'automation'],
+  ['policy.', 'policy'],
+  ['automation.policy.', 'policy'],
+  ['alert.', 'alert'],
+  ['data.', 'compliance'],
+  ['organization.', 'organization'],
+];
+
+/** seed 2.3: the actions the security events report shows. */
+export const securityEventActions = [
+  'user.login',
+  'user.login.failed',
+  'user.permission.change',
+  'policy.update',
+  'policy.create',
+  'policy.evaluate',
+  'automation.policy.evaluate',
+  'agent.source.ip.changed',
+] as const;
+
+/** seed 2.3: the compliance-tracked actions. */
+export const complianceActions = [
+  'data.access',
+  'data.export',
+  'device.create',
+  'device.delete',
+  'policy.update',
+  'policy.evaluate',
+  'automation.policy.evaluate',
+  'script.execute',
+  'organization.update',
+] as const;
+
+const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+/** The category of the action in `column`, as SQL: the one definition lists and reports share. */
+export function categorySql(column: string): string {
+  return `CASE ${categoryPrefixes.map(([prefix, category]) => `WHEN starts_with(${column}, ${literal(prefix)}) THEN ${literal(category)}`).join(' ')} ELSE 'system' END`;
+}
+
+/** `column IN (...)` over a constant list of actions. */
+export function actionInSql(column: string, actions: readonly string[]): string {
+  return `${column} IN (${actions.map(literal).join(', ')})`;
+}

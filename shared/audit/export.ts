@@ -1,0 +1,92 @@
+import type { Principal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { acceptsGzip, fileDownload, gzipInputBudget, payloadBytes, replyBodyBudget, tooLarge } from '../http/download.ts';
+import { canonicalFields } from './canonical.ts';
+import { readableScope } from './query.ts';
+import { readExportPage, type AuditFilters, type ExportCursor } from './read-store.ts';
+import type { ChainRow } from './store.ts';
+import { writeRouteAudit, type AuditContext } from './writer.ts';
+
+/** seed 8: an export holds at most 10,000 rows. */
+export const maxExportRows = 10_000;
+/** Rows per query, and bytes per result under the Data API's 1 MiB (DESIGN.md "Database"). */
+const pageRows = 1_000;
+const pageBytes = 900_000;
+
+/** The columns of an exported row: the canonical payload's fields in their order, then the checksum. */
+export const exportColumns = [...canonicalFields, 'checksum'] as const satisfies readonly (keyof ChainRow)[];
+
+export type ExportFormat = 'csv' | 'json';
+
+/**
+ * GET /audit-logs/export: the newest rows in scope (at most 10,000) with every canonical value of the chain,
+ * so a JSON export of an unfiltered range verifies offline (shared/audit/canonical.ts). Read in keyset pages
+ * from one REPEATABLE READ snapshot, so a write during the export neither shifts nor repeats rows. Each
+ * organization whose rows leave is told so in its own trail (data.export, seed 6).
+ */
+export async function exportAuditLogs(db: Db, principal: Principal, audit: AuditContext, query: AuditFilters & { format: ExportFormat }, acceptEncoding?: string) {
+  const { format, ...filters } = query;
+  const scope = readableScope(principal, filters);
+  const encode = (row: ChainRow) =>
+    format === 'csv' ? csvRecord(exportColumns.map((column) => row[column])) : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
+  // Reading stops as soon as the file cannot fit Lambda's reply any more (download.ts).
+  const budget = acceptsGzip(acceptEncoding) ? gzipInputBudget : replyBodyBudget;
+  const { records, rowsPerOrg } = await db.transaction(
+    async (tx) => {
+      const records: string[] = [];
+      const rowsPerOrg = new Map<string, number>();
+      let bytes = 0;
+      let after: ExportCursor | undefined;
+      while (records.length < maxExportRows) {
+        const page = await readExportPage(tx, scope, { after, rows: Math.min(pageRows, maxExportRows - records.length), bytes: pageBytes });
+        if (page.length === 0) break;
+        for (const row of page) {
+          const record = encode(row);
+          records.push(record);
+          bytes += payloadBytes(record) + 2;
+          rowsPerOrg.set(row.orgId, (rowsPerOrg.get(row.orgId) ?? 0) + 1);
+        }
+        if (bytes > budget) throw tooLarge(acceptsGzip(acceptEncoding));
+        after = page.at(-1);
+      }
+      return { records, rowsPerOrg };
+    },
+    { isolation: 'REPEATABLE READ' },
+  );
+
+  const exportedAt = new Date().toISOString();
+  const filename = `audit-logs-${exportedAt.replace(/[-:]|\.\d+/g, '')}.${format}`;
+  const body =
+    format === 'csv'
+      ? [csvRecord(exportColumns), ...records, ''].join('\r\n')
+      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"rows":[${records.join(',')}]}`;
+  const reply = fileDownload({ body, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json', filename }, acceptEncoding);
+
+  // An empty export is still recorded for an organization user's own organization.
+  const recorded = rowsPerOrg.size === 0 && principal.scope === 'organization' && principal.orgId ? new Map([[principal.orgId, 0]]) : rowsPerOrg;
+  for (const [orgId, rowCount] of recorded) {
+    writeRouteAudit(audit, {
+      orgId,
+      action: 'data.export',
+      resourceType: 'audit_log',
+      resourceName: filename,
+      details: { format, filters, rowCount, exportRowCount: records.length },
+    });
+  }
+  return reply;
+}
+
+/**
+ * One CSV record (RFC 4180): a field holding a comma, quote, CR or LF is quoted, quotes doubled. A null is an
+ * empty field, an empty string "" (as PostgreSQL's COPY reads CSV). Against formula injection a field starting
+ * with = + - @ tab, CR or ' gets a leading ' (reversible: a reader drops one leading ').
+ */
+function csvRecord(values: readonly (string | number | null)[]): string {
+  return values
+    .map((value) => {
+      if (value === null) return '';
+      const text = /^[=+\-@\t\r']/.test(String(value)) ? `'${value}` : String(value);
+      return text === '' || /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+    })
+    .join(',');
+}

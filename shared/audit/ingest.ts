@@ -1,0 +1,126 @@
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import type { Principal } from '../auth/principal.ts';
+import { orgTenantSql, requirePermission, tenantParams } from '../auth/tenancy.ts';
+import { one, type Db } from '../db/db.ts';
+import { DomainError, ValidationFailed } from '../errors.ts';
+import { issueDetails } from '../http/error-envelope.ts';
+import { idempotencyKey, type ingestEvents, type ingestReceipt } from './schemas.ts';
+import { insertAuditRows, type AuditRowInput } from './store.ts';
+import { toAuditRow } from './writer.ts';
+
+type IngestRequest = z.output<typeof ingestEvents>;
+type IngestReceipt = z.output<typeof ingestReceipt>;
+
+/**
+ * Appends audit events that other platform components report (issue 3): a service key (org_service)
+ * for its own organization, a platform caller for any existing one. Each row records who reported
+ * it in details.reportedBy; the event's own actor fields describe the original actor. All rows go
+ * in one statement; with an Idempotency-Key, a retry within 24 hours gets the first reply.
+ */
+export async function ingestAuditEvents(db: Db, principal: Principal, body: IngestRequest, keyHeader: string | undefined): Promise<IngestReceipt> {
+  const key = parseIdempotencyKey(keyHeader);
+  requirePermission(principal, 'audit:write');
+  const reportedBy = { actorType: principal.actorType, id: principal.id };
+  const rows = body.events.map((event) => toAuditRow({ ...event, details: { ...event.details, reportedBy } }));
+  await assertOrganizations(db, principal, rows);
+  const append = async (tx: Db): Promise<IngestReceipt> => ({ received: rows.length, ids: inRequestOrder(rows, await insertAuditRows(tx, rows)) });
+  if (key === undefined) return append(db);
+  // READ COMMITTED (the sealing trigger refuses REPEATABLE READ): a duplicate that waited on the key sees its reply.
+  return db.transaction(async (tx) => {
+    const claim = { principalType: principal.actorType, principalId: principal.id, key, requestHash: requestHash(body) };
+    const replay = await claimKey(tx, claim);
+    if (replay) return replay;
+    const receipt = await append(tx);
+    await storeReply(tx, claim, 201, receipt);
+    return receipt;
+  });
+}
+
+function parseIdempotencyKey(header: string | undefined): string | undefined {
+  const parsed = idempotencyKey.optional().safeParse(header);
+  if (!parsed.success) throw ValidationFailed('Invalid Idempotency-Key header', issueDetails(parsed.error, 'headers.idempotency-key'));
+  return parsed.data;
+}
+
+/** SHA-256 of the validated body with its object keys sorted, so a retry matches however its JSON was ordered. */
+function requestHash(body: IngestRequest): string {
+  const sorted = JSON.stringify(body, (_, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value,
+  );
+  return createHash('sha256').update(sorted).digest('hex');
+}
+
+/**
+ * Every event's organization exists and is the caller's to report for, else 404 naming the events
+ * (an organization of another tenant is absent). A soft-deleted organization still takes late
+ * events: its trail stays readable, and its keys no longer authenticate, so only platform callers reach it.
+ */
+async function assertOrganizations(db: Db, principal: Principal, rows: AuditRowInput[]): Promise<void> {
+  const { rows: found } = await db.query<{ id: string }>(
+    `SELECT o.id::text AS id FROM organizations o
+      WHERE o.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb)) AND ${orgTenantSql('o')}`,
+    { orgIds: [...new Set(rows.map((row) => row.orgId))], ...tenantParams(principal) },
+  );
+  const reachable = new Set(found.map((org) => org.id));
+  const missing = rows.flatMap((row, index) =>
+    reachable.has(row.orgId) ? [] : [{ path: `body.events.${index}.orgId`, message: 'Organization not found', code: 'not_found' }],
+  );
+  if (missing.length > 0) throw new DomainError('NOT_FOUND', `Organization of ${missing[0]!.path.replace(/\.orgId$/, '')} not found`, missing);
+}
+
+/**
+ * The ids in request order. insertAuditRows sorts rows stably by organization and the chain seals
+ * them in that order, so within an organization ascending seq is request order.
+ */
+function inRequestOrder(rows: AuditRowInput[], sealed: { id: string; orgId: string; seq: number }[]): string[] {
+  const idsByOrg = new Map<string, string[]>();
+  for (const row of [...sealed].sort((a, b) => a.seq - b.seq)) idsByOrg.set(row.orgId, [...(idsByOrg.get(row.orgId) ?? []), row.id]);
+  return rows.map((row) => idsByOrg.get(row.orgId)!.shift()!);
+}
+
+interface Claim {
+  principalType: string;
+  principalId: string;
+  key: string;
+  requestHash: string;
+}
+
+/**
+ * Claims the principal's key for this request (a new key, or one older than 24 hours, replaced in
+ * place) or returns the reply stored under it. A concurrent claim of the same key waits on the
+ * primary key until the first commits, then finds its reply; 409 when the key came with another body.
+ */
+async function claimKey(tx: Db, claim: Claim): Promise<IngestReceipt | undefined> {
+  const claimed = await one(
+    tx,
+    `INSERT INTO audit_ingest_requests AS r (principal_type, principal_id, idempotency_key, request_hash)
+     VALUES (:principalType::text, :principalId::uuid, :key::text, :requestHash::text)
+     ON CONFLICT (principal_type, principal_id, idempotency_key) DO UPDATE
+        SET request_hash = excluded.request_hash, status = NULL, response = NULL, created_at = now()
+      WHERE r.created_at < now() - interval '24 hours'
+     RETURNING true AS claimed`,
+    { ...claim },
+  );
+  if (claimed) return undefined;
+  const stored = await one<{ requestHash: string; response: IngestReceipt }>(
+    tx,
+    `SELECT request_hash AS "requestHash", response FROM audit_ingest_requests
+      WHERE principal_type = :principalType::text AND principal_id = :principalId::uuid AND idempotency_key = :key::text`,
+    { principalType: claim.principalType, principalId: claim.principalId, key: claim.key },
+  );
+  if (stored!.requestHash !== claim.requestHash) {
+    throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key came with another request body within the last 24 hours; use a new key');
+  }
+  return stored!.response;
+}
+
+function storeReply(tx: Db, claim: Claim, status: number, response: IngestReceipt) {
+  return tx.query(
+    `UPDATE audit_ingest_requests SET status = :status::smallint, response = :response::jsonb
+      WHERE principal_type = :principalType::text AND principal_id = :principalId::uuid AND idempotency_key = :key::text`,
+    { principalType: claim.principalType, principalId: claim.principalId, key: claim.key, status, response },
+  );
+}

@@ -1,0 +1,125 @@
+import type { Principal } from '../auth/principal.ts';
+import { requirePermission } from '../auth/tenancy.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { NotFound, ValidationFailed } from '../errors.ts';
+import { pagination } from '../http/pagination.ts';
+import { auditScope, countAuditRows, findAuditRow, findScopedOrganization, listAuditRows, type AuditEntryRow, type AuditFilters, type AuditScope } from './read-store.ts';
+import { verifyChain } from './verify.ts';
+import { writeRouteAudit, type AuditContext } from './writer.ts';
+
+/** What the principal may read of the trail under these filters (seed 5 rule 1): audit:read, then its tenancy. */
+export function readableScope(principal: Principal, filters: AuditFilters): AuditScope {
+  requirePermission(principal, 'audit:read');
+  return auditScope(principal, filters);
+}
+
+export type AuditListQuery = Page & AuditFilters & { skipCount: boolean };
+
+/**
+ * One page, newest first. With skipCount the count(*) over the filtered set is skipped (seed 4.1): one row
+ * more than the page is read, and the total reports what is known (the rows up to this page, plus one when
+ * more exist), with hasMore.
+ */
+export async function listAuditEntries(db: Db, principal: Principal, query: AuditListQuery) {
+  const scope = readableScope(principal, query);
+  const offset = (query.page - 1) * query.limit;
+  if (!query.skipCount) {
+    const [rows, total] = await Promise.all([listAuditRows(db, scope, { offset, limit: query.limit }), countAuditRows(db, scope)]);
+    return { rows, pagination: pagination(query.page, query.limit, total) };
+  }
+  const read = await listAuditRows(db, scope, { offset, limit: query.limit + 1 });
+  const rows = read.slice(0, query.limit);
+  const hasMore = read.length > query.limit;
+  return { rows, pagination: { ...pagination(query.page, query.limit, offset + rows.length + (hasMore ? 1 : 0)), hasMore } };
+}
+
+/** GET /audit-logs: seed 4.1.1, the viewer's flattened format. */
+export async function listViewerEntries(db: Db, principal: Principal, query: AuditListQuery) {
+  const { rows, pagination } = await listAuditEntries(db, principal, query);
+  return { entries: rows.map(viewerEntry), pagination };
+}
+
+/** GET /audit-logs/logs and /audit-logs/search (with q): seed 4.1.2, the detailed format. */
+export async function listDetailedEntries(db: Db, principal: Principal, query: AuditListQuery) {
+  const { rows, pagination } = await listAuditEntries(db, principal, query);
+  return { data: rows.map(detailedEntry), pagination };
+}
+
+/** One entry (404 when absent or out of scope, seed 7); reading it is itself audited as data.access (seed 6). */
+export async function getAuditEntry(db: Db, principal: Principal, audit: AuditContext, id: string) {
+  const row = await findAuditRow(db, readableScope(principal, {}), id);
+  if (!row) throw NotFound('Audit log entry');
+  writeRouteAudit(audit, { orgId: row.orgId, action: 'data.access', resourceType: 'audit_log', resourceId: row.id });
+  return detailedEntry(row);
+}
+
+/**
+ * Verifies one organization's chain (issue 3): organization users their own; partner and platform users
+ * name it. Another tenant's organization is 404.
+ */
+export async function verifyAuditChain(db: Db, principal: Principal, query: { orgId?: string; from?: string; to?: string }) {
+  requirePermission(principal, 'audit:read');
+  const orgId = query.orgId ?? (principal.scope === 'organization' ? principal.orgId : null);
+  if (!orgId) throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' }]);
+  if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
+  return verifyChain(db, orgId, { from: query.from, to: query.to });
+}
+
+type Json = Record<string, unknown>;
+const text = (value: unknown) => (typeof value === 'string' ? value : '');
+const object = (value: unknown) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined);
+/** writeRouteAudit records the actor's name and role (and a department where known) in details.actor. */
+const actorOf = (row: AuditEntryRow) => object(row.details.actor) ?? {};
+
+/** seed 4.1.1. */
+export function viewerEntry(row: AuditEntryRow) {
+  const actor = actorOf(row);
+  const changes = object(row.details.changes);
+  return {
+    id: row.id,
+    timestamp: row.timestamp,
+    action: row.action,
+    resource: row.resourceName ?? '',
+    resourceType: row.resourceType ?? '',
+    details: JSON.stringify(row.details),
+    ipAddress: row.ipAddress ?? '',
+    userAgent: row.userAgent ?? '',
+    sessionId: typeof row.details.sessionId === 'string' ? row.details.sessionId : null,
+    user: { name: text(actor.name), email: row.actorEmail ?? '', role: text(actor.role), department: text(actor.department) },
+    changes: {
+      before: object(row.details.before) ?? object(changes?.before) ?? {},
+      after: object(row.details.after) ?? object(changes?.after) ?? {},
+    },
+    ...additions(row),
+  };
+}
+
+/** seed 4.1.2. */
+export function detailedEntry(row: AuditEntryRow) {
+  const actor = actorOf(row);
+  return {
+    id: row.id,
+    timestamp: row.timestamp,
+    user: { id: row.actorId, name: text(actor.name), email: row.actorEmail ?? '', role: text(actor.role) },
+    action: row.action,
+    resource: { type: row.resourceType ?? '', id: row.resourceId, name: row.resourceName ?? '' },
+    ipAddress: row.ipAddress,
+    userAgent: row.userAgent,
+    details: row.details,
+    errorMessage: row.errorMessage,
+    ...additions(row),
+  };
+}
+
+/** What both formats add to seed 4.1 for the viewer. */
+function additions(row: AuditEntryRow) {
+  return {
+    orgId: row.orgId,
+    seq: row.seq,
+    actorType: row.actorType,
+    actorHostname: row.actorHostname,
+    category: row.category,
+    result: row.result,
+  };
+}

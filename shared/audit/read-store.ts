@@ -1,0 +1,210 @@
+import type { Principal } from '../auth/principal.ts';
+import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { one, type Db, type Params } from '../db/db.ts';
+import { likePattern } from '../http/pagination.ts';
+import { actionInSql, categorySql, complianceActions, securityEventActions, type AuditCategory } from './categories.ts';
+import type { ActorType, AuditResult } from './schemas.ts';
+import { canonicalTimestampSql, type ChainRow } from './store.ts';
+
+/** The filters every list, search, export and report route takes (seed 4.1); `only` narrows to a list of seed 2.3. */
+export interface AuditFilters {
+  orgId?: string;
+  user?: string;
+  action?: string;
+  resource?: string;
+  from?: string;
+  to?: string;
+  q?: string;
+  only?: 'securityEvents' | 'compliance';
+}
+
+/**
+ * Which rows a query reads: `orgs`, a condition on `organizations o` (the principal's tenancy and the
+ * orgId filter), and `rows`, conditions on `audit_logs a` to append (each ` AND ...`). Only the filters
+ * given become SQL, so every plan sees plain conditions the indexes of 0005_audit_search.sql serve.
+ */
+export interface AuditScope {
+  orgs: string;
+  rows: string;
+  params: Params;
+}
+
+/**
+ * Soft-deleted organizations stay in scope: their trail stays readable to the partner (DESIGN.md).
+ * A row of an organization that never existed is in nobody's scope.
+ */
+export function auditScope(principal: Principal, filters: AuditFilters): AuditScope {
+  const params: Params = { ...tenantParams(principal) };
+  const orgs = [orgTenantSql('o')];
+  const rows: string[] = [];
+  // One organization in view: its id is also a condition on the rows, so the planner reads its own statistics
+  // (one organization may hold most of the table) instead of an average over all organizations.
+  const orgId = filters.orgId ?? (principal.scope === 'organization' ? principal.orgId : null);
+  if (orgId) {
+    orgs.push('o.id = :orgId::uuid');
+    rows.push('a.org_id = :orgId::uuid');
+    params.orgId = orgId;
+  }
+  const ilike = (name: 'user' | 'action' | 'resource' | 'q', columns: string[]) => {
+    const text = filters[name];
+    if (!text) return;
+    params[name] = likePattern(text);
+    rows.push(`(${columns.map((column) => `${column} ILIKE :${name}::text`).join(' OR ')})`);
+  };
+  ilike('user', ['a.actor_email', "(a.details -> 'actor' ->> 'name')"]);
+  ilike('action', ['a.action']);
+  ilike('resource', ['a.resource_type', 'a.resource_name']);
+  ilike('q', ['a.action', 'a.actor_email', 'a.resource_type', 'a.resource_name', '(a.details::text)']);
+  if (filters.from) {
+    rows.push('a.timestamp >= :from::timestamptz');
+    params.from = filters.from;
+  }
+  if (filters.to) {
+    rows.push('a.timestamp <= :to::timestamptz');
+    params.to = filters.to;
+  }
+  if (filters.only) rows.push(actionInSql('a.action', filters.only === 'securityEvents' ? securityEventActions : complianceActions));
+  return { orgs: orgs.join(' AND '), rows: rows.map((condition) => ` AND ${condition}`).join(''), params };
+}
+
+/** A row as the list formats need it. */
+export type AuditEntryRow = {
+  id: string;
+  orgId: string;
+  seq: number;
+  timestamp: string;
+  actorType: ActorType;
+  actorId: string;
+  actorEmail: string | null;
+  action: string;
+  resourceType: string | null;
+  resourceId: string | null;
+  resourceName: string | null;
+  details: Record<string, unknown>;
+  ipAddress: string | null;
+  userAgent: string | null;
+  result: AuditResult;
+  errorMessage: string | null;
+  category: AuditCategory;
+  /** The device hostname of an agent actor (seed 1: the viewer shows it), looked up at read time. */
+  actorHostname: string | null;
+};
+
+const entryColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
+  a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
+  a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", a.details,
+  a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
+  ${categorySql('a.action')} AS category, dv.hostname AS "actorHostname"`;
+// Agents and devices are deleted softly, so an agent's hostname stays known to its old rows.
+const actorHostnameJoin = `LEFT JOIN agents ag ON a.actor_type = 'agent' AND ag.id = a.actor_id LEFT JOIN devices dv ON dv.id = ag.device_id`;
+
+/** Newest first, stable (seed 4.1): seq orders rows of one instant, org_id rows of different organizations. */
+const newestFirst = 'a.timestamp DESC, a.seq DESC, a.org_id DESC';
+
+/**
+ * The newest `limit` rows in scope (after `offset`, or `after` a keyset cursor), with `columns` selected from
+ * them. Each organization hands over only its own newest `offset + limit` rows, read off its
+ * (org_id, timestamp, seq) index, and only those are merged: a page never sorts a whole trail, and a
+ * partner's view costs one short index scan per organization.
+ */
+function newestSql(scope: AuditScope, page: { after?: boolean }): string {
+  const cursor = page.after
+    ? ' AND a.timestamp <= :afterTimestamp::timestamptz AND (a.timestamp, a.seq, a.org_id) < (:afterTimestamp::timestamptz, :afterSeq::bigint, :afterOrgId::uuid)'
+    : '';
+  return `SELECT a.* FROM organizations o
+    CROSS JOIN LATERAL (
+      SELECT a.* FROM audit_logs a
+       WHERE a.org_id = o.id${scope.rows}${cursor}
+       ORDER BY a.timestamp DESC, a.seq DESC
+       LIMIT :window::int
+    ) a
+   WHERE ${scope.orgs}
+   ORDER BY ${newestFirst}
+   LIMIT :limit::int OFFSET :offset::int`;
+}
+
+export async function listAuditRows(db: Db, scope: AuditScope, page: { offset: number; limit: number }): Promise<AuditEntryRow[]> {
+  const { rows } = await db.query<AuditEntryRow>(
+    `SELECT ${entryColumns} FROM (${newestSql(scope, {})}) a ${actorHostnameJoin} ORDER BY ${newestFirst}`,
+    { ...scope.params, window: page.offset + page.limit, limit: page.limit, offset: page.offset },
+  );
+  return rows;
+}
+
+export async function countAuditRows(db: Db, scope: AuditScope): Promise<number> {
+  const row = await one<{ total: number }>(db, `SELECT count(*) AS total FROM organizations o JOIN audit_logs a ON a.org_id = o.id WHERE ${scope.orgs}${scope.rows}`, scope.params);
+  return row!.total;
+}
+
+export function findAuditRow(db: Db, scope: AuditScope, id: string): Promise<AuditEntryRow | undefined> {
+  return one<AuditEntryRow>(
+    db,
+    `SELECT ${entryColumns} FROM audit_logs a JOIN organizations o ON o.id = a.org_id ${actorHostnameJoin} WHERE a.id = :id::uuid AND ${scope.orgs}${scope.rows}`,
+    { ...scope.params, id },
+  );
+}
+
+/** The organization the scope names, if the principal may read its trail (soft-deleted included). */
+export function findScopedOrganization(db: Db, scope: AuditScope) {
+  return one<{ id: string }>(db, `SELECT o.id::text AS id FROM organizations o WHERE ${scope.orgs}`, scope.params);
+}
+
+/** A position in the newest-first order, to read on after it. */
+export type ExportCursor = Pick<ChainRow, 'timestamp' | 'seq' | 'orgId'>;
+
+// DESIGN.md "Database": results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
+const rowBytesSql = `octet_length(a.details_text) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
+  + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
+
+/**
+ * The next rows of an export after `after` (none: from the newest), newest first, with the canonical values
+ * of the chain (DESIGN.md "Audit chain"): at most `rows` rows and about `bytes` bytes, always at least one.
+ */
+export async function readExportPage(db: Db, scope: AuditScope, page: { after?: ExportCursor; rows: number; bytes: number }): Promise<ChainRow[]> {
+  const { rows } = await db.query<ChainRow>(
+    `SELECT a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
+            a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
+            a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", a.details_text AS details,
+            a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
+            a.prev_checksum AS "prevChecksum", a.checksum
+       FROM (
+         SELECT a.*, sum(${rowBytesSql}) OVER (ORDER BY ${newestFirst} ROWS UNBOUNDED PRECEDING) - (${rowBytesSql}) AS before
+           FROM (SELECT a.*, a.details::text AS details_text FROM (${newestSql(scope, { after: page.after !== undefined })}) a) a
+       ) a
+      WHERE a.before < :bytes::int
+      ORDER BY ${newestFirst}`,
+    {
+      ...scope.params,
+      window: page.rows,
+      limit: page.rows,
+      offset: 0,
+      bytes: page.bytes,
+      ...(page.after ? { afterTimestamp: page.after.timestamp, afterSeq: page.after.seq, afterOrgId: page.after.orgId } : {}),
+    },
+  );
+  return rows;
+}
+
+/** Rows in scope counted per category, result and actor type (one group per combination that occurs). */
+export async function countAuditRowsByKind(db: Db, scope: AuditScope) {
+  const { rows } = await db.query<{ category: AuditCategory; result: AuditResult; actorType: ActorType; total: number }>(
+    // Grouped by action first, so the category is worked out once per action, not once per row.
+    `SELECT ${categorySql('g.action')} AS category, g.result, g."actorType", sum(g.total)::bigint AS total
+       FROM (SELECT a.action, a.result::text AS result, a.actor_type::text AS "actorType", count(*) AS total
+               FROM organizations o JOIN audit_logs a ON a.org_id = o.id
+              WHERE ${scope.orgs}${scope.rows}
+              GROUP BY 1, 2, 3) g
+      GROUP BY 1, 2, 3`,
+    scope.params,
+  );
+  return rows;
+}
+
+/** Rows in scope counted per action. */
+export async function countAuditRowsByAction(db: Db, scope: AuditScope) {
+  const { rows } = await db.query<{ action: string; total: number }>(
+    `SELECT a.action, count(*) AS total FROM organizations o JOIN audit_logs a ON a.org_id = o.id WHERE ${scope.orgs}${scope.rows} GROUP BY a.action`,
+    scope.params,
+  );
+  return rows;
+}

@@ -1,0 +1,61 @@
+import { batchesOf } from '../agents/batches.ts';
+import { reserveIngest } from '../agents/ingest-budget.ts';
+import { deviceOfAgent } from '../agents/log-access.ts';
+import { findDeviceNames } from '../agents/store.ts';
+import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import type { AgentPrincipal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { DomainError } from '../errors.ts';
+import { deviceResource } from '../hierarchy/devices.ts';
+import type { DeviceEvent } from './schemas.ts';
+import { insertEventBatch } from './store.ts';
+
+/** The first of the events that share a source and eventId (NUL cannot occur in either: validate.ts refuses it). */
+function withoutRepeats(events: readonly DeviceEvent[]): DeviceEvent[] {
+  const seen = new Set<string>();
+  return events.filter((e) => {
+    if (e.eventId == null) return true;
+    const key = `${e.source}\u0000${e.eventId}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * PUT /agents/:id/eventlogs (seed 4.4): duplicates, of stored events or within the submission, are
+ * ignored and not counted. The whole submission is one transaction (every batch of 100 and the budget
+ * charge), so a failure stores none of it and the agent simply sends it again: duplicates make that
+ * safe. Only the events actually stored are charged to the device's hourly budget, so resending costs
+ * nothing. Each submission writes one agent.eventlogs.submit audit row with the counts.
+ */
+export async function submitEvents(db: Db, caller: AgentPrincipal, agentId: string, events: readonly DeviceEvent[], audit: AuditContext) {
+  const device = await deviceOfAgent(db, caller, agentId);
+  if (events.length === 0) return { success: true as const, count: 0 };
+  const distinct = withoutRepeats(events);
+  const count = await db
+    .transaction(async (tx) => {
+      // A used-up budget refuses before any insert; the device's budget row then stays locked to commit.
+      await reserveIngest(tx, device, 'events', 0, 1);
+      let inserted = 0;
+      for (const batch of batchesOf(distinct)) inserted += await insertEventBatch(tx, device, batch.items);
+      // Only new events are charged; beyond the budget the 429 rolls back what was inserted.
+      if (inserted > 0) await reserveIngest(tx, device, 'events', inserted);
+      return inserted;
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof DomainError)) console.error(`[EventLogs] Error batch inserting events for device ${device.id}`, error);
+      throw error;
+    });
+  const names = (await findDeviceNames(db, device.id))!;
+  writeRouteAudit(
+    { ...audit, actorName: names.hostname },
+    {
+      orgId: device.orgId,
+      action: 'agent.eventlogs.submit',
+      ...deviceResource({ ...names, id: device.id }),
+      details: { submitted: events.length, inserted: count, duplicates: events.length - count },
+    },
+  );
+  return { success: true as const, count };
+}

@@ -1,0 +1,68 @@
+import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
+import { asUtc } from '../agents/schemas.ts';
+import type { Db } from '../db/db.ts';
+import { selectPage, type Page } from '../db/page.ts';
+import type { DeviceEvent } from './schemas.ts';
+
+/**
+ * One batch as one multi-row INSERT (seed 4.4, 8), the events as one JSON parameter. An event whose
+ * (device, source, eventId) is already stored, by an earlier submission or an earlier batch or row of
+ * this one, is skipped by the unique index (seed 2.6). Returns the rows actually inserted.
+ */
+export async function insertEventBatch(db: Db, device: { id: string; orgId: string }, events: readonly DeviceEvent[]): Promise<number> {
+  const rows = events.map((e) => ({
+    timestamp: e.timestamp,
+    at: asUtc(e.timestamp),
+    level: e.level,
+    category: e.category,
+    source: e.source,
+    eventId: e.eventId ?? null,
+    message: e.message,
+    details: e.details ?? {},
+  }));
+  const { rowCount } = await db.query(
+    `INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details)
+     SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::event_log_level, r.category::event_log_category,
+            r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}
+       FROM jsonb_to_recordset(:rows::jsonb)
+         AS r("timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
+     ON CONFLICT (device_id, source, event_id) DO NOTHING`,
+    { deviceId: device.id, orgId: device.orgId, rows },
+  );
+  return rowCount;
+}
+
+export interface EventLogFilter {
+  category?: string[];
+  level?: string[];
+  source?: string;
+  startDate?: string;
+  endDate?: string;
+}
+
+const columns = `e.id, e.device_id AS "deviceId", e.org_id AS "orgId", e.timestamp, e.level, e.category, e.source, e.event_id AS "eventId",
+  e.message, e.details, e.created_at AS "createdAt"`;
+
+/** A page of the device's events, newest first, and the total under the filters (seed 4.4). */
+export function listEventLogs(db: Db, deviceId: string, filter: EventLogFilter, page: Page) {
+  return selectPage(
+    db,
+    columns,
+    `device_event_logs e
+      WHERE e.device_id = :deviceId::uuid
+        AND (:categories::text IS NULL OR e.category = ANY (string_to_array(:categories::text, ',')::event_log_category[]))
+        AND (:levels::text IS NULL OR e.level = ANY (string_to_array(:levels::text, ',')::event_log_level[]))
+        AND (:source::text IS NULL OR e.source = :source::text)
+        AND e.timestamp >= :startDate::timestamptz AND e.timestamp <= :endDate::timestamptz`,
+    'e.timestamp DESC, e.id DESC',
+    {
+      deviceId,
+      categories: filter.category?.join(',') ?? null,
+      levels: filter.level?.join(',') ?? null,
+      source: filter.source ?? null,
+      startDate: filter.startDate ?? '-infinity',
+      endDate: filter.endDate ?? 'infinity',
+    },
+    page,
+  );
+}

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyChain } from '#shared/audit/verify.ts';
+import { useApi } from '#test/support/api.ts';
+import { agentCall, type Agent } from '#test/support/agents.ts';
+import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
+
+const t = useApi();
+let tenant: Tenant;
+beforeAll(async () => {
+  tenant = await createTenant(t.api);
+  // The gateway runs in this process: proxy headers name the agent's source IP (seed 5 rule 5).
+  process.env.TRUST_PROXY_HEADERS = 'true';
+});
+afterAll(() => {
+  delete process.env.TRUST_PROXY_HEADERS;
+});
+
+const beat = (agent: Agent, ip: string, body: unknown = {}) => agentCall(t.api, agent, 'POST', '/heartbeat', body, { headers: { 'x-forwarded-for': ip } });
+
+const device = async (agent: Agent) => (await t.api.request('GET', `/api/v1/devices/${agent.deviceId}`, { token: tenant.orgToken })).body;
+
+const auditRows = (agent: Agent) =>
+  t.db.admin
+    .query<Record<string, unknown>>(
+      `SELECT action, actor_type::text AS "actorType", actor_id AS "actorId", resource_type AS "resourceType", resource_id AS "resourceId",
+              resource_name AS "resourceName", ip_address AS "ipAddress", details
+         FROM audit_logs WHERE resource_id = :id::uuid AND action <> 'device.create' ORDER BY seq`,
+      { id: agent.deviceId },
+    )
+    .then((r) => r.rows);
+
+/** Resolves once `count` sessions of this database wait for a row lock. */
+async function waitForLockWaiters(count: number) {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await t.db.admin.query<{ n: number }>(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (rows[0]!.n >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`fewer than ${count} sessions came to wait for the lock`);
+}
+
+describe('POST /api/v1/agents/{id}/heartbeat', () => {
+  it('records when the device was last seen, its source IP, agent version and status', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-1');
+    const before = await device(agent);
+    const reply = await beat(agent, '203.0.113.10', { agentVersion: '2.5.0', status: 'degraded' });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ ok: true, serverTime: expect.any(String) });
+    const after = await device(agent);
+    expect(after).toMatchObject({ lastIp: '203.0.113.10', agentVersion: '2.5.0', agentStatus: 'degraded' });
+    expect(Date.parse(after.lastSeenAt)).toBeGreaterThan(Date.parse(before.lastSeenAt));
+    expect(after.lastSeenAt).toBe(reply.body.serverTime);
+  });
+
+  it('keeps the agent version and status when a heartbeat leaves them out, and accepts no body at all', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-2');
+    await beat(agent, '203.0.113.11', { agentVersion: '2.5.0', status: 'maintenance' });
+    const reply = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/heartbeat`, { token: agent.token, headers: { 'x-forwarded-for': '203.0.113.11' } });
+    expect(reply.status).toBe(200);
+    expect(await device(agent)).toMatchObject({ agentVersion: '2.5.0', agentStatus: 'maintenance' });
+  });
+
+  it('refuses a status outside online, degraded, maintenance with 400, and drops fields it does not know', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-3');
+    const bad = await beat(agent, '203.0.113.12', { status: 'on fire' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details[0].path).toBe('body.status');
+    expect((await beat(agent, '203.0.113.12', { status: 'online', uptimeSeconds: 12 })).status).toBe(200);
+  });
+
+  it('writes no audit row while the source IP stays the same, nor for the first IP a device reports', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-4');
+    for (let i = 0; i < 3; i++) await beat(agent, '198.51.100.4');
+    expect(await auditRows(agent)).toEqual([]);
+  });
+
+  it('writes agent.source.ip.changed with the old and new IP when the source IP changes', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-5');
+    await beat(agent, '198.51.100.5');
+    await beat(agent, '198.51.100.6');
+    await beat(agent, '198.51.100.6');
+    await beat(agent, '2001:db8::5');
+    expect(await auditRows(agent)).toEqual([
+      {
+        action: 'agent.source.ip.changed',
+        actorType: 'agent',
+        actorId: agent.agentId,
+        resourceType: 'device',
+        resourceId: agent.deviceId,
+        resourceName: 'beat-5',
+        ipAddress: '198.51.100.6',
+        details: { previousIp: '198.51.100.5', ip: '198.51.100.6', actor: { name: 'beat-5', role: null } },
+      },
+      expect.objectContaining({ ipAddress: '2001:db8::5', details: expect.objectContaining({ previousIp: '198.51.100.6', ip: '2001:db8::5' }) }),
+    ]);
+    expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
+  });
+
+  it('reports a change exactly once when heartbeats from the new IP arrive at the same time', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-6');
+    await beat(agent, '192.0.2.1');
+    // Hold the device row so that all eight reach the database before any of them writes.
+    let beats: Promise<Awaited<ReturnType<typeof beat>>[]> | undefined;
+    await t.db.admin.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM devices WHERE id = :id::uuid FOR UPDATE', { id: agent.deviceId });
+      beats = Promise.all(Array.from({ length: 8 }, () => beat(agent, '192.0.2.2')));
+      await waitForLockWaiters(8);
+    });
+    const replies = await beats!;
+    expect(replies.map((r) => r.status)).toEqual(Array(8).fill(200));
+    expect((await auditRows(agent)).map((r) => r.details)).toEqual([expect.objectContaining({ previousIp: '192.0.2.1', ip: '192.0.2.2' })]);
+  });
+
+  it('uses the connection\'s address when proxy headers are not trusted', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'beat-7');
+    delete process.env.TRUST_PROXY_HEADERS;
+    try {
+      await beat(agent, '203.0.113.99');
+      expect((await device(agent)).lastIp).toBe('127.0.0.1');
+    } finally {
+      process.env.TRUST_PROXY_HEADERS = 'true';
+    }
+  });
+});

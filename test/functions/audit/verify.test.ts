@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApi } from '#test/support/api.ts';
+import { createTenant, orgUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
+import { appendAudit, tamper, type Sealed } from '#test/shared/audit/audit-rows.ts';
+
+const ORGS = '/api/v1/orgs/organizations';
+const VERIFY = '/api/v1/audit-logs/verify';
+const t = useApi();
+let a: Tenant;
+let b: Tenant;
+let rows: Sealed[];
+
+const verify = (query: string, token: string) => t.api.request('GET', `${VERIFY}${query}`, { token });
+const at = (minute: number) => new Date(Date.UTC(2026, 2, 1, 10, minute)).toISOString();
+
+beforeAll(async () => {
+  a = await createTenant(t.api, 'Alpha');
+  b = await createTenant(t.api, 'Beta');
+  rows = await appendAudit(t.db.admin, [1, 2, 3, 4].map((minute) => ({ orgId: a.orgId, timestamp: at(minute) })));
+});
+
+describe('GET /audit-logs/verify', () => {
+  it("verifies an organization user's own chain", async () => {
+    const reply = await verify('', a.orgToken);
+    expect(reply).toMatchObject({ status: 200, body: { ok: true, checked: 4 } });
+    expect(reply.body).toEqual({ ok: true, checked: 4 });
+  });
+
+  it('verifies the rows of a time window (and the links at its edges)', async () => {
+    const reply = await verify(`?from=${at(2)}&to=${at(3)}`, a.orgToken);
+    expect(reply.body).toEqual({ ok: true, checked: 4 });
+    expect((await verify(`?from=${at(30)}`, a.orgToken)).body).toEqual({ ok: true, checked: 0 });
+  });
+
+  it('needs orgId from partner and platform users (400), and verifies any organization of theirs, a deleted one too', async () => {
+    const missing = await verify('', a.partnerToken);
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [expect.objectContaining({ path: 'query.orgId' })] });
+    expect((await verify(`?orgId=${a.orgId}`, a.partnerToken)).body).toEqual({ ok: true, checked: 4 });
+    expect((await verify(`?orgId=${a.orgId}`, await platformAdmin())).body.ok).toBe(true);
+    const gone = (await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Alpha Gone' } })).body.id;
+    await appendAudit(t.db.admin, [{ orgId: gone }]);
+    await t.api.request('DELETE', `${ORGS}/${gone}`, { token: a.partnerToken });
+    expect((await verify(`?orgId=${gone}`, a.partnerToken)).body).toMatchObject({ ok: true });
+  });
+
+  it("answers 404 for another tenant's organization or one that does not exist", async () => {
+    for (const [query, token] of [[`?orgId=${a.orgId}`, b.partnerToken], [`?orgId=${a.orgId}`, b.orgToken], [`?orgId=${randomUUID()}`, await platformAdmin()]] as const) {
+      const reply = await verify(query, token);
+      expect(reply.status, query).toBe(404);
+      expect(reply.body.error.code).toBe('NOT_FOUND');
+    }
+  });
+
+  it('needs audit:read (403)', async () => {
+    const token = await orgUser(a.partnerId, a.orgId, 'org_viewer', { permissions: ['orgs:read'] });
+    expect((await verify('', token)).status).toBe(403);
+  });
+
+  it('reports the first break of a tampered chain', async () => {
+    await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE id = :id::uuid`, { id: rows[2]!.id }));
+    const reply = await verify('', a.orgToken);
+    expect(reply.body).toEqual({ ok: false, checked: 3, firstBreak: { seq: rows[2]!.seq, id: rows[2]!.id, kind: 'altered' } });
+  });
+});

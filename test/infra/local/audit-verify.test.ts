@@ -1,0 +1,211 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '#infra/local/embedded-postgres.ts';
+import type { ChainRow } from '#shared/audit/store.ts';
+import { useApi } from '#test/support/api.ts';
+import { createTenant } from '#test/support/tenants.ts';
+import { appendAudit, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
+
+const t = useApi();
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'logbook-audit-verify-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `npm run audit:verify`'s entry point against this file's database (as its administrator, as an operator would locally). */
+function auditVerify(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/audit-verify.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: t.db.urls.admin, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  return new Promise((done) => child.once('close', (status) => done({ status, stdout, stderr })));
+}
+
+async function chainOf(length: number, timestamp?: (i: number) => string) {
+  const orgId = randomUUID();
+  const sealed = await appendAudit(t.db.admin, Array.from({ length }, (_, i) => ({ orgId, timestamp: timestamp?.(i + 1) })));
+  return { orgId, sealed };
+}
+
+const removeRow = (orgId: string, seq: number) =>
+  tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }));
+
+/** A file shaped like GET /audit-logs/export?format=json: rows newest first, each with its canonical values and checksums. */
+function exportFile(rows: ChainRow[], filters: Record<string, unknown> = {}): string {
+  const path = join(dir, `${randomUUID()}.json`);
+  const newestFirst = [...rows].sort((a, b) => b.seq - a.seq);
+  writeFileSync(path, JSON.stringify({ exportedAt: new Date().toISOString(), filters, rows: newestFirst }));
+  return path;
+}
+
+describe('npm run audit:verify -- --org', () => {
+  it('finds an untouched chain intact, says how many rows it checked, and exits 0', async () => {
+    const { orgId } = await chainOf(5);
+    const run = await auditVerify(['--org', orgId]);
+    expect(run.stdout).toBe(`ok: organization ${orgId}: chain intact, 5 rows checked\n`);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+
+  it('reports an altered row with its seq, id and kind, and exits 1', async () => {
+    const { orgId, sealed } = await chainOf(5);
+    await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE org_id = :orgId::uuid AND seq = 3`, { orgId }));
+    const run = await auditVerify(['--org', orgId]);
+    expect(run.stdout).toContain(`break: organization ${orgId}: seq 3, id ${sealed[2]!.id}, kind altered`);
+    expect(run.status).toBe(1);
+  });
+
+  it('reports a deleted row missing at its position, and exits 1', async () => {
+    const { orgId } = await chainOf(5);
+    await removeRow(orgId, 3);
+    const run = await auditVerify(['--org', orgId]);
+    expect(run.stdout).toContain(`break: organization ${orgId}: seq 3, id none, kind missing`);
+    expect(run.status).toBe(1);
+  });
+
+  it('verifies only the rows timestamped within --from and --to, and the links around them', async () => {
+    const { orgId } = await chainOf(10, (n) => `2024-05-${String(n).padStart(2, '0')}T12:00:00Z`);
+    await removeRow(orgId, 9);
+    const run = await auditVerify(['--org', orgId, '--from', '2024-05-04T00:00:00Z', '--to', '2024-05-06T23:59:59Z']);
+    expect(run.stdout).toContain('chain intact, 5 rows checked (the rows timestamped from 2024-05-04T00:00:00Z to 2024-05-06T23:59:59Z');
+    expect(run.status).toBe(0);
+  });
+
+  it('shows rows checked out of the total on stderr while a range longer than one page is verified', async () => {
+    const { orgId } = await chainOf(6_000);
+    const run = await auditVerify(['--org', orgId, '--progress']);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^verifying organization ${orgId}: \\d[\\d,]* / 6,000 rows \\(\\d+%\\)$`));
+    expect(lines[0]).not.toContain('(100%)');
+    expect(lines.at(-1)).toBe(`verifying organization ${orgId}: 6,000 / 6,000 rows (100%)`);
+    expect(run.stdout).toContain('chain intact, 6,000 rows checked');
+    expect(run.status).toBe(0);
+  });
+
+  it('exits 2 and says which database it could not reach', async () => {
+    const port = await freePort();
+    const run = await auditVerify(['--org', randomUUID()], { DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${port}/postgres` });
+    expect(run.stderr).toContain(`cannot verify in the database at 127.0.0.1:${port}/postgres`);
+    expect(run.stderr).not.toContain('secret');
+    expect(run.status).toBe(2);
+  });
+});
+
+describe('npm run audit:verify -- --file', () => {
+  it('verifies the JSON file the export endpoint produces, offline', async () => {
+    const tenant = await createTenant(t.api, 'Exporter');
+    await appendAudit(t.db.admin, Array.from({ length: 4 }, (_, i) => ({ orgId: tenant.orgId, details: { step: i, note: 'naïve ✓ "quoted"' } })));
+    const reply = await t.api.request('GET', `/api/v1/audit-logs/export?format=json&orgId=${tenant.orgId}`, { token: tenant.orgToken });
+    expect(reply.status).toBe(200);
+    const path = join(dir, 'endpoint-export.json');
+    writeFileSync(path, JSON.stringify(reply.body));
+    // A database-free run: the file is all it reads.
+    const run = await auditVerify(['--file', path], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+    expect(run.stdout).toMatch(/^ok: .*: \d+ rows of 1 organization checked offline/m);
+    expect(run.status).toBe(0);
+  });
+
+  it('checks a range from the chain start and says so', async () => {
+    const { orgId } = await chainOf(5);
+    const run = await auditVerify(['--file', exportFile(await readChain(t.db.admin, orgId))]);
+    expect(run.stdout).toContain(`organization ${orgId}: seq 1..5: intact, from the chain's first row`);
+    expect(run.stdout).toMatch(/^ok: .*: 5 rows of 1 organization checked offline/m);
+    expect(run.status).toBe(0);
+  });
+
+  it("checks a later range and says the first row's link needs the database", async () => {
+    const { orgId, sealed } = await chainOf(8);
+    const rows = (await readChain(t.db.admin, orgId)).filter((row) => row.seq >= 4);
+    const run = await auditVerify(['--file', exportFile(rows, { orgId })]);
+    expect(run.stdout).toContain(`seq 4..8: intact; the link of seq 4 to seq 3 (prevChecksum ${sealed[2]!.checksum}) cannot be checked without the database`);
+    expect(run.status).toBe(0);
+  });
+
+  it('reports a row altered in the file with its seq, id and kind, and exits 1', async () => {
+    const { orgId, sealed } = await chainOf(5);
+    const rows = (await readChain(t.db.admin, orgId)).map((row) => (row.seq === 3 ? { ...row, resourceName: 'WS-9999' } : row));
+    const run = await auditVerify(['--file', exportFile(rows)]);
+    expect(run.stdout).toContain(`break at seq 3, id ${sealed[2]!.id}, kind altered`);
+    expect(run.stdout).toMatch(/^break: /m);
+    expect(run.status).toBe(1);
+  });
+
+  it('reports a row taken out of an unfiltered export as missing, and exits 1', async () => {
+    const { orgId } = await chainOf(5);
+    const rows = (await readChain(t.db.admin, orgId)).filter((row) => row.seq !== 3);
+    const run = await auditVerify(['--file', exportFile(rows)]);
+    expect(run.stdout).toContain('break at seq 3, id none, kind missing');
+    expect(run.status).toBe(1);
+  });
+
+  it("checks each organization of a partner's export on its own", async () => {
+    const intact = await chainOf(3);
+    const altered = await chainOf(3);
+    const rows = [...(await readChain(t.db.admin, intact.orgId)), ...(await readChain(t.db.admin, altered.orgId))].map((row) =>
+      row.orgId === altered.orgId && row.seq === 2 ? { ...row, details: '{"approved": true}' } : row,
+    );
+    const run = await auditVerify(['--file', exportFile(rows)]);
+    expect(run.stdout).toContain(`organization ${intact.orgId}: seq 1..3: intact`);
+    expect(run.stdout).toContain(`organization ${altered.orgId}: seq 1..3: break at seq 2, id ${altered.sealed[1]!.id}, kind altered`);
+    // The altered chain is checked up to its break: 3 + 2 checksums recomputed.
+    expect(run.stdout).toMatch(/^break: .*: 5 rows of 2 organizations checked offline/m);
+    expect(run.status).toBe(1);
+  });
+
+  it('reports a second row at one position as inserted', async () => {
+    const { orgId, sealed } = await chainOf(3);
+    const rows = await readChain(t.db.admin, orgId);
+    const forged = { ...rows[1]!, id: randomUUID() };
+    const run = await auditVerify(['--file', exportFile([...rows, forged])]);
+    expect(run.stdout).toMatch(new RegExp(`break at seq 2, id (${forged.id}|${sealed[1]!.id}), kind inserted`));
+    expect(run.status).toBe(1);
+  });
+
+  it('refuses a filtered export with gaps in seq as not a contiguous range, and exits 2', async () => {
+    const { orgId } = await chainOf(5);
+    const rows = (await readChain(t.db.admin, orgId)).filter((row) => row.seq !== 3);
+    const run = await auditVerify(['--file', exportFile(rows, { action: 'device' })]);
+    expect(run.stderr).toContain('not a contiguous range: cannot verify offline');
+    expect(run.stderr).toContain('filtered by action');
+    expect(run.stdout).toBe('');
+    expect(run.status).toBe(2);
+  });
+
+  it('exits 2 on a file that is not a JSON export', async () => {
+    const path = join(dir, 'export.csv');
+    writeFileSync(path, 'id,orgId,seq\n');
+    const run = await auditVerify(['--file', path]);
+    expect(run.stderr).toContain('is not JSON');
+    expect(run.status).toBe(2);
+  });
+});
+
+describe('npm run audit:verify usage', () => {
+  it.each([
+    ['no arguments', [], 'give --org <orgId> or --file <export.json>'],
+    ['an organization id that is not a UUID', ['--org', 'acme'], '--org: Invalid UUID'],
+    ['an invalid --from', ['--org', randomUUID(), '--from', 'yesterday'], '--from:'],
+    ['an unknown option', ['--org', randomUUID(), '--orgs'], "Unknown option '--orgs'"],
+    ['--file with --org', ['--file', 'x.json', '--org', randomUUID()], '--file takes no --org'],
+  ])('exits 2 and prints the usage on %s', async (_case, args, message) => {
+    const run = await auditVerify(args);
+    expect(run.stderr).toContain(`usage error: ${message}`);
+    expect(run.stderr).toContain('Usage:');
+    expect(run.status).toBe(2);
+  });
+});
