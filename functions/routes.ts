@@ -12,8 +12,11 @@ import * as agents from '#shared/agents/schemas.ts';
 import * as agentLogs from '#shared/agent-logs/schemas.ts';
 import * as eventLogs from '#shared/event-logs/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
+import * as retention from '#shared/audit/retention-schemas.ts';
+import * as live from '#shared/live-query/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
+const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
 
 export const routes = {
   'GET /api/v1/health': route({ handler: 'system/health', auth: 'none', tag: 'system', summary: 'Readiness: 200 once the database answers', response: health, errors: [503] }),
@@ -61,6 +64,10 @@ export const routes = {
   'GET /api/v1/audit-logs/reports/compliance': route({ handler: 'audit/reports-compliance', auth: 'user', tag: 'audit', summary: 'Rows of the compliance-tracked actions of seed 2.3, detailed format, with counts per action', query: audit.auditListQuery, response: audit.auditCompliancePage, errors: [400, 401, 403] }),
   'GET /api/v1/audit-logs/verify': route({ handler: 'audit/chain-verify', auth: 'user', tag: 'audit', summary: 'Verify an organization\'s hash chain, optionally within from/to; partner and platform users name orgId', query: audit.auditVerifyQuery, response: audit.auditVerification, errors: [400, 401, 403, 404] }),
 
+  // Audit retention (seed 4.2): the organization's policy; JWT users only, like the trail it governs.
+  'GET /api/v1/orgs/organizations/{id}/audit-retention': route({ handler: 'audit/retention-get', auth: 'user', tag: 'audit', summary: 'The organization\'s audit retention policy (audit:read); configured false with the defaults (365 days) when it has none', params: h.idParams, response: retention.retentionPolicy, errors: [400, 401, 403, 404] }),
+  'PUT /api/v1/orgs/organizations/{id}/audit-retention': route({ handler: 'audit/retention-update', auth: 'user', tag: 'audit', summary: 'Save the organization\'s audit retention, 1 to 3650 days (audit:manage); the daily worker deletes the oldest rows beyond it; audited as organization.update', params: h.idParams, body: retention.updateRetentionPolicy, response: retention.retentionPolicy, errors: [400, 401, 403, 404] }),
+
   // Agents (seed 4.3, 4.4, 5): the bearer token from enrollment (401 when missing or revoked); the path names the
   // calling agent itself (another agent's id 403, an id no device matches 404). Bodies above maxBodyBytes: 413 unparsed.
   'POST /api/v1/agents/{id}/heartbeat': route({ handler: 'agents/heartbeat', auth: 'agent', tag: 'agents', summary: 'Heartbeat: records last seen, source IP, agent version and status; audits agent.source.ip.changed when the source IP changed', params: agents.agentParams, body: agents.heartbeat, maxBodyBytes: 64 * 1024, response: agents.heartbeatReply, errors: [400, 401, 403, 404, 413] }),
@@ -70,6 +77,29 @@ export const routes = {
   'GET /api/v1/devices/{id}/eventlogs': route({ handler: 'event-logs/list', auth: 'principal', tag: 'event-logs', summary: 'A device\'s stored event log entries, newest first (logs:read)', params: h.idParams, query: eventLogs.eventLogsQuery, response: eventLogs.deviceEventLogPage, errors: [400, 401, 403, 404] }),
   'GET /api/v1/orgs/organizations/{id}/ingest-limits': route({ handler: 'agents/ingest-limits-get', auth: 'principal', tag: 'agents', summary: 'The hourly ingest budgets per device in force for the organization (orgs:read)', params: h.idParams, response: agents.ingestLimits, errors: [400, 401, 403, 404] }),
   'PUT /api/v1/orgs/organizations/{id}/ingest-limits': route({ handler: 'agents/ingest-limits-update', auth: 'principal', tag: 'agents', summary: 'Override the hourly ingest budgets per device (orgs:write, partner and platform users; null restores the default); audited as organization.update', params: h.idParams, body: agents.updateIngestLimits, response: agents.ingestLimits, errors: [400, 401, 403, 404] }),
+
+  // Live event-log queries (seed 4.5): relayed to the device's agent over its WebSocket connection (wsRoutes); logs:read,
+  // the device tenant-scoped as GET /devices/{id}. 409 DEVICE_OFFLINE without a connection, 504 AGENT_TIMEOUT after 28 s
+  // (LIVE_QUERY_TIMEOUT_MS), 502 AGENT_BAD_RESPONSE for an unreadable answer, 404 for what the agent does not have.
+  // Each exists under /system-tools/devices/{deviceId} and /devices/{id}, one handler for both, except the list of logs:
+  // GET /devices/{id}/eventlogs is the stored event list (seed 4.4), so the live list is under /system-tools only.
+  'GET /api/v1/system-tools/devices/{deviceId}/eventlogs': route({ handler: 'live-query/eventlogs-list', auth: 'principal', tag: 'live-query', summary: 'The device\'s event logs, live from its agent (logs:read). Only here: GET /devices/{id}/eventlogs is the stored event list', params: live.systemToolsDeviceParams, response: live.eventLogDescriptorPage, errors: liveErrors }),
+  'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}': route({ handler: 'live-query/eventlogs-get', auth: 'principal', tag: 'live-query', summary: 'One event log of the device, live from its agent; the name is matched case-insensitively (logs:read)', params: live.systemToolsLogParams, response: live.eventLogDescriptor, errors: liveErrors }),
+  'GET /api/v1/devices/{id}/eventlogs/{name}': route({ handler: 'live-query/eventlogs-get', auth: 'principal', tag: 'live-query', summary: 'As GET /system-tools/devices/{deviceId}/eventlogs/{name}', params: live.deviceLogParams, response: live.eventLogDescriptor, errors: liveErrors }),
+  'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events': route({ handler: 'live-query/events-list', auth: 'principal', tag: 'live-query', summary: 'Events of one event log of the device, live from its agent, newest first, filtered by the agent (logs:read)', params: live.systemToolsLogParams, query: live.liveEventsQuery, response: live.liveEventPage, errors: liveErrors }),
+  'GET /api/v1/devices/{id}/eventlogs/{name}/events': route({ handler: 'live-query/events-list', auth: 'principal', tag: 'live-query', summary: 'As GET /system-tools/devices/{deviceId}/eventlogs/{name}/events', params: live.deviceLogParams, query: live.liveEventsQuery, response: live.liveEventPage, errors: liveErrors }),
+  'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events/{recordId}': route({ handler: 'live-query/events-get', auth: 'principal', tag: 'live-query', summary: 'One event of the device by its record id, live from its agent (logs:read)', params: live.systemToolsEventParams, response: live.liveEvent, errors: liveErrors }),
+  'GET /api/v1/devices/{id}/eventlogs/{name}/events/{recordId}': route({ handler: 'live-query/events-get', auth: 'principal', tag: 'live-query', summary: 'As GET /system-tools/devices/{deviceId}/eventlogs/{name}/events/{recordId}', params: live.deviceEventParams, response: live.liveEvent, errors: liveErrors }),
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteKey = keyof typeof routes;
+
+/**
+ * The WebSocket API (DESIGN.md "Shape"): agents connect with their token and answer live queries
+ * (shared/live-query). The local WebSocket gateway (infra/local/ws-gateway.ts) and the CDK stack read it.
+ */
+export const wsRoutes = {
+  $connect: { handler: 'ws/connect', summary: 'Authenticate the agent (Authorization: Bearer, or ?token=) and make this its device\'s live connection, replacing an older one' },
+  $disconnect: { handler: 'ws/disconnect', summary: 'Forget the connection' },
+  $default: { handler: 'ws/default', summary: 'An agent\'s answer to a live query (or a chunk of one), or a keep-alive' },
+} as const satisfies Record<'$connect' | '$disconnect' | '$default', { handler: string; summary: string }>;

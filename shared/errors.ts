@@ -12,7 +12,10 @@ export type ErrorCode =
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'PAYLOAD_TOO_LARGE'
   | 'RATE_LIMITED'
-  | 'UNAVAILABLE';
+  | 'UNAVAILABLE'
+  | 'DEVICE_OFFLINE'
+  | 'AGENT_TIMEOUT'
+  | 'AGENT_BAD_RESPONSE';
 
 export class DomainError extends Error {
   constructor(
@@ -32,3 +35,10 @@ export const ValidationFailed = (message: string, details?: unknown) => new Doma
 /** 429 with a Retry-After header of `retryAfterSeconds` (shared/http/error-envelope.ts). */
 export const RateLimited = (message: string, retryAfterSeconds: number, details: Record<string, unknown> = {}) =>
   new DomainError('RATE_LIMITED', message, { retryAfterSeconds, ...details });
+
+/** Live queries (seed 4.5, 7): the device's agent has no WebSocket connection. */
+export const DeviceOffline = () => new DomainError('DEVICE_OFFLINE', 'The device is offline: its agent has no live connection');
+/** Live queries (seed 7, 8): the agent did not answer in time. */
+export const AgentTimeout = (waitedMs: number) => new DomainError('AGENT_TIMEOUT', `The agent did not answer within ${Number((waitedMs / 1000).toFixed(1))} seconds`);
+/** Live queries (seed 7): the agent's answer could not be read. */
+export const AgentBadResponse = (message = 'The agent\'s answer could not be read') => new DomainError('AGENT_BAD_RESPONSE', message);

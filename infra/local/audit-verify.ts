@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
 import { auditVerifyQuery } from '#shared/audit/schemas.ts';
-import type { ChainRow } from '#shared/audit/store.ts';
+import type { ChainLink, ChainRow } from '#shared/audit/store.ts';
 import { verifyChain, verifyRowsOffline, type ChainBreak, type ChainBreakKind } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 
@@ -19,9 +19,14 @@ const usage = `Usage:
 
   --org <orgId>     verify the organization's chain in the database: DATABASE_URL if set, else the
                     embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329)
-  --from, --to      only the rows timestamped in this range (ISO 8601 with offset), and the links around them
+  --from, --to      only the rows timestamped in this range, and the links around them (ISO 8601; without an
+                    offset UTC; a date alone is from the start / to the end of that UTC day)
   --progress        show the progress line even when stderr is not a terminal
   --file <path>     verify a JSON export (GET /api/v1/audit-logs/export?format=json) offline, without the database
+
+Both print each organization's chain head (seq and checksum). Checksums are unkeyed SHA-256: whoever can
+rewrite the database, or the file, can recompute them all. Keep heads outside the database and compare:
+a file's recorded head with the live one (--org prints it), a live head with one kept earlier.
 
 Exit status: 0 chain intact, 1 break found, 2 usage error or not verifiable.`;
 
@@ -38,6 +43,7 @@ const meaning: Record<ChainBreakKind, string> = {
 const count = (n: number) => n.toLocaleString('en-US');
 const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
 const describeBreak = (b: ChainBreak) => `seq ${b.seq}, id ${b.id ?? 'none'}, kind ${b.kind}: ${meaning[b.kind]}`;
+const describeLink = (link: ChainLink) => `seq ${link.seq}, checksum ${link.checksum}`;
 
 /** Where the database is, without its password. */
 const location = (url: string) => {
@@ -84,19 +90,23 @@ async function verifyInDatabase(query: { orgId: string; from?: string; to?: stri
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-audit-verify' });
   const progress = progressLine(`verifying organization ${query.orgId}`, showProgress || process.stderr.isTTY === true);
   try {
-    const result = await verifyChain(db, query.orgId, { from: query.from, to: query.to, onProgress: progress.update });
+    const result = await verifyChain(db, query.orgId, { from: query.from, to: query.to, onProgress: progress.update, reportHead: true });
     progress.end();
-    if (result.firstBreak) {
-      console.log(`break: organization ${query.orgId}: ${describeBreak(result.firstBreak)} (${rows(result.checked)} checked)`);
-      return 1;
-    }
     const window = [query.from && `from ${query.from}`, query.to && `to ${query.to}`].filter(Boolean).join(' ');
     console.log(
-      result.checked === 0
-        ? `ok: organization ${query.orgId} has no audit rows${window && ` timestamped ${window}`}: nothing to check`
-        : `ok: organization ${query.orgId}: chain intact, ${rows(result.checked)} checked${window && ` (the rows timestamped ${window}, and the links around them)`}`,
+      result.firstBreak
+        ? `break: organization ${query.orgId}: ${describeBreak(result.firstBreak)} (${rows(result.checked)} checked)`
+        : result.checked === 0
+          ? `ok: organization ${query.orgId} has no audit rows${window && ` timestamped ${window}`}: nothing to check`
+          : `ok: organization ${query.orgId}: chain intact, ${rows(result.checked)} checked${window && ` (the rows timestamped ${window}, and the links around them)`}`,
     );
-    return 0;
+    // The checksums prove the rows consistent with this head, not the head itself: it must match a copy kept elsewhere.
+    console.log(
+      result.head
+        ? `head: organization ${query.orgId}: ${describeLink(result.head)} (compare it with a head kept outside the database, e.g. an export's)`
+        : `head: organization ${query.orgId}: none`,
+    );
+    return result.firstBreak ? 1 : 0;
   } catch (error) {
     progress.end();
     const hint = process.env.DATABASE_URL ? 'DATABASE_URL' : 'the embedded database of `npm start`: is it running? Or set DATABASE_URL';
@@ -114,6 +124,8 @@ const text = z.string().nullable();
 const exportFile = z.object({
   exportedAt: z.string(),
   filters: z.record(z.string(), z.unknown()),
+  // Exports before heads were recorded have none.
+  heads: z.record(z.string(), z.object({ seq: z.number().int(), checksum: z.string() })).optional(),
   rows: z.array(
     z.object({
       ...(Object.fromEntries(exportColumns.map((column) => [column, text])) as Record<(typeof exportColumns)[number], typeof text>),
@@ -153,7 +165,7 @@ function verifyFile(path: string): number {
   const narrowedBy = Object.keys(file.filters).filter((filter) => filter !== 'orgId');
   // Unfiltered and under the row cap, an export holds every row in scope: a gap in it is a row taken out of the file.
   const complete = narrowedBy.length === 0 && file.rows.length < maxExportRows;
-  const result = verifyRowsOffline(file.rows as ChainRow[], { complete });
+  const result = verifyRowsOffline(file.rows as ChainRow[], { complete, heads: file.heads });
   if (!result.contiguous) {
     const why = narrowedBy.length > 0 ? `the export was filtered by ${narrowedBy.join(', ')}` : `the export holds only the ${count(maxExportRows)} newest rows by timestamp`;
     throw new Unverifiable(
@@ -174,9 +186,17 @@ function verifyFile(path: string): number {
         `  ${span}: intact; the link of seq ${chain.firstSeq} to seq ${chain.firstSeq - 1} (prevChecksum ${chain.firstPrevChecksum ?? 'null'}) ` +
           `cannot be checked without the database`,
       );
+    if (!chain.firstBreak) console.log(`    last verified: seq ${chain.lastSeq}, checksum ${chain.lastChecksum}`);
+    console.log(`    head recorded in the export: ${chain.recordedHead ? describeLink(chain.recordedHead) : 'none (an export without heads)'}`);
   }
   const scope = `${rows(result.checked)} of ${result.chains.length} organization${result.chains.length === 1 ? '' : 's'} checked offline against the file itself`;
   console.log(`${result.ok ? 'ok' : 'break'}: ${path} (exported ${file.exportedAt}): ${scope}${result.ok ? '' : '; the break is shown above'}`);
+  // Anyone can recompute unkeyed SHA-256 checksums: the file proves itself consistent, not authentic.
+  console.log(
+    'note: the file is checked against itself only, and a forged file can be made consistent: compare each recorded head with the live head ' +
+      '(npm run audit:verify -- --org <orgId> prints it). It must be the same, or, when rows were added since, a later export must hold a row ' +
+      'with the recorded seq and checksum.',
+  );
   return result.ok ? 0 : 1;
 }
 

@@ -4,17 +4,23 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { routes } from '#functions/routes.ts';
-import { closeAppDb } from '#shared/db/client.ts';
+import { routes, wsRoutes } from '#functions/routes.ts';
+import { runRetention } from '#shared/audit/retention.ts';
+import { auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
+import { useLocalDataApi } from './data-api-server.ts';
 import { prepareDatabase, roleUrls, roleUrlVariables, type LocalRole } from './database.ts';
 import { seedDemo, signDemoUserTokens } from './demo.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './embedded-postgres.ts';
 import { startHttpGateway } from './http-gateway.ts';
+import { startWsGateway, useLocalManagementApi } from './ws-gateway.ts';
+import { startAgent } from './agent/agent.ts';
+import { generateEventStore } from './agent/event-store.ts';
 
 const dataDir = '.data';
 const port = Number(process.env.PORT ?? 3000);
+const wsPort = Number(process.env.WS_PORT ?? 3001);
 // Unset: every interface, IPv6 and IPv4 where the host has IPv6, IPv4 alone where it has not.
 const host = process.env.HOST || undefined;
 
@@ -29,6 +35,43 @@ function localJwtSecret(): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+/**
+ * The daily retention worker, as EventBridge runs it in AWS: a minute after start, then every 24 hours, as
+ * logbook_audit_admin (AUDIT_ADMIN_DATABASE_URL). The timer never keeps the process alive; the returned stop
+ * interrupts a run between batches and waits for it.
+ */
+function scheduleRetention(): () => Promise<void> {
+  const day = 24 * 60 * 60 * 1000;
+  const stopping = new AbortController();
+  let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const runOnce = async () => {
+    try {
+      const run = await runRetention(auditAdminDb(), { signal: stopping.signal });
+      const pruned = run.organizations.filter((org) => org.rowsDeleted > 0).length;
+      if (run.rowsDeleted > 0) console.log(`retention: deleted ${run.rowsDeleted.toLocaleString('en-US')} audit rows older than their policy from ${pruned} organization(s)`);
+      for (const org of run.organizations) if (org.error) console.error(`retention: organization ${org.orgId} could not be pruned: ${org.error}`);
+    } catch (error) {
+      console.error('retention: the daily run failed:', error);
+    }
+  };
+  const schedule = (delay: number) => {
+    timer = setTimeout(() => {
+      running = runOnce().finally(() => {
+        running = undefined;
+        if (!stopping.signal.aborted) schedule(day);
+      });
+    }, delay).unref();
+  };
+  schedule(60_000);
+  return async () => {
+    stopping.abort();
+    clearTimeout(timer);
+    await running;
+    await closeAuditAdminDb();
+  };
+}
+
 async function main() {
   let embedded: RunningPostgres | undefined;
   let adminUrl = process.env.DATABASE_URL;
@@ -41,6 +84,8 @@ async function main() {
   await prepareDatabase(adminUrl, { log: (line) => console.log(line), logins: derived });
   const urls = roleUrls(adminUrl);
   for (const role of derived) process.env[roleUrlVariables[role]] = urls[role];
+  // LOGBOOK_DB_DRIVER=data-api: the handlers and the retention worker reach the database through a local RDS Data API, as in Lambda.
+  const dataApi = process.env.LOGBOOK_DB_DRIVER === 'data-api' ? await useLocalDataApi() : undefined;
   // With a JWKS URL the identity provider signs user tokens; a local secret would sign tokens nobody accepts.
   const jwksUrl = process.env.JWT_JWKS_URL;
   if (!jwksUrl) process.env.JWT_SECRET = localJwtSecret();
@@ -48,6 +93,18 @@ async function main() {
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const demo = await seedDemo(admin).finally(() => admin.close());
   const gateway = await startHttpGateway({ port, host, routes });
+  const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
+  useLocalManagementApi(wsGateway);
+  // The demo device's simulated Windows agent, so that live queries answer at once (README "Live event-log queries").
+  const demoAgent = startAgent({
+    server: gateway.url,
+    wsUrl: wsGateway.url,
+    agentId: demo.agentId,
+    token: demo.agentToken,
+    store: generateEventStore({ computer: 'demo-device' }),
+    log: (line) => console.log(`[demo agent] ${line}`),
+  });
+  const stopRetention = scheduleRetention();
 
   const base = `http://localhost:${gateway.port}/api/v1`;
   const tokens = jwksUrl ? undefined : await signDemoUserTokens(demo);
@@ -60,7 +117,8 @@ async function main() {
   console.log(`
 Logbook is running
   HTTP API      ${base}   (OpenAPI document: ${base}/openapi.json)
-  Database      ${embedded ? `embedded PostgreSQL 17 in ${dataDir}/postgres (${adminUrl})` : 'DATABASE_URL'}
+  WebSocket API ws://localhost:${wsGateway.port}   (agents' live-query channel; management API on the same port)
+  Database      ${embedded ? `embedded PostgreSQL 17 in ${dataDir}/postgres (${adminUrl})` : 'DATABASE_URL'}${dataApi ? `\n  Data API      ${dataApi.url} (LOGBOOK_DB_DRIVER=data-api)` : ''}
 
 ${jwksUrl ? `JWT settings (JWKS)\n  JWT_JWKS_URL=${jwksUrl}` : `JWT settings (HS256)\n  JWT_SECRET=${process.env.JWT_SECRET}`}
   JWT_ISSUER=${process.env.JWT_ISSUER || jwtDefaults.issuer}
@@ -76,6 +134,8 @@ ${userTokens}
 
 Try
   curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" ${base}/devices
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" ${base}/system-tools/devices/${demo.deviceId}/eventlogs
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "${base}/devices/${demo.deviceId}/eventlogs/security/events?eventId=4625&limit=5"
 `);
 
   let stopping = false;
@@ -83,11 +143,18 @@ Try
     if (stopping) return;
     stopping = true;
     console.log(`\n${signal}: stopping`);
+    await demoAgent.stop();
+    await wsGateway.close();
     await gateway.close();
+    await stopRetention();
     await closeAppDb();
+    await dataApi?.close();
     await embedded?.stop();
     process.exit(0);
   };
+  // embedded-postgres's exit hook would end the process (code 130) a few milliseconds after the signal, racing
+  // the stop below, which stops the embedded database itself.
+  process.removeAllListeners('SIGINT').removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }

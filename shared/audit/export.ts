@@ -4,7 +4,7 @@ import { acceptsGzip, fileDownload, gzipInputBudget, payloadBytes, replyBodyBudg
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
 import { readExportPage, type AuditFilters, type ExportCursor } from './read-store.ts';
-import type { ChainRow } from './store.ts';
+import { readChainHeads, type ChainRow } from './store.ts';
 import { writeRouteAudit, type AuditContext } from './writer.ts';
 
 /** seed 8: an export holds at most 10,000 rows. */
@@ -22,7 +22,8 @@ export type ExportFormat = 'csv' | 'json';
  * GET /audit-logs/export: the newest rows in scope (at most 10,000) with every canonical value of the chain,
  * so a JSON export of an unfiltered range verifies offline (shared/audit/canonical.ts). Read in keyset pages
  * from one REPEATABLE READ snapshot, so a write during the export neither shifts nor repeats rows. Each
- * organization whose rows leave is told so in its own trail (data.export, seed 6).
+ * organization whose rows leave is told so in its own trail (data.export, seed 6). A JSON export also carries
+ * each exported organization's chain head from the same snapshot (`heads`), to compare with the live chain.
  */
 export async function exportAuditLogs(db: Db, principal: Principal, audit: AuditContext, query: AuditFilters & { format: ExportFormat }, acceptEncoding?: string) {
   const { format, ...filters } = query;
@@ -31,7 +32,7 @@ export async function exportAuditLogs(db: Db, principal: Principal, audit: Audit
     format === 'csv' ? csvRecord(exportColumns.map((column) => row[column])) : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
   // Reading stops as soon as the file cannot fit Lambda's reply any more (download.ts).
   const budget = acceptsGzip(acceptEncoding) ? gzipInputBudget : replyBodyBudget;
-  const { records, rowsPerOrg } = await db.transaction(
+  const { records, rowsPerOrg, heads } = await db.transaction(
     async (tx) => {
       const records: string[] = [];
       const rowsPerOrg = new Map<string, number>();
@@ -49,7 +50,9 @@ export async function exportAuditLogs(db: Db, principal: Principal, audit: Audit
         if (bytes > budget) throw tooLarge(acceptsGzip(acceptEncoding));
         after = page.at(-1);
       }
-      return { records, rowsPerOrg };
+      // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain.
+      const heads = format === 'json' ? await readChainHeads(tx, [...rowsPerOrg.keys()]) : {};
+      return { records, rowsPerOrg, heads };
     },
     { isolation: 'REPEATABLE READ' },
   );
@@ -59,7 +62,7 @@ export async function exportAuditLogs(db: Db, principal: Principal, audit: Audit
   const body =
     format === 'csv'
       ? [csvRecord(exportColumns), ...records, ''].join('\r\n')
-      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"rows":[${records.join(',')}]}`;
+      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},"rows":[${records.join(',')}]}`;
   const reply = fileDownload({ body, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json', filename }, acceptEncoding);
 
   // An empty export is still recorded for an organization user's own organization.

@@ -14,15 +14,19 @@ type IngestReceipt = z.output<typeof ingestReceipt>;
 
 /**
  * Appends audit events that other platform components report (issue 3): a service key (org_service)
- * for its own organization, a platform caller for any existing one. Each row records who reported
- * it in details.reportedBy; the event's own actor fields describe the original actor. All rows go
- * in one statement; with an Idempotency-Key, a retry within 24 hours gets the first reply.
+ * for its own organization, a platform caller for any existing one. Only the actions those components
+ * own, and timestamps at most 10 minutes ahead (schemas.ts ingestedEvent). Each row records who reported
+ * it in details.reportedBy and when the server received it in details.reportedAt; the event's own actor
+ * fields describe the original actor. All rows go in one statement; with an Idempotency-Key, a retry
+ * within 24 hours gets the first reply.
  */
 export async function ingestAuditEvents(db: Db, principal: Principal, body: IngestRequest, keyHeader: string | undefined): Promise<IngestReceipt> {
   const key = parseIdempotencyKey(keyHeader);
   requirePermission(principal, 'audit:write');
   const reportedBy = { actorType: principal.actorType, id: principal.id };
-  const rows = body.events.map((event) => toAuditRow({ ...event, details: { ...event.details, reportedBy } }));
+  // When the server received the report, beside the event's own timestamp (which the reporter chose).
+  const reportedAt = new Date().toISOString();
+  const rows = body.events.map((event) => toAuditRow({ ...event, details: { ...event.details, reportedBy, reportedAt } }));
   await assertOrganizations(db, principal, rows);
   const append = async (tx: Db): Promise<IngestReceipt> => ({ received: rows.length, ids: inRequestOrder(rows, await insertAuditRows(tx, rows)) });
   if (key === undefined) return append(db);

@@ -18,8 +18,9 @@ export type AuditListQuery = Page & AuditFilters & { skipCount: boolean };
 
 /**
  * One page, newest first. With skipCount the count(*) over the filtered set is skipped (seed 4.1): one row
- * more than the page is read, and the total reports what is known (the rows up to this page, plus one when
- * more exist), with hasMore.
+ * more than the page is read, and the total is a lower bound, the rows known to exist: a row at some position
+ * proves every row before it, so a page with rows gives the rows up to it, plus one when more exist (hasMore).
+ * An empty page proves nothing (the set may end anywhere before it): total 0, hasMore false. Go back to page 1.
  */
 export async function listAuditEntries(db: Db, principal: Principal, query: AuditListQuery) {
   const scope = readableScope(principal, query);
@@ -31,7 +32,8 @@ export async function listAuditEntries(db: Db, principal: Principal, query: Audi
   const read = await listAuditRows(db, scope, { offset, limit: query.limit + 1 });
   const rows = read.slice(0, query.limit);
   const hasMore = read.length > query.limit;
-  return { rows, pagination: { ...pagination(query.page, query.limit, offset + rows.length + (hasMore ? 1 : 0)), hasMore } };
+  const known = rows.length === 0 ? 0 : offset + rows.length + (hasMore ? 1 : 0);
+  return { rows, pagination: { ...pagination(query.page, query.limit, known), hasMore } };
 }
 
 /** GET /audit-logs: seed 4.1.1, the viewer's flattened format. */
@@ -56,14 +58,15 @@ export async function getAuditEntry(db: Db, principal: Principal, audit: AuditCo
 
 /**
  * Verifies one organization's chain (issue 3): organization users their own; partner and platform users
- * name it. Another tenant's organization is 404.
+ * name it. Another tenant's organization is 404. The reply carries the chain head read in the same snapshot,
+ * to be kept or compared outside the database (README "Verifying the chain").
  */
 export async function verifyAuditChain(db: Db, principal: Principal, query: { orgId?: string; from?: string; to?: string }) {
   requirePermission(principal, 'audit:read');
   const orgId = query.orgId ?? (principal.scope === 'organization' ? principal.orgId : null);
   if (!orgId) throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' }]);
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
-  return verifyChain(db, orgId, { from: query.from, to: query.to });
+  return verifyChain(db, orgId, { from: query.from, to: query.to, reportHead: true });
 }
 
 type Json = Record<string, unknown>;

@@ -95,8 +95,9 @@ const entryColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${cano
   a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", a.details,
   a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
   ${categorySql('a.action')} AS category, dv.hostname AS "actorHostname"`;
-// Agents and devices are deleted softly, so an agent's hostname stays known to its old rows.
-const actorHostnameJoin = `LEFT JOIN agents ag ON a.actor_type = 'agent' AND ag.id = a.actor_id LEFT JOIN devices dv ON dv.id = ag.device_id`;
+// Agents and devices are deleted softly, so an agent's hostname stays known to its old rows. Only a device of the
+// row's own organization: an ingested event may name any agent id, and must not reveal another tenant's hostname.
+const actorHostnameJoin = `LEFT JOIN agents ag ON a.actor_type = 'agent' AND ag.id = a.actor_id LEFT JOIN devices dv ON dv.id = ag.device_id AND dv.org_id = a.org_id`;
 
 /** Newest first, stable (seed 4.1): seq orders rows of one instant, org_id rows of different organizations. */
 const newestFirst = 'a.timestamp DESC, a.seq DESC, a.org_id DESC';

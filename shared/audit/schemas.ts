@@ -7,13 +7,27 @@ export type ActorType = (typeof actorTypes)[number];
 export const auditResults = ['success', 'failure', 'denied'] as const;
 export type AuditResult = (typeof auditResults)[number];
 
+const earliestInstant = Date.parse('0001-01-01T00:00:00Z');
+const endOfInstants = Date.UTC(10_000, 0, 1);
+/** Only checked once the value is an ISO 8601 date-time, so a malformed value gets one issue. */
+const whenWellFormed = { when: (payload: { issues: readonly unknown[] }) => payload.issues.length === 0 };
+
+/**
+ * ISO 8601 with an offset, within what PostgreSQL and audit_logs store: a year from 0001 to 9999 (also once
+ * converted to UTC, the table's CHECK) and an offset within ±15:59.
+ */
+const strictInstant = z.iso.datetime({ offset: true }).refine((value) => {
+  const at = Date.parse(value);
+  return !value.startsWith('0000') && !/[+-](1[6-9]|2\d):\d\d$/.test(value) && at >= earliestInstant && at < endOfInstants;
+}, { message: 'Give a year from 0001 to 9999 (also in UTC) and an offset within ±15:59', ...whenWellFormed });
+
 /**
  * One audit event as writers hand it over (seed 2.2). Identifiers may be any text:
  * a non-UUID is stored as the zero UUID with the original kept in details (seed 2.2 rules 1-2).
  */
 export const auditEvent = z.object({
   orgId: z.uuid().nullish(),
-  timestamp: z.iso.datetime({ offset: true }).optional().meta({ description: 'When the action occurred; defaults to now (seed 2.2)' }),
+  timestamp: strictInstant.optional().meta({ description: 'When the action occurred; defaults to now (seed 2.2)' }),
   actorType: z.enum(actorTypes),
   actorId: z.string().min(1).max(255),
   actorEmail: z.string().max(255).nullish(),
@@ -22,7 +36,7 @@ export const auditEvent = z.object({
   resourceId: z.string().min(1).max(255).nullish(),
   resourceName: z.string().max(255).nullish(),
   details: z.record(z.string(), z.unknown()).optional(),
-  ipAddress: z.string().max(45).nullish(),
+  ipAddress: z.string().max(255).nullish().meta({ description: 'An IPv4 or IPv6 address; any other value is stored as null, the original in details.rawIpAddress' }),
   userAgent: z.string().max(4096).nullish(),
   result: z.enum(auditResults).default('success'),
   errorMessage: z.string().max(10_000).nullish(),
@@ -30,10 +44,33 @@ export const auditEvent = z.object({
 export type AuditEvent = z.input<typeof auditEvent>;
 
 /**
+ * The actions other platform components own (issue 3) and may report: the service emits every other action of
+ * seed 6 itself (device.*, data.*, organization.*, agent.*), and a reported one would be indistinguishable from it.
+ */
+export const reportableActions = ['user.login', 'user.login.failed', 'user.logout', 'user.permission.change', 'policy.*', 'alert.*', 'script.execute', 'automation.policy.evaluate'] as const;
+const isReportable = (action: string) =>
+  reportableActions.some((allowed) => (allowed.endsWith('.*') ? action.startsWith(allowed.slice(0, -1)) && action.length > allowed.length - 1 : action === allowed));
+/** How far ahead of the server's clock a reported timestamp may lie (clock skew), not more. */
+export const maxFutureSkewMs = 10 * 60 * 1000;
+
+/**
  * POST /api/v1/audit-logs/events (issue 3): events that other platform components own, validated by
  * the same schema; orgId is required, and lower-cased so batches sort (and lock) organizations alike.
  */
-export const ingestedEvent = auditEvent.extend({ orgId: z.uuid().overwrite((id) => id.toLowerCase()) }).strict();
+export const ingestedEvent = auditEvent
+  .extend({
+    orgId: z.uuid().overwrite((id) => id.toLowerCase()),
+    action: z
+      .string()
+      .max(100)
+      .refine(isReportable, `Give one of ${reportableActions.join(', ')}; actions the service emits itself cannot be reported`)
+      .meta({ description: `One of ${reportableActions.join(', ')} (a * stands for any rest)` }),
+    timestamp: strictInstant
+      .refine((value) => Date.parse(value) <= Date.now() + maxFutureSkewMs, { message: 'A timestamp may lie at most 10 minutes in the future', ...whenWellFormed })
+      .optional()
+      .meta({ description: 'When the action occurred (ISO 8601 with offset, at most 10 minutes ahead of the server); defaults to now' }),
+  })
+  .strict();
 export const ingestEvents = z
   .object({ events: z.array(ingestedEvent).min(1).max(500).meta({ description: '1 to 500 events; one invalid event rejects the request and stores nothing' }) })
   .strict();
@@ -45,10 +82,24 @@ export const idempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'Give 1 t
 
 // Reading the trail (seed 4.1, issue 3 "Endpoints"): one filter schema for every list, search, export and report route.
 
-/** ISO 8601 with an offset, within what PostgreSQL reads (year 0001 and later, offsets up to ±15:59). */
-const instant = z.iso
-  .datetime({ offset: true })
-  .refine((v) => !v.startsWith('0000') && !/[+-](1[6-9]|2\d):\d\d$/.test(v), 'Give a year from 0001 and an offset within ±15:59');
+/** In the OpenAPI document a filter instant is any string: the date-time format and pattern are of its normalized form. */
+const anyInstantText = ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+  delete jsonSchema.format;
+  delete jsonSchema.pattern;
+  jsonSchema.examples = ['2026-03-01T10:00:00Z', '2026-03-01T11:00:00+0100', '2026-03-01T10:00:00', '2026-03-01'];
+};
+/**
+ * A from/to filter: ISO 8601 with an offset (Z, +01:00 or +0100), or without one as UTC; a date alone is the
+ * start of that UTC day for `from` and its end (23:59:59.999999) for `to`, so from=2026-01-01&to=2026-01-31
+ * is all of January. Normalized to ISO 8601 with an offset, then held to the strict instant rules.
+ */
+const filterInstant = (bound: 'from' | 'to') =>
+  z.preprocess((value) => {
+    if (typeof value !== 'string') return value;
+    if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return `${value}T${bound === 'from' ? '00:00:00' : '23:59:59.999999'}Z`;
+    if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?$/.test(value)) return `${value}Z`;
+    return value.replace(/^(.*T.*[+-]\d{2})(\d{2})$/, '$1:$2');
+  }, strictInstant);
 /** An empty filter (`?user=`, as viewers send them) is no filter. */
 const filterText = (description: string) =>
   z.preprocess((v) => (v === '' ? undefined : v), z.string().max(255).optional()).meta({ description: `${description}; LIKE wildcards match literally` });
@@ -57,8 +108,18 @@ export const auditFilterFields = {
   user: filterText('Case-insensitive substring of the actor e-mail or the actor name'),
   action: filterText('Case-insensitive substring of the action'),
   resource: filterText('Case-insensitive substring of the resource type or the resource name'),
-  from: instant.optional().meta({ description: 'Rows at or after this instant (ISO 8601 with offset)' }),
-  to: instant.optional().meta({ description: 'Rows at or before this instant (ISO 8601 with offset)' }),
+  from: filterInstant('from')
+    .optional()
+    .meta({
+      description: 'Rows at or after this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (from the start of that UTC day)',
+      override: anyInstantText,
+    }),
+  to: filterInstant('to')
+    .optional()
+    .meta({
+      description: 'Rows at or before this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (to the end of that UTC day)',
+      override: anyInstantText,
+    }),
   orgId: z.uuid().optional().meta({
     description: "Only this organization's rows. Partner users: one of their organizations (soft-deleted ones included); another tenant's gives an empty result",
   }),
@@ -72,7 +133,7 @@ const listFields = {
     .transform((value) => value === 'true' || value === '1')
     .meta({
       description:
-        'true or 1: no count(*) over the filtered set; pagination.total is then what is known (rows up to this page, plus 1 when more exist) and pagination.hasMore says whether a next page exists',
+        'true or 1: no count(*) over the filtered set; pagination.total is then a lower bound, the rows known to exist (rows up to this page, plus 1 when more exist; 0 for an empty page, which proves nothing) and pagination.hasMore says whether a next page exists',
     }),
 };
 export const auditListQuery = z.object(listFields);
@@ -95,7 +156,11 @@ export const auditIdParams = z.object({ id: z.uuid() });
 
 export const auditPagination = paginationSchema
   .extend({ hasMore: z.boolean().optional().meta({ description: 'Only with skipCount=true: whether a next page exists' }) })
-  .meta({ id: 'AuditPagination', description: 'With skipCount=true, total = rows up to this page (+1 when more exist) and totalPages follows from it' });
+  .meta({
+    id: 'AuditPagination',
+    description:
+      'With skipCount=true, total is a lower bound: the rows up to this page (+1 when more exist), or 0 when the page is empty (a page past the end proves no row); totalPages follows from it',
+  });
 
 const timestamp = z.string().meta({ description: 'ISO 8601, UTC, microseconds: YYYY-MM-DDTHH:MM:SS.ffffffZ' });
 const categoryField = z.enum(auditCategories).meta({ description: 'seed 2.3, by action prefix' });
@@ -185,8 +250,22 @@ export const auditExportRow = z
     checksum: z.string(),
   })
   .meta({ id: 'AuditExportRow' });
+/** A position of an organization's chain: its seq and that row's checksum. */
+const chainHead = z
+  .object({ seq: z.number().int(), checksum: z.string() })
+  .meta({ id: 'AuditChainHead', description: "An organization's last sealed row: its seq and checksum" });
 export const auditExport = z
-  .object({ exportedAt: z.iso.datetime(), filters: z.record(z.string(), z.unknown()), rows: z.array(auditExportRow) })
+  .object({
+    exportedAt: z.iso.datetime(),
+    filters: z.record(z.string(), z.unknown()),
+    heads: z.record(z.uuid(), chainHead).meta({
+      description:
+        "The chain head of each organization with rows in the file, read in the export's snapshot. The file's rows verify on their own " +
+        '(npm run audit:verify -- --file), but so would rows forged with their checksums: compare these heads with the live ones ' +
+        '(GET /audit-logs/verify) or with copies kept elsewhere',
+    }),
+    rows: z.array(auditExportRow),
+  })
   .meta({
     id: 'AuditExport',
     description:
@@ -197,5 +276,10 @@ export const auditVerification = z
     ok: z.boolean(),
     checked: z.number().int().meta({ description: 'Rows whose checksum was recomputed' }),
     firstBreak: z.object({ seq: z.number().int(), id: z.uuid().nullable(), kind: z.enum(['altered', 'missing', 'inserted', 'link']) }).optional(),
+    head: chainHead.nullable().meta({
+      description:
+        "The organization's chain head (its last sealed row), read in the snapshot that was verified; null when the organization has no rows. " +
+        'Whoever can rewrite the database can also recompute every checksum and this head: keep it outside the database and compare it later',
+    }),
   })
   .meta({ id: 'AuditVerification' });

@@ -24,6 +24,17 @@ export function readChainHead(db: Db, orgId: string) {
   return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
 }
 
+/** The heads of these organizations, by organization id (an organization without rows has none). */
+export async function readChainHeads(db: Db, orgIds: readonly string[]): Promise<Record<string, ChainLink>> {
+  if (orgIds.length === 0) return {};
+  const { rows } = await db.query<ChainLink & { orgId: string }>(
+    `SELECT org_id::text AS "orgId", seq, checksum FROM audit_chain_heads
+      WHERE org_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb)) ORDER BY org_id`,
+    { orgIds: [...orgIds] },
+  );
+  return Object.fromEntries(rows.map(({ orgId, seq, checksum }) => [orgId, { seq, checksum }]));
+}
+
 /** The latest retention cut: the earliest retained row links to it (DESIGN.md "Audit chain"). */
 export function readLatestCheckpoint(db: Db, orgId: string) {
   return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq DESC LIMIT 1', {

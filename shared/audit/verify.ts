@@ -21,6 +21,12 @@ export interface ChainVerification {
   /** Rows whose checksum was recomputed. */
   checked: number;
   firstBreak?: ChainBreak;
+  /**
+   * With `reportHead`: the organization's chain head as read in the verification snapshot (null: no head). The chain
+   * is only as trustworthy as this value: whoever can rewrite the database can recompute every checksum and the head
+   * with it, so compare it with a copy kept outside the database (an earlier export, a recorded reply).
+   */
+  head?: ChainLink | null;
 }
 
 export interface VerifyOptions {
@@ -32,6 +38,8 @@ export interface VerifyOptions {
   onProgress?: (progress: { checked: number; total: number }) => void | Promise<void>;
   pageRows?: number;
   pageBytes?: number;
+  /** Also return the chain head read in the snapshot (`head`). */
+  reportHead?: boolean;
 }
 
 const defaultPageRows = 5_000;
@@ -41,8 +49,9 @@ const defaultPageBytes = 1_000_000;
 /** Where the rows checked sit in their chain, as far as the reader knows it (DESIGN.md "Audit chain"). */
 export interface ChainBounds {
   /**
-   * The positions the chain holds: from the earliest retained one to the head's (0 when there is no head).
-   * A row outside them was never sealed into the chain: inserted. Unknown offline, where the head is not.
+   * The positions the chain holds: from the earliest retained one to the head's (unbounded when the head is gone:
+   * verifyChain reports that after the rows). A row outside them was never sealed into the chain: inserted.
+   * Unknown offline, where the head is not.
    */
   held?: { first: number; last: number };
   /**
@@ -136,6 +145,7 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
     async (tx) => {
       const head = await readChainHead(tx, orgId);
       const checkpoint = await readLatestCheckpoint(tx, orgId);
+      const withHead = (result: ChainVerification): ChainVerification => (options.reportHead ? { ...result, head: head ?? null } : result);
       // The first position the retained chain must hold (seed 6 retention: the oldest rows may be cut).
       const start = (checkpoint?.seq ?? 0) + 1;
 
@@ -145,37 +155,44 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
       let predecessorSeq: number | undefined;
       if (options.from !== undefined || options.to !== undefined) {
         const span = await readSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
-        if (!span) return { ok: true, checked: 0 };
+        if (!span) return withHead({ ok: true, checked: 0 });
         afterSeq = span.first - 2;
         untilSeq = span.last + 1;
         if (span.first - 1 >= start) predecessorSeq = span.first - 1;
       }
 
       const bounds: ChainBounds = {
-        held: { first: start, last: head?.seq ?? 0 },
+        // Without a head the chain's end is unknown: its rows are checked, and the missing head is reported after them.
+        held: { first: start, last: head ? head.seq : Number.POSITIVE_INFINITY },
         anchor: predecessorSeq !== undefined ? { predecessorSeq } : { start, checkpoint },
       };
       const total = untilSeq !== null && afterSeq !== null ? untilSeq - afterSeq : Math.max((head?.seq ?? 0) - start + 1, 0);
       let scan: ChainScan = { checked: 0 };
       for await (const page of readChainPages(tx, orgId, { afterSeq, untilSeq }, options)) {
         scan = checkChainRows(page, bounds, scan);
-        if (scan.firstBreak) return { ok: false, checked: scan.checked, firstBreak: scan.firstBreak };
+        if (scan.firstBreak) return withHead({ ok: false, checked: scan.checked, firstBreak: scan.firstBreak });
         await options.onProgress?.({ checked: scan.checked, total });
       }
 
       const { checked, last } = scan;
-      const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification => ({ ok: false, checked, firstBreak: { seq, id, kind } });
-      if (!head) return { ok: true, checked };
+      const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification => withHead({ ok: false, checked, firstBreak: { seq, id, kind } });
+      if (!head) {
+        // The head is written with the first row and never removed: rows, or a retention checkpoint, without one mean
+        // it was deleted, and whatever followed the last row it accounted for with it (a deleted tail cannot be told
+        // from an intact one). What is missing starts after the last row, or after the checkpoint when no row is left.
+        if (last) return untilSeq === null || last.seq < untilSeq ? broken(last.seq + 1, null, 'missing') : withHead({ ok: true, checked });
+        return checkpoint ? broken(checkpoint.seq + 1, null, 'missing') : withHead({ ok: true, checked });
+      }
       if (!last) {
         // Nothing retained: the whole chain was cut by retention, or its rows are gone.
-        if (checkpoint?.seq === head.seq) return checkpoint.checksum === head.checksum ? { ok: true, checked } : broken(head.seq, null, 'link');
+        if (checkpoint?.seq === head.seq) return checkpoint.checksum === head.checksum ? withHead({ ok: true, checked }) : broken(head.seq, null, 'link');
         return broken(start, null, 'missing');
       }
       // A deleted tail shows against the head (DESIGN.md "Audit chain"); a window only needs the row after it.
       const end = untilSeq === null ? head.seq : Math.min(untilSeq, head.seq);
       if (last.seq < end) return broken(last.seq + 1, null, 'missing');
       if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
-      return { ok: true, checked };
+      return withHead({ ok: true, checked });
     },
     { isolation: 'REPEATABLE READ' },
   );
@@ -195,6 +212,10 @@ export interface ExportedChainVerification {
   firstLinkChecked: boolean;
   /** The first row's prevChecksum: to compare with the checksum of the row before it in the database. */
   firstPrevChecksum: string | null;
+  /** The checksum of the file's last row of the organization: where its verified range ends. */
+  lastChecksum: string;
+  /** The head the file recorded for the organization (exports carry `heads`); undefined when the file has none. */
+  recordedHead?: ChainLink;
   firstBreak?: ChainBreak;
 }
 
@@ -209,7 +230,10 @@ export type OfflineVerification =
  * `complete` says the rows are every row of their range (an unfiltered export), so a gap in seq is a missing row;
  * otherwise a gap may be a row the filters left out, and the range cannot be verified offline.
  */
-export function verifyRowsOffline(rows: readonly ChainRow[], options: { complete: boolean }): OfflineVerification {
+export function verifyRowsOffline(
+  rows: readonly ChainRow[],
+  options: { complete: boolean; heads?: Readonly<Record<string, ChainLink>> },
+): OfflineVerification {
   const byOrg = new Map<string, ChainRow[]>();
   for (const row of rows) {
     const own = byOrg.get(row.orgId);
@@ -226,15 +250,24 @@ export function verifyRowsOffline(rows: readonly ChainRow[], options: { complete
   }
   const verified = chains.map(({ orgId, rows: own }): ExportedChainVerification => {
     const first = own[0]!;
-    const scan = checkChainRows(own, { anchor: first.seq === 1 ? { start: 1 } : { predecessorSeq: first.seq } });
+    const last = own.at(-1)!;
+    const recordedHead = options.heads?.[orgId];
+    const scan = checkChainRows(own, {
+      anchor: first.seq === 1 ? { start: 1 } : { predecessorSeq: first.seq },
+      // The recorded head was read in the export's snapshot: no row of that snapshot lies past it.
+      ...(recordedHead && { held: { first: 1, last: recordedHead.seq } }),
+    });
+    const firstBreak = scan.firstBreak ?? headBreak(last, recordedHead, options.complete);
     return {
       orgId,
       firstSeq: first.seq,
-      lastSeq: own.at(-1)!.seq,
+      lastSeq: last.seq,
       checked: scan.checked,
       firstLinkChecked: first.seq === 1,
       firstPrevChecksum: first.prevChecksum,
-      ...(scan.firstBreak && { firstBreak: scan.firstBreak }),
+      lastChecksum: last.checksum,
+      ...(recordedHead && { recordedHead }),
+      ...(firstBreak && { firstBreak }),
     };
   });
   return {
@@ -243,4 +276,15 @@ export function verifyRowsOffline(rows: readonly ChainRow[], options: { complete
     checked: verified.reduce((sum, chain) => sum + chain.checked, 0),
     chains: verified,
   };
+}
+
+/**
+ * The file's last row of an organization against the head the file recorded: the head's row must be that row,
+ * or, in a complete export (every row in scope), rows after the last one were taken out of the file.
+ */
+function headBreak(last: ChainRow, head: ChainLink | undefined, complete: boolean): ChainBreak | undefined {
+  if (!head) return undefined;
+  if (last.seq === head.seq) return last.checksum === head.checksum ? undefined : { seq: last.seq, id: last.id, kind: 'link' };
+  if (complete && last.seq < head.seq) return { seq: last.seq + 1, id: null, kind: 'missing' };
+  return undefined;
 }

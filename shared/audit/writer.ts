@@ -1,8 +1,8 @@
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { ValidationFailed } from '../errors.ts';
+import { asIp } from '../http/client-ip.ts';
 import { issueDetails } from '../http/error-envelope.ts';
-import { logger } from '../logger.ts';
 import { auditEvent, type AuditEvent } from './schemas.ts';
 import { insertAuditRows, type AuditRowInput } from './store.ts';
 
@@ -25,7 +25,9 @@ const quiet = () => process.env.NODE_ENV === 'test';
 
 /**
  * The row of an event (seed 2.2): a non-UUID actorId or resourceId is stored as the zero UUID
- * with the original in details.rawActorId / details.rawResourceId.
+ * with the original in details.rawActorId / details.rawResourceId; an ipAddress that is not an IP
+ * (node:net isIP, at most 45 characters) is stored as null with the original in details.rawIpAddress.
+ * Validates strictly: an event outside the schema throws (400 for POST /audit-logs/events).
  */
 export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput {
   const parsed = auditEvent.safeParse(event);
@@ -34,6 +36,7 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
   const details: Record<string, unknown> = { ...e.details };
   const actorId = uuidPattern.test(e.actorId) ? e.actorId : ((details.rawActorId = e.actorId), zeroUuid);
   const resourceId = e.resourceId == null || uuidPattern.test(e.resourceId) ? (e.resourceId ?? null) : ((details.rawResourceId = e.resourceId), zeroUuid);
+  const ipAddress = e.ipAddress == null ? null : (asIp(e.ipAddress) ?? ((details.rawIpAddress = e.ipAddress), null));
   return {
     orgId: event.orgId,
     timestamp: e.timestamp ?? null,
@@ -45,7 +48,7 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
     resourceId: resourceId?.toLowerCase() ?? null,
     resourceName: e.resourceName ?? null,
     details,
-    ipAddress: e.ipAddress ?? null,
+    ipAddress,
     userAgent: e.userAgent ?? null,
     result: e.result,
     errorMessage: e.errorMessage ?? null,
@@ -70,11 +73,71 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
+  // One line, the seed's text (seed 6 rule 1), silent in tests; in Lambda console.error lands in CloudWatch.
   const write = writeAuditEvent(context, event).catch((error: unknown) => {
-    if (!quiet()) console.error('[audit] Failed to write audit log:', error);
-    logger.error('[audit] Failed to write audit log', { action: event.action, error: String(error) });
+    if (!quiet()) console.error('[audit] Failed to write audit log:', event.action, error);
   });
   context.pending.push(write);
+}
+
+/**
+ * Column limits of audit_logs (seed 2.2), in characters. user_agent is text: 4,096 characters keep every real
+ * user agent whole and bound what a caller can make the trail store. actorId and resourceId are raw identifiers
+ * (a non-UUID is kept in details), errorMessage as the event schema bounds it.
+ */
+const columnLimits = { actorId: 255, actorEmail: 255, action: 100, resourceType: 50, resourceId: 255, resourceName: 255, ipAddress: 255, userAgent: 4096, errorMessage: 10_000 } as const;
+
+/**
+ * Text PostgreSQL can store: a lone UTF-16 surrogate (which JSON.stringify writes as \ud800, refused by jsonb)
+ * and NUL (refused by text and jsonb alike) become U+FFFD.
+ */
+const storable = (text: string) => text.toWellFormed().replaceAll('\u0000', '\ufffd');
+
+/** At most `max` characters (code points, as varchar(n) counts them), storable. */
+function clip(text: string, max: number): string {
+  const clean = storable(text);
+  if (clean.length <= max) return clean;
+  let end = 0;
+  let points = 0;
+  for (const point of clean) {
+    if (points === max) break;
+    end += point.length;
+    points += 1;
+  }
+  return clean.slice(0, end);
+}
+
+/** A JSON value with every string, keys included, made storable (what JSON.stringify would send, minus the failures). */
+function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return storable(value);
+  if (value === null || typeof value !== 'object') return value;
+  const json = (value as { toJSON?: () => unknown }).toJSON;
+  if (typeof json === 'function') return storableJson(json.call(value));
+  if (Array.isArray(value)) return value.map(storableJson);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [storable(key), storableJson(item)]));
+}
+
+/**
+ * A route's event made writable whatever the request sent, so no caller can suppress its own audit row with a
+ * value it controls (a header, a field that ends up in details): every string storable, every text cut to its
+ * column's limit (a user agent to 4,096 characters), an IP that is not one kept in details.rawIpAddress
+ * (toAuditRow). Only what the code itself sets (actorType, action, timestamp) can still fail validation.
+ */
+function writable(event: AuditEvent): AuditEvent {
+  const text = (value: string | null | undefined, max: number) => (value == null ? value : clip(value, max));
+  return {
+    ...event,
+    actorId: clip(event.actorId, columnLimits.actorId),
+    actorEmail: text(event.actorEmail, columnLimits.actorEmail),
+    action: text(event.action, columnLimits.action)!,
+    resourceType: text(event.resourceType, columnLimits.resourceType),
+    resourceId: text(event.resourceId, columnLimits.resourceId),
+    resourceName: text(event.resourceName, columnLimits.resourceName),
+    details: event.details && (storableJson(event.details) as Record<string, unknown>),
+    ipAddress: text(event.ipAddress, columnLimits.ipAddress),
+    userAgent: text(event.userAgent, columnLimits.userAgent),
+    errorMessage: text(event.errorMessage, columnLimits.errorMessage),
+  };
 }
 
 /**
@@ -89,15 +152,18 @@ export function writeRouteAudit(context: AuditContext, event: Omit<AuditEvent, '
       : caller
         ? { actorType: caller.actorType, actorId: caller.id, actorEmail: caller.email, name: caller.name, role: caller.role }
         : { actorType: 'system' as const, actorId: zeroUuid, actorEmail: null, name: null, role: null };
-  createAuditLogAsync(context, {
-    ipAddress: context.ipAddress,
-    userAgent: context.userAgent,
-    ...event,
-    actorType: actor.actorType,
-    actorId: actor.actorId,
-    actorEmail: actor.actorEmail,
-    details: { ...event.details, actor: { name: actor.name, role: actor.role } },
-  });
+  createAuditLogAsync(
+    context,
+    writable({
+      ipAddress: context.ipAddress,
+      userAgent: context.userAgent,
+      ...event,
+      actorType: actor.actorType,
+      actorId: actor.actorId,
+      actorEmail: actor.actorEmail,
+      details: { ...event.details, actor: { name: actor.name, role: actor.role } },
+    }),
+  );
 }
 
 /** Awaits every write of the request; failures were already logged. */

@@ -1,18 +1,63 @@
-import type { Db } from './db.ts';
-import { createPgDb } from './pg.ts';
+import type { Db, Params, Row } from './db.ts';
+
+/**
+ * How a role connects, from the environment. In Lambda, the RDS Data API: DB_CLUSTER_ARN, DB_NAME and the
+ * role's own secret (DATA_API_ENDPOINT points it at the local Data API of `npm start`); otherwise, locally and
+ * in tests, the role's connection string (node-postgres).
+ */
+interface RoleConnection {
+  urlVariable: string;
+  secretVariable: string;
+  applicationName: string;
+  max: number;
+  /** How long a call waits for an auto-paused cluster to resume (DB_RESUME_DEADLINE_MS overrides it). */
+  resumeDeadlineMs: number;
+}
+
+/**
+ * A Db whose executor module is imported on first use: a Lambda never evaluates node-postgres, a local
+ * server never the AWS SDK.
+ */
+function deferred(open: () => Promise<Db>): Db {
+  let opened: Promise<Db> | undefined;
+  const db = () => (opened ??= open());
+  return {
+    query: async <T extends Row>(sql: string, params?: Params) => (await db()).query<T>(sql, params),
+    transaction: async (fn, options) => (await db()).transaction(fn, options),
+    close: async () => {
+      const current = await opened?.catch(() => undefined);
+      await current?.close();
+    },
+  };
+}
+
+function connect(role: RoleConnection): Db {
+  const resourceArn = process.env.DB_CLUSTER_ARN;
+  if (resourceArn) {
+    const secretArn = process.env[role.secretVariable];
+    const database = process.env.DB_NAME;
+    if (!secretArn || !database) throw new Error(`DB_CLUSTER_ARN is set, so ${role.secretVariable} and DB_NAME must be too`);
+    const resumeDeadlineMs = Number(process.env.DB_RESUME_DEADLINE_MS) || role.resumeDeadlineMs;
+    return deferred(async () => {
+      const [{ createDataApiDb }, { createRdsDataClient }] = await Promise.all([import('./data-api.ts'), import('./rds-data-client.ts')]);
+      const client = createRdsDataClient({ endpoint: process.env.DATA_API_ENDPOINT || undefined });
+      return createDataApiDb({ client, resourceArn, secretArn, database, resumeDeadlineMs });
+    });
+  }
+  const url = process.env[role.urlVariable];
+  if (!url) throw new Error(`${role.urlVariable} is not set`);
+  return deferred(async () => (await import('./pg.ts')).createPgDb({ connectionString: url, max: role.max, applicationName: role.applicationName }));
+}
 
 /**
  * The API's connection, as role logbook_app, built once per cold start.
- * Locally and in tests: APP_DATABASE_URL (node-postgres).
+ * Locally and in tests: APP_DATABASE_URL; in AWS the app role's secret (APP_DB_SECRET_ARN).
  */
 let app: Db | undefined;
 
 export function appDb(): Db {
-  if (!app) {
-    const url = process.env.APP_DATABASE_URL;
-    if (!url) throw new Error('APP_DATABASE_URL is not set');
-    app = createPgDb({ connectionString: url, applicationName: 'logbook-api' });
-  }
+  // API Gateway gives up on a request after 30 s: a resuming cluster may take 20 of them.
+  app ??= connect({ urlVariable: 'APP_DATABASE_URL', secretVariable: 'APP_DB_SECRET_ARN', applicationName: 'logbook-api', max: 10, resumeDeadlineMs: 20_000 });
   return app;
 }
 
@@ -20,5 +65,30 @@ export function appDb(): Db {
 export async function closeAppDb(): Promise<void> {
   const current = app;
   app = undefined;
+  await current?.close();
+}
+
+/**
+ * The retention worker's connection, as role logbook_audit_admin (seed 5 rule 8: only the worker
+ * uses it). Locally: AUDIT_ADMIN_DATABASE_URL; in AWS its own secret (AUDIT_ADMIN_DB_SECRET_ARN),
+ * granted to that function alone.
+ */
+let auditAdmin: Db | undefined;
+
+export function auditAdminDb(): Db {
+  auditAdmin ??= connect({
+    urlVariable: 'AUDIT_ADMIN_DATABASE_URL',
+    secretVariable: 'AUDIT_ADMIN_DB_SECRET_ARN',
+    applicationName: 'logbook-retention',
+    max: 1,
+    resumeDeadlineMs: 45_000,
+  });
+  return auditAdmin;
+}
+
+/** Closes the worker's connection; the next `auditAdminDb()` opens a new one from the environment. */
+export async function closeAuditAdminDb(): Promise<void> {
+  const current = auditAdmin;
+  auditAdmin = undefined;
   await current?.close();
 }

@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { insertDefaultRetentionPolicy } from '../audit/retention-store.ts';
 import { one, type Db } from '../db/db.ts';
 import { likePattern } from '../http/pagination.ts';
 import { selectPage, type Page } from '../db/page.ts';
@@ -28,7 +29,10 @@ export function listPartners(db: Db, filter: { search?: string }, page: Page) {
 
 // Organizations
 
-/** Every path that creates an organization goes through here: it creates the first site with it (seed 2.1). */
+/**
+ * Every path that creates an organization goes through here: it creates the first site with it (seed 2.1)
+ * and the 365-day audit retention policy (seed 3, 9.2), in the caller's transaction.
+ */
 export async function insertOrganization(
   tx: Db,
   org: { partnerId: string; name: string; externalId?: string },
@@ -40,6 +44,7 @@ export async function insertOrganization(
     { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
   );
   const firstSite = await insertSite(tx, created!.id, site);
+  await insertDefaultRetentionPolicy(tx, created!.id);
   return { ...created!, site: firstSite };
 }
 

@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 const proxyHeaders = ['cf-connecting-ip', 'x-forwarded-for', 'x-real-ip'] as const;
 
 /** Only a real IPv4 or IPv6 address of at most 45 characters is stored as an IP (seed 2.2). */
-function asIp(value: string | undefined): string | null {
+export function asIp(value: string | undefined): string | null {
   const candidate = value?.trim().replace(/^\[(.*)\]$/, '$1');
   return candidate && candidate.length <= 45 && isIP(candidate) ? candidate : null;
 }

@@ -15,6 +15,9 @@ const statusOf: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   UNAVAILABLE: 503,
+  DEVICE_OFFLINE: 409,
+  AGENT_BAD_RESPONSE: 502,
+  AGENT_TIMEOUT: 504,
 };
 
 export function errorReply(status: number, code: string, message: string, details?: unknown): APIGatewayProxyResultV2 {
@@ -63,6 +66,9 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   const code = String((error as { code?: unknown } | null)?.code ?? '');
   // Text the database cannot store (22021 invalid byte sequence, 22P05 untranslatable character) is bad input, not a fault.
   if (code === '22021' || code === '22P05') return errorReply(400, 'VALIDATION_FAILED', 'Request contains text the database cannot store');
+  // Backstop behind validation: values the database refuses (22007/22008 date-time format or range, 22009 time zone
+  // offset, 22P02 invalid text representation, 23514 CHECK constraint) can only have come from the request.
+  if (['22007', '22008', '22009', '22P02', '23514'].includes(code)) return errorReply(400, 'VALIDATION_FAILED', 'Request contains a value the database refuses');
   if (unavailable(code)) {
     logger.error('Database unavailable', error as Error);
     return errorReply(503, 'UNAVAILABLE', 'The service is temporarily unavailable; retry shortly');

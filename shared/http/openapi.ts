@@ -14,7 +14,9 @@ const errorText: Record<number, string> = {
   409: 'Conflict with the current state (code says which)',
   413: 'PAYLOAD_TOO_LARGE',
   429: 'RATE_LIMITED: over a budget; retry after the Retry-After header\'s seconds',
+  502: 'AGENT_BAD_RESPONSE: the agent\'s answer could not be read',
   503: 'The database is not reachable',
+  504: 'AGENT_TIMEOUT: the agent did not answer in time',
 };
 
 const security: Record<RouteDef['auth'], ZodOpenApiOperationObject['security']> = {
@@ -27,13 +29,18 @@ const security: Record<RouteDef['auth'], ZodOpenApiOperationObject['security']> 
 /** The OpenAPI 3.1 document of a route table, generated from its zod schemas. */
 export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: string; version: string }) {
   const paths: ZodOpenApiPathsObject = {};
+  const operationIds = new Set<string>();
   for (const [key, def] of Object.entries(routes)) {
     const [method, path] = key.split(' ') as [string, string];
     const status = String(def.status ?? 200);
+    let operationId = def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase());
+    // A handler serving several routes (shared/http/by-route-key.ts): the later ones add their path's namespace.
+    if (operationIds.has(operationId)) operationId += (path.split('/')[3] ?? '').replace(/(?:^|-)(\w)/g, (_, c: string) => c.toUpperCase());
+    operationIds.add(operationId);
     const operation: ZodOpenApiOperationObject = {
       summary: def.summary,
       tags: [def.tag],
-      operationId: def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase()),
+      operationId,
       security: security[def.auth],
       requestParams: { ...(def.params ? { path: def.params } : {}), ...(def.query ? { query: def.query } : {}) },
       // A missing body reads as {}; it is optional where {} is valid.

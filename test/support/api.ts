@@ -1,5 +1,6 @@
-import { routes } from '#functions/routes.ts';
+import { routes, wsRoutes } from '#functions/routes.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
+import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -11,15 +12,20 @@ export interface Reply<T = any> {
 
 export interface Api {
   url: string;
+  /** The local WebSocket gateway agents connect to (live queries). */
+  wsUrl: string;
   request<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<Reply<T>>;
   close(): Promise<void>;
 }
 
-/** The local API Gateway with every route of the table, on an ephemeral port, spoken to over real HTTP. */
+/** The local API Gateways (HTTP and WebSocket) with every route of the tables, on ephemeral ports, spoken to over real HTTP. */
 export async function startApi(): Promise<Api> {
   const gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
+  const ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
+  useLocalManagementApi(ws);
   return {
     url: gateway.url,
+    wsUrl: ws.url,
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
       if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -32,7 +38,7 @@ export async function startApi(): Promise<Api> {
       const text = await response.text();
       return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
     },
-    close: () => gateway.close(),
+    close: () => Promise.all([gateway.close(), ws.close()]).then(() => undefined),
   };
 }
 

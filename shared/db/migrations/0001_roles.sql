@@ -37,6 +37,12 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- Nobody but the owner creates objects in public. Databases created before PostgreSQL 15 (or pg_upgraded from
+-- one) let PUBLIC create there, and an object planted in public (a function overload, say) could be resolved by a
+-- SECURITY DEFINER function in place of the built-in it calls. This file runs as the administrator, who owns the
+-- schema (or is a member of pg_database_owner); the owner's own CREATE is granted next.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+--> statement-breakpoint
 GRANT USAGE, CREATE ON SCHEMA public TO logbook_owner;
 --> statement-breakpoint
 GRANT USAGE ON SCHEMA public TO logbook_app, logbook_audit_admin;

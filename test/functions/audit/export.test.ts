@@ -95,8 +95,9 @@ describe('GET /audit-logs/export?format=json', () => {
     expect(reply.headers.get('content-type')).toBe('application/json');
     expect(reply.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-logs-\d{8}T\d{6}Z\.json"$/);
     const body = JSON.parse(reply.text);
-    expect(Object.keys(body)).toEqual(['exportedAt', 'filters', 'rows']);
+    expect(Object.keys(body)).toEqual(['exportedAt', 'filters', 'heads', 'rows']);
     expect(body.filters).toEqual({});
+    expect(body.heads).toEqual({ [a.orgId]: { seq: rows[2]!.seq, checksum: rows[2]!.checksum } });
     expect(body.rows.map((row: { id: string }) => row.id)).toEqual([rows[2]!.id, rows[1]!.id, rows[0]!.id]);
     for (const row of body.rows) expect(Object.keys(row)).toEqual(columns);
     expect(body.rows[2]).toMatchObject({
@@ -117,6 +118,19 @@ describe('GET /audit-logs/export?format=json', () => {
       expect(auditChecksum(row)).toBe(row.checksum);
       if (i > 0) expect(row.prevChecksum).toBe(inChainOrder[i - 1].checksum);
     });
+  });
+
+  it("records each exported organization's chain head as read in the export's snapshot, filtered or not", async () => {
+    const reply = await download(`format=json&to=${at(1)}`, a.partnerToken);
+    const body = JSON.parse(reply.text);
+    expect(body.rows.map((row: { id: string }) => row.id)).toEqual([rows[0]!.id]);
+    // The head of the chain, not of the filtered rows; the data.export row written for this export comes after it.
+    const { rows: exportedAt } = await t.db.admin.query<{ seq: number; checksum: string }>(
+      `SELECT seq, checksum FROM audit_logs WHERE org_id = :orgId::uuid AND seq = (SELECT seq - 1 FROM audit_chain_heads WHERE org_id = :orgId::uuid)`,
+      { orgId: a.orgId },
+    );
+    expect(body.heads).toEqual({ [a.orgId]: exportedAt[0] });
+    expect(Object.keys(body.heads)).not.toContain(a2);
   });
 
   it('applies the filters of the lists and names them', async () => {

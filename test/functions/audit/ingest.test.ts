@@ -85,7 +85,7 @@ describe('reporting audit events', () => {
         actorType: 'user',
         actorId: event.actorId,
         action: 'user.login',
-        details: { scenario: 'late-login', reportedBy: { actorType: 'api_key', id: service.id } },
+        details: { scenario: 'late-login', reportedBy: { actorType: 'api_key', id: service.id }, reportedAt: expect.any(String) },
       }),
     ]);
   });
@@ -232,6 +232,82 @@ describe('validation', () => {
       expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'headers.idempotency-key' })]);
     }
     expect(await rowsOf('bad-key')).toEqual([]);
+  });
+});
+
+describe('what is recorded beside the event', () => {
+  it("records when the server received the report in details.reportedAt, whatever the event's own timestamp", async () => {
+    const before = Date.now();
+    const reply = await ingest(service.key, [login(a.orgId, 'reported-at', { timestamp: '2019-03-01T08:15:00Z', details: { reportedAt: '2000-01-01T00:00:00Z' } })]);
+    expect(reply.status).toBe(201);
+    const [row] = await rowsOf('reported-at');
+    expect(row!.timestamp).toBe('2019-03-01T08:15:00.000000Z');
+    const reportedAt = Date.parse(row!.details.reportedAt as string);
+    expect(reportedAt).toBeGreaterThanOrEqual(before - 1_000);
+    expect(reportedAt).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('stores an ipAddress that is no IP (or longer than 45 characters) as null, the original in details.rawIpAddress', async () => {
+    const values = ['unknown', '203.0.113.9, 10.0.0.1', `::ffff:${'0'.repeat(50)}`, '2001:db8::1'];
+    const reply = await ingest(service.key, values.map((ipAddress, index) => login(a.orgId, 'raw-ip', { ipAddress, details: { index } })));
+    expect(reply.status).toBe(201);
+    const { rows } = await t.db.admin.query<{ ip: string | null; raw: string | null }>(
+      `SELECT ip_address AS ip, details->>'rawIpAddress' AS raw FROM audit_logs WHERE details->>'scenario' = 'raw-ip' ORDER BY seq`,
+    );
+    expect(rows).toEqual([
+      { ip: null, raw: 'unknown' },
+      { ip: null, raw: '203.0.113.9, 10.0.0.1' },
+      { ip: null, raw: values[2] },
+      { ip: '2001:db8::1', raw: null },
+    ]);
+  });
+});
+
+describe('what may be reported', () => {
+  it('accepts the actions other platform components own', async () => {
+    const actions = ['user.login', 'user.login.failed', 'user.logout', 'user.permission.change', 'policy.update', 'policy.evaluate', 'alert.create', 'alert.acknowledge', 'script.execute', 'automation.policy.evaluate'];
+    const reply = await ingest(service.key, actions.map((action) => login(a.orgId, 'owned-actions', { action })));
+    expect(reply.status).toBe(201);
+    expect(await rowsOf('owned-actions')).toHaveLength(actions.length);
+  });
+
+  it.each(['device.delete', 'device.create', 'data.export', 'data.access', 'organization.update', 'agent.source.ip.changed', 'agent.eventlogs.submit', 'system.cleanup', 'policy', 'policy.', 'custom.thing'])(
+    'refuses %s, an action the service emits itself or no reportable one, with 400 naming body.events.<i>.action',
+    async (action) => {
+      const reply = await ingest(service.key, [login(a.orgId, 'own-action'), login(a.orgId, 'own-action', { action })]);
+      expectError(reply, 400, 'VALIDATION_FAILED');
+      expect(reply.body.error.details).toEqual([
+        expect.objectContaining({ path: 'body.events.1.action', message: expect.stringContaining('actions the service emits itself cannot be reported') }),
+      ]);
+      expect(await rowsOf('own-action')).toEqual([]);
+    },
+  );
+
+  it('accepts a timestamp up to 10 minutes ahead of the server (clock skew) and refuses one further ahead with 400', async () => {
+    const ahead = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString();
+    expect((await ingest(service.key, [login(a.orgId, 'skewed', { timestamp: ahead(5) })])).status).toBe(201);
+    const reply = await ingest(service.key, [login(a.orgId, 'future', { timestamp: ahead(11) })]);
+    expectError(reply, 400, 'VALIDATION_FAILED');
+    expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.events.0.timestamp', message: 'A timestamp may lie at most 10 minutes in the future' })]);
+    expect(await rowsOf('future')).toEqual([]);
+  });
+
+  it.each([
+    ['year 0000', '0000-06-01T00:00:00Z'],
+    ['an offset beyond ±15:59', '2020-06-01T00:00:00+20:00'],
+    ['an instant before year 0001 in UTC', '0001-01-01T00:00:00+01:00'],
+    ['no offset', '2020-06-01T00:00:00'],
+    ['no date at all', 'yesterday'],
+  ])('refuses a timestamp with %s with 400 naming it, never a 500', async (_case, timestamp) => {
+    const reply = await ingest(service.key, [login(a.orgId, 'bad-time', { timestamp })]);
+    expectError(reply, 400, 'VALIDATION_FAILED');
+    expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.events.0.timestamp' })]);
+  });
+
+  it('accepts details nested 50 levels deep', async () => {
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 50; i++) deep = { next: deep };
+    expect((await ingest(service.key, [login(a.orgId, 'deep', { details: { deep } })])).status).toBe(201);
   });
 });
 

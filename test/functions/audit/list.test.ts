@@ -161,6 +161,17 @@ describe('GET /audit-logs/logs (seed 4.1.2)', () => {
     const reply = await list(`/api/v1/audit-logs/logs?orgId=${agentOrg}`, a.partnerToken);
     expect(reply.body.data.find((e: { id: string }) => e.id === row.id)).toMatchObject({ actorType: 'agent', actorHostname: 'web-01', user: { id: agentId, email: '' } });
   });
+
+  it("never shows the hostname of another tenant's agent that a row names (an ingested event may name any agent id)", async () => {
+    const { agentId } = await enrollDevice(t.api, b, 'beta-secret-host');
+    const reporting = (await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Alpha Reports' } })).body.id;
+    const row = await appendOne(t.db.admin, { orgId: reporting, actorType: 'agent', actorId: agentId, actorEmail: null, action: 'script.execute' });
+    const detailed = await list(`/api/v1/audit-logs/logs?orgId=${reporting}`, a.partnerToken);
+    expect(detailed.body.data.find((e: { id: string }) => e.id === row.id)).toMatchObject({ actorType: 'agent', actorHostname: null, user: { id: agentId } });
+    const viewer = await list(`/api/v1/audit-logs?orgId=${reporting}`, a.partnerToken);
+    expect(viewer.body.entries.find((e: { id: string }) => e.id === row.id)).toMatchObject({ actorHostname: null });
+    expect(JSON.stringify([detailed.body, viewer.body])).not.toContain('beta-secret-host');
+  });
 });
 
 describe('pagination', () => {
@@ -189,6 +200,13 @@ describe('pagination', () => {
     expect(last.body.pagination).toEqual({ page: 3, limit: 3, total: 7, totalPages: 3, hasMore: false });
     expect((await list('/api/v1/audit-logs?skipCount=false', a.orgToken)).body.pagination).toEqual({ page: 1, limit: 50, total: 7, totalPages: 1 });
     expect((await list('/api/v1/audit-logs?skipCount=maybe', a.orgToken)).status).toBe(400);
+  });
+
+  it('with skipCount, a page past the end proves no row: total 0 (a lower bound), hasMore false, never a made-up total', async () => {
+    const beyond = await list('/api/v1/audit-logs/logs?skipCount=true&page=100', a.orgToken);
+    expect(beyond.body).toEqual({ data: [], pagination: { page: 100, limit: 50, total: 0, totalPages: 0, hasMore: false } });
+    const justAfter = await list('/api/v1/audit-logs?skipCount=true&limit=7&page=2', a.orgToken);
+    expect(justAfter.body).toEqual({ entries: [], pagination: { page: 2, limit: 7, total: 0, totalPages: 0, hasMore: false } });
   });
 });
 
@@ -220,8 +238,32 @@ describe('filters', () => {
     expect(await filtered('user=&action=')).toEqual(alphaNewestFirst());
   });
 
-  it('refuse a from or to that is no ISO 8601 instant with an offset (400)', async () => {
-    for (const query of ['from=yesterday', 'to=2026-03-01T10:00:00', 'from=2026-02-30T00:00:00Z', 'from=0000-01-01T00:00:00Z', 'to=2026-03-01T10:00:00%2B23:00']) {
+  it('read a date alone as the whole UTC day (from its start, to its end), an instant without offset as UTC, and +hhmm offsets', async () => {
+    const all = alphaNewestFirst();
+    expect(await filtered('from=2026-03-01&to=2026-03-01')).toEqual(all);
+    expect(await filtered('to=2026-02-28')).toEqual([]);
+    expect(await filtered('from=2026-03-02')).toEqual([]);
+    expect(await filtered('from=2026-03-01T10:02:00&to=2026-03-01T10:04:00')).toEqual([rows.uptime!.id, rows.login!.id, rows.update!.id]);
+    expect(await filtered(`from=${encodeURIComponent('2026-03-01T11:02:00+0100')}&to=${encodeURIComponent('2026-03-01T05:34:00-0430')}`)).toEqual([
+      rows.uptime!.id,
+      rows.login!.id,
+      rows.update!.id,
+    ]);
+  });
+
+  it('refuse a from or to that is no ISO 8601 date or instant (400)', async () => {
+    for (const query of [
+      'from=yesterday',
+      'to=2026-03-01T10:00',
+      'from=2026-02-30T00:00:00Z',
+      'from=2026-02-30',
+      'from=2026-13-01',
+      'to=2026-03-01T25:00:00',
+      'from=0000-01-01T00:00:00Z',
+      'to=2026-03-01T10:00:00%2B23:00',
+      'to=2026-03-01T10:00:00%2B2300',
+      'from=20260301',
+    ]) {
       const reply = await list(`/api/v1/audit-logs/logs?${query}`, a.orgToken);
       expect(reply.status, query).toBe(400);
       expect(reply.body.error.details[0].path).toMatch(/^query\.(from|to)$/);

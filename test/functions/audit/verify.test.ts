@@ -13,6 +13,8 @@ let rows: Sealed[];
 
 const verify = (query: string, token: string) => t.api.request('GET', `${VERIFY}${query}`, { token });
 const at = (minute: number) => new Date(Date.UTC(2026, 2, 1, 10, minute)).toISOString();
+/** The head of a's chain: its fourth and last row. */
+const head = () => ({ seq: 4, checksum: rows[3]!.checksum });
 
 beforeAll(async () => {
   a = await createTenant(t.api, 'Alpha');
@@ -24,20 +26,27 @@ describe('GET /audit-logs/verify', () => {
   it("verifies an organization user's own chain", async () => {
     const reply = await verify('', a.orgToken);
     expect(reply).toMatchObject({ status: 200, body: { ok: true, checked: 4 } });
-    expect(reply.body).toEqual({ ok: true, checked: 4 });
+    expect(reply.body).toEqual({ ok: true, checked: 4, head: head() });
+  });
+
+  it("answers the organization's chain head (seq and checksum), to keep and compare outside the database", async () => {
+    expect((await verify('', a.orgToken)).body.head).toEqual({ seq: 4, checksum: rows[3]!.checksum });
+    // A window verifies part of the chain; the head is still the whole chain's.
+    expect((await verify(`?from=${at(1)}&to=${at(2)}`, a.orgToken)).body).toEqual({ ok: true, checked: 3, head: head() });
+    expect((await verify('', b.orgToken)).body).toEqual({ ok: true, checked: 0, head: null });
   });
 
   it('verifies the rows of a time window (and the links at its edges)', async () => {
     const reply = await verify(`?from=${at(2)}&to=${at(3)}`, a.orgToken);
-    expect(reply.body).toEqual({ ok: true, checked: 4 });
-    expect((await verify(`?from=${at(30)}`, a.orgToken)).body).toEqual({ ok: true, checked: 0 });
+    expect(reply.body).toEqual({ ok: true, checked: 4, head: head() });
+    expect((await verify(`?from=${at(30)}`, a.orgToken)).body).toEqual({ ok: true, checked: 0, head: head() });
   });
 
   it('needs orgId from partner and platform users (400), and verifies any organization of theirs, a deleted one too', async () => {
     const missing = await verify('', a.partnerToken);
     expect(missing.status).toBe(400);
     expect(missing.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [expect.objectContaining({ path: 'query.orgId' })] });
-    expect((await verify(`?orgId=${a.orgId}`, a.partnerToken)).body).toEqual({ ok: true, checked: 4 });
+    expect((await verify(`?orgId=${a.orgId}`, a.partnerToken)).body).toEqual({ ok: true, checked: 4, head: head() });
     expect((await verify(`?orgId=${a.orgId}`, await platformAdmin())).body.ok).toBe(true);
     const gone = (await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Alpha Gone' } })).body.id;
     await appendAudit(t.db.admin, [{ orgId: gone }]);
@@ -61,6 +70,6 @@ describe('GET /audit-logs/verify', () => {
   it('reports the first break of a tampered chain', async () => {
     await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE id = :id::uuid`, { id: rows[2]!.id }));
     const reply = await verify('', a.orgToken);
-    expect(reply.body).toEqual({ ok: false, checked: 3, firstBreak: { seq: rows[2]!.seq, id: rows[2]!.id, kind: 'altered' } });
+    expect(reply.body).toEqual({ ok: false, checked: 3, firstBreak: { seq: rows[2]!.seq, id: rows[2]!.id, kind: 'altered' }, head: head() });
   });
 });

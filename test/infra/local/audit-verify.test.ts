@@ -45,20 +45,37 @@ async function chainOf(length: number, timestamp?: (i: number) => string) {
 const removeRow = (orgId: string, seq: number) =>
   tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }));
 
-/** A file shaped like GET /audit-logs/export?format=json: rows newest first, each with its canonical values and checksums. */
-function exportFile(rows: ChainRow[], filters: Record<string, unknown> = {}): string {
+/**
+ * A file shaped like GET /audit-logs/export?format=json: rows newest first, each with its canonical values and checksums,
+ * and the heads it recorded (none: an export made before heads were recorded).
+ */
+function exportFile(rows: ChainRow[], filters: Record<string, unknown> = {}, heads?: Record<string, { seq: number; checksum: string }>): string {
   const path = join(dir, `${randomUUID()}.json`);
   const newestFirst = [...rows].sort((a, b) => b.seq - a.seq);
-  writeFileSync(path, JSON.stringify({ exportedAt: new Date().toISOString(), filters, rows: newestFirst }));
+  writeFileSync(path, JSON.stringify({ exportedAt: new Date().toISOString(), filters, ...(heads && { heads }), rows: newestFirst }));
   return path;
 }
 
+/** The organization's head as the database holds it. */
+const liveHead = (orgId: string) =>
+  t.db.admin.query<{ seq: number; checksum: string }>('SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId }).then((r) => r.rows[0]!);
+
 describe('npm run audit:verify -- --org', () => {
-  it('finds an untouched chain intact, says how many rows it checked, and exits 0', async () => {
-    const { orgId } = await chainOf(5);
+  it('finds an untouched chain intact, says how many rows it checked, prints the head, and exits 0', async () => {
+    const { orgId, sealed } = await chainOf(5);
     const run = await auditVerify(['--org', orgId]);
-    expect(run.stdout).toBe(`ok: organization ${orgId}: chain intact, 5 rows checked\n`);
+    expect(run.stdout).toBe(
+      `ok: organization ${orgId}: chain intact, 5 rows checked\n` +
+        `head: organization ${orgId}: seq 5, checksum ${sealed[4]!.checksum} (compare it with a head kept outside the database, e.g. an export's)\n`,
+    );
     expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+
+  it('says an organization without rows has no head', async () => {
+    const orgId = randomUUID();
+    const run = await auditVerify(['--org', orgId]);
+    expect(run.stdout).toContain(`head: organization ${orgId}: none\n`);
     expect(run.status).toBe(0);
   });
 
@@ -117,6 +134,45 @@ describe('npm run audit:verify -- --file', () => {
     // A database-free run: the file is all it reads.
     const run = await auditVerify(['--file', path], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
     expect(run.stdout).toMatch(/^ok: .*: \d+ rows of 1 organization checked offline/m);
+    // The export's snapshot held 4 rows; its data.export row came after.
+    const head = reply.body.heads[tenant.orgId];
+    expect(head).toEqual({ seq: 4, checksum: reply.body.rows[0].checksum });
+    expect(run.stdout).toContain(`    last verified: seq 4, checksum ${head.checksum}\n    head recorded in the export: seq 4, checksum ${head.checksum}\n`);
+    expect(run.stdout).toContain('compare each recorded head with the live head (npm run audit:verify -- --org <orgId> prints it)');
+    expect(run.status).toBe(0);
+  });
+
+  it("prints each organization's last verified checksum and the export's recorded head, to compare with the live one", async () => {
+    const { orgId, sealed } = await chainOf(3);
+    const run = await auditVerify(['--file', exportFile(await readChain(t.db.admin, orgId), {}, { [orgId]: await liveHead(orgId) })]);
+    expect(run.stdout).toContain(
+      `  organization ${orgId}: seq 1..3: intact, from the chain's first row\n` +
+        `    last verified: seq 3, checksum ${sealed[2]!.checksum}\n` +
+        `    head recorded in the export: seq 3, checksum ${sealed[2]!.checksum}\n`,
+    );
+    expect(run.status).toBe(0);
+  });
+
+  it('reports newest rows taken out of a file that recorded its head as missing, and a last row the head does not match as link', async () => {
+    const { orgId, sealed } = await chainOf(5);
+    const chain = await readChain(t.db.admin, orgId);
+    const heads = { [orgId]: await liveHead(orgId) };
+    const cut = await auditVerify(['--file', exportFile(chain.slice(0, 3), {}, heads)]);
+    expect(cut.stdout).toContain(`organization ${orgId}: seq 1..3: break at seq 4, id none, kind missing`);
+    expect(cut.status).toBe(1);
+    const otherHead = { [orgId]: { seq: 5, checksum: 'f'.repeat(64) } };
+    const mismatch = await auditVerify(['--file', exportFile(chain, {}, otherHead)]);
+    expect(mismatch.stdout).toContain(`organization ${orgId}: seq 1..5: break at seq 5, id ${sealed[4]!.id}, kind link`);
+    expect(mismatch.status).toBe(1);
+    const past = await auditVerify(['--file', exportFile(chain, {}, { [orgId]: { seq: 4, checksum: sealed[3]!.checksum } })]);
+    expect(past.stdout).toContain(`break at seq 5, id ${sealed[4]!.id}, kind inserted`);
+    expect(past.status).toBe(1);
+  });
+
+  it('still reads an export without recorded heads, and says so', async () => {
+    const { orgId } = await chainOf(2);
+    const run = await auditVerify(['--file', exportFile(await readChain(t.db.admin, orgId))]);
+    expect(run.stdout).toContain('    head recorded in the export: none (an export without heads)\n');
     expect(run.status).toBe(0);
   });
 

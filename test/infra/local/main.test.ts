@@ -18,7 +18,7 @@ interface Started {
 /** Runs `npm start`'s entry point against this file's database, until its health check answers. */
 async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.urls.admin, PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: 'main-test-secret', NODE_ENV: 'development' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.urls.admin, PORT: String(port), WS_PORT: String(await freePort()), HOST: '127.0.0.1', JWT_SECRET: 'main-test-secret', NODE_ENV: 'development' };
   // Unless a test gives them, the server derives its role connections from DATABASE_URL, as on a developer's machine.
   delete env.APP_DATABASE_URL;
   delete env.AUDIT_ADMIN_DATABASE_URL;
@@ -108,6 +108,20 @@ describe('npm start', { timeout: 60_000 }, () => {
     expect(output).not.toMatch(/export (PLATFORM|PARTNER|ORG)_ADMIN_TOKEN=/);
     expect(output).not.toContain('HS256');
     expect(printed(output, 'AGENT_TOKEN')).toMatch(/^lba_/);
+    expect(await stop(started)).toBe(0);
+  });
+
+  it('with LOGBOOK_DB_DRIVER=data-api, serves the API through a local RDS Data API, as in Lambda', async () => {
+    const started = await start({ LOGBOOK_DB_DRIVER: 'data-api' });
+    expect(started.output()).toMatch(/Data API +http:\/\/127\.0\.0\.1:\d+ \(LOGBOOK_DB_DRIVER=data-api\)/);
+    const orgToken = printed(started.output(), 'ORG_ADMIN_TOKEN')!;
+    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json())) as { data: { hostname: string }[] };
+    expect(devices.data.map((d) => d.hostname)).toEqual(['demo-device']);
+    const { rows } = await db.admin.query<{ application: string }>(
+      'SELECT DISTINCT application_name AS application FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE :prefix::text',
+      { prefix: 'logbook-%' },
+    );
+    expect(rows.map((r) => r.application)).toEqual(['logbook-data-api']);
     expect(await stop(started)).toBe(0);
   });
 });

@@ -88,10 +88,51 @@ describe('verifying a chain', () => {
     expect(await verifyChain(t.app, orgId)).toMatchObject({ ok: false, firstBreak: { seq: 1, id: null, kind: 'missing' } });
   });
 
-  it('finds rows of an organization whose head was removed as inserted', async () => {
-    const { orgId, sealed } = await chainOf(2);
+  it('finds the head of an organization removed: what followed its last row is missing', async () => {
+    const { orgId } = await chainOf(2);
     await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
-    expect(await verifyChain(t.app, orgId)).toMatchObject({ ok: false, firstBreak: { seq: 1, id: sealed[0]!.id, kind: 'inserted' } });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: false, checked: 2, firstBreak: { seq: 3, id: null, kind: 'missing' } });
+  });
+
+  it('finds a tail deleted together with the head missing after the last remaining row', async () => {
+    const { orgId } = await chainOf(5);
+    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq >= 4', { orgId });
+    await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: false, checked: 3, firstBreak: { seq: 4, id: null, kind: 'missing' } });
+  });
+
+  it('finds a chain cut whole by retention whose head was then removed: missing after the checkpoint', async () => {
+    const { orgId } = await chainOf(3);
+    await t.auditAdmin.transaction(async (tx) => {
+      await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
+      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+    });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 0 });
+    await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: false, checked: 0, firstBreak: { seq: 4, id: null, kind: 'missing' } });
+  });
+
+  it('finds a retained chain whose head was removed missing after its last row, its pruned prefix still accepted', async () => {
+    const { orgId } = await chainOf(5);
+    await t.auditAdmin.transaction(async (tx) => {
+      await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
+      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId });
+    });
+    await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: false, checked: 3, firstBreak: { seq: 6, id: null, kind: 'missing' } });
+  });
+
+  it('reports the head read in its snapshot when asked, for keeping outside the database', async () => {
+    const { orgId, sealed } = await chainOf(3);
+    expect(await verifyChain(t.app, orgId, { reportHead: true })).toEqual({ ok: true, checked: 3, head: { seq: 3, checksum: sealed[2]!.checksum } });
+    expect(await verifyChain(t.app, randomUUID(), { reportHead: true })).toEqual({ ok: true, checked: 0, head: null });
+    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 3', { orgId });
+    expect(await verifyChain(t.app, orgId, { reportHead: true })).toEqual({
+      ok: false,
+      checked: 2,
+      firstBreak: { seq: 3, id: null, kind: 'missing' },
+      head: { seq: 3, checksum: sealed[2]!.checksum },
+    });
   });
 
   it('accepts a pruned prefix and finds a forged row below the retention checkpoint as inserted', async () => {

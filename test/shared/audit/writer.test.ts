@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { describe, expect, it, beforeAll } from 'vitest';
-import { writeAuditEvent, writeRouteAudit, zeroUuid, type AuditContext } from '#shared/audit/writer.ts';
+import { afterEach, describe, expect, it, beforeAll, vi } from 'vitest';
+import { createAuditLogAsync, flushAudit, writeAuditEvent, writeRouteAudit, zeroUuid, type AuditContext } from '#shared/audit/writer.ts';
+import type { Db } from '#shared/db/db.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 import { route } from '#shared/http/route.ts';
 import { NotFound } from '#shared/errors.ts';
@@ -22,7 +23,7 @@ const context = (): AuditContext => ({ db: t.app, pending: [] });
 const rowsOf = (action: string) =>
   t.db.admin.query<Record<string, unknown>>(
     `SELECT actor_type::text AS "actorType", actor_id::text AS "actorId", actor_email AS "actorEmail", resource_id::text AS "resourceId",
-            details, ip_address AS "ipAddress", user_agent AS "userAgent", result::text AS result
+            resource_name AS "resourceName", details, ip_address AS "ipAddress", user_agent AS "userAgent", result::text AS result
        FROM audit_logs WHERE action = :action::text ORDER BY seq`,
     { action },
   ).then((r) => r.rows);
@@ -109,5 +110,115 @@ describe('audit writes of a request', () => {
       await t.db.admin.query('GRANT INSERT ON audit_logs TO logbook_app');
     }
     expect(await rowsOf('test.failing')).toEqual([]);
+  });
+});
+
+describe('audit writes of a request, whatever the request sent', () => {
+  it('store the row of a request with a 5,000-character User-Agent, cut to 4,096 characters', async () => {
+    const userAgent = `Mozilla/5.0 ${'x'.repeat(5_000 - 12)}`;
+    const reply = await auditingHandler('test.long-agent')(httpEvent({ headers: { authorization: `Bearer ${token}`, 'user-agent': userAgent } }), lambdaContext);
+    expect(reply).toMatchObject({ statusCode: 200 });
+    expect(await rowsOf('test.long-agent')).toEqual([expect.objectContaining({ actorEmail: 'ada@example.com', userAgent: userAgent.slice(0, 4_096) })]);
+  });
+
+  it('store text PostgreSQL cannot hold (lone surrogates, NUL) with U+FFFD in its place, in columns and details alike', async () => {
+    // As at enrollment: the new agent is the actor, its hostname the actor's name.
+    const agentId = randomUUID();
+    const caller = { actorType: 'agent' as const, agentId, deviceId: randomUUID(), orgId };
+    const audit: AuditContext = { db: t.app, pending: [], caller, actorName: 'evil\ud800host', userAgent: 'agent\udc00/1.0', ipAddress: '203.0.113.5' };
+    writeRouteAudit(audit, {
+      orgId,
+      action: 'test.unstorable',
+      resourceType: 'device',
+      resourceName: 'evil\ud800host',
+      details: { hostname: 'evil\ud800host', ['key\udbff']: ['a\u0000b', { deeper: '\udfff' }] },
+    });
+    await flushAudit(audit);
+    expect(await rowsOf('test.unstorable')).toEqual([
+      expect.objectContaining({
+        actorType: 'agent',
+        actorId: agentId,
+        resourceName: 'evil\ufffdhost',
+        userAgent: 'agent\ufffd/1.0',
+        ipAddress: '203.0.113.5',
+        details: { hostname: 'evil\ufffdhost', 'key\ufffd': ['a\ufffdb', { deeper: '\ufffd' }], actor: { name: 'evil\ufffdhost', role: null } },
+      }),
+    ]);
+  });
+
+  it('cut texts longer than their column to its limit, a character split by the cut dropped whole', async () => {
+    const audit: AuditContext = { db: t.app, pending: [] };
+    // 254 characters, then an astral character (two UTF-16 units), then more: 255 characters kept.
+    const resourceName = `${'n'.repeat(254)}😀${'m'.repeat(50)}`;
+    writeRouteAudit(audit, { orgId, action: 'test.long-name', resourceType: 't'.repeat(60), resourceName, resourceId: `job-${'9'.repeat(300)}` });
+    await flushAudit(audit);
+    const [row] = await t.db.admin.query<{ resourceName: string; resourceType: string; raw: string }>(
+      `SELECT resource_name AS "resourceName", resource_type AS "resourceType", details->>'rawResourceId' AS raw FROM audit_logs WHERE action = 'test.long-name'`,
+    ).then((r) => r.rows);
+    expect(row).toEqual({ resourceName: `${'n'.repeat(254)}😀`, resourceType: 't'.repeat(50), raw: `job-${'9'.repeat(251)}` });
+  });
+
+  it('keep a client address that is not an IP out of ipAddress, and the original in details.rawIpAddress', async () => {
+    const audit: AuditContext = { db: t.app, pending: [] };
+    writeRouteAudit(audit, { orgId, action: 'test.raw-ip', ipAddress: 'unknown, 10.0.0.1' });
+    await flushAudit(audit);
+    expect(await rowsOf('test.raw-ip')).toEqual([expect.objectContaining({ ipAddress: null, details: expect.objectContaining({ rawIpAddress: 'unknown, 10.0.0.1' }) })]);
+  });
+});
+
+describe('log lines of the writer (seed 6 rules 1-2)', () => {
+  const failingDb: Db = {
+    query: () => Promise.reject(new Error('connection lost')),
+    transaction: () => Promise.reject(new Error('connection lost')),
+    close: async () => undefined,
+  };
+  const savedEnv = process.env.NODE_ENV;
+  afterEach(() => {
+    process.env.NODE_ENV = savedEnv;
+    vi.restoreAllMocks();
+  });
+
+  /** What the writer printed while `fn` ran: console lines, and any other line (a structured logger) about the audit write. */
+  async function printed(fn: () => Promise<void>) {
+    const error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    const info = vi.spyOn(console, 'info').mockImplementation(() => undefined);
+    const stdout = vi.spyOn(process.stdout, 'write');
+    const stderr = vi.spyOn(process.stderr, 'write');
+    await fn();
+    const other = [...stdout.mock.calls, ...stderr.mock.calls, ...log.mock.calls, ...info.mock.calls]
+      .map((call) => String(call[0]))
+      .filter((line) => line.includes('audit'));
+    return { error: error.mock.calls, warn: warn.mock.calls, other };
+  }
+
+  it('outside test environments, a dropped event prints one warning beginning [audit] Dropped event (no orgId):', async () => {
+    process.env.NODE_ENV = 'production';
+    const lines = await printed(() => writeAuditEvent(context(), { orgId: null, actorType: 'system', actorId: zeroUuid, action: 'test.printed-drop' }));
+    expect(lines).toEqual({ error: [], warn: [['[audit] Dropped event (no orgId):', 'test.printed-drop']], other: [] });
+  });
+
+  it('outside test environments, a failed write prints one error line beginning [audit] Failed to write audit log:', async () => {
+    process.env.NODE_ENV = 'production';
+    const lines = await printed(async () => {
+      const audit: AuditContext = { db: failingDb, pending: [] };
+      createAuditLogAsync(audit, { orgId, actorType: 'system', actorId: zeroUuid, action: 'test.printed-failure' });
+      await flushAudit(audit);
+    });
+    expect(lines.error).toEqual([['[audit] Failed to write audit log:', 'test.printed-failure', expect.objectContaining({ message: 'connection lost' })]]);
+    expect(lines.warn).toEqual([]);
+    expect(lines.other).toEqual([]);
+  });
+
+  it('in test environments (NODE_ENV=test) prints nothing', async () => {
+    process.env.NODE_ENV = 'test';
+    const lines = await printed(async () => {
+      const audit: AuditContext = { db: failingDb, pending: [] };
+      createAuditLogAsync(audit, { orgId, actorType: 'system', actorId: zeroUuid, action: 'test.silent-failure' });
+      await writeAuditEvent(audit, { orgId: null, actorType: 'system', actorId: zeroUuid, action: 'test.silent-drop' });
+      await flushAudit(audit);
+    });
+    expect(lines).toEqual({ error: [], warn: [], other: [] });
   });
 });

@@ -1,0 +1,29 @@
+/**
+ * The retention worker's Lambda (DESIGN.md "Shape": EventBridge daily ──► functions/retention), connected with the
+ * audit-admin credentials only. A scheduled event carries no input; a manual invocation may pass
+ * `{ "dryRun": true, "asOf": "<ISO 8601>" }` for a rehearsal. Fails (for the function's error metric and alarm)
+ * when an organization could not be pruned; the others are pruned all the same.
+ */
+import type { Context } from 'aws-lambda';
+import { z } from 'zod';
+import { runRetention } from '#shared/audit/retention.ts';
+import { auditAdminDb } from '#shared/db/client.ts';
+import { logger } from '#shared/logger.ts';
+
+const invocation = z.object({ dryRun: z.boolean().optional(), asOf: z.iso.datetime({ offset: true }).optional() });
+
+/** Stop starting batches this long before Lambda's deadline, so the cut so far is audited before the environment is frozen. */
+const deadlineMarginMs = 60_000;
+
+export const handler = async (event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) => {
+  const input = invocation.parse(event ?? {});
+  const signal = context ? AbortSignal.timeout(Math.max(context.getRemainingTimeInMillis() - deadlineMarginMs, 0)) : undefined;
+  const run = await runRetention(auditAdminDb(), { dryRun: input.dryRun, asOf: input.asOf === undefined ? undefined : new Date(input.asOf), signal });
+  const pruned = run.organizations.filter((org) => org.rowsDeleted > 0);
+  const summary = { asOf: run.asOf, dryRun: run.dryRun, organizations: run.organizations.length, pruned: pruned.length, rowsDeleted: run.rowsDeleted, failed: run.failed, stopped: run.stopped };
+  logger.info('[retention] Run finished', { ...summary, cuts: pruned.map(({ orgId, rowsDeleted, throughSeq }) => ({ orgId, rowsDeleted, throughSeq })) });
+  // A first run over a very large backlog may not fit one invocation; every batch committed, so the next run goes on.
+  if (run.stopped) logger.warn('[retention] Stopped before the Lambda deadline; the next run continues the cut');
+  if (run.failed > 0) throw new Error(`retention failed for ${run.failed} organization(s): ${run.organizations.filter((org) => org.error).map((org) => `${org.orgId}: ${org.error}`).join('; ')}`);
+  return summary;
+};

@@ -1,0 +1,61 @@
+import { WebSocketApi, WebSocketStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import type { IConstruct } from 'constructs';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Stack, type CfnElement } from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import { acknowledge } from './nag.ts';
+
+export interface AgentChannelProps {
+  /** The Lambda serving $connect, $disconnect and $default (functions/ws, one bundle). */
+  handler: IFunction;
+  throttle: { rateLimit: number; burstLimit: number };
+  logRetention: RetentionDays;
+}
+
+/** The stage agents connect to: wss://…/live. */
+const stageName = 'live';
+
+/**
+ * The agents' WebSocket API (DESIGN.md "Shape"): $connect, $disconnect and $default, and the stage whose management
+ * endpoint relays live queries to connected agents.
+ */
+export class AgentChannel extends Construct {
+  readonly api: WebSocketApi;
+  readonly stage: WebSocketStage;
+
+  constructor(scope: Construct, id: string, props: AgentChannelProps) {
+    super(scope, id);
+    // Not "Default": CDK drops that id from logical IDs, and the route's integration would collide with the route.
+    const integration = (name: string) => ({ integration: new WebSocketLambdaIntegration(`${name}Integration`, props.handler) });
+    this.api = new WebSocketApi(this, 'Api', {
+      description: 'Logbook: the agents\' live-query channel',
+      connectRouteOptions: integration('Connect'),
+      disconnectRouteOptions: integration('Disconnect'),
+      defaultRouteOptions: integration('Default'),
+    });
+    const accessLogs = new LogGroup(this, 'AccessLogs', { retention: props.logRetention });
+    this.stage = new WebSocketStage(this, 'Stage', {
+      webSocketApi: this.api,
+      stageName,
+      autoDeploy: true,
+      throttle: props.throttle,
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
+    });
+    acknowledge(this, 'APIG4', 'Agents authenticate at $connect with their enrollment token, checked by the handler (shared/live-query/connections.ts)');
+  }
+
+  /** https://{api}.execute-api.{region}.amazonaws.com/live: WS_MANAGEMENT_ENDPOINT of the relaying functions. */
+  get managementEndpoint(): string {
+    return this.stage.callbackUrl;
+  }
+
+  /** Lets `grantee` post to and close the connections of this API's stage, and of no other API. */
+  grantRelay(grantee: IGrantable & IConstruct): void {
+    this.stage.grantManagementApiAccess(grantee);
+    const api = Stack.of(this).getLogicalId(this.api.node.defaultChild as CfnElement);
+    acknowledge(grantee, `IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${api}>/${stageName}/*/@connections/*]`, 'Connection ids are only known at run time; the grant names this API and its stage');
+  }
+}

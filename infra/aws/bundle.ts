@@ -1,0 +1,77 @@
+/**
+ * How every Lambda is bundled, locally with esbuild (no Docker), by `npm run synth` (infra/aws/functions.ts) and by
+ * `npm run bench:lambda` alike: ESM for Node 22, minified, with a linked source map (no sources inside). Run as a
+ * script (`tsx infra/aws/bundle.ts '<json>'`) because esbuild's plugins need its asynchronous API, and CDK bundles
+ * synchronously.
+ *
+ * What is left out, so the API functions stay small and start fast (issue 7: under 300 KB):
+ * - the AWS SDK v3 (`@aws-sdk/*`): the Node.js 22 runtime provides it, and each function imports only the clients
+ *   it uses (RDS Data API; API Gateway management for the relays; Secrets Manager where a secret is read);
+ * - node-postgres: Lambdas reach the database through the Data API only (shared/db/client.ts);
+ * - zod's translations of its messages (the API answers in English) and its JSON Schema import (z.fromJSONSchema,
+ *   unused: the OpenAPI document is generated the other way round).
+ */
+import { cpSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+
+export interface BundleRequest {
+  entry: string;
+  outdir: string;
+  /** Directories copied beside the bundle: [from, name]. */
+  copy?: [string, string][];
+}
+
+const leftOut: Plugin = {
+  name: 'left-out',
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /^pg$/ }, () => ({ path: 'pg', namespace: 'left-out' }));
+    esbuild.onLoad({ filter: /^pg$/, namespace: 'left-out' }, () => ({
+      contents: "export default new Proxy({}, { get() { throw new Error('node-postgres is not bundled: Lambda functions reach the database through the Data API (DB_CLUSTER_ARN)'); } });",
+    }));
+    esbuild.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(join('node_modules', 'zod')) ? { path: join(args.resolveDir, args.path.replace(/index\.js$/, 'english.js')), namespace: 'zod-english' } : undefined,
+    );
+    esbuild.onResolve({ filter: /\/from-json-schema\.js$/ }, (args) => (args.importer.includes(join('node_modules', 'zod')) ? { path: 'fromJSONSchema', namespace: 'left-out' } : undefined));
+    esbuild.onLoad({ filter: /^fromJSONSchema$/, namespace: 'left-out' }, () => ({
+      contents: "export function fromJSONSchema() { throw new Error('z.fromJSONSchema is not bundled into Lambda functions'); }",
+    }));
+    esbuild.onLoad({ filter: /.*/, namespace: 'zod-english' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path.replace(/english\.js$/, 'en.js'))};`,
+      resolveDir: join(args.path, '..'),
+    }));
+  },
+};
+
+export const bundleOptions = {
+  bundle: true,
+  // What is imported on first use (the Data API client behind shared/db/client.ts) goes into chunks loaded then,
+  // not during the cold start's module initialisation.
+  splitting: true,
+  entryNames: 'index',
+  chunkNames: 'chunks/[name]-[hash]',
+  outExtension: { '.js': '.mjs' },
+  platform: 'node',
+  format: 'esm',
+  target: 'node22',
+  minify: true,
+  sourcemap: 'linked',
+  sourcesContent: false,
+  mainFields: ['module', 'main'],
+  external: ['@aws-sdk/*', 'pg-native'],
+  // CommonJS dependencies still call require for Node's built-in modules.
+  banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
+  plugins: [leftOut],
+  logLevel: 'warning',
+} as const;
+
+/** Bundles `entry` into `outdir/index.mjs` and its chunks (+ maps), and copies the extra directories. */
+export async function bundleLambda(request: BundleRequest): Promise<void> {
+  mkdirSync(request.outdir, { recursive: true });
+  await build({ ...bundleOptions, plugins: [...bundleOptions.plugins], external: [...bundleOptions.external], mainFields: [...bundleOptions.mainFields], entryPoints: [request.entry], outdir: request.outdir });
+  for (const [from, name] of request.copy ?? []) cpSync(from, join(request.outdir, name), { recursive: true });
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  await bundleLambda(JSON.parse(process.argv[2]!) as BundleRequest);
+}

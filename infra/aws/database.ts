@@ -1,0 +1,128 @@
+import { join } from 'node:path';
+import { CustomResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
+import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { AuroraPostgresEngineVersion, ClusterInstance, Credentials, DatabaseCluster, DatabaseClusterEngine } from 'aws-cdk-lib/aws-rds';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { roleNames } from '#shared/db/roles.ts';
+import { LogbookFunction, projectRoot } from './functions.ts';
+import { acknowledge } from './nag.ts';
+
+export interface DatabaseProps {
+  maxCapacityAcu: number;
+  autoPauseMinutes: number;
+  deletionProtection: boolean;
+  snapshotOnDelete: boolean;
+  logRetention: RetentionDays;
+}
+
+/** The database name inside the cluster. */
+export const databaseName = 'logbook';
+
+/** The login of the cluster's administrator: it owns the database and runs the migrations as logbook_owner. */
+const administrator = 'logbook_admin';
+
+/** The Data API operations a function needs; granted on this cluster only (grantDataApiAccess would also grant its admin secret). */
+const dataApiActions = ['rds-data:ExecuteStatement', 'rds-data:BatchExecuteStatement', 'rds-data:BeginTransaction', 'rds-data:CommitTransaction', 'rds-data:RollbackTransaction'];
+
+/**
+ * Aurora PostgreSQL 17 Serverless v2 with the Data API (DESIGN.md "Database"): pauses at 0 ACU, in isolated subnets
+ * of a VPC without NAT gateway (only the Data API reaches it), encrypted at rest. One secret per database role: the
+ * administrator's (owner), the API's (logbook_app) and the retention worker's (logbook_audit_admin). The migration
+ * custom resource applies the migrations on every deploy and sets the two roles' passwords from their secrets.
+ */
+export class Database extends Construct {
+  readonly cluster: DatabaseCluster;
+  readonly ownerSecret: ISecret;
+  readonly appSecret: Secret;
+  readonly auditAdminSecret: Secret;
+  readonly migration: CustomResource;
+
+  constructor(scope: Construct, id: string, props: DatabaseProps) {
+    super(scope, id);
+    const vpc = new Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways: 0,
+      subnetConfiguration: [{ name: 'database', subnetType: SubnetType.PRIVATE_ISOLATED, cidrMask: 24 }],
+    });
+
+    this.cluster = new DatabaseCluster(this, 'Cluster', {
+      engine: DatabaseClusterEngine.auroraPostgres({ version: AuroraPostgresEngineVersion.VER_17_4 }),
+      writer: ClusterInstance.serverlessV2('Writer', { autoMinorVersionUpgrade: true }),
+      serverlessV2MinCapacity: 0,
+      serverlessV2MaxCapacity: props.maxCapacityAcu,
+      serverlessV2AutoPauseDuration: Duration.minutes(props.autoPauseMinutes),
+      enableDataApi: true,
+      vpc,
+      vpcSubnets: { subnetType: SubnetType.PRIVATE_ISOLATED },
+      credentials: Credentials.fromGeneratedSecret(administrator),
+      defaultDatabaseName: databaseName,
+      storageEncrypted: true,
+      deletionProtection: props.deletionProtection,
+      removalPolicy: props.snapshotOnDelete ? RemovalPolicy.SNAPSHOT : RemovalPolicy.DESTROY,
+      backup: { retention: Duration.days(7) },
+      copyTagsToSnapshot: true,
+      cloudwatchLogsExports: ['postgresql'],
+      cloudwatchLogsRetention: props.logRetention,
+    });
+    this.ownerSecret = this.cluster.secret!;
+    acknowledge(vpc, 'VPC7', 'The VPC holds only the database, reached through the Data API (HTTPS, IAM-authorized, logged by CloudTrail); nothing else runs in it');
+    acknowledge(this.cluster, 'RDS6', 'Nothing connects to the cluster over the network: the functions use the Data API, which authenticates with a role secret and IAM');
+    if (!props.deletionProtection) acknowledge(this.cluster, 'RDS10', 'Deletion protection is switched off for this stage (context deletionProtection=false): a test stage');
+    // The cluster's log retention is set by CDK's own LogRetention function (one per stack).
+    for (const provider of Stack.of(this).node.children.filter((child) => child.node.id.startsWith('LogRetention'))) {
+      acknowledge(provider, 'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'CDK\'s log retention function writes only its own logs');
+      acknowledge(provider, 'IAM5[Resource::*]', 'CDK\'s log retention function sets the retention of log groups whose names are only known at deploy time');
+    }
+
+    const roleSecret = (name: string, username: string) =>
+      new Secret(this, name, {
+        description: `Logbook database login of ${username} (password set by the migration custom resource)`,
+        generateSecretString: { secretStringTemplate: JSON.stringify({ username }), generateStringKey: 'password', excludePunctuation: true, passwordLength: 40 },
+      });
+    this.appSecret = roleSecret('AppSecret', roleNames.app);
+    this.auditAdminSecret = roleSecret('AuditAdminSecret', roleNames.auditAdmin);
+    // The owner secret is the cluster's generated one (this.ownerSecret is its attachment to the cluster).
+    for (const secret of [this.cluster.node.findChild('Secret'), this.appSecret, this.auditAdminSecret]) {
+      acknowledge(secret, 'SMG4', 'Not rotated automatically: a rotation function would need a network path into the isolated subnets (a NAT gateway or endpoints, an idle cost); rotate by changing the secret and redeploying, which sets the role passwords again');
+    }
+
+    const migrate = new LogbookFunction(this, 'Migrate', {
+      entry: join(projectRoot, 'functions/migrate/run.ts'),
+      description: 'Logbook: applies the SQL migrations through the Data API and sets the role logins (custom resource, every deploy)',
+      timeout: Duration.minutes(5),
+      logRetention: props.logRetention,
+      environment: {
+        ...this.connection(this.ownerSecret, 'OWNER_DB_SECRET_ARN'),
+        APP_DB_SECRET_ARN: this.appSecret.secretArn,
+        AUDIT_ADMIN_DB_SECRET_ARN: this.auditAdminSecret.secretArn,
+      },
+      // shared/db/migrate.ts reads the SQL files beside the module: beside the bundle.
+      copy: [[join(projectRoot, 'shared/db/migrations'), 'migrations']],
+    });
+    this.grantDataApi(migrate, this.ownerSecret);
+    this.appSecret.grantRead(migrate);
+    this.auditAdminSecret.grantRead(migrate);
+
+    this.migration = new CustomResource(this, 'Schema', {
+      serviceToken: migrate.functionArn,
+      resourceType: 'Custom::LogbookSchema',
+      // A new value on every deploy, so the migrator runs each time and applies whatever is pending.
+      properties: { deployedAt: new Date().toISOString() },
+    });
+    this.migration.node.addDependency(this.cluster);
+  }
+
+  /** The environment with which shared/db/client.ts connects as the role of `secret`, held in `secretVariable`. */
+  connection(secret: ISecret, secretVariable: string): Record<string, string> {
+    return { DB_CLUSTER_ARN: this.cluster.clusterArn, DB_NAME: databaseName, [secretVariable]: secret.secretArn };
+  }
+
+  /** Lets `grantee` run statements on this cluster as the role of `secret`, and nothing else. */
+  grantDataApi(grantee: IGrantable, secret: ISecret): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions: dataApiActions, resources: [this.cluster.clusterArn] }));
+    secret.grantRead(grantee);
+  }
+}

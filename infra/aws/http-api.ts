@@ -1,0 +1,71 @@
+import { Duration } from 'aws-cdk-lib';
+import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { acknowledge } from './nag.ts';
+
+export interface RestApiProps {
+  /** The route table (functions/routes.ts): `METHOD /path` → its handler module under functions/. */
+  routes: Record<string, { handler: string }>;
+  /** The Lambda serving a handler module. */
+  functionOf: (handler: string) => IFunction;
+  viewerOrigin?: string;
+  throttle: { rateLimit: number; burstLimit: number };
+  logRetention: RetentionDays;
+}
+
+/** The route table's key split into API Gateway's method and path (`GET /api/v1/devices/{id}`). */
+export function parseRouteKey(key: string): { method: HttpMethod; path: string } {
+  const [method, path] = key.split(' ') as [keyof typeof HttpMethod, string];
+  return { method: HttpMethod[method], path };
+}
+
+/**
+ * The HTTP API: every route of functions/routes.ts, generated from the table, each integrated with the Lambda of its
+ * route group (payload format 2.0, as infra/local/http-gateway.ts emulates). Authentication happens in the handlers
+ * (user JWTs, API keys and agent tokens on one route), so API Gateway authorizes nothing itself.
+ */
+export class RestApi extends Construct {
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+
+  constructor(scope: Construct, id: string, props: RestApiProps) {
+    super(scope, id);
+    this.api = new HttpApi(this, 'Api', {
+      description: 'Logbook: logging, audit and hierarchy API',
+      createDefaultStage: false,
+      ...(props.viewerOrigin && {
+        corsPreflight: {
+          allowOrigins: [props.viewerOrigin],
+          allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
+          allowHeaders: ['authorization', 'content-type', 'x-api-key', 'idempotency-key'],
+          exposeHeaders: ['content-disposition', 'retry-after'],
+          maxAge: Duration.hours(1),
+        },
+      }),
+    });
+    const accessLogs = new LogGroup(this, 'AccessLogs', { retention: props.logRetention });
+    this.stage = new HttpStage(this, 'Stage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: props.throttle,
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
+    });
+    const integrations = new Map<string, HttpLambdaIntegration>();
+    for (const [key, route] of Object.entries(props.routes)) {
+      const fn = props.functionOf(route.handler);
+      let integration = integrations.get(fn.node.path);
+      if (!integration) integrations.set(fn.node.path, (integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn)));
+      const { method, path } = parseRouteKey(key);
+      this.api.addRoutes({ path, methods: [method], integration });
+    }
+    acknowledge(this, 'APIG4', 'Every route authenticates in its handler (user JWTs from the JWKS, organization API keys, agent tokens; shared/http/authenticate.ts), which API Gateway authorizers cannot combine; health, the OpenAPI document and enrollment (by enrollment key) are public by design');
+  }
+
+  get url(): string {
+    return this.stage.url;
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The simulated agent: what a Windows device's agent does towards Logbook. It heartbeats, posts its
+ * diagnostic logs, submits its stored event logs once, and keeps a WebSocket connection (reconnecting
+ * with exponential backoff) on which it answers live event-log queries from its generated event
+ * store, in chunks when an answer exceeds about 100 KB (README "Live event-log queries").
+ */
+import WebSocket from 'ws';
+import type { AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
+import type { EventStore, LiveEvent } from './event-store.ts';
+
+export interface AgentOptions {
+  /** The HTTP API's base, e.g. http://localhost:3000 */
+  server: string;
+  /** The WebSocket API, e.g. ws://localhost:3001 */
+  wsUrl: string;
+  agentId: string;
+  token: string;
+  store: EventStore;
+  agentVersion?: string;
+  heartbeatSeconds?: number;
+  /** A keep-alive message this often: API Gateway closes a connection idle for 10 minutes. */
+  pingSeconds?: number;
+  /** Whether to submit the store's warnings and errors as stored event logs at start (PUT /agents/{id}/eventlogs). */
+  submitEvents?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface RunningAgent {
+  /** Resolves once the WebSocket connection is open (again). */
+  connected(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Answers above this many bytes are sent in chunks: API Gateway takes at most 128 KB per message. */
+export const chunkBytes = 100 * 1024;
+/** API Gateway takes WebSocket frames of at most 32 KB: a message is sent in fragments of this size. */
+const frameBytes = 32 * 1024;
+const maxBackoffMs = 60_000;
+
+export function startAgent(options: AgentOptions): RunningAgent {
+  const log = options.log ?? (() => undefined);
+  const agentVersion = options.agentVersion ?? '2.4.1-sim';
+  const authorization = { authorization: `Bearer ${options.token}` };
+  const diagnostics: object[] = [];
+  const diagnostic = (level: 'debug' | 'info' | 'warn' | 'error', component: string, message: string, fields?: Record<string, unknown>) =>
+    diagnostics.push({ timestamp: new Date().toISOString(), level, component, message, fields, agentVersion });
+
+  let stopped = false;
+  let socket: WebSocket | undefined;
+  let backoffMs = 1_000;
+  let reconnect: NodeJS.Timeout | undefined;
+  let ping: NodeJS.Timeout | undefined;
+  let waiters: (() => void)[] = [];
+
+  const call = async (method: string, suffix: string, body: unknown) => {
+    const reply = await fetch(`${options.server}/api/v1/agents/${options.agentId}${suffix}`, {
+      method,
+      headers: { ...authorization, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!reply.ok) throw new Error(`${method} ${suffix}: ${reply.status} ${await reply.text()}`);
+  };
+
+  const checkIn = async () => {
+    try {
+      await call('POST', '/heartbeat', { agentVersion, status: 'online' });
+      if (diagnostics.length > 0) await call('POST', '/logs', { logs: diagnostics.splice(0, 500) });
+    } catch (error) {
+      if (!stopped) log(`heartbeat failed: ${String(error)}`);
+    }
+  };
+
+  const connect = () => {
+    if (stopped) return;
+    const ws = new WebSocket(options.wsUrl, { headers: authorization });
+    socket = ws;
+    ws.on('open', () => {
+      backoffMs = 1_000;
+      log('connected for live queries');
+      diagnostic('info', 'ws', 'Connected for live queries');
+      for (const resolve of waiters.splice(0)) resolve();
+      ping = setInterval(() => sendMessage(ws, JSON.stringify({ type: 'ping' })), (options.pingSeconds ?? 300) * 1000);
+    });
+    ws.on('unexpected-response', (_request, response) => {
+      log(`live-query connection refused: ${response.statusCode}${response.statusCode === 401 ? ' (token invalid or revoked)' : ''}`);
+      ws.terminate();
+    });
+    ws.on('message', (data) => {
+      const message = parse(data.toString());
+      if (message?.type === 'connection.replaced') {
+        // Another process runs with this agent's identity and took over the connection: two agents fighting over
+        // it would replace each other forever, so this one stays off the channel.
+        log('another connection of this agent took over the live-query channel; not reconnecting');
+        diagnostic('warn', 'ws', 'Replaced by another connection of this agent; live queries go there');
+        stopped = true;
+        return;
+      }
+      if (typeof message?.requestId === 'string' && typeof message.type === 'string') {
+        const started = performance.now();
+        const reply = answer(options.store, message as AgentQuery & { requestId: string });
+        for (const frame of answerFrames(reply)) sendMessage(ws, frame);
+        diagnostic('debug', 'live-query', `Answered ${message.type}`, { requestId: message.requestId, ms: Math.round(performance.now() - started) });
+      }
+    });
+    let failure = '';
+    ws.on('error', (error) => {
+      failure = `: ${error.message}`;
+    });
+    ws.on('close', (code) => {
+      clearInterval(ping);
+      if (stopped) return;
+      const delay = Math.round(backoffMs * (0.8 + Math.random() * 0.4));
+      log(`live-query connection to ${options.wsUrl} closed (${code}${failure}); reconnecting in ${(delay / 1000).toFixed(1)} s`);
+      diagnostic('warn', 'ws', `Connection closed (${code}); reconnecting`, { delayMs: delay });
+      backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
+      reconnect = setTimeout(connect, delay);
+    });
+  };
+
+  diagnostic('info', 'service', 'Agent started', { hostname: options.store.computer });
+  void checkIn();
+  const heartbeat = setInterval(() => void checkIn(), (options.heartbeatSeconds ?? 60) * 1000);
+  if (options.submitEvents ?? true) {
+    void call('PUT', '/eventlogs', { events: storedEvents(options.store.all()) }).catch((error: unknown) => log(`event log submission failed: ${String(error)}`));
+  }
+  connect();
+
+  return {
+    connected: () =>
+      socket?.readyState === WebSocket.OPEN ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve)),
+    async stop() {
+      stopped = true;
+      clearInterval(heartbeat);
+      clearTimeout(reconnect);
+      clearInterval(ping);
+      waiters = [];
+      const ws = socket;
+      if (ws && ws.readyState !== WebSocket.CLOSED) {
+        await new Promise<void>((resolve) => {
+          ws.once('close', () => resolve());
+          ws.close(1000, 'Agent stopping');
+          setTimeout(() => {
+            ws.terminate();
+            resolve();
+          }, 1_000).unref();
+        });
+      }
+    },
+  };
+}
+
+function parse(text: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The answer to a query: { requestId, data } or { requestId, error: { code, message } }. */
+export function answer(store: EventStore, query: AgentQuery & { requestId: string }): object {
+  const { requestId } = query;
+  const notFound = (message: string) => ({ requestId, error: { code: 'NOT_FOUND', message } });
+  const unknownLog = (name: string) => notFound(`Event log ${name} not found on ${store.computer}`);
+  switch (query.type) {
+    case 'eventlogs.list':
+      return { requestId, data: store.list() };
+    case 'eventlogs.get': {
+      const log = store.get(String(query.name));
+      return log ? { requestId, data: log } : unknownLog(query.name);
+    }
+    case 'eventlogs.events': {
+      const filter: LiveEventFilter = { ...query, page: Math.max(1, Number(query.page) || 1), limit: Math.max(1, Number(query.limit) || 50) };
+      const page = store.events(String(query.name), filter);
+      return page ? { requestId, data: page } : unknownLog(query.name);
+    }
+    case 'eventlogs.event': {
+      if (!store.get(String(query.name))) return unknownLog(query.name);
+      const event = store.event(String(query.name), Number(query.recordId));
+      return event ? { requestId, data: event } : notFound(`Record ${query.recordId} not found in event log ${query.name}`);
+    }
+    default:
+      return { requestId, error: { code: 'UNSUPPORTED', message: `Unknown query type ${(query as { type: string }).type}` } };
+  }
+}
+
+/**
+ * The messages that carry an answer: itself when it fits in `limit` bytes, else chunks
+ * { requestId, chunk, chunks, data } whose `data`, concatenated in chunk order, is the answer's JSON
+ * text; each chunk message fits in `limit` bytes (pieces are cut between characters, never inside a surrogate pair).
+ */
+export function answerFrames(reply: object, limit = chunkBytes): string[] {
+  const text = JSON.stringify(reply);
+  if (Buffer.byteLength(text) <= limit) return [text];
+  const { requestId } = reply as { requestId: string };
+  const frame = (chunk: number, chunks: number, data: string) => JSON.stringify({ requestId, chunk, chunks, data });
+  const pieces: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    // Escaping may grow a piece; shrink the cut until the message fits (the indices are sized at two digits).
+    let end = Math.min(text.length, at + limit);
+    for (;;) {
+      if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1]!)) end -= 1;
+      const size = Buffer.byteLength(frame(99, 99, text.slice(at, end)));
+      if (size <= limit) break;
+      end = at + Math.max(1, Math.floor((end - at) * (limit / size) * 0.98));
+    }
+    pieces.push(text.slice(at, end));
+    at = end;
+  }
+  return pieces.map((data, chunk) => frame(chunk, pieces.length, data));
+}
+
+/** Sends one message in fragments of at most 32 KB, as API Gateway requires of frames. */
+function sendMessage(ws: WebSocket, text: string): void {
+  if (ws.readyState !== WebSocket.OPEN) return;
+  const bytes = Buffer.from(text);
+  let at = 0;
+  do {
+    const end = Math.min(bytes.length, at + frameBytes);
+    ws.send(bytes.subarray(at, end), { binary: false, fin: end === bytes.length });
+    at = end;
+  } while (at < bytes.length);
+}
+
+const storedLevel = { information: 'info', verbose: 'info', warning: 'warning', error: 'error', critical: 'critical' } as const;
+
+/**
+ * The store's recent warnings, errors and critical events as stored device events (seed 2.6): the
+ * category from the log and source, eventId naming the occurrence (log and record id), so that a
+ * second submission of the same events stores nothing twice.
+ */
+export function storedEvents(events: { log: string; event: LiveEvent }[], max = 500) {
+  return events
+    .filter(({ event: e }) => e.level === 'warning' || e.level === 'error' || e.level === 'critical')
+    .slice(-max)
+    .map(({ log, event: e }) => {
+      const category =
+        log === 'Security' ? 'security' : /Kernel-Power|^disk$/.test(e.source) ? 'hardware' : log === 'System' ? 'system' : 'application';
+      return {
+        timestamp: e.timeCreated,
+        level: storedLevel[e.level],
+        category,
+        source: e.source,
+        eventId: `${log}:${e.recordId}`,
+        message: e.message,
+        details: { logName: log, recordId: e.recordId, windowsEventId: e.eventId, computer: e.computer, user: e.user },
+      };
+    });
+}

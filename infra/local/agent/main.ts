@@ -1,0 +1,80 @@
+/**
+ * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001]
+ *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]`
+ *
+ * A simulated Windows agent: enrolls once (a later run finds agent.yaml and reuses its identity, as the
+ * deployment job does), then heartbeats, posts diagnostic logs, submits stored event logs and answers
+ * live event-log queries until Ctrl-C.
+ */
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startAgent } from './agent.ts';
+import { generateEventStore } from './event-store.ts';
+import { enroll, readIdentity, writeIdentity } from './identity.ts';
+
+const agentVersion = '2.4.1-sim';
+
+const { values: args } = parseArgs({
+  options: {
+    url: { type: 'string', default: `http://localhost:${process.env.PORT ?? 3000}` },
+    'ws-url': { type: 'string' },
+    'enrollment-key': { type: 'string' },
+    'enrollment-secret': { type: 'string', default: process.env.AGENT_ENROLLMENT_SECRET },
+    state: { type: 'string', default: '.data/agent/agent.yaml' },
+    hostname: { type: 'string' },
+    'heartbeat-seconds': { type: 'string', default: '60' },
+  },
+  strict: true,
+});
+
+/** The WebSocket API beside the HTTP API: the same host, WS_PORT (3001 by default). */
+function defaultWsUrl(server: string): string {
+  const url = new URL(server);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.port = process.env.WS_PORT ?? '3001';
+  url.pathname = '/';
+  return url.toString().replace(/\/$/, '');
+}
+
+async function main() {
+  const server = args.url.replace(/\/+$/, '');
+  const statePath = resolve(args.state);
+  let identity = readIdentity(statePath);
+  if (identity) {
+    console.log(`agent.yaml found at ${statePath}: agent ${identity.agentId} (device ${identity.deviceId}); not enrolling again`);
+  } else {
+    const enrollmentKey = args['enrollment-key'];
+    if (!enrollmentKey) throw new Error(`No agent.yaml at ${statePath}: give --enrollment-key to enroll`);
+    // A stable default name per state file, in the style of a Windows machine name.
+    const hostname = args.hostname ?? `WIN-${createHash('sha256').update(statePath).digest('hex').slice(0, 7).toUpperCase()}`;
+    identity = await enroll({ server, enrollmentKey, enrollmentSecret: args['enrollment-secret'], hostname, agentVersion });
+    writeIdentity(statePath, identity);
+    console.log(`enrolled as ${hostname}: agent ${identity.agentId}, device ${identity.deviceId}; identity saved to ${statePath}`);
+  }
+  const wsUrl = args['ws-url'] ?? defaultWsUrl(server);
+  const heartbeatSeconds = Number(args['heartbeat-seconds']);
+  if (!(heartbeatSeconds > 0)) throw new Error('--heartbeat-seconds takes a positive number');
+  const agent = startAgent({
+    server,
+    wsUrl,
+    agentId: identity.agentId,
+    token: identity.token,
+    store: generateEventStore({ computer: identity.hostname }),
+    agentVersion,
+    heartbeatSeconds,
+    log: (line) => console.log(`[agent ${identity.hostname}] ${line}`),
+  });
+  console.log(`heartbeat every ${heartbeatSeconds} s to ${server}; live queries over ${wsUrl}. Ctrl-C stops.`);
+  const stop = async () => {
+    await agent.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,158 @@
+/**
+ * `npm run retention`: the audit retention worker (shared/audit/retention.ts) run once, now, as the role
+ * logbook_audit_admin. The same configuration as `npm start`: AUDIT_ADMIN_DATABASE_URL, else the audit-admin login
+ * derived from DATABASE_URL, else the embedded database of a running `npm start`. Exit status 0: done (or rehearsed);
+ * 2: a usage error, the database unreachable, or an organization that could not be pruned.
+ */
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { runRetention, type OrganizationRetention, type RetentionProgress, type RetentionRun } from '#shared/audit/retention.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+import { roleUrls } from './database.ts';
+
+const usage = `Usage:
+  npm run retention [-- --dry-run] [--as-of <instant>] [--progress]
+
+  Deletes, per organization with an audit retention policy, the oldest contiguous audit rows older than its
+  retentionDays, and records each cut (organizations without a policy are skipped).
+
+  --dry-run          report per organization what would be deleted; delete and record nothing
+  --as-of <instant>  evaluate the windows as of this moment (ISO 8601 with offset) instead of now;
+                     recorded in each organization's system.audit.retention event
+  --progress         show the progress line even when stderr is not a terminal
+
+  Database: AUDIT_ADMIN_DATABASE_URL; else the logbook_audit_admin login derived from DATABASE_URL;
+  else the embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329).
+
+Exit status: 0 done, 2 usage error or failure.`;
+
+const count = (n: number) => n.toLocaleString('en-US');
+const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
+const organizations = (n: number) => `${count(n)} organization${n === 1 ? '' : 's'}`;
+
+/** Where the worker connects, and how that was decided (the message of a connection failure names it). */
+function auditAdminConnection(): { url: string; source: string } {
+  if (process.env.AUDIT_ADMIN_DATABASE_URL) return { url: process.env.AUDIT_ADMIN_DATABASE_URL, source: 'AUDIT_ADMIN_DATABASE_URL' };
+  if (process.env.DATABASE_URL) return { url: roleUrls(process.env.DATABASE_URL).auditAdmin, source: 'the audit-admin login derived from DATABASE_URL' };
+  // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts), whose role logins it set.
+  const embedded = `postgres://postgres:logbook-local@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/postgres`;
+  return { url: roleUrls(embedded).auditAdmin, source: 'the embedded database of `npm start`: is it running? Or set DATABASE_URL' };
+}
+
+/** Where the database is, without credentials. */
+const location = (url: string) => {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+};
+
+/** A connection failure's message; node-postgres reports a refused dual-stack connect as an AggregateError without one. */
+const reason = (error: unknown): string =>
+  error instanceof AggregateError && error.errors.length > 0
+    ? error.errors.map(reason).join('; ')
+    : error instanceof Error
+      ? error.message || String((error as { code?: string }).code ?? error.name)
+      : String(error);
+
+/** "organizations done / total, rows deleted" on stderr: in place on a terminal (at most 10 times a second), else one line per update. */
+function progressLine(dryRun: boolean, enabled: boolean) {
+  const inPlace = process.stderr.isTTY === true;
+  let shownAt = -Infinity;
+  let shown = false;
+  return {
+    update({ organizations: total, organizationsDone, rowsDeleted }: RetentionProgress) {
+      if (!enabled) return;
+      const now = performance.now();
+      if (inPlace && organizationsDone < total && now - shownAt < 100) return;
+      shown = true;
+      shownAt = now;
+      const line = `retention: ${count(organizationsDone)} / ${organizations(total)} done, ${rows(rowsDeleted)} ${dryRun ? 'to delete' : 'deleted'}`;
+      process.stderr.write(inPlace ? `\r${line}\x1b[K` : `${line}\n`);
+    },
+    end() {
+      if (shown && inPlace) process.stderr.write('\n');
+    },
+  };
+}
+
+function describe(org: OrganizationRetention): string {
+  const who = `organization ${org.orgId} (${org.orgName})`;
+  const window = `older than ${org.cutoff}, ${count(org.retentionDays)} days`;
+  if (org.error) return `failed: ${who}: ${org.error}`;
+  if (org.rowsDeleted === 0) return `${who}: nothing to delete (${window})`;
+  return `${who}: ${rows(org.rowsDeleted)}, seq ${org.fromSeq}..${org.throughSeq} (${window})`;
+}
+
+function report(run: RetentionRun): void {
+  for (const org of run.organizations) {
+    if (org.error) console.error(describe(org));
+    else if (run.dryRun) console.log(`${org.rowsDeleted > 0 ? 'would prune ' : ''}${describe(org)}`);
+    else if (org.rowsDeleted > 0) console.log(`pruned ${describe(org)}`);
+  }
+  const pruned = run.organizations.filter((org) => org.rowsDeleted > 0).length;
+  const scope = `${count(pruned)} of ${organizations(run.organizations.length)} with a policy; ${organizations(run.skipped)} without one skipped; as of ${run.asOf}`;
+  if (run.dryRun) console.log(`dry run: ${rows(run.rowsDeleted)} would be deleted from ${scope}. Nothing was deleted.`);
+  else console.log(`done: ${rows(run.rowsDeleted)} deleted from ${scope}.`);
+  if (run.failed > 0) console.error(`error: ${organizations(run.failed)} could not be pruned (shown above)`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        'dry-run': { type: 'boolean', default: false },
+        'as-of': { type: 'string' },
+        progress: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return usageError(reason(error));
+  }
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  let asOf: Date | undefined;
+  if (values['as-of'] !== undefined) {
+    if (!z.iso.datetime({ offset: true }).safeParse(values['as-of']).success) return usageError(`--as-of: give an ISO 8601 instant with offset, such as 2026-01-31T00:00:00Z`);
+    asOf = new Date(values['as-of']);
+  }
+  const dryRun = values['dry-run'];
+
+  const { url, source } = auditAdminConnection();
+  const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-retention' });
+  const progress = progressLine(dryRun, values.progress || process.stderr.isTTY === true);
+  try {
+    let run: RetentionRun;
+    try {
+      run = await runRetention(db, { dryRun, asOf, onProgress: progress.update });
+    } catch (error) {
+      progress.end();
+      console.error(`error: cannot run retention in the database at ${location(url)} as logbook_audit_admin (${source}): ${reason(error)}`);
+      return 2;
+    }
+    progress.end();
+    report(run);
+    return run.failed > 0 ? 2 : 0;
+  } finally {
+    await db.close();
+  }
+}
+
+function usageError(message: string): number {
+  console.error(`usage error: ${message}\n\n${usage}`);
+  return 2;
+}
+
+main(process.argv.slice(2))
+  .catch((error: unknown) => {
+    console.error(error);
+    return 2;
+  })
+  .then((status) => {
+    process.exitCode = status;
+  });

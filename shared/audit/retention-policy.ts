@@ -1,0 +1,43 @@
+import type { z } from 'zod';
+import type { Principal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { reachableOrganization } from '../hierarchy/organizations.ts';
+import { changedFields } from './changes.ts';
+import { defaultRetentionDays, type updateRetentionPolicy as updateSchema } from './retention-schemas.ts';
+import { findRetentionPolicy, upsertRetentionPolicy, type RetentionPolicyRow } from './retention-store.ts';
+import { writeRouteAudit, type AuditContext } from './writer.ts';
+
+/** seed 4.2: the policy with `configured`; without a row, the defaults of seed 2.4 and configured false. */
+function policyOf(orgId: string, row: RetentionPolicyRow | undefined) {
+  return row
+    ? { orgId, retentionDays: row.retentionDays, archiveToS3: row.archiveToS3, lastCleanupAt: row.lastCleanupAt, configured: true }
+    : { orgId, retentionDays: defaultRetentionDays, archiveToS3: false, lastCleanupAt: null, configured: false };
+}
+
+/** The organization's audit retention policy (audit:read; another tenant's organization is 404). */
+export async function getRetentionPolicy(db: Db, principal: Principal, orgId: string) {
+  await reachableOrganization(db, principal, orgId, 'audit:read');
+  return policyOf(orgId, await findRetentionPolicy(db, orgId));
+}
+
+/**
+ * Saves the policy, creating it when the organization has none (seed 3: the worker then starts pruning it).
+ * seed 5 rule 3: audit:manage. Audited as organization.update with retentionDays before and after; before is
+ * null when there was no policy (the rows were kept without limit).
+ */
+export async function updateRetentionPolicy(db: Db, principal: Principal, orgId: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+  const org = await reachableOrganization(db, principal, orgId, 'audit:manage');
+  const { before, after } = await db.transaction(async (tx) => {
+    const before = await findRetentionPolicy(tx, orgId, true);
+    return { before, after: await upsertRetentionPolicy(tx, orgId, change.retentionDays) };
+  });
+  writeRouteAudit(audit, {
+    orgId,
+    action: 'organization.update',
+    resourceType: 'organization',
+    resourceId: orgId,
+    resourceName: org.name,
+    details: changedFields({ retentionDays: before?.retentionDays ?? null }, after, ['retentionDays']),
+  });
+  return policyOf(orgId, after);
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+/** seed 2.4 and 8: the default retention of a policy, and the bounds a policy may take. */
+export const defaultRetentionDays = 365;
+export const maxRetentionDays = 3650;
+
+/** PUT /api/v1/orgs/organizations/{id}/audit-retention (seed 4.2): archiveToS3 is reserved (seed 2.4), so not accepted. */
+export const updateRetentionPolicy = z
+  .object({
+    retentionDays: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxRetentionDays)
+      .meta({ description: `Days to keep audit rows: an integer from 1 to ${maxRetentionDays}` }),
+  })
+  .strict();
+
+/** seed 4.2: the policy fields of seed 2.4 and whether a policy row exists. */
+export const retentionPolicy = z
+  .object({
+    orgId: z.uuid(),
+    retentionDays: z.number().int().meta({ description: `Days audit rows are kept; ${defaultRetentionDays} (the default) when not configured` }),
+    archiveToS3: z.boolean().meta({ description: 'Reserved: archiving before deletion is not implemented (seed 2.4); always false' }),
+    lastCleanupAt: z.iso.datetime().nullable().meta({ description: "When the daily retention worker last applied the policy; null before its first run" }),
+    configured: z.boolean().meta({
+      description: 'false: the organization has no policy (created before v0.110.0) and its rows are kept without limit until one is saved; the defaults are shown',
+    }),
+  })
+  .meta({ id: 'AuditRetentionPolicy' });

@@ -1,0 +1,54 @@
+/**
+ * The messages of the live-query channel between the service and an agent (issue 6; README
+ * "Live event-log queries"). The service sends a query as one WebSocket message; the agent answers
+ * with one message, or with chunks when the answer would exceed API Gateway's 128 KB message limit.
+ */
+
+/** API Gateway's limit of one WebSocket message, either way; larger messages close the connection (1009). */
+export const maxMessageBytes = 128 * 1024;
+
+/** At most this many chunks make one answer (64 x 100 KB, about Lambda's 6 MB response limit). */
+export const maxChunks = 64;
+
+/** Levels of a live event (seed 2.7). */
+export const liveEventLevels = ['information', 'warning', 'error', 'critical', 'verbose'] as const;
+export type LiveEventLevel = (typeof liveEventLevels)[number];
+
+/** Filters and page of an `eventlogs.events` query, as the REST caller gave them (validated). */
+export interface LiveEventFilter {
+  page: number;
+  limit: number;
+  level?: LiveEventLevel;
+  source?: string;
+  /** ISO 8601 with an offset. */
+  startTime?: string;
+  endTime?: string;
+  eventId?: number;
+}
+
+/** A query for the agent, without its requestId. */
+export type AgentQuery =
+  | { type: 'eventlogs.list' }
+  | { type: 'eventlogs.get'; name: string }
+  | ({ type: 'eventlogs.events'; name: string } & LiveEventFilter)
+  | { type: 'eventlogs.event'; name: string; recordId: number };
+
+/** What the service sends on an agent's connection. */
+export type ServiceMessage =
+  | (AgentQuery & { requestId: string })
+  // Another connection of the same agent took over this one, which is closed next: the agent should not reconnect.
+  | { type: 'connection.replaced' };
+
+/** An error the agent reports instead of data; code NOT_FOUND (unknown log, record not found) is a 404. */
+export interface AgentError {
+  code?: string;
+  message?: string;
+}
+
+/** What an agent sends: an answer, a chunk of one, or a keep-alive (anything without a requestId). */
+export type AgentMessage =
+  | { requestId: string; data: unknown }
+  | { requestId: string; error: AgentError | string }
+  // `data` of the chunks, concatenated in chunk order, is the JSON text of the whole answer { requestId, data | error }.
+  | { requestId: string; chunk: number; chunks: number; data: string }
+  | { type: 'ping' };

@@ -1,0 +1,127 @@
+import { one, type Db } from '../db/db.ts';
+
+/** Connections (migration 0009): one per device; the latest $connect of an agent wins. */
+export async function upsertConnection(
+  db: Db,
+  connection: { connectionId: string; agentId: string; deviceId: string; orgId: string; sourceIp: string | null },
+): Promise<{ previousConnectionId: string | null }> {
+  const row = await one<{ previousConnectionId: string | null }>(
+    db,
+    `WITH previous AS (SELECT connection_id FROM agent_connections WHERE device_id = :deviceId::uuid)
+     INSERT INTO agent_connections AS c (connection_id, agent_id, device_id, org_id, source_ip)
+     VALUES (:connectionId::text, :agentId::uuid, :deviceId::uuid, :orgId::uuid, :sourceIp::text)
+     ON CONFLICT (device_id) DO UPDATE
+        SET connection_id = EXCLUDED.connection_id, agent_id = EXCLUDED.agent_id, org_id = EXCLUDED.org_id,
+            source_ip = EXCLUDED.source_ip, connected_at = now(), last_seen_at = now()
+     RETURNING (SELECT connection_id FROM previous) AS "previousConnectionId"`,
+    connection,
+  );
+  return { previousConnectionId: row?.previousConnectionId ?? null };
+}
+
+/** Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. */
+export async function deleteConnection(db: Db, connectionId: string): Promise<void> {
+  await db.query('DELETE FROM agent_connections WHERE connection_id = :connectionId::text', { connectionId });
+}
+
+export async function touchConnection(db: Db, connectionId: string): Promise<void> {
+  await db.query('UPDATE agent_connections SET last_seen_at = now() WHERE connection_id = :connectionId::text', { connectionId });
+}
+
+export async function findConnection(db: Db, deviceId: string): Promise<string | undefined> {
+  const row = await one<{ connectionId: string }>(db, 'SELECT connection_id AS "connectionId" FROM agent_connections WHERE device_id = :deviceId::uuid', { deviceId });
+  return row?.connectionId;
+}
+
+/** A pending query; rows of askers that died are removed a minute after they expired. */
+export async function insertRequest(db: Db, request: { requestId: string; deviceId: string; connectionId: string; type: string; timeoutMs: number }): Promise<void> {
+  await db.query(
+    `WITH abandoned AS (DELETE FROM live_requests WHERE expires_at < now() - interval '1 minute')
+     INSERT INTO live_requests (request_id, device_id, connection_id, type, expires_at)
+     VALUES (:requestId::uuid, :deviceId::uuid, :connectionId::text, :type::text, now() + :timeoutMs::int * interval '1 millisecond')`,
+    request,
+  );
+}
+
+export async function deleteRequest(db: Db, requestId: string): Promise<void> {
+  await db.query('DELETE FROM live_requests WHERE request_id = :requestId::uuid', { requestId });
+}
+
+/**
+ * Stores one piece of an answer, only when it comes from the connection the query is waiting on,
+ * before the query expired, and agrees with the piece count given first. Returns whether it was kept.
+ */
+export async function insertChunk(db: Db, piece: { requestId: string; connectionId: string; chunk: number; chunks: number; data: string }): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `WITH owner AS (
+       UPDATE live_requests SET chunks = :chunks::int
+        WHERE request_id = :requestId::uuid AND connection_id = :connectionId::text AND expires_at > now()
+          AND (chunks IS NULL OR chunks = :chunks::int)
+       RETURNING request_id)
+     INSERT INTO live_request_chunks (request_id, connection_id, chunk, data)
+     SELECT request_id, :connectionId::text, :chunk::int, :data::text FROM owner
+     ON CONFLICT (request_id, connection_id, chunk) DO NOTHING`,
+    piece,
+  );
+  return rowCount > 0;
+}
+
+export interface RequestState {
+  /** The connection the query was sent on. */
+  connectionId: string;
+  /** The device's connection now (null: none). */
+  currentConnectionId: string | null;
+  chunks: number | null;
+  received: number;
+}
+
+export function requestState(db: Db, requestId: string): Promise<RequestState | undefined> {
+  return one<RequestState & Record<string, unknown>>(
+    db,
+    `SELECT r.connection_id AS "connectionId", c.connection_id AS "currentConnectionId", r.chunks,
+            (SELECT count(*) FROM live_request_chunks p WHERE p.request_id = r.request_id AND p.connection_id = r.connection_id)::int AS received
+       FROM live_requests r
+       LEFT JOIN agent_connections c ON c.device_id = r.device_id
+      WHERE r.request_id = :requestId::uuid`,
+    { requestId },
+  );
+}
+
+/** Hands a query over to the device's new connection: what the old one sends (or sent) of an answer no longer counts. */
+export async function moveRequest(db: Db, requestId: string, from: string, to: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE live_requests SET connection_id = :to::text, chunks = NULL
+      WHERE request_id = :requestId::uuid AND connection_id = :from::text`,
+    { requestId, from, to },
+  );
+  return rowCount > 0;
+}
+
+/**
+ * The Data API returns at most 64 KB per row and 1 MiB per call: the pieces (up to 128 KB each) are read in
+ * slices of 8,000 characters (at most 32 KB of UTF-8), 24 slices a call.
+ */
+const sliceChars = 8_000;
+const slicesPerRead = 24;
+
+/** The answer's text: the pieces its connection sent, concatenated in order. */
+export async function readAnswer(db: Db, requestId: string, connectionId: string): Promise<string> {
+  let text = '';
+  let after = { chunk: -1, at: 0 };
+  for (;;) {
+    const { rows } = await db.query<{ chunk: number; at: number; part: string }>(
+      `SELECT p.chunk, s.at, substr(p.data, s.at, ${sliceChars}) AS part
+         FROM live_request_chunks p
+        CROSS JOIN LATERAL generate_series(1, greatest(length(p.data), 1), ${sliceChars}) AS s (at)
+        WHERE p.request_id = :requestId::uuid AND p.connection_id = :connectionId::text
+          AND (p.chunk, s.at) > (:afterChunk::int, :afterAt::int)
+        ORDER BY p.chunk, s.at
+        LIMIT ${slicesPerRead}`,
+      { requestId, connectionId, afterChunk: after.chunk, afterAt: after.at },
+    );
+    for (const row of rows) text += row.part;
+    if (rows.length < slicesPerRead) return text;
+    const last = rows[rows.length - 1]!;
+    after = { chunk: last.chunk, at: last.at };
+  }
+}

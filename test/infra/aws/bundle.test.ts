@@ -1,0 +1,77 @@
+/**
+ * The Lambda bundles as infra/aws/bundle.ts builds them for the stack: a route group's bundle, imported and called
+ * like Lambda calls it, answers through the Data API (the local endpoint in front of the test database), with
+ * node-postgres and zod's translations left out.
+ */
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '#functions/routes.ts';
+import { bundleLambda } from '#infra/aws/bundle.ts';
+import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
+import { routeGroups } from '#infra/aws/logbook-stack.ts';
+import type { Handler } from '#shared/http/handler.ts';
+import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { startLocalDataApi, type LocalDataApi } from '#test/support/data-api.ts';
+import { httpEvent, lambdaContext } from '#test/support/events.ts';
+
+let test: TestDatabase;
+let local: LocalDataApi;
+const outdir = join(projectRoot, 'node_modules', '.cache', `logbook-bundle-test-${process.pid}`);
+const lambdaEnvironment: Record<string, string> = {};
+
+beforeAll(async () => {
+  test = await createTestDatabase();
+  local = await startLocalDataApi(test);
+  Object.assign(lambdaEnvironment, local.env);
+  Object.assign(process.env, local.env);
+});
+
+afterAll(async () => {
+  for (const name of Object.keys(lambdaEnvironment)) delete process.env[name];
+  rmSync(outdir, { recursive: true, force: true });
+  await local?.close();
+  await test?.close();
+});
+
+/** The route group's bundle, imported as the Lambda runtime imports it. */
+async function bundled(group: string): Promise<{ handler: Handler; files: string[] }> {
+  const dir = join(outdir, group);
+  await bundleLambda({ entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups(routes).get(group)!, { routeKey: 'http' }), outdir: dir });
+  const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
+  return { handler, files: readdirSync(dir, { recursive: true, encoding: 'utf8' }) };
+}
+
+const call = (handler: Handler, routeKey: keyof typeof routes, body?: unknown) => {
+  const [method, path] = routeKey.split(' ') as [string, string];
+  return handler(httpEvent({ method, path, routeKey, body }), lambdaContext) as Promise<{ statusCode: number; body: string }>;
+};
+
+describe('a Lambda bundle', { timeout: 60_000 }, () => {
+  it('answers its routes through the Data API', async () => {
+    const { handler, files } = await bundled('system');
+    const before = local.server.calls.length;
+    expect(await call(handler, 'GET /api/v1/health')).toMatchObject({ statusCode: 200, body: '{"status":"ok"}' });
+    expect(local.server.calls.length).toBeGreaterThan(before);
+    expect(files).toContain('index.mjs');
+    expect(files.some((f) => f.endsWith('.mjs.map'))).toBe(true);
+  });
+
+  it('leaves node-postgres out, and the AWS SDK to the Lambda runtime', async () => {
+    const dir = join(outdir, 'system');
+    const code = readdirSync(dir, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.mjs'))
+      .map((f) => readFileSync(join(dir, f), 'utf8'))
+      .join('\n');
+    expect(code).not.toContain('pg-protocol');
+    expect(code).toMatch(/from\s*"@aws-sdk\/client-rds-data"/);
+    expect(existsSync(join(dir, 'node_modules'))).toBe(false);
+  });
+
+  it('still explains invalid input in English', async () => {
+    const { handler } = await bundled('hierarchy');
+    const reply = await call(handler, 'POST /api/v1/agents/enroll', {});
+    expect(reply.statusCode).toBe(400);
+    expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: expect.arrayContaining([expect.objectContaining({ path: 'body.enrollmentKey', message: 'Invalid input: expected string, received undefined' })]) } });
+  });
+});
