@@ -14,6 +14,7 @@ import * as eventLogs from '#shared/event-logs/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
 import * as retention from '#shared/audit/retention-schemas.ts';
 import * as live from '#shared/live-query/schemas.ts';
+import * as anchors from '#shared/audit/anchors.ts';
 
 const health = z.object({ status: z.literal('ok') });
 const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
@@ -63,6 +64,7 @@ export const routes = {
   'GET /api/v1/audit-logs/reports/security-events': route({ handler: 'audit/reports-security-events', auth: 'user', tag: 'audit', summary: 'Rows of the security events of seed 2.3, detailed format', query: audit.auditListQuery, response: audit.auditDetailedPage, errors: [400, 401, 403] }),
   'GET /api/v1/audit-logs/reports/compliance': route({ handler: 'audit/reports-compliance', auth: 'user', tag: 'audit', summary: 'Rows of the compliance-tracked actions of seed 2.3, detailed format, with counts per action', query: audit.auditListQuery, response: audit.auditCompliancePage, errors: [400, 401, 403] }),
   'GET /api/v1/audit-logs/verify': route({ handler: 'audit/chain-verify', auth: 'user', tag: 'audit', summary: 'Verify an organization\'s hash chain, optionally within from/to; partner and platform users name orgId', query: audit.auditVerifyQuery, response: audit.auditVerification, errors: [400, 401, 403, 404] }),
+  'GET /api/v1/audit-logs/anchors': route({ handler: 'audit/anchors-list', auth: 'user', tag: 'audit', summary: 'The signed anchors of the integrity watch (audit:read) for the caller\'s organizations, newest first, with the Ed25519 public key to verify them: keep copies, verify the chain against them later (orgId narrows)', query: anchors.anchorListQuery, response: anchors.auditAnchorPage, errors: [400, 401, 403] }),
 
   // Audit retention (seed 4.2): the organization's policy; JWT users only, like the trail it governs.
   'GET /api/v1/orgs/organizations/{id}/audit-retention': route({ handler: 'audit/retention-get', auth: 'user', tag: 'audit', summary: 'The organization\'s audit retention policy (audit:read); configured false with the defaults (365 days) when it has none', params: h.idParams, response: retention.retentionPolicy, errors: [400, 401, 403, 404] }),

@@ -5,8 +5,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { routes, wsRoutes } from '#functions/routes.ts';
+import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
-import { auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
+import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { useLocalDataApi } from './data-api-server.ts';
@@ -17,6 +18,7 @@ import { startHttpGateway } from './http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from './ws-gateway.ts';
 import { startAgent } from './agent/agent.ts';
 import { generateEventStore } from './agent/event-store.ts';
+import { findConnection } from '#shared/live-query/store.ts';
 
 const dataDir = '.data';
 const port = Number(process.env.PORT ?? 3000);
@@ -89,6 +91,8 @@ async function main() {
   // With a JWKS URL the identity provider signs user tokens; a local secret would sign tokens nobody accepts.
   const jwksUrl = process.env.JWT_JWKS_URL;
   if (!jwksUrl) process.env.JWT_SECRET = localJwtSecret();
+  // The integrity watch's signing key (shared/audit/anchors.ts), generated once and shared with `npm run retention`.
+  process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(`${dataDir}/anchor-key.pem`);
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const demo = await seedDemo(admin).finally(() => admin.close());
@@ -102,6 +106,8 @@ async function main() {
     agentId: demo.agentId,
     token: demo.agentToken,
     store: generateEventStore({ computer: 'demo-device' }),
+    // Another agent using AGENT_TOKEN takes the demo device's channel over; the demo agent comes back once it left.
+    mayResume: async () => !(await findConnection(appDb(), demo.deviceId)),
     log: (line) => console.log(`[demo agent] ${line}`),
   });
   const stopRetention = scheduleRetention();

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { configuredAnchorKey, localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention, type OrganizationRetention, type RetentionProgress, type RetentionRun } from '#shared/audit/retention.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { roleUrls } from './database.ts';
@@ -25,6 +26,9 @@ const usage = `Usage:
   else the embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329).
 
 Exit status: 0 done, 2 usage error or failure.`;
+
+/** The local signing key of the integrity watch, shared with `npm start` (infra/local/main.ts). */
+const localAnchorKeyFile = '.data/anchor-key.pem';
 
 const count = (n: number) => n.toLocaleString('en-US');
 const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
@@ -93,6 +97,10 @@ function report(run: RetentionRun): void {
   if (run.dryRun) console.log(`dry run: ${rows(run.rowsDeleted)} would be deleted from ${scope}. Nothing was deleted.`);
   else console.log(`done: ${rows(run.rowsDeleted)} deleted from ${scope}.`);
   if (run.failed > 0) console.error(`error: ${organizations(run.failed)} could not be pruned (shown above)`);
+  if (run.integrity) {
+    for (const f of run.integrity.failures) console.error(`integrity: organization ${f.orgId}: ${f.reason}, first break at seq ${f.seq} (${f.kind}); no anchor written`);
+    console.log(`integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} with a chain verified and anchored.`);
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -123,13 +131,16 @@ async function main(argv: string[]): Promise<number> {
   }
   const dryRun = values['dry-run'];
 
+  // The integrity watch's signing key: AUDIT_ANCHOR_PRIVATE_KEY, else the one `npm start` keeps in .data/.
+  process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
+  const anchorKey = configuredAnchorKey();
   const { url, source } = auditAdminConnection();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-retention' });
   const progress = progressLine(dryRun, values.progress || process.stderr.isTTY === true);
   try {
     let run: RetentionRun;
     try {
-      run = await runRetention(db, { dryRun, asOf, onProgress: progress.update });
+      run = await runRetention(db, { dryRun, asOf, onProgress: progress.update, anchorKey });
     } catch (error) {
       progress.end();
       console.error(`error: cannot run retention in the database at ${location(url)} as logbook_audit_admin (${source}): ${reason(error)}`);
@@ -137,7 +148,7 @@ async function main(argv: string[]): Promise<number> {
     }
     progress.end();
     report(run);
-    return run.failed > 0 ? 2 : 0;
+    return run.failed > 0 || (run.integrity?.failures.length ?? 0) > 0 ? 2 : 0;
   } finally {
     await db.close();
   }

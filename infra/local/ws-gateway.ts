@@ -41,6 +41,15 @@ export const MAX_MESSAGE_BYTES = 128 * 1024;
 const IDLE_TIMEOUT_MS = 10 * 60_000;
 const STAGE = 'local';
 
+/** What every event of a connection repeats. */
+interface ConnectionBase {
+  connectionId: string;
+  connectedAt: number;
+  domainName: string;
+  sourceIp: string;
+  userAgent: string;
+}
+
 interface Connection {
   socket: WebSocket;
   connectedAt: number;
@@ -117,13 +126,10 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       await invoke('$disconnect', disconnectEvent(base, 1006, 'Client closed the handshake'));
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, { ...base, headers, multiValueHeaders }));
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, base));
   }
 
-  function accept(
-    socket: WebSocket,
-    base: { connectionId: string; connectedAt: number; domainName: string; sourceIp: string; userAgent: string; headers: Record<string, string>; multiValueHeaders: Record<string, string[]> },
-  ): void {
+  function accept(socket: WebSocket, base: ConnectionBase): void {
     const connection: Connection = { socket, connectedAt: base.connectedAt, lastActiveAt: Date.now(), sourceIp: base.sourceIp, userAgent: base.userAgent, domainName: base.domainName };
     connections.set(base.connectionId, connection);
     const resetIdle = () => {
@@ -172,11 +178,13 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
     if (!connection) return false;
     connection.closeCode = code;
     connection.closeReason = reason;
+    // Closing is closed for the management API: a post to it is Gone.
+    connections.delete(connectionId);
     connection.socket.close(code, reason);
     return true;
   }
 
-  function disconnectEvent(base: { connectionId: string; connectedAt: number; domainName: string; sourceIp: string; userAgent: string }, code: number, reason: string): WebSocketEvent {
+  function disconnectEvent(base: ConnectionBase, code: number, reason: string): WebSocketEvent {
     return {
       headers: { Host: base.domainName },
       requestContext: { ...requestContext(base, '$disconnect', 'DISCONNECT'), disconnectStatusCode: code, disconnectReason: reason },
@@ -259,7 +267,7 @@ function newConnectionId(): string {
 }
 
 function requestContext(
-  base: { connectionId: string; connectedAt: number; domainName: string; sourceIp: string; userAgent: string },
+  base: ConnectionBase,
   routeKey: RouteKey,
   eventType: 'CONNECT' | 'MESSAGE' | 'DISCONNECT',
 ): WebSocketEvent['requestContext'] {

@@ -5,6 +5,7 @@ import type { Page } from '../db/page.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
 import { pagination } from '../http/pagination.ts';
 import { auditScope, countAuditRows, findAuditRow, findScopedOrganization, listAuditRows, type AuditEntryRow, type AuditFilters, type AuditScope } from './read-store.ts';
+import { configuredAnchorPublicKey, readLatestAnchor } from './anchors.ts';
 import { verifyChain } from './verify.ts';
 import { writeRouteAudit, type AuditContext } from './writer.ts';
 
@@ -66,7 +67,9 @@ export async function verifyAuditChain(db: Db, principal: Principal, query: { or
   const orgId = query.orgId ?? (principal.scope === 'organization' ? principal.orgId : null);
   if (!orgId) throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' }]);
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
-  return verifyChain(db, orgId, { from: query.from, to: query.to, reportHead: true });
+  // Against the newest signed anchor too, when there is one (issue 4): a chain rewritten wholesale verifies on its own.
+  const anchor = await readLatestAnchor(db, orgId);
+  return verifyChain(db, orgId, { from: query.from, to: query.to, reportHead: true, ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }) });
 }
 
 type Json = Record<string, unknown>;

@@ -1,5 +1,8 @@
+import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { configuredAnchorKey } from './anchors.ts';
+import { runIntegrityWatch, type IntegrityWatchRun } from './integrity-watch.ts';
 import { countOrganizationsWithoutPolicy, deleteExpiredBatch, findExpiredPrefix, listRetentionTargets, recordCleanup, type RetentionTarget } from './retention-store.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
@@ -19,6 +22,11 @@ export interface RetentionOptions {
   onProgress?: (progress: RetentionProgress) => void | Promise<void>;
   /** Stops the run between batches (a server shutting down); what was cut so far is still audited. */
   signal?: AbortSignal;
+  /**
+   * The integrity watch's signing key (shared/audit/integrity-watch.ts); default: AUDIT_ANCHOR_PRIVATE_KEY. Without
+   * one, the watch is skipped. `false` skips it outright. It never runs in a dry run or a stopped run.
+   */
+  anchorKey?: KeyObject | false;
 }
 
 export interface RetentionProgress {
@@ -55,6 +63,8 @@ export interface RetentionRun {
   failed: number;
   /** The run was stopped by its signal: organizations may be left uncut, or cut only in part. */
   stopped: boolean;
+  /** The integrity watch after the cuts: anchors written and breaks found; absent when it did not run. */
+  integrity?: IntegrityWatchRun;
 }
 
 /**
@@ -110,6 +120,11 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
     await report();
   }
   run.stopped = options.signal?.aborted ?? false;
+  if (!dryRun && !run.stopped && options.anchorKey !== false) {
+    const key = options.anchorKey ?? configuredAnchorKey();
+    if (key) run.integrity = await runIntegrityWatch(db, key, { anchoredAt: new Date() });
+    else logger.warn('[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written');
+  }
   return run;
 }
 

@@ -281,5 +281,13 @@ export const auditVerification = z
         "The organization's chain head (its last sealed row), read in the snapshot that was verified; null when the organization has no rows. " +
         'Whoever can rewrite the database can also recompute every checksum and this head: keep it outside the database and compare it later',
     }),
+    anchor: z
+      .object({ seq: z.number().int(), ok: z.boolean() })
+      .optional()
+      .meta({
+        description:
+          "Present when the organization has a signed anchor (GET /audit-logs/anchors): whether the chain still holds the newest one's row at its seq, " +
+          'its head and boundary not moved back (and, with the key configured, its signature valid). A failure makes ok false',
+      }),
   })
   .meta({ id: 'AuditVerification' });

@@ -1,4 +1,6 @@
-import type { Db } from '../db/db.ts';
+import type { KeyObject } from 'node:crypto';
+import { one, type Db } from '../db/db.ts';
+import { verifyAnchorSignature, type AnchorFields } from './anchors.ts';
 import { auditChecksum } from './canonical.ts';
 import { readChainHead, readChainPage, readLatestCheckpoint, readSeqSpan, type ChainLink, type ChainRow } from './store.ts';
 
@@ -27,6 +29,8 @@ export interface ChainVerification {
    * with it, so compare it with a copy kept outside the database (an earlier export, a recorded reply).
    */
   head?: ChainLink | null;
+  /** With `anchor`: whether the chain still holds what the anchor signed (and, given a key, the signature is valid). */
+  anchor?: { seq: number; ok: boolean };
 }
 
 export interface VerifyOptions {
@@ -40,6 +44,18 @@ export interface VerifyOptions {
   pageBytes?: number;
   /** Also return the chain head read in the snapshot (`head`). */
   reportHead?: boolean;
+  /**
+   * Start after this position, known good (the integrity watch's last anchor): the row at `since.seq` must still
+   * carry `since.checksum`, and the chain is verified from it to the head. A head below it is a truncated tail.
+   * Ignored with from/to; when the position was pruned since, the whole retained chain is verified.
+   */
+  since?: ChainLink;
+  /**
+   * Prove the chain up to a signed anchor is unchanged: the row at anchor.seq (or the checkpoint, once pruned) must
+   * carry anchor.checksum, the head must not be below it, the boundary not before the anchor's, and, with
+   * `publicKey`, the signature must be valid. Reported as `anchor`; a failure makes `ok` false.
+   */
+  anchor?: { anchor: AnchorFields & { signature: string }; publicKey?: KeyObject };
 }
 
 const defaultPageRows = 5_000;
@@ -145,6 +161,55 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
     async (tx) => {
       const head = await readChainHead(tx, orgId);
       const checkpoint = await readLatestCheckpoint(tx, orgId);
+      const result = await verifyInSnapshot(tx, orgId, options, head, checkpoint);
+      if (!options.anchor) return result;
+      const anchorBreak = await checkAnchor(tx, orgId, options.anchor, head, checkpoint);
+      const anchor = { seq: options.anchor.anchor.seq, ok: anchorBreak === undefined };
+      if (!anchorBreak) return { ...result, anchor };
+      return { ...result, ok: false, firstBreak: result.firstBreak ?? anchorBreak, anchor };
+    },
+    { isolation: 'REPEATABLE READ' },
+  );
+}
+
+/**
+ * Whether the chain, as read in the snapshot, still holds what a signed anchor recorded; the break when not. A chain
+ * forged wholesale with recomputed checksums verifies on its own, but not against an anchor signed before.
+ */
+async function checkAnchor(
+  tx: Db,
+  orgId: string,
+  { anchor, publicKey }: NonNullable<VerifyOptions['anchor']>,
+  head: ChainLink | undefined,
+  checkpoint: ChainLink | undefined,
+): Promise<ChainBreak | undefined> {
+  if (anchor.orgId !== orgId || (publicKey && !verifyAnchorSignature(anchor, publicKey))) return { seq: anchor.seq, id: null, kind: 'link' };
+  // The head never moves back: below the anchor, the tail was truncated (or the head rolled back).
+  if (!head || head.seq < anchor.seq) return { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' };
+  const start = (checkpoint?.seq ?? 0) + 1;
+  // Retention only moves the boundary forward: positions before the anchor's boundary cannot be held again.
+  if (start < anchor.firstRetainedSeq) return { seq: start, id: null, kind: 'inserted' };
+  if (anchor.seq >= start) {
+    const row = await one<{ id: string; checksum: string }>(tx, 'SELECT id::text AS id, checksum FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', {
+      orgId,
+      seq: anchor.seq,
+    });
+    if (!row) return { seq: anchor.seq, id: null, kind: 'missing' };
+    if (row.checksum !== anchor.checksum) return { seq: anchor.seq, id: row.id, kind: 'altered' };
+    return undefined;
+  }
+  // Pruned since: the checkpoint of the cut that passed the anchor's position is the only trace of its row.
+  if (checkpoint && checkpoint.seq === anchor.seq && checkpoint.checksum !== anchor.checksum) return { seq: anchor.seq, id: null, kind: 'altered' };
+  return undefined;
+}
+
+async function verifyInSnapshot(
+  tx: Db,
+  orgId: string,
+  options: VerifyOptions,
+  head: ChainLink | undefined,
+  checkpoint: ChainLink | undefined,
+): Promise<ChainVerification> {
       const withHead = (result: ChainVerification): ChainVerification => (options.reportHead ? { ...result, head: head ?? null } : result);
       // The first position the retained chain must hold (seed 6 retention: the oldest rows may be cut).
       const start = (checkpoint?.seq ?? 0) + 1;
@@ -153,12 +218,22 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
       let untilSeq: number | null = null;
       // In a window that does not reach back to `start`: the row whose checksum the first row in range links to.
       let predecessorSeq: number | undefined;
+      // The known-good position the chain is verified from (options.since), while it is still retained.
+      let sinceLink: ChainLink | undefined;
       if (options.from !== undefined || options.to !== undefined) {
         const span = await readSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
         if (!span) return withHead({ ok: true, checked: 0 });
         afterSeq = span.first - 2;
         untilSeq = span.last + 1;
         if (span.first - 1 >= start) predecessorSeq = span.first - 1;
+      } else if (options.since) {
+        const since = options.since;
+        if (!head || head.seq < since.seq) return withHead({ ok: false, checked: 0, firstBreak: { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' } });
+        if (since.seq >= start) {
+          afterSeq = since.seq - 1;
+          predecessorSeq = since.seq;
+          sinceLink = since;
+        }
       }
 
       const bounds: ChainBounds = {
@@ -166,9 +241,15 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
         held: { first: start, last: head ? head.seq : Number.POSITIVE_INFINITY },
         anchor: predecessorSeq !== undefined ? { predecessorSeq } : { start, checkpoint },
       };
-      const total = untilSeq !== null && afterSeq !== null ? untilSeq - afterSeq : Math.max((head?.seq ?? 0) - start + 1, 0);
+      const total =
+        untilSeq !== null && afterSeq !== null ? untilSeq - afterSeq : Math.max((head?.seq ?? 0) - (afterSeq !== null ? afterSeq + 1 : start) + 1, 0);
       let scan: ChainScan = { checked: 0 };
       for await (const page of readChainPages(tx, orgId, { afterSeq, untilSeq }, options)) {
+        // The row at the known-good position must still be the one it was.
+        const first = page[0];
+        if (sinceLink && scan.checked === 0 && first?.seq === sinceLink.seq && first.checksum !== sinceLink.checksum) {
+          return withHead({ ok: false, checked: 0, firstBreak: { seq: first.seq, id: first.id, kind: 'altered' } });
+        }
         scan = checkChainRows(page, bounds, scan);
         if (scan.firstBreak) return withHead({ ok: false, checked: scan.checked, firstBreak: scan.firstBreak });
         await options.onProgress?.({ checked: scan.checked, total });
@@ -193,9 +274,6 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
       if (last.seq < end) return broken(last.seq + 1, null, 'missing');
       if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
       return withHead({ ok: true, checked });
-    },
-    { isolation: 'REPEATABLE READ' },
-  );
 }
 
 /** One organization's rows of an export, checked without the database. */

@@ -22,6 +22,12 @@ export interface AgentOptions {
   pingSeconds?: number;
   /** Whether to submit the store's warnings and errors as stored event logs at start (PUT /agents/{id}/eventlogs). */
   submitEvents?: boolean;
+  /**
+   * After another connection of this agent replaced ours, the agent stays off the channel; with this, it comes
+   * back once the check says so twice in a row, `resumeCheckMs` apart (npm start: the demo device has no connection any more).
+   */
+  mayResume?: () => Promise<boolean>;
+  resumeCheckMs?: number;
   log?: (line: string) => void;
 }
 
@@ -42,10 +48,15 @@ export function startAgent(options: AgentOptions): RunningAgent {
   const agentVersion = options.agentVersion ?? '2.4.1-sim';
   const authorization = { authorization: `Bearer ${options.token}` };
   const diagnostics: object[] = [];
-  const diagnostic = (level: 'debug' | 'info' | 'warn' | 'error', component: string, message: string, fields?: Record<string, unknown>) =>
+  // Kept until the next heartbeat posts them; while the server is unreachable, the oldest go first.
+  const diagnostic = (level: 'debug' | 'info' | 'warn' | 'error', component: string, message: string, fields?: Record<string, unknown>) => {
     diagnostics.push({ timestamp: new Date().toISOString(), level, component, message, fields, agentVersion });
+    if (diagnostics.length > 5_000) diagnostics.shift();
+  };
 
   let stopped = false;
+  let replaced = false;
+  let resume: NodeJS.Timeout | undefined;
   let socket: WebSocket | undefined;
   let backoffMs = 1_000;
   let reconnect: NodeJS.Timeout | undefined;
@@ -89,10 +100,11 @@ export function startAgent(options: AgentOptions): RunningAgent {
       const message = parse(data.toString());
       if (message?.type === 'connection.replaced') {
         // Another process runs with this agent's identity and took over the connection: two agents fighting over
-        // it would replace each other forever, so this one stays off the channel.
-        log('another connection of this agent took over the live-query channel; not reconnecting');
+        // it would replace each other forever, so this one stays off the channel (until mayResume says otherwise).
+        log(`another connection of this agent took over the live-query channel; not reconnecting${options.mayResume ? ' while it is there' : ''}`);
         diagnostic('warn', 'ws', 'Replaced by another connection of this agent; live queries go there');
-        stopped = true;
+        replaced = true;
+        if (options.mayResume) watchForResume(options.mayResume);
         return;
       }
       if (typeof message?.requestId === 'string' && typeof message.type === 'string') {
@@ -108,13 +120,29 @@ export function startAgent(options: AgentOptions): RunningAgent {
     });
     ws.on('close', (code) => {
       clearInterval(ping);
-      if (stopped) return;
+      if (stopped || replaced) return;
       const delay = Math.round(backoffMs * (0.8 + Math.random() * 0.4));
       log(`live-query connection to ${options.wsUrl} closed (${code}${failure}); reconnecting in ${(delay / 1000).toFixed(1)} s`);
       diagnostic('warn', 'ws', `Connection closed (${code}); reconnecting`, { delayMs: delay });
       backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
       reconnect = setTimeout(connect, delay);
     });
+  };
+
+  const watchForResume = (mayResume: () => Promise<boolean>) => {
+    let streak = 0;
+    const check = async () => {
+      if (stopped) return;
+      streak = (await mayResume().catch(() => false)) ? streak + 1 : 0;
+      if (streak < 2) {
+        resume = setTimeout(() => void check(), options.resumeCheckMs ?? 5_000);
+        return;
+      }
+      replaced = false;
+      log('the other connection is gone; taking the live-query channel back');
+      connect();
+    };
+    resume = setTimeout(() => void check(), options.resumeCheckMs ?? 5_000);
   };
 
   diagnostic('info', 'service', 'Agent started', { hostname: options.store.computer });
@@ -132,6 +160,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
       stopped = true;
       clearInterval(heartbeat);
       clearTimeout(reconnect);
+      clearTimeout(resume);
       clearInterval(ping);
       waiters = [];
       const ws = socket;

@@ -118,6 +118,39 @@ describe('the simulated agent', () => {
     }
   });
 
+  it('with mayResume, takes the channel back once the other connection left', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'WIN-RESUME');
+    const lines: string[] = [];
+    const offline = async () => (await t.db.admin.query('SELECT 1 FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId })).rowCount === 0;
+    const store = generateEventStore({ computer: 'WIN-RESUME' });
+    const running = startAgent({
+      server: t.api.url,
+      wsUrl: t.api.wsUrl,
+      agentId: agent.agentId,
+      token: agent.token,
+      store,
+      submitEvents: false,
+      heartbeatSeconds: 3600,
+      mayResume: offline,
+      resumeCheckMs: 100,
+      log: (line) => lines.push(line),
+    });
+    try {
+      await running.connected();
+      const twin = await TestConnection.open(t.api, agent.token);
+      await eventually(() => lines.some((line) => line.includes('not reconnecting while it is there')));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(lines.some((line) => line.includes('taking the live-query channel back'))).toBe(false);
+      await twin.close();
+      await eventually(() => lines.some((line) => line.includes('taking the live-query channel back')));
+      await running.connected();
+      const reply = await t.api.request('GET', `/api/v1/devices/${agent.deviceId}/eventlogs/System`, { token: tenant.orgToken });
+      expect(reply.body).toEqual(store.get('System'));
+    } finally {
+      await running.stop();
+    }
+  });
+
   it('from the command line, enrolls once and reuses agent.yaml on the next run', async () => {
     const key = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken, body: {} });
     const state = join(mkdtempSync(join(tmpdir(), 'logbook-agent-')), 'agent.yaml');
