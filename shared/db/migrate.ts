@@ -43,7 +43,7 @@ export function loadMigrations(dir = migrationsDir): Migration[] {
 export async function migrate(db: Db, options: { dir?: string; log?: (line: string) => void } = {}): Promise<string[]> {
   const migrations = loadMigrations(options.dir);
   await db.transaction(async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(${migrationLock})`);
+    await tx.query(`SELECT 1 FROM pg_advisory_xact_lock(${migrationLock})`);
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name        text PRIMARY KEY,
       checksum    char(64) NOT NULL,
@@ -53,7 +53,7 @@ export async function migrate(db: Db, options: { dir?: string; log?: (line: stri
   const applied: string[] = [];
   for (const migration of migrations) {
     const ran = await db.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(${migrationLock})`);
+      await tx.query(`SELECT 1 FROM pg_advisory_xact_lock(${migrationLock})`);
       const { rows } = await tx.query<{ checksum: string }>('SELECT checksum FROM schema_migrations WHERE name = :name::text', {
         name: migration.name,
       });
