@@ -12,6 +12,8 @@ import { auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink, ChainRow } from '#shared/audit/store.ts';
 import { verifyChain, verifyRowsOffline, type ChainBreak, type ChainBreakKind } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
+import { location, reason } from './cli.ts';
+import { embeddedUrl } from './database.ts';
 
 const usage = `Usage:
   npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
@@ -45,20 +47,6 @@ const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
 const describeBreak = (b: ChainBreak) => `seq ${b.seq}, id ${b.id ?? 'none'}, kind ${b.kind}: ${meaning[b.kind]}`;
 const describeLink = (link: ChainLink) => `seq ${link.seq}, checksum ${link.checksum}`;
 
-/** Where the database is, without its password. */
-const location = (url: string) => {
-  const parsed = new URL(url);
-  return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
-};
-
-/** A connection failure's message; node-postgres reports a refused dual-stack connect as an AggregateError without one. */
-const reason = (error: unknown): string =>
-  error instanceof AggregateError && error.errors.length > 0
-    ? error.errors.map(reason).join('; ')
-    : error instanceof Error
-      ? error.message || String((error as { code?: string }).code ?? error.name)
-      : String(error);
-
 /**
  * "rows checked / total" on stderr, rewritten in place at most 10 times a second; only for ranges longer than
  * one page (verifyChain reports after each page). Off the terminal, with --progress, one line per update.
@@ -86,7 +74,7 @@ function progressLine(label: string, enabled: boolean) {
 
 async function verifyInDatabase(query: { orgId: string; from?: string; to?: string }, showProgress: boolean): Promise<number> {
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
-  const url = process.env.DATABASE_URL || `postgres://postgres:logbook-local@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/postgres`;
+  const url = process.env.DATABASE_URL || embeddedUrl();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-audit-verify' });
   const progress = progressLine(`verifying organization ${query.orgId}`, showProgress || process.stderr.isTTY === true);
   try {

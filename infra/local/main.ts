@@ -11,7 +11,7 @@ import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/c
 import { createPgDb } from '#shared/db/pg.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { useLocalDataApi } from './data-api-server.ts';
-import { prepareDatabase, roleUrls, roleUrlVariables, type LocalRole } from './database.ts';
+import { devServerPort, prepareDatabase, roleUrls, roleUrlVariables, type LocalRole } from './database.ts';
 import { seedDemo, signDemoUserTokens } from './demo.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './embedded-postgres.ts';
 import { startHttpGateway } from './http-gateway.ts';
@@ -78,7 +78,7 @@ async function main() {
   let embedded: RunningPostgres | undefined;
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
-    embedded = await startEmbeddedPostgres({ dir: `${dataDir}/postgres`, port: Number(process.env.EMBEDDED_PG_PORT ?? 54329), log: console.error });
+    embedded = await startEmbeddedPostgres({ dir: `${dataDir}/postgres`, port: devServerPort(), log: console.error });
     adminUrl = embedded.url;
   }
   // Only the roles whose connection is derived here get the local login; a given URL keeps its password.

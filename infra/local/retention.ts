@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { configuredAnchorKey, localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention, type OrganizationRetention, type RetentionProgress, type RetentionRun } from '#shared/audit/retention.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { roleUrls } from './database.ts';
+import { location, reason } from './cli.ts';
+import { embeddedUrl, roleUrls } from './database.ts';
 
 const usage = `Usage:
   npm run retention [-- --dry-run] [--as-of <instant>] [--progress]
@@ -39,23 +40,9 @@ function auditAdminConnection(): { url: string; source: string } {
   if (process.env.AUDIT_ADMIN_DATABASE_URL) return { url: process.env.AUDIT_ADMIN_DATABASE_URL, source: 'AUDIT_ADMIN_DATABASE_URL' };
   if (process.env.DATABASE_URL) return { url: roleUrls(process.env.DATABASE_URL).auditAdmin, source: 'the audit-admin login derived from DATABASE_URL' };
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts), whose role logins it set.
-  const embedded = `postgres://postgres:logbook-local@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/postgres`;
+  const embedded = embeddedUrl();
   return { url: roleUrls(embedded).auditAdmin, source: 'the embedded database of `npm start`: is it running? Or set DATABASE_URL' };
 }
-
-/** Where the database is, without credentials. */
-const location = (url: string) => {
-  const parsed = new URL(url);
-  return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
-};
-
-/** A connection failure's message; node-postgres reports a refused dual-stack connect as an AggregateError without one. */
-const reason = (error: unknown): string =>
-  error instanceof AggregateError && error.errors.length > 0
-    ? error.errors.map(reason).join('; ')
-    : error instanceof Error
-      ? error.message || String((error as { code?: string }).code ?? error.name)
-      : String(error);
 
 /** "organizations done / total, rows deleted" on stderr: in place on a terminal (at most 10 times a second), else one line per update. */
 function progressLine(dryRun: boolean, enabled: boolean) {
