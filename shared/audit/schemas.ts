@@ -133,7 +133,7 @@ const listFields = {
     .transform((value) => value === 'true' || value === '1')
     .meta({
       description:
-        'true or 1: no count(*) over the filtered set; pagination.total is then a lower bound, the rows known to exist (rows up to this page, plus 1 when more exist; 0 for an empty page, which proves nothing) and pagination.hasMore says whether a next page exists',
+        'true or 1: nothing is counted; pagination.total is then a lower bound, the rows known to exist (rows up to this page, plus 1 when more exist; 0 for an empty page past the first, which proves nothing), exact on the last page (pagination.totalExact)',
     }),
 };
 export const auditListQuery = z.object(listFields);
@@ -155,11 +155,16 @@ export const auditVerifyQuery = z.object({
 export const auditIdParams = z.object({ id: z.uuid() });
 
 export const auditPagination = paginationSchema
-  .extend({ hasMore: z.boolean().optional().meta({ description: 'Only with skipCount=true: whether a next page exists' }) })
+  .extend({
+    hasMore: z.boolean().meta({ description: 'Whether a next page exists' }),
+    totalExact: z.boolean().meta({
+      description: 'Whether total is the number of rows in scope; false: total is a lower bound (a filtered count that reached 1,000, or skipCount=true before the last page)',
+    }),
+  })
   .meta({
     id: 'AuditPagination',
     description:
-      'With skipCount=true, total is a lower bound: the rows up to this page (+1 when more exist), or 0 when the page is empty (a page past the end proves no row); totalPages follows from it',
+      'Without filters, total is exact at any size. A filtered set is counted up to 1,000 rows: at 1,000 (totalExact false) there are at least that many; the summary report counts any number. With skipCount=true nothing is counted and total is what the rows prove: the rows up to this page (+1 when more exist), or 0 when a page past the first is empty; totalPages follows from total',
   });
 
 const timestamp = z.string().meta({ description: 'ISO 8601, UTC, microseconds: YYYY-MM-DDTHH:MM:SS.ffffffZ' });

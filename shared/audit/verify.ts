@@ -59,8 +59,6 @@ export interface VerifyOptions {
 }
 
 const defaultPageRows = 5_000;
-// DESIGN.md "Database": a page stays under the Data API's 1 MiB result limit.
-const defaultPageBytes = 1_000_000;
 
 /** Where the rows checked sit in their chain, as far as the reader knows it (DESIGN.md "Audit chain"). */
 export interface ChainBounds {
@@ -126,7 +124,9 @@ export function checkChainRows(rows: Iterable<ChainRow>, bounds: ChainBounds, sc
 
 /**
  * The organization's chain after `afterSeq` (null: from its start) up to `untilSeq` (null: its end), page by
- * page in seq order, each page under the byte budget: what the verifier reads, and all it reads.
+ * page in seq order, each page under the executor's result limit: what the verifier reads, and all it reads.
+ * Each page is asked for as soon as the one before it arrives, so the database reads it while the caller checks
+ * the one before (statements of one transaction still run one at a time).
  */
 export async function* readChainPages(
   db: Db,
@@ -135,15 +135,23 @@ export async function* readChainPages(
   options: Pick<VerifyOptions, 'pageRows' | 'pageBytes'> = {},
 ): AsyncGenerator<ChainRow[]> {
   const pageRows = options.pageRows ?? defaultPageRows;
-  let afterSeq = range.afterSeq;
+  const bytes = options.pageBytes ?? db.maxResultBytes;
+  const read = (afterSeq: number | null, rows: number) => readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes });
   let rows = pageRows;
-  for (;;) {
-    const page = await readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes: options.pageBytes ?? defaultPageBytes });
-    if (page.length === 0) return;
-    // Rows cut by the byte budget were read for nothing: ask next for about as many as fitted.
-    rows = Math.min(pageRows, page.length < rows ? page.length + Math.ceil(page.length / 4) : rows * 2);
-    yield page;
-    afterSeq = page.at(-1)!.seq;
+  let next = read(range.afterSeq, rows);
+  try {
+    for (;;) {
+      const page = await next;
+      if (page.length === 0) return;
+      // Rows cut by the byte budget were read for nothing: ask next for about as many as fitted.
+      rows = Math.min(pageRows, page.length < rows ? page.length + Math.ceil(page.length / 4) : rows * 2);
+      const last = page.at(-1)!.seq;
+      next = range.untilSeq !== null && last >= range.untilSeq ? Promise.resolve([]) : read(last, rows);
+      yield page;
+    }
+  } finally {
+    // A caller that stops early (a break found) leaves the next page unread.
+    next.catch(() => undefined);
   }
 }
 

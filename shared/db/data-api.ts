@@ -149,6 +149,9 @@ function translate(error: unknown): unknown {
   return error;
 }
 
+/** Results are paged under the 1 MiB response limit (1,048,576 bytes) with room for the response's framing. */
+const maxResultBytes = 1_000_000;
+
 /**
  * The RDS Data API executor of `Db` (DESIGN.md "Database"), used in Lambda: named parameters passed as
  * typed fields, typed records converted by column type to the values node-postgres gives, transactions
@@ -222,6 +225,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
         query: (sql, params) => inTurn(() => execute(sql, params, transactionId)),
         transaction: () => Promise.reject(new Error('nested transactions are not supported')),
         close: async () => undefined,
+        maxResultBytes,
       };
       try {
         // BeginTransaction takes no isolation level: it is set by the transaction's first statement.
@@ -236,5 +240,6 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
     },
     // Calls are stateless HTTPS requests; closing frees the client's kept-alive sockets.
     close: async () => client.destroy(),
+    maxResultBytes,
   };
 }

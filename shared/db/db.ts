@@ -25,6 +25,11 @@ export interface Db {
   /** Runs `fn` in one transaction; rolls back when it throws. */
   transaction<T>(fn: (tx: Db) => Promise<T>, options?: { isolation?: Isolation }): Promise<T>;
   close(): Promise<void>;
+  /**
+   * About how many bytes one result may hold (the Data API's 1 MiB response limit), for readers of many rows to
+   * page under; undefined: no limit (node-postgres).
+   */
+  readonly maxResultBytes?: number;
 }
 
 /** First row or undefined. */

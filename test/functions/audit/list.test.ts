@@ -114,7 +114,7 @@ describe('GET /audit-logs (seed 4.1.1)', () => {
   it('is newest first, rows of one instant by their chain position', async () => {
     const reply = await list('/api/v1/audit-logs', a.orgToken);
     expect(idsOf(reply, 'entries')).toEqual(alphaNewestFirst());
-    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 7, totalPages: 1 });
+    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 7, totalPages: 1, hasMore: false, totalExact: true });
   });
 });
 
@@ -178,9 +178,9 @@ describe('pagination', () => {
   it('defaults to page 1 of 50, pages with limit and page, and clamps a limit above 100', async () => {
     const second = await list('/api/v1/audit-logs/logs?limit=2&page=2', a.orgToken);
     expect(idsOf(second)).toEqual(alphaNewestFirst().slice(2, 4));
-    expect(second.body.pagination).toEqual({ page: 2, limit: 2, total: 7, totalPages: 4 });
+    expect(second.body.pagination).toEqual({ page: 2, limit: 2, total: 7, totalPages: 4, hasMore: true, totalExact: true });
     expect((await list('/api/v1/audit-logs/logs?limit=5000', a.orgToken)).body.pagination.limit).toBe(100);
-    expect((await list('/api/v1/audit-logs/logs?page=9', a.orgToken)).body).toEqual({ data: [], pagination: { page: 9, limit: 50, total: 7, totalPages: 1 } });
+    expect((await list('/api/v1/audit-logs/logs?page=9', a.orgToken)).body).toEqual({ data: [], pagination: { page: 9, limit: 50, total: 7, totalPages: 1, hasMore: false, totalExact: true } });
   });
 
   it('refuses a page or limit below 1 with 400 naming the parameter', async () => {
@@ -194,19 +194,19 @@ describe('pagination', () => {
   it('with skipCount reports what is known: the rows up to this page, one more when more exist, and hasMore', async () => {
     const first = await list('/api/v1/audit-logs?limit=3&skipCount=true', a.orgToken);
     expect(idsOf(first, 'entries')).toEqual(alphaNewestFirst().slice(0, 3));
-    expect(first.body.pagination).toEqual({ page: 1, limit: 3, total: 4, totalPages: 2, hasMore: true });
+    expect(first.body.pagination).toEqual({ page: 1, limit: 3, total: 4, totalPages: 2, hasMore: true, totalExact: false });
     const last = await list('/api/v1/audit-logs/logs?limit=3&page=3&skipCount=1', a.orgToken);
     expect(idsOf(last)).toEqual(alphaNewestFirst().slice(6));
-    expect(last.body.pagination).toEqual({ page: 3, limit: 3, total: 7, totalPages: 3, hasMore: false });
-    expect((await list('/api/v1/audit-logs?skipCount=false', a.orgToken)).body.pagination).toEqual({ page: 1, limit: 50, total: 7, totalPages: 1 });
+    expect(last.body.pagination).toEqual({ page: 3, limit: 3, total: 7, totalPages: 3, hasMore: false, totalExact: true });
+    expect((await list('/api/v1/audit-logs?skipCount=false', a.orgToken)).body.pagination).toEqual({ page: 1, limit: 50, total: 7, totalPages: 1, hasMore: false, totalExact: true });
     expect((await list('/api/v1/audit-logs?skipCount=maybe', a.orgToken)).status).toBe(400);
   });
 
   it('with skipCount, a page past the end proves no row: total 0 (a lower bound), hasMore false, never a made-up total', async () => {
     const beyond = await list('/api/v1/audit-logs/logs?skipCount=true&page=100', a.orgToken);
-    expect(beyond.body).toEqual({ data: [], pagination: { page: 100, limit: 50, total: 0, totalPages: 0, hasMore: false } });
+    expect(beyond.body).toEqual({ data: [], pagination: { page: 100, limit: 50, total: 0, totalPages: 0, hasMore: false, totalExact: false } });
     const justAfter = await list('/api/v1/audit-logs?skipCount=true&limit=7&page=2', a.orgToken);
-    expect(justAfter.body).toEqual({ entries: [], pagination: { page: 2, limit: 7, total: 0, totalPages: 0, hasMore: false } });
+    expect(justAfter.body).toEqual({ entries: [], pagination: { page: 2, limit: 7, total: 0, totalPages: 0, hasMore: false, totalExact: false } });
   });
 });
 
@@ -287,7 +287,7 @@ describe('tenancy (seed 5 rules 1-2)', () => {
 
   it("another tenant's orgId gives an empty result, never its data", async () => {
     const reply = await list(`/api/v1/audit-logs?orgId=${b.orgId}`, a.partnerToken);
-    expect(reply.body).toEqual({ entries: [], pagination: { page: 1, limit: 50, total: 0, totalPages: 0 } });
+    expect(reply.body).toEqual({ entries: [], pagination: { page: 1, limit: 50, total: 0, totalPages: 0, hasMore: false, totalExact: true } });
     expect(idsOf(await list('/api/v1/audit-logs/logs?resource=WS-7781', b.orgToken))).toEqual([rows.beta!.id]);
   });
 

@@ -74,7 +74,7 @@ describe('GET /audit-logs/reports/security-events', () => {
       'user.login',
     ]);
     expect(reply.body.data[0]).toMatchObject({ id: sealed[8]!.id, category: 'system', actorType: 'agent', user: expect.any(Object), resource: expect.any(Object) });
-    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 8, totalPages: 1 });
+    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 8, totalPages: 1, hasMore: false, totalExact: true });
   });
 
   it('pages and filters like the lists', async () => {
@@ -116,7 +116,7 @@ describe('GET /audit-logs/reports/compliance', () => {
   it('counts under the filters, every action listed', async () => {
     const reply = await get(`compliance?action=device.&limit=1`);
     expect(actionsOf(reply)).toEqual(['device.delete']);
-    expect(reply.body.pagination).toEqual({ page: 1, limit: 1, total: 2, totalPages: 2 });
+    expect(reply.body.pagination).toEqual({ page: 1, limit: 1, total: 2, totalPages: 2, hasMore: true, totalExact: true });
     expect(reply.body.counts).toMatchObject({ 'device.create': 1, 'device.delete': 1, 'data.access': 0 });
   });
 });

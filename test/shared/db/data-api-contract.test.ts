@@ -304,6 +304,15 @@ describe('the stores through the Data API', () => {
     expect(await verifyChain(app, tenant.orgId, { pageRows: 1 })).toMatchObject({ ok: true, checked: listed.pagination.total });
   });
 
+  it('verify a chain larger than one 1 MiB response in pages under it', async () => {
+    const big = await createTenant(api, 'Umbrella');
+    const note = 'x'.repeat(60_000);
+    await insertAuditRows(app, Array.from({ length: 40 }, (_, n) => auditRow(big.orgId, { details: { note, n } })));
+    const before = local.server.calls.length;
+    expect(await verifyChain(app, big.orgId)).toEqual({ ok: true, checked: 40 });
+    expect(local.server.calls.slice(before).filter((c) => c.sql?.includes('FROM audit_logs a')).length).toBeGreaterThan(2);
+  });
+
   it('delete expired audit rows as the retention role, with the session flag set inside the transaction', async () => {
     const pruned = await createTenant(api, 'Initech');
     await upsertRetentionPolicy(app, pruned.orgId, 30);
