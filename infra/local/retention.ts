@@ -84,6 +84,7 @@ function report(run: RetentionRun): void {
   if (run.dryRun) console.log(`dry run: ${rows(run.rowsDeleted)} would be deleted from ${scope}. Nothing was deleted.`);
   else console.log(`done: ${rows(run.rowsDeleted)} deleted from ${scope}.`);
   if (run.failed > 0) console.error(`error: ${organizations(run.failed)} could not be pruned (shown above)`);
+  if (run.ingestKeysDeleted > 0) console.log(`ingestion: ${count(run.ingestKeysDeleted)} idempotency keys older than 25 hours deleted.`);
   if (run.integrity) {
     for (const f of run.integrity.failures) console.error(`integrity: organization ${f.orgId}: ${f.reason}, first break at seq ${f.seq} (${f.kind}); no anchor written`);
     console.log(`integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} with a chain verified and anchored.`);

@@ -117,3 +117,19 @@ export function deleteExpiredBatch(db: Db, orgId: string, cutoff: Date, batchRow
 export async function recordCleanup(db: Db, orgId: string): Promise<void> {
   await db.query('UPDATE audit_retention_policies SET last_cleanup_at = now() WHERE org_id = :orgId::uuid', { orgId });
 }
+
+/**
+ * Deletes up to `batchRows` ingestion idempotency keys created before `before` (0012_audit_ingest_purge.sql); the
+ * number deleted. Not audit rows: no session flag, no checkpoint.
+ */
+export async function deleteStaleIngestKeys(db: Db, before: Date, batchRows: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM audit_ingest_requests r USING (
+       SELECT principal_type, principal_id, idempotency_key FROM audit_ingest_requests
+        WHERE created_at < :before::timestamptz ORDER BY created_at LIMIT :batchRows::int
+     ) old
+     WHERE (r.principal_type, r.principal_id, r.idempotency_key) = (old.principal_type, old.principal_id, old.idempotency_key)`,
+    { before, batchRows },
+  );
+  return rowCount;
+}

@@ -3,7 +3,7 @@ import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { configuredAnchorKey } from './anchors.ts';
 import { runIntegrityWatch, type IntegrityWatchRun } from './integrity-watch.ts';
-import { countOrganizationsWithoutPolicy, deleteExpiredBatch, findExpiredPrefix, listRetentionTargets, recordCleanup, type RetentionTarget } from './retention-store.ts';
+import { countOrganizationsWithoutPolicy, deleteExpiredBatch, deleteStaleIngestKeys, findExpiredPrefix, listRetentionTargets, recordCleanup, type RetentionTarget } from './retention-store.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
 /** The action of the worker's own audit event; seed 2.3 files it under `system` (no category prefix matches). */
@@ -11,6 +11,12 @@ export const retentionAction = 'system.audit.retention';
 
 /** Rows deleted per transaction: a first run over millions of rows never holds one long transaction or its locks. */
 export const defaultBatchRows = 5_000;
+
+/**
+ * Ingestion idempotency keys answer retries for 24 hours (shared/audit/ingest.ts); they are deleted an hour later,
+ * so a key never disappears between the two statements of the request that finds it still fresh.
+ */
+export const ingestKeyLifetimeMs = 25 * 60 * 60 * 1000;
 
 export interface RetentionOptions {
   /** The moment the windows are evaluated at (default: now); recorded in the audit event. */
@@ -65,6 +71,8 @@ export interface RetentionRun {
   stopped: boolean;
   /** The integrity watch after the cuts: anchors written and breaks found; absent when it did not run. */
   integrity?: IntegrityWatchRun;
+  /** Ingestion idempotency keys past their lifetime, deleted (0 in a dry run). */
+  ingestKeysDeleted: number;
 }
 
 /**
@@ -81,7 +89,7 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
   const batchRows = options.batchRows ?? defaultBatchRows;
   const targets = await listRetentionTargets(db, asOf);
   const skipped = await countOrganizationsWithoutPolicy(db);
-  const run: RetentionRun = { asOf: asOf.toISOString(), dryRun, organizations: [], skipped, rowsDeleted: 0, failed: 0, stopped: false };
+  const run: RetentionRun = { asOf: asOf.toISOString(), dryRun, organizations: [], skipped, rowsDeleted: 0, failed: 0, stopped: false, ingestKeysDeleted: 0 };
   const report = () => options.onProgress?.({ organizations: targets.length, organizationsDone: run.organizations.length, rowsDeleted: run.rowsDeleted });
 
   for (const target of targets) {
@@ -120,12 +128,28 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
     await report();
   }
   run.stopped = options.signal?.aborted ?? false;
+  if (!dryRun && !run.stopped) run.ingestKeysDeleted = await purgeIngestKeys(db, new Date(Date.now() - ingestKeyLifetimeMs), batchRows, options.signal);
   if (!dryRun && !run.stopped && options.anchorKey !== false) {
     const key = options.anchorKey ?? configuredAnchorKey();
     if (key) run.integrity = await runIntegrityWatch(db, key, { anchoredAt: new Date() });
     else logger.warn('[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written');
   }
   return run;
+}
+
+/** Deletes the stale ingestion keys batch by batch; a failure is logged, not fatal to the run. */
+async function purgeIngestKeys(db: Db, before: Date, batchRows: number, signal?: AbortSignal): Promise<number> {
+  let deleted = 0;
+  try {
+    while (!signal?.aborted) {
+      const rows = await deleteStaleIngestKeys(db, before, batchRows);
+      deleted += rows;
+      if (rows < batchRows) break;
+    }
+  } catch (error) {
+    logger.error('[retention] Failed to delete stale ingestion idempotency keys', { error: error instanceof Error ? error.message : String(error) });
+  }
+  return deleted;
 }
 
 /** Cuts one organization's expired prefix batch by batch, audits the cut, then records the cleanup. */

@@ -202,6 +202,25 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
   });
 });
 
+describe('ingestion idempotency keys', () => {
+  const key = (name: string, hoursAgo: number) =>
+    t.db.admin.query(
+      `INSERT INTO audit_ingest_requests (principal_type, principal_id, idempotency_key, request_hash, created_at)
+       VALUES ('api_key', gen_random_uuid(), :name::text, repeat('0', 64), now() - make_interval(hours => :hoursAgo::int))`,
+      { name, hoursAgo },
+    );
+  const keys = async () => (await t.db.admin.query<{ name: string }>('SELECT idempotency_key AS name FROM audit_ingest_requests ORDER BY 1')).rows.map((row) => row.name);
+
+  it('are deleted 25 hours after their first use, in batches, and kept by a dry run', async () => {
+    await t.db.admin.query('DELETE FROM audit_ingest_requests');
+    for (const [name, hoursAgo] of [['stale-1', 26], ['stale-2', 48], ['stale-3', 30], ['retry-window', 23], ['margin', 24]] as const) await key(name, hoursAgo);
+    expect((await prune({ dryRun: true })).ingestKeysDeleted).toBe(0);
+    expect(await keys()).toHaveLength(5);
+    expect((await prune({ batchRows: 2 })).ingestKeysDeleted).toBe(3);
+    expect(await keys()).toEqual(['margin', 'retry-window']);
+  });
+});
+
 describe('the verifier after a retention cut (DESIGN.md "Audit chain")', () => {
   async function prunedChain() {
     const orgId = await organization(30);
