@@ -3,10 +3,12 @@
  * offline (issue 3). Exit status 0: intact; 1: a break, printed with its seq, id and kind; 2: a usage error,
  * or nothing could be verified (database unreachable, file unreadable or not a contiguous range).
  */
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
+import { auditAnchor, type Anchor } from '#shared/audit/anchors.ts';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
 import { auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink, ChainRow } from '#shared/audit/store.ts';
@@ -17,6 +19,7 @@ import { embeddedUrl } from './database.ts';
 
 const usage = `Usage:
   npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
+  npm run audit:verify -- --org <orgId> --anchor <anchors.json> [--public-key <key.pem>]
   npm run audit:verify -- --file <export.json>
 
   --org <orgId>     verify the organization's chain in the database: DATABASE_URL if set, else the
@@ -24,6 +27,11 @@ const usage = `Usage:
   --from, --to      only the rows timestamped in this range, and the links around them (ISO 8601; without an
                     offset UTC; a date alone is from the start / to the end of that UTC day)
   --progress        show the progress line even when stderr is not a terminal
+  --anchor <path>   also prove the chain still holds what a signed anchor recorded: a reply of
+                    GET /api/v1/audit-logs/anchors (its newest anchor of --org is used) or one anchor, kept
+                    outside the database; catches a chain rewritten wholesale, which verifies on its own
+  --public-key <path>  the Ed25519 public key (SPKI PEM) to check the anchor's signature with; default: the
+                    publicKey of the anchors reply, if it holds one
   --file <path>     verify a JSON export (GET /api/v1/audit-logs/export?format=json) offline, without the database
 
 Both print each organization's chain head (seq and checksum). Checksums are unkeyed SHA-256: whoever can
@@ -72,13 +80,63 @@ function progressLine(label: string, enabled: boolean) {
   };
 }
 
-async function verifyInDatabase(query: { orgId: string; from?: string; to?: string }, showProgress: boolean): Promise<number> {
+/** A signed anchor kept outside the database, and the key its signature is checked with (none: not checked). */
+interface KeptAnchor {
+  anchor: Anchor;
+  publicKey?: KeyObject;
+  /** Where the key came from, for the report. */
+  keyFrom?: string;
+}
+
+const anchorsReply = z.object({ publicKey: z.string().nullable().optional(), data: z.array(auditAnchor) });
+
+/** The newest anchor of `orgId` in a saved anchors reply (or a single anchor), with the key to check it. */
+function readAnchor(path: string, orgId: string, publicKeyPath: string | undefined): KeptAnchor {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new Unverifiable(`cannot read the anchor file ${path}: ${reason(error)}`);
+  }
+  const reply = anchorsReply.safeParse(json);
+  const single = auditAnchor.safeParse(json);
+  if (!reply.success && !single.success) throw new Unverifiable(`${path} is neither a reply of GET /api/v1/audit-logs/anchors nor one anchor of it`);
+  const anchors = reply.success ? reply.data.data : [single.data!];
+  const anchor = anchors.filter((a) => a.orgId === orgId).sort((a, b) => b.seq - a.seq)[0];
+  if (!anchor) throw new Unverifiable(`${path} holds no anchor of organization ${orgId}`);
+  const pem = publicKeyPath === undefined ? (reply.success ? reply.data.publicKey : undefined) : readKey(publicKeyPath);
+  if (!pem) return { anchor };
+  let publicKey: KeyObject;
+  try {
+    publicKey = createPublicKey(pem);
+  } catch (error) {
+    throw new Unverifiable(`not a public key (${publicKeyPath ?? `the publicKey of ${path}`}): ${reason(error)}`);
+  }
+  if (publicKey.asymmetricKeyType !== 'ed25519') throw new Unverifiable(`anchors are signed with Ed25519, not ${publicKey.asymmetricKeyType}`);
+  return { anchor, publicKey, keyFrom: publicKeyPath ?? `the publicKey of ${path}` };
+}
+
+function readKey(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Unverifiable(`cannot read the public key ${path}: ${reason(error)}`);
+  }
+}
+
+async function verifyInDatabase(query: { orgId: string; from?: string; to?: string }, showProgress: boolean, kept?: KeptAnchor): Promise<number> {
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
   const url = process.env.DATABASE_URL || embeddedUrl();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-audit-verify' });
   const progress = progressLine(`verifying organization ${query.orgId}`, showProgress || process.stderr.isTTY === true);
   try {
-    const result = await verifyChain(db, query.orgId, { from: query.from, to: query.to, onProgress: progress.update, reportHead: true });
+    const result = await verifyChain(db, query.orgId, {
+      from: query.from,
+      to: query.to,
+      onProgress: progress.update,
+      reportHead: true,
+      ...(kept && { anchor: { anchor: kept.anchor, publicKey: kept.publicKey } }),
+    });
     progress.end();
     const window = [query.from && `from ${query.from}`, query.to && `to ${query.to}`].filter(Boolean).join(' ');
     console.log(
@@ -94,7 +152,17 @@ async function verifyInDatabase(query: { orgId: string; from?: string; to?: stri
         ? `head: organization ${query.orgId}: ${describeLink(result.head)} (compare it with a head kept outside the database, e.g. an export's)`
         : `head: organization ${query.orgId}: none`,
     );
-    return result.firstBreak ? 1 : 0;
+    if (kept && result.anchor) {
+      const { anchor } = kept;
+      const signed = kept.publicKey ? `signature checked with ${kept.keyFrom}` : 'signature NOT checked: no public key (give --public-key)';
+      console.log(
+        result.anchor.ok
+          ? `anchor: organization ${query.orgId}: the chain still holds the anchor of ${anchor.anchoredAt} (seq ${anchor.seq}, checksum ${anchor.checksum}); ${signed}`
+          : `break: organization ${query.orgId}: the chain no longer holds the anchor of ${anchor.anchoredAt} (seq ${anchor.seq}, checksum ${anchor.checksum})` +
+              `${kept.publicKey ? ', or its signature is not valid' : ''}; ${signed}`,
+      );
+    }
+    return result.ok ? 0 : 1;
   } catch (error) {
     progress.end();
     const hint = process.env.DATABASE_URL ? 'DATABASE_URL' : 'the embedded database of `npm start`: is it running? Or set DATABASE_URL';
@@ -198,6 +266,8 @@ async function main(argv: string[]): Promise<number> {
         from: { type: 'string' },
         to: { type: 'string' },
         file: { type: 'string' },
+        anchor: { type: 'string' },
+        'public-key': { type: 'string' },
         progress: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -212,7 +282,9 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.file !== undefined) {
-    if (values.org !== undefined || values.from !== undefined || values.to !== undefined) return usageError('--file takes no --org, --from or --to: the file is the range');
+    if (values.org !== undefined || values.from !== undefined || values.to !== undefined || values.anchor !== undefined) {
+      return usageError('--file takes no --org, --from, --to or --anchor: the file is the range');
+    }
     return verifyFile(values.file);
   }
   if (values.org === undefined) return usageError('give --org <orgId> or --file <export.json>');
@@ -221,7 +293,10 @@ async function main(argv: string[]): Promise<number> {
     const issue = query.error.issues[0]!;
     return usageError(`--${issue.path[0] === 'orgId' ? 'org' : String(issue.path[0])}: ${issue.message}`);
   }
-  return verifyInDatabase({ orgId: values.org, from: query.data.from, to: query.data.to }, values.progress);
+  if (values['public-key'] !== undefined && values.anchor === undefined) return usageError('--public-key checks an anchor: give --anchor too');
+  if (values.anchor !== undefined && (values.from !== undefined || values.to !== undefined)) return usageError('--anchor proves the whole chain: it takes no --from or --to');
+  const kept = values.anchor === undefined ? undefined : readAnchor(values.anchor, values.org, values['public-key']);
+  return verifyInDatabase({ orgId: values.org, from: query.data.from, to: query.data.to }, values.progress, kept);
 }
 
 function usageError(message: string): number {

@@ -8,7 +8,8 @@ import { freePort } from '#infra/local/embedded-postgres.ts';
 import type { ChainRow } from '#shared/audit/store.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant } from '#test/support/tenants.ts';
-import { appendAudit, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
+import { anchorKeyId, generateAnchorKey, orgsDigest, publicKeyPem, signAnchor, type AnchorFields } from '#shared/audit/anchors.ts';
+import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 
 const t = useApi();
 let dir: string;
@@ -248,6 +249,74 @@ describe('npm run audit:verify -- --file', () => {
     const run = await auditVerify(['--file', path]);
     expect(run.stderr).toContain('is not JSON');
     expect(run.status).toBe(2);
+  });
+});
+
+describe('npm run audit:verify -- --anchor', () => {
+  const key = generateAnchorKey();
+  /** A reply of GET /audit-logs/anchors holding a signed anchor of the organization's head, saved to a file. */
+  async function keptAnchor(orgId: string, publicKey: string | null = publicKeyPem(key)) {
+    const head = await liveHead(orgId);
+    const fields: AnchorFields = {
+      orgId,
+      seq: head.seq,
+      checksum: head.checksum,
+      firstRetainedSeq: 1,
+      boundaryChecksum: null,
+      orgCount: 1,
+      orgsDigest: orgsDigest([orgId]),
+      anchoredAt: '2026-03-01T00:00:00.000Z',
+      keyId: anchorKeyId(key),
+    };
+    const path = join(dir, `${randomUUID()}.json`);
+    writeFileSync(path, JSON.stringify({ publicKey, keyId: fields.keyId, data: [{ id: randomUUID(), ...fields, signature: signAnchor(fields, key) }], pagination: {} }));
+    return { path, head };
+  }
+
+  it('proves the chain still holds a kept anchor, with its signature checked by the key in the reply', async () => {
+    const { orgId } = await chainOf(3);
+    const { path, head } = await keptAnchor(orgId);
+    const run = await auditVerify(['--org', orgId, '--anchor', path]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain(`anchor: organization ${orgId}: the chain still holds the anchor of 2026-03-01T00:00:00.000Z (seq 3, checksum ${head.checksum}); signature checked with the publicKey of ${path}`);
+  });
+
+  it('finds a chain rewritten wholesale, which verifies on its own, and exits 1', async () => {
+    const { orgId } = await chainOf(2);
+    const { path } = await keptAnchor(orgId);
+    await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId }));
+    let prev: string | null = null;
+    for (const seq of [1, 2]) {
+      const row = forgedRow(orgId, seq, prev);
+      await insertForged(t.db.admin, row);
+      prev = row.checksum;
+    }
+    await tamper(t.db.admin, (tx) => tx.query('UPDATE audit_chain_heads SET checksum = :checksum::text WHERE org_id = :orgId::uuid', { orgId, checksum: prev }));
+    expect((await auditVerify(['--org', orgId])).status).toBe(0);
+
+    const run = await auditVerify(['--org', orgId, '--anchor', path]);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toContain(`break: organization ${orgId}: the chain no longer holds the anchor of 2026-03-01T00:00:00.000Z (seq 2`);
+  });
+
+  it('refuses an anchor signed by another key than --public-key', async () => {
+    const { orgId } = await chainOf(1);
+    const { path } = await keptAnchor(orgId);
+    const other = join(dir, `${randomUUID()}.pem`);
+    writeFileSync(other, publicKeyPem(generateAnchorKey()));
+    const run = await auditVerify(['--org', orgId, '--anchor', path, '--public-key', other]);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toContain('or its signature is not valid');
+  });
+
+  it('says when the signature could not be checked, and exits 2 on a file without an anchor of the organization', async () => {
+    const { orgId } = await chainOf(1);
+    const unsigned = await keptAnchor(orgId, null);
+    const run = await auditVerify(['--org', orgId, '--anchor', unsigned.path]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('signature NOT checked: no public key (give --public-key)');
+    const elsewhere = await auditVerify(['--org', randomUUID(), '--anchor', unsigned.path]);
+    expect(elsewhere).toMatchObject({ status: 2, stderr: expect.stringContaining('holds no anchor of organization') });
   });
 });
 
