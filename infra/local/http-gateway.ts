@@ -16,6 +16,13 @@ export interface HttpGatewayOptions {
   routes: Record<string, { handler: string }>;
   /** Resolves a handler module path (under functions/, no extension) to its handler; defaults to importing it. */
   loadHandler?: (handlerPath: string) => Promise<Handler>;
+  /** Static files by URL path (the audit viewer), answered to GET and HEAD when no route matches. */
+  site?: ReadonlyMap<string, StaticFile>;
+}
+
+export interface StaticFile {
+  body: Uint8Array;
+  headers: Record<string, string>;
 }
 
 export interface RunningHttpGateway {
@@ -74,7 +81,12 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     const method = (req.method ?? 'GET').toUpperCase();
 
     const match = matchRoute(routes, method, rawPath);
-    if (!match) return reply(res, 404, { message: 'Not Found' });
+    if (!match) {
+      // Routes come first: the site never shadows an API path.
+      const file = method === 'GET' || method === 'HEAD' ? options.site?.get(rawPath) : undefined;
+      if (file) return serveFile(res, file, method);
+      return reply(res, 404, { message: 'Not Found' });
+    }
 
     const body = await readBody(req);
     if (body === 'too-large') {
@@ -338,6 +350,11 @@ function writeResult(res: ServerResponse, result: unknown): void {
   const payload = body === undefined ? undefined : isBase64Encoded ? Buffer.from(body, 'base64') : body;
   res.writeHead(statusCode ?? 200, out);
   res.end(payload);
+}
+
+function serveFile(res: ServerResponse, file: StaticFile, method: string): void {
+  res.writeHead(200, { ...file.headers, 'content-length': String(file.body.byteLength) });
+  res.end(method === 'HEAD' ? undefined : file.body);
 }
 
 /** A JSON answer of the gateway itself (errors, or a handler value without statusCode). */

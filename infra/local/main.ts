@@ -13,8 +13,10 @@ import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { useLocalDataApi } from './data-api-server.ts';
 import { devServerPort, prepareDatabase, roleUrls, roleUrlVariables, type LocalRole } from './database.ts';
 import { seedDemo, signDemoUserTokens } from './demo.ts';
+import { seedDemoTrail } from './demo-trail.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './embedded-postgres.ts';
 import { startHttpGateway } from './http-gateway.ts';
+import { loadWebSite } from './web-site.ts';
 import { startWsGateway, useLocalManagementApi } from './ws-gateway.ts';
 import { startAgent } from './agent/agent.ts';
 import { generateEventStore } from './agent/event-store.ts';
@@ -75,6 +77,8 @@ function scheduleRetention(): () => Promise<void> {
 }
 
 async function main() {
+  // The audit viewer builds (esbuild, in memory) while the database starts.
+  const site = loadWebSite();
   let embedded: RunningPostgres | undefined;
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
@@ -95,8 +99,10 @@ async function main() {
   process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(`${dataDir}/anchor-key.pem`);
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
-  const demo = await seedDemo(admin).finally(() => admin.close());
-  const gateway = await startHttpGateway({ port, host, routes });
+  const { demo, trailRows } = await seedDemo(admin)
+    .then(async (demo) => ({ demo, trailRows: await seedDemoTrail(admin, demo) }))
+    .finally(() => admin.close());
+  const gateway = await startHttpGateway({ port, host, routes, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
   useLocalManagementApi(wsGateway);
   // The demo device's simulated Windows agent, so that live queries answer at once (README "Live event-log queries").
@@ -112,8 +118,13 @@ async function main() {
   });
   const stopRetention = scheduleRetention();
 
-  const base = `http://localhost:${gateway.port}/api/v1`;
+  const origin = `http://localhost:${gateway.port}`;
+  const base = `${origin}/api/v1`;
   const tokens = jwksUrl ? undefined : await signDemoUserTokens(demo);
+  const viewer = tokens
+    ? `  ${origin}/#token=${tokens.partnerAdmin}
+  (signs in as the demo partner administrator; or open ${origin}/ and paste a token)`
+    : `  ${origin}/   (paste a user token from the identity provider)`;
   const userTokens = tokens
     ? `  export PLATFORM_ADMIN_TOKEN=${tokens.platformAdmin}
   export PARTNER_ADMIN_TOKEN=${tokens.partnerAdmin}
@@ -123,6 +134,7 @@ async function main() {
   console.log(`
 Logbook is running
   HTTP API      ${base}   (OpenAPI document: ${base}/openapi.json)
+  Audit viewer  ${origin}/
   WebSocket API ws://localhost:${wsGateway.port}   (agents' live-query channel; management API on the same port)
   Database      ${embedded ? `embedded PostgreSQL 17 in ${dataDir}/postgres (${adminUrl})` : 'DATABASE_URL'}${dataApi ? `\n  Data API      ${dataApi.url} (LOGBOOK_DB_DRIVER=data-api)` : ''}
 
@@ -132,7 +144,10 @@ ${jwksUrl ? `JWT settings (JWKS)\n  JWT_JWKS_URL=${jwksUrl}` : `JWT settings (HS
 
 Demo tenant
   partner ${demo.partnerId}  organization ${demo.orgId}  site ${demo.siteId}
-  device ${demo.deviceId}  agent ${demo.agentId}
+  device ${demo.deviceId}  agent ${demo.agentId}${trailRows > 0 ? `\n  demo audit trail: ${trailRows.toLocaleString('en-US')} rows written (Demo Organization and Northwind Traders)` : ''}
+
+Audit-log viewer
+${viewer}
 
 Demo tokens (${tokens ? 'user tokens valid 24 hours; ' : ''}paste into a shell)
 ${userTokens}

@@ -1,0 +1,27 @@
+/**
+ * The audit viewer as the local server serves it at / (README "Audit-log viewer"): built once at start into
+ * memory by the same buildWeb toolchain as the deployment, no config.json (the page then calls its own origin).
+ * The viewer keeps its view in the query string, so it has one page: any other path is 404.
+ */
+import { bundleWeb } from '../../web/build.ts';
+import type { StaticFile } from './http-gateway.ts';
+
+const pageHeaders = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  // frame-ancestors cannot be set by the page's own meta policy.
+  'content-security-policy': "frame-ancestors 'none'",
+};
+
+export async function loadWebSite(): Promise<Map<string, StaticFile>> {
+  const site = new Map<string, StaticFile>();
+  for (const file of await bundleWeb()) {
+    const served: StaticFile = {
+      body: file.body,
+      headers: { ...pageHeaders, 'content-type': file.contentType, 'cache-control': file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache' },
+    };
+    site.set(`/${file.path}`, served);
+    if (file.path === 'index.html') site.set('/', served);
+  }
+  return site;
+}

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { humanizeAction, knownActionPhrases, pastTense } from '../../web/src/humanize.ts';
+
+describe('the viewer words action codes (seed 1)', () => {
+  it.each([
+    ['device.create', 'created device'],
+    ['device.update', 'updated device'],
+    ['device.delete', 'deleted device'],
+    ['user.login', 'logged in'],
+    ['user.login.failed', 'failed login'],
+    ['user.logout', 'logged out'],
+    ['user.permission.change', 'changed permissions'],
+    ['script.execute', 'ran script'],
+    ['policy.evaluate', 'evaluated policy'],
+    ['automation.policy.evaluate', 'evaluated automation policy'],
+    ['alert.acknowledge', 'acknowledged alert'],
+    ['data.export', 'exported data'],
+    ['agent.eventlogs.submit', 'submitted event logs'],
+    ['agent.source.ip.changed', 'changed source IP'],
+    ['system.audit.retention', 'pruned expired audit rows'],
+  ])('%s reads "%s"', (code, phrase) => {
+    expect(humanizeAction(code)).toBe(phrase);
+  });
+
+  it('has a phrase for every action the specification names in section 6', () => {
+    const seedActions = [
+      'user.login', 'user.login.failed', 'user.logout', 'user.permission.change', 'device.create', 'device.update', 'device.delete',
+      'script.execute', 'policy.create', 'policy.update', 'policy.evaluate', 'automation.policy.evaluate', 'alert.create',
+      'alert.acknowledge', 'data.access', 'data.export', 'organization.update', 'agent.eventlogs.submit', 'agent.source.ip.changed',
+    ];
+    const known = new Map(knownActionPhrases());
+    expect(seedActions.filter((code) => !known.has(code))).toEqual([]);
+  });
+
+  it.each([
+    ['policy.assign', 'assigned policy'],
+    ['alert.resolve', 'resolved alert'],
+    ['alert.escalate', 'escalated alert'],
+    ['patch.install', 'installed patch'],
+    ['device.reboot', 'rebooted device'],
+    ['user.mfa.reset', 'reset user MFA'],
+    ['api_key.revoke', 'revoked API key'],
+    ['remote_session.start', 'started remote session'],
+    ['ticket.submit', 'submitted ticket'],
+    ['device.tag', 'tagged device'],
+    ['policy.copy', 'copied policy'],
+    ['script.run', 'ran script'],
+    ['backup.send', 'sent backup'],
+    ['report.rebuild', 'rebuilt report'],
+    ['device.setMaintenanceMode', 'set device maintenance mode'],
+    ['api_key.rotate_secret', 'rotated API key secret'],
+  ])('words an unknown code by rule: %s reads "%s"', (code, phrase) => {
+    expect(humanizeAction(code)).toBe(phrase);
+  });
+
+  it.each([
+    ['script.execute.failed', 'failed to execute script'],
+    ['api_key.login.failed', 'failed to log in API key'],
+    ['patch.install.failed', 'failed to install patch'],
+    ['script.execute.denied', 'tried to execute script (denied)'],
+    ['device.wipe.blocked', 'tried to wipe device (blocked)'],
+    ['device.connection.lost', 'lost device connection'],
+  ])('words outcomes and past tenses: %s reads "%s"', (code, phrase) => {
+    expect(humanizeAction(code)).toBe(phrase);
+  });
+
+  it('never leaves a dotted code as it was', () => {
+    for (const code of ['foo.bar', 'a.b.c', 'x.y.failed', 'thing.do_it', 'reboot']) expect(humanizeAction(code)).not.toContain('.');
+  });
+
+  it('keeps an empty or dotless code readable', () => {
+    expect(humanizeAction('')).toBe('');
+    expect(humanizeAction('reboot')).toBe('rebooted');
+    expect(humanizeAction('...')).toBe('...');
+  });
+
+  it.each([
+    ['create', 'created'],
+    ['apply', 'applied'],
+    ['deploy', 'deployed'],
+    ['stop', 'stopped'],
+    ['run', 'ran'],
+    ['reset', 'reset'],
+    ['open', 'opened'],
+  ])('puts %s in the past as %s', (verb, past) => {
+    expect(pastTense(verb)).toBe(past);
+  });
+});

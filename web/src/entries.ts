@@ -1,0 +1,150 @@
+/**
+ * The two shapes the trail arrives in, the viewer's flattened list (seed 4.1.1: GET /audit-logs) and the
+ * detailed entry (seed 4.1.2: search and one entry), read into the one row the page shows.
+ */
+export type ActorType = 'user' | 'api_key' | 'agent' | 'system' | 'ai_agent';
+export type AuditResult = 'success' | 'failure' | 'denied';
+type Json = Record<string, unknown>;
+
+interface Additions {
+  orgId: string;
+  seq: number;
+  actorType: ActorType;
+  actorHostname: string | null;
+  category: string;
+  result: AuditResult;
+}
+
+export interface ViewerEntry extends Additions {
+  id: string;
+  timestamp: string;
+  action: string;
+  resource: string;
+  resourceType: string;
+  details: string;
+  ipAddress: string;
+  userAgent: string;
+  sessionId: string | null;
+  user: { name: string; email: string; role: string; department: string };
+  changes: { before: Json; after: Json };
+}
+
+export interface DetailedEntry extends Additions {
+  id: string;
+  timestamp: string;
+  user: { id: string; name: string; email: string; role: string };
+  action: string;
+  resource: { type: string; id: string | null; name: string };
+  ipAddress: string | null;
+  userAgent: string | null;
+  details: Json;
+  errorMessage: string | null;
+}
+
+export interface Pagination {
+  page: number;
+  limit: number;
+  total: number;
+  totalPages: number;
+  /** Whether a next page exists (older servers: only with skipCount). */
+  hasMore?: boolean;
+  /** Whether total is the number of rows in scope, or only a lower bound (skipCount, or a capped count). */
+  totalExact?: boolean;
+}
+
+export interface Row extends Additions {
+  id: string;
+  timestamp: string;
+  action: string;
+  actor: { name: string; email: string; role: string; id?: string };
+  resource: { type: string; name: string; id?: string | null };
+  ipAddress: string;
+  userAgent: string;
+  details: Json;
+  changes: { before: Json; after: Json };
+  errorMessage: string | null;
+}
+
+const object = (value: unknown): Json | undefined => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined);
+
+/** The before/after of an entry's details, where the service keeps them (details.before/after or details.changes.before/after). */
+export function changesOf(details: Json): { before: Json; after: Json } {
+  const changes = object(details.changes);
+  return {
+    before: object(details.before) ?? object(changes?.before) ?? {},
+    after: object(details.after) ?? object(changes?.after) ?? {},
+  };
+}
+
+function parseDetails(text: string): Json {
+  try {
+    return object(JSON.parse(text)) ?? {};
+  } catch {
+    return {};
+  }
+}
+
+export function rowOfViewerEntry(entry: ViewerEntry): Row {
+  const details = parseDetails(entry.details);
+  return {
+    ...additions(entry),
+    id: entry.id,
+    timestamp: entry.timestamp,
+    action: entry.action,
+    actor: { name: entry.user.name, email: entry.user.email, role: entry.user.role },
+    resource: { type: entry.resourceType, name: entry.resource },
+    ipAddress: entry.ipAddress,
+    userAgent: entry.userAgent,
+    details,
+    changes: entry.changes,
+    errorMessage: null,
+  };
+}
+
+export function rowOfDetailedEntry(entry: DetailedEntry): Row {
+  return {
+    ...additions(entry),
+    id: entry.id,
+    timestamp: entry.timestamp,
+    action: entry.action,
+    actor: entry.user,
+    resource: entry.resource,
+    ipAddress: entry.ipAddress ?? '',
+    userAgent: entry.userAgent ?? '',
+    details: entry.details,
+    changes: changesOf(entry.details),
+    errorMessage: entry.errorMessage,
+  };
+}
+
+function additions(entry: Additions): Additions {
+  const { orgId, seq, actorType, actorHostname, category, result } = entry;
+  return { orgId, seq, actorType, actorHostname, category, result };
+}
+
+export interface ChangedField {
+  field: string;
+  before: string;
+  after: string;
+  kind: 'added' | 'removed' | 'changed' | 'unchanged';
+}
+
+const shown = (value: unknown): string => (value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value));
+const present = (value: unknown) => value !== undefined && value !== null;
+
+function changeKind(before: unknown, after: unknown): ChangedField['kind'] {
+  if (!present(before) && present(after)) return 'added';
+  if (present(before) && !present(after)) return 'removed';
+  return JSON.stringify(before) === JSON.stringify(after) ? 'unchanged' : 'changed';
+}
+
+/** The fields of a before/after pair in alphabetical order (jsonb keeps its own), each with its two values as text and how it changed. */
+export function changedFields(changes: { before: Json; after: Json }): ChangedField[] {
+  const fields = [...new Set([...Object.keys(changes.before), ...Object.keys(changes.after)])].sort((a, b) => a.localeCompare(b));
+  return fields.map((field) => ({
+    field,
+    before: shown(changes.before[field]),
+    after: shown(changes.after[field]),
+    kind: changeKind(changes.before[field], changes.after[field]),
+  }));
+}

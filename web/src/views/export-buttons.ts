@@ -1,0 +1,50 @@
+import { describeError, type ApiClient } from '../api.ts';
+import { h, fill } from '../element.ts';
+import type { Pagination } from '../entries.ts';
+import { filterParams, type Filters } from '../view-state.ts';
+import { pageFacts } from '../paging.ts';
+
+/** seed 8: an export holds at most the newest 10,000 rows. */
+const maxExportRows = 10_000;
+
+/** Saves a downloaded file under its name, as a link the browser follows. */
+function save(blob: Blob, filename: string) {
+  const url = URL.createObjectURL(blob);
+  const link = h('a', { href: url, download: filename, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** CSV and JSON exports of the current view (GET /audit-logs/export?format=), with the same filters and search. */
+export function exportButtons(api: ApiClient, filters: Filters, pagination: Pagination) {
+  const { exact } = pageFacts(pagination);
+  const beyondExport = exact ? pagination.total > maxExportRows : pagination.total >= maxExportRows;
+  const status = h('span', { class: 'export-status', role: 'status' });
+  const run = async (format: 'csv' | 'json', button: HTMLButtonElement) => {
+    const buttons = [...container.querySelectorAll('button')];
+    for (const b of buttons) b.disabled = true;
+    button.setAttribute('aria-busy', 'true');
+    fill(status, `Preparing the ${format.toUpperCase()} export…`);
+    try {
+      const params = filterParams(filters);
+      params.set('format', format);
+      const { blob, filename } = await api.download('/audit-logs/export', params);
+      save(blob, filename);
+      const cut = beyondExport ? ` (the newest ${maxExportRows.toLocaleString()} rows)` : '';
+      fill(status, `Downloaded ${filename}${cut}.`);
+    } catch (error) {
+      fill(status, h('span', { class: 'notice-error' }, `Export failed. ${describeError(error, api.baseUrl)}`));
+    } finally {
+      for (const b of buttons) b.disabled = false;
+      button.removeAttribute('aria-busy');
+    }
+  };
+  const button = (format: 'csv' | 'json', label: string) => {
+    const element: HTMLButtonElement = h('button', { type: 'button', class: 'secondary-button', onclick: () => void run(format, element) }, label);
+    return element;
+  };
+  const container = h('div', { class: 'exports', role: 'group', 'aria-label': 'Export this view' }, button('csv', 'Export CSV'), button('json', 'Export JSON'), status);
+  return container;
+}

@@ -1,0 +1,32 @@
+import { h } from '../element.ts';
+
+/** Sign-in for local use: paste a user token (JWT) with audit:read. */
+export function signInForm(onToken: (token: string) => void, message?: string) {
+  const token = h('textarea', { name: 'token', id: 'token', rows: 4, required: true, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'token-hint' });
+  return h(
+    'section',
+    { class: 'sign-in', 'aria-labelledby': 'sign-in-title' },
+    h('h2', { id: 'sign-in-title' }, 'Sign in'),
+    message ? h('p', { class: 'notice notice-error', role: 'alert' }, message) : null,
+    h(
+      'form',
+      {
+        onsubmit: (event) => {
+          event.preventDefault();
+          const value = token.value.trim().replace(/^Bearer\s+/i, '');
+          if (value) onToken(value);
+        },
+      },
+      h('label', { for: 'token', class: 'label' }, 'Access token'),
+      token,
+      h(
+        'p',
+        { id: 'token-hint', class: 'hint' },
+        'A user token (JWT) that may read the audit log. ',
+        h('code', {}, 'npm start'),
+        ' prints demo tokens and a link that signs you in. The token stays in this browser tab only.',
+      ),
+      h('button', { type: 'submit', class: 'primary-button' }, 'Sign in'),
+    ),
+  );
+}
