@@ -23,10 +23,18 @@ const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true }
 new LogbookStack(app, 'Logbook');
 const template = app.synth().getStackByName('Logbook').template as { Resources: Record<string, { Type: string; Metadata?: Record<string, string>; Properties: { Description?: string; Environment?: unknown } }> };
 
-/** A Lambda's environment as far as module initialisation reads it. */
+/**
+ * A Lambda's environment as far as module initialisation reads it: in Lambda, Powertools Metrics and Tracer (with the
+ * X-Ray SDK) are loaded from the layer during the cold start (shared/observability), here from node_modules.
+ */
 const environment = {
   ...process.env,
   NODE_ENV: 'production',
+  AWS_LAMBDA_FUNCTION_NAME: 'logbook-bench',
+  AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+  AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+  POWERTOOLS_SERVICE_NAME: 'logbook',
+  POWERTOOLS_METRICS_NAMESPACE: 'Logbook',
   AWS_REGION: 'us-east-1',
   DB_CLUSTER_ARN: 'arn:aws:rds:us-east-1:123456789012:cluster:logbook',
   DB_NAME: 'logbook',

@@ -2,20 +2,26 @@
  * The retention worker's Lambda (DESIGN.md "Shape": EventBridge daily ──► functions/retention), connected with the
  * audit-admin credentials only. A scheduled event carries no input; a manual invocation may pass
  * `{ "dryRun": true, "asOf": "<ISO 8601>" }` for a rehearsal. Fails (for the function's error metric and alarm)
- * when an organization could not be pruned; the others are pruned all the same.
+ * when an organization could not be pruned; the others are pruned all the same. In AWS the integrity watch's
+ * signing key comes from its secret (AUDIT_ANCHOR_PRIVATE_KEY_ARN), read once per cold start by this function alone.
  */
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { runRetention } from '#shared/audit/retention.ts';
 import { auditAdminDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
+import { observedHandler } from '#shared/observability/handler.ts';
+import { countMetric } from '#shared/observability/metrics.ts';
+import { loadSecretSettings } from '#shared/secrets-manager.ts';
+
+await loadSecretSettings(['AUDIT_ANCHOR_PRIVATE_KEY']);
 
 const invocation = z.object({ dryRun: z.boolean().optional(), asOf: z.iso.datetime({ offset: true }).optional() });
 
 /** Stop starting batches this long before Lambda's deadline, so the cut so far is audited before the environment is frozen. */
 const deadlineMarginMs = 60_000;
 
-export const handler = async (event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) => {
+export const handler = observedHandler(async (event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) => {
   const input = invocation.parse(event ?? {});
   const budgetMs = context ? context.getRemainingTimeInMillis() - deadlineMarginMs : undefined;
   // Already inside the margin: stopped before the first batch, not after a timer tick.
@@ -29,7 +35,13 @@ export const handler = async (event: unknown, context?: Pick<Context, 'getRemain
   if (run.integrity) logger.info('[retention] Integrity watch finished', { organizations: run.integrity.organizations, anchored: run.integrity.anchors.length, broken: run.integrity.failures.length });
   // Each break was logged by the watch (organization, seq, kind); the invocation fails for the error metric and alarm.
   const broken = run.integrity?.failures ?? [];
+  if (!run.dryRun) {
+    countMetric('AuditRowsPruned', run.rowsDeleted);
+    countMetric('AuditRetentionFailures', run.failed);
+    countMetric('AuditAnchorsWritten', run.integrity?.anchors.length ?? 0);
+    countMetric('AuditChainBreaks', broken.length);
+  }
   if (run.failed > 0) throw new Error(`retention failed for ${run.failed} organization(s): ${run.organizations.filter((org) => org.error).map((org) => `${org.orgId}: ${org.error}`).join('; ')}`);
   if (broken.length > 0) throw new Error(`audit chain integrity: ${broken.map((f) => `${f.orgId}: ${f.reason} at seq ${f.seq} (${f.kind})`).join('; ')}`);
   return summary;
-};
+});

@@ -31,6 +31,7 @@ export class AgentChannel extends Construct {
     // Not "Default": CDK drops that id from logical IDs, and the route's integration would collide with the route.
     const integration = (name: string) => ({ integration: new WebSocketLambdaIntegration(`${name}Integration`, props.handler) });
     this.api = new WebSocketApi(this, 'Api', {
+      apiName: `${Stack.of(this).stackName}-agents`,
       description: 'Logbook: the agents\' live-query channel',
       connectRouteOptions: integration('Connect'),
       disconnectRouteOptions: integration('Disconnect'),

@@ -7,6 +7,9 @@
  * What is left out, so the API functions stay small and start fast (issue 7: under 300 KB):
  * - the AWS SDK v3 (`@aws-sdk/*`): the Node.js 22 runtime provides it, and each function imports only the clients
  *   it uses (RDS Data API; API Gateway management for the relays; Secrets Manager where a secret is read);
+ * - Powertools (`@aws-lambda-powertools/*`: Logger, Metrics, Tracer with the X-Ray SDK, 155 KB minified): every
+ *   function has the Powertools layer of the installed version (infra/aws/powertools.ts), the pattern Powertools
+ *   documents for esbuild bundles;
  * - node-postgres: Lambdas reach the database through the Data API only (shared/db/client.ts);
  * - zod's translations of its messages (the API answers in English) and its JSON Schema import (z.fromJSONSchema,
  *   unused: the OpenAPI document is generated the other way round).
@@ -58,7 +61,7 @@ export const bundleOptions = {
   sourcemap: 'linked',
   sourcesContent: false,
   mainFields: ['module', 'main'],
-  external: ['@aws-sdk/*', 'pg-native'],
+  external: ['@aws-sdk/*', '@aws-lambda-powertools/*', 'pg-native'],
   // CommonJS dependencies still call require for Node's built-in modules.
   banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
   plugins: [leftOut],

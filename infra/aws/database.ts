@@ -31,7 +31,9 @@ const dataApiActions = ['rds-data:ExecuteStatement', 'rds-data:BatchExecuteState
  * Aurora PostgreSQL 17 Serverless v2 with the Data API (DESIGN.md "Database"): pauses at 0 ACU, in isolated subnets
  * of a VPC without NAT gateway (only the Data API reaches it), encrypted at rest. One secret per database role: the
  * administrator's (owner), the API's (logbook_app) and the retention worker's (logbook_audit_admin). The migration
- * custom resource applies the migrations on every deploy and sets the two roles' passwords from their secrets.
+ * custom resource applies the migrations on every deploy, sets the app role's password from its secret, and gives
+ * the audit-admin role a new password that it writes into that role's secret without being able to read it: only
+ * the retention function reads the audit-admin secret.
  */
 export class Database extends Construct {
   readonly cluster: DatabaseCluster;
@@ -77,17 +79,19 @@ export class Database extends Construct {
       acknowledge(provider, 'IAM5[Resource::*]', 'CDK\'s log retention function sets the retention of log groups whose names are only known at deploy time');
     }
 
-    const roleSecret = (name: string, username: string) =>
+    const roleSecret = (name: string, username: string, description: string) =>
       new Secret(this, name, {
-        description: `Logbook database login of ${username} (password set by the migration custom resource)`,
+        description: `Logbook database login of ${username}: ${description}`,
         generateSecretString: { secretStringTemplate: JSON.stringify({ username }), generateStringKey: 'password', excludePunctuation: true, passwordLength: 40 },
       });
-    this.appSecret = roleSecret('AppSecret', roleNames.app);
-    this.auditAdminSecret = roleSecret('AuditAdminSecret', roleNames.auditAdmin);
+    this.appSecret = roleSecret('AppSecret', roleNames.app, 'the migration custom resource sets this password on the role');
+    // The generated password is a placeholder: the migration replaces it, with the role's, before any function runs.
+    this.auditAdminSecret = roleSecret('AuditAdminSecret', roleNames.auditAdmin, 'a new password on every deploy, written by the migration custom resource, read by the retention worker alone');
     // The owner secret is the cluster's generated one (this.ownerSecret is its attachment to the cluster).
-    for (const secret of [this.cluster.node.findChild('Secret'), this.appSecret, this.auditAdminSecret]) {
+    for (const secret of [this.cluster.node.findChild('Secret'), this.appSecret]) {
       acknowledge(secret, 'SMG4', 'Not rotated automatically: a rotation function would need a network path into the isolated subnets (a NAT gateway or endpoints, an idle cost); rotate by changing the secret and redeploying, which sets the role passwords again');
     }
+    acknowledge(this.auditAdminSecret, 'SMG4', 'Rotated on every deploy by the migration custom resource (a new password set on the role and written into this secret), which needs no network path into the isolated subnets');
 
     const migrate = new LogbookFunction(this, 'Migrate', {
       entry: join(projectRoot, 'functions/migrate/run.ts'),
@@ -104,7 +108,8 @@ export class Database extends Construct {
     });
     this.grantDataApi(migrate, this.ownerSecret);
     this.appSecret.grantRead(migrate);
-    this.auditAdminSecret.grantRead(migrate);
+    // Write-only: the migration stores the audit-admin login it sets, and cannot read it back.
+    migrate.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:PutSecretValue'], resources: [this.auditAdminSecret.secretArn] }));
 
     this.migration = new CustomResource(this, 'Schema', {
       serviceToken: migrate.functionArn,

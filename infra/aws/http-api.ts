@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -11,7 +11,8 @@ export interface RestApiProps {
   routes: Record<string, { handler: string }>;
   /** The Lambda serving a handler module. */
   functionOf: (handler: string) => IFunction;
-  viewerOrigin?: string;
+  /** Browser origins CORS allows (the viewer's); none: no browser origin is. */
+  corsOrigins: string[];
   throttle: { rateLimit: number; burstLimit: number };
   logRetention: RetentionDays;
 }
@@ -34,11 +35,13 @@ export class RestApi extends Construct {
   constructor(scope: Construct, id: string, props: RestApiProps) {
     super(scope, id);
     this.api = new HttpApi(this, 'Api', {
+      // Named after the stack, so that each stage's API is told apart in the console.
+      apiName: `${Stack.of(this).stackName}-api`,
       description: 'Logbook: logging, audit and hierarchy API',
       createDefaultStage: false,
-      ...(props.viewerOrigin && {
+      ...(props.corsOrigins.length > 0 && {
         corsPreflight: {
-          allowOrigins: [props.viewerOrigin],
+          allowOrigins: props.corsOrigins,
           allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
           allowHeaders: ['authorization', 'content-type', 'x-api-key', 'idempotency-key'],
           exposeHeaders: ['content-disposition', 'retry-after'],

@@ -4,6 +4,7 @@ import { deviceOfAgent } from '../agents/log-access.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { countMetric } from '../observability/metrics.ts';
 import type { LogEntry } from './schemas.ts';
 import { insertLogBatch } from './store.ts';
 
@@ -32,6 +33,7 @@ export async function submitLogs(db: Db, caller: AgentPrincipal, agentId: string
       firstError ??= error;
     }
   }
+  countMetric('AgentLogsStored', received);
   if (failed.length === 0) return { received };
   await releaseIngest(db, device, 'logs', reservation, logs.length - received).catch((error: unknown) => {
     logger.error('Could not give back the budget of unstored log entries', { deviceId: device.id, error: String(error) });

@@ -3,6 +3,7 @@ import type { Db } from '../db/db.ts';
 import { ValidationFailed } from '../errors.ts';
 import { asIp } from '../http/client-ip.ts';
 import { issueDetails } from '../http/error-envelope.ts';
+import { countMetric } from '../observability/metrics.ts';
 import { auditEvent, type AuditEvent } from './schemas.ts';
 import { insertAuditRows, type AuditRowInput } from './store.ts';
 
@@ -73,10 +74,16 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
-  // One line, the seed's text (seed 6 rule 1), silent in tests; in Lambda console.error lands in CloudWatch.
-  const write = writeAuditEvent(context, event).catch((error: unknown) => {
-    if (!quiet()) console.error('[audit] Failed to write audit log:', event.action, error);
-  });
+  // One line, the seed's text (seed 6 rule 1), silent in tests; in Lambda console.error lands in CloudWatch, with a metric to alarm on.
+  const write = writeAuditEvent(context, event).then(
+    () => {
+      if (event.orgId) countMetric('AuditEventsWritten');
+    },
+    (error: unknown) => {
+      countMetric('AuditWriteFailures');
+      if (!quiet()) console.error('[audit] Failed to write audit log:', event.action, error);
+    },
+  );
   context.pending.push(write);
 }
 

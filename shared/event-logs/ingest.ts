@@ -7,6 +7,7 @@ import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { DomainError } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
+import { countMetric } from '../observability/metrics.ts';
 import type { DeviceEvent } from './schemas.ts';
 import { insertEventBatch } from './store.ts';
 
@@ -47,6 +48,7 @@ export async function submitEvents(db: Db, caller: AgentPrincipal, agentId: stri
       if (!(error instanceof DomainError)) console.error(`[EventLogs] Error batch inserting events for device ${device.id}`, error);
       throw error;
     });
+  countMetric('DeviceEventsStored', count);
   const names = (await findDeviceNames(db, device.id))!;
   writeRouteAudit(
     { ...audit, actorName: names.hostname },

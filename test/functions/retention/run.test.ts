@@ -1,6 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPublicKey } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler } from '#functions/retention/run.ts';
+import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchors.ts';
 import { closeAuditAdminDb } from '#shared/db/client.ts';
+import { startStubs } from '#test/support/aws-stubs.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 
@@ -53,5 +56,27 @@ describe('the retention Lambda (EventBridge daily)', () => {
 
   it('refuses an invocation whose asOf is no ISO 8601 instant', async () => {
     await expect(handler({ asOf: 'tomorrow' })).rejects.toThrow();
+  });
+
+  it('signs its anchors with the key of its secret, read once when the function starts', async () => {
+    const key = generateAnchorKey();
+    const secretArn = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:anchor-key-AbCdEf';
+    const stubs = await startStubs({ [secretArn]: key.export({ type: 'pkcs8', format: 'pem' }).toString() }, { [secretArn]: ['GetSecretValue'] });
+    vi.resetModules();
+    for (const [name, value] of Object.entries({ AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_SECRETS_MANAGER: stubs.secretsManagerUrl, AUDIT_ANCHOR_PRIVATE_KEY_ARN: secretArn })) vi.stubEnv(name, value);
+    vi.stubEnv('AUDIT_ANCHOR_PRIVATE_KEY', undefined);
+    const started = await import('#functions/retention/run.ts');
+    const client = await import('#shared/db/client.ts');
+    try {
+      expect(stubs.calls).toEqual([{ operation: 'GetSecretValue', secretId: secretArn }]);
+      await organization(7, [30, 1]);
+      await started.handler(scheduledEvent);
+      const keyIds = (await db.admin.query<{ keyId: string }>('SELECT DISTINCT key_id AS "keyId" FROM audit_anchors')).rows.map((row) => row.keyId);
+      expect(keyIds).toEqual([anchorKeyId(createPublicKey(key))]);
+    } finally {
+      await client.closeAuditAdminDb();
+      vi.unstubAllEnvs();
+      stubs.close();
+    }
   });
 });

@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routes } from '#functions/routes.ts';
 import { bundleLambda } from '#infra/aws/bundle.ts';
 import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
@@ -44,7 +44,7 @@ async function bundled(group: string): Promise<{ handler: Handler; files: string
 
 const call = (handler: Handler, routeKey: keyof typeof routes, body?: unknown) => {
   const [method, path] = routeKey.split(' ') as [string, string];
-  return handler(httpEvent({ method, path, routeKey, body }), lambdaContext) as Promise<{ statusCode: number; body: string }>;
+  return handler(httpEvent({ method, path, routeKey, body }), { ...lambdaContext, functionName: 'logbook-system' }) as Promise<{ statusCode: number; body: string }>;
 };
 
 describe('a Lambda bundle', { timeout: 60_000 }, () => {
@@ -57,7 +57,7 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
     expect(files.some((f) => f.endsWith('.mjs.map'))).toBe(true);
   });
 
-  it('leaves node-postgres out, and the AWS SDK to the Lambda runtime', async () => {
+  it('leaves node-postgres out, the AWS SDK to the Lambda runtime and Powertools to its layer', async () => {
     const dir = join(outdir, 'system');
     const code = readdirSync(dir, { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.mjs'))
@@ -65,7 +65,26 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
       .join('\n');
     expect(code).not.toContain('pg-protocol');
     expect(code).toMatch(/from\s*"@aws-sdk\/client-rds-data"/);
+    expect(code).toMatch(/from\s*"@aws-lambda-powertools\/logger"/);
+    expect(code).toMatch(/import\(\s*"@aws-lambda-powertools\/tracer"\s*\)/);
+    expect(code).not.toContain('aws-xray-sdk');
     expect(existsSync(join(dir, 'node_modules'))).toBe(false);
+  });
+
+  it('in Lambda, publishes the cold start and the counts of its invocations as CloudWatch metrics', async () => {
+    const dir = join(outdir, 'in-lambda');
+    await bundleLambda({ entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups(routes).get('system')!, { routeKey: 'http' }), outdir: dir });
+    for (const [name, value] of Object.entries({ AWS_LAMBDA_FUNCTION_NAME: 'logbook-system', AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand', POWERTOOLS_METRICS_NAMESPACE: 'LogbookBundleTest' })) vi.stubEnv(name, value);
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
+      expect(await call(handler, 'GET /api/v1/health')).toMatchObject({ statusCode: 200 });
+      const emf = write.mock.calls.map(([chunk]) => String(chunk)).filter((text) => text.includes('"_aws"')).map((text) => JSON.parse(text) as Record<string, any>);
+      expect(emf).toEqual([expect.objectContaining({ ColdStart: 1, function_name: 'logbook-system', _aws: expect.objectContaining({ CloudWatchMetrics: [expect.objectContaining({ Namespace: 'LogbookBundleTest' })] }) })]);
+    } finally {
+      write.mockRestore();
+      vi.unstubAllEnvs();
+    }
   });
 
   it('still explains invalid input in English', async () => {

@@ -3,12 +3,17 @@
  * may do, and cdk-nag's AwsSolutions checks. Bundling is skipped here (`npm run synth` and `npm run bench:lambda`
  * bundle for real).
  */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { LogbookStack, type LogbookStackProps } from '#infra/aws/logbook-stack.ts';
+import { powertoolsLayerParameter, powertoolsPackages, powertoolsVersion } from '#infra/aws/powertools.ts';
+import { buildViewerSite } from '#infra/aws/viewer.ts';
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string; Metadata?: Record<string, unknown> };
 
@@ -31,7 +36,15 @@ function synth(props: LogbookStackProps = {}) {
 
 const deployed = synth();
 const refOf = (prefix: string) => Object.keys(deployed.resources).find((id) => id.startsWith(prefix))!;
+/** The one resource of a type (whose logical id starts with `prefix`). */
+const idOf = (type: string, prefix = '') => {
+  const found = deployed.ofType(type).filter(([id]) => id.startsWith(prefix));
+  expect(found).toHaveLength(1);
+  return found[0]![0];
+};
 const apiFunctions = deployed.ofType('AWS::Lambda::Function').filter(([, r]) => /^Logbook (?!.*retention)/.test(r.Properties.Description));
+/** This project's functions (not CDK's own: log retention, bucket deployment). */
+const logbookFunctions = deployed.ofType('AWS::Lambda::Function').filter(([, r]) => String(r.Properties.Description).startsWith('Logbook'));
 
 describe('the CDK stack', () => {
   it('synthesizes with cdk-nag\'s AwsSolutions checks and no unacknowledged finding, each acknowledgment with its reason', { timeout: 60_000 }, () => {
@@ -80,9 +93,14 @@ describe('the CDK stack', () => {
     for (const [, fn] of deployed.ofType('AWS::Lambda::Function')) expect(fn.Properties.VpcConfig).toBeUndefined();
   });
 
-  it('keeps one secret per database role: the owner (the cluster administrator), logbook_app and logbook_audit_admin', () => {
-    const secrets = deployed.ofType('AWS::SecretsManager::Secret').map(([, s]) => JSON.parse(s.Properties.GenerateSecretString.SecretStringTemplate).username);
-    expect(secrets.sort()).toEqual(['logbook_admin', 'logbook_app', 'logbook_audit_admin']);
+  it('keeps one secret per database role (the owner, the cluster administrator; logbook_app; logbook_audit_admin) and one for the anchor signing key', () => {
+    const logins = deployed
+      .ofType('AWS::SecretsManager::Secret')
+      .filter(([, s]) => s.Properties.GenerateSecretString?.SecretStringTemplate)
+      .map(([, s]) => JSON.parse(s.Properties.GenerateSecretString.SecretStringTemplate).username);
+    expect(logins.sort()).toEqual(['logbook_admin', 'logbook_app', 'logbook_audit_admin']);
+    expect(deployed.ofType('AWS::SecretsManager::Secret').map(([id]) => id).filter((id) => id.startsWith('AnchorKeyPrivateKey'))).toHaveLength(1);
+    expect(deployed.ofType('AWS::SecretsManager::Secret')).toHaveLength(4);
     for (const [, s] of deployed.ofType('AWS::SecretsManager::Secret')) expect(s.Properties.KmsKeyId).toBeUndefined();
   });
 
@@ -100,19 +118,66 @@ describe('the CDK stack', () => {
     }
   });
 
-  it('lets the retention function alone of the serving functions read the audit-admin secret, and the API functions only the app secret', () => {
+  it('lets the API functions read the app secret only, the retention worker the audit-admin secret and the anchor key only, and the migration the owner and app secrets', () => {
     const secretsReadBy = (fnId: string) =>
       deployed
         .statementsOf(fnId)
         .filter((s) => [s.Action].flat().includes('secretsmanager:GetSecretValue'))
-        .map((s) => (s.Resource as { Ref: string }).Ref);
+        .map((s) => (s.Resource as { Ref: string }).Ref)
+        .sort();
     const appSecret = refOf('DatabaseAppSecret');
-    const auditAdminSecret = refOf('DatabaseAuditAdminSecret');
-    expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual([auditAdminSecret]);
+    expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual([refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort());
     expect(apiFunctions.length).toBe(9);
     for (const [id] of apiFunctions) expect(secretsReadBy(id)).toEqual([appSecret]);
-    // The migration sets the roles' passwords from their secrets, so it reads them too (and the owner's, to connect).
-    expect(secretsReadBy(deployed.functionId('applies the SQL migrations')).sort()).toEqual([refOf('DatabaseClusterSecretAttachment'), appSecret, auditAdminSecret].sort());
+    expect(secretsReadBy(deployed.functionId('applies the SQL migrations'))).toEqual([refOf('DatabaseClusterSecretAttachment'), appSecret].sort());
+    expect(secretsReadBy(deployed.functionId('signs the audit anchors'))).toEqual([]);
+  });
+
+  /** Every IAM statement of the template that could let its principal read `secret`'s value (any secretsmanager read action, on it or on a wildcard). */
+  const readersOf = (secret: string) =>
+    deployed.ofType('AWS::IAM::Policy').flatMap(([policyId, policy]) =>
+      (policy.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown }[])
+        .filter((statement) => statement.Effect === 'Allow')
+        .filter((statement) => [statement.Action].flat().some((action) => /^(secretsmanager:(GetSecretValue|Get\*|\*|BatchGetSecretValue)|\*)$/.test(action)))
+        .filter((statement) => [statement.Resource].flat().some((resource) => resource === '*' || JSON.stringify(resource).includes(`"Ref":"${secret}"`)))
+        .flatMap(() => (policy.Properties.Roles as { Ref: string }[]).map((role) => `${role.Ref} (${policyId})`)),
+    );
+  const roleOf = (fnId: string) => deployed.resources[fnId]!.Properties.Role['Fn::GetAtt'][0] as string;
+
+  it('lets no role but the retention function\'s read the audit-admin secret, nor the anchor signing key', () => {
+    for (const secret of [refOf('DatabaseAuditAdminSecret'), refOf('AnchorKeyPrivateKey')]) {
+      const readers = readersOf(secret);
+      expect(readers).toHaveLength(1);
+      expect(readers[0]).toMatch(new RegExp(`^${roleOf(deployed.functionId('retention worker'))} `));
+    }
+    // No resource policy on a secret widens that.
+    deployed.template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+  });
+
+  it('lets the migration write the audit-admin login and the generator write the anchor key, without reading either back', () => {
+    const writes = (fnId: string) =>
+      deployed
+        .statementsOf(fnId)
+        .filter((s) => [s.Action].flat().includes('secretsmanager:PutSecretValue'))
+        .map((s) => ({ actions: [s.Action].flat(), resource: (s.Resource as { Ref: string }).Ref }));
+    expect(writes(deployed.functionId('applies the SQL migrations'))).toEqual([{ actions: ['secretsmanager:PutSecretValue'], resource: refOf('DatabaseAuditAdminSecret') }]);
+    expect(writes(deployed.functionId('signs the audit anchors'))).toEqual([{ actions: ['secretsmanager:PutSecretValue'], resource: refOf('AnchorKeyPrivateKey') }]);
+    for (const [id] of deployed.ofType('AWS::Lambda::Function').filter(([id]) => !/^(DatabaseMigrate|AnchorKeyGenerator)/.test(id))) expect(writes(id)).toEqual([]);
+  });
+
+  it('generates the anchor key pair once, and again when anchorKeyGeneration changes; the audit function publishes its public key', () => {
+    deployed.template.hasResourceProperties('Custom::LogbookAnchorKey', {
+      ServiceToken: { 'Fn::GetAtt': [deployed.functionId('signs the audit anchors'), 'Arn'] },
+      generation: '1',
+      secretArn: { Ref: refOf('AnchorKeyPrivateKey') },
+    });
+    synth({ settings: { anchorKeyGeneration: 2 } }).template.hasResourceProperties('Custom::LogbookAnchorKey', { generation: '2' });
+    const keyResource = refOf('AnchorKeyPair');
+    expect(deployed.resources[deployed.functionId('Logbook audit')]!.Properties.Environment.Variables.AUDIT_ANCHOR_PUBLIC_KEY).toEqual({ 'Fn::GetAtt': [keyResource, 'publicKey'] });
+    const retention = deployed.resources[deployed.functionId('retention worker')]!;
+    expect(retention.Properties.Environment.Variables.AUDIT_ANCHOR_PRIVATE_KEY_ARN).toEqual({ Ref: refOf('AnchorKeyPrivateKey') });
+    expect((retention as { DependsOn?: string[] }).DependsOn).toContain(keyResource);
+    expect(() => new LogbookStack(new App({ context: { anchorKeyGeneration: '0' } }), 'Bad')).toThrow(/anchorKeyGeneration/);
   });
 
   it('runs the migration custom resource on every deploy, as the owner, after the cluster exists', () => {
@@ -120,8 +185,14 @@ describe('the CDK stack', () => {
       Properties: { ServiceToken: { 'Fn::GetAtt': [deployed.functionId('applies the SQL migrations'), 'Arn'] }, deployedAt: Match.anyValue() },
       DependsOn: Match.arrayWith([Match.stringLikeRegexp('^DatabaseCluster')]),
     });
+    // A property that differs on every synthesis: CloudFormation sends the resource an Update on every deploy.
+    const deployedAt = (s: ReturnType<typeof synth>) => s.ofType('Custom::LogbookSchema')[0]![1].Properties.deployedAt as string;
+    const later = synth();
+    expect(deployedAt(later)).not.toBe(deployedAt(deployed));
     const migrate = deployed.resources[deployed.functionId('applies the SQL migrations')]!;
     expect(Object.keys(migrate.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_NAME', 'OWNER_DB_SECRET_ARN', 'APP_DB_SECRET_ARN', 'AUDIT_ADMIN_DB_SECRET_ARN']));
+    // Every function serving the API waits for the schema.
+    for (const [id] of apiFunctions) expect((deployed.resources[id] as { DependsOn?: string[] }).DependsOn).toContain(refOf('DatabaseSchema'));
   });
 
   it('serves every route of functions/routes.ts, and no other, from the route table', () => {
@@ -136,17 +207,33 @@ describe('the CDK stack', () => {
   it('runs each route group in a Lambda of its own: Node.js 22 on arm64, with a log group that expires', () => {
     const groups = new Set(Object.values(routes).map((r) => r.handler.split('/')[0]));
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual([...groups, 'ws'].sort());
-    for (const [, fn] of deployed.ofType('AWS::Lambda::Function').filter(([id]) => !id.startsWith('LogRetention'))) {
+    expect(logbookFunctions.length).toBe(12);
+    for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler', TracingConfig: { Mode: 'Active' } });
       expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
     }
     for (const [, group] of deployed.ofType('AWS::Logs::LogGroup')) expect(group.Properties.RetentionInDays).toBe(30);
   });
 
+  it('gives every function the Powertools layer of the installed version, its service name and metrics namespace, configurable', () => {
+    const version = powertoolsVersion();
+    const layerParameter = Object.entries(deployed.template.toJSON().Parameters as Record<string, { Type: string; Default: string }>).find(([, p]) => p.Default === powertoolsLayerParameter(version))!;
+    expect(layerParameter[1].Type).toBe('AWS::SSM::Parameter::Value<String>');
+    for (const name of powertoolsPackages) expect(JSON.parse(readFileSync(`node_modules/@aws-lambda-powertools/${name}/package.json`, 'utf8')).version).toBe(version);
+    for (const [, fn] of logbookFunctions) {
+      expect(fn.Properties.Layers).toEqual([{ Ref: layerParameter[0] }]);
+      expect(fn.Properties.Environment.Variables).toMatchObject({ POWERTOOLS_SERVICE_NAME: 'logbook', POWERTOOLS_METRICS_NAMESPACE: 'Logbook' });
+    }
+    const configured = synth({ settings: { serviceName: 'rmm-logbook', metricsNamespace: 'Rmm/Logbook', powertoolsLayerArn: 'arn:aws:lambda:eu-west-1:094274105915:layer:AWSLambdaPowertoolsTypeScriptV2:48' } });
+    const audit = configured.resources[configured.functionId('Logbook audit')]!;
+    expect(audit.Properties.Layers).toEqual(['arn:aws:lambda:eu-west-1:094274105915:layer:AWSLambdaPowertoolsTypeScriptV2:48']);
+    expect(audit.Properties.Environment.Variables).toMatchObject({ POWERTOOLS_SERVICE_NAME: 'rmm-logbook', POWERTOOLS_METRICS_NAMESPACE: 'Rmm/Logbook' });
+  });
+
   it('configures the functions without a secret value in their environment', () => {
     for (const [, fn] of deployed.ofType('AWS::Lambda::Function')) {
       const variables = JSON.stringify(fn.Properties.Environment?.Variables ?? {});
-      expect(variables).not.toMatch(/resolve:secretsmanager|PASSWORD|JWT_SECRET"|"AGENT_ENROLLMENT_SECRET"/);
+      expect(variables).not.toMatch(/resolve:secretsmanager|PASSWORD|JWT_SECRET"|"AGENT_ENROLLMENT_SECRET"|"AUDIT_ANCHOR_PRIVATE_KEY"/);
     }
     const configured = synth({
       settings: { jwtJwksUrl: 'https://idp.example.com/.well-known/jwks.json', jwtIssuer: 'https://idp.example.com/', jwtAudience: 'rmm', trustProxyHeaders: true, agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf' },
@@ -164,11 +251,16 @@ describe('the CDK stack', () => {
     expect(configured.resources[configured.functionId('Logbook audit')]!.Properties.Environment.Variables.AGENT_ENROLLMENT_SECRET_ARN).toBeUndefined();
   });
 
-  it('allows the viewer\'s origin by CORS when one is set, and none otherwise', () => {
+  it('allows the deployed viewer\'s origin by CORS, and the extra origins of viewerOrigin; none without a viewer', () => {
     const httpApi = (s: ReturnType<typeof synth>) => s.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![1];
-    expect(httpApi(deployed).Properties.CorsConfiguration).toBeUndefined();
-    const withViewer = synth({ settings: { viewerOrigin: 'https://viewer.example.com' } });
-    expect(httpApi(withViewer).Properties.CorsConfiguration).toMatchObject({ AllowOrigins: ['https://viewer.example.com'], AllowHeaders: expect.arrayContaining(['authorization']) });
+    const distribution = idOf('AWS::CloudFront::Distribution');
+    const viewerOrigin = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }]] };
+    expect(httpApi(deployed).Properties.CorsConfiguration).toMatchObject({ AllowOrigins: [viewerOrigin], AllowHeaders: expect.arrayContaining(['authorization']) });
+    const withDevServer = synth({ settings: { viewerOrigin: 'http://localhost:5173, https://audit.example.com' } });
+    expect(httpApi(withDevServer).Properties.CorsConfiguration.AllowOrigins).toEqual([viewerOrigin, 'http://localhost:5173', 'https://audit.example.com']);
+    expect(httpApi(synth({ settings: { viewer: false } })).Properties.CorsConfiguration).toBeUndefined();
+    expect(httpApi(synth({ settings: { viewer: false, viewerOrigin: 'https://audit.example.com' } })).Properties.CorsConfiguration.AllowOrigins).toEqual(['https://audit.example.com']);
+    expect(() => synth({ settings: { viewerOrigin: 'https://audit.example.com/viewer' } })).toThrow(/viewerOrigin/);
   });
 
   it('throttles and logs both API stages', () => {
@@ -211,5 +303,95 @@ describe('the CDK stack', () => {
     expect(() => new LogbookStack(new App({ context: { maxCapacityAcu: '0.25' } }), 'Bad')).toThrow(/maxCapacityAcu/);
     expect(() => new LogbookStack(new App({ context: { logRetentionDays: '45' } }), 'Bad')).toThrow(/logRetentionDays/);
     expect(() => new LogbookStack(new App({ context: { deletionProtection: 'no' } }), 'Bad')).toThrow(/deletionProtection/);
+  });
+});
+
+describe('the audit viewer on S3 and CloudFront', () => {
+  const bucket = idOf('AWS::S3::Bucket', 'ViewerSite');
+  const distribution = idOf('AWS::CloudFront::Distribution');
+  const bucketArn = { 'Fn::GetAtt': [bucket, 'Arn'] };
+
+  it('keeps the site in a private, encrypted bucket without website hosting, that refuses plain HTTP', () => {
+    const site = deployed.resources[bucket]!.Properties;
+    expect(site.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    expect(site.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe('AES256');
+    expect(site.WebsiteConfiguration).toBeUndefined();
+    expect(site.OwnershipControls.Rules).toEqual([{ ObjectOwnership: 'BucketOwnerEnforced' }]);
+    expect(site.LoggingConfiguration.DestinationBucketName).toEqual({ Ref: refOf('ViewerAccessLogs') });
+    deployed.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: bucket },
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Action: 's3:*', Principal: { AWS: '*' }, Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
+  });
+
+  it('lets only this distribution read the bucket, through Origin Access Control', () => {
+    const policy = deployed.ofType('AWS::S3::BucketPolicy').find(([, p]) => p.Properties.Bucket.Ref === bucket)![1];
+    const allows = (policy.Properties.PolicyDocument.Statement as Record<string, any>[]).filter((statement) => statement.Effect === 'Allow');
+    expect(allows).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 's3:GetObject',
+        Principal: { Service: 'cloudfront.amazonaws.com' },
+        Resource: { 'Fn::Join': ['', [bucketArn, '/*']] },
+        Condition: { StringEquals: { 'AWS:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudfront::', { Ref: 'AWS::AccountId' }, ':distribution/', { Ref: distribution }]] } } },
+      },
+    ]);
+    deployed.template.hasResourceProperties('AWS::CloudFront::OriginAccessControl', { OriginAccessControlConfig: { OriginAccessControlOriginType: 's3', SigningBehavior: 'always', SigningProtocol: 'sigv4' } });
+    const config = deployed.resources[distribution]!.Properties.DistributionConfig;
+    expect(config.Origins).toHaveLength(1);
+    expect(config.Origins[0]).toMatchObject({ DomainName: { 'Fn::GetAtt': [bucket, 'RegionalDomainName'] }, OriginAccessControlId: { 'Fn::GetAtt': [idOf('AWS::CloudFront::OriginAccessControl'), 'Id'] }, S3OriginConfig: { OriginAccessIdentity: '' } });
+  });
+
+  it('serves index.html over HTTPS only, read-only, with security headers, and logs its requests', () => {
+    const config = deployed.resources[distribution]!.Properties.DistributionConfig;
+    expect(config).toMatchObject({ DefaultRootObject: 'index.html', Logging: { Bucket: { 'Fn::GetAtt': [refOf('ViewerAccessLogs'), 'RegionalDomainName'] } } });
+    expect(config.DefaultCacheBehavior).toMatchObject({ ViewerProtocolPolicy: 'redirect-to-https', AllowedMethods: ['GET', 'HEAD'], ResponseHeadersPolicyId: { Ref: refOf('ViewerSecurityHeaders') } });
+    const headers = deployed.resources[refOf('ViewerSecurityHeaders')]!.Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig;
+    expect(headers).toMatchObject({
+      StrictTransportSecurity: { AccessControlMaxAgeSec: 31_536_000, IncludeSubdomains: true, Override: true },
+      ContentTypeOptions: { Override: true },
+      FrameOptions: { FrameOption: 'DENY', Override: true },
+      ReferrerPolicy: { ReferrerPolicy: 'no-referrer', Override: true },
+    });
+    const csp = JSON.stringify(headers.ContentSecurityPolicy.ContentSecurityPolicy);
+    for (const directive of ["default-src 'none'", "script-src 'self'", "frame-ancestors 'none'", "connect-src 'self' https://*.execute-api."]) expect(csp).toContain(directive);
+    const logs = deployed.resources[refOf('ViewerAccessLogs')]!.Properties;
+    expect(logs.PublicAccessBlockConfiguration.RestrictPublicBuckets).toBe(true);
+    expect(logs.LifecycleConfiguration.Rules).toEqual([{ ExpirationInDays: 30, Status: 'Enabled' }]);
+  });
+
+  it('deploys the built site and a config.json naming the HTTP API, index.html and config.json revalidated', () => {
+    const deployments = deployed.ofType('Custom::CDKBucketDeployment');
+    expect(deployments).toHaveLength(2);
+    for (const [, d] of deployments) expect(d.Properties.DestinationBucketName).toEqual({ Ref: bucket });
+    const pages = deployments.find(([id]) => id.startsWith('ViewerPages'))![1].Properties;
+    expect(pages).toMatchObject({ Include: ['index.html', 'config.json'], Exclude: ['*'], SystemMetadata: { 'cache-control': 'no-cache' } });
+    // config.json: {"apiBaseUrl": <the HTTP API's URL>}, filled in at deploy time.
+    const markers = JSON.stringify(pages.SourceMarkers);
+    const httpApi = deployed.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![0];
+    expect(markers).toContain(`{"Ref":"${httpApi}"}`);
+    const assets = deployments.find(([id]) => id.startsWith('ViewerAssets'))![1].Properties;
+    expect(assets).toMatchObject({ Exclude: ['index.html', 'config.json'], SystemMetadata: { 'cache-control': 'public, max-age=31536000, immutable' } });
+    expect(assets.Prune).not.toBe(false);
+  });
+
+  it('is built offline from web/ with its buildWeb, as npm run synth builds it', { timeout: 60_000 }, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logbook-viewer-'));
+    try {
+      buildViewerSite(dir);
+      const html = readFileSync(join(dir, 'index.html'), 'utf8');
+      const assets = [...html.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)].map((match) => match[1]!);
+      expect(assets.map((asset) => asset.replace(/-[A-Z0-9]+\./, '.')).sort()).toEqual(['assets/app.js', 'assets/styles.css']);
+      for (const asset of assets) expect(existsSync(join(dir, asset))).toBe(true);
+      expect(existsSync(join(dir, 'config.json'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is left out when the viewer setting is false', () => {
+    const apiOnly = synth({ settings: { viewer: false } });
+    apiOnly.template.resourceCountIs('AWS::CloudFront::Distribution', 0);
+    apiOnly.template.resourceCountIs('AWS::S3::Bucket', 0);
   });
 });

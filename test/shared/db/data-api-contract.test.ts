@@ -14,7 +14,7 @@ import { verifyChain } from '#shared/audit/verify.ts';
 import { rolePermissions } from '#shared/auth/permissions.ts';
 import type { Principal } from '#shared/auth/principal.ts';
 import { closeAppDb } from '#shared/db/client.ts';
-import { resultTooLargeCode } from '#shared/db/data-api.ts';
+import { createDataApiDb, resultTooLargeCode } from '#shared/db/data-api.ts';
 import type { Db } from '#shared/db/db.ts';
 import { loadMigrations, migrate } from '#shared/db/migrate.ts';
 import { createRdsDataClient } from '#shared/db/rds-data-client.ts';
@@ -264,6 +264,28 @@ describe('the Data API executor', () => {
   it('names a result above the Data API\'s 1 MiB limit as such', async () => {
     const error = await app.query(`SELECT repeat('x', 600000) AS a, repeat('y', 600000) AS b`).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: resultTooLargeCode, message: expect.stringContaining('1 MiB') });
+  });
+
+  it('sends only the real parameters: a :name inside a string literal, quoted identifier, comment or dollar quote is text', async () => {
+    const sql = `SELECT to_char(:at::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') AS formatted, -- :commented
+                        ':notParam' AS literal, E'it\\'s :escaped' AS escaped, $$:dollar$$ AS dollar, $tag$ :tagged $tag$ AS tagged,
+                        /* :block */ 'a''b:c' AS doubled, 1 AS ":ident", :n::int AS n`;
+    const params = { at: new Date('2026-03-01T10:04:05Z'), n: 7 };
+    const sent: { name?: string }[][] = [];
+    const spy = createRdsDataClient({ endpoint: local.server.url });
+    spy.middlewareStack.add((next) => async (args) => {
+      sent.push(((args.input as { parameters?: { name?: string }[] }).parameters ?? []).map(({ name }) => ({ name })));
+      return next(args);
+    });
+    const db = createDataApiDb({ client: spy, resourceArn: local.resourceArn, secretArn: local.secretArns.app, database: local.database });
+    try {
+      const [viaDataApi, viaPg] = await Promise.all([db.query(sql, params), test.admin.query(sql, params)]);
+      expect(viaDataApi.rows).toEqual([{ formatted: '2026-03-01T10:04:05', literal: ':notParam', escaped: "it's :escaped", dollar: ':dollar', tagged: ' :tagged ', doubled: "a'b:c", ':ident': 1, n: 7 }]);
+      expect(viaDataApi.rows).toEqual(viaPg.rows);
+      expect(sent).toEqual([[{ name: 'at' }, { name: 'n' }]]);
+    } finally {
+      await db.close();
+    }
   });
 
   it('refuses to send a statement without a value for one of its parameters', async () => {

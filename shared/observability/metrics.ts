@@ -1,0 +1,47 @@
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { inLambda, serviceName } from './service.ts';
+
+/**
+ * What the service counts, beside what Lambda and API Gateway already measure (invocations, duration, 4xx/5xx):
+ * the business events and the outcomes an operator sets alarms on. No dimension but `service`, so each is one
+ * CloudWatch metric, billed only in the hours it is emitted.
+ */
+export type BusinessMetric =
+  // shared/audit/writer.ts: a route's audit row sealed, or lost (the request still succeeds: seed 6 rule 1).
+  | 'AuditEventsWritten'
+  | 'AuditWriteFailures'
+  // Agent telemetry stored (seed 4.3, 4.4).
+  | 'AgentLogsStored'
+  | 'DeviceEventsStored'
+  // Replies by error code (shared/observability/handler.ts): live-query outcomes, ingestion budgets, the database.
+  | 'LiveQueryDeviceOffline'
+  | 'LiveQueryTimeouts'
+  | 'LiveQueryBadResponses'
+  | 'IngestRateLimited'
+  | 'DatabaseUnavailable'
+  | 'UnhandledErrors'
+  // The daily retention run (functions/retention/run.ts).
+  | 'AuditRowsPruned'
+  | 'AuditRetentionFailures'
+  | 'AuditAnchorsWritten'
+  | 'AuditChainBreaks';
+
+/**
+ * CloudWatch metrics in the embedded metric format (Powertools Metrics), written to the function's log: namespace
+ * POWERTOOLS_METRICS_NAMESPACE (default `Logbook`), dimension `service`. Loaded in Lambda only: elsewhere (`npm
+ * start`, tests) the package is not even imported and counting does nothing, so nothing is printed. In Lambda,
+ * POWERTOOLS_METRICS_DISABLED=true still switches them off.
+ */
+export const metrics: Metrics | undefined = inLambda
+  ? new (await import('@aws-lambda-powertools/metrics')).Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || 'Logbook', serviceName })
+  : undefined;
+
+/** Adds `value` to a count of this invocation (published when the invocation ends). */
+export function countMetric(name: BusinessMetric, value = 1): void {
+  if (value > 0) metrics?.addMetric(name, 'Count', value);
+}
+
+/** Publishes this invocation's counts; an invocation that counted nothing writes no metric line (and no warning). */
+export function publishMetrics(): void {
+  if (metrics?.hasStoredMetrics()) metrics.publishStoredMetrics();
+}

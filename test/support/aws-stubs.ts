@@ -1,0 +1,55 @@
+/**
+ * Local stand-ins for what a custom resource Lambda talks to besides the database: Secrets Manager (the awsJson1_1
+ * operations GetSecretValue and PutSecretValue, with a per-secret access list like IAM's) and CloudFormation's
+ * ResponseURL.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Stubs {
+  secretsManagerUrl: string;
+  responseUrl: string;
+  /** Every Secrets Manager call, in order: operation (GetSecretValue, PutSecretValue) and secret. */
+  calls: { operation: string; secretId: string }[];
+  /** What each secret holds now. */
+  secrets: Map<string, string>;
+  /** The answers sent to CloudFormation. */
+  responses: Record<string, any>[];
+  close(): void;
+}
+
+/** `allowed`: the operations the function's role may call on each secret (IAM); anything else is AccessDenied. */
+export async function startStubs(initial: Record<string, string>, allowed: Record<string, ('GetSecretValue' | 'PutSecretValue')[]>): Promise<Stubs> {
+  const servers: Server[] = [];
+  const listen = async (serve: (body: string, target: string | undefined) => { status: number; body: string }) => {
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        const reply = serve(body, req.headers['x-amz-target'] as string | undefined);
+        res.writeHead(reply.status, { 'content-type': 'application/x-amz-json-1.1' }).end(reply.body);
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const secrets = new Map(Object.entries(initial));
+  const calls: Stubs['calls'] = [];
+  const responses: Stubs['responses'] = [];
+  const error = (status: number, type: string) => ({ status, body: JSON.stringify({ __type: type, message: type }) });
+  const secretsManagerUrl = await listen((body, target) => {
+    const request = JSON.parse(body) as { SecretId: string; SecretString?: string };
+    const operation = String(target).replace(/^secretsmanager\./, '');
+    calls.push({ operation, secretId: request.SecretId });
+    if (!allowed[request.SecretId]?.includes(operation as 'GetSecretValue')) return error(400, 'AccessDeniedException');
+    if (operation === 'GetSecretValue') return { status: 200, body: JSON.stringify({ ARN: request.SecretId, SecretString: secrets.get(request.SecretId) }) };
+    secrets.set(request.SecretId, request.SecretString!);
+    return { status: 200, body: JSON.stringify({ ARN: request.SecretId, VersionId: `v${calls.length}`, VersionStages: ['AWSCURRENT'] }) };
+  });
+  const cloudFormation = await listen((body) => {
+    responses.push(JSON.parse(body));
+    return { status: 200, body: '' };
+  });
+  return { secretsManagerUrl, responseUrl: `${cloudFormation}/response`, calls, secrets, responses, close: () => servers.forEach((server) => server.close()) };
+}
