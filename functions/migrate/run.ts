@@ -4,6 +4,7 @@
  * administrator (the owner secret; every file after the bootstrap runs as logbook_owner), then gives the API's role
  * the login of its secret and the retention worker's role a new one (functions/migrate/role-logins.ts).
  */
+import type { CloudFormationCustomResourceUpdateEvent } from 'aws-lambda';
 import { createDataApiDb } from '#shared/db/data-api.ts';
 import { migrate } from '#shared/db/migrate.ts';
 import { createRdsDataClient } from '#shared/db/rds-data-client.ts';
@@ -11,12 +12,22 @@ import { logger } from '#shared/logger.ts';
 import { customResource, setting } from './custom-resource.ts';
 import { newPassword, rotateAuditAdminLogin, setAppLogin } from './role-logins.ts';
 
+/**
+ * CloudFormation rolls a failed deploy back by sending the previous properties again: an older `deployedAt` than
+ * the one it replaces. The rollback still sets the logins (so the role and its secret agree), but never fails.
+ */
+function isRollback(event: CloudFormationCustomResourceUpdateEvent): boolean {
+  const [next, previous] = [event.ResourceProperties.deployedAt, event.OldResourceProperties?.deployedAt];
+  return typeof next === 'string' && typeof previous === 'string' && next < previous;
+}
+
 /** The handler; `options.newPassword` gives the audit-admin login its password (tests keep the cluster's local one). */
 export function migrationHandler(options: { newPassword?: () => string } = {}) {
   return customResource({
     physicalResourceId: 'logbook-schema',
     // Deleting the stack keeps the schema: the cluster's own removal policy decides what becomes of the data.
     onDelete: 'The schema is kept',
+    isRollback,
     apply: async () => {
       const admin = createDataApiDb({
         client: createRdsDataClient(),

@@ -43,6 +43,8 @@ export class AnchorKey extends Construct {
     this.resource = new CustomResource(this, 'Pair', {
       serviceToken: generator.functionArn,
       resourceType: 'Custom::LogbookAnchorKey',
+      // As the migration's (infra/aws/database.ts): a generator that cannot start fails the deploy in minutes, not an hour.
+      serviceTimeout: Duration.minutes(5),
       properties: { generation: String(props.generation), secretArn: this.secret.secretArn },
     });
   }

@@ -114,6 +114,9 @@ export class Database extends Construct {
     this.migration = new CustomResource(this, 'Schema', {
       serviceToken: migrate.functionArn,
       resourceType: 'Custom::LogbookSchema',
+      // The function answers before its own 5-minute timeout; a function that cannot even start answers nothing,
+      // and this fails the deploy after 10 minutes instead of CloudFormation's default hour.
+      serviceTimeout: Duration.minutes(10),
       // A new value on every deploy, so the migrator runs each time and applies whatever is pending.
       properties: { deployedAt: new Date().toISOString() },
     });

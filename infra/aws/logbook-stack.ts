@@ -135,6 +135,8 @@ export class LogbookStack extends Stack {
       environment: database.connection(database.auditAdminSecret, 'AUDIT_ADMIN_DB_SECRET_ARN'),
     });
     database.grantDataApi(this.retention, database.auditAdminSecret);
+    // Its login and its schema are the migration's: a deploy updates the worker only once both are in place.
+    this.retention.node.addDependency(database.migration);
     this.anchorKey.grantSigning(this.retention);
     new Rule(this, 'RetentionSchedule', {
       description: 'Logbook: runs the audit retention worker',

@@ -58,8 +58,11 @@ afterAll(async () => {
   await test?.close();
 });
 
-const event = (RequestType: 'Create' | 'Update' | 'Delete') =>
-  ({
+/** A request as CloudFormation sends it; an Update carries the previous deploy's properties (a rollback: the next deploy's). */
+const event = (RequestType: 'Create' | 'Update' | 'Delete', options: { rollback?: boolean } = {}) => {
+  const now = Date.now();
+  const [deployedAt, previous] = [now, now - 60_000].map((t) => new Date(t).toISOString()) as [string, string];
+  return {
     RequestType,
     ServiceToken: 'arn:aws:lambda:us-east-1:123456789012:function:migrate',
     ResponseURL: stubs.responseUrl,
@@ -68,8 +71,10 @@ const event = (RequestType: 'Create' | 'Update' | 'Delete') =>
     ResourceType: 'Custom::LogbookSchema',
     LogicalResourceId: 'DatabaseSchema',
     ...(RequestType !== 'Create' && { PhysicalResourceId: 'logbook-schema' }),
-    ResourceProperties: { ServiceToken: 'x', deployedAt: new Date().toISOString() },
-  }) as CloudFormationCustomResourceEvent;
+    ResourceProperties: { ServiceToken: 'x', deployedAt: options.rollback ? previous : deployedAt },
+    ...(RequestType === 'Update' && { OldResourceProperties: { ServiceToken: 'x', deployedAt: options.rollback ? deployedAt : previous } }),
+  } as CloudFormationCustomResourceEvent;
+};
 
 const context = { logStreamName: '2026/11/21/[$LATEST]abc' } as Context;
 
@@ -158,5 +163,22 @@ describe('the migration custom resource', () => {
       process.env.OWNER_DB_SECRET_ARN = local.secretArns.admin;
     }
     expect(stubs.responses.at(-1)).toMatchObject({ Status: 'FAILED', Reason: expect.stringContaining('not known to this local Data API') });
+  });
+
+  it('sets the logins again when CloudFormation rolls a failed deploy back', async () => {
+    const writes = stubs.calls.filter((call) => call.operation === 'PutSecretValue').length;
+    await handler(event('Update', { rollback: true }), context);
+    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'SUCCESS', Reason: 'Up to date' });
+    expect(stubs.calls.filter((call) => call.operation === 'PutSecretValue')).toHaveLength(writes + 1);
+  });
+
+  it('never fails a rollback, which would leave the stack in UPDATE_ROLLBACK_FAILED: it answers SUCCESS with the reason', async () => {
+    process.env.OWNER_DB_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:unknown-AbCdEf';
+    try {
+      await handler(event('Update', { rollback: true }), context);
+    } finally {
+      process.env.OWNER_DB_SECRET_ARN = local.secretArns.admin;
+    }
+    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'SUCCESS', Reason: expect.stringMatching(/^Rolled back without this step: .*not known to this local Data API/) });
   });
 });

@@ -4,12 +4,15 @@
  * node-postgres and zod's translations left out.
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { routes } from '#functions/routes.ts';
-import { bundleLambda } from '#infra/aws/bundle.ts';
+import { routes, wsRoutes } from '#functions/routes.ts';
+import { bundleLambda, bundleOptions } from '#infra/aws/bundle.ts';
 import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
 import { routeGroups } from '#infra/aws/logbook-stack.ts';
+import { powertoolsPackages } from '#infra/aws/powertools.ts';
 import type { Handler } from '#shared/http/handler.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 import { startLocalDataApi, type LocalDataApi } from '#test/support/data-api.ts';
@@ -69,6 +72,20 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
     expect(code).toMatch(/import\(\s*"@aws-lambda-powertools\/tracer"\s*\)/);
     expect(code).not.toContain('aws-xray-sdk');
     expect(existsSync(join(dir, 'node_modules'))).toBe(false);
+  });
+
+  it('imports nothing at run time but Node.js, the AWS SDK clients of the Lambda runtime and the Powertools packages of its layer', async () => {
+    const entries = [
+      ...[...routeGroups(routes)].map(([group, handlers]) => writeDispatchEntry(`bundle-test-imports-${group}`, handlers, { routeKey: 'http' })),
+      writeDispatchEntry('bundle-test-imports-ws', Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, route.handler])), { routeKey: 'websocket' }),
+      ...['functions/retention/run.ts', 'functions/migrate/run.ts', 'functions/migrate/anchor-key.ts'].map((entry) => join(projectRoot, entry)),
+    ];
+    const { metafile } = await build({ ...bundleOptions, plugins: [...bundleOptions.plugins], external: [...bundleOptions.external], mainFields: [...bundleOptions.mainFields], entryPoints: entries, entryNames: '[name]-[hash]', outdir: join(outdir, 'imports'), write: false, metafile: true });
+    const external = new Set(Object.values(metafile.outputs).flatMap((output) => output.imports.filter((i) => i.external).map((i) => i.path)));
+    // Lambda's Node.js 22 runtime resolves these bare specifiers from /var/runtime/node_modules and the layer's /opt/nodejs/node_modules (NODE_PATH, also for ES modules).
+    const provided = [/^@aws-sdk\/client-(rds-data|secrets-manager|apigatewaymanagementapi)$/, new RegExp(`^@aws-lambda-powertools/(${powertoolsPackages.join('|')})(/middleware)?$`)];
+    expect([...external].filter((path) => !isBuiltin(path) && !provided.some((pattern) => pattern.test(path)))).toEqual([]);
+    expect([...external]).toEqual(expect.arrayContaining(['@aws-lambda-powertools/logger', '@aws-lambda-powertools/metrics', '@aws-lambda-powertools/tracer']));
   });
 
   it('in Lambda, publishes the cold start and the counts of its invocations as CloudWatch metrics', async () => {

@@ -191,8 +191,16 @@ describe('the CDK stack', () => {
     expect(deployedAt(later)).not.toBe(deployedAt(deployed));
     const migrate = deployed.resources[deployed.functionId('applies the SQL migrations')]!;
     expect(Object.keys(migrate.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_NAME', 'OWNER_DB_SECRET_ARN', 'APP_DB_SECRET_ARN', 'AUDIT_ADMIN_DB_SECRET_ARN']));
-    // Every function serving the API waits for the schema.
-    for (const [id] of apiFunctions) expect((deployed.resources[id] as { DependsOn?: string[] }).DependsOn).toContain(refOf('DatabaseSchema'));
+    // Every function serving the API, and the retention worker, waits for the schema and the logins.
+    for (const [id] of [...apiFunctions, [deployed.functionId('retention worker')]]) expect((deployed.resources[id!] as { DependsOn?: string[] }).DependsOn).toContain(refOf('DatabaseSchema'));
+  });
+
+  it('lets a custom resource whose function cannot answer fail the deploy within minutes, not CloudFormation\'s hour', () => {
+    deployed.template.hasResourceProperties('Custom::LogbookSchema', { ServiceTimeout: '600' });
+    deployed.template.hasResourceProperties('Custom::LogbookAnchorKey', { ServiceTimeout: '300' });
+    // Each answers before its own timeout (functions/migrate/custom-resource.ts), well inside the service timeout.
+    expect(deployed.resources[deployed.functionId('applies the SQL migrations')]!.Properties.Timeout).toBeLessThan(600);
+    expect(deployed.resources[deployed.functionId('generates the Ed25519 key')]!.Properties.Timeout).toBeLessThan(300);
   });
 
   it('serves every route of functions/routes.ts, and no other, from the route table', () => {
