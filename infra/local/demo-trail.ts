@@ -112,7 +112,12 @@ const scripts = [
   { name: 'Restart Veeam services', parameters: {} },
   { name: 'Uninstall legacy VPN client', parameters: { product: 'OpenVPN GUI 2.4' } },
 ];
-const scriptFailures = ['Exit code 1: Access is denied.', 'Timed out after 300 s', 'Exit code 1603: Fatal error during installation.', 'Exit code 2: The system cannot find the file specified.'];
+const scriptFailures = [
+  { exitCode: 1, message: 'Exit code 1: Access is denied.' },
+  { exitCode: null, message: 'Timed out after 300 s' },
+  { exitCode: 1603, message: 'Exit code 1603: Fatal error during installation.' },
+  { exitCode: 2, message: 'Exit code 2: The system cannot find the file specified.' },
+];
 
 const policies = [
   { name: 'Patch Tuesday ring 1', before: { schedule: 'Tue 22:00', rebootWindow: '02:00-04:00', enabled: true }, after: { schedule: 'Wed 22:00', rebootWindow: '01:00-05:00', enabled: true } },
@@ -252,9 +257,10 @@ const eventKinds: EventKind[] = [
       const resource = { resource_type: 'script', resource_id: null, resource_name: script.name };
       const outcome = r.next();
       if (outcome < 0.05) return userRow(r.pick(cast.viewers), r, { action: 'script.execute', ...resource, details, result: 'denied', error_message: 'Missing permission scripts:execute' });
-      const failed = outcome > 0.9;
-      const result = failed ? { result: 'failure' as const, error_message: r.pick(scriptFailures) } : success;
-      const withExit = { ...details, exitCode: failed ? r.pick([1, 2, 1603]) : 0 };
+      // A failure's exit code is the one its message names (none when it timed out).
+      const failure = outcome > 0.9 ? r.pick(scriptFailures) : undefined;
+      const result = failure ? { result: 'failure' as const, error_message: failure.message } : success;
+      const withExit = { ...details, exitCode: failure ? failure.exitCode : 0 };
       if (r.chance(0.12)) {
         return {
           action: 'script.execute', actor_type: 'ai_agent', actor_id: '6f1c1e00-0a1a-4c8e-9a11-00000000a1a1', actor_email: null, ...resource,

@@ -31,8 +31,9 @@ describe('the two formats of the trail read into one row', () => {
       { field: 'name', before: 'old', after: 'new', kind: 'changed' },
       { field: 'same', before: '1', after: '1', kind: 'unchanged' },
       { field: 'siteId', before: '', after: 's-2', kind: 'added' },
-      { field: 'tags', before: '["a"]', after: '["a","b"]', kind: 'changed' },
+      { field: 'tags', before: '["a"]', after: '["a", "b"]', kind: 'changed' },
     ]);
+    expect(changedFields({ before: {}, after: { window: { from: '01:00', to: '05:00' } } })[0]!.after).toBe('{"from": "01:00", "to": "05:00"}');
     expect(changedFields({ before: { hostname: 'FS-01' }, after: {} })).toEqual([{ field: 'hostname', before: 'FS-01', after: '', kind: 'removed' }]);
   });
 });

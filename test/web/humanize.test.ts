@@ -49,13 +49,17 @@ describe('the viewer words action codes (seed 1)', () => {
     ['report.rebuild', 'rebuilt report'],
     ['device.setMaintenanceMode', 'set device maintenance mode'],
     ['api_key.rotate_secret', 'rotated API key secret'],
+    ['user.signup', 'signed up'],
+    ['device.shutdown', 'shut down device'],
   ])('words an unknown code by rule: %s reads "%s"', (code, phrase) => {
     expect(humanizeAction(code)).toBe(phrase);
   });
 
   it.each([
     ['script.execute.failed', 'failed to execute script'],
-    ['api_key.login.failed', 'failed to log in API key'],
+    ['api_key.login.failed', 'failed to log in'],
+    ['user.login.blocked', 'tried to log in (blocked)'],
+    ['user.login.succeeded', 'logged in'],
     ['patch.install.failed', 'failed to install patch'],
     ['script.execute.denied', 'tried to execute script (denied)'],
     ['device.wipe.blocked', 'tried to wipe device (blocked)'],
@@ -79,6 +83,10 @@ describe('the viewer words action codes (seed 1)', () => {
     ['apply', 'applied'],
     ['deploy', 'deployed'],
     ['stop', 'stopped'],
+    ['chat', 'chatted'],
+    ['fix', 'fixed'],
+    ['show', 'showed'],
+    ['edit', 'edited'],
     ['run', 'ran'],
     ['reset', 'reset'],
     ['open', 'opened'],

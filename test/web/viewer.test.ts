@@ -171,6 +171,17 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     expect(await summary(page)).toBe('Rows 1–25 of 48');
   });
 
+  it('leads a link past the last page back to the last page', async () => {
+    const page = await viewer.open(signedIn('/?limit=10&page=9', reader.tenant));
+    await shown(page);
+    expect(await page.locator('.table-slot').innerText()).toBe('This page lies beyond the end of the list.');
+    expect(await page.getByRole('link', { name: '‹ Previous' }).getAttribute('href')).toBe('?page=5&limit=10');
+    await page.getByRole('link', { name: 'Last »' }).click();
+    await page.waitForURL(/\?page=5&limit=10$/);
+    await shown(page);
+    expect(await summary(page)).toBe('Rows 41–48 of 48');
+  });
+
   it('opens an entry from the keyboard with its before/after values side by side and the raw details; Escape closes it', async () => {
     const page = await viewer.open(signedIn('/?limit=10', auditor.tenant));
     await shown(page);
@@ -240,10 +251,15 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     expect(await rows(page).count()).toBe(48);
   });
 
-  it('says so when the API cannot be reached', async () => {
-    const page = await viewer.open(signedIn('/', reader.tenant), { prepare: (p) => p.route(/\/api\/v1\/audit-logs\?/, (route) => route.abort('connectionrefused')) });
+  it('says so when the API cannot be reached, and shows the list once it answers again', async () => {
+    const unreachable = /\/api\/v1\/audit-logs\?/;
+    const page = await viewer.open(signedIn('/', reader.tenant), { prepare: (p) => p.route(unreachable, (route) => route.abort('connectionrefused')) });
     await page.getByRole('alert').filter({ hasText: `Cannot reach the API at ${viewer.url}` }).waitFor();
-    expect(await page.getByRole('button', { name: 'Try again' }).isVisible()).toBe(true);
+    await page.unroute(unreachable);
+    await page.getByRole('button', { name: 'Try again' }).click();
+    await shown(page);
+    expect(await rows(page).count()).toBe(48);
+    expect(await page.locator('#alert').innerText()).toBe('');
   });
 
   it('calls the API that config.json beside the page names', async () => {
@@ -288,6 +304,14 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     const wide = await viewer.open(signedIn('/?limit=10', reader.tenant), { width: 1280, height: 800 });
     await shown(wide);
     expect(await wide.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1280);
+  });
+
+  it('shows cards on a tablet too, where seven columns would not fit', async () => {
+    const page = await viewer.open(signedIn('/?limit=10', reader.tenant), { width: 800, height: 1024 });
+    await shown(page);
+    expect(await page.evaluate('getComputedStyle(document.querySelector("tbody td[data-label=Action]"), "::before").content')).toBe('"Action"');
+    expect(await page.locator('.table-slot').evaluate((slot) => slot.scrollWidth - slot.clientWidth)).toBe(0);
+    expect(await page.getByLabel('User', { exact: true }).isVisible()).toBe(true);
   });
 
   it('shows the hash chain of the rows shown as intact, and where it breaks once a row is altered', async () => {

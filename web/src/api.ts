@@ -64,7 +64,7 @@ export function describeError(error: unknown, baseUrl: string): string {
     case 0:
       return `Cannot reach the API at ${where}. Check that the server is running and try again.`;
     case 401:
-      return `The server refused the token (401 ${error.code}: ${error.message}). It may have expired; sign in with a fresh one.`;
+      return `The server refused the token (401: ${error.message}). It may have expired; sign in with a fresh one.`;
     case 403:
       return `This token may not read the audit trail (403: ${error.message}).`;
     case 404:

@@ -1,5 +1,6 @@
 import { ApiError, apiClient, describeError, type ApiClient } from './api.ts';
 import { fill, h } from './element.ts';
+import { codeWords } from './humanize.ts';
 import { rowOfDetailedEntry, rowOfViewerEntry, type DetailedEntry, type Pagination, type Row, type ViewerEntry } from './entries.ts';
 import { claimsOf, forgetToken, keepToken, type Claims } from './session.ts';
 import { filterParams, readViewState, sameFilters, viewStateSearch, type Filters, type ViewState } from './view-state.ts';
@@ -61,7 +62,7 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     const { name, email, role } = session.claims;
     fill(
       elements.account,
-      h('span', { class: 'who' }, name || email || 'Signed in', role ? h('span', { class: 'secondary' }, ` ${role}`) : null),
+      h('span', { class: 'who' }, name || email || 'Signed in', role ? h('span', { class: 'secondary' }, ` ${codeWords(role)}`) : null),
       h('button', { type: 'button', class: 'secondary-button', onclick: () => signOut() }, 'Sign out'),
     );
     layout = undefined;
@@ -79,7 +80,8 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     fill(elements.account);
     report('');
     fill(elements.main, signInForm(signIn, message));
-    elements.main.querySelector<HTMLElement>(message ? '[role=alert]' : 'textarea')?.focus();
+    // The message is announced (role=alert); the field takes the focus, ready for a fresh token.
+    elements.main.querySelector<HTMLElement>('textarea')?.focus();
   }
 
   async function loadOrganizations(current: Session) {
@@ -92,12 +94,27 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
   }
 
   function navigate(next: ViewState) {
-    history.pushState(null, '', viewStateSearch(next) || location.pathname);
+    const search = viewStateSearch(next);
+    // The same view again (Apply without changes) adds no step for Back to walk through.
+    if (search !== location.search) history.pushState(null, '', search || location.pathname);
     show(next);
   }
 
+  /** Applying the filters always reads the list again: with unchanged filters, Apply is how new entries appear. */
   function applyFilters(filters: Filters) {
+    shownList = undefined;
     navigate({ ...state, ...filters, page: 1, entry: '' });
+  }
+
+  /** Try again after a failure: the organizations too, when they could not be read at sign-in. */
+  async function retry(current: Session) {
+    if (layout) showLoading(layout);
+    if (!current.organizations) {
+      await loadOrganizations(current);
+      if (current.organizations) shownFilters = undefined;
+    }
+    shownList = undefined;
+    show(state);
   }
 
   function buildLayout(): Layout {
@@ -132,13 +149,17 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     if (state.entry !== previous.entry || panelOpen !== Boolean(state.entry)) void showEntry(session, layout, previous.entry);
   }
 
+  function showLoading(view: Layout) {
+    view.table.setAttribute('aria-busy', 'true');
+    fill(view.summary, 'Loading…');
+    fill(view.chain);
+  }
+
   async function loadList(current: Session, view: Layout) {
     listLoad?.abort();
     const load = (listLoad = new AbortController());
     const wanted = state;
-    view.table.setAttribute('aria-busy', 'true');
-    fill(view.summary, 'Loading…');
-    fill(view.chain);
+    showLoading(view);
     try {
       const params = filterParams(wanted);
       params.set('page', String(wanted.page));
@@ -164,10 +185,12 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       if (load.signal.aborted) return;
       if (error instanceof ApiError && error.status === 401) return signOut(describeError(error, current.api.baseUrl));
       rows = [];
-      fill(view.summary, 'The audit log could not be loaded.');
-      fill(view.table, h('p', { class: 'notice notice-error' }, describeError(error, current.api.baseUrl), ' ', h('button', { type: 'button', class: 'link', onclick: () => ((shownList = undefined), show(state)) }, 'Try again')));
-      fill(view.pager);
+      // The reason is in the alert above the page; the list's place offers to try again.
       report(describeError(error, current.api.baseUrl));
+      fill(view.summary, 'The audit log could not be loaded.');
+      fill(view.exports);
+      fill(view.table, h('p', { class: 'empty' }, 'No entries to show. ', h('button', { type: 'button', class: 'link', onclick: () => void retry(current) }, 'Try again')));
+      fill(view.pager);
     } finally {
       if (listLoad === load) view.table.removeAttribute('aria-busy');
     }
@@ -180,7 +203,7 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       view.table,
       rows.length > 0
         ? trailTable(rows, { orgName: seesManyOrganizations() && !state.orgId ? orgName : undefined, selectedId: state.entry, onOpen: (row) => navigate({ ...state, entry: row.id }) })
-        : h('p', { class: 'empty' }, 'No entries match this view. Clear or widen the filters.'),
+        : h('p', { class: 'empty' }, state.page > 1 ? 'This page lies beyond the end of the list.' : 'No entries match this view. Clear or widen the filters.'),
     );
     fill(
       view.pager,

@@ -129,7 +129,14 @@ export interface ChangedField {
   kind: 'added' | 'removed' | 'changed' | 'unchanged';
 }
 
-const shown = (value: unknown): string => (value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value));
+/** A value as text; a list or an object as JSON with a space after each of its commas, so a narrow column wraps it there. */
+function shown(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return `[${value.map((item) => JSON.stringify(item)).join(', ')}]`;
+  if (typeof value === 'object') return `{${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${JSON.stringify(item)}`).join(', ')}}`;
+  return JSON.stringify(value);
+}
 const present = (value: unknown) => value !== undefined && value !== null;
 
 function changeKind(before: unknown, after: unknown): ChangedField['kind'] {

@@ -59,6 +59,11 @@ const irregularPast: Readonly<Record<string, string>> = {
   undo: 'undid',
   write: 'wrote',
   rewrite: 'rewrote',
+  cut: 'cut',
+  quit: 'quit',
+  wake: 'woke',
+  wakeup: 'woke up',
+  shutdown: 'shut down',
   login: 'logged in',
   logout: 'logged out',
   signin: 'signed in',
@@ -67,11 +72,17 @@ const irregularPast: Readonly<Record<string, string>> = {
   setup: 'set up',
 };
 
-/** Verbs whose last consonant doubles before -ed. */
-const doubling = new Set(['admit', 'ban', 'commit', 'drop', 'emit', 'flag', 'log', 'map', 'omit', 'permit', 'pin', 'plan', 'scan', 'ship', 'skip', 'stop', 'submit', 'swap', 'tag', 'transfer', 'trim', 'unpin', 'unplug', 'untag', 'wrap', 'zip']);
+/** Verbs of more than one syllable whose last consonant doubles before -ed (one-syllable verbs follow a rule). */
+const doubling = new Set(['admit', 'commit', 'emit', 'omit', 'permit', 'submit', 'transfer', 'unpin', 'unplug', 'untag']);
+
+/** One syllable ending in one vowel and one consonant doubles it: stop → stopped, chat → chatted (not fix, show, play). */
+const doublesByRule = (verb: string) => /^[^aeiou]*[aeiou][^aeiouwxy]$/.test(verb);
 
 /** Base forms of verbs that are written as one word in codes. */
-const baseForms: Readonly<Record<string, string>> = { login: 'log in', logout: 'log out', signin: 'sign in', signout: 'sign out', signup: 'sign up', setup: 'set up' };
+const baseForms: Readonly<Record<string, string>> = { login: 'log in', logout: 'log out', signin: 'sign in', signout: 'sign out', signup: 'sign up', setup: 'set up', shutdown: 'shut down', wakeup: 'wake up' };
+
+/** Verbs whose subject is the actor itself: `api_key.login.failed` is "failed to log in", not "failed to log in API key". */
+const actorVerbs = new Set(['login', 'logout', 'signin', 'signout', 'signup']);
 
 /** Words written in capitals or otherwise than their code. */
 const wordForms: Readonly<Record<string, string>> = {
@@ -104,7 +115,7 @@ const refusals = new Set(['denied', 'rejected', 'blocked', 'refused', 'forbidden
 export function pastTense(verb: string): string {
   const irregular = irregularPast[verb];
   if (irregular) return irregular;
-  if (doubling.has(verb)) return `${verb}${verb.at(-1)}ed`;
+  if (doubling.has(verb) || doublesByRule(verb)) return `${verb}${verb.at(-1)}ed`;
   if (verb.endsWith('e')) return `${verb}d`;
   if (/[^aeiou]y$/.test(verb)) return `${verb.slice(0, -1)}ied`;
   return `${verb}ed`;
@@ -119,11 +130,16 @@ function words(part: string): string[] {
     .map((word) => wordForms[word.toLowerCase()] ?? word.toLowerCase());
 }
 
+/** A code or a part of one in words: `audit_log` → audit log, `api_key` → API key. */
+export function codeWords(code: string): string {
+  return words(code).join(' ');
+}
+
 /** "<verb> <object>" of the parts, the verb as `form` shapes it: `policy.assign` → assigned policy. */
 function phrase(parts: string[], form: (verb: string) => string): string {
   const verbPart = parts.at(-1)!;
   const [verb = '', ...verbRest] = words(verbPart);
-  const object = parts.slice(0, -1).flatMap(words);
+  const object = actorVerbs.has(verb.toLowerCase()) ? [] : parts.slice(0, -1).flatMap(words);
   return [form(verb.toLowerCase()), ...object, ...verbRest].join(' ');
 }
 
@@ -136,6 +152,7 @@ export function humanizeAction(action: string): string {
   const rest = parts.slice(0, -1);
   if (last === 'failed' && rest.length > 0) return `failed to ${phrase(rest, (verb) => baseForms[verb] ?? verb)}`;
   if (refusals.has(last) && rest.length > 0) return `tried to ${phrase(rest, (verb) => baseForms[verb] ?? verb)} (${last})`;
+  if (last === 'succeeded' && rest.length > 0) return phrase(rest, pastTense);
   // Already in the past (`agent.source.ip.changed`): the verb leads, as in any other phrase.
   if ((last.endsWith('ed') || irregularPastForms.has(last)) && rest.length > 0) return phrase(parts, (verb) => verb);
   return phrase(parts, pastTense);

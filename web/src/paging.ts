@@ -1,6 +1,9 @@
 import type { Pagination } from './entries.ts';
 
-const number = new Intl.NumberFormat();
+const numberFormat = new Intl.NumberFormat();
+
+/** A number of rows or pages as the reader's locale writes it: 3,214. */
+export const count = (n: number) => numberFormat.format(n);
 
 /** What a page tells of the whole: whether its total is exact, and whether a next page exists. */
 export function pageFacts(pagination: Pagination) {
@@ -18,8 +21,8 @@ export function rowsSummary(pagination: Pagination, shown: number): string {
   const { exact, hasNext } = pageFacts(pagination);
   const first = (pagination.page - 1) * pagination.limit + 1;
   const last = first + shown - 1;
-  const range = `Rows ${number.format(first)}–${number.format(last)}`;
-  if (exact) return `${range} of ${number.format(pagination.total)}`;
-  if (pagination.total > last + 1) return `${range} of at least ${number.format(pagination.total)}`;
+  const range = `Rows ${count(first)}–${count(last)}`;
+  if (exact) return `${range} of ${count(pagination.total)}`;
+  if (pagination.total > last + 1) return `${range} of at least ${count(pagination.total)}`;
   return hasNext ? `${range}, more follow` : `${range}, no more`;
 }

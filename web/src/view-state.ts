@@ -55,7 +55,3 @@ export function filterParams(state: Filters): URLSearchParams {
 export function sameFilters(a: Filters, b: Filters): boolean {
   return filterNames.every((name) => a[name] === b[name]);
 }
-
-export function hasFilters(state: Filters): boolean {
-  return filterNames.some((name) => state[name] !== '');
-}

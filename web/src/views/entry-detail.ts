@@ -1,11 +1,9 @@
 import { actorLines, actorTypeLabel } from '../actors.ts';
 import { h, type Child } from '../element.ts';
 import { changedFields, type Row } from '../entries.ts';
-import { humanizeAction } from '../humanize.ts';
+import { codeWords, humanizeAction } from '../humanize.ts';
 import { localTimeLong } from '../time.ts';
 import { resultBadge } from './trail-table.ts';
-
-const kindLabels = { added: 'added', removed: 'removed', changed: 'changed', unchanged: 'unchanged' } as const;
 
 function changesTable(row: Row) {
   const fields = changedFields(row.changes);
@@ -22,7 +20,7 @@ function changesTable(row: Row) {
         h(
           'tr',
           { class: `diff-${field.kind}` },
-          h('th', { scope: 'row' }, field.field, h('span', { class: 'visually-hidden' }, ` (${kindLabels[field.kind]})`)),
+          h('th', { scope: 'row' }, field.field, h('span', { class: 'visually-hidden' }, ` (${field.kind})`)),
           h('td', { class: 'before' }, field.before === '' ? h('span', { class: 'muted' }, '—') : h('del', {}, field.before)),
           h('td', { class: 'after' }, field.after === '' ? h('span', { class: 'muted' }, '—') : h('ins', {}, field.after)),
         ),
@@ -70,9 +68,9 @@ export function entryDetail(row: Row, options: EntryDetailOptions) {
     options.loading ? h('p', { class: 'muted' }, 'Reading the full entry…') : null,
     facts([
       ['When', [localTimeLong(row.timestamp), h('br'), h('code', {}, row.timestamp)]],
-      ['Actor', [actor.primary, ...secondLine(actor.secondary), ...secondLine(row.actor.role && `role ${row.actor.role}`)]],
+      ['Actor', [actor.primary, ...secondLine(actor.secondary), ...secondLine(row.actor.role && `role: ${codeWords(row.actor.role)}`)]],
       ['Actor type', actorTypeLabel(row)],
-      ['Resource', [row.resource.name || '—', row.resource.type ? h('span', { class: 'muted' }, ` (${row.resource.type})`) : null]],
+      ['Resource', [row.resource.name || '—', row.resource.type ? h('span', { class: 'muted' }, ` (${codeWords(row.resource.type)})`) : null]],
       Boolean(row.resource.id) && ['Resource id', h('code', {}, row.resource.id ?? '')],
       ['Organization', options.orgName(row.orgId)],
       ['IP address', row.ipAddress || '—'],

@@ -2,7 +2,7 @@ import { describeError, type ApiClient } from '../api.ts';
 import { h, fill } from '../element.ts';
 import type { Pagination } from '../entries.ts';
 import { filterParams, type Filters } from '../view-state.ts';
-import { pageFacts } from '../paging.ts';
+import { count, pageFacts } from '../paging.ts';
 
 /** seed 8: an export holds at most the newest 10,000 rows. */
 const maxExportRows = 10_000;
@@ -32,7 +32,7 @@ export function exportButtons(api: ApiClient, filters: Filters, pagination: Pagi
       params.set('format', format);
       const { blob, filename } = await api.download('/audit-logs/export', params);
       save(blob, filename);
-      const cut = beyondExport ? ` (the newest ${maxExportRows.toLocaleString()} rows)` : '';
+      const cut = beyondExport ? ` (the newest ${count(maxExportRows)} rows)` : '';
       fill(status, `Downloaded ${filename}${cut}.`);
     } catch (error) {
       fill(status, h('span', { class: 'notice-error' }, `Export failed. ${describeError(error, api.baseUrl)}`));

@@ -16,12 +16,13 @@ function field(label: string, input: HTMLElement, hint?: string) {
 /**
  * A datetime-local input for a from/to filter. It shows the filter's instant in local time; a value left as shown
  * keeps the filter as the link gave it (a date alone, an offset), so a shared link means the same to everyone.
+ * A link's value that is no time at all (`from=yesterday`) shows empty, and Apply drops it.
  */
 function instantInput(name: 'from' | 'to', value: string) {
   const at = filterInstant(value, name);
   const shown = at ? localInputValue(at) : '';
   const input = h('input', { type: 'datetime-local', name, step: '1', value: shown });
-  return { input, read: () => (input.value === shown ? value : (instantOfLocalInput(input.value, name) ?? '')) };
+  return { input, read: () => (at && input.value === shown ? value : (instantOfLocalInput(input.value, name) ?? '')) };
 }
 
 const wide = matchMedia('(min-width: 721px)');
@@ -40,7 +41,7 @@ export function filterForm(state: ViewState, options: FilterFormOptions) {
   const text = (name: keyof Filters, type = 'text', extra: Record<string, string> = {}) => h('input', { type, name, value: state[name], autocomplete: 'off', spellcheck: 'false', ...extra });
   const search = text('q', 'search', { placeholder: 'Search actions, people, resources, details…', id: 'search' });
   const user = text('user', 'text', { placeholder: 'e-mail or name' });
-  const action = text('action', 'text', { placeholder: 'e.g. login, device.', list: 'known-actions' });
+  const action = text('action', 'text', { placeholder: 'e.g. login', list: 'known-actions' });
   const resource = text('resource', 'text', { placeholder: 'type or name' });
   const from = instantInput('from', state.from);
   const to = instantInput('to', state.to);

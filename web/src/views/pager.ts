@@ -1,9 +1,7 @@
 import { h } from '../element.ts';
 import type { Pagination } from '../entries.ts';
-import { pageFacts } from '../paging.ts';
+import { count, pageFacts } from '../paging.ts';
 import { pageSizes } from '../view-state.ts';
-
-const number = new Intl.NumberFormat();
 
 export interface PagerOptions {
   /** The link of a page. */
@@ -21,15 +19,16 @@ export function pager(pagination: Pagination, shown: number, options: PagerOptio
   const { page } = pagination;
   const { exact, hasNext } = pageFacts(pagination);
   const last = exact ? Math.max(pagination.totalPages, 1) : undefined;
-  const position = last ? `Page ${number.format(page)} of ${number.format(last)}` : `Page ${number.format(page)}${hasNext ? ' of more' : ''}`;
+  const position = last ? `Page ${count(page)} of ${count(last)}` : `Page ${count(page)}${hasNext ? ' of more' : ''}`;
   return h(
     'nav',
     { class: 'pager', 'aria-label': 'Pages' },
     pageLink('« First', page > 1 ? 1 : undefined, options),
-    pageLink('‹ Previous', page > 1 ? page - 1 : undefined, options, 'prev'),
-    h('span', { class: 'page-position', 'aria-current': 'page' }, shown === 0 && page > 1 ? `Page ${number.format(page)}` : position),
+    // A link past the end (an old bookmark, a shorter trail) steps back to the last page, not to another empty one.
+    pageLink('‹ Previous', page > 1 ? Math.min(page - 1, last ?? page) : undefined, options, 'prev'),
+    h('span', { class: 'page-position', 'aria-current': 'page' }, shown === 0 && page > 1 ? `Page ${count(page)}` : position),
     pageLink('Next ›', hasNext ? page + 1 : undefined, options, 'next'),
-    last ? pageLink('Last »', last > page ? last : undefined, options) : null,
+    last ? pageLink('Last »', last !== page ? last : undefined, options) : null,
     h(
       'label',
       { class: 'page-size' },

@@ -1,7 +1,7 @@
 import { actorLines, resultLabels } from '../actors.ts';
-import { h } from '../element.ts';
+import { h, type Child } from '../element.ts';
 import type { Row } from '../entries.ts';
-import { humanizeAction } from '../humanize.ts';
+import { codeWords, humanizeAction } from '../humanize.ts';
 import { localTime } from '../time.ts';
 
 export interface TrailTableOptions {
@@ -17,12 +17,25 @@ export function resultBadge(result: Row['result']) {
   return h('span', { class: `result result-${result}` }, h('span', { 'aria-hidden': 'true' }, resultMarks[result]), ' ', resultLabels[result]);
 }
 
-export function timeElement(iso: string) {
+function timeElement(iso: string) {
   return h('time', { datetime: iso, title: iso }, localTime(iso));
 }
 
+/** Text that a narrow column wraps at its parts, after an @ and before a dot (an e-mail, a hostname), not mid-word. */
+function wrappable(text: string): Child[] {
+  const pieces: Child[] = [];
+  let start = 0;
+  for (let i = 1; i < text.length; i++) {
+    if (text[i] !== '.' && text[i - 1] !== '@') continue;
+    pieces.push(text.slice(start, i), h('wbr'));
+    start = i;
+  }
+  pieces.push(text.slice(start));
+  return pieces;
+}
+
 function twoLines(primary: string, secondary: string) {
-  return [h('span', { class: 'primary' }, primary), secondary ? h('span', { class: 'secondary' }, secondary) : null];
+  return [h('span', { class: 'primary' }, wrappable(primary)), secondary ? h('span', { class: 'secondary' }, wrappable(secondary)) : null];
 }
 
 function actionCell(row: Row, options: TrailTableOptions) {
@@ -43,7 +56,7 @@ function rowElement(row: Row, options: TrailTableOptions) {
     options.orgName ? h('td', { 'data-label': 'Organization' }, options.orgName(row.orgId)) : null,
     h('td', { 'data-label': 'Actor', class: `actor actor-${row.actorType}` }, twoLines(actor.primary, actor.secondary)),
     actionCell(row, options),
-    h('td', { 'data-label': 'Resource', class: 'resource' }, twoLines(row.resource.name || '—', row.resource.type)),
+    h('td', { 'data-label': 'Resource', class: 'resource' }, twoLines(row.resource.name || '—', codeWords(row.resource.type))),
     h('td', { 'data-label': 'Result' }, resultBadge(row.result)),
     h('td', { 'data-label': 'IP address', class: 'ip' }, row.ipAddress || '—'),
   );

@@ -2,6 +2,7 @@ import type { ApiClient } from '../api.ts';
 import { describeError } from '../api.ts';
 import { h } from '../element.ts';
 import type { Row } from '../entries.ts';
+import { count } from '../paging.ts';
 
 interface AuditVerification {
   ok: boolean;
@@ -74,6 +75,6 @@ export function verificationStatus(results: OrgVerification[], orgName: (orgId: 
     'p',
     { class: 'chain chain-ok' },
     h('span', { 'aria-hidden': 'true' }, '✓ '),
-    `Chain intact for the rows shown${orgs}: ${new Intl.NumberFormat().format(checked)} rows rechecked against their checksums.`,
+    `Chain intact for the rows shown${orgs}: ${count(checked)} rows rechecked against their checksums.`,
   );
 }
