@@ -44,7 +44,7 @@ export async function listAuditEntries(db: Db, principal: Principal, query: Audi
   const proven = rows.length === 0 ? 0 : offset + rows.length + (hasMore ? 1 : 0);
   // The last page, or an empty first page, ends the set where the rows end.
   const endSeen = (rows.length > 0 || offset === 0) && !hasMore;
-  const countExact = counted !== undefined && (!scope.filtered ? true : counted < exactCountLimit);
+  const countExact = counted !== undefined && (!scope.filtered || counted < exactCountLimit);
   const total = countExact ? counted : Math.max(counted ?? 0, proven);
   return { rows, pagination: { ...pagination(query.page, query.limit, total), hasMore, totalExact: countExact || endSeen } };
 }
