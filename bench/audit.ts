@@ -13,11 +13,11 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { listAuditEntries, type AuditListQuery } from '#shared/audit/query.ts';
-import { insertAuditRows, type AuditRowInput } from '#shared/audit/store.ts';
+import { type AuditListQuery, listAuditEntries } from '#shared/audit/query.ts';
+import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
 import { readChainPages, verifyChain } from '#shared/audit/verify.ts';
-import type { Principal } from '#shared/auth/principal.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
+import type { Principal } from '#shared/auth/principal.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
@@ -81,16 +81,25 @@ function deviceUpdate(orgId: string, n: number): AuditRowInput {
     resourceType: 'device',
     resourceId: resourceIds[n % resourceIds.length]!,
     resourceName: `WS-${String(n % resourceIds.length).padStart(5, '0')}`,
-    details: { actor: { name: `Technician ${n % actorIds.length}`, role: 'org_technician' }, changes: { before: { displayName: 'Front desk' }, after: { displayName: `Front desk ${n}` } } },
+    details: {
+      actor: { name: `Technician ${n % actorIds.length}`, role: 'org_technician' },
+      changes: { before: { displayName: 'Front desk' }, after: { displayName: `Front desk ${n}` } },
+    },
     ipAddress: '203.0.113.7',
-    userAgent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
+    userAgent:
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
     result: 'success',
     errorMessage: null,
   };
 }
 
 /** Rows/s of `concurrency` writers each appending `batch`-row statements into one new organization for `duration` seconds. */
-async function insertRate(db: Db, concurrency: number, batch: number, duration: number): Promise<{ rows: number; seconds: number }> {
+async function insertRate(
+  db: Db,
+  concurrency: number,
+  batch: number,
+  duration: number,
+): Promise<{ rows: number; seconds: number }> {
   const orgId = randomUUID();
   let rows = 0;
   const started = performance.now();
@@ -98,7 +107,10 @@ async function insertRate(db: Db, concurrency: number, batch: number, duration: 
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
-        await insertAuditRows(db, Array.from({ length: batch }, (_, i) => deviceUpdate(orgId, rows + i)));
+        await insertAuditRows(
+          db,
+          Array.from({ length: batch }, (_, i) => deviceUpdate(orgId, rows + i)),
+        );
         rows += batch;
       }
     }),
@@ -120,11 +132,16 @@ async function unsealedWriter(admin: Db, url: string): Promise<Db> {
   const unsealedUrl = new URL(url);
   // A connection string's options replace createPgDb's, so they repeat its UTC session.
   unsealedUrl.searchParams.set('options', '-c TimeZone=UTC -c search_path=bench_unsealed,public');
-  const db = createPgDb({ connectionString: unsealedUrl.toString(), max: writers, applicationName: 'logbook-bench-unsealed' });
+  const db = createPgDb({
+    connectionString: unsealedUrl.toString(),
+    max: writers,
+    applicationName: 'logbook-bench-unsealed',
+  });
   await insertAuditRows(db, [deviceUpdate(randomUUID(), 0)]);
   const { rows } = await admin.query<{ n: number }>('SELECT count(*) AS n FROM bench_unsealed.audit_logs');
   const { rows: session } = await db.query<{ timezone: string }>(`SELECT current_setting('TimeZone') AS timezone`);
-  if (rows[0]!.n !== 1 || session[0]!.timezone !== 'UTC') throw new Error('the unsealed writer does not write into bench_unsealed.audit_logs in UTC');
+  if (rows[0]!.n !== 1 || session[0]!.timezone !== 'UTC')
+    throw new Error('the unsealed writer does not write into bench_unsealed.audit_logs in UTC');
   return db;
 }
 
@@ -132,9 +149,24 @@ async function sealingCost(admin: Db, url: string): Promise<string[][]> {
   const sealed = createPgDb({ connectionString: url, max: writers, applicationName: 'logbook-bench-sealed' });
   const unsealed = await unsealedWriter(admin, url);
   const cases = [
-    { name: `single-row inserts, ${writers} writers, one organization`, concurrency: writers, batch: 1, target: 'sealedShare' as const },
-    { name: '100-row batches, 1 writer, one organization', concurrency: 1, batch: 100, target: 'batchRowsPerSecond' as const },
-    { name: `100-row batches, ${writers} writers, one organization`, concurrency: writers, batch: 100, target: 'batchRowsPerSecond' as const },
+    {
+      name: `single-row inserts, ${writers} writers, one organization`,
+      concurrency: writers,
+      batch: 1,
+      target: 'sealedShare' as const,
+    },
+    {
+      name: '100-row batches, 1 writer, one organization',
+      concurrency: 1,
+      batch: 100,
+      target: 'batchRowsPerSecond' as const,
+    },
+    {
+      name: `100-row batches, ${writers} writers, one organization`,
+      concurrency: writers,
+      batch: 100,
+      target: 'batchRowsPerSecond' as const,
+    },
   ];
   const lines: string[][] = [['Sealing cost (rows/s)']];
   try {
@@ -145,7 +177,10 @@ async function sealingCost(admin: Db, url: string): Promise<string[][]> {
       // Two interleaved rounds each, so drift (table growth, checkpoints, autovacuum) falls on both alike.
       const total = { sealed: { rows: 0, seconds: 0 }, unsealed: { rows: 0, seconds: 0 } };
       for (let round = 0; round < 2; round++) {
-        for (const [which, db] of [['unsealed', unsealed], ['sealed', sealed]] as const) {
+        for (const [which, db] of [
+          ['unsealed', unsealed],
+          ['sealed', sealed],
+        ] as const) {
           const run = await insertRate(db, c.concurrency, c.batch, seconds);
           total[which].rows += run.rows;
           total[which].seconds += run.seconds;
@@ -156,8 +191,22 @@ async function sealingCost(admin: Db, url: string): Promise<string[][]> {
       const share = sealedRate / unsealedRate;
       lines.push(
         c.target === 'sealedShare'
-          ? [`  ${c.name}`, `${number(sealedRate)} sealed`, `${number(unsealedRate)} unsealed`, `${Math.round(share * 100)}%`, `>= ${targets.sealedShare * 100}% of unsealed`, verdict(share >= targets.sealedShare)]
-          : [`  ${c.name}`, `${number(sealedRate)} sealed`, `${number(unsealedRate)} unsealed`, `${Math.round(share * 100)}%`, `>= ${number(targets.batchRowsPerSecond)} rows/s sealed`, verdict(sealedRate >= targets.batchRowsPerSecond)],
+          ? [
+              `  ${c.name}`,
+              `${number(sealedRate)} sealed`,
+              `${number(unsealedRate)} unsealed`,
+              `${Math.round(share * 100)}%`,
+              `>= ${targets.sealedShare * 100}% of unsealed`,
+              verdict(share >= targets.sealedShare),
+            ]
+          : [
+              `  ${c.name}`,
+              `${number(sealedRate)} sealed`,
+              `${number(unsealedRate)} unsealed`,
+              `${Math.round(share * 100)}%`,
+              `>= ${number(targets.batchRowsPerSecond)} rows/s sealed`,
+              verdict(sealedRate >= targets.batchRowsPerSecond),
+            ],
       );
     }
   } finally {
@@ -200,7 +249,10 @@ async function loadTrail(db: Db, orgId: string, count: number): Promise<{ second
     );
     const done = Math.min(first + loadBatch - 1, count);
     const elapsed = (performance.now() - started) / 1000;
-    status(`loading ${number(count)} rows through the sealing trigger: ${number(done)} (${number(done / elapsed)} rows/s)`, first > 1);
+    status(
+      `loading ${number(count)} rows through the sealing trigger: ${number(done)} (${number(done / elapsed)} rows/s)`,
+      first > 1,
+    );
   }
   statusDone();
   return { seconds: (performance.now() - started) / 1000 };
@@ -241,13 +293,21 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
     permissions: scopedPermissions('organization', rolePermissions.org_admin),
   };
   const bare = (offset: number) =>
-    db.query('SELECT * FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY timestamp DESC, seq DESC LIMIT :limit::int OFFSET :offset::int', {
-      orgId: org.id,
-      limit: pageLimit,
-      offset,
-    });
-  const bareCount = () => db.query('SELECT count(*) AS total FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: org.id });
-  const lines: string[][] = [[`Reading ${number(totalRows)} rows of one organization (p95 of ${samples}; baseline: bare SELECT … ORDER BY … LIMIT, no filter)`]];
+    db.query(
+      'SELECT * FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY timestamp DESC, seq DESC LIMIT :limit::int OFFSET :offset::int',
+      {
+        orgId: org.id,
+        limit: pageLimit,
+        offset,
+      },
+    );
+  const bareCount = () =>
+    db.query('SELECT count(*) AS total FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: org.id });
+  const lines: string[][] = [
+    [
+      `Reading ${number(totalRows)} rows of one organization (p95 of ${samples}; baseline: bare SELECT … ORDER BY … LIMIT, no filter)`,
+    ],
+  ];
   try {
     const baselines = new Map<string, { p50: number; p95: number }>();
     const baseline = async (page: number, skipCount: boolean) => {
@@ -260,9 +320,19 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
     };
     const cases: { name: string; query: Partial<AuditListQuery> & { page: number }; target: number }[] = [
       { name: 'list page 1', query: { page: 1 }, target: targets.listP95Ms },
-      ...deepPages.filter((page) => (page - 1) * pageLimit < totalRows).map((page) => ({ name: `list page ${number(page)} (offset ${number((page - 1) * pageLimit)})`, query: { page }, target: targets.listP95Ms })),
+      ...deepPages
+        .filter((page) => (page - 1) * pageLimit < totalRows)
+        .map((page) => ({
+          name: `list page ${number(page)} (offset ${number((page - 1) * pageLimit)})`,
+          query: { page },
+          target: targets.listP95Ms,
+        })),
       { name: `search q=${rareText} (few rows), page 1`, query: { page: 1, q: rareText }, target: targets.searchP95Ms },
-      { name: `search q=${commonText} (1 row in 8), page 1`, query: { page: 1, q: commonText }, target: targets.searchP95Ms },
+      {
+        name: `search q=${commonText} (1 row in 8), page 1`,
+        query: { page: 1, q: commonText },
+        target: targets.searchP95Ms,
+      },
     ];
     for (const c of cases) {
       for (const skipCount of [false, true]) {
@@ -271,7 +341,14 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
         const query: AuditListQuery = { limit: pageLimit, skipCount, ...c.query };
         const measured = await latency(() => listAuditEntries(db, principal, query));
         const base = await baseline(c.query.page, skipCount);
-        lines.push([name, `p95 ${ms(measured.p95)} (p50 ${ms(measured.p50)})`, `p95 ${ms(base.p95)}`, ratio(measured.p95 / base.p95), `p95 < ${c.target} ms`, verdict(measured.p95 < c.target)]);
+        lines.push([
+          name,
+          `p95 ${ms(measured.p95)} (p50 ${ms(measured.p50)})`,
+          `p95 ${ms(base.p95)}`,
+          ratio(measured.p95 / base.p95),
+          `p95 < ${c.target} ms`,
+          verdict(measured.p95 < c.target),
+        ]);
       }
     }
 
@@ -290,7 +367,8 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
     const verified = await verifyChain(db, org.id);
     const verifySeconds = (performance.now() - verifyStarted) / 1000;
     statusDone();
-    if (!verified.ok || verified.checked !== totalRows || read !== totalRows) throw new Error(`verification went wrong: ${JSON.stringify(verified)}, ${read} rows read`);
+    if (!verified.ok || verified.checked !== totalRows || read !== totalRows)
+      throw new Error(`verification went wrong: ${JSON.stringify(verified)}, ${read} rows read`);
     lines.push([
       `  verify all ${number(totalRows)} rows (verifyChain)`,
       `${verifySeconds.toFixed(1)} s (${number(totalRows / verifySeconds)} rows/s)`,
@@ -299,7 +377,9 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
       `< ${targets.verifySeconds} s`,
       verdict(verifySeconds < targets.verifySeconds),
     ]);
-    lines.push([`  (load: ${number(totalRows)} rows through the sealing trigger in ${number(loadBatch)}-row statements, ${loaded.seconds.toFixed(0)} s, ${number(totalRows / loaded.seconds)} rows/s)`]);
+    lines.push([
+      `  (load: ${number(totalRows)} rows through the sealing trigger in ${number(loadBatch)}-row statements, ${loaded.seconds.toFixed(0)} s, ${number(totalRows / loaded.seconds)} rows/s)`,
+    ]);
   } finally {
     statusDone();
     await db.close();
@@ -313,7 +393,12 @@ async function main() {
   const scratch = await createScratchDatabase('audit');
   const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
   try {
-    const { rows } = await admin.query<{ version: string; fsync: string; synchronous_commit: string; shared_buffers: string }>(
+    const { rows } = await admin.query<{
+      version: string;
+      fsync: string;
+      synchronous_commit: string;
+      shared_buffers: string;
+    }>(
       `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
               current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
     );

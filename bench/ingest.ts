@@ -17,11 +17,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { routes } from '#functions/routes.ts';
-import { roleUrls, localRolePasswords } from '#infra/local/database.ts';
+import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
-import { insertLogBatch } from '#shared/agent-logs/store.ts';
 import type { LogEntry } from '#shared/agent-logs/schemas.ts';
+import { insertLogBatch } from '#shared/agent-logs/store.ts';
 import { batchesOf } from '#shared/agents/batches.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import { closeAppDb } from '#shared/db/client.ts';
@@ -109,12 +109,18 @@ function events(first: number, count: number): DeviceEvent[] {
 async function rate(count: number, duration: number, worker: (i: number, until: () => boolean) => Promise<number>) {
   const started = performance.now();
   const deadline = started + duration * 1000;
-  const done = await Promise.all(Array.from({ length: count }, (_, i) => worker(i, () => performance.now() < deadline)));
+  const done = await Promise.all(
+    Array.from({ length: count }, (_, i) => worker(i, () => performance.now() < deadline)),
+  );
   return done.reduce((a, b) => a + b, 0) / ((performance.now() - started) / 1000);
 }
 
 /** Two interleaved rounds of each (after a short warm-up), so drift (table growth, checkpoints) falls on both alike. */
-async function compare(name: string, http: (duration: number) => Promise<number>, raw: (duration: number) => Promise<number>) {
+async function compare(
+  name: string,
+  http: (duration: number) => Promise<number>,
+  raw: (duration: number) => Promise<number>,
+) {
   status(`${name}: warming up ...`);
   await http(1);
   await raw(1);
@@ -191,7 +197,8 @@ async function eventIngest(url: string, appUrl: string, admin: Db, agents: Agent
         });
         const receipt = (await reply.json()) as { count?: number };
         if (reply.status !== 200) throw new Error(`eventlogs: ${reply.status} ${JSON.stringify(receipt)}`);
-        if (receipt.count! < eventsPerRequest - repeatedEvents) throw new Error(`eventlogs: only ${receipt.count} of ${eventsPerRequest} stored`);
+        if (receipt.count! < eventsPerRequest - repeatedEvents)
+          throw new Error(`eventlogs: only ${receipt.count} of ${eventsPerRequest} stored`);
         submitted += eventsPerRequest;
       }
       return submitted;
@@ -269,16 +276,32 @@ async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95
   return { p50: at(0.5), p95: at(0.95) };
 }
 
-async function diagnosticQueries(url: string, admin: Db, appUrl: string, device: Agent & { partnerId: string }): Promise<string[][]> {
+async function diagnosticQueries(
+  url: string,
+  admin: Db,
+  appUrl: string,
+  device: Agent & { partnerId: string },
+): Promise<string[][]> {
   await loadDevice(admin, { id: device.deviceId, orgId: device.orgId }, deviceRows);
   status('VACUUM ANALYZE agent_logs ...');
   await admin.query('VACUUM ANALYZE agent_logs');
   await admin.query('VACUUM ANALYZE agent_log_counts');
   statusDone();
-  const token = await signUserToken({ sub: randomUUID(), email: 'tech@bench.example', name: 'Bench Tech', role: 'org_technician', scope: 'organization', partnerId: device.partnerId, orgId: device.orgId });
+  const token = await signUserToken({
+    sub: randomUUID(),
+    email: 'tech@bench.example',
+    name: 'Bench Tech',
+    role: 'org_technician',
+    scope: 'organization',
+    partnerId: device.partnerId,
+    orgId: device.orgId,
+  });
   // A day in the middle of the device's entries, starting and ending off the hour.
   const middle = Date.now() - (deviceRows / 2) * 1000;
-  const day = { since: new Date(middle - 12 * 3600_000 - 17 * 60_000).toISOString(), until: new Date(middle + 12 * 3600_000 - 17 * 60_000).toISOString() };
+  const day = {
+    since: new Date(middle - 12 * 3600_000 - 17 * 60_000).toISOString(),
+    until: new Date(middle + 12 * 3600_000 - 17 * 60_000).toISOString(),
+  };
   const cases: { name: string; query: string; informational?: boolean }[] = [
     { name: 'page 1 (50 newest)', query: '' },
     { name: 'page 100 (offset 4,950)', query: 'page=100' },
@@ -294,7 +317,9 @@ async function diagnosticQueries(url: string, admin: Db, appUrl: string, device:
   const db = createPgDb({ connectionString: appUrl, max: 2 });
   const bare = () =>
     Promise.all([
-      db.query('SELECT * FROM agent_logs WHERE device_id = :id::uuid ORDER BY timestamp DESC, id DESC LIMIT 50', { id: device.deviceId }),
+      db.query('SELECT * FROM agent_logs WHERE device_id = :id::uuid ORDER BY timestamp DESC, id DESC LIMIT 50', {
+        id: device.deviceId,
+      }),
       db.query('SELECT count(*) FROM agent_logs WHERE device_id = :id::uuid', { id: device.deviceId }),
     ]);
   const lines: string[][] = [];
@@ -337,7 +362,12 @@ async function main() {
     process.env.APP_DATABASE_URL = appUrl;
     process.env.JWT_SECRET ??= randomBytes(32).toString('base64url');
     process.env.LOG_LEVEL ??= 'WARN';
-    const { rows } = await admin.query<{ version: string; fsync: string; synchronous_commit: string; shared_buffers: string }>(
+    const { rows } = await admin.query<{
+      version: string;
+      fsync: string;
+      synchronous_commit: string;
+      shared_buffers: string;
+    }>(
       `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
               current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
     );
@@ -345,15 +375,32 @@ async function main() {
 
     // One organization; its ingest budgets raised so the benchmark measures throughput, not flood protection.
     const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-    const org = await admin.transaction((tx) => insertOrganization(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }));
-    await admin.query('INSERT INTO agent_ingest_limits (org_id, logs_per_device_hour, events_per_device_hour) VALUES (:orgId::uuid, 10000000, 10000000)', { orgId: org.id });
+    const org = await admin.transaction((tx) =>
+      insertOrganization(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
+    );
+    await admin.query(
+      'INSERT INTO agent_ingest_limits (org_id, logs_per_device_hour, events_per_device_hour) VALUES (:orgId::uuid, 10000000, 10000000)',
+      { orgId: org.id },
+    );
     const key = newSecret(secretPrefixes.enrollmentKey);
-    await insertEnrollmentKey(admin, { orgId: org.id, siteId: null, name: 'bench', keyHash: hashSecret(key), keyPrefix: shownPart(key), expiresAt: null, createdBy: randomUUID() });
+    await insertEnrollmentKey(admin, {
+      orgId: org.id,
+      siteId: null,
+      name: 'bench',
+      keyHash: hashSecret(key),
+      keyPrefix: shownPart(key),
+      expiresAt: null,
+      createdBy: randomUUID(),
+    });
 
     gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
     const url = gateway.url;
     const enroll = async (hostname: string): Promise<Agent> => {
-      const reply = await fetch(`${url}/api/v1/agents/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ enrollmentKey: key, hostname }) });
+      const reply = await fetch(`${url}/api/v1/agents/enroll`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ enrollmentKey: key, hostname }),
+      });
       const body = (await reply.json()) as Omit<Agent, 'orgId'>;
       if (reply.status !== 201) throw new Error(`enroll: ${reply.status} ${JSON.stringify(body)}`);
       return { ...body, orgId: org.id };
@@ -375,7 +422,14 @@ SELECT ... ORDER BY timestamp DESC LIMIT 50 with count(*) over the device.
 
 ${formatTable(
   ['', 'figure', 'baseline (same run)', 'ratio', 'target', ''],
-  [['Ingest'], logs, events, [''], [`Diagnostic-log queries, one device with ${number(deviceRows)} entries`], ...queries],
+  [
+    ['Ingest'],
+    logs,
+    events,
+    [''],
+    [`Diagnostic-log queries, one device with ${number(deviceRows)} entries`],
+    ...queries,
+  ],
 )}
 
 Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);

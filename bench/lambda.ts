@@ -21,7 +21,12 @@ const outdir = join(projectRoot, 'node_modules', '.cache', 'logbook-bench');
 rmSync(outdir, { recursive: true, force: true });
 const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true } });
 new LogbookStack(app, 'Logbook');
-const template = app.synth().getStackByName('Logbook').template as { Resources: Record<string, { Type: string; Metadata?: Record<string, string>; Properties: { Description?: string; Environment?: unknown } }> };
+const template = app.synth().getStackByName('Logbook').template as {
+  Resources: Record<
+    string,
+    { Type: string; Metadata?: Record<string, string>; Properties: { Description?: string; Environment?: unknown } }
+  >;
+};
 
 /**
  * A Lambda's environment as far as module initialisation reads it: in Lambda, Powertools Metrics and Tracer (with the
@@ -43,7 +48,11 @@ const environment = {
 
 function initMilliseconds(file: string): number {
   const script = `const t = performance.now(); await import(${JSON.stringify(file)}); process.stdout.write(String(performance.now() - t));`;
-  const samples = Array.from({ length: runs }, () => Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: environment, encoding: 'utf8' })));
+  const samples = Array.from({ length: runs }, () =>
+    Number(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: environment, encoding: 'utf8' }),
+    ),
+  );
   return samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
 }
 
@@ -61,6 +70,11 @@ for (const [id, resource] of Object.entries(template.Resources)) {
   const api = /Function[0-9A-F]{8}$/.test(id) && !id.startsWith('Retention');
   const kb = bytes / 1024;
   const ms = initMilliseconds(file);
-  rows.push([id.replace(/[0-9A-F]{8}$/, ''), `${kb.toFixed(0)} KB`, `${ms.toFixed(0)} ms`, api ? (kb < 300 && ms < 150 ? 'yes' : 'NO') : '-']);
+  rows.push([
+    id.replace(/[0-9A-F]{8}$/, ''),
+    `${kb.toFixed(0)} KB`,
+    `${ms.toFixed(0)} ms`,
+    api ? (kb < 300 && ms < 150 ? 'yes' : 'NO') : '-',
+  ]);
 }
 console.log(formatTable(['function', 'bundle (minified)', 'init (median)', 'API goal met (< 300 KB, < 150 ms)'], rows));

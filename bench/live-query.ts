@@ -16,8 +16,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { routes, wsRoutes } from '#functions/routes.ts';
-import { answer, answerFrames, startAgent, type RunningAgent } from '#infra/local/agent/agent.ts';
-import { generateEventStore, type EventStore } from '#infra/local/agent/event-store.ts';
+import { answer, answerFrames, type RunningAgent, startAgent } from '#infra/local/agent/agent.ts';
+import { type EventStore, generateEventStore } from '#infra/local/agent/event-store.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
@@ -98,10 +98,28 @@ async function main() {
     const { rows } = await admin.query<{ version: string }>(`SELECT current_setting('server_version') AS version`);
 
     const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-    const org = await admin.transaction((tx) => insertOrganization(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }));
+    const org = await admin.transaction((tx) =>
+      insertOrganization(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
+    );
     const key = newSecret(secretPrefixes.enrollmentKey);
-    await insertEnrollmentKey(admin, { orgId: org.id, siteId: null, name: 'bench', keyHash: hashSecret(key), keyPrefix: shownPart(key), expiresAt: null, createdBy: randomUUID() });
-    const token = await signUserToken({ sub: randomUUID(), email: 'tech@bench.example', name: 'Bench Tech', role: 'org_technician', scope: 'organization', partnerId: partner.id, orgId: org.id });
+    await insertEnrollmentKey(admin, {
+      orgId: org.id,
+      siteId: null,
+      name: 'bench',
+      keyHash: hashSecret(key),
+      keyPrefix: shownPart(key),
+      expiresAt: null,
+      createdBy: randomUUID(),
+    });
+    const token = await signUserToken({
+      sub: randomUUID(),
+      email: 'tech@bench.example',
+      name: 'Bench Tech',
+      role: 'org_technician',
+      scope: 'organization',
+      partnerId: partner.id,
+      orgId: org.id,
+    });
 
     http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
     ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
@@ -112,11 +130,23 @@ async function main() {
     status(`enrolling and connecting ${agentCount} simulated agents ...`);
     for (let i = 0; i < agentCount; i++) {
       const hostname = `WS-${String(i).padStart(4, '0')}`;
-      const reply = await fetch(`${base}/api/v1/agents/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ enrollmentKey: key, hostname }) });
+      const reply = await fetch(`${base}/api/v1/agents/enroll`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ enrollmentKey: key, hostname }),
+      });
       const enrolled = (await reply.json()) as Enrolled;
       if (reply.status !== 201) throw new Error(`enroll: ${reply.status} ${JSON.stringify(enrolled)}`);
       const store = generateEventStore({ computer: hostname });
-      const agent = startAgent({ server: base, wsUrl: ws.url, agentId: enrolled.agentId, token: enrolled.token, store, submitEvents: false, heartbeatSeconds: 3600 });
+      const agent = startAgent({
+        server: base,
+        wsUrl: ws.url,
+        agentId: enrolled.agentId,
+        token: enrolled.token,
+        store,
+        submitEvents: false,
+        heartbeatSeconds: 3600,
+      });
       await agent.connected();
       agents.push(agent);
       stores.push(store);
@@ -132,19 +162,47 @@ async function main() {
     };
     const device = devices[0]!.deviceId;
     const live = `/api/v1/devices/${device}/eventlogs`;
-    const inMemory = (query: Parameters<typeof answer>[1]) => () => Promise.resolve(answerFrames(answer(stores[0]!, query)));
+    const inMemory = (query: Parameters<typeof answer>[1]) => () =>
+      Promise.resolve(answerFrames(answer(stores[0]!, query)));
 
     const cases = [
-      { name: 'list of logs (1 message)', path: `/api/v1/system-tools/devices/${device}/eventlogs`, memory: inMemory({ type: 'eventlogs.list', requestId: randomUUID() }), target: targets.smallP95Ms },
-      { name: '50 System events (~55 KB, 1 message)', path: `${live}/System/events?limit=50`, memory: inMemory({ type: 'eventlogs.events', requestId: randomUUID(), name: 'System', page: 1, limit: 50 }), target: targets.smallP95Ms },
-      { name: '500 Security events (~850 KB, 9 chunks)', path: `${live}/Security/events?limit=500`, memory: inMemory({ type: 'eventlogs.events', requestId: randomUUID(), name: 'Security', page: 1, limit: 500 }), target: targets.chunkedP95Ms },
+      {
+        name: 'list of logs (1 message)',
+        path: `/api/v1/system-tools/devices/${device}/eventlogs`,
+        memory: inMemory({ type: 'eventlogs.list', requestId: randomUUID() }),
+        target: targets.smallP95Ms,
+      },
+      {
+        name: '50 System events (~55 KB, 1 message)',
+        path: `${live}/System/events?limit=50`,
+        memory: inMemory({ type: 'eventlogs.events', requestId: randomUUID(), name: 'System', page: 1, limit: 50 }),
+        target: targets.smallP95Ms,
+      },
+      {
+        name: '500 Security events (~850 KB, 9 chunks)',
+        path: `${live}/Security/events?limit=500`,
+        memory: inMemory({ type: 'eventlogs.events', requestId: randomUUID(), name: 'Security', page: 1, limit: 500 }),
+        target: targets.chunkedP95Ms,
+      },
     ];
     const lines: string[][] = [];
     status('baselines: GET /health and the stored event list ...');
     const health = await latency(queries, () => get('/api/v1/health'));
     const stored = await latency(queries, () => get(`/api/v1/devices/${device}/eventlogs?limit=50`));
-    lines.push(['  bare HTTP round trip: GET /health', `p50 ${ms(health.p50)}, p95 ${ms(health.p95)}`, '', '(baseline)', '']);
-    lines.push(['  database-backed route: stored event list, 50 rows', `p50 ${ms(stored.p50)}, p95 ${ms(stored.p95)}`, '', '(baseline)', '']);
+    lines.push([
+      '  bare HTTP round trip: GET /health',
+      `p50 ${ms(health.p50)}, p95 ${ms(health.p95)}`,
+      '',
+      '(baseline)',
+      '',
+    ]);
+    lines.push([
+      '  database-backed route: stored event list, 50 rows',
+      `p50 ${ms(stored.p50)}, p95 ${ms(stored.p95)}`,
+      '',
+      '(baseline)',
+      '',
+    ]);
     for (const c of cases) {
       status(`live query: ${c.name}, ${queries} sequential ...`);
       const measured = await latency(queries, () => get(c.path));
@@ -168,7 +226,10 @@ async function main() {
       await Promise.all(
         Array.from({ length: concurrent }, async (_, i) => {
           const target = devices[i % devices.length]!.deviceId;
-          const path = i % 5 === 4 ? `/api/v1/devices/${target}/eventlogs/Security/events?limit=500` : `/api/v1/devices/${target}/eventlogs/System/events?limit=50&page=${1 + (i % 7)}`;
+          const path =
+            i % 5 === 4
+              ? `/api/v1/devices/${target}/eventlogs/Security/events?limit=500`
+              : `/api/v1/devices/${target}/eventlogs/System/events?limit=50&page=${1 + (i % 7)}`;
           const queryStarted = performance.now();
           try {
             await get(path);

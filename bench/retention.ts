@@ -9,7 +9,7 @@
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { roleUrls, localRolePasswords } from '#infra/local/database.ts';
+import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { defaultBatchRows, runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -19,7 +19,10 @@ import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
 const { values: args } = parseArgs({
-  options: { rows: { type: 'string', default: '1000000' }, batch: { type: 'string', default: String(defaultBatchRows) } },
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    batch: { type: 'string', default: String(defaultBatchRows) },
+  },
   strict: true,
 });
 const positive = (name: string, text: string) => {
@@ -36,7 +39,8 @@ const targetRowsPerSecond = 10_000;
 
 const number = (n: number) => Math.round(n).toLocaleString('en-US');
 const loadAverage = () => loadavg()[0]!.toFixed(1);
-const status = (line: string) => (process.stderr.isTTY ? process.stderr.write(`\r${line}\x1b[K`) : process.stderr.write(`${line}\n`));
+const status = (line: string) =>
+  process.stderr.isTTY ? process.stderr.write(`\r${line}\x1b[K`) : process.stderr.write(`${line}\n`);
 const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
 
 async function main() {
@@ -46,13 +50,23 @@ async function main() {
   const admin = createPgDb({ connectionString: scratch.url, max: 1, applicationName: 'logbook-bench' });
   // Role logins are cluster-wide: the same local password every local server and test run gives it.
   await grantRoleLogins(admin, { auditAdmin: localRolePasswords.auditAdmin });
-  const worker = createPgDb({ connectionString: roleUrls(scratch.url).auditAdmin, max: 1, applicationName: 'logbook-bench-retention' });
+  const worker = createPgDb({
+    connectionString: roleUrls(scratch.url).auditAdmin,
+    max: 1,
+    applicationName: 'logbook-bench-retention',
+  });
   try {
-    const { rows } = await admin.query<{ version: string; fsync: string }>(`SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync`);
+    const { rows } = await admin.query<{ version: string; fsync: string }>(
+      `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync`,
+    );
     const server = rows[0]!;
     const partner = await insertPartner(admin, 'Bench MSP');
-    const org = await admin.transaction((tx) => insertOrganization(tx, { partnerId: String(partner!.id), name: 'Bench Ltd' }, { name: 'Main' }));
-    await admin.query('UPDATE audit_retention_policies SET retention_days = 30 WHERE org_id = :orgId::uuid', { orgId: org.id });
+    const org = await admin.transaction((tx) =>
+      insertOrganization(tx, { partnerId: String(partner!.id), name: 'Bench Ltd' }, { name: 'Main' }),
+    );
+    await admin.query('UPDATE audit_retention_policies SET retention_days = 30 WHERE org_id = :orgId::uuid', {
+      orgId: org.id,
+    });
 
     const loadStarted = performance.now();
     const load = (count: number, age: string) =>
@@ -78,23 +92,29 @@ async function main() {
     const pruneStarted = performance.now();
     const run = await runRetention(worker, {
       batchRows,
-      onProgress: ({ rowsDeleted }) => void (process.stderr.isTTY && status(`pruning with the retention worker: ${number(rowsDeleted)} rows ...`)),
+      onProgress: ({ rowsDeleted }) =>
+        void (process.stderr.isTTY && status(`pruning with the retention worker: ${number(rowsDeleted)} rows ...`)),
     });
     const pruneSeconds = (performance.now() - pruneStarted) / 1000;
     const verified = await verifyChain(admin, org.id);
     if (run.rowsDeleted !== expiredRows || run.failed > 0 || !verified.ok || verified.checked !== recentRows + 1) {
-      throw new Error(`the worker went wrong: ${JSON.stringify({ rowsDeleted: run.rowsDeleted, failed: run.failed, verified })}`);
+      throw new Error(
+        `the worker went wrong: ${JSON.stringify({ rowsDeleted: run.rowsDeleted, failed: run.failed, verified })}`,
+      );
     }
 
     status('pruning the unsealed copy with bare DELETEs ...');
     const bareStarted = performance.now();
     for (let after = 0; after < expiredRows; after += batchRows) {
       await admin.transaction((tx) =>
-        tx.query('DELETE FROM audit_logs_unsealed WHERE org_id = :orgId::uuid AND seq > :after::bigint AND seq <= :through::bigint', {
-          orgId: org.id,
-          after,
-          through: Math.min(after + batchRows, expiredRows),
-        }),
+        tx.query(
+          'DELETE FROM audit_logs_unsealed WHERE org_id = :orgId::uuid AND seq > :after::bigint AND seq <= :through::bigint',
+          {
+            orgId: org.id,
+            after,
+            through: Math.min(after + batchRows, expiredRows),
+          },
+        ),
       );
     }
     const bareSeconds = (performance.now() - bareStarted) / 1000;
@@ -116,7 +136,9 @@ ${formatTable(
       `>= ${number(targetRowsPerSecond)} rows/s`,
       rate >= targetRowsPerSecond ? 'PASS' : 'MISS',
     ],
-    [`  (the ${number(recentRows)} recent rows kept and the chain verified after the cut; load: ${number(expiredRows + recentRows)} rows sealed in ${loadSeconds.toFixed(0)} s)`],
+    [
+      `  (the ${number(recentRows)} recent rows kept and the chain verified after the cut; load: ${number(expiredRows + recentRows)} rows sealed in ${loadSeconds.toFixed(0)} s)`,
+    ],
   ],
 )}
 

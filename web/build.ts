@@ -43,7 +43,12 @@ export async function bundleWeb(): Promise<WebFile[]> {
     write: false,
     logLevel: 'silent',
   });
-  const assets = result.outputFiles.map((file) => ({ path: relative(outdir, file.path).split('\\').join('/'), contentType: contentTypeOf(file.path), body: file.contents, immutable: true }));
+  const assets = result.outputFiles.map((file) => ({
+    path: relative(outdir, file.path).split('\\').join('/'),
+    contentType: contentTypeOf(file.path),
+    body: file.contents,
+    immutable: true,
+  }));
   const asset = (extension: string) => {
     const found = assets.find((file) => file.path.endsWith(extension));
     if (!found) throw new Error(`esbuild wrote no ${extension} file`);
@@ -53,7 +58,15 @@ export async function bundleWeb(): Promise<WebFile[]> {
     .replace('%SCRIPT%', asset('.js'))
     .replace('%STYLESHEET%', asset('.css'))
     .replace(/>\s+</g, '><');
-  return [{ path: 'index.html', contentType: contentTypeOf('index.html'), body: new TextEncoder().encode(html), immutable: false }, ...assets];
+  return [
+    {
+      path: 'index.html',
+      contentType: contentTypeOf('index.html'),
+      body: new TextEncoder().encode(html),
+      immutable: false,
+    },
+    ...assets,
+  ];
 }
 
 /**

@@ -20,7 +20,11 @@ export async function createScratchDatabase(purpose: string): Promise<ScratchDat
   let serverUrl = process.env.DATABASE_URL;
   let stopServer: (() => Promise<void>) | undefined;
   if (!serverUrl) {
-    const embedded = await startEmbeddedPostgres({ dir: '.data/bench-postgres', persistent: false, log: console.error });
+    const embedded = await startEmbeddedPostgres({
+      dir: '.data/bench-postgres',
+      persistent: false,
+      log: console.error,
+    });
     serverUrl = embedded.url;
     stopServer = embedded.stop;
   }
@@ -51,7 +55,9 @@ export async function createScratchDatabase(purpose: string): Promise<ScratchDat
   }
   return {
     url: url.toString(),
-    server: stopServer ? `embedded PostgreSQL in .data/bench-postgres (non-persistent)` : `DATABASE_URL's server (${url.hostname}:${url.port || 5432})`,
+    server: stopServer
+      ? `embedded PostgreSQL in .data/bench-postgres (non-persistent)`
+      : `DATABASE_URL's server (${url.hostname}:${url.port || 5432})`,
     drop: async () => {
       process.off('SIGINT', interrupted);
       await drop();

@@ -3,4 +3,6 @@ import { listAuditAnchors } from '#shared/audit/anchors.ts';
 import { appDb } from '#shared/db/client.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 
-export const handler = httpHandler(routes['GET /api/v1/audit-logs/anchors'], ({ caller, query }) => listAuditAnchors(appDb(), caller, query));
+export const handler = httpHandler(routes['GET /api/v1/audit-logs/anchors'], ({ caller, query }) =>
+  listAuditAnchors(appDb(), caller, query),
+);

@@ -3,4 +3,6 @@ import { getAuditEntry } from '#shared/audit/query.ts';
 import { appDb } from '#shared/db/client.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 
-export const handler = httpHandler(routes['GET /api/v1/audit-logs/logs/{id}'], ({ caller, audit, params }) => getAuditEntry(appDb(), caller, audit, params.id));
+export const handler = httpHandler(routes['GET /api/v1/audit-logs/logs/{id}'], ({ caller, audit, params }) =>
+  getAuditEntry(appDb(), caller, audit, params.id),
+);

@@ -3,4 +3,6 @@ import { complianceReport } from '#shared/audit/reports.ts';
 import { appDb } from '#shared/db/client.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 
-export const handler = httpHandler(routes['GET /api/v1/audit-logs/reports/compliance'], ({ caller, query }) => complianceReport(appDb(), caller, query));
+export const handler = httpHandler(routes['GET /api/v1/audit-logs/reports/compliance'], ({ caller, query }) =>
+  complianceReport(appDb(), caller, query),
+);

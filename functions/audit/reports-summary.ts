@@ -3,4 +3,6 @@ import { auditSummary } from '#shared/audit/reports.ts';
 import { appDb } from '#shared/db/client.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 
-export const handler = httpHandler(routes['GET /api/v1/audit-logs/reports/summary'], ({ caller, query }) => auditSummary(appDb(), caller, query));
+export const handler = httpHandler(routes['GET /api/v1/audit-logs/reports/summary'], ({ caller, query }) =>
+  auditSummary(appDb(), caller, query),
+);

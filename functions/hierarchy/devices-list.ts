@@ -3,4 +3,6 @@ import { appDb } from '#shared/db/client.ts';
 import { listDevices } from '#shared/hierarchy/devices.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 
-export const handler = httpHandler(routes['GET /api/v1/devices'], ({ caller, query }) => listDevices(appDb(), caller, query));
+export const handler = httpHandler(routes['GET /api/v1/devices'], ({ caller, query }) =>
+  listDevices(appDb(), caller, query),
+);

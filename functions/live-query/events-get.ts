@@ -9,7 +9,8 @@ export const handler = byRouteKey({
     routes['GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events/{recordId}'],
     ({ caller, params }) => getEvent(appDb(), caller, params.deviceId, params.name, params.recordId),
   ),
-  'GET /api/v1/devices/{id}/eventlogs/{name}/events/{recordId}': httpHandler(routes['GET /api/v1/devices/{id}/eventlogs/{name}/events/{recordId}'], ({ caller, params }) =>
-    getEvent(appDb(), caller, params.id, params.name, params.recordId),
+  'GET /api/v1/devices/{id}/eventlogs/{name}/events/{recordId}': httpHandler(
+    routes['GET /api/v1/devices/{id}/eventlogs/{name}/events/{recordId}'],
+    ({ caller, params }) => getEvent(appDb(), caller, params.id, params.name, params.recordId),
   ),
 });

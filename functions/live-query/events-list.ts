@@ -5,10 +5,12 @@ import { httpHandler } from '#shared/http/handler.ts';
 import { listEvents } from '#shared/live-query/queries.ts';
 
 export const handler = byRouteKey({
-  'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events': httpHandler(routes['GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events'], ({ caller, params, query }) =>
-    listEvents(appDb(), caller, params.deviceId, params.name, query),
+  'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events': httpHandler(
+    routes['GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events'],
+    ({ caller, params, query }) => listEvents(appDb(), caller, params.deviceId, params.name, query),
   ),
-  'GET /api/v1/devices/{id}/eventlogs/{name}/events': httpHandler(routes['GET /api/v1/devices/{id}/eventlogs/{name}/events'], ({ caller, params, query }) =>
-    listEvents(appDb(), caller, params.id, params.name, query),
+  'GET /api/v1/devices/{id}/eventlogs/{name}/events': httpHandler(
+    routes['GET /api/v1/devices/{id}/eventlogs/{name}/events'],
+    ({ caller, params, query }) => listEvents(appDb(), caller, params.id, params.name, query),
   ),
 });

@@ -14,7 +14,10 @@ export const handler = customResource({
   onDelete: 'The signing key is kept in its secret',
   apply: async () => {
     const key = generateAnchorKey();
-    await writeSecret(setting('AUDIT_ANCHOR_PRIVATE_KEY_SECRET_ARN'), key.export({ type: 'pkcs8', format: 'pem' }).toString());
+    await writeSecret(
+      setting('AUDIT_ANCHOR_PRIVATE_KEY_SECRET_ARN'),
+      key.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    );
     const keyId = anchorKeyId(key);
     return { reason: `New anchor signing key ${keyId}`, data: { publicKey: publicKeyPem(key), keyId } };
   },

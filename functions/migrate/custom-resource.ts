@@ -38,7 +38,12 @@ export function setting(name: string): string {
   return value;
 }
 
-async function respond(event: CloudFormationCustomResourceEvent, physicalResourceId: string, status: 'SUCCESS' | 'FAILED', outcome: CustomResourceOutcome): Promise<void> {
+async function respond(
+  event: CloudFormationCustomResourceEvent,
+  physicalResourceId: string,
+  status: 'SUCCESS' | 'FAILED',
+  outcome: CustomResourceOutcome,
+): Promise<void> {
   const body = JSON.stringify({
     Status: status,
     Reason: outcome.reason.slice(0, 3_000),
@@ -57,7 +62,10 @@ async function withinBudget<T>(work: Promise<T>, budgetMs: number | undefined): 
   if (budgetMs === undefined) return work;
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not finished ${answerMarginMs / 1000} s before the Lambda timeout`)), Math.max(budgetMs, 0));
+    timer = setTimeout(
+      () => reject(new Error(`not finished ${answerMarginMs / 1000} s before the Lambda timeout`)),
+      Math.max(budgetMs, 0),
+    );
   });
   try {
     return await Promise.race([work, expired]);
@@ -68,17 +76,27 @@ async function withinBudget<T>(work: Promise<T>, budgetMs: number | undefined): 
 
 /** The Lambda handler of a custom resource. */
 export function customResource(options: CustomResourceOptions) {
-  return async (event: CloudFormationCustomResourceEvent, context: Pick<Context, 'logStreamName'> & Partial<Pick<Context, 'getRemainingTimeInMillis'>>): Promise<void> => {
-    if (event.RequestType === 'Delete') return respond(event, options.physicalResourceId, 'SUCCESS', { reason: options.onDelete });
+  return async (
+    event: CloudFormationCustomResourceEvent,
+    context: Pick<Context, 'logStreamName'> & Partial<Pick<Context, 'getRemainingTimeInMillis'>>,
+  ): Promise<void> => {
+    if (event.RequestType === 'Delete')
+      return respond(event, options.physicalResourceId, 'SUCCESS', { reason: options.onDelete });
     const rollback = event.RequestType === 'Update' && (options.isRollback?.(event) ?? false);
     const remainingMs = context.getRemainingTimeInMillis?.();
     let outcome: CustomResourceOutcome;
     try {
-      outcome = await withinBudget(options.apply(event), remainingMs === undefined ? undefined : remainingMs - answerMarginMs);
+      outcome = await withinBudget(
+        options.apply(event),
+        remainingMs === undefined ? undefined : remainingMs - answerMarginMs,
+      );
     } catch (error) {
       const reason = `${error instanceof Error ? error.message : String(error)} (log stream ${context.logStreamName})`;
       logger.error(`${event.ResourceType} failed${rollback ? ' during a rollback' : ''}`, error as Error);
-      if (rollback) return respond(event, options.physicalResourceId, 'SUCCESS', { reason: `Rolled back without this step: ${reason}` });
+      if (rollback)
+        return respond(event, options.physicalResourceId, 'SUCCESS', {
+          reason: `Rolled back without this step: ${reason}`,
+        });
       return respond(event, options.physicalResourceId, 'FAILED', { reason });
     }
     logger.info(`${event.ResourceType} applied`, { reason: outcome.reason });

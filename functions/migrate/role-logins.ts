@@ -3,7 +3,7 @@
  * role). Passwords reach PostgreSQL only as SCRAM-SHA-256 verifiers, which ALTER ROLE stores as they are: no
  * password appears in a statement, so none in the database's logs or in the Data API's requests.
  */
-import { createHmac, createHash, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import type { Db } from '#shared/db/db.ts';
 import { grantRoleLogins, roleNames } from '#shared/db/roles.ts';
 import { readSecret, writeSecret } from '#shared/secrets-manager.ts';

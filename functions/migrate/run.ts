@@ -40,8 +40,15 @@ export function migrationHandler(options: { newPassword?: () => string } = {}) {
       try {
         const applied = await migrate(admin, { log: (line) => logger.info(line) });
         await setAppLogin(admin, setting('APP_DB_SECRET_ARN'));
-        await rotateAuditAdminLogin(admin, setting('AUDIT_ADMIN_DB_SECRET_ARN'), (options.newPassword ?? newPassword)());
-        return { reason: applied.length > 0 ? `Applied ${applied.join(', ')}` : 'Up to date', data: { applied: applied.join(',') } };
+        await rotateAuditAdminLogin(
+          admin,
+          setting('AUDIT_ADMIN_DB_SECRET_ARN'),
+          (options.newPassword ?? newPassword)(),
+        );
+        return {
+          reason: applied.length > 0 ? `Applied ${applied.join(', ')}` : 'Up to date',
+          data: { applied: applied.join(',') },
+        };
       } finally {
         await admin.close();
       }

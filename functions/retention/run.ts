@@ -25,14 +25,35 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
   const input = invocation.parse(event ?? {});
   const budgetMs = context ? context.getRemainingTimeInMillis() - deadlineMarginMs : undefined;
   // Already inside the margin: stopped before the first batch, not after a timer tick.
-  const signal = budgetMs === undefined ? undefined : budgetMs <= 0 ? AbortSignal.abort() : AbortSignal.timeout(budgetMs);
-  const run = await runRetention(auditAdminDb(), { dryRun: input.dryRun, asOf: input.asOf === undefined ? undefined : new Date(input.asOf), signal });
+  const signal =
+    budgetMs === undefined ? undefined : budgetMs <= 0 ? AbortSignal.abort() : AbortSignal.timeout(budgetMs);
+  const run = await runRetention(auditAdminDb(), {
+    dryRun: input.dryRun,
+    asOf: input.asOf === undefined ? undefined : new Date(input.asOf),
+    signal,
+  });
   const pruned = run.organizations.filter((org) => org.rowsDeleted > 0);
-  const summary = { asOf: run.asOf, dryRun: run.dryRun, organizations: run.organizations.length, pruned: pruned.length, rowsDeleted: run.rowsDeleted, failed: run.failed, stopped: run.stopped };
-  logger.info('[retention] Run finished', { ...summary, cuts: pruned.map(({ orgId, rowsDeleted, throughSeq }) => ({ orgId, rowsDeleted, throughSeq })) });
+  const summary = {
+    asOf: run.asOf,
+    dryRun: run.dryRun,
+    organizations: run.organizations.length,
+    pruned: pruned.length,
+    rowsDeleted: run.rowsDeleted,
+    failed: run.failed,
+    stopped: run.stopped,
+  };
+  logger.info('[retention] Run finished', {
+    ...summary,
+    cuts: pruned.map(({ orgId, rowsDeleted, throughSeq }) => ({ orgId, rowsDeleted, throughSeq })),
+  });
   // A first run over a very large backlog may not fit one invocation; every batch committed, so the next run goes on.
   if (run.stopped) logger.warn('[retention] Stopped before the Lambda deadline; the next run continues the cut');
-  if (run.integrity) logger.info('[retention] Integrity watch finished', { organizations: run.integrity.organizations, anchored: run.integrity.anchors.length, broken: run.integrity.failures.length });
+  if (run.integrity)
+    logger.info('[retention] Integrity watch finished', {
+      organizations: run.integrity.organizations,
+      anchored: run.integrity.anchors.length,
+      broken: run.integrity.failures.length,
+    });
   // Each break was logged by the watch (organization, seq, kind); the invocation fails for the error metric and alarm.
   const broken = run.integrity?.failures ?? [];
   if (!run.dryRun) {
@@ -41,7 +62,16 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
     countMetric('AuditAnchorsWritten', run.integrity?.anchors.length ?? 0);
     countMetric('AuditChainBreaks', broken.length);
   }
-  if (run.failed > 0) throw new Error(`retention failed for ${run.failed} organization(s): ${run.organizations.filter((org) => org.error).map((org) => `${org.orgId}: ${org.error}`).join('; ')}`);
-  if (broken.length > 0) throw new Error(`audit chain integrity: ${broken.map((f) => `${f.orgId}: ${f.reason} at seq ${f.seq} (${f.kind})`).join('; ')}`);
+  if (run.failed > 0)
+    throw new Error(
+      `retention failed for ${run.failed} organization(s): ${run.organizations
+        .filter((org) => org.error)
+        .map((org) => `${org.orgId}: ${org.error}`)
+        .join('; ')}`,
+    );
+  if (broken.length > 0)
+    throw new Error(
+      `audit chain integrity: ${broken.map((f) => `${f.orgId}: ${f.reason} at seq ${f.seq} (${f.kind})`).join('; ')}`,
+    );
   return summary;
 });

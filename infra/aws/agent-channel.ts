@@ -1,10 +1,10 @@
-import { WebSocketApi, WebSocketStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { type CfnElement, Stack } from 'aws-cdk-lib';
+import { LogGroupLogDestination, WebSocketApi, WebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
-import type { IConstruct } from 'constructs';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Stack, type CfnElement } from 'aws-cdk-lib';
+import type { IConstruct } from 'constructs';
 import { Construct } from 'constructs';
 import { acknowledge } from './nag.ts';
 
@@ -29,10 +29,12 @@ export class AgentChannel extends Construct {
   constructor(scope: Construct, id: string, props: AgentChannelProps) {
     super(scope, id);
     // Not "Default": CDK drops that id from logical IDs, and the route's integration would collide with the route.
-    const integration = (name: string) => ({ integration: new WebSocketLambdaIntegration(`${name}Integration`, props.handler) });
+    const integration = (name: string) => ({
+      integration: new WebSocketLambdaIntegration(`${name}Integration`, props.handler),
+    });
     this.api = new WebSocketApi(this, 'Api', {
       apiName: `${Stack.of(this).stackName}-agents`,
-      description: 'Logbook: the agents\' live-query channel',
+      description: "Logbook: the agents' live-query channel",
       connectRouteOptions: integration('Connect'),
       disconnectRouteOptions: integration('Disconnect'),
       defaultRouteOptions: integration('Default'),
@@ -45,7 +47,11 @@ export class AgentChannel extends Construct {
       throttle: props.throttle,
       accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
     });
-    acknowledge(this, 'APIG4', 'Agents authenticate at $connect with their enrollment token, checked by the handler (shared/live-query/connections.ts)');
+    acknowledge(
+      this,
+      'APIG4',
+      'Agents authenticate at $connect with their enrollment token, checked by the handler (shared/live-query/connections.ts)',
+    );
   }
 
   /** https://{api}.execute-api.{region}.amazonaws.com/live: WS_MANAGEMENT_ENDPOINT of the relaying functions. */
@@ -57,6 +63,10 @@ export class AgentChannel extends Construct {
   grantRelay(grantee: IGrantable & IConstruct): void {
     this.stage.grantManagementApiAccess(grantee);
     const api = Stack.of(this).getLogicalId(this.api.node.defaultChild as CfnElement);
-    acknowledge(grantee, `IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${api}>/${stageName}/*/@connections/*]`, 'Connection ids are only known at run time; the grant names this API and its stage');
+    acknowledge(
+      grantee,
+      `IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${api}>/${stageName}/*/@connections/*]`,
+      'Connection ids are only known at run time; the grant names this API and its stage',
+    );
   }
 }

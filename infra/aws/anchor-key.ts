@@ -28,9 +28,14 @@ export class AnchorKey extends Construct {
     super(scope, id);
     // Created with a random placeholder, replaced by the generator before any function reads it.
     this.secret = new Secret(this, 'PrivateKey', {
-      description: 'Logbook: the Ed25519 private key (PKCS#8 PEM) that signs the audit chain anchors; written by its generator, read by the retention worker alone',
+      description:
+        'Logbook: the Ed25519 private key (PKCS#8 PEM) that signs the audit chain anchors; written by its generator, read by the retention worker alone',
     });
-    acknowledge(this.secret, 'SMG4', 'Rotated by deploying with a new anchorKeyGeneration (README "Deploy"): a signing key rotated on a timer would only multiply the public keys anchor holders must keep');
+    acknowledge(
+      this.secret,
+      'SMG4',
+      'Rotated by deploying with a new anchorKeyGeneration (README "Deploy"): a signing key rotated on a timer would only multiply the public keys anchor holders must keep',
+    );
     const generator = new LogbookFunction(this, 'Generator', {
       entry: join(projectRoot, 'functions/migrate/anchor-key.ts'),
       description: 'Logbook: generates the Ed25519 key that signs the audit anchors (custom resource)',
@@ -39,7 +44,9 @@ export class AnchorKey extends Construct {
       environment: { AUDIT_ANCHOR_PRIVATE_KEY_SECRET_ARN: this.secret.secretArn },
     });
     // Write-only: the generator cannot read back the key it wrote.
-    generator.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:PutSecretValue'], resources: [this.secret.secretArn] }));
+    generator.addToRolePolicy(
+      new PolicyStatement({ actions: ['secretsmanager:PutSecretValue'], resources: [this.secret.secretArn] }),
+    );
     this.resource = new CustomResource(this, 'Pair', {
       serviceToken: generator.functionArn,
       resourceType: 'Custom::LogbookAnchorKey',

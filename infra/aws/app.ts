@@ -9,7 +9,8 @@ import { LogbookStack } from './logbook-stack.ts';
 
 const app = new App();
 new LogbookStack(app, app.node.tryGetContext('stackName') ?? 'Logbook', {
-  description: 'Logbook: logging, audit and hierarchy backend of the RMM (HTTP and WebSocket APIs, Lambda, Aurora Serverless v2)',
+  description:
+    'Logbook: logging, audit and hierarchy backend of the RMM (HTTP and WebSocket APIs, Lambda, Aurora Serverless v2)',
 });
 // Any finding not acknowledged beside its resource (with the reason) fails the synth.
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

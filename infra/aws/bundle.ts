@@ -30,14 +30,22 @@ const leftOut: Plugin = {
   setup(esbuild) {
     esbuild.onResolve({ filter: /^pg$/ }, () => ({ path: 'pg', namespace: 'left-out' }));
     esbuild.onLoad({ filter: /^pg$/, namespace: 'left-out' }, () => ({
-      contents: "export default new Proxy({}, { get() { throw new Error('node-postgres is not bundled: Lambda functions reach the database through the Data API (DB_CLUSTER_ARN)'); } });",
+      contents:
+        "export default new Proxy({}, { get() { throw new Error('node-postgres is not bundled: Lambda functions reach the database through the Data API (DB_CLUSTER_ARN)'); } });",
     }));
     esbuild.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
-      args.importer.includes(join('node_modules', 'zod')) ? { path: join(args.resolveDir, args.path.replace(/index\.js$/, 'english.js')), namespace: 'zod-english' } : undefined,
+      args.importer.includes(join('node_modules', 'zod'))
+        ? { path: join(args.resolveDir, args.path.replace(/index\.js$/, 'english.js')), namespace: 'zod-english' }
+        : undefined,
     );
-    esbuild.onResolve({ filter: /\/from-json-schema\.js$/ }, (args) => (args.importer.includes(join('node_modules', 'zod')) ? { path: 'fromJSONSchema', namespace: 'left-out' } : undefined));
+    esbuild.onResolve({ filter: /\/from-json-schema\.js$/ }, (args) =>
+      args.importer.includes(join('node_modules', 'zod'))
+        ? { path: 'fromJSONSchema', namespace: 'left-out' }
+        : undefined,
+    );
     esbuild.onLoad({ filter: /^fromJSONSchema$/, namespace: 'left-out' }, () => ({
-      contents: "export function fromJSONSchema() { throw new Error('z.fromJSONSchema is not bundled into Lambda functions'); }",
+      contents:
+        "export function fromJSONSchema() { throw new Error('z.fromJSONSchema is not bundled into Lambda functions'); }",
     }));
     esbuild.onLoad({ filter: /.*/, namespace: 'zod-english' }, (args) => ({
       contents: `export { default as en } from ${JSON.stringify(args.path.replace(/english\.js$/, 'en.js'))};`,
@@ -71,7 +79,14 @@ export const bundleOptions = {
 /** Bundles `entry` into `outdir/index.mjs` and its chunks (+ maps), and copies the extra directories. */
 export async function bundleLambda(request: BundleRequest): Promise<void> {
   mkdirSync(request.outdir, { recursive: true });
-  await build({ ...bundleOptions, plugins: [...bundleOptions.plugins], external: [...bundleOptions.external], mainFields: [...bundleOptions.mainFields], entryPoints: [request.entry], outdir: request.outdir });
+  await build({
+    ...bundleOptions,
+    plugins: [...bundleOptions.plugins],
+    external: [...bundleOptions.external],
+    mainFields: [...bundleOptions.mainFields],
+    entryPoints: [request.entry],
+    outdir: request.outdir,
+  });
   for (const [from, name] of request.copy ?? []) cpSync(from, join(request.outdir, name), { recursive: true });
 }
 

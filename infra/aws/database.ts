@@ -1,10 +1,16 @@
 import { join } from 'node:path';
 import { CustomResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
-import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { AuroraPostgresEngineVersion, ClusterInstance, Credentials, DatabaseCluster, DatabaseClusterEngine } from 'aws-cdk-lib/aws-rds';
-import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import {
+  AuroraPostgresEngineVersion,
+  ClusterInstance,
+  Credentials,
+  DatabaseCluster,
+  DatabaseClusterEngine,
+} from 'aws-cdk-lib/aws-rds';
+import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { roleNames } from '#shared/db/roles.ts';
 import { LogbookFunction, projectRoot } from './functions.ts';
@@ -25,7 +31,13 @@ export const databaseName = 'logbook';
 const administrator = 'logbook_admin';
 
 /** The Data API operations a function needs; granted on this cluster only (grantDataApiAccess would also grant its admin secret). */
-const dataApiActions = ['rds-data:ExecuteStatement', 'rds-data:BatchExecuteStatement', 'rds-data:BeginTransaction', 'rds-data:CommitTransaction', 'rds-data:RollbackTransaction'];
+const dataApiActions = [
+  'rds-data:ExecuteStatement',
+  'rds-data:BatchExecuteStatement',
+  'rds-data:BeginTransaction',
+  'rds-data:CommitTransaction',
+  'rds-data:RollbackTransaction',
+];
 
 /**
  * Aurora PostgreSQL 17 Serverless v2 with the Data API (DESIGN.md "Database"): pauses at 0 ACU, in isolated subnets
@@ -70,32 +82,75 @@ export class Database extends Construct {
       cloudwatchLogsRetention: props.logRetention,
     });
     this.ownerSecret = this.cluster.secret!;
-    acknowledge(vpc, 'VPC7', 'The VPC holds only the database, reached through the Data API (HTTPS, IAM-authorized, logged by CloudTrail); nothing else runs in it');
-    acknowledge(this.cluster, 'RDS6', 'Nothing connects to the cluster over the network: the functions use the Data API, which authenticates with a role secret and IAM');
-    if (!props.deletionProtection) acknowledge(this.cluster, 'RDS10', 'Deletion protection is switched off for this stage (context deletionProtection=false): a test stage');
+    acknowledge(
+      vpc,
+      'VPC7',
+      'The VPC holds only the database, reached through the Data API (HTTPS, IAM-authorized, logged by CloudTrail); nothing else runs in it',
+    );
+    acknowledge(
+      this.cluster,
+      'RDS6',
+      'Nothing connects to the cluster over the network: the functions use the Data API, which authenticates with a role secret and IAM',
+    );
+    if (!props.deletionProtection)
+      acknowledge(
+        this.cluster,
+        'RDS10',
+        'Deletion protection is switched off for this stage (context deletionProtection=false): a test stage',
+      );
     // The cluster's log retention is set by CDK's own LogRetention function (one per stack).
     for (const provider of Stack.of(this).node.children.filter((child) => child.node.id.startsWith('LogRetention'))) {
-      acknowledge(provider, 'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'CDK\'s log retention function writes only its own logs');
-      acknowledge(provider, 'IAM5[Resource::*]', 'CDK\'s log retention function sets the retention of log groups whose names are only known at deploy time');
+      acknowledge(
+        provider,
+        'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        "CDK's log retention function writes only its own logs",
+      );
+      acknowledge(
+        provider,
+        'IAM5[Resource::*]',
+        "CDK's log retention function sets the retention of log groups whose names are only known at deploy time",
+      );
     }
 
     const roleSecret = (name: string, username: string, description: string) =>
       new Secret(this, name, {
         description: `Logbook database login of ${username}: ${description}`,
-        generateSecretString: { secretStringTemplate: JSON.stringify({ username }), generateStringKey: 'password', excludePunctuation: true, passwordLength: 40 },
+        generateSecretString: {
+          secretStringTemplate: JSON.stringify({ username }),
+          generateStringKey: 'password',
+          excludePunctuation: true,
+          passwordLength: 40,
+        },
       });
-    this.appSecret = roleSecret('AppSecret', roleNames.app, 'the migration custom resource sets this password on the role');
+    this.appSecret = roleSecret(
+      'AppSecret',
+      roleNames.app,
+      'the migration custom resource sets this password on the role',
+    );
     // The generated password is a placeholder: the migration replaces it, with the role's, before any function runs.
-    this.auditAdminSecret = roleSecret('AuditAdminSecret', roleNames.auditAdmin, 'a new password on every deploy, written by the migration custom resource, read by the retention worker alone');
+    this.auditAdminSecret = roleSecret(
+      'AuditAdminSecret',
+      roleNames.auditAdmin,
+      'a new password on every deploy, written by the migration custom resource, read by the retention worker alone',
+    );
     // The owner secret is the cluster's generated one (this.ownerSecret is its attachment to the cluster).
     for (const secret of [this.cluster.node.findChild('Secret'), this.appSecret]) {
-      acknowledge(secret, 'SMG4', 'Not rotated automatically: a rotation function would need a network path into the isolated subnets (a NAT gateway or endpoints, an idle cost); rotate by changing the secret and redeploying, which sets the role passwords again');
+      acknowledge(
+        secret,
+        'SMG4',
+        'Not rotated automatically: a rotation function would need a network path into the isolated subnets (a NAT gateway or endpoints, an idle cost); rotate by changing the secret and redeploying, which sets the role passwords again',
+      );
     }
-    acknowledge(this.auditAdminSecret, 'SMG4', 'Rotated on every deploy by the migration custom resource (a new password set on the role and written into this secret), which needs no network path into the isolated subnets');
+    acknowledge(
+      this.auditAdminSecret,
+      'SMG4',
+      'Rotated on every deploy by the migration custom resource (a new password set on the role and written into this secret), which needs no network path into the isolated subnets',
+    );
 
     const migrate = new LogbookFunction(this, 'Migrate', {
       entry: join(projectRoot, 'functions/migrate/run.ts'),
-      description: 'Logbook: applies the SQL migrations through the Data API and sets the role logins (custom resource, every deploy)',
+      description:
+        'Logbook: applies the SQL migrations through the Data API and sets the role logins (custom resource, every deploy)',
       timeout: Duration.minutes(5),
       logRetention: props.logRetention,
       environment: {
@@ -109,7 +164,9 @@ export class Database extends Construct {
     this.grantDataApi(migrate, this.ownerSecret);
     this.appSecret.grantRead(migrate);
     // Write-only: the migration stores the audit-admin login it sets, and cannot read it back.
-    migrate.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:PutSecretValue'], resources: [this.auditAdminSecret.secretArn] }));
+    migrate.addToRolePolicy(
+      new PolicyStatement({ actions: ['secretsmanager:PutSecretValue'], resources: [this.auditAdminSecret.secretArn] }),
+    );
 
     this.migration = new CustomResource(this, 'Schema', {
       serviceToken: migrate.functionArn,
@@ -130,7 +187,9 @@ export class Database extends Construct {
 
   /** Lets `grantee` run statements on this cluster as the role of `secret`, and nothing else. */
   grantDataApi(grantee: IGrantable, secret: ISecret): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions: dataApiActions, resources: [this.cluster.clusterArn] }));
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({ actions: dataApiActions, resources: [this.cluster.clusterArn] }),
+    );
     secret.grantRead(grantee);
   }
 }

@@ -42,7 +42,13 @@ export class RestApi extends Construct {
       ...(props.corsOrigins.length > 0 && {
         corsPreflight: {
           allowOrigins: props.corsOrigins,
-          allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
+          allowMethods: [
+            CorsHttpMethod.GET,
+            CorsHttpMethod.POST,
+            CorsHttpMethod.PUT,
+            CorsHttpMethod.PATCH,
+            CorsHttpMethod.DELETE,
+          ],
           allowHeaders: ['authorization', 'content-type', 'x-api-key', 'idempotency-key'],
           exposeHeaders: ['content-disposition', 'retry-after'],
           maxAge: Duration.hours(1),
@@ -61,11 +67,16 @@ export class RestApi extends Construct {
     for (const [key, route] of Object.entries(props.routes)) {
       const fn = props.functionOf(route.handler);
       let integration = integrations.get(fn.node.path);
-      if (!integration) integrations.set(fn.node.path, (integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn)));
+      if (!integration)
+        integrations.set(fn.node.path, (integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn)));
       const { method, path } = parseRouteKey(key);
       this.api.addRoutes({ path, methods: [method], integration });
     }
-    acknowledge(this, 'APIG4', 'Every route authenticates in its handler (user JWTs from the JWKS, organization API keys, agent tokens; shared/http/authenticate.ts), which API Gateway authorizers cannot combine; health, the OpenAPI document and enrollment (by enrollment key) are public by design');
+    acknowledge(
+      this,
+      'APIG4',
+      'Every route authenticates in its handler (user JWTs from the JWKS, organization API keys, agent tokens; shared/http/authenticate.ts), which API Gateway authorizers cannot combine; health, the OpenAPI document and enrollment (by enrollment key) are public by design',
+    );
   }
 
   get url(): string {

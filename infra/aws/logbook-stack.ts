@@ -12,7 +12,7 @@ import { Database } from './database.ts';
 import { LogbookFunction, projectRoot, writeDispatchEntry } from './functions.ts';
 import { RestApi } from './http-api.ts';
 import { powertoolsLayer } from './powertools.ts';
-import { settingsFromContext, type LogbookSettings } from './settings.ts';
+import { type LogbookSettings, settingsFromContext } from './settings.ts';
 import { Viewer } from './viewer.ts';
 
 export interface LogbookStackProps extends StackProps {
@@ -34,16 +34,23 @@ const pascal = (name: string) => name.replace(/(^|-)([a-z])/g, (_, __, c: string
 
 /** The extra browser origins of context viewerOrigin (comma-separated), each a bare origin such as https://viewer.example.com. */
 export function extraOrigins(setting: string | undefined): string[] {
-  const origins = (setting ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+  const origins = (setting ?? '')
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter(Boolean);
   for (const origin of origins) {
-    if (!URL.canParse(origin) || new URL(origin).origin !== origin) throw new Error(`context viewerOrigin must list origins (scheme://host[:port], no path), not ${origin}`);
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin)
+      throw new Error(`context viewerOrigin must list origins (scheme://host[:port], no path), not ${origin}`);
   }
   return origins;
 }
 
 /** Log retention in days as CloudWatch accepts it. */
 function retentionDays(days: number): RetentionDays {
-  if (!Object.values(RetentionDays).includes(days)) throw new Error(`context logRetentionDays must be one of CloudWatch's retention periods (1, 3, 5, 7, 14, 30, 60, 90, …), not ${days}`);
+  if (!Object.values(RetentionDays).includes(days))
+    throw new Error(
+      `context logRetentionDays must be one of CloudWatch's retention periods (1, 3, 5, 7, 14, 30, 60, 90, …), not ${days}`,
+    );
   return days as RetentionDays;
 }
 
@@ -80,7 +87,12 @@ export class LogbookStack extends Stack {
       ...(settings.jwtJwksUrl && { JWT_JWKS_URL: settings.jwtJwksUrl }),
       TRUST_PROXY_HEADERS: String(settings.trustProxyHeaders),
     };
-    const apiFunction = (name: string, handlers: Record<string, string>, routeKey: 'http' | 'websocket', extra: { environment?: Record<string, string>; prelude?: string } = {}) => {
+    const apiFunction = (
+      name: string,
+      handlers: Record<string, string>,
+      routeKey: 'http' | 'websocket',
+      extra: { environment?: Record<string, string>; prelude?: string } = {},
+    ) => {
       const fn = new LogbookFunction(this, `${pascal(name)}Function`, {
         entry: writeDispatchEntry(name, handlers, { routeKey, prelude: extra.prelude }),
         description: `Logbook ${name}: ${Object.keys(handlers).join(', ')}`.slice(0, 256),
@@ -102,7 +114,9 @@ export class LogbookStack extends Stack {
     wsFunction.addEnvironment('WS_MANAGEMENT_ENDPOINT', relayEnvironment.WS_MANAGEMENT_ENDPOINT);
     this.agentChannel.grantRelay(wsFunction);
 
-    const enrollmentSecret = settings.agentEnrollmentSecretArn ? Secret.fromSecretCompleteArn(this, 'AgentEnrollmentSecret', settings.agentEnrollmentSecretArn) : undefined;
+    const enrollmentSecret = settings.agentEnrollmentSecretArn
+      ? Secret.fromSecretCompleteArn(this, 'AgentEnrollmentSecret', settings.agentEnrollmentSecretArn)
+      : undefined;
     const functions = new Map<string, LogbookFunction>();
     for (const [group, handlers] of routeGroups(routes)) {
       const enrolls = enrollmentSecret && Object.values(handlers).includes('hierarchy/agents-enroll');
@@ -111,7 +125,9 @@ export class LogbookStack extends Stack {
           ...(group === 'live-query' && relayEnvironment),
           ...(enrolls && { AGENT_ENROLLMENT_SECRET_ARN: enrollmentSecret.secretArn }),
           // GET /audit-logs/anchors publishes the public key; the private key stays with the retention worker.
-          ...(Object.values(handlers).includes('audit/anchors-list') && { AUDIT_ANCHOR_PUBLIC_KEY: this.anchorKey.publicKey }),
+          ...(Object.values(handlers).includes('audit/anchors-list') && {
+            AUDIT_ANCHOR_PUBLIC_KEY: this.anchorKey.publicKey,
+          }),
         },
         // The enrollment secret is read from Secrets Manager at cold start, never kept in the function's configuration.
         ...(enrolls && {
@@ -124,7 +140,13 @@ export class LogbookStack extends Stack {
     }
     if (settings.viewer) this.viewer = new Viewer(this, 'Viewer', { logRetention });
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
-    this.restApi = new RestApi(this, 'RestApi', { routes, functionOf: (handler) => functions.get(handler)!, corsOrigins, throttle, logRetention });
+    this.restApi = new RestApi(this, 'RestApi', {
+      routes,
+      functionOf: (handler) => functions.get(handler)!,
+      corsOrigins,
+      throttle,
+      logRetention,
+    });
     this.viewer?.publish(this.restApi.url);
 
     this.retention = new LogbookFunction(this, 'RetentionFunction', {
@@ -145,17 +167,34 @@ export class LogbookStack extends Stack {
     });
 
     // Powertools: the service of logs, metrics and traces, and the metrics' namespace, the same in every function.
-    for (const fn of this.node.findAll().filter((child): child is LogbookFunction => child instanceof LogbookFunction)) {
+    for (const fn of this.node
+      .findAll()
+      .filter((child): child is LogbookFunction => child instanceof LogbookFunction)) {
       fn.addEnvironment('POWERTOOLS_SERVICE_NAME', settings.serviceName);
       fn.addEnvironment('POWERTOOLS_METRICS_NAMESPACE', settings.metricsNamespace);
     }
 
-    new CfnOutput(this, 'HttpApiUrl', { description: 'Base URL of the HTTP API (routes under /api/v1)', value: this.restApi.url });
+    new CfnOutput(this, 'HttpApiUrl', {
+      description: 'Base URL of the HTTP API (routes under /api/v1)',
+      value: this.restApi.url,
+    });
     if (this.viewer) new CfnOutput(this, 'ViewerUrl', { description: 'The audit viewer', value: this.viewer.url });
-    new CfnOutput(this, 'AuditAnchorKeyId', { description: 'Id of the key that signs the audit anchors (keep its public key when rotating)', value: this.anchorKey.keyId });
-    new CfnOutput(this, 'AuditAnchorPublicKey', { description: 'The Ed25519 public key (SPKI PEM) of the audit anchors', value: this.anchorKey.publicKey });
-    new CfnOutput(this, 'WebSocketUrl', { description: 'The agents\' WebSocket endpoint', value: this.agentChannel.stage.url });
+    new CfnOutput(this, 'AuditAnchorKeyId', {
+      description: 'Id of the key that signs the audit anchors (keep its public key when rotating)',
+      value: this.anchorKey.keyId,
+    });
+    new CfnOutput(this, 'AuditAnchorPublicKey', {
+      description: 'The Ed25519 public key (SPKI PEM) of the audit anchors',
+      value: this.anchorKey.publicKey,
+    });
+    new CfnOutput(this, 'WebSocketUrl', {
+      description: "The agents' WebSocket endpoint",
+      value: this.agentChannel.stage.url,
+    });
     new CfnOutput(this, 'DatabaseClusterArn', { value: database.cluster.clusterArn });
-    new CfnOutput(this, 'OwnerSecretArn', { description: 'The cluster administrator (migrations)', value: database.ownerSecret.secretArn });
+    new CfnOutput(this, 'OwnerSecretArn', {
+      description: 'The cluster administrator (migrations)',
+      value: database.ownerSecret.secretArn,
+    });
   }
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Stack } from 'aws-cdk-lib';
-import { LayerVersion, type ILayerVersion } from 'aws-cdk-lib/aws-lambda';
+import { type ILayerVersion, LayerVersion } from 'aws-cdk-lib/aws-lambda';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 
@@ -14,14 +14,25 @@ const nodeModules = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'n
 /** The installed version of the Powertools packages; they must all be of one version, the layer's. */
 export function powertoolsVersion(): string {
   const versions = new Set(
-    powertoolsPackages.map((name) => (JSON.parse(readFileSync(join(nodeModules, '@aws-lambda-powertools', name, 'package.json'), 'utf8')) as { version: string }).version),
+    powertoolsPackages.map(
+      (name) =>
+        (
+          JSON.parse(readFileSync(join(nodeModules, '@aws-lambda-powertools', name, 'package.json'), 'utf8')) as {
+            version: string;
+          }
+        ).version,
+    ),
   );
-  if (versions.size !== 1) throw new Error(`@aws-lambda-powertools/${powertoolsPackages.join(', ')} must be installed in one version (the layer's), not ${[...versions].join(', ')}`);
+  if (versions.size !== 1)
+    throw new Error(
+      `@aws-lambda-powertools/${powertoolsPackages.join(', ')} must be installed in one version (the layer's), not ${[...versions].join(', ')}`,
+    );
   return [...versions][0]!;
 }
 
 /** The public SSM parameter that names the Powertools layer of `version` in the deploying region. */
-export const powertoolsLayerParameter = (version: string) => `/aws/service/powertools/typescript/generic/all/${version}`;
+export const powertoolsLayerParameter = (version: string) =>
+  `/aws/service/powertools/typescript/generic/all/${version}`;
 
 const layerId = 'PowertoolsLayer';
 

@@ -78,14 +78,35 @@ function read(node: Node, key: keyof LogbookSettings): unknown {
 
 export function settingsFromContext(node: Node): LogbookSettings {
   const keys: (keyof LogbookSettings)[] = [
-    'jwtJwksUrl', 'jwtIssuer', 'jwtAudience', 'trustProxyHeaders', 'agentEnrollmentSecretArn', 'viewer', 'viewerOrigin', 'maxCapacityAcu',
-    'autoPauseMinutes', 'deletionProtection', 'snapshotOnDelete', 'retentionSchedule', 'logRetentionDays', 'throttleRateLimit', 'throttleBurstLimit',
-    'serviceName', 'metricsNamespace', 'powertoolsLayerArn', 'anchorKeyGeneration',
+    'jwtJwksUrl',
+    'jwtIssuer',
+    'jwtAudience',
+    'trustProxyHeaders',
+    'agentEnrollmentSecretArn',
+    'viewer',
+    'viewerOrigin',
+    'maxCapacityAcu',
+    'autoPauseMinutes',
+    'deletionProtection',
+    'snapshotOnDelete',
+    'retentionSchedule',
+    'logRetentionDays',
+    'throttleRateLimit',
+    'throttleBurstLimit',
+    'serviceName',
+    'metricsNamespace',
+    'powertoolsLayerArn',
+    'anchorKeyGeneration',
   ];
-  const settings = Object.fromEntries(keys.map((key) => [key, read(node, key)]).filter(([, value]) => value !== undefined)) as unknown as LogbookSettings;
+  const settings = Object.fromEntries(
+    keys.map((key) => [key, read(node, key)]).filter(([, value]) => value !== undefined),
+  ) as unknown as LogbookSettings;
   // Aurora Serverless v2 with auto-pause: 0 to 256 ACU in steps of 0.5; a pause after 5 minutes to 24 hours.
-  if (settings.maxCapacityAcu < 1 || settings.maxCapacityAcu > 256 || settings.maxCapacityAcu % 0.5 !== 0) throw new Error('context maxCapacityAcu must be 1 to 256 in steps of 0.5');
-  if (settings.autoPauseMinutes < 5 || settings.autoPauseMinutes > 1440) throw new Error('context autoPauseMinutes must be 5 to 1440');
-  if (!Number.isInteger(settings.anchorKeyGeneration) || settings.anchorKeyGeneration < 1) throw new Error('context anchorKeyGeneration must be a whole number from 1');
+  if (settings.maxCapacityAcu < 1 || settings.maxCapacityAcu > 256 || settings.maxCapacityAcu % 0.5 !== 0)
+    throw new Error('context maxCapacityAcu must be 1 to 256 in steps of 0.5');
+  if (settings.autoPauseMinutes < 5 || settings.autoPauseMinutes > 1440)
+    throw new Error('context autoPauseMinutes must be 5 to 1440');
+  if (!Number.isInteger(settings.anchorKeyGeneration) || settings.anchorKeyGeneration < 1)
+    throw new Error('context anchorKeyGeneration must be a whole number from 1');
   return settings;
 }

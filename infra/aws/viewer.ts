@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { AssetHashType, Aws, DockerImage, Duration, RemovalPolicy, Stack, type CfnElement } from 'aws-cdk-lib';
+import { AssetHashType, Aws, type CfnElement, DockerImage, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   AllowedMethods,
   Distribution,
@@ -50,7 +50,10 @@ function webSourcesHash(): string {
  */
 export function buildViewerSite(outDir: string): void {
   const script = `import { buildWeb } from ${JSON.stringify(pathToFileURL(join(webDir, 'build.ts')).href)}; await buildWeb(${JSON.stringify(outDir)});`;
-  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: 'inherit' });
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: projectRoot,
+    stdio: 'inherit',
+  });
   if (run.status !== 0) throw new Error('building the audit viewer (web/build.ts) failed');
 }
 
@@ -75,7 +78,11 @@ export class Viewer extends Construct {
       objectOwnership: ObjectOwnership.BUCKET_OWNER_PREFERRED,
       lifecycleRules: [{ expiration: Duration.days(props.logRetention) }],
     });
-    acknowledge(accessLogs, 'S1', 'This is the access-log bucket of the viewer\'s bucket and distribution; logging its own accesses would log into itself');
+    acknowledge(
+      accessLogs,
+      'S1',
+      "This is the access-log bucket of the viewer's bucket and distribution; logging its own accesses would log into itself",
+    );
 
     this.bucket = new Bucket(this, 'Site', {
       encryption: BucketEncryption.S3_MANAGED,
@@ -116,9 +123,21 @@ export class Viewer extends Construct {
       logBucket: accessLogs,
       logFilePrefix: 'cloudfront/',
     });
-    acknowledge(this.distribution, 'CFR1', 'The viewer is a static page of an MSP\'s staff, who may work from anywhere; what it shows is guarded by the API\'s authentication, not by geography');
-    acknowledge(this.distribution, 'CFR2', 'A WAF web ACL costs a monthly fee while idle; the distribution serves only static files, and the API it calls authenticates and throttles every request');
-    acknowledge(this.distribution, 'CFR4', 'The distribution uses CloudFront\'s default certificate (no custom domain), with which CloudFront sets the TLS policy itself; viewers are redirected to HTTPS');
+    acknowledge(
+      this.distribution,
+      'CFR1',
+      "The viewer is a static page of an MSP's staff, who may work from anywhere; what it shows is guarded by the API's authentication, not by geography",
+    );
+    acknowledge(
+      this.distribution,
+      'CFR2',
+      'A WAF web ACL costs a monthly fee while idle; the distribution serves only static files, and the API it calls authenticates and throttles every request',
+    );
+    acknowledge(
+      this.distribution,
+      'CFR4',
+      "The distribution uses CloudFront's default certificate (no custom domain), with which CloudFront sets the TLS policy itself; viewers are redirected to HTTPS",
+    );
   }
 
   /** The origin CORS must allow: https://<distribution>.cloudfront.net. */
@@ -149,7 +168,10 @@ export class Viewer extends Construct {
         },
       },
     });
-    const logGroup = new LogGroup(this, 'DeploymentLogs', { retention: this.props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
+    const logGroup = new LogGroup(this, 'DeploymentLogs', {
+      retention: this.props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     const revalidated = ['index.html', 'config.json'];
     new BucketDeployment(this, 'Assets', {
       destinationBucket: this.bucket,
@@ -169,13 +191,35 @@ export class Viewer extends Construct {
       logGroup,
     });
     // CDK's own function behind BucketDeployment (one per stack): what CDK grants it, on the assets and this bucket.
-    const provider = Stack.of(this).node.findAll().find((child) => child.node.id.startsWith('Custom::CDKBucketDeployment'))!;
+    const provider = Stack.of(this)
+      .node.findAll()
+      .find((child) => child.node.id.startsWith('Custom::CDKBucketDeployment'))!;
     const siteBucket = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as CfnElement);
-    const grants = ['Action::s3:GetObject*', 'Action::s3:GetBucket*', 'Action::s3:List*', 'Action::s3:DeleteObject*', 'Action::s3:Abort*', `Resource::<${siteBucket}.Arn>/*`, 'Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*'];
-    acknowledge(provider, 'L1', 'CDK\'s BucketDeployment function runs on the Python runtime CDK pins for its AWS CLI layer, and only during deploys');
-    acknowledge(provider, 'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'CDK\'s BucketDeployment function writes only its own logs with the basic execution role');
+    const grants = [
+      'Action::s3:GetObject*',
+      'Action::s3:GetBucket*',
+      'Action::s3:List*',
+      'Action::s3:DeleteObject*',
+      'Action::s3:Abort*',
+      `Resource::<${siteBucket}.Arn>/*`,
+      'Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*',
+    ];
+    acknowledge(
+      provider,
+      'L1',
+      "CDK's BucketDeployment function runs on the Python runtime CDK pins for its AWS CLI layer, and only during deploys",
+    );
+    acknowledge(
+      provider,
+      'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      "CDK's BucketDeployment function writes only its own logs with the basic execution role",
+    );
     for (const grant of grants) {
-      acknowledge(provider, `IAM5[${grant}]`, 'CDK\'s BucketDeployment function copies the staged site from the CDK assets bucket into the viewer\'s bucket, with the action families CDK grants it on those two buckets only; it runs only during deploys');
+      acknowledge(
+        provider,
+        `IAM5[${grant}]`,
+        "CDK's BucketDeployment function copies the staged site from the CDK assets bucket into the viewer's bucket, with the action families CDK grants it on those two buckets only; it runs only during deploys",
+      );
     }
   }
 }

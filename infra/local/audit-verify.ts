@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
-import { auditAnchor, type Anchor } from '#shared/audit/anchors.ts';
+import { type Anchor, auditAnchor } from '#shared/audit/anchors.ts';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
 import { auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink, ChainRow } from '#shared/audit/store.ts';
-import { verifyChain, verifyRowsOffline, type ChainBreak, type ChainBreakKind } from '#shared/audit/verify.ts';
+import { type ChainBreak, type ChainBreakKind, verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { location, reason } from './cli.ts';
 import { embeddedUrl } from './database.ts';
@@ -46,7 +46,8 @@ class Unverifiable extends Error {}
 const meaning: Record<ChainBreakKind, string> = {
   altered: "the row's values do not match its checksum",
   missing: 'no row holds this position of the chain',
-  inserted: 'the chain never sealed a row here: past its head, before its retained start, or a second row at one position',
+  inserted:
+    'the chain never sealed a row here: past its head, before its retained start, or a second row at one position',
   link: "the row's prevChecksum (or the chain head) does not point at the row before it",
 };
 
@@ -100,7 +101,8 @@ function readAnchor(path: string, orgId: string, publicKeyPath: string | undefin
   }
   const reply = anchorsReply.safeParse(json);
   const single = auditAnchor.safeParse(json);
-  if (!reply.success && !single.success) throw new Unverifiable(`${path} is neither a reply of GET /api/v1/audit-logs/anchors nor one anchor of it`);
+  if (!reply.success && !single.success)
+    throw new Unverifiable(`${path} is neither a reply of GET /api/v1/audit-logs/anchors nor one anchor of it`);
   const anchors = reply.success ? reply.data.data : [single.data!];
   const anchor = anchors.filter((a) => a.orgId === orgId).sort((a, b) => b.seq - a.seq)[0];
   if (!anchor) throw new Unverifiable(`${path} holds no anchor of organization ${orgId}`);
@@ -112,7 +114,8 @@ function readAnchor(path: string, orgId: string, publicKeyPath: string | undefin
   } catch (error) {
     throw new Unverifiable(`not a public key (${publicKeyPath ?? `the publicKey of ${path}`}): ${reason(error)}`);
   }
-  if (publicKey.asymmetricKeyType !== 'ed25519') throw new Unverifiable(`anchors are signed with Ed25519, not ${publicKey.asymmetricKeyType}`);
+  if (publicKey.asymmetricKeyType !== 'ed25519')
+    throw new Unverifiable(`anchors are signed with Ed25519, not ${publicKey.asymmetricKeyType}`);
   return { anchor, publicKey, keyFrom: publicKeyPath ?? `the publicKey of ${path}` };
 }
 
@@ -124,7 +127,11 @@ function readKey(path: string): string {
   }
 }
 
-async function verifyInDatabase(query: { orgId: string; from?: string; to?: string }, showProgress: boolean, kept?: KeptAnchor): Promise<number> {
+async function verifyInDatabase(
+  query: { orgId: string; from?: string; to?: string },
+  showProgress: boolean,
+  kept?: KeptAnchor,
+): Promise<number> {
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
   const url = process.env.DATABASE_URL || embeddedUrl();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-audit-verify' });
@@ -154,7 +161,9 @@ async function verifyInDatabase(query: { orgId: string; from?: string; to?: stri
     );
     if (kept && result.anchor) {
       const { anchor } = kept;
-      const signed = kept.publicKey ? `signature checked with ${kept.keyFrom}` : 'signature NOT checked: no public key (give --public-key)';
+      const signed = kept.publicKey
+        ? `signature checked with ${kept.keyFrom}`
+        : 'signature NOT checked: no public key (give --public-key)';
       console.log(
         result.anchor.ok
           ? `anchor: organization ${query.orgId}: the chain still holds the anchor of ${anchor.anchoredAt} (seq ${anchor.seq}, checksum ${anchor.checksum}); ${signed}`
@@ -165,7 +174,9 @@ async function verifyInDatabase(query: { orgId: string; from?: string; to?: stri
     return result.ok ? 0 : 1;
   } catch (error) {
     progress.end();
-    const hint = process.env.DATABASE_URL ? 'DATABASE_URL' : 'the embedded database of `npm start`: is it running? Or set DATABASE_URL';
+    const hint = process.env.DATABASE_URL
+      ? 'DATABASE_URL'
+      : 'the embedded database of `npm start`: is it running? Or set DATABASE_URL';
     throw new Unverifiable(`cannot verify in the database at ${location(url)} (${hint}): ${reason(error)}`);
   } finally {
     await db.close();
@@ -184,7 +195,10 @@ const exportFile = z.object({
   heads: z.record(z.string(), z.object({ seq: z.number().int(), checksum: z.string() })).optional(),
   rows: z.array(
     z.object({
-      ...(Object.fromEntries(exportColumns.map((column) => [column, text])) as Record<(typeof exportColumns)[number], typeof text>),
+      ...(Object.fromEntries(exportColumns.map((column) => [column, text])) as Record<
+        (typeof exportColumns)[number],
+        typeof text
+      >),
       id: z.string(),
       orgId: z.string(),
       seq: z.number().int(),
@@ -211,7 +225,9 @@ function readExport(path: string): z.output<typeof exportFile> {
   const parsed = exportFile.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Unverifiable(`${path} is not an audit export (GET /api/v1/audit-logs/export?format=json): ${issue.path.join('.') || 'file'}: ${issue.message}`);
+    throw new Unverifiable(
+      `${path} is not an audit export (GET /api/v1/audit-logs/export?format=json): ${issue.path.join('.') || 'file'}: ${issue.message}`,
+    );
   }
   return parsed.data;
 }
@@ -223,7 +239,10 @@ function verifyFile(path: string): number {
   const complete = narrowedBy.length === 0 && file.rows.length < maxExportRows;
   const result = verifyRowsOffline(file.rows as ChainRow[], { complete, heads: file.heads });
   if (!result.contiguous) {
-    const why = narrowedBy.length > 0 ? `the export was filtered by ${narrowedBy.join(', ')}` : `the export holds only the ${count(maxExportRows)} newest rows by timestamp`;
+    const why =
+      narrowedBy.length > 0
+        ? `the export was filtered by ${narrowedBy.join(', ')}`
+        : `the export holds only the ${count(maxExportRows)} newest rows by timestamp`;
     throw new Unverifiable(
       `not a contiguous range: cannot verify offline (organization ${result.orgId}: seq ${result.afterSeq} is followed by seq ${result.nextSeq}; ${why}). ` +
         `Verify in the database instead: npm run audit:verify -- --org ${result.orgId} [--from --to]`,
@@ -243,10 +262,14 @@ function verifyFile(path: string): number {
           `cannot be checked without the database`,
       );
     if (!chain.firstBreak) console.log(`    last verified: seq ${chain.lastSeq}, checksum ${chain.lastChecksum}`);
-    console.log(`    head recorded in the export: ${chain.recordedHead ? describeLink(chain.recordedHead) : 'none (an export without heads)'}`);
+    console.log(
+      `    head recorded in the export: ${chain.recordedHead ? describeLink(chain.recordedHead) : 'none (an export without heads)'}`,
+    );
   }
   const scope = `${rows(result.checked)} of ${result.chains.length} organization${result.chains.length === 1 ? '' : 's'} checked offline against the file itself`;
-  console.log(`${result.ok ? 'ok' : 'break'}: ${path} (exported ${file.exportedAt}): ${scope}${result.ok ? '' : '; the break is shown above'}`);
+  console.log(
+    `${result.ok ? 'ok' : 'break'}: ${path} (exported ${file.exportedAt}): ${scope}${result.ok ? '' : '; the break is shown above'}`,
+  );
   // Anyone can recompute unkeyed SHA-256 checksums: the file proves itself consistent, not authentic.
   console.log(
     'note: the file is checked against itself only, and a forged file can be made consistent: compare each recorded head with the live head ' +
@@ -282,7 +305,12 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.file !== undefined) {
-    if (values.org !== undefined || values.from !== undefined || values.to !== undefined || values.anchor !== undefined) {
+    if (
+      values.org !== undefined ||
+      values.from !== undefined ||
+      values.to !== undefined ||
+      values.anchor !== undefined
+    ) {
       return usageError('--file takes no --org, --from, --to or --anchor: the file is the range');
     }
     return verifyFile(values.file);
@@ -293,8 +321,10 @@ async function main(argv: string[]): Promise<number> {
     const issue = query.error.issues[0]!;
     return usageError(`--${issue.path[0] === 'orgId' ? 'org' : String(issue.path[0])}: ${issue.message}`);
   }
-  if (values['public-key'] !== undefined && values.anchor === undefined) return usageError('--public-key checks an anchor: give --anchor too');
-  if (values.anchor !== undefined && (values.from !== undefined || values.to !== undefined)) return usageError('--anchor proves the whole chain: it takes no --from or --to');
+  if (values['public-key'] !== undefined && values.anchor === undefined)
+    return usageError('--public-key checks an anchor: give --anchor too');
+  if (values.anchor !== undefined && (values.from !== undefined || values.to !== undefined))
+    return usageError('--anchor proves the whole chain: it takes no --from or --to');
   const kept = values.anchor === undefined ? undefined : readAnchor(values.anchor, values.org, values['public-key']);
   return verifyInDatabase({ orgId: values.org, from: query.data.from, to: query.data.to }, values.progress, kept);
 }

@@ -92,8 +92,27 @@ interface Transaction {
   types: Map<number, string>;
 }
 
-const oid = { bool: 16, bytea: 17, int8: 20, varchar: 1043, float8: 701, uuid: 2950, json: 114, timestamp: 1114, date: 1082, time: 1083, numeric: 1700 };
-const hinted: Record<string, number> = { UUID: oid.uuid, JSON: oid.json, TIMESTAMP: oid.timestamp, DATE: oid.date, TIME: oid.time, DECIMAL: oid.numeric };
+const oid = {
+  bool: 16,
+  bytea: 17,
+  int8: 20,
+  varchar: 1043,
+  float8: 701,
+  uuid: 2950,
+  json: 114,
+  timestamp: 1114,
+  date: 1082,
+  time: 1083,
+  numeric: 1700,
+};
+const hinted: Record<string, number> = {
+  UUID: oid.uuid,
+  JSON: oid.json,
+  TIMESTAMP: oid.timestamp,
+  DATE: oid.date,
+  TIME: oid.time,
+  DECIMAL: oid.numeric,
+};
 
 /** Parameter types and texts as the Data API passes them (see the header). */
 function bindParameter(parameter: SqlParameter): { type: number; value: string | Buffer | null } {
@@ -102,7 +121,8 @@ function bindParameter(parameter: SqlParameter): { type: number; value: string |
     const type = hinted[parameter.typeHint];
     if (type === undefined) throw badRequest(`Invalid typeHint ${parameter.typeHint}`);
     if (field.isNull) return { type, value: null };
-    if (field.stringValue === undefined) throw badRequest(`typeHint ${parameter.typeHint} applies to a stringValue only`);
+    if (field.stringValue === undefined)
+      throw badRequest(`typeHint ${parameter.typeHint} applies to a stringValue only`);
     return { type, value: field.stringValue };
   }
   if (field.isNull) return { type: 0, value: null };
@@ -136,8 +156,22 @@ function bindStatement(sql: string, parameters: SqlParameter[]) {
 
 /** JDBC type codes of columnMetadata.type. */
 const jdbcTypes: Record<string, number> = {
-  bool: -7, int2: 5, int4: 4, int8: -5, float4: 7, float8: 8, numeric: 2, varchar: 12, text: 12, bpchar: 1, name: 12,
-  date: 91, time: 92, timestamp: 93, timestamptz: 93, bytea: -2,
+  bool: -7,
+  int2: 5,
+  int4: 4,
+  int8: -5,
+  float4: 7,
+  float8: 8,
+  numeric: 2,
+  varchar: 12,
+  text: 12,
+  bpchar: 1,
+  name: 12,
+  date: 91,
+  time: 92,
+  timestamp: 93,
+  timestamptz: 93,
+  bytea: -2,
 };
 
 /** A one-dimensional PostgreSQL array literal's elements (null for NULL); multi-dimensional arrays are refused, as by the Data API. */
@@ -146,7 +180,8 @@ function arrayElements(text: string): (string | null)[] {
   const items: (string | null)[] = [];
   let i = 1;
   while (i < text.length - 1) {
-    if (text[i] === '{') throw new ApiError('UnsupportedResultException', 400, 'The result contains a multidimensional array');
+    if (text[i] === '{')
+      throw new ApiError('UnsupportedResultException', 400, 'The result contains a multidimensional array');
     if (text[i] === '"') {
       let item = '';
       i += 1;
@@ -217,7 +252,8 @@ function toApiError(error: unknown): ApiError {
     return databaseError(error);
   }
   const code = (error as { code?: string }).code ?? '';
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)) return new ApiError('DatabaseUnavailableException', 504, '');
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code))
+    return new ApiError('DatabaseUnavailableException', 504, '');
   return new ApiError('InternalServerErrorException', 500, '');
 }
 
@@ -229,7 +265,10 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
   let paused = { calls: 0, until: 0 };
 
   function secretOf(body: Record<string, unknown>): DataApiSecret {
-    if (body.resourceArn !== options.resourceArn) throw badRequest(`The resourceArn ${String(body.resourceArn)} is not this local Data API's cluster (${options.resourceArn})`);
+    if (body.resourceArn !== options.resourceArn)
+      throw badRequest(
+        `The resourceArn ${String(body.resourceArn)} is not this local Data API's cluster (${options.resourceArn})`,
+      );
     const secret = options.secrets[String(body.secretArn)];
     if (!secret) throw badRequest(`The secret ${String(body.secretArn)} is not known to this local Data API`);
     return secret;
@@ -238,14 +277,20 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
   function poolOf(body: Record<string, unknown>): { pool: pg.Pool; database: string } {
     const secret = secretOf(body);
     const url = new URL(options.serverUrl);
-    const database = typeof body.database === 'string' && body.database ? body.database : url.pathname.slice(1) || 'postgres';
+    const database =
+      typeof body.database === 'string' && body.database ? body.database : url.pathname.slice(1) || 'postgres';
     const key = `${String(body.secretArn)}\n${database}`;
     let pool = pools.get(key);
     if (!pool) {
       url.pathname = `/${database}`;
       url.username = encodeURIComponent(secret.username);
       url.password = encodeURIComponent(secret.password);
-      pool = new pg.Pool({ connectionString: url.toString(), max: 10, application_name: 'logbook-data-api', options: '-c TimeZone=UTC' });
+      pool = new pg.Pool({
+        connectionString: url.toString(),
+        max: 10,
+        application_name: 'logbook-data-api',
+        options: '-c TimeZone=UTC',
+      });
       pool.on('error', () => undefined);
       pools.set(key, pool);
     }
@@ -275,10 +320,17 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
   }
 
   /** Type names by OID, looked up once per database on the connection that met them (a type may be new in its transaction). */
-  async function typeNamesOf(client: pg.PoolClient, cache: Map<number, string>, oids: number[]): Promise<Map<number, string>> {
+  async function typeNamesOf(
+    client: pg.PoolClient,
+    cache: Map<number, string>,
+    oids: number[],
+  ): Promise<Map<number, string>> {
     const missing = [...new Set(oids)].filter((o) => !cache.has(o));
     if (missing.length > 0) {
-      const { rows } = await client.query<{ oid: number; typname: string }>('SELECT oid::int AS oid, typname::text AS typname FROM pg_type WHERE oid = ANY($1::oid[])', [missing]);
+      const { rows } = await client.query<{ oid: number; typname: string }>(
+        'SELECT oid::int AS oid, typname::text AS typname FROM pg_type WHERE oid = ANY($1::oid[])',
+        [missing],
+      );
       for (const row of rows) cache.set(row.oid, row.typname);
     }
     return cache;
@@ -289,10 +341,20 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     const parameters = (body.parameters ?? []) as SqlParameter[];
     const bound = bindStatement(body.sql, parameters);
     const rawText = Object.assign([...bound.types], { getTypeParser: () => (value: string) => value });
-    const result = await client.query({ text: bound.text, values: bound.values, types: rawText, rowMode: 'array', queryMode: 'extended' } as unknown as pg.QueryArrayConfig);
+    const result = await client.query({
+      text: bound.text,
+      values: bound.values,
+      types: rawText,
+      rowMode: 'array',
+      queryMode: 'extended',
+    } as unknown as pg.QueryArrayConfig);
     const written = ['INSERT', 'UPDATE', 'DELETE', 'MERGE'].includes(result.command) ? (result.rowCount ?? 0) : 0;
     if (result.fields.length === 0) return { numberOfRecordsUpdated: written };
-    const names = await typeNamesOf(client, types, result.fields.map((f) => f.dataTypeID));
+    const names = await typeNamesOf(
+      client,
+      types,
+      result.fields.map((f) => f.dataTypeID),
+    );
     const columns = result.fields.map((f) => ({ name: f.name, typeName: names.get(f.dataTypeID) ?? 'unknown' }));
     const response: Record<string, unknown> = { numberOfRecordsUpdated: written };
     if (body.includeResultMetadata) {
@@ -307,14 +369,18 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
         arrayBaseColumnType: 0,
       }));
     }
-    const records = (result.rows as (string | null)[][]).map((row) => row.map((value, i) => toField(value, columns[i]!.typeName)));
+    const records = (result.rows as (string | null)[][]).map((row) =>
+      row.map((value, i) => toField(value, columns[i]!.typeName)),
+    );
     if (body.formatRecordsAs === 'JSON') {
       const plain = (field: Field) => {
         if (field.isNull) return null;
         if (field.arrayValue) return Object.values(field.arrayValue)[0];
         return Object.values(field)[0];
       };
-      response.formattedRecords = JSON.stringify(records.map((record) => Object.fromEntries(record.map((field, i) => [columns[i]!.name, plain(field)]))));
+      response.formattedRecords = JSON.stringify(
+        records.map((record) => Object.fromEntries(record.map((field, i) => [columns[i]!.name, plain(field)]))),
+      );
     } else {
       response.records = records;
     }
@@ -353,7 +419,8 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     '/Execute': async (body) => {
       const response = await executeStatement(body);
       if (Buffer.byteLength(JSON.stringify(response)) > maxResponseBytes) {
-        if (body.transactionId !== undefined) await endTransaction(String(body.transactionId), 'ROLLBACK').catch(() => undefined);
+        if (body.transactionId !== undefined)
+          await endTransaction(String(body.transactionId), 'ROLLBACK').catch(() => undefined);
         throw badRequest('Database returned more than the allowed response size limit');
       }
       return response;
@@ -405,7 +472,10 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
         throw error;
       }
       const transactionId = randomBytes(48).toString('base64');
-      const timer = setTimeout(() => void endTransaction(transactionId, 'ROLLBACK').catch(() => undefined), transactionIdleMs).unref();
+      const timer = setTimeout(
+        () => void endTransaction(transactionId, 'ROLLBACK').catch(() => undefined),
+        transactionIdleMs,
+      ).unref();
       transactions.set(transactionId, { client, busy: false, timer, types: typesOf(database) });
       return { transactionId };
     },
@@ -439,14 +509,19 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = (req.url ?? '/').split('?')[0]!;
     const operation = req.method === 'POST' ? operations[path] : undefined;
-    if (!operation) return reply(res, 404, { message: `Unknown operation ${req.method} ${path}` }, 'UnknownOperationException');
+    if (!operation)
+      return reply(res, 404, { message: `Unknown operation ${req.method} ${path}` }, 'UnknownOperationException');
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
     } catch {
       return reply(res, 400, { message: 'Request body is not valid JSON' }, 'SerializationException');
     }
-    calls.push({ operation: path.slice(1), ...(typeof body.sql === 'string' && { sql: body.sql }), ...(typeof body.transactionId === 'string' && { transactionId: body.transactionId }) });
+    calls.push({
+      operation: path.slice(1),
+      ...(typeof body.sql === 'string' && { sql: body.sql }),
+      ...(typeof body.transactionId === 'string' && { transactionId: body.transactionId }),
+    });
     if (calls.length > callLog) calls.shift();
     if (paused.calls > 0 || Date.now() < paused.until) {
       paused.calls = Math.max(paused.calls - 1, 0);
@@ -495,8 +570,16 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
 /** The local cluster's ARN and the secrets of the roles `npm start` connects as in data-api mode. */
 const localClusterArn = 'arn:aws:rds:local:000000000000:cluster:logbook-local';
 const localSecrets = {
-  app: { arn: 'arn:aws:secretsmanager:local:000000000000:secret:logbook-app', urlVariable: 'APP_DATABASE_URL', secretVariable: 'APP_DB_SECRET_ARN' },
-  auditAdmin: { arn: 'arn:aws:secretsmanager:local:000000000000:secret:logbook-audit-admin', urlVariable: 'AUDIT_ADMIN_DATABASE_URL', secretVariable: 'AUDIT_ADMIN_DB_SECRET_ARN' },
+  app: {
+    arn: 'arn:aws:secretsmanager:local:000000000000:secret:logbook-app',
+    urlVariable: 'APP_DATABASE_URL',
+    secretVariable: 'APP_DB_SECRET_ARN',
+  },
+  auditAdmin: {
+    arn: 'arn:aws:secretsmanager:local:000000000000:secret:logbook-audit-admin',
+    urlVariable: 'AUDIT_ADMIN_DATABASE_URL',
+    secretVariable: 'AUDIT_ADMIN_DB_SECRET_ARN',
+  },
 };
 
 /**
@@ -514,7 +597,12 @@ export async function useLocalDataApi(): Promise<RunningDataApiServer> {
   const server = await startDataApiServer({
     serverUrl: app.toString(),
     resourceArn: localClusterArn,
-    secrets: Object.fromEntries(logins.map(({ arn, url }) => [arn, { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }])),
+    secrets: Object.fromEntries(
+      logins.map(({ arn, url }) => [
+        arn,
+        { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) },
+      ]),
+    ),
     port: Number(process.env.DATA_API_PORT ?? 0),
   });
   Object.assign(process.env, {

@@ -1,6 +1,6 @@
-import { createPgDb } from '#shared/db/pg.ts';
 import { migrate } from '#shared/db/migrate.ts';
-import { grantRoleLogins, roleNames, withCredentials, type RolePasswords } from '#shared/db/roles.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+import { grantRoleLogins, type RolePasswords, roleNames, withCredentials } from '#shared/db/roles.ts';
 
 /** The superuser password of an embedded PostgreSQL (infra/local/embedded-postgres.ts). */
 export const embeddedPassword = 'logbook-local';
@@ -9,7 +9,8 @@ export const embeddedPassword = 'logbook-local';
 export const devServerPort = () => Number(process.env.EMBEDDED_PG_PORT ?? 54329);
 
 /** Superuser connection string of an embedded PostgreSQL on this port (by default `npm start`'s). */
-export const embeddedUrl = (port = devServerPort()) => `postgres://postgres:${embeddedPassword}@127.0.0.1:${port}/postgres`;
+export const embeddedUrl = (port = devServerPort()) =>
+  `postgres://postgres:${embeddedPassword}@127.0.0.1:${port}/postgres`;
 
 /** Local passwords of the API and retention roles (local servers and tests only; AWS keeps them in Secrets Manager). */
 export const localRolePasswords: RolePasswords = { app: 'logbook-app-local', auditAdmin: 'logbook-audit-admin-local' };
@@ -18,7 +19,10 @@ export const localRolePasswords: RolePasswords = { app: 'logbook-app-local', aud
 export type LocalRole = keyof RolePasswords;
 
 /** Where the environment may give a role's connection instead of having it derived from the administrator's. */
-export const roleUrlVariables: Record<LocalRole, string> = { app: 'APP_DATABASE_URL', auditAdmin: 'AUDIT_ADMIN_DATABASE_URL' };
+export const roleUrlVariables: Record<LocalRole, string> = {
+  app: 'APP_DATABASE_URL',
+  auditAdmin: 'AUDIT_ADMIN_DATABASE_URL',
+};
 
 export interface DatabaseUrls {
   /** Administrator (migrations, role logins). */
@@ -42,7 +46,10 @@ export function roleUrls(adminUrl: string): DatabaseUrls {
  * Migrates the database at `adminUrl` and gives the roles in `logins` (default: both)
  * their local passwords; a role whose connection is configured elsewhere keeps its own.
  */
-export async function prepareDatabase(adminUrl: string, options: { log?: (line: string) => void; logins?: readonly LocalRole[] } = {}): Promise<void> {
+export async function prepareDatabase(
+  adminUrl: string,
+  options: { log?: (line: string) => void; logins?: readonly LocalRole[] } = {},
+): Promise<void> {
   const { log, logins = ['app', 'auditAdmin'] } = options;
   const admin = createPgDb({ connectionString: adminUrl, max: 1, applicationName: 'logbook-migrate' });
   try {

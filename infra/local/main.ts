@@ -2,25 +2,26 @@
  * `npm start`: the service on this machine. The same handlers as in AWS behind a
  * local API Gateway, on an embedded PostgreSQL under .data/ unless DATABASE_URL is set.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { jwtDefaults } from '#shared/auth/jwt.ts';
+import { findConnection } from '#shared/live-query/store.ts';
+import { startAgent } from './agent/agent.ts';
+import { generateEventStore } from './agent/event-store.ts';
 import { useLocalDataApi } from './data-api-server.ts';
-import { devServerPort, prepareDatabase, roleUrls, roleUrlVariables, type LocalRole } from './database.ts';
+import { devServerPort, type LocalRole, prepareDatabase, roleUrls, roleUrlVariables } from './database.ts';
 import { seedDemo, signDemoUserTokens } from './demo.ts';
 import { seedDemoTrail } from './demo-trail.ts';
-import { startEmbeddedPostgres, type RunningPostgres } from './embedded-postgres.ts';
+import { type RunningPostgres, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { startHttpGateway } from './http-gateway.ts';
 import { loadWebSite } from './web-site.ts';
 import { startWsGateway, useLocalManagementApi } from './ws-gateway.ts';
-import { startAgent } from './agent/agent.ts';
-import { generateEventStore } from './agent/event-store.ts';
-import { findConnection } from '#shared/live-query/store.ts';
 
 const dataDir = '.data';
 const port = Number(process.env.PORT ?? 3000);
@@ -53,8 +54,12 @@ function scheduleRetention(): () => Promise<void> {
     try {
       const run = await runRetention(auditAdminDb(), { signal: stopping.signal });
       const pruned = run.organizations.filter((org) => org.rowsDeleted > 0).length;
-      if (run.rowsDeleted > 0) console.log(`retention: deleted ${run.rowsDeleted.toLocaleString('en-US')} audit rows older than their policy from ${pruned} organization(s)`);
-      for (const org of run.organizations) if (org.error) console.error(`retention: organization ${org.orgId} could not be pruned: ${org.error}`);
+      if (run.rowsDeleted > 0)
+        console.log(
+          `retention: deleted ${run.rowsDeleted.toLocaleString('en-US')} audit rows older than their policy from ${pruned} organization(s)`,
+        );
+      for (const org of run.organizations)
+        if (org.error) console.error(`retention: organization ${org.orgId} could not be pruned: ${org.error}`);
     } catch (error) {
       console.error('retention: the daily run failed:', error);
     }

@@ -7,7 +7,12 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { configuredAnchorKey, localAnchorKeyPem } from '#shared/audit/anchors.ts';
-import { runRetention, type OrganizationRetention, type RetentionProgress, type RetentionRun } from '#shared/audit/retention.ts';
+import {
+  type OrganizationRetention,
+  type RetentionProgress,
+  type RetentionRun,
+  runRetention,
+} from '#shared/audit/retention.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { location, reason } from './cli.ts';
 import { embeddedUrl, roleUrls } from './database.ts';
@@ -37,11 +42,19 @@ const organizations = (n: number) => `${count(n)} organization${n === 1 ? '' : '
 
 /** Where the worker connects, and how that was decided (the message of a connection failure names it). */
 function auditAdminConnection(): { url: string; source: string } {
-  if (process.env.AUDIT_ADMIN_DATABASE_URL) return { url: process.env.AUDIT_ADMIN_DATABASE_URL, source: 'AUDIT_ADMIN_DATABASE_URL' };
-  if (process.env.DATABASE_URL) return { url: roleUrls(process.env.DATABASE_URL).auditAdmin, source: 'the audit-admin login derived from DATABASE_URL' };
+  if (process.env.AUDIT_ADMIN_DATABASE_URL)
+    return { url: process.env.AUDIT_ADMIN_DATABASE_URL, source: 'AUDIT_ADMIN_DATABASE_URL' };
+  if (process.env.DATABASE_URL)
+    return {
+      url: roleUrls(process.env.DATABASE_URL).auditAdmin,
+      source: 'the audit-admin login derived from DATABASE_URL',
+    };
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts), whose role logins it set.
   const embedded = embeddedUrl();
-  return { url: roleUrls(embedded).auditAdmin, source: 'the embedded database of `npm start`: is it running? Or set DATABASE_URL' };
+  return {
+    url: roleUrls(embedded).auditAdmin,
+    source: 'the embedded database of `npm start`: is it running? Or set DATABASE_URL',
+  };
 }
 
 /** "organizations done / total, rows deleted" on stderr: in place on a terminal (at most 10 times a second), else one line per update. */
@@ -84,10 +97,16 @@ function report(run: RetentionRun): void {
   if (run.dryRun) console.log(`dry run: ${rows(run.rowsDeleted)} would be deleted from ${scope}. Nothing was deleted.`);
   else console.log(`done: ${rows(run.rowsDeleted)} deleted from ${scope}.`);
   if (run.failed > 0) console.error(`error: ${organizations(run.failed)} could not be pruned (shown above)`);
-  if (run.ingestKeysDeleted > 0) console.log(`ingestion: ${count(run.ingestKeysDeleted)} idempotency keys older than 25 hours deleted.`);
+  if (run.ingestKeysDeleted > 0)
+    console.log(`ingestion: ${count(run.ingestKeysDeleted)} idempotency keys older than 25 hours deleted.`);
   if (run.integrity) {
-    for (const f of run.integrity.failures) console.error(`integrity: organization ${f.orgId}: ${f.reason}, first break at seq ${f.seq} (${f.kind}); no anchor written`);
-    console.log(`integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} with a chain verified and anchored.`);
+    for (const f of run.integrity.failures)
+      console.error(
+        `integrity: organization ${f.orgId}: ${f.reason}, first break at seq ${f.seq} (${f.kind}); no anchor written`,
+      );
+    console.log(
+      `integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} with a chain verified and anchored.`,
+    );
   }
 }
 
@@ -114,7 +133,8 @@ async function main(argv: string[]): Promise<number> {
   }
   let asOf: Date | undefined;
   if (values['as-of'] !== undefined) {
-    if (!z.iso.datetime({ offset: true }).safeParse(values['as-of']).success) return usageError(`--as-of: give an ISO 8601 instant with offset, such as 2026-01-31T00:00:00Z`);
+    if (!z.iso.datetime({ offset: true }).safeParse(values['as-of']).success)
+      return usageError(`--as-of: give an ISO 8601 instant with offset, such as 2026-01-31T00:00:00Z`);
     asOf = new Date(values['as-of']);
   }
   const dryRun = values['dry-run'];
@@ -131,7 +151,9 @@ async function main(argv: string[]): Promise<number> {
       run = await runRetention(db, { dryRun, asOf, onProgress: progress.update, anchorKey });
     } catch (error) {
       progress.end();
-      console.error(`error: cannot run retention in the database at ${location(url)} as logbook_audit_admin (${source}): ${reason(error)}`);
+      console.error(
+        `error: cannot run retention in the database at ${location(url)} as logbook_audit_admin (${source}): ${reason(error)}`,
+      );
       return 2;
     }
     progress.end();

@@ -6,7 +6,10 @@ import { jwtDefaults } from '#shared/auth/jwt.ts';
  * Signs a local HS256 user token with JWT_SECRET (local server demo tokens and tests;
  * in AWS the identity provider issues tokens and the API only verifies them).
  */
-export function signUserToken(claims: UserClaims, options: { expiresIn?: string | number; secret?: string } = {}): Promise<string> {
+export function signUserToken(
+  claims: UserClaims,
+  options: { expiresIn?: string | number; secret?: string } = {},
+): Promise<string> {
   const secret = options.secret ?? process.env.JWT_SECRET;
   if (!secret) throw new Error('JWT_SECRET is not set');
   const { sub, ...rest } = claims;

@@ -7,7 +7,13 @@
 import { parseArgs } from 'node:util';
 import { launchChromium } from './chromium.ts';
 
-const { values } = parseArgs({ options: { url: { type: 'string', default: 'http://localhost:3000' }, token: { type: 'string' }, out: { type: 'string', default: 'docs' } } });
+const { values } = parseArgs({
+  options: {
+    url: { type: 'string', default: 'http://localhost:3000' },
+    token: { type: 'string' },
+    out: { type: 'string', default: 'docs' },
+  },
+});
 const token = values.token ?? process.env.PARTNER_ADMIN_TOKEN;
 if (!token) {
   console.error('Give a user token: --token <jwt>, or export PARTNER_ADMIN_TOKEN as npm start prints it.');
@@ -16,14 +22,27 @@ if (!token) {
 
 const browser = await launchChromium();
 try {
-  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, locale: 'en-GB', timezoneId: 'Europe/London', isMobile: true, hasTouch: true });
+  const phone = await browser.newContext({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    locale: 'en-GB',
+    timezoneId: 'Europe/London',
+    isMobile: true,
+    hasTouch: true,
+  });
   const phonePage = await phone.newPage();
   await phonePage.goto(`${values.url}/#token=${token}`);
   await phonePage.locator('table.trail tbody tr').first().waitFor();
   await phonePage.locator('.chain-ok, .chain-broken, .chain-unknown').waitFor();
   await phonePage.screenshot({ path: `${values.out}/viewer-phone.png` });
 
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, locale: 'en-GB', timezoneId: 'Europe/London', colorScheme: 'light' });
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    deviceScaleFactor: 1,
+    locale: 'en-GB',
+    timezoneId: 'Europe/London',
+    colorScheme: 'light',
+  });
   const page = await context.newPage();
   await page.goto(`${values.url}/#token=${token}`);
   await page.locator('table.trail tbody tr').first().waitFor();

@@ -18,7 +18,11 @@ export async function loadWebSite(): Promise<Map<string, StaticFile>> {
   for (const file of await bundleWeb()) {
     const served: StaticFile = {
       body: file.body,
-      headers: { ...pageHeaders, 'content-type': file.contentType, 'cache-control': file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache' },
+      headers: {
+        ...pageHeaders,
+        'content-type': file.contentType,
+        'cache-control': file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+      },
     };
     site.set(`/${file.path}`, served);
     if (file.path === 'index.html') site.set('/', served);

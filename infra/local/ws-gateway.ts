@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
-import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { WebSocketEvent, WebSocketHandler } from '#shared/live-query/ws-handler.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';
@@ -130,7 +130,14 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   }
 
   function accept(socket: WebSocket, base: ConnectionBase): void {
-    const connection: Connection = { socket, connectedAt: base.connectedAt, lastActiveAt: Date.now(), sourceIp: base.sourceIp, userAgent: base.userAgent, domainName: base.domainName };
+    const connection: Connection = {
+      socket,
+      connectedAt: base.connectedAt,
+      lastActiveAt: Date.now(),
+      sourceIp: base.sourceIp,
+      userAgent: base.userAgent,
+      domainName: base.domainName,
+    };
     connections.set(base.connectionId, connection);
     const resetIdle = () => {
       clearTimeout(connection.idle);
@@ -143,14 +150,24 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       resetIdle();
       const body = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
       const event = {
-        requestContext: { ...requestContext(base, '$default', 'MESSAGE'), messageId: randomBytes(9).toString('base64url') + '=' },
+        requestContext: {
+          ...requestContext(base, '$default', 'MESSAGE'),
+          messageId: `${randomBytes(9).toString('base64url')}=`,
+        },
         body: isBinary ? body.toString('base64') : body.toString('utf8'),
         isBase64Encoded: isBinary,
       } as WebSocketEvent;
       void invoke('$default', event).then((result) => {
         // As API Gateway does when the integration fails: the client is told, the connection stays.
         if (result === undefined || statusOf(result) >= 500) {
-          send(base.connectionId, JSON.stringify({ message: 'Internal server error', connectionId: base.connectionId, requestId: event.requestContext.requestId }));
+          send(
+            base.connectionId,
+            JSON.stringify({
+              message: 'Internal server error',
+              connectionId: base.connectionId,
+              requestId: event.requestContext.requestId,
+            }),
+          );
         }
       });
     });
@@ -160,7 +177,10 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       clearTimeout(connection.idle);
       if (closing) return;
       connections.delete(base.connectionId);
-      const done = invoke('$disconnect', disconnectEvent(base, connection.closeCode ?? code, connection.closeReason ?? reason.toString('utf8')));
+      const done = invoke(
+        '$disconnect',
+        disconnectEvent(base, connection.closeCode ?? code, connection.closeReason ?? reason.toString('utf8')),
+      );
       disconnects.add(done);
       void done.finally(() => disconnects.delete(done));
     });
@@ -187,7 +207,11 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   function disconnectEvent(base: ConnectionBase, code: number, reason: string): WebSocketEvent {
     return {
       headers: { Host: base.domainName },
-      requestContext: { ...requestContext(base, '$disconnect', 'DISCONNECT'), disconnectStatusCode: code, disconnectReason: reason },
+      requestContext: {
+        ...requestContext(base, '$disconnect', 'DISCONNECT'),
+        disconnectStatusCode: code,
+        disconnectReason: reason,
+      },
       isBase64Encoded: false,
     } as WebSocketEvent;
   }
@@ -232,7 +256,8 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   });
   const { port } = server.address() as AddressInfo;
   const host = options.host;
-  const shownHost = host === undefined || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const shownHost =
+    host === undefined || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 
   return {
     port,
@@ -256,7 +281,9 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
 
 /** The default loader: the handler module's exported `handler`. */
 async function importHandler(handlerPath: string): Promise<WebSocketHandler> {
-  const module = (await import(new URL(`../../functions/${handlerPath}.ts`, import.meta.url).href)) as { handler?: unknown };
+  const module = (await import(new URL(`../../functions/${handlerPath}.ts`, import.meta.url).href)) as {
+    handler?: unknown;
+  };
   if (typeof module.handler !== 'function') throw new Error(`functions/${handlerPath}.ts exports no handler`);
   return module.handler as WebSocketHandler;
 }
@@ -275,14 +302,14 @@ function requestContext(
   return {
     routeKey,
     eventType,
-    extendedRequestId: randomBytes(9).toString('base64url') + '=',
+    extendedRequestId: `${randomBytes(9).toString('base64url')}=`,
     requestTime: gatewayTime(now),
     messageDirection: 'IN',
     stage: STAGE,
     connectedAt: base.connectedAt,
     requestTimeEpoch: now,
     identity: { sourceIp: base.sourceIp, userAgent: base.userAgent },
-    requestId: randomBytes(9).toString('base64url') + '=',
+    requestId: `${randomBytes(9).toString('base64url')}=`,
     domainName: base.domainName,
     connectionId: base.connectionId,
     apiId: 'local',
@@ -290,7 +317,10 @@ function requestContext(
 }
 
 /** The handshake's headers as API Gateway passes them to $connect: names as the client sent them. */
-function handshakeHeaders(req: IncomingMessage): { headers: Record<string, string>; multiValueHeaders: Record<string, string[]> } {
+function handshakeHeaders(req: IncomingMessage): {
+  headers: Record<string, string>;
+  multiValueHeaders: Record<string, string[]>;
+} {
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -302,7 +332,9 @@ function handshakeHeaders(req: IncomingMessage): { headers: Record<string, strin
   return { headers, multiValueHeaders };
 }
 
-function queryParameters(params: URLSearchParams): { single: Record<string, string>; multi: Record<string, string[]> } | undefined {
+function queryParameters(
+  params: URLSearchParams,
+): { single: Record<string, string>; multi: Record<string, string[]> } | undefined {
   const single: Record<string, string> = {};
   const multi: Record<string, string[]> = {};
   for (const [key, value] of params) {
@@ -319,9 +351,12 @@ function statusOf(result: APIGatewayProxyResultV2 | undefined): number {
 
 /** Refuses the handshake with the status $connect answered (401 for a bad token), as API Gateway does. */
 function refuse(socket: Socket, status: number): void {
-  const text = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 500: 'Internal Server Error' }[status] ?? 'Error';
+  const text =
+    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 500: 'Internal Server Error' }[status] ?? 'Error';
   const body = JSON.stringify({ message: text });
-  socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -335,7 +370,11 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 
 /** An error of the management API as the SDK reads it: the type in x-amzn-errortype. */
 function awsError(res: ServerResponse, status: number, type: string, message: string | null): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'x-amzn-errortype': type, 'x-amzn-requestid': randomUUID() });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'x-amzn-errortype': type,
+    'x-amzn-requestid': randomUUID(),
+  });
   res.end(JSON.stringify({ message }));
 }
 

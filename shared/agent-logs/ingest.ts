@@ -36,7 +36,10 @@ export async function submitLogs(db: Db, caller: AgentPrincipal, agentId: string
   countMetric('AgentLogsStored', received);
   if (failed.length === 0) return { received };
   await releaseIngest(db, device, 'logs', reservation, logs.length - received).catch((error: unknown) => {
-    logger.error('Could not give back the budget of unstored log entries', { deviceId: device.id, error: String(error) });
+    logger.error('Could not give back the budget of unstored log entries', {
+      deviceId: device.id,
+      error: String(error),
+    });
   });
   if (received === 0) throw firstError;
   return { received, failed };

@@ -12,7 +12,9 @@ export const maxLogsPerRequest = 500;
 export const logEntry = z.object({
   timestamp: agentTimestamp(),
   level: z.enum(logLevels),
-  component: storableText({ min: 1, max: 100 }).meta({ description: 'Agent subsystem, such as updater, heartbeat, ws' }),
+  component: storableText({ min: 1, max: 100 }).meta({
+    description: 'Agent subsystem, such as updater, heartbeat, ws',
+  }),
   message: storableText(),
   fields: jsonObject().meta({ description: 'Structured key-value metadata; null or absent: {}' }),
   agentVersion: storableText({ max: 50 }).nullish(),
@@ -24,7 +26,9 @@ export const submitLogs = z
     logs: z
       .array(logEntry)
       .max(maxLogsPerRequest)
-      .meta({ description: `At most ${maxLogsPerRequest} entries; one invalid entry rejects the request (400 naming body.logs.<index>.<field>) and stores nothing` }),
+      .meta({
+        description: `At most ${maxLogsPerRequest} entries; one invalid entry rejects the request (400 naming body.logs.<index>.<field>) and stores nothing`,
+      }),
   })
   .meta({ id: 'AgentLogSubmission' });
 
@@ -34,7 +38,10 @@ export const logsReceipt = z
     failed: z
       .array(z.object({ from: z.number().int(), to: z.number().int() }))
       .optional()
-      .meta({ description: 'Only when an insert batch failed: the index ranges (inclusive) of the entries not stored, to send again' }),
+      .meta({
+        description:
+          'Only when an insert batch failed: the index ranges (inclusive) of the entries not stored, to send again',
+      }),
   })
   .meta({ id: 'AgentLogReceipt' });
 
@@ -44,7 +51,9 @@ export const diagnosticLogsQuery = z.object({
   component: optionalParam(z.string().max(100)).meta({ description: 'Exact component' }),
   since: queryInstant('Entries at or after this time'),
   until: queryInstant('Entries at or before this time'),
-  search: optionalParam(z.string().max(255)).meta({ description: 'Case-insensitive substring of the message; LIKE wildcards match literally' }),
+  search: optionalParam(z.string().max(255)).meta({
+    description: 'Case-insensitive substring of the message; LIKE wildcards match literally',
+  }),
 });
 export type DiagnosticLogsQuery = z.output<typeof diagnosticLogsQuery>;
 

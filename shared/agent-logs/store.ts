@@ -10,7 +10,11 @@ import type { LogEntry } from './schemas.ts';
  * by jsonb_to_recordset (DESIGN.md "Database"). One statement, so a batch is stored whole or not at all.
  * The agent_logs_count trigger adds the rows to agent_log_counts in the same statement.
  */
-export async function insertLogBatch(db: Db, device: { id: string; orgId: string }, entries: readonly LogEntry[]): Promise<number> {
+export async function insertLogBatch(
+  db: Db,
+  device: { id: string; orgId: string },
+  entries: readonly LogEntry[],
+): Promise<number> {
   const rows = entries.map((e) => ({
     timestamp: e.timestamp,
     at: asUtc(e.timestamp),
@@ -65,7 +69,10 @@ function wholeHours(filter: DiagnosticLogFilter, until: string): { fullFrom: str
   const from = filter.since === undefined ? undefined : Math.floor(Date.parse(filter.since) / hour) * hour + hour;
   const to = filter.until === undefined ? undefined : Math.floor(Date.parse(filter.until) / hour) * hour;
   if (from !== undefined && to !== undefined && from >= to) return none;
-  return { fullFrom: from === undefined ? '-infinity' : new Date(from).toISOString(), fullTo: to === undefined ? 'infinity' : new Date(to).toISOString() };
+  return {
+    fullFrom: from === undefined ? '-infinity' : new Date(from).toISOString(),
+    fullTo: to === undefined ? 'infinity' : new Date(to).toISOString(),
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
@@ -14,15 +14,30 @@ import { recordHeartbeat } from './store.ts';
  * (DESIGN.md: telemetry must not drown the trail), except agent.source.ip.changed when the IP differs
  * from the one the device last reported (seed 6).
  */
-export async function heartbeat(db: Db, caller: AgentPrincipal, agentId: string, report: z.output<typeof heartbeatSchema>, audit: AuditContext) {
+export async function heartbeat(
+  db: Db,
+  caller: AgentPrincipal,
+  agentId: string,
+  report: z.output<typeof heartbeatSchema>,
+  audit: AuditContext,
+) {
   const device = await deviceOfAgent(db, caller, agentId);
   const ip = audit.ipAddress ?? null;
-  const seen = await recordHeartbeat(db, device.id, { ip, agentVersion: report.agentVersion ?? null, status: report.status ?? null });
+  const seen = await recordHeartbeat(db, device.id, {
+    ip,
+    agentVersion: report.agentVersion ?? null,
+    status: report.status ?? null,
+  });
   if (!seen) throw NotFound('Agent');
   if (ip && seen.previousIp && seen.previousIp !== ip) {
     writeRouteAudit(
       { ...audit, actorName: seen.hostname },
-      { orgId: device.orgId, action: 'agent.source.ip.changed', ...deviceResource({ ...seen, id: device.id }), details: { previousIp: seen.previousIp, ip } },
+      {
+        orgId: device.orgId,
+        action: 'agent.source.ip.changed',
+        ...deviceResource({ ...seen, id: device.id }),
+        details: { previousIp: seen.previousIp, ip },
+      },
     );
   }
   return { ok: true as const, serverTime: seen.lastSeenAt.toISOString() };

@@ -1,7 +1,7 @@
 import type { Db } from '../db/db.ts';
 import { RateLimited } from '../errors.ts';
-import * as store from './store.ts';
 import type { AgentDevice, IngestKind, Reservation } from './store.ts';
+import * as store from './store.ts';
 
 /**
  * Flood protection (issue 5): entries each device may submit per clock hour, unless its organization
@@ -26,8 +26,21 @@ const what: Record<IngestKind, string> = { logs: 'diagnostic log entries', event
  * (seconds until the clock hour ends) and nothing is charged. `needed` (default `count`) is how many
  * must still fit: 1 with a `count` of 0 checks that the budget is not used up, charging nothing.
  */
-export async function reserveIngest(db: Db, device: AgentDevice, kind: IngestKind, count: number, needed = count): Promise<Reservation & { windowStart: Date }> {
-  const reservation = await store.reserveIngest(db, { deviceId: device.id, orgId: device.orgId, kind, count, needed, defaultBudget: defaultBudget(kind) });
+export async function reserveIngest(
+  db: Db,
+  device: AgentDevice,
+  kind: IngestKind,
+  count: number,
+  needed = count,
+): Promise<Reservation & { windowStart: Date }> {
+  const reservation = await store.reserveIngest(db, {
+    deviceId: device.id,
+    orgId: device.orgId,
+    kind,
+    count,
+    needed,
+    defaultBudget: defaultBudget(kind),
+  });
   if (!reservation.windowStart) {
     throw RateLimited(
       needed > reservation.budget
@@ -41,6 +54,13 @@ export async function reserveIngest(db: Db, device: AgentDevice, kind: IngestKin
 }
 
 /** Gives back what a reservation charged but did not store (failed batches, duplicates). */
-export async function releaseIngest(db: Db, device: AgentDevice, kind: IngestKind, reservation: { windowStart: Date }, count: number): Promise<void> {
-  if (count > 0) await store.releaseIngest(db, { deviceId: device.id, kind, windowStart: reservation.windowStart, count });
+export async function releaseIngest(
+  db: Db,
+  device: AgentDevice,
+  kind: IngestKind,
+  reservation: { windowStart: Date },
+  count: number,
+): Promise<void> {
+  if (count > 0)
+    await store.releaseIngest(db, { deviceId: device.id, kind, windowStart: reservation.windowStart, count });
 }

@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { Forbidden } from '../errors.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { defaultBudget } from './ingest-budget.ts';
 import type { updateIngestLimits as updateSchema } from './schemas.ts';
-import { findIngestLimits, upsertIngestLimits, type IngestLimitOverrides } from './store.ts';
+import { findIngestLimits, type IngestLimitOverrides, upsertIngestLimits } from './store.ts';
 
 const noOverrides: IngestLimitOverrides = { logsPerDeviceHour: null, eventsPerDeviceHour: null };
 
@@ -31,7 +31,13 @@ export async function getIngestLimits(db: Db, principal: Principal, orgId: strin
  * so only partner and platform users set them, never the organization's own users. Audited as
  * organization.update with the overrides before and after.
  */
-export async function updateIngestLimits(db: Db, principal: Principal, orgId: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+export async function updateIngestLimits(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  change: z.output<typeof updateSchema>,
+  audit: AuditContext,
+) {
   const org = await reachableOrganization(db, principal, orgId, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Ingest limits are set by the partner');
   const { before, after } = await db.transaction(async (tx) => {

@@ -3,7 +3,7 @@ import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { Forbidden, NotFound } from '../errors.ts';
 import { findDevice } from '../hierarchy/store.ts';
-import { agentExists, type AgentDevice } from './store.ts';
+import { type AgentDevice, agentExists } from './store.ts';
 
 /**
  * The device an agent acts for on `/agents/{id}/...`. The token was checked by the authentication
@@ -11,7 +11,8 @@ import { agentExists, type AgentDevice } from './store.ts';
  * another live agent's id is 403, an id no live device matches is 404 (seed 4.3).
  */
 export async function deviceOfAgent(db: Db, caller: AgentPrincipal, agentId: string): Promise<AgentDevice> {
-  if (agentId.toLowerCase() === caller.agentId) return { agentId: caller.agentId, id: caller.deviceId, orgId: caller.orgId };
+  if (agentId.toLowerCase() === caller.agentId)
+    return { agentId: caller.agentId, id: caller.deviceId, orgId: caller.orgId };
   if (await agentExists(db, agentId)) throw Forbidden('An agent may only act for its own agent id');
   throw NotFound('Agent');
 }

@@ -18,7 +18,10 @@ export function storableText(length: { min?: number; max?: number } = {}) {
 function surrogatePaths(value: unknown, path: PropertyKey[]): PropertyKey[][] {
   if (typeof value === 'string') return loneSurrogate.test(value) ? [path] : [];
   if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([key, item]) => [...(loneSurrogate.test(key) ? [path] : []), ...surrogatePaths(item, [...path, key])]);
+  return Object.entries(value).flatMap(([key, item]) => [
+    ...(loneSurrogate.test(key) ? [path] : []),
+    ...surrogatePaths(item, [...path, key]),
+  ]);
 }
 
 /** A JSON object of arbitrary keys (seed 2.5 fields, 2.6 details); null reads as absent, as agents marshal empty maps. */
@@ -26,7 +29,8 @@ export const jsonObject = () =>
   z
     .record(z.string(), z.unknown())
     .superRefine((value, ctx) => {
-      for (const path of surrogatePaths(value, [])) ctx.addIssue({ code: 'custom', path, message: loneSurrogateMessage });
+      for (const path of surrogatePaths(value, []))
+        ctx.addIssue({ code: 'custom', path, message: loneSurrogateMessage });
     })
     .nullish();
 
@@ -42,17 +46,23 @@ export const agentTimestamp = () =>
   z.iso
     .datetime({ offset: true, local: true, message: 'Give an ISO 8601 date and time, e.g. 2026-01-15T10:30:00Z' })
     .refine(storableInstant, instantMessage)
-    .meta({ description: 'ISO 8601 date and time; without an offset it is UTC. More than 10 minutes ahead of the server it is stored as the receipt time, the text kept as originalTimestamp' });
+    .meta({
+      description:
+        'ISO 8601 date and time; without an offset it is UTC. More than 10 minutes ahead of the server it is stored as the receipt time, the text kept as originalTimestamp',
+    });
 
 /** Text of an ISO 8601 date and time that PostgreSQL reads as UTC when it names no offset. */
 export const asUtc = (text: string) => (/(?:z|[+-]\d\d:\d\d)$/i.test(text) ? text : `${text}Z`);
 
 /** An empty query parameter (`?level=`, as viewers send them) is no filter. */
-export const optionalParam = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+export const optionalParam = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
 /** A time filter of a list query (ISO 8601; without an offset it is UTC), as ISO 8601 text with an offset. */
 export const queryInstant = (description: string) =>
-  optionalParam(z.iso.datetime({ offset: true, local: true }).refine(storableInstant, instantMessage).transform(asUtc)).meta({
+  optionalParam(
+    z.iso.datetime({ offset: true, local: true }).refine(storableInstant, instantMessage).transform(asUtc),
+  ).meta({
     description: `${description} (ISO 8601; without an offset it is UTC)`,
   });
 
@@ -66,7 +76,9 @@ export const enumList = <const T extends readonly [string, ...string[]]>(values:
   ).meta({ description: `One or more of ${values.join(', ')}, comma-separated` });
 
 /** The agent routes' path: `/agents/{id}` names the calling agent itself. */
-export const agentParams = z.object({ id: z.uuid().meta({ description: 'The agent id (enrollment reply agentId); only the agent itself may use it' }) });
+export const agentParams = z.object({
+  id: z.uuid().meta({ description: 'The agent id (enrollment reply agentId); only the agent itself may use it' }),
+});
 
 /** What an agent may report about itself in its heartbeat. */
 export const agentStatuses = ['online', 'degraded', 'maintenance'] as const;
@@ -75,17 +87,19 @@ export const agentStatuses = ['online', 'degraded', 'maintenance'] as const;
 export const heartbeat = z
   .object({
     agentVersion: z.string().trim().min(1).max(50).nullish(),
-    status: z
-      .enum(agentStatuses)
-      .nullish()
-      .meta({ description: 'online: working normally; degraded: running with a failing subsystem; maintenance: updating or paused on purpose' }),
+    status: z.enum(agentStatuses).nullish().meta({
+      description:
+        'online: working normally; degraded: running with a failing subsystem; maintenance: updating or paused on purpose',
+    }),
   })
   .meta({ id: 'Heartbeat' });
 
 export const heartbeatReply = z
   .object({
     ok: z.literal(true),
-    serverTime: z.iso.datetime({ offset: true }).meta({ description: 'The server clock, for the agent to notice its own drift' }),
+    serverTime: z.iso
+      .datetime({ offset: true })
+      .meta({ description: 'The server clock, for the agent to notice its own drift' }),
   })
   .meta({ id: 'HeartbeatReply' });
 
@@ -94,8 +108,14 @@ const budget = z.number().int().min(0).max(10_000_000);
 /** PUT body: an absent field stays as it is; null returns it to the default. */
 export const updateIngestLimits = z
   .object({
-    logsPerDeviceHour: budget.nullable().optional().meta({ description: 'Diagnostic log entries each device may submit per clock hour; null: the default' }),
-    eventsPerDeviceHour: budget.nullable().optional().meta({ description: 'Event log entries each device may store per clock hour; null: the default' }),
+    logsPerDeviceHour: budget
+      .nullable()
+      .optional()
+      .meta({ description: 'Diagnostic log entries each device may submit per clock hour; null: the default' }),
+    eventsPerDeviceHour: budget
+      .nullable()
+      .optional()
+      .meta({ description: 'Event log entries each device may store per clock hour; null: the default' }),
   })
   .strict()
   .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');

@@ -1,4 +1,4 @@
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 
 /** The device an agent acts for (seed 4.3: the device is found by the agent identifier). */
 export interface AgentDevice {
@@ -24,9 +24,13 @@ export async function agentExists(db: Db, agentId: string): Promise<boolean> {
 
 /** How the device is named in audit rows (shared/hierarchy/devices.ts deviceResource). */
 export function findDeviceNames(db: Db, deviceId: string) {
-  return one<{ hostname: string; displayName: string | null }>(db, 'SELECT hostname, display_name AS "displayName" FROM devices WHERE id = :deviceId::uuid', {
-    deviceId,
-  });
+  return one<{ hostname: string; displayName: string | null }>(
+    db,
+    'SELECT hostname, display_name AS "displayName" FROM devices WHERE id = :deviceId::uuid',
+    {
+      deviceId,
+    },
+  );
 }
 
 /**
@@ -34,8 +38,18 @@ export function findDeviceNames(db: Db, deviceId: string) {
  * FOR UPDATE in the same statement, so of two concurrent heartbeats the second waits for the first
  * and compares against the IP the first wrote: an IP change is reported exactly once.
  */
-export function recordHeartbeat(db: Db, deviceId: string, report: { ip: string | null; agentVersion: string | null; status: string | null }) {
-  return one<{ previousIp: string | null; ip: string | null; lastSeenAt: Date; hostname: string; displayName: string | null }>(
+export function recordHeartbeat(
+  db: Db,
+  deviceId: string,
+  report: { ip: string | null; agentVersion: string | null; status: string | null },
+) {
+  return one<{
+    previousIp: string | null;
+    ip: string | null;
+    lastSeenAt: Date;
+    hostname: string;
+    displayName: string | null;
+  }>(
     db,
     `WITH previous AS (
        SELECT id, last_ip FROM devices WHERE id = :deviceId::uuid AND deleted_at IS NULL FOR UPDATE
@@ -98,7 +112,10 @@ export async function reserveIngest(
 }
 
 /** Gives back entries a reservation charged but that were not stored (failed batches, duplicates). */
-export async function releaseIngest(db: Db, r: { deviceId: string; kind: IngestKind; windowStart: Date; count: number }): Promise<void> {
+export async function releaseIngest(
+  db: Db,
+  r: { deviceId: string; kind: IngestKind; windowStart: Date; count: number },
+): Promise<void> {
   await db.query(
     `UPDATE agent_ingest_usage SET used = greatest(used - :count::int, 0)
       WHERE device_id = :deviceId::uuid AND kind = :kind::text AND window_start = :windowStart::timestamptz`,
@@ -123,7 +140,12 @@ export function findIngestLimits(db: Db, orgId: string, lock = false) {
 }
 
 /** Sets the overrides named in `change` (null: back to the default) and returns them all. */
-export async function upsertIngestLimits(db: Db, orgId: string, change: Partial<IngestLimitOverrides>, updatedBy: string) {
+export async function upsertIngestLimits(
+  db: Db,
+  orgId: string,
+  change: Partial<IngestLimitOverrides>,
+  updatedBy: string,
+) {
   const row = await one<IngestLimitOverrides & Record<string, unknown>>(
     db,
     `INSERT INTO agent_ingest_limits AS l (org_id, logs_per_device_hour, events_per_device_hour, updated_by)

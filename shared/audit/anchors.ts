@@ -5,13 +5,21 @@
  * with a chain; the public key is published (GET /api/v1/audit-logs/anchors), so anyone holding a copy of an anchor
  * can prove the chain up to it is unchanged (verifyChain's `anchor` option).
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+  verify,
+} from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import { requirePermission } from '../auth/tenancy.ts';
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 import { pageQuery, pagination, paginationSchema } from '../http/pagination.ts';
 import { auditScope } from './read-store.ts';
 
@@ -54,19 +62,25 @@ export function anchorPayload(fields: AnchorFields): string {
     fields.keyId,
   ];
   let payload = anchorVersion;
-  for (const value of values) payload += value === null ? '\n~' : `\n${Buffer.byteLength(String(value), 'utf8')}:${value}`;
+  for (const value of values)
+    payload += value === null ? '\n~' : `\n${Buffer.byteLength(String(value), 'utf8')}:${value}`;
   return payload;
 }
 
 /** The digest of the organizations with a chain: sha256 (hex) of their ids, sorted, joined by '\n'. */
 export function orgsDigest(orgIds: readonly string[]): string {
-  return createHash('sha256').update([...orgIds].sort().join('\n'), 'utf8').digest('hex');
+  return createHash('sha256')
+    .update([...orgIds].sort().join('\n'), 'utf8')
+    .digest('hex');
 }
 
 /** The first 16 hex digits of the SHA-256 of the public key (SPKI DER). */
 export function anchorKeyId(key: KeyObject): string {
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export function publicKeyPem(key: KeyObject): string {
@@ -101,7 +115,8 @@ export function configuredAnchorKey(env: NodeJS.ProcessEnv = process.env): KeyOb
   const pem = env.AUDIT_ANCHOR_PRIVATE_KEY;
   if (!pem) return undefined;
   const key = createPrivateKey(pem);
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`AUDIT_ANCHOR_PRIVATE_KEY must be an Ed25519 key, not ${key.asymmetricKeyType}`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new Error(`AUDIT_ANCHOR_PRIVATE_KEY must be an Ed25519 key, not ${key.asymmetricKeyType}`);
   return key;
 }
 
@@ -143,7 +158,11 @@ export async function insertAnchor(db: Db, anchor: AnchorFields & { signature: s
 
 /** The organization's newest anchor (by time, then seq). */
 export function readLatestAnchor(db: Db, orgId: string): Promise<Anchor | undefined> {
-  return one<Anchor>(db, `SELECT ${anchorColumns} FROM audit_anchors WHERE org_id = :orgId::uuid ORDER BY anchored_at DESC, seq DESC LIMIT 1`, { orgId });
+  return one<Anchor>(
+    db,
+    `SELECT ${anchorColumns} FROM audit_anchors WHERE org_id = :orgId::uuid ORDER BY anchored_at DESC, seq DESC LIMIT 1`,
+    { orgId },
+  );
 }
 
 /** The newest anchor of every organization that has one, by organization id. */
@@ -166,19 +185,34 @@ export const auditAnchor = z
     orgId: z.uuid(),
     seq: z.number().int().meta({ description: 'The chain head anchored' }),
     checksum,
-    firstRetainedSeq: z.number().int().meta({ description: 'The retention boundary: the first position the chain held' }),
-    boundaryChecksum: checksum.nullable().meta({ description: "The checksum the row at firstRetainedSeq links to (the latest retention checkpoint's); null without one" }),
+    firstRetainedSeq: z
+      .number()
+      .int()
+      .meta({ description: 'The retention boundary: the first position the chain held' }),
+    boundaryChecksum: checksum.nullable().meta({
+      description:
+        "The checksum the row at firstRetainedSeq links to (the latest retention checkpoint's); null without one",
+    }),
     orgCount: z.number().int().meta({ description: 'How many organizations had a chain when the anchor was written' }),
-    orgsDigest: checksum.meta({ description: "SHA-256 (hex) of those organizations' ids, sorted, joined by a newline" }),
+    orgsDigest: checksum.meta({
+      description: "SHA-256 (hex) of those organizations' ids, sorted, joined by a newline",
+    }),
     anchoredAt: z.string(),
-    keyId: z.string().meta({ description: 'The first 16 hex digits of the SHA-256 of the signing public key (SPKI DER)' }),
-    signature: z.string().meta({ description: `Ed25519 signature (base64) of the canonical payload: '${anchorVersion}', then per field (orgId, seq, checksum, firstRetainedSeq, boundaryChecksum, orgCount, orgsDigest, anchoredAt, keyId) a newline and '~' for null or '<UTF-8 byte length>:<value>'` }),
+    keyId: z
+      .string()
+      .meta({ description: 'The first 16 hex digits of the SHA-256 of the signing public key (SPKI DER)' }),
+    signature: z.string().meta({
+      description: `Ed25519 signature (base64) of the canonical payload: '${anchorVersion}', then per field (orgId, seq, checksum, firstRetainedSeq, boundaryChecksum, orgCount, orgsDigest, anchoredAt, keyId) a newline and '~' for null or '<UTF-8 byte length>:<value>'`,
+    }),
   })
   .meta({ id: 'AuditAnchor' });
 
 export const auditAnchorPage = z
   .object({
-    publicKey: z.string().nullable().meta({ description: 'The Ed25519 public key (SPKI PEM) anchors are signed with; null when none is configured' }),
+    publicKey: z
+      .string()
+      .nullable()
+      .meta({ description: 'The Ed25519 public key (SPKI PEM) anchors are signed with; null when none is configured' }),
     keyId: z.string().nullable(),
     data: z.array(auditAnchor),
     pagination: paginationSchema,

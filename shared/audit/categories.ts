@@ -2,7 +2,16 @@
  * seed 2.3: the category of an audit row, the security events and the compliance-tracked actions.
  * The lists are the specification's constants; the SQL built from them holds literals, never input.
  */
-export const auditCategories = ['authentication', 'device', 'automation', 'policy', 'alert', 'compliance', 'organization', 'system'] as const;
+export const auditCategories = [
+  'authentication',
+  'device',
+  'automation',
+  'policy',
+  'alert',
+  'compliance',
+  'organization',
+  'system',
+] as const;
 export type AuditCategory = (typeof auditCategories)[number];
 
 /** seed 2.3: action prefixes per category; an action matching none is `system`. */

@@ -1,11 +1,18 @@
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import { acceptsGzip, fileDownload, gzipInputBudget, payloadBytes, replyBodyBudget, tooLarge } from '../http/download.ts';
+import {
+  acceptsGzip,
+  fileDownload,
+  gzipInputBudget,
+  payloadBytes,
+  replyBodyBudget,
+  tooLarge,
+} from '../http/download.ts';
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
-import { readExportPage, type AuditFilters, type ExportCursor } from './read-store.ts';
-import { readChainHeads, type ChainRow } from './store.ts';
-import { writeRouteAudit, type AuditContext } from './writer.ts';
+import { type AuditFilters, type ExportCursor, readExportPage } from './read-store.ts';
+import { type ChainRow, readChainHeads } from './store.ts';
+import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** seed 8: an export holds at most 10,000 rows. */
 export const maxExportRows = 10_000;
@@ -25,11 +32,19 @@ export type ExportFormat = 'csv' | 'json';
  * organization whose rows leave is told so in its own trail (data.export, seed 6). A JSON export also carries
  * each exported organization's chain head from the same snapshot (`heads`), to compare with the live chain.
  */
-export async function exportAuditLogs(db: Db, principal: Principal, audit: AuditContext, query: AuditFilters & { format: ExportFormat }, acceptEncoding?: string) {
+export async function exportAuditLogs(
+  db: Db,
+  principal: Principal,
+  audit: AuditContext,
+  query: AuditFilters & { format: ExportFormat },
+  acceptEncoding?: string,
+) {
   const { format, ...filters } = query;
   const scope = readableScope(principal, filters);
   const encode = (row: ChainRow) =>
-    format === 'csv' ? csvRecord(exportColumns.map((column) => row[column])) : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
+    format === 'csv'
+      ? csvRecord(exportColumns.map((column) => row[column]))
+      : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
   // Reading stops as soon as the file cannot fit Lambda's reply any more (download.ts).
   const budget = acceptsGzip(acceptEncoding) ? gzipInputBudget : replyBodyBudget;
   const { records, rowsPerOrg, heads } = await db.transaction(
@@ -39,7 +54,11 @@ export async function exportAuditLogs(db: Db, principal: Principal, audit: Audit
       let bytes = 0;
       let after: ExportCursor | undefined;
       while (records.length < maxExportRows) {
-        const page = await readExportPage(tx, scope, { after, rows: Math.min(pageRows, maxExportRows - records.length), bytes: pageBytes });
+        const page = await readExportPage(tx, scope, {
+          after,
+          rows: Math.min(pageRows, maxExportRows - records.length),
+          bytes: pageBytes,
+        });
         if (page.length === 0) break;
         for (const row of page) {
           const record = encode(row);
@@ -63,10 +82,16 @@ export async function exportAuditLogs(db: Db, principal: Principal, audit: Audit
     format === 'csv'
       ? [csvRecord(exportColumns), ...records, ''].join('\r\n')
       : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},"rows":[${records.join(',')}]}`;
-  const reply = fileDownload({ body, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json', filename }, acceptEncoding);
+  const reply = fileDownload(
+    { body, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json', filename },
+    acceptEncoding,
+  );
 
   // An empty export is still recorded for an organization user's own organization.
-  const recorded = rowsPerOrg.size === 0 && principal.scope === 'organization' && principal.orgId ? new Map([[principal.orgId, 0]]) : rowsPerOrg;
+  const recorded =
+    rowsPerOrg.size === 0 && principal.scope === 'organization' && principal.orgId
+      ? new Map([[principal.orgId, 0]])
+      : rowsPerOrg;
   for (const [orgId, rowCount] of recorded) {
     writeRouteAudit(audit, {
       orgId,

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, requirePermission, tenantParams } from '../auth/tenancy.ts';
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 import { DomainError, ValidationFailed } from '../errors.ts';
 import { issueDetails } from '../http/error-envelope.ts';
 import { idempotencyKey, type ingestEvents, type ingestReceipt } from './schemas.ts';
-import { insertAuditRows, type AuditRowInput } from './store.ts';
+import { type AuditRowInput, insertAuditRows } from './store.ts';
 import { toAuditRow } from './writer.ts';
 
 type IngestRequest = z.output<typeof ingestEvents>;
@@ -20,19 +20,34 @@ type IngestReceipt = z.output<typeof ingestReceipt>;
  * fields describe the original actor. All rows go in one statement; with an Idempotency-Key, a retry
  * within 24 hours gets the first reply.
  */
-export async function ingestAuditEvents(db: Db, principal: Principal, body: IngestRequest, keyHeader: string | undefined): Promise<IngestReceipt> {
+export async function ingestAuditEvents(
+  db: Db,
+  principal: Principal,
+  body: IngestRequest,
+  keyHeader: string | undefined,
+): Promise<IngestReceipt> {
   const key = parseIdempotencyKey(keyHeader);
   requirePermission(principal, 'audit:write');
   const reportedBy = { actorType: principal.actorType, id: principal.id };
   // When the server received the report, beside the event's own timestamp (which the reporter chose).
   const reportedAt = new Date().toISOString();
-  const rows = body.events.map((event) => toAuditRow({ ...event, details: { ...event.details, reportedBy, reportedAt } }));
+  const rows = body.events.map((event) =>
+    toAuditRow({ ...event, details: { ...event.details, reportedBy, reportedAt } }),
+  );
   await assertOrganizations(db, principal, rows);
-  const append = async (tx: Db): Promise<IngestReceipt> => ({ received: rows.length, ids: inRequestOrder(rows, await insertAuditRows(tx, rows)) });
+  const append = async (tx: Db): Promise<IngestReceipt> => ({
+    received: rows.length,
+    ids: inRequestOrder(rows, await insertAuditRows(tx, rows)),
+  });
   if (key === undefined) return append(db);
   // READ COMMITTED (the sealing trigger refuses REPEATABLE READ): a duplicate that waited on the key sees its reply.
   return db.transaction(async (tx) => {
-    const claim = { principalType: principal.actorType, principalId: principal.id, key, requestHash: requestHash(body) };
+    const claim = {
+      principalType: principal.actorType,
+      principalId: principal.id,
+      key,
+      requestHash: requestHash(body),
+    };
     const replay = await claimKey(tx, claim);
     if (replay) return replay;
     const receipt = await append(tx);
@@ -43,7 +58,8 @@ export async function ingestAuditEvents(db: Db, principal: Principal, body: Inge
 
 function parseIdempotencyKey(header: string | undefined): string | undefined {
   const parsed = idempotencyKey.optional().safeParse(header);
-  if (!parsed.success) throw ValidationFailed('Invalid Idempotency-Key header', issueDetails(parsed.error, 'headers.idempotency-key'));
+  if (!parsed.success)
+    throw ValidationFailed('Invalid Idempotency-Key header', issueDetails(parsed.error, 'headers.idempotency-key'));
   return parsed.data;
 }
 
@@ -70,9 +86,16 @@ async function assertOrganizations(db: Db, principal: Principal, rows: AuditRowI
   );
   const reachable = new Set(found.map((org) => org.id));
   const missing = rows.flatMap((row, index) =>
-    reachable.has(row.orgId) ? [] : [{ path: `body.events.${index}.orgId`, message: 'Organization not found', code: 'not_found' }],
+    reachable.has(row.orgId)
+      ? []
+      : [{ path: `body.events.${index}.orgId`, message: 'Organization not found', code: 'not_found' }],
   );
-  if (missing.length > 0) throw new DomainError('NOT_FOUND', `Organization of ${missing[0]!.path.replace(/\.orgId$/, '')} not found`, missing);
+  if (missing.length > 0)
+    throw new DomainError(
+      'NOT_FOUND',
+      `Organization of ${missing[0]!.path.replace(/\.orgId$/, '')} not found`,
+      missing,
+    );
 }
 
 /**
@@ -81,7 +104,8 @@ async function assertOrganizations(db: Db, principal: Principal, rows: AuditRowI
  */
 function inRequestOrder(rows: AuditRowInput[], sealed: { id: string; orgId: string; seq: number }[]): string[] {
   const idsByOrg = new Map<string, string[]>();
-  for (const row of [...sealed].sort((a, b) => a.seq - b.seq)) idsByOrg.set(row.orgId, [...(idsByOrg.get(row.orgId) ?? []), row.id]);
+  for (const row of [...sealed].sort((a, b) => a.seq - b.seq))
+    idsByOrg.set(row.orgId, [...(idsByOrg.get(row.orgId) ?? []), row.id]);
   return rows.map((row) => idsByOrg.get(row.orgId)!.shift()!);
 }
 
@@ -116,7 +140,10 @@ async function claimKey(tx: Db, claim: Claim): Promise<IngestReceipt | undefined
     { principalType: claim.principalType, principalId: claim.principalId, key: claim.key },
   );
   if (stored!.requestHash !== claim.requestHash) {
-    throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key came with another request body within the last 24 hours; use a new key');
+    throw new DomainError(
+      'IDEMPOTENCY_KEY_REUSED',
+      'This Idempotency-Key came with another request body within the last 24 hours; use a new key',
+    );
   }
   return stored!.response;
 }

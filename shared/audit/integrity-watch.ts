@@ -8,11 +8,19 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { createPublicKey } from 'node:crypto';
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import { anchorKeyId, insertAnchor, orgsDigest, readLatestAnchors, signAnchor, type Anchor, type AnchorFields } from './anchors.ts';
-import { readLatestCheckpoint, type ChainLink } from './store.ts';
-import { verifyChain, type ChainBreakKind } from './verify.ts';
+import {
+  type Anchor,
+  type AnchorFields,
+  anchorKeyId,
+  insertAnchor,
+  orgsDigest,
+  readLatestAnchors,
+  signAnchor,
+} from './anchors.ts';
+import { type ChainLink, readLatestCheckpoint } from './store.ts';
+import { type ChainBreakKind, verifyChain } from './verify.ts';
 
 export interface IntegrityFailure {
   orgId: string;
@@ -32,7 +40,9 @@ export interface IntegrityWatchRun {
 
 /** The organizations with a chain head, in id order, with their heads. */
 async function readAllHeads(db: Db): Promise<Map<string, ChainLink>> {
-  const { rows } = await db.query<ChainLink & { orgId: string }>('SELECT org_id::text AS "orgId", seq, checksum FROM audit_chain_heads ORDER BY org_id');
+  const { rows } = await db.query<ChainLink & { orgId: string }>(
+    'SELECT org_id::text AS "orgId", seq, checksum FROM audit_chain_heads ORDER BY org_id',
+  );
   return new Map(rows.map(({ orgId, seq, checksum }) => [orgId, { seq, checksum }]));
 }
 
@@ -40,7 +50,11 @@ async function readAllHeads(db: Db): Promise<Map<string, ChainLink>> {
  * A prefix deleted by hand: retention records every cut as a checkpoint, so the earliest retained row must sit right
  * after the latest checkpoint (or at 1) and link to it (or to nothing).
  */
-async function prefixBreak(db: Db, orgId: string, checkpoint: ChainLink | undefined): Promise<IntegrityFailure | undefined> {
+async function prefixBreak(
+  db: Db,
+  orgId: string,
+  checkpoint: ChainLink | undefined,
+): Promise<IntegrityFailure | undefined> {
   const first = await one<{ seq: number; prevChecksum: string | null }>(
     db,
     'SELECT seq, prev_checksum AS "prevChecksum" FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY seq LIMIT 1',
@@ -49,7 +63,12 @@ async function prefixBreak(db: Db, orgId: string, checkpoint: ChainLink | undefi
   if (!first) return undefined;
   const start = (checkpoint?.seq ?? 0) + 1;
   if (first.seq !== start || first.prevChecksum !== (checkpoint?.checksum ?? null)) {
-    return { orgId, seq: Math.min(start, first.seq), kind: first.seq > start ? 'missing' : first.seq < start ? 'inserted' : 'link', reason: 'prefix deleted' };
+    return {
+      orgId,
+      seq: Math.min(start, first.seq),
+      kind: first.seq > start ? 'missing' : first.seq < start ? 'inserted' : 'link',
+      reason: 'prefix deleted',
+    };
   }
   return undefined;
 }
@@ -89,7 +108,11 @@ async function watchOrganization(
  * Verifies every chained organization and anchors each intact one, as of `anchoredAt`. `db` is the audit-admin
  * connection (it alone may append anchors); `key` the Ed25519 signing key.
  */
-export async function runIntegrityWatch(db: Db, key: KeyObject, options: { anchoredAt?: Date } = {}): Promise<IntegrityWatchRun> {
+export async function runIntegrityWatch(
+  db: Db,
+  key: KeyObject,
+  options: { anchoredAt?: Date } = {},
+): Promise<IntegrityWatchRun> {
   const anchoredAt = (options.anchoredAt ?? new Date()).toISOString();
   const publicKey = createPublicKey(key);
   const keyId = anchorKeyId(publicKey);

@@ -4,10 +4,19 @@ import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
 import { pagination } from '../http/pagination.ts';
-import { auditScope, countAuditRows, findAuditRow, findScopedOrganization, listAuditRows, type AuditEntryRow, type AuditFilters, type AuditScope } from './read-store.ts';
 import { configuredAnchorPublicKey, readLatestAnchor } from './anchors.ts';
+import {
+  type AuditEntryRow,
+  type AuditFilters,
+  type AuditScope,
+  auditScope,
+  countAuditRows,
+  findAuditRow,
+  findScopedOrganization,
+  listAuditRows,
+} from './read-store.ts';
 import { verifyChain } from './verify.ts';
-import { writeRouteAudit, type AuditContext } from './writer.ts';
+import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** What the principal may read of the trail under these filters (seed 5 rule 1): audit:read, then its tenancy. */
 export function readableScope(principal: Principal, filters: AuditFilters): AuditScope {
@@ -46,7 +55,10 @@ export async function listAuditEntries(db: Db, principal: Principal, query: Audi
   const endSeen = (rows.length > 0 || offset === 0) && !hasMore;
   const countExact = counted !== undefined && (!scope.filtered || counted < exactCountLimit);
   const total = countExact ? counted : Math.max(counted ?? 0, proven);
-  return { rows, pagination: { ...pagination(query.page, query.limit, total), hasMore, totalExact: countExact || endSeen } };
+  return {
+    rows,
+    pagination: { ...pagination(query.page, query.limit, total), hasMore, totalExact: countExact || endSeen },
+  };
 }
 
 /** GET /audit-logs: seed 4.1.1, the viewer's flattened format. */
@@ -74,19 +86,32 @@ export async function getAuditEntry(db: Db, principal: Principal, audit: AuditCo
  * name it. Another tenant's organization is 404. The reply carries the chain head read in the same snapshot,
  * to be kept or compared outside the database (README "Verifying the chain").
  */
-export async function verifyAuditChain(db: Db, principal: Principal, query: { orgId?: string; from?: string; to?: string }) {
+export async function verifyAuditChain(
+  db: Db,
+  principal: Principal,
+  query: { orgId?: string; from?: string; to?: string },
+) {
   requirePermission(principal, 'audit:read');
   const orgId = query.orgId ?? (principal.scope === 'organization' ? principal.orgId : null);
-  if (!orgId) throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' }]);
+  if (!orgId)
+    throw ValidationFailed('orgId is required', [
+      { path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' },
+    ]);
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
   // Against the newest signed anchor too, when there is one (issue 4): a chain rewritten wholesale verifies on its own.
   const anchor = await readLatestAnchor(db, orgId);
-  return verifyChain(db, orgId, { from: query.from, to: query.to, reportHead: true, ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }) });
+  return verifyChain(db, orgId, {
+    from: query.from,
+    to: query.to,
+    reportHead: true,
+    ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }),
+  });
 }
 
 type Json = Record<string, unknown>;
 const text = (value: unknown) => (typeof value === 'string' ? value : '');
-const object = (value: unknown) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined);
+const object = (value: unknown) =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined;
 /** writeRouteAudit records the actor's name and role (and a department where known) in details.actor. */
 const actorOf = (row: AuditEntryRow) => object(row.details.actor) ?? {};
 
@@ -104,7 +129,12 @@ export function viewerEntry(row: AuditEntryRow) {
     ipAddress: row.ipAddress ?? '',
     userAgent: row.userAgent ?? '',
     sessionId: typeof row.details.sessionId === 'string' ? row.details.sessionId : null,
-    user: { name: text(actor.name), email: row.actorEmail ?? '', role: text(actor.role), department: text(actor.department) },
+    user: {
+      name: text(actor.name),
+      email: row.actorEmail ?? '',
+      role: text(actor.role),
+      department: text(actor.department),
+    },
     changes: {
       before: object(row.details.before) ?? object(changes?.before) ?? {},
       after: object(row.details.after) ?? object(changes?.after) ?? {},

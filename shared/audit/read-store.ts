@@ -1,10 +1,10 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { one, type Db, type Params } from '../db/db.ts';
+import { type Db, one, type Params } from '../db/db.ts';
 import { likePattern } from '../http/pagination.ts';
-import { actionInSql, categorySql, complianceActions, securityEventActions, type AuditCategory } from './categories.ts';
+import { type AuditCategory, actionInSql, categorySql, complianceActions, securityEventActions } from './categories.ts';
 import type { ActorType, AuditResult } from './schemas.ts';
-import { canonicalTimestampSql, type ChainRow } from './store.ts';
+import { type ChainRow, canonicalTimestampSql } from './store.ts';
 
 /** The filters every list, search, export and report route takes (seed 4.1); `only` narrows to a list of seed 2.3. */
 export interface AuditFilters {
@@ -68,8 +68,15 @@ export function auditScope(principal: Principal, filters: AuditFilters): AuditSc
     rows.push('a.timestamp <= :to::timestamptz');
     params.to = filters.to;
   }
-  if (filters.only) rows.push(actionInSql('a.action', filters.only === 'securityEvents' ? securityEventActions : complianceActions));
-  return { orgs: orgs.join(' AND '), rows: rows.map((condition) => ` AND ${condition}`).join(''), params, filtered: rows.length > wholeTrails, single: orgId !== null };
+  if (filters.only)
+    rows.push(actionInSql('a.action', filters.only === 'securityEvents' ? securityEventActions : complianceActions));
+  return {
+    orgs: orgs.join(' AND '),
+    rows: rows.map((condition) => ` AND ${condition}`).join(''),
+    params,
+    filtered: rows.length > wholeTrails,
+    single: orgId !== null,
+  };
 }
 
 /** A row as the list formats need it. */
@@ -137,7 +144,11 @@ function newestSql(scope: AuditScope, page: { after?: boolean }): string {
    LIMIT :limit::int OFFSET :offset::int`;
 }
 
-export async function listAuditRows(db: Db, scope: AuditScope, page: { offset: number; limit: number }): Promise<AuditEntryRow[]> {
+export async function listAuditRows(
+  db: Db,
+  scope: AuditScope,
+  page: { offset: number; limit: number },
+): Promise<AuditEntryRow[]> {
   const { rows } = await db.query<AuditEntryRow>(
     `SELECT ${entryColumns} FROM (${newestSql(scope, {})}) a ${actorHostnameJoin} ORDER BY ${newestFirst}`,
     { ...scope.params, window: page.offset + page.limit, limit: page.limit, offset: page.offset },
@@ -196,7 +207,11 @@ const rowBytesSql = `octet_length(a.details_text) + coalesce(octet_length(a.user
  * The next rows of an export after `after` (none: from the newest), newest first, with the canonical values
  * of the chain (DESIGN.md "Audit chain"): at most `rows` rows and about `bytes` bytes, always at least one.
  */
-export async function readExportPage(db: Db, scope: AuditScope, page: { after?: ExportCursor; rows: number; bytes: number }): Promise<ChainRow[]> {
+export async function readExportPage(
+  db: Db,
+  scope: AuditScope,
+  page: { after?: ExportCursor; rows: number; bytes: number },
+): Promise<ChainRow[]> {
   const { rows } = await db.query<ChainRow>(
     `SELECT a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
             a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
@@ -215,7 +230,9 @@ export async function readExportPage(db: Db, scope: AuditScope, page: { after?: 
       limit: page.rows,
       offset: 0,
       bytes: page.bytes,
-      ...(page.after ? { afterTimestamp: page.after.timestamp, afterSeq: page.after.seq, afterOrgId: page.after.orgId } : {}),
+      ...(page.after
+        ? { afterTimestamp: page.after.timestamp, afterSeq: page.after.seq, afterOrgId: page.after.orgId }
+        : {}),
     },
   );
   return rows;
@@ -223,7 +240,12 @@ export async function readExportPage(db: Db, scope: AuditScope, page: { after?: 
 
 /** Rows in scope counted per category, result and actor type (one group per combination that occurs). */
 export async function countAuditRowsByKind(db: Db, scope: AuditScope) {
-  const { rows } = await db.query<{ category: AuditCategory; result: AuditResult; actorType: ActorType; total: number }>(
+  const { rows } = await db.query<{
+    category: AuditCategory;
+    result: AuditResult;
+    actorType: ActorType;
+    total: number;
+  }>(
     // Grouped by action first, so the category is worked out once per action, not once per row.
     `SELECT ${categorySql('g.action')} AS category, g.result, g."actorType", sum(g.total)::bigint AS total
        FROM (SELECT a.action, a.result::text AS result, a.actor_type::text AS "actorType", count(*) AS total

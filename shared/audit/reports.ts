@@ -1,16 +1,22 @@
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { auditCategories, complianceActions } from './categories.ts';
-import { listDetailedEntries, readableScope, type AuditListQuery } from './query.ts';
-import { countAuditRowsByAction, countAuditRowsByKind, type AuditFilters } from './read-store.ts';
+import { type AuditListQuery, listDetailedEntries, readableScope } from './query.ts';
+import { type AuditFilters, countAuditRowsByAction, countAuditRowsByKind } from './read-store.ts';
 import { actorTypes, auditResults } from './schemas.ts';
 
-const zeros = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((key) => [key, 0])) as Record<K, number>;
+const zeros = <K extends string>(keys: readonly K[]) =>
+  Object.fromEntries(keys.map((key) => [key, 0])) as Record<K, number>;
 
 /** GET /audit-logs/reports/summary: rows per category (seed 2.3), result and actor type; every key listed. */
 export async function auditSummary(db: Db, principal: Principal, filters: AuditFilters) {
   const groups = await countAuditRowsByKind(db, readableScope(principal, filters));
-  const summary = { total: 0, byCategory: zeros(auditCategories), byResult: zeros(auditResults), byActorType: zeros(actorTypes) };
+  const summary = {
+    total: 0,
+    byCategory: zeros(auditCategories),
+    byResult: zeros(auditResults),
+    byActorType: zeros(actorTypes),
+  };
   for (const group of groups) {
     summary.total += group.total;
     summary.byCategory[group.category] += group.total;
@@ -29,7 +35,10 @@ export function securityEvents(db: Db, principal: Principal, query: AuditListQue
 export async function complianceReport(db: Db, principal: Principal, query: AuditListQuery) {
   const filters = { ...query, only: 'compliance' as const };
   const scope = readableScope(principal, filters);
-  const [page, counted] = await Promise.all([listDetailedEntries(db, principal, filters), countAuditRowsByAction(db, scope)]);
+  const [page, counted] = await Promise.all([
+    listDetailedEntries(db, principal, filters),
+    countAuditRowsByAction(db, scope),
+  ]);
   const counts: Record<string, number> = zeros(complianceActions);
   for (const { action, total } of counted) counts[action] = total;
   return { ...page, counts };

@@ -4,13 +4,19 @@ import type { Db } from '../db/db.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { changedFields } from './changes.ts';
 import { defaultRetentionDays, type updateRetentionPolicy as updateSchema } from './retention-schemas.ts';
-import { findRetentionPolicy, upsertRetentionPolicy, type RetentionPolicyRow } from './retention-store.ts';
-import { writeRouteAudit, type AuditContext } from './writer.ts';
+import { findRetentionPolicy, type RetentionPolicyRow, upsertRetentionPolicy } from './retention-store.ts';
+import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** seed 4.2: the policy with `configured`; without a row, the defaults of seed 2.4 and configured false. */
 function policyOf(orgId: string, row: RetentionPolicyRow | undefined) {
   return row
-    ? { orgId, retentionDays: row.retentionDays, archiveToS3: row.archiveToS3, lastCleanupAt: row.lastCleanupAt, configured: true }
+    ? {
+        orgId,
+        retentionDays: row.retentionDays,
+        archiveToS3: row.archiveToS3,
+        lastCleanupAt: row.lastCleanupAt,
+        configured: true,
+      }
     : { orgId, retentionDays: defaultRetentionDays, archiveToS3: false, lastCleanupAt: null, configured: false };
 }
 
@@ -25,7 +31,13 @@ export async function getRetentionPolicy(db: Db, principal: Principal, orgId: st
  * seed 5 rule 3: audit:manage. Audited as organization.update with retentionDays before and after; before is
  * null when there was no policy (the rows were kept without limit).
  */
-export async function updateRetentionPolicy(db: Db, principal: Principal, orgId: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+export async function updateRetentionPolicy(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  change: z.output<typeof updateSchema>,
+  audit: AuditContext,
+) {
   const org = await reachableOrganization(db, principal, orgId, 'audit:manage');
   const { before, after } = await db.transaction(async (tx) => {
     const before = await findRetentionPolicy(tx, orgId, true);

@@ -20,11 +20,20 @@ export const updateRetentionPolicy = z
 export const retentionPolicy = z
   .object({
     orgId: z.uuid(),
-    retentionDays: z.number().int().meta({ description: `Days audit rows are kept; ${defaultRetentionDays} (the default) when not configured` }),
-    archiveToS3: z.boolean().meta({ description: 'Reserved: archiving before deletion is not implemented (seed 2.4); always false' }),
-    lastCleanupAt: z.iso.datetime().nullable().meta({ description: "When the daily retention worker last applied the policy; null before its first run" }),
+    retentionDays: z
+      .number()
+      .int()
+      .meta({ description: `Days audit rows are kept; ${defaultRetentionDays} (the default) when not configured` }),
+    archiveToS3: z
+      .boolean()
+      .meta({ description: 'Reserved: archiving before deletion is not implemented (seed 2.4); always false' }),
+    lastCleanupAt: z.iso
+      .datetime()
+      .nullable()
+      .meta({ description: 'When the daily retention worker last applied the policy; null before its first run' }),
     configured: z.boolean().meta({
-      description: 'false: the organization has no policy (created before v0.110.0) and its rows are kept without limit until one is saved; the defaults are shown',
+      description:
+        'false: the organization has no policy (created before v0.110.0) and its rows are kept without limit until one is saved; the defaults are shown',
     }),
   })
   .meta({ id: 'AuditRetentionPolicy' });

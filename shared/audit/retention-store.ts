@@ -1,4 +1,4 @@
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 
 /** An organization's audit retention policy (seed 2.4) as stored. */
 export type RetentionPolicyRow = {
@@ -17,9 +17,13 @@ export async function insertDefaultRetentionPolicy(tx: Db, orgId: string): Promi
 
 /** The organization's policy; `lock` holds it until commit, so concurrent saves record their own before values. */
 export function findRetentionPolicy(db: Db, orgId: string, lock = false) {
-  return one<RetentionPolicyRow>(db, `SELECT ${policyColumns} FROM audit_retention_policies p WHERE p.org_id = :orgId::uuid${lock ? ' FOR UPDATE' : ''}`, {
-    orgId,
-  });
+  return one<RetentionPolicyRow>(
+    db,
+    `SELECT ${policyColumns} FROM audit_retention_policies p WHERE p.org_id = :orgId::uuid${lock ? ' FOR UPDATE' : ''}`,
+    {
+      orgId,
+    },
+  );
 }
 
 /** Saves the retention of the organization's policy, creating the policy when it has none. */

@@ -2,8 +2,16 @@ import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { configuredAnchorKey } from './anchors.ts';
-import { runIntegrityWatch, type IntegrityWatchRun } from './integrity-watch.ts';
-import { countOrganizationsWithoutPolicy, deleteExpiredBatch, deleteStaleIngestKeys, findExpiredPrefix, listRetentionTargets, recordCleanup, type RetentionTarget } from './retention-store.ts';
+import { type IntegrityWatchRun, runIntegrityWatch } from './integrity-watch.ts';
+import {
+  countOrganizationsWithoutPolicy,
+  deleteExpiredBatch,
+  deleteStaleIngestKeys,
+  findExpiredPrefix,
+  listRetentionTargets,
+  type RetentionTarget,
+  recordCleanup,
+} from './retention-store.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
 /** The action of the worker's own audit event; seed 2.3 files it under `system` (no category prefix matches). */
@@ -89,8 +97,22 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
   const batchRows = options.batchRows ?? defaultBatchRows;
   const targets = await listRetentionTargets(db, asOf);
   const skipped = await countOrganizationsWithoutPolicy(db);
-  const run: RetentionRun = { asOf: asOf.toISOString(), dryRun, organizations: [], skipped, rowsDeleted: 0, failed: 0, stopped: false, ingestKeysDeleted: 0 };
-  const report = () => options.onProgress?.({ organizations: targets.length, organizationsDone: run.organizations.length, rowsDeleted: run.rowsDeleted });
+  const run: RetentionRun = {
+    asOf: asOf.toISOString(),
+    dryRun,
+    organizations: [],
+    skipped,
+    rowsDeleted: 0,
+    failed: 0,
+    stopped: false,
+    ingestKeysDeleted: 0,
+  };
+  const report = () =>
+    options.onProgress?.({
+      organizations: targets.length,
+      organizationsDone: run.organizations.length,
+      rowsDeleted: run.rowsDeleted,
+    });
 
   for (const target of targets) {
     if (options.signal?.aborted) break;
@@ -122,17 +144,29 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
     } catch (error) {
       done.error = error instanceof Error ? error.message : String(error);
       run.failed += 1;
-      logger.error('[retention] Failed to prune the audit trail of an organization', { orgId: target.orgId, error: done.error });
+      logger.error('[retention] Failed to prune the audit trail of an organization', {
+        orgId: target.orgId,
+        error: done.error,
+      });
     }
     run.organizations.push(done);
     await report();
   }
   run.stopped = options.signal?.aborted ?? false;
-  if (!dryRun && !run.stopped) run.ingestKeysDeleted = await purgeIngestKeys(db, new Date(Date.now() - ingestKeyLifetimeMs), batchRows, options.signal);
+  if (!dryRun && !run.stopped)
+    run.ingestKeysDeleted = await purgeIngestKeys(
+      db,
+      new Date(Date.now() - ingestKeyLifetimeMs),
+      batchRows,
+      options.signal,
+    );
   if (!dryRun && !run.stopped && options.anchorKey !== false) {
     const key = options.anchorKey ?? configuredAnchorKey();
     if (key) run.integrity = await runIntegrityWatch(db, key, { anchoredAt: new Date() });
-    else logger.warn('[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written');
+    else
+      logger.warn(
+        '[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written',
+      );
   }
   return run;
 }
@@ -147,7 +181,9 @@ async function purgeIngestKeys(db: Db, before: Date, batchRows: number, signal?:
       if (rows < batchRows) break;
     }
   } catch (error) {
-    logger.error('[retention] Failed to delete stale ingestion idempotency keys', { error: error instanceof Error ? error.message : String(error) });
+    logger.error('[retention] Failed to delete stale ingestion idempotency keys', {
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
   return deleted;
 }

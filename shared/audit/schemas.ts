@@ -16,10 +16,15 @@ const whenWellFormed = { when: (payload: { issues: readonly unknown[] }) => payl
  * ISO 8601 with an offset, within what PostgreSQL and audit_logs store: a year from 0001 to 9999 (also once
  * converted to UTC, the table's CHECK) and an offset within ±15:59.
  */
-const strictInstant = z.iso.datetime({ offset: true }).refine((value) => {
-  const at = Date.parse(value);
-  return !value.startsWith('0000') && !/[+-](1[6-9]|2\d):\d\d$/.test(value) && at >= earliestInstant && at < endOfInstants;
-}, { message: 'Give a year from 0001 to 9999 (also in UTC) and an offset within ±15:59', ...whenWellFormed });
+const strictInstant = z.iso.datetime({ offset: true }).refine(
+  (value) => {
+    const at = Date.parse(value);
+    return (
+      !value.startsWith('0000') && !/[+-](1[6-9]|2\d):\d\d$/.test(value) && at >= earliestInstant && at < endOfInstants
+    );
+  },
+  { message: 'Give a year from 0001 to 9999 (also in UTC) and an offset within ±15:59', ...whenWellFormed },
+);
 
 /**
  * One audit event as writers hand it over (seed 2.2). Identifiers may be any text:
@@ -36,7 +41,9 @@ export const auditEvent = z.object({
   resourceId: z.string().min(1).max(255).nullish(),
   resourceName: z.string().max(255).nullish(),
   details: z.record(z.string(), z.unknown()).optional(),
-  ipAddress: z.string().max(255).nullish().meta({ description: 'An IPv4 or IPv6 address; any other value is stored as null, the original in details.rawIpAddress' }),
+  ipAddress: z.string().max(255).nullish().meta({
+    description: 'An IPv4 or IPv6 address; any other value is stored as null, the original in details.rawIpAddress',
+  }),
   userAgent: z.string().max(4096).nullish(),
   result: z.enum(auditResults).default('success'),
   errorMessage: z.string().max(10_000).nullish(),
@@ -47,9 +54,22 @@ export type AuditEvent = z.input<typeof auditEvent>;
  * The actions other platform components own (issue 3) and may report: the service emits every other action of
  * seed 6 itself (device.*, data.*, organization.*, agent.*), and a reported one would be indistinguishable from it.
  */
-export const reportableActions = ['user.login', 'user.login.failed', 'user.logout', 'user.permission.change', 'policy.*', 'alert.*', 'script.execute', 'automation.policy.evaluate'] as const;
+export const reportableActions = [
+  'user.login',
+  'user.login.failed',
+  'user.logout',
+  'user.permission.change',
+  'policy.*',
+  'alert.*',
+  'script.execute',
+  'automation.policy.evaluate',
+] as const;
 const isReportable = (action: string) =>
-  reportableActions.some((allowed) => (allowed.endsWith('.*') ? action.startsWith(allowed.slice(0, -1)) && action.length > allowed.length - 1 : action === allowed));
+  reportableActions.some((allowed) =>
+    allowed.endsWith('.*')
+      ? action.startsWith(allowed.slice(0, -1)) && action.length > allowed.length - 1
+      : action === allowed,
+  );
 /** How far ahead of the server's clock a reported timestamp may lie (clock skew), not more. */
 export const maxFutureSkewMs = 10 * 60 * 1000;
 
@@ -63,19 +83,37 @@ export const ingestedEvent = auditEvent
     action: z
       .string()
       .max(100)
-      .refine(isReportable, `Give one of ${reportableActions.join(', ')}; actions the service emits itself cannot be reported`)
+      .refine(
+        isReportable,
+        `Give one of ${reportableActions.join(', ')}; actions the service emits itself cannot be reported`,
+      )
       .meta({ description: `One of ${reportableActions.join(', ')} (a * stands for any rest)` }),
     timestamp: strictInstant
-      .refine((value) => Date.parse(value) <= Date.now() + maxFutureSkewMs, { message: 'A timestamp may lie at most 10 minutes in the future', ...whenWellFormed })
+      .refine((value) => Date.parse(value) <= Date.now() + maxFutureSkewMs, {
+        message: 'A timestamp may lie at most 10 minutes in the future',
+        ...whenWellFormed,
+      })
       .optional()
-      .meta({ description: 'When the action occurred (ISO 8601 with offset, at most 10 minutes ahead of the server); defaults to now' }),
+      .meta({
+        description:
+          'When the action occurred (ISO 8601 with offset, at most 10 minutes ahead of the server); defaults to now',
+      }),
   })
   .strict();
 export const ingestEvents = z
-  .object({ events: z.array(ingestedEvent).min(1).max(500).meta({ description: '1 to 500 events; one invalid event rejects the request and stores nothing' }) })
+  .object({
+    events: z
+      .array(ingestedEvent)
+      .min(1)
+      .max(500)
+      .meta({ description: '1 to 500 events; one invalid event rejects the request and stores nothing' }),
+  })
   .strict();
 export const ingestReceipt = z
-  .object({ received: z.number().int(), ids: z.array(z.uuid()).meta({ description: 'Ids of the stored rows, in request order' }) })
+  .object({
+    received: z.number().int(),
+    ids: z.array(z.uuid()).meta({ description: 'Ids of the stored rows, in request order' }),
+  })
   .meta({ id: 'AuditIngestReceipt' });
 /** Idempotency-Key header: a retry within 24 hours gets the first reply and writes nothing. */
 export const idempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'Give 1 to 255 printable ASCII characters');
@@ -102,26 +140,27 @@ const filterInstant = (bound: 'from' | 'to') =>
   }, strictInstant);
 /** An empty filter (`?user=`, as viewers send them) is no filter. */
 const filterText = (description: string) =>
-  z.preprocess((v) => (v === '' ? undefined : v), z.string().max(255).optional()).meta({ description: `${description}; LIKE wildcards match literally` });
+  z
+    .preprocess((v) => (v === '' ? undefined : v), z.string().max(255).optional())
+    .meta({ description: `${description}; LIKE wildcards match literally` });
 
 export const auditFilterFields = {
   user: filterText('Case-insensitive substring of the actor e-mail or the actor name'),
   action: filterText('Case-insensitive substring of the action'),
   resource: filterText('Case-insensitive substring of the resource type or the resource name'),
-  from: filterInstant('from')
-    .optional()
-    .meta({
-      description: 'Rows at or after this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (from the start of that UTC day)',
-      override: anyInstantText,
-    }),
-  to: filterInstant('to')
-    .optional()
-    .meta({
-      description: 'Rows at or before this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (to the end of that UTC day)',
-      override: anyInstantText,
-    }),
+  from: filterInstant('from').optional().meta({
+    description:
+      'Rows at or after this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (from the start of that UTC day)',
+    override: anyInstantText,
+  }),
+  to: filterInstant('to').optional().meta({
+    description:
+      'Rows at or before this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (to the end of that UTC day)',
+    override: anyInstantText,
+  }),
   orgId: z.uuid().optional().meta({
-    description: "Only this organization's rows. Partner users: one of their organizations (soft-deleted ones included); another tenant's gives an empty result",
+    description:
+      "Only this organization's rows. Partner users: one of their organizations (soft-deleted ones included); another tenant's gives an empty result",
   }),
 };
 const listFields = {
@@ -139,7 +178,10 @@ const listFields = {
 export const auditListQuery = z.object(listFields);
 export const auditSearchQuery = z.object({
   ...listFields,
-  q: z.string().min(1).max(255).meta({ description: 'Required: case-insensitive substring of action, actor e-mail, resource type, resource name or details (as text)' }),
+  q: z.string().min(1).max(255).meta({
+    description:
+      'Required: case-insensitive substring of action, actor e-mail, resource type, resource name or details (as text)',
+  }),
 });
 export const auditExportQuery = z.object({
   ...auditFilterFields,
@@ -150,7 +192,10 @@ export const auditReportQuery = z.object(auditFilterFields);
 export const auditVerifyQuery = z.object({
   from: auditFilterFields.from,
   to: auditFilterFields.to,
-  orgId: z.uuid().optional().meta({ description: "The organization whose chain to verify: required for partner and platform users; organization users verify their own" }),
+  orgId: z.uuid().optional().meta({
+    description:
+      'The organization whose chain to verify: required for partner and platform users; organization users verify their own',
+  }),
 });
 export const auditIdParams = z.object({ id: z.uuid() });
 
@@ -158,7 +203,8 @@ export const auditPagination = paginationSchema
   .extend({
     hasMore: z.boolean().meta({ description: 'Whether a next page exists' }),
     totalExact: z.boolean().meta({
-      description: 'Whether total is the number of rows in scope; false: total is a lower bound (a filtered count that reached 1,000, or skipCount=true before the last page)',
+      description:
+        'Whether total is the number of rows in scope; false: total is a lower bound (a filtered count that reached 1,000, or skipCount=true before the last page)',
     }),
   })
   .meta({
@@ -191,9 +237,10 @@ export const auditViewerEntry = z
     ipAddress: z.string().meta({ description: "'' when unknown" }),
     userAgent: z.string().meta({ description: "'' when unknown" }),
     sessionId: z.string().nullable().meta({ description: 'details.sessionId when it is a string' }),
-    user: z
-      .object({ name: z.string(), email: z.string(), role: z.string(), department: z.string() })
-      .meta({ description: "The actor: name, role and department as recorded in details.actor, e-mail as actorEmail; '' when unknown" }),
+    user: z.object({ name: z.string(), email: z.string(), role: z.string(), department: z.string() }).meta({
+      description:
+        "The actor: name, role and department as recorded in details.actor, e-mail as actorEmail; '' when unknown",
+    }),
     changes: z
       .object({ before: z.record(z.string(), z.unknown()), after: z.record(z.string(), z.unknown()) })
       .meta({ description: 'details.before/after (or details.changes.before/after); {} when absent' }),
@@ -207,11 +254,13 @@ export const auditDetailedEntry = z
   .object({
     id: z.uuid(),
     timestamp,
-    user: z
-      .object({ id: z.uuid(), name: z.string(), email: z.string(), role: z.string() })
-      .meta({ description: "The actor: id and e-mail as stored, name and role as recorded in details.actor; '' when unknown" }),
+    user: z.object({ id: z.uuid(), name: z.string(), email: z.string(), role: z.string() }).meta({
+      description: "The actor: id and e-mail as stored, name and role as recorded in details.actor; '' when unknown",
+    }),
     action: z.string(),
-    resource: z.object({ type: z.string(), id: z.uuid().nullable(), name: z.string() }).meta({ description: "'' (id: null) when the row names no resource" }),
+    resource: z
+      .object({ type: z.string(), id: z.uuid().nullable(), name: z.string() })
+      .meta({ description: "'' (id: null) when the row names no resource" }),
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
     details: z.record(z.string(), z.unknown()),
@@ -221,7 +270,9 @@ export const auditDetailedEntry = z
   .meta({ id: 'AuditEntry' });
 export const auditDetailedPage = z.object({ data: z.array(auditDetailedEntry), pagination: auditPagination });
 export const auditCompliancePage = auditDetailedPage.extend({
-  counts: z.record(z.string(), z.number().int()).meta({ description: 'Rows per compliance-tracked action over the filters (every action listed, 0 included)' }),
+  counts: z
+    .record(z.string(), z.number().int())
+    .meta({ description: 'Rows per compliance-tracked action over the filters (every action listed, 0 included)' }),
 });
 export const auditSummary = z
   .object({
@@ -280,7 +331,13 @@ export const auditVerification = z
   .object({
     ok: z.boolean(),
     checked: z.number().int().meta({ description: 'Rows whose checksum was recomputed' }),
-    firstBreak: z.object({ seq: z.number().int(), id: z.uuid().nullable(), kind: z.enum(['altered', 'missing', 'inserted', 'link']) }).optional(),
+    firstBreak: z
+      .object({
+        seq: z.number().int(),
+        id: z.uuid().nullable(),
+        kind: z.enum(['altered', 'missing', 'inserted', 'link']),
+      })
+      .optional(),
     head: chainHead.nullable().meta({
       description:
         "The organization's chain head (its last sealed row), read in the snapshot that was verified; null when the organization has no rows. " +

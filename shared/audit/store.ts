@@ -1,4 +1,4 @@
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 import type { CanonicalAuditRow } from './canonical.ts';
 
 /** A sealed row as the chain sees it: its canonical values and its stored checksum. */
@@ -8,7 +8,8 @@ export type ChainRow = CanonicalAuditRow & { checksum: string };
 export type ChainLink = { seq: number; checksum: string };
 
 /** The canonical timestamp text (DESIGN.md "Audit chain"), formatted by the database from the stored microseconds. */
-export const canonicalTimestampSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+export const canonicalTimestampSql = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 const chainColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
   a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
@@ -37,9 +38,13 @@ export async function readChainHeads(db: Db, orgIds: readonly string[]): Promise
 
 /** The latest retention cut: the earliest retained row links to it (DESIGN.md "Audit chain"). */
 export function readLatestCheckpoint(db: Db, orgId: string) {
-  return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq DESC LIMIT 1', {
-    orgId,
-  });
+  return one<ChainLink>(
+    db,
+    'SELECT seq, checksum FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq DESC LIMIT 1',
+    {
+      orgId,
+    },
+  );
 }
 
 /** The first and last chain positions among the organization's rows timestamped within [from, to]. */
@@ -59,7 +64,11 @@ export async function readSeqSpan(db: Db, orgId: string, from: Date | string | n
  * The next page of the chain after `afterSeq` (null: from its very start) up to `untilSeq` (null: its end),
  * in seq order, at most `rows` rows and, given `bytes`, about that many bytes (always at least one row).
  */
-export async function readChainPage(db: Db, orgId: string, page: { afterSeq: number | null; untilSeq: number | null; rows: number; bytes?: number }) {
+export async function readChainPage(
+  db: Db,
+  orgId: string,
+  page: { afterSeq: number | null; untilSeq: number | null; rows: number; bytes?: number },
+) {
   const range = `a.org_id = :orgId::uuid
             AND a.seq > coalesce(:afterSeq::bigint, -9223372036854775807 - 1)
             AND a.seq <= coalesce(:untilSeq::bigint, 9223372036854775807)`;
@@ -112,7 +121,10 @@ export interface AuditRowInput {
  * the business transaction). Rows are sorted by organization so concurrent batches take the
  * organizations' locks in one order and cannot deadlock.
  */
-export async function insertAuditRows(db: Db, rows: AuditRowInput[]): Promise<{ id: string; orgId: string; seq: number }[]> {
+export async function insertAuditRows(
+  db: Db,
+  rows: AuditRowInput[],
+): Promise<{ id: string; orgId: string; seq: number }[]> {
   const sorted = [...rows].sort((a, b) => (a.orgId < b.orgId ? -1 : a.orgId > b.orgId ? 1 : 0));
   const { rows: sealed } = await db.query<{ id: string; orgId: string; seq: number }>(
     `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,

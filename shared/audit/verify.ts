@@ -1,8 +1,15 @@
 import type { KeyObject } from 'node:crypto';
-import { one, type Db } from '../db/db.ts';
-import { verifyAnchorSignature, type AnchorFields } from './anchors.ts';
+import { type Db, one } from '../db/db.ts';
+import { type AnchorFields, verifyAnchorSignature } from './anchors.ts';
 import { auditChecksum } from './canonical.ts';
-import { readChainHead, readChainPage, readLatestCheckpoint, readSeqSpan, type ChainLink, type ChainRow } from './store.ts';
+import {
+  type ChainLink,
+  type ChainRow,
+  readChainHead,
+  readChainPage,
+  readLatestCheckpoint,
+  readSeqSpan,
+} from './store.ts';
 
 /**
  * altered: a row's values do not match its checksum; missing: a position of the chain has no row;
@@ -90,16 +97,25 @@ export interface ChainScan {
  * recomputed here from the row values, each row must hold the position after the last one and link to its
  * checksum, and the first row must fit `bounds`. Stops at the first break.
  */
-export function checkChainRows(rows: Iterable<ChainRow>, bounds: ChainBounds, scan: ChainScan = { checked: 0 }): ChainScan {
+export function checkChainRows(
+  rows: Iterable<ChainRow>,
+  bounds: ChainBounds,
+  scan: ChainScan = { checked: 0 },
+): ChainScan {
   let { checked, last } = scan;
   const sealedAsStored = (row: ChainRow) => {
     checked += 1;
     return auditChecksum(row) === row.checksum;
   };
-  const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainScan => ({ checked, last, firstBreak: { seq, id, kind } });
+  const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainScan => ({
+    checked,
+    last,
+    firstBreak: { seq, id, kind },
+  });
 
   for (const row of rows) {
-    if (bounds.held && (row.seq < bounds.held.first || row.seq > bounds.held.last)) return broken(row.seq, row.id, 'inserted');
+    if (bounds.held && (row.seq < bounds.held.first || row.seq > bounds.held.last))
+      return broken(row.seq, row.id, 'inserted');
     if (last) {
       // A second row claiming a position already checked is a fork.
       if (row.seq <= last.seq) return broken(row.seq, row.id, 'inserted');
@@ -112,7 +128,9 @@ export function checkChainRows(rows: Iterable<ChainRow>, bounds: ChainBounds, sc
     } else {
       const { start, checkpoint } = bounds.anchor;
       // The earliest retained row: a null link or one to the latest checkpoint is a pruned prefix, not a break (seed 3).
-      const prunedPrefix = row.prevChecksum === null || (checkpoint !== undefined && row.seq === start && row.prevChecksum === checkpoint.checksum);
+      const prunedPrefix =
+        row.prevChecksum === null ||
+        (checkpoint !== undefined && row.seq === start && row.prevChecksum === checkpoint.checksum);
       if (!prunedPrefix && row.seq !== start) return broken(start, null, 'missing');
       if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
       if (!prunedPrefix) return broken(row.seq, row.id, 'link');
@@ -136,7 +154,8 @@ export async function* readChainPages(
 ): AsyncGenerator<ChainRow[]> {
   const pageRows = options.pageRows ?? defaultPageRows;
   const bytes = options.pageBytes ?? db.maxResultBytes;
-  const read = (afterSeq: number | null, rows: number) => readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes });
+  const read = (afterSeq: number | null, rows: number) =>
+    readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes });
   let rows = pageRows;
   let next = read(range.afterSeq, rows);
   try {
@@ -191,23 +210,29 @@ async function checkAnchor(
   head: ChainLink | undefined,
   checkpoint: ChainLink | undefined,
 ): Promise<ChainBreak | undefined> {
-  if (anchor.orgId !== orgId || (publicKey && !verifyAnchorSignature(anchor, publicKey))) return { seq: anchor.seq, id: null, kind: 'link' };
+  if (anchor.orgId !== orgId || (publicKey && !verifyAnchorSignature(anchor, publicKey)))
+    return { seq: anchor.seq, id: null, kind: 'link' };
   // The head never moves back: below the anchor, the tail was truncated (or the head rolled back).
   if (!head || head.seq < anchor.seq) return { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' };
   const start = (checkpoint?.seq ?? 0) + 1;
   // Retention only moves the boundary forward: positions before the anchor's boundary cannot be held again.
   if (start < anchor.firstRetainedSeq) return { seq: start, id: null, kind: 'inserted' };
   if (anchor.seq >= start) {
-    const row = await one<{ id: string; checksum: string }>(tx, 'SELECT id::text AS id, checksum FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', {
-      orgId,
-      seq: anchor.seq,
-    });
+    const row = await one<{ id: string; checksum: string }>(
+      tx,
+      'SELECT id::text AS id, checksum FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint',
+      {
+        orgId,
+        seq: anchor.seq,
+      },
+    );
     if (!row) return { seq: anchor.seq, id: null, kind: 'missing' };
     if (row.checksum !== anchor.checksum) return { seq: anchor.seq, id: row.id, kind: 'altered' };
     return undefined;
   }
   // Pruned since: the checkpoint of the cut that passed the anchor's position is the only trace of its row.
-  if (checkpoint && checkpoint.seq === anchor.seq && checkpoint.checksum !== anchor.checksum) return { seq: anchor.seq, id: null, kind: 'altered' };
+  if (checkpoint && checkpoint.seq === anchor.seq && checkpoint.checksum !== anchor.checksum)
+    return { seq: anchor.seq, id: null, kind: 'altered' };
   return undefined;
 }
 
@@ -218,70 +243,79 @@ async function verifyInSnapshot(
   head: ChainLink | undefined,
   checkpoint: ChainLink | undefined,
 ): Promise<ChainVerification> {
-      const withHead = (result: ChainVerification): ChainVerification => (options.reportHead ? { ...result, head: head ?? null } : result);
-      // The first position the retained chain must hold (seed 6 retention: the oldest rows may be cut).
-      const start = (checkpoint?.seq ?? 0) + 1;
+  const withHead = (result: ChainVerification): ChainVerification =>
+    options.reportHead ? { ...result, head: head ?? null } : result;
+  // The first position the retained chain must hold (seed 6 retention: the oldest rows may be cut).
+  const start = (checkpoint?.seq ?? 0) + 1;
 
-      let afterSeq: number | null = null;
-      let untilSeq: number | null = null;
-      // In a window that does not reach back to `start`: the row whose checksum the first row in range links to.
-      let predecessorSeq: number | undefined;
-      // The known-good position the chain is verified from (options.since), while it is still retained.
-      let sinceLink: ChainLink | undefined;
-      if (options.from !== undefined || options.to !== undefined) {
-        const span = await readSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
-        if (!span) return withHead({ ok: true, checked: 0 });
-        afterSeq = span.first - 2;
-        untilSeq = span.last + 1;
-        if (span.first - 1 >= start) predecessorSeq = span.first - 1;
-      } else if (options.since) {
-        const since = options.since;
-        if (!head || head.seq < since.seq) return withHead({ ok: false, checked: 0, firstBreak: { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' } });
-        if (since.seq >= start) {
-          afterSeq = since.seq - 1;
-          predecessorSeq = since.seq;
-          sinceLink = since;
-        }
-      }
+  let afterSeq: number | null = null;
+  let untilSeq: number | null = null;
+  // In a window that does not reach back to `start`: the row whose checksum the first row in range links to.
+  let predecessorSeq: number | undefined;
+  // The known-good position the chain is verified from (options.since), while it is still retained.
+  let sinceLink: ChainLink | undefined;
+  if (options.from !== undefined || options.to !== undefined) {
+    const span = await readSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
+    if (!span) return withHead({ ok: true, checked: 0 });
+    afterSeq = span.first - 2;
+    untilSeq = span.last + 1;
+    if (span.first - 1 >= start) predecessorSeq = span.first - 1;
+  } else if (options.since) {
+    const since = options.since;
+    if (!head || head.seq < since.seq)
+      return withHead({ ok: false, checked: 0, firstBreak: { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' } });
+    if (since.seq >= start) {
+      afterSeq = since.seq - 1;
+      predecessorSeq = since.seq;
+      sinceLink = since;
+    }
+  }
 
-      const bounds: ChainBounds = {
-        // Without a head the chain's end is unknown: its rows are checked, and the missing head is reported after them.
-        held: { first: start, last: head ? head.seq : Number.POSITIVE_INFINITY },
-        anchor: predecessorSeq !== undefined ? { predecessorSeq } : { start, checkpoint },
-      };
-      const total =
-        untilSeq !== null && afterSeq !== null ? untilSeq - afterSeq : Math.max((head?.seq ?? 0) - (afterSeq !== null ? afterSeq + 1 : start) + 1, 0);
-      let scan: ChainScan = { checked: 0 };
-      for await (const page of readChainPages(tx, orgId, { afterSeq, untilSeq }, options)) {
-        // The row at the known-good position must still be the one it was.
-        const first = page[0];
-        if (sinceLink && scan.checked === 0 && first?.seq === sinceLink.seq && first.checksum !== sinceLink.checksum) {
-          return withHead({ ok: false, checked: 0, firstBreak: { seq: first.seq, id: first.id, kind: 'altered' } });
-        }
-        scan = checkChainRows(page, bounds, scan);
-        if (scan.firstBreak) return withHead({ ok: false, checked: scan.checked, firstBreak: scan.firstBreak });
-        await options.onProgress?.({ checked: scan.checked, total });
-      }
+  const bounds: ChainBounds = {
+    // Without a head the chain's end is unknown: its rows are checked, and the missing head is reported after them.
+    held: { first: start, last: head ? head.seq : Number.POSITIVE_INFINITY },
+    anchor: predecessorSeq !== undefined ? { predecessorSeq } : { start, checkpoint },
+  };
+  const total =
+    untilSeq !== null && afterSeq !== null
+      ? untilSeq - afterSeq
+      : Math.max((head?.seq ?? 0) - (afterSeq !== null ? afterSeq + 1 : start) + 1, 0);
+  let scan: ChainScan = { checked: 0 };
+  for await (const page of readChainPages(tx, orgId, { afterSeq, untilSeq }, options)) {
+    // The row at the known-good position must still be the one it was.
+    const first = page[0];
+    if (sinceLink && scan.checked === 0 && first?.seq === sinceLink.seq && first.checksum !== sinceLink.checksum) {
+      return withHead({ ok: false, checked: 0, firstBreak: { seq: first.seq, id: first.id, kind: 'altered' } });
+    }
+    scan = checkChainRows(page, bounds, scan);
+    if (scan.firstBreak) return withHead({ ok: false, checked: scan.checked, firstBreak: scan.firstBreak });
+    await options.onProgress?.({ checked: scan.checked, total });
+  }
 
-      const { checked, last } = scan;
-      const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification => withHead({ ok: false, checked, firstBreak: { seq, id, kind } });
-      if (!head) {
-        // The head is written with the first row and never removed: rows, or a retention checkpoint, without one mean
-        // it was deleted, and whatever followed the last row it accounted for with it (a deleted tail cannot be told
-        // from an intact one). What is missing starts after the last row, or after the checkpoint when no row is left.
-        if (last) return untilSeq === null || last.seq < untilSeq ? broken(last.seq + 1, null, 'missing') : withHead({ ok: true, checked });
-        return checkpoint ? broken(checkpoint.seq + 1, null, 'missing') : withHead({ ok: true, checked });
-      }
-      if (!last) {
-        // Nothing retained: the whole chain was cut by retention, or its rows are gone.
-        if (checkpoint?.seq === head.seq) return checkpoint.checksum === head.checksum ? withHead({ ok: true, checked }) : broken(head.seq, null, 'link');
-        return broken(start, null, 'missing');
-      }
-      // A deleted tail shows against the head (DESIGN.md "Audit chain"); a window only needs the row after it.
-      const end = untilSeq === null ? head.seq : Math.min(untilSeq, head.seq);
-      if (last.seq < end) return broken(last.seq + 1, null, 'missing');
-      if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
-      return withHead({ ok: true, checked });
+  const { checked, last } = scan;
+  const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification =>
+    withHead({ ok: false, checked, firstBreak: { seq, id, kind } });
+  if (!head) {
+    // The head is written with the first row and never removed: rows, or a retention checkpoint, without one mean
+    // it was deleted, and whatever followed the last row it accounted for with it (a deleted tail cannot be told
+    // from an intact one). What is missing starts after the last row, or after the checkpoint when no row is left.
+    if (last)
+      return untilSeq === null || last.seq < untilSeq
+        ? broken(last.seq + 1, null, 'missing')
+        : withHead({ ok: true, checked });
+    return checkpoint ? broken(checkpoint.seq + 1, null, 'missing') : withHead({ ok: true, checked });
+  }
+  if (!last) {
+    // Nothing retained: the whole chain was cut by retention, or its rows are gone.
+    if (checkpoint?.seq === head.seq)
+      return checkpoint.checksum === head.checksum ? withHead({ ok: true, checked }) : broken(head.seq, null, 'link');
+    return broken(start, null, 'missing');
+  }
+  // A deleted tail shows against the head (DESIGN.md "Audit chain"); a window only needs the row after it.
+  const end = untilSeq === null ? head.seq : Math.min(untilSeq, head.seq);
+  if (last.seq < end) return broken(last.seq + 1, null, 'missing');
+  if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
+  return withHead({ ok: true, checked });
 }
 
 /** One organization's rows of an export, checked without the database. */
@@ -326,7 +360,9 @@ export function verifyRowsOffline(
     if (own) own.push(row);
     else byOrg.set(row.orgId, [row]);
   }
-  const chains = [...byOrg].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([orgId, own]) => ({ orgId, rows: own.sort((a, b) => a.seq - b.seq) }));
+  const chains = [...byOrg]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([orgId, own]) => ({ orgId, rows: own.sort((a, b) => a.seq - b.seq) }));
 
   if (!options.complete) {
     for (const { orgId, rows: own } of chains) {
@@ -370,7 +406,8 @@ export function verifyRowsOffline(
  */
 function headBreak(last: ChainRow, head: ChainLink | undefined, complete: boolean): ChainBreak | undefined {
   if (!head) return undefined;
-  if (last.seq === head.seq) return last.checksum === head.checksum ? undefined : { seq: last.seq, id: last.id, kind: 'link' };
+  if (last.seq === head.seq)
+    return last.checksum === head.checksum ? undefined : { seq: last.seq, id: last.id, kind: 'link' };
   if (complete && last.seq < head.seq) return { seq: last.seq + 1, id: null, kind: 'missing' };
   return undefined;
 }

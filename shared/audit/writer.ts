@@ -4,8 +4,8 @@ import { ValidationFailed } from '../errors.ts';
 import { asIp } from '../http/client-ip.ts';
 import { issueDetails } from '../http/error-envelope.ts';
 import { countMetric } from '../observability/metrics.ts';
-import { auditEvent, type AuditEvent } from './schemas.ts';
-import { insertAuditRows, type AuditRowInput } from './store.ts';
+import { type AuditEvent, auditEvent } from './schemas.ts';
+import { type AuditRowInput, insertAuditRows } from './store.ts';
 
 export const zeroUuid = '00000000-0000-0000-0000-000000000000';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -36,7 +36,10 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
   const e = parsed.data;
   const details: Record<string, unknown> = { ...e.details };
   const actorId = uuidPattern.test(e.actorId) ? e.actorId : ((details.rawActorId = e.actorId), zeroUuid);
-  const resourceId = e.resourceId == null || uuidPattern.test(e.resourceId) ? (e.resourceId ?? null) : ((details.rawResourceId = e.resourceId), zeroUuid);
+  const resourceId =
+    e.resourceId == null || uuidPattern.test(e.resourceId)
+      ? (e.resourceId ?? null)
+      : ((details.rawResourceId = e.resourceId), zeroUuid);
   const ipAddress = e.ipAddress == null ? null : (asIp(e.ipAddress) ?? ((details.rawIpAddress = e.ipAddress), null));
   return {
     orgId: event.orgId,
@@ -92,7 +95,17 @@ export function createAuditLogAsync(context: AuditContext, event: AuditEvent): v
  * user agent whole and bound what a caller can make the trail store. actorId and resourceId are raw identifiers
  * (a non-UUID is kept in details), errorMessage as the event schema bounds it.
  */
-const columnLimits = { actorId: 255, actorEmail: 255, action: 100, resourceType: 50, resourceId: 255, resourceName: 255, ipAddress: 255, userAgent: 4096, errorMessage: 10_000 } as const;
+const columnLimits = {
+  actorId: 255,
+  actorEmail: 255,
+  action: 100,
+  resourceType: 50,
+  resourceId: 255,
+  resourceName: 255,
+  ipAddress: 255,
+  userAgent: 4096,
+  errorMessage: 10_000,
+} as const;
 
 /**
  * Text PostgreSQL can store: a lone UTF-16 surrogate (which JSON.stringify writes as \ud800, refused by jsonb)
@@ -151,13 +164,28 @@ function writable(event: AuditEvent): AuditEvent {
  * For route handlers (seed 6 rule 3): the actor (id, e-mail, and name/role for the viewer) is
  * taken from the authenticated caller, the IP and user agent from the request.
  */
-export function writeRouteAudit(context: AuditContext, event: Omit<AuditEvent, 'actorType' | 'actorId' | 'actorEmail'> & { orgId: string | null }): void {
+export function writeRouteAudit(
+  context: AuditContext,
+  event: Omit<AuditEvent, 'actorType' | 'actorId' | 'actorEmail'> & { orgId: string | null },
+): void {
   const caller = context.caller;
   const actor =
     caller?.actorType === 'agent'
-      ? { actorType: 'agent' as const, actorId: caller.agentId, actorEmail: null, name: context.actorName ?? null, role: null }
+      ? {
+          actorType: 'agent' as const,
+          actorId: caller.agentId,
+          actorEmail: null,
+          name: context.actorName ?? null,
+          role: null,
+        }
       : caller
-        ? { actorType: caller.actorType, actorId: caller.id, actorEmail: caller.email, name: caller.name, role: caller.role }
+        ? {
+            actorType: caller.actorType,
+            actorId: caller.id,
+            actorEmail: caller.email,
+            name: caller.name,
+            role: caller.role,
+          }
         : { actorType: 'system' as const, actorId: zeroUuid, actorEmail: null, name: null, role: null };
   createAuditLogAsync(
     context,

@@ -11,7 +11,8 @@ import * as store from './store.ts';
 export async function createApiKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
   await reachableOrganization(db, principal, orgId, 'api-keys:manage');
   // A service key writes the organization's trail: the organization's own users must not mint one and report as anybody.
-  if (input.role === 'org_service' && principal.scope === 'organization') throw Forbidden('Only partner and platform users create org_service keys');
+  if (input.role === 'org_service' && principal.scope === 'organization')
+    throw Forbidden('Only partner and platform users create org_service keys');
   const key = newSecret(secretPrefixes.apiKey);
   const created = await store.insertApiKey(db, {
     orgId,

@@ -1,8 +1,8 @@
+import type { Db } from '../db/db.ts';
+import { Unauthenticated } from '../errors.ts';
+import { verifyUserToken } from './jwt.ts';
 import { rolePermissions } from './permissions.ts';
 import type { AgentPrincipal, Principal } from './principal.ts';
-import { Unauthenticated } from '../errors.ts';
-import type { Db } from '../db/db.ts';
-import { verifyUserToken } from './jwt.ts';
 import { secretPrefixes } from './secrets.ts';
 import { findAgentByToken, findApiKey } from './store.ts';
 
@@ -16,7 +16,11 @@ export function bearerToken(headers: Record<string, string | undefined>): string
 }
 
 /** A user JWT, or (kind `principal`) an organization API key as bearer token or X-API-Key header. */
-export async function authenticatePrincipal(db: Db, headers: Record<string, string | undefined>, allowApiKey: boolean): Promise<Principal> {
+export async function authenticatePrincipal(
+  db: Db,
+  headers: Record<string, string | undefined>,
+  allowApiKey: boolean,
+): Promise<Principal> {
   const bearer = bearerToken(headers);
   const apiKey = headers['x-api-key'] ?? (bearer?.startsWith(secretPrefixes.apiKey) ? bearer : undefined);
   if (apiKey !== undefined) {

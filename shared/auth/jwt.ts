@@ -1,13 +1,21 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { z } from 'zod';
 import { DomainError, Unauthenticated } from '../errors.ts';
-import { permissions, rolePermissions, scopedPermissions, userRoles, type Permission, type Role } from './permissions.ts';
+import {
+  type Permission,
+  permissions,
+  type Role,
+  rolePermissions,
+  scopedPermissions,
+  userRoles,
+} from './permissions.ts';
 import type { Principal, Scope } from './principal.ts';
 
 export const jwtDefaults = { issuer: 'logbook-local', audience: 'logbook' } as const;
 
 /** The claims of a user token (DESIGN.md "Authentication"). */
-const scopeOfRole = (role: Role): Scope => (role === 'platform_admin' ? 'platform' : role.startsWith('partner_') ? 'partner' : 'organization');
+const scopeOfRole = (role: Role): Scope =>
+  role === 'platform_admin' ? 'platform' : role.startsWith('partner_') ? 'partner' : 'organization';
 
 export const userClaims = z
   .object({
@@ -15,7 +23,10 @@ export const userClaims = z
     email: z.string().max(255).optional(),
     name: z.string().max(255).optional(),
     role: z.enum(userRoles),
-    scope: z.enum(['platform', 'partner', 'organization']).optional().meta({ description: 'Implied by the role when absent' }),
+    scope: z
+      .enum(['platform', 'partner', 'organization'])
+      .optional()
+      .meta({ description: 'Implied by the role when absent' }),
     partnerId: z.uuid().optional(),
     orgId: z.uuid().optional(),
     // Permissions of other services sharing the identity provider are ignored, not fatal.
@@ -26,8 +37,14 @@ export const userClaims = z
   })
   .transform((c) => ({ ...c, scope: c.scope ?? scopeOfRole(c.role) }))
   .refine((c) => c.scope !== 'platform' || c.role === 'platform_admin', 'platform scope needs the platform_admin role')
-  .refine((c) => c.scope !== 'partner' || (c.partnerId && c.role.startsWith('partner_')), 'partner scope needs partnerId and a partner role')
-  .refine((c) => c.scope !== 'organization' || (c.orgId && c.role.startsWith('org_')), 'organization scope needs orgId and an organization role');
+  .refine(
+    (c) => c.scope !== 'partner' || (c.partnerId && c.role.startsWith('partner_')),
+    'partner scope needs partnerId and a partner role',
+  )
+  .refine(
+    (c) => c.scope !== 'organization' || (c.orgId && c.role.startsWith('org_')),
+    'organization scope needs orgId and an organization role',
+  );
 export type UserClaims = z.input<typeof userClaims>;
 
 interface Verifier {
@@ -45,7 +62,12 @@ function getVerifier(): Verifier {
     const issuer = process.env.JWT_ISSUER || jwtDefaults.issuer;
     const audience = process.env.JWT_AUDIENCE || jwtDefaults.audience;
     if (process.env.JWT_JWKS_URL) {
-      verifier = { key: createRemoteJWKSet(new URL(process.env.JWT_JWKS_URL)), algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'], issuer, audience };
+      verifier = {
+        key: createRemoteJWKSet(new URL(process.env.JWT_JWKS_URL)),
+        algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+        issuer,
+        audience,
+      };
     } else if (process.env.JWT_SECRET) {
       verifier = { key: new TextEncoder().encode(process.env.JWT_SECRET), algorithms: ['HS256'], issuer, audience };
     } else {
@@ -68,7 +90,12 @@ export async function verifyUserToken(token: string): Promise<Principal> {
   const { key, algorithms, issuer, audience } = getVerifier();
   let payload: unknown;
   try {
-    ({ payload } = await jwtVerify(token, key as Uint8Array, { algorithms, issuer, audience, requiredClaims: ['exp', 'sub'] }));
+    ({ payload } = await jwtVerify(token, key as Uint8Array, {
+      algorithms,
+      issuer,
+      audience,
+      requiredClaims: ['exp', 'sub'],
+    }));
   } catch (error) {
     // The identity provider's keys could not be fetched: the token may well be valid.
     if (error instanceof errors.JWKSTimeout || !(error instanceof errors.JOSEError)) {

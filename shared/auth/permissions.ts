@@ -20,13 +20,25 @@ export const permissions = [
 export type Permission = (typeof permissions)[number];
 
 /** Roles a user token may carry. */
-export const userRoles = ['platform_admin', 'partner_admin', 'partner_technician', 'org_admin', 'org_technician', 'org_viewer'] as const;
+export const userRoles = [
+  'platform_admin',
+  'partner_admin',
+  'partner_technician',
+  'org_admin',
+  'org_technician',
+  'org_viewer',
+] as const;
 /** Every role: the user roles and org_service, which only API keys carry. */
 export const roles = [...userRoles, 'org_service'] as const;
 export type Role = (typeof roles)[number];
 
 /** Roles an organization-scoped API key may carry (org_service: a platform component's key, see rolePermissions). */
-export const apiKeyRoles = ['org_admin', 'org_technician', 'org_viewer', 'org_service'] as const satisfies readonly Role[];
+export const apiKeyRoles = [
+  'org_admin',
+  'org_technician',
+  'org_viewer',
+  'org_service',
+] as const satisfies readonly Role[];
 
 const read: Permission[] = ['orgs:read', 'devices:read', 'logs:read', 'audit:read'];
 const technician: Permission[] = [...read, 'devices:write', 'sites:write', 'enrollment:manage'];
@@ -52,6 +64,9 @@ export const rolePermissions: Record<Role, readonly Permission[]> = {
 const platformOnly: readonly Permission[] = ['partners:manage', 'audit:write'];
 
 /** What a principal of this scope holds: a token's claimed permissions never reach beyond its scope. */
-export function scopedPermissions(scope: 'platform' | 'partner' | 'organization', claimed: readonly Permission[]): ReadonlySet<Permission> {
+export function scopedPermissions(
+  scope: 'platform' | 'partner' | 'organization',
+  claimed: readonly Permission[],
+): ReadonlySet<Permission> {
   return new Set(scope === 'platform' ? claimed : claimed.filter((p) => !platformOnly.includes(p)));
 }

@@ -16,6 +16,10 @@ export const apiKey = z
     createdAt: timestamp,
   })
   .meta({ id: 'ApiKey' });
-export const createdApiKey = apiKey.extend({ key: z.string().meta({ description: 'The key itself (lbk_…); shown only in this reply' }) }).meta({ id: 'CreatedApiKey' });
-export const createApiKey = z.object({ name: z.string().trim().min(1).max(255), role: z.enum(apiKeyRoles).default('org_viewer') }).strict();
+export const createdApiKey = apiKey
+  .extend({ key: z.string().meta({ description: 'The key itself (lbk_…); shown only in this reply' }) })
+  .meta({ id: 'CreatedApiKey' });
+export const createApiKey = z
+  .object({ name: z.string().trim().min(1).max(255), role: z.enum(apiKeyRoles).default('org_viewer') })
+  .strict();
 export const apiKeyPage = pageOf(apiKey);

@@ -1,5 +1,5 @@
-import { one, type Db } from '../db/db.ts';
-import { selectPage, type Page } from '../db/page.ts';
+import { type Db, one } from '../db/db.ts';
+import { type Page, selectPage } from '../db/page.ts';
 import type { Role } from './permissions.ts';
 import { hashSecret } from './secrets.ts';
 
@@ -43,7 +43,10 @@ export function findAgentByToken(db: Db, token: string): Promise<AgentTokenRow |
 
 const apiKeyColumns = `k.id, k.org_id AS "orgId", k.name, k.role, k.key_prefix AS "keyPrefix", k.revoked_at AS "revokedAt", k.created_at AS "createdAt"`;
 
-export function insertApiKey(db: Db, key: { orgId: string; name: string; role: Role; keyPrefix: string; secretHash: string; createdBy: string }) {
+export function insertApiKey(
+  db: Db,
+  key: { orgId: string; name: string; role: Role; keyPrefix: string; secretHash: string; createdBy: string },
+) {
   return one(
     db,
     `INSERT INTO api_keys AS k (org_id, name, role, key_prefix, secret_hash, created_by)
@@ -54,13 +57,23 @@ export function insertApiKey(db: Db, key: { orgId: string; name: string; role: R
 }
 
 export function listApiKeys(db: Db, orgId: string, page: Page) {
-  return selectPage(db, apiKeyColumns, 'api_keys k WHERE k.org_id = :orgId::uuid', 'k.created_at DESC, k.id', { orgId }, page);
+  return selectPage(
+    db,
+    apiKeyColumns,
+    'api_keys k WHERE k.org_id = :orgId::uuid',
+    'k.created_at DESC, k.id',
+    { orgId },
+    page,
+  );
 }
 
 export async function revokeApiKey(db: Db, orgId: string, keyId: string) {
-  const { rowCount } = await db.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid', {
-    orgId,
-    keyId,
-  });
+  const { rowCount } = await db.query(
+    'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid',
+    {
+      orgId,
+      keyId,
+    },
+  );
   return rowCount > 0;
 }

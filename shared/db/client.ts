@@ -36,17 +36,27 @@ function connect(role: RoleConnection): Db {
   if (resourceArn) {
     const secretArn = process.env[role.secretVariable];
     const database = process.env.DB_NAME;
-    if (!secretArn || !database) throw new Error(`DB_CLUSTER_ARN is set, so ${role.secretVariable} and DB_NAME must be too`);
+    if (!secretArn || !database)
+      throw new Error(`DB_CLUSTER_ARN is set, so ${role.secretVariable} and DB_NAME must be too`);
     const resumeDeadlineMs = Number(process.env.DB_RESUME_DEADLINE_MS) || role.resumeDeadlineMs;
     return deferred(async () => {
-      const [{ createDataApiDb }, { createRdsDataClient }] = await Promise.all([import('./data-api.ts'), import('./rds-data-client.ts')]);
+      const [{ createDataApiDb }, { createRdsDataClient }] = await Promise.all([
+        import('./data-api.ts'),
+        import('./rds-data-client.ts'),
+      ]);
       const client = createRdsDataClient({ endpoint: process.env.DATA_API_ENDPOINT || undefined });
       return createDataApiDb({ client, resourceArn, secretArn, database, resumeDeadlineMs });
     });
   }
   const url = process.env[role.urlVariable];
   if (!url) throw new Error(`${role.urlVariable} is not set`);
-  return deferred(async () => (await import('./pg.ts')).createPgDb({ connectionString: url, max: role.max, applicationName: role.applicationName }));
+  return deferred(async () =>
+    (await import('./pg.ts')).createPgDb({
+      connectionString: url,
+      max: role.max,
+      applicationName: role.applicationName,
+    }),
+  );
 }
 
 /**
@@ -57,7 +67,13 @@ let app: Db | undefined;
 
 export function appDb(): Db {
   // API Gateway gives up on a request after 30 s: a resuming cluster may take 20 of them.
-  app ??= connect({ urlVariable: 'APP_DATABASE_URL', secretVariable: 'APP_DB_SECRET_ARN', applicationName: 'logbook-api', max: 10, resumeDeadlineMs: 20_000 });
+  app ??= connect({
+    urlVariable: 'APP_DATABASE_URL',
+    secretVariable: 'APP_DB_SECRET_ARN',
+    applicationName: 'logbook-api',
+    max: 10,
+    resumeDeadlineMs: 20_000,
+  });
   return app;
 }
 

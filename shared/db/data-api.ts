@@ -1,15 +1,24 @@
 import {
+  type ArrayValue,
   BeginTransactionCommand,
+  type ColumnMetadata,
   CommitTransactionCommand,
   ExecuteStatementCommand,
-  RollbackTransactionCommand,
-  type ArrayValue,
-  type ColumnMetadata,
   type Field,
   type RDSDataClient,
+  RollbackTransactionCommand,
   type SqlParameter,
 } from '@aws-sdk/client-rds-data';
-import { encodeParam, parseNamedParams, type Db, type Isolation, type Params, type QueryResult, type Row, type SqlValue } from './db.ts';
+import {
+  type Db,
+  encodeParam,
+  type Isolation,
+  type Params,
+  parseNamedParams,
+  type QueryResult,
+  type Row,
+  type SqlValue,
+} from './db.ts';
 
 /**
  * A failed Data API call as the rest of the code knows database errors: `code` is the SQLSTATE the Data
@@ -96,7 +105,14 @@ function parseDate(text: string): Date {
 
 function arrayOf(value: ArrayValue | null): unknown[] {
   if (!value) return [];
-  return value.stringValues ?? value.longValues ?? value.doubleValues ?? value.booleanValues ?? value.arrayValues?.map(arrayOf) ?? [];
+  return (
+    value.stringValues ??
+    value.longValues ??
+    value.doubleValues ??
+    value.booleanValues ??
+    value.arrayValues?.map(arrayOf) ??
+    []
+  );
 }
 
 /**
@@ -137,14 +153,19 @@ const awsError = (error: unknown) => error as { name?: string; message?: string 
 function translate(error: unknown): unknown {
   const { name = '', message = String(error) } = awsError(error) ?? {};
   if (/response size limit|response exceeded size limit/i.test(message)) {
-    return new DataApiError(`The result is larger than the Data API's 1 MiB response limit; page the query (${message})`, resultTooLargeCode, { cause: error });
+    return new DataApiError(
+      `The result is larger than the Data API's 1 MiB response limit; page the query (${message})`,
+      resultTooLargeCode,
+      { cause: error },
+    );
   }
   if (name === 'DatabaseErrorException' || name === 'BadRequestException') {
     const sqlState = /SQLState: ([0-9A-Z]{5})/.exec(message)?.[1];
     return sqlState ? new DataApiError(message, sqlState, { cause: error }) : error;
   }
   if (name === 'DatabaseResumingException') return new DataApiError(message, '57P03', { cause: error });
-  if (name === 'DatabaseUnavailableException' || name === 'ServiceUnavailableError') return new DataApiError(message || name, '08006', { cause: error });
+  if (name === 'DatabaseUnavailableException' || name === 'ServiceUnavailableError')
+    return new DataApiError(message || name, '08006', { cause: error });
   if (name === 'StatementTimeoutException') return new DataApiError(message, '57014', { cause: error });
   return error;
 }
@@ -178,7 +199,11 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
     }
   }
 
-  async function execute<T extends Row>(sql: string, params: Params = {}, transactionId?: string): Promise<QueryResult<T>> {
+  async function execute<T extends Row>(
+    sql: string,
+    params: Params = {},
+    transactionId?: string,
+  ): Promise<QueryResult<T>> {
     const parameters: SqlParameter[] = namesOf(sql).map((name) => {
       if (!(name in params)) throw new Error(`missing SQL parameter :${name}`);
       return { name, value: toField(params[name]) };
@@ -213,7 +238,9 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
   return {
     query: (sql, params) => execute(sql, params),
     async transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { isolation?: Isolation }) {
-      const { transactionId } = await call(() => client.send(new BeginTransactionCommand({ resourceArn, secretArn, database })));
+      const { transactionId } = await call(() =>
+        client.send(new BeginTransactionCommand({ resourceArn, secretArn, database })),
+      );
       // The Data API refuses a second statement while one of the transaction runs: statements take turns.
       let tail: Promise<unknown> = Promise.resolve();
       const inTurn = <R>(task: () => Promise<R>): Promise<R> => {
@@ -231,10 +258,14 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
         // BeginTransaction takes no isolation level: it is set by the transaction's first statement.
         if (opts?.isolation) await tx.query(`SET TRANSACTION ISOLATION LEVEL ${opts.isolation}`);
         const result = await fn(tx);
-        await inTurn(() => call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))));
+        await inTurn(() =>
+          call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))),
+        );
         return result;
       } catch (error) {
-        await inTurn(() => client.send(new RollbackTransactionCommand({ resourceArn, secretArn, transactionId }))).catch(() => undefined);
+        await inTurn(() =>
+          client.send(new RollbackTransactionCommand({ resourceArn, secretArn, transactionId })),
+        ).catch(() => undefined);
         throw error;
       }
     },

@@ -1,5 +1,5 @@
-import type { Db } from './db.ts';
 import { DomainError } from '../errors.ts';
+import type { Db } from './db.ts';
 
 /** Ready when the database answers as the API's role and the schema is migrated. */
 export async function checkHealth(db: Db): Promise<{ status: 'ok' }> {

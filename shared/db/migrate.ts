@@ -54,16 +54,22 @@ export async function migrate(db: Db, options: { dir?: string; log?: (line: stri
   for (const migration of migrations) {
     const ran = await db.transaction(async (tx) => {
       await tx.query(`SELECT 1 FROM pg_advisory_xact_lock(${migrationLock})`);
-      const { rows } = await tx.query<{ checksum: string }>('SELECT checksum FROM schema_migrations WHERE name = :name::text', {
-        name: migration.name,
-      });
+      const { rows } = await tx.query<{ checksum: string }>(
+        'SELECT checksum FROM schema_migrations WHERE name = :name::text',
+        {
+          name: migration.name,
+        },
+      );
       if (rows[0]) {
         if (rows[0].checksum !== migration.checksum) {
           throw new Error(`migration ${migration.name} was changed after it was applied (checksum differs)`);
         }
         return false;
       }
-      await tx.query('INSERT INTO schema_migrations (name, checksum) VALUES (:name::text, :checksum::text)', { name: migration.name, checksum: migration.checksum });
+      await tx.query('INSERT INTO schema_migrations (name, checksum) VALUES (:name::text, :checksum::text)', {
+        name: migration.name,
+        checksum: migration.checksum,
+      });
       if (migration.name !== bootstrap) await tx.query('SET LOCAL ROLE logbook_owner');
       for (const statement of migration.statements) await tx.query(statement);
       return true;

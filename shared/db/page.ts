@@ -1,5 +1,5 @@
-import type { Db, Params } from './db.ts';
 import { pagination } from '../http/pagination.ts';
+import type { Db, Params } from './db.ts';
 
 export interface Page {
   page: number;
@@ -7,7 +7,14 @@ export interface Page {
 }
 
 /** One page of `SELECT select FROM fromWhere ORDER BY orderBy`, with the total of the filtered set. */
-export async function selectPage<T>(db: Db, select: string, fromWhere: string, orderBy: string, params: Params, page: Page) {
+export async function selectPage<T>(
+  db: Db,
+  select: string,
+  fromWhere: string,
+  orderBy: string,
+  params: Params,
+  page: Page,
+) {
   const [{ rows: counted }, { rows }] = await Promise.all([
     db.query<{ total: number }>(`SELECT count(*) AS total FROM ${fromWhere}`, params),
     db.query(`SELECT ${select} FROM ${fromWhere} ORDER BY ${orderBy} LIMIT :limit::int OFFSET :offset::int`, {

@@ -1,5 +1,13 @@
 import pg from 'pg';
-import { encodeParam, parseNamedParams, type Db, type Isolation, type Params, type QueryResult, type Row } from './db.ts';
+import {
+  type Db,
+  encodeParam,
+  type Isolation,
+  type Params,
+  parseNamedParams,
+  type QueryResult,
+  type Row,
+} from './db.ts';
 
 // int8 (count(*), bigserial) as a JS number: every int8 of this schema is a count or a sequence far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -24,7 +32,11 @@ function translate(sql: string): { text: string; names: string[] } {
   return hit;
 }
 
-async function run<T extends Row>(client: pg.Pool | pg.PoolClient, sql: string, params: Params = {}): Promise<QueryResult<T>> {
+async function run<T extends Row>(
+  client: pg.Pool | pg.PoolClient,
+  sql: string,
+  params: Params = {},
+): Promise<QueryResult<T>> {
   const { text, names } = translate(sql);
   const values = names.map((name) => {
     if (!(name in params)) throw new Error(`missing SQL parameter :${name}`);

@@ -2,7 +2,7 @@ import { batchesOf } from '../agents/batches.ts';
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import { findDeviceNames } from '../agents/store.ts';
-import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { DomainError } from '../errors.ts';
@@ -30,7 +30,13 @@ function withoutRepeats(events: readonly DeviceEvent[]): DeviceEvent[] {
  * safe. Only the events actually stored are charged to the device's hourly budget, so resending costs
  * nothing. Each submission writes one agent.eventlogs.submit audit row with the counts.
  */
-export async function submitEvents(db: Db, caller: AgentPrincipal, agentId: string, events: readonly DeviceEvent[], audit: AuditContext) {
+export async function submitEvents(
+  db: Db,
+  caller: AgentPrincipal,
+  agentId: string,
+  events: readonly DeviceEvent[],
+  audit: AuditContext,
+) {
   const device = await deviceOfAgent(db, caller, agentId);
   if (events.length === 0) return { success: true as const, count: 0 };
   const distinct = withoutRepeats(events);
@@ -45,7 +51,8 @@ export async function submitEvents(db: Db, caller: AgentPrincipal, agentId: stri
       return inserted;
     })
     .catch((error: unknown) => {
-      if (!(error instanceof DomainError)) console.error(`[EventLogs] Error batch inserting events for device ${device.id}`, error);
+      if (!(error instanceof DomainError))
+        console.error(`[EventLogs] Error batch inserting events for device ${device.id}`, error);
       throw error;
     });
   countMetric('DeviceEventsStored', count);

@@ -15,12 +15,10 @@ export const deviceEvent = z.object({
   level: z.enum(eventLevels),
   category: z.enum(eventCategories),
   source: storableText({ min: 1, max: 255 }).meta({ description: 'Source application or component' }),
-  eventId: storableText({ min: 1, max: 100 })
-    .nullish()
-    .meta({
-      description:
-        'Identifies this occurrence (e.g. the Windows event record id): an event with the source and eventId of one already stored is a duplicate and ignored. Events without one are always stored',
-    }),
+  eventId: storableText({ min: 1, max: 100 }).nullish().meta({
+    description:
+      'Identifies this occurrence (e.g. the Windows event record id): an event with the source and eventId of one already stored is a duplicate and ignored. Events without one are always stored',
+  }),
   message: storableText(),
   details: jsonObject().meta({ description: 'Extra structured data; null or absent: {}' }),
 });
@@ -31,14 +29,19 @@ export const submitEvents = z
     events: z
       .array(deviceEvent)
       .max(maxEventsPerRequest)
-      .meta({ description: `At most ${maxEventsPerRequest} events; one invalid event rejects the request (400 naming body.events.<index>.<field>) and stores nothing` }),
+      .meta({
+        description: `At most ${maxEventsPerRequest} events; one invalid event rejects the request (400 naming body.events.<index>.<field>) and stores nothing`,
+      }),
   })
   .meta({ id: 'DeviceEventSubmission' });
 
 export const eventsReceipt = z
   .object({
     success: z.literal(true),
-    count: z.number().int().meta({ description: 'Events stored; duplicates (of stored events or within the submission) are not counted' }),
+    count: z
+      .number()
+      .int()
+      .meta({ description: 'Events stored; duplicates (of stored events or within the submission) are not counted' }),
   })
   .meta({ id: 'DeviceEventReceipt' });
 

@@ -1,7 +1,7 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
 import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
-import { selectPage, type Page } from '../db/page.ts';
+import { type Page, selectPage } from '../db/page.ts';
 import type { DeviceEvent } from './schemas.ts';
 
 /**
@@ -9,7 +9,11 @@ import type { DeviceEvent } from './schemas.ts';
  * (device, source, eventId) is already stored, by an earlier submission or an earlier batch or row of
  * this one, is skipped by the unique index (seed 2.6). Returns the rows actually inserted.
  */
-export async function insertEventBatch(db: Db, device: { id: string; orgId: string }, events: readonly DeviceEvent[]): Promise<number> {
+export async function insertEventBatch(
+  db: Db,
+  device: { id: string; orgId: string },
+  events: readonly DeviceEvent[],
+): Promise<number> {
   const rows = events.map((e) => ({
     timestamp: e.timestamp,
     at: asUtc(e.timestamp),

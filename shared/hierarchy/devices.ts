@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -14,13 +14,23 @@ export async function getDevice(db: Db, principal: Principal, id: string) {
   return assertReachable(await store.findDevice(db, principal, id), 'Device');
 }
 
-export function listDevices(db: Db, principal: Principal, query: Page & { orgId?: string; siteId?: string; search?: string }) {
+export function listDevices(
+  db: Db,
+  principal: Principal,
+  query: Page & { orgId?: string; siteId?: string; search?: string },
+) {
   requirePermission(principal, 'devices:read');
   return store.listDevices(db, principal, query, query);
 }
 
 /** Renames a device or moves it to another live site of its own organization; audited as device.update. */
-export async function updateDevice(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+export async function updateDevice(
+  db: Db,
+  principal: Principal,
+  id: string,
+  change: z.output<typeof updateSchema>,
+  audit: AuditContext,
+) {
   const device = await getDevice(db, principal, id);
   requirePermission(principal, 'devices:write');
   const updated = await db.transaction(async (tx) => {
@@ -41,7 +51,12 @@ export async function deleteDevice(db: Db, principal: Principal, id: string, aud
   const device = await getDevice(db, principal, id);
   requirePermission(principal, 'devices:write');
   await db.transaction((tx) => store.softDeleteDevice(tx, id));
-  writeRouteAudit(audit, { orgId: device.orgId, action: 'device.delete', ...deviceResource(device), details: { siteId: device.siteId, agentId: device.agentId } });
+  writeRouteAudit(audit, {
+    orgId: device.orgId,
+    action: 'device.delete',
+    ...deviceResource(device),
+    details: { siteId: device.siteId, agentId: device.agentId },
+  });
 }
 
 /** The audit resource fields of a device: its display name if it has one, else its hostname. */

@@ -1,17 +1,22 @@
 import type { z } from 'zod';
-import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
-import { deviceResource } from './devices.ts';
 import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '../auth/secrets.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { NotFound, Unauthenticated } from '../errors.ts';
+import { deviceResource } from './devices.ts';
 import { reachableOrganization } from './organizations.ts';
 import type { createEnrollmentKey as createSchema, enroll as enrollSchema } from './schemas.ts';
 import { holdLiveSite } from './sites.ts';
 import * as store from './store.ts';
 
-export async function createEnrollmentKey(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
+export async function createEnrollmentKey(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  input: z.output<typeof createSchema>,
+) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
   const key = newSecret(secretPrefixes.enrollmentKey);
   const created = await db.transaction(async (tx) => {
@@ -53,7 +58,8 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
   const token = newSecret(secretPrefixes.agentToken);
   const keyHash = hashSecret(input.enrollmentKey);
   const enrolled = await db.transaction(async (tx) => {
-    const key = (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
+    const key =
+      (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
     if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
     const device = await store.insertDevice(tx, {
       orgId: key.orgId,
@@ -68,12 +74,21 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
   });
   // The new agent is the actor: it enrolled with the key, no user was involved.
   writeRouteAudit(
-    { ...audit, caller: { actorType: 'agent', agentId: enrolled.agentId, deviceId: enrolled.deviceId, orgId: enrolled.orgId }, actorName: input.hostname },
+    {
+      ...audit,
+      caller: { actorType: 'agent', agentId: enrolled.agentId, deviceId: enrolled.deviceId, orgId: enrolled.orgId },
+      actorName: input.hostname,
+    },
     {
       orgId: enrolled.orgId,
       action: 'device.create',
       ...deviceResource({ id: enrolled.deviceId, hostname: input.hostname }),
-      details: { enrollmentKeyId: enrolled.keyId, siteId: enrolled.siteId, osType: input.osType ?? null, agentVersion: input.agentVersion ?? null },
+      details: {
+        enrollmentKeyId: enrolled.keyId,
+        siteId: enrolled.siteId,
+        osType: input.osType ?? null,
+        agentVersion: input.agentVersion ?? null,
+      },
     },
   );
   return { agentId: enrolled.agentId, deviceId: enrolled.deviceId, siteId: enrolled.siteId, token };

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { writeRouteAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
@@ -30,7 +30,10 @@ export async function createOrganization(db: Db, principal: Principal, input: z.
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot create organizations');
   let partnerId: string;
   if (principal.scope === 'platform') {
-    if (!input.partnerId) throw ValidationFailed('partnerId is required', [{ path: 'body.partnerId', message: 'Required for platform administrators', code: 'invalid_type' }]);
+    if (!input.partnerId)
+      throw ValidationFailed('partnerId is required', [
+        { path: 'body.partnerId', message: 'Required for platform administrators', code: 'invalid_type' },
+      ]);
     partnerId = input.partnerId;
   } else {
     if (input.partnerId && input.partnerId !== principal.partnerId) throw NotFound('Partner');
@@ -38,7 +41,11 @@ export async function createOrganization(db: Db, principal: Principal, input: z.
   }
   return db.transaction(async (tx) => {
     if (!(await store.partnerExists(tx, partnerId))) throw NotFound('Partner');
-    return store.insertOrganization(tx, { partnerId, name: input.name, externalId: input.externalId }, { name: 'Main', ...input.site });
+    return store.insertOrganization(
+      tx,
+      { partnerId, name: input.name, externalId: input.externalId },
+      { name: 'Main', ...input.site },
+    );
   });
 }
 
@@ -52,10 +59,21 @@ export function listOrganizations(db: Db, principal: Principal, query: Page & { 
 }
 
 /** Audited as organization.update with the changed fields before and after. */
-export async function updateOrganization(db: Db, principal: Principal, id: string, change: z.output<typeof updateSchema>, audit: AuditContext) {
+export async function updateOrganization(
+  db: Db,
+  principal: Principal,
+  id: string,
+  change: z.output<typeof updateSchema>,
+  audit: AuditContext,
+) {
   const before = await reachableOrganization(db, principal, id, 'orgs:write');
   const after = assertReachable(await store.updateOrganization(db, id, change), 'Organization');
-  writeRouteAudit(audit, { orgId: id, action: 'organization.update', ...organizationResource(after), details: changedFields(before, after, ['name', 'externalId']) });
+  writeRouteAudit(audit, {
+    orgId: id,
+    action: 'organization.update',
+    ...organizationResource(after),
+    details: changedFields(before, after, ['name', 'externalId']),
+  });
   return after;
 }
 
@@ -64,7 +82,16 @@ export async function deleteOrganization(db: Db, principal: Principal, id: strin
   const org = await reachableOrganization(db, principal, id, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot delete their organization');
   if (!(await store.softDeleteOrganization(db, id))) throw NotFound('Organization');
-  writeRouteAudit(audit, { orgId: id, action: 'organization.update', ...organizationResource(org), details: { before: { deleted: false }, after: { deleted: true } } });
+  writeRouteAudit(audit, {
+    orgId: id,
+    action: 'organization.update',
+    ...organizationResource(org),
+    details: { before: { deleted: false }, after: { deleted: true } },
+  });
 }
 
-const organizationResource = (org: { id: string; name: string }) => ({ resourceType: 'organization', resourceId: org.id, resourceName: org.name });
+const organizationResource = (org: { id: string; name: string }) => ({
+  resourceType: 'organization',
+  resourceId: org.id,
+  resourceName: org.name,
+});

@@ -11,7 +11,9 @@ export const idParams = z.object({ id: z.uuid() });
 export const siteParams = z.object({ id: z.uuid(), siteId: z.uuid() });
 export const keyParams = z.object({ id: z.uuid(), keyId: z.uuid() });
 
-export const partner = z.object({ id: z.uuid(), name: z.string(), createdAt: timestamp, updatedAt: timestamp }).meta({ id: 'Partner' });
+export const partner = z
+  .object({ id: z.uuid(), name: z.string(), createdAt: timestamp, updatedAt: timestamp })
+  .meta({ id: 'Partner' });
 export const createPartner = z.object({ name }).strict();
 export const listPartnersQuery = z.object({ ...listQuery, search });
 
@@ -68,8 +70,16 @@ export const createOrganization = z
   .object({
     name,
     externalId: z.string().trim().min(1).max(255).optional(),
-    partnerId: z.uuid().optional().meta({ description: 'Required for platform administrators; partner users create in their own partner' }),
-    site: z.object(siteFields).partial({ name: true }).strict().optional().meta({ description: 'The first site (default name "Main")' }),
+    partnerId: z
+      .uuid()
+      .optional()
+      .meta({ description: 'Required for platform administrators; partner users create in their own partner' }),
+    site: z
+      .object(siteFields)
+      .partial({ name: true })
+      .strict()
+      .optional()
+      .meta({ description: 'The first site (default name "Main")' }),
   })
   .strict();
 export const updateOrganization = z
@@ -91,7 +101,10 @@ export const device = z
     agentVersion: z.string().nullable(),
     lastSeenAt: timestamp.nullable(),
     lastIp: z.string().nullable(),
-    agentStatus: z.enum(agentStatuses).nullable().meta({ description: 'What the agent reported in its last heartbeat that carried a status' }),
+    agentStatus: z
+      .enum(agentStatuses)
+      .nullable()
+      .meta({ description: 'What the agent reported in its last heartbeat that carried a status' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -104,7 +117,12 @@ export const listDevicesQuery = z.object({
   ...listQuery,
   orgId: z.uuid().optional(),
   siteId: z.uuid().optional(),
-  search: z.string().min(1).max(255).optional().meta({ description: 'Case-insensitive substring of hostname or display name' }),
+  search: z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .meta({ description: 'Case-insensitive substring of hostname or display name' }),
 });
 
 export const enrollmentKey = z
@@ -124,28 +142,32 @@ export const createdEnrollmentKey = enrollmentKey
   .meta({ id: 'CreatedEnrollmentKey' });
 export const createEnrollmentKey = z
   .object({
-    siteId: z.uuid().optional().meta({ description: 'Enroll into this site; without it devices join the organization\'s first site' }),
+    siteId: z
+      .uuid()
+      .optional()
+      .meta({ description: "Enroll into this site; without it devices join the organization's first site" }),
     name: name.optional(),
-    expiresAt: timestamp.optional().refine((t) => t === undefined || Date.parse(t) > Date.now(), 'expiresAt must lie in the future'),
+    expiresAt: timestamp
+      .optional()
+      .refine((t) => t === undefined || Date.parse(t) > Date.now(), 'expiresAt must lie in the future'),
   })
   .strict();
 
 /** Unknown fields are dropped, not refused: agents of a newer version may report more than this server knows. */
-export const enroll = z
-  .object({
-    enrollmentKey: z.string().min(1).max(255),
-    enrollmentSecret: z.string().max(1024).optional(),
-    hostname: z.string().trim().min(1).max(255),
-    osType: z.string().trim().min(1).max(50).optional(),
-    osVersion: z.string().trim().min(1).max(255).optional(),
-    agentVersion: z.string().trim().min(1).max(50).optional(),
-  });
+export const enroll = z.object({
+  enrollmentKey: z.string().min(1).max(255),
+  enrollmentSecret: z.string().max(1024).optional(),
+  hostname: z.string().trim().min(1).max(255),
+  osType: z.string().trim().min(1).max(50).optional(),
+  osVersion: z.string().trim().min(1).max(255).optional(),
+  agentVersion: z.string().trim().min(1).max(50).optional(),
+});
 export const enrolled = z
   .object({
     agentId: z.uuid(),
     deviceId: z.uuid(),
-    siteId: z.uuid().meta({ description: 'The site the device joined: the key\'s, or the organization\'s first' }),
-    token: z.string().meta({ description: 'The agent\'s bearer token; shown only in this reply' }),
+    siteId: z.uuid().meta({ description: "The site the device joined: the key's, or the organization's first" }),
+    token: z.string().meta({ description: "The agent's bearer token; shown only in this reply" }),
   })
   .meta({ id: 'Enrollment' });
 

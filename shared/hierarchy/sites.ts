@@ -23,7 +23,13 @@ export async function createSite(db: Db, principal: Principal, orgId: string, in
   return store.insertSite(db, orgId, input);
 }
 
-export async function updateSite(db: Db, principal: Principal, orgId: string, siteId: string, change: z.output<typeof updateSchema>) {
+export async function updateSite(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  siteId: string,
+  change: z.output<typeof updateSchema>,
+) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
   return assertReachable(await store.updateSite(db, orgId, siteId, change), 'Site');
 }
@@ -37,7 +43,9 @@ export async function updateSite(db: Db, principal: Principal, orgId: string, si
 export async function holdLiveSite(tx: Db, orgId: string, siteId: string): Promise<void> {
   if (!(await store.lockOrganization(tx, orgId, 'share'))) throw NotFound('Organization');
   if (!(await store.findSite(tx, orgId, siteId))) {
-    throw ValidationFailed('siteId is not a site of this organization', [{ path: 'body.siteId', message: 'Unknown site', code: 'custom' }]);
+    throw ValidationFailed('siteId is not a site of this organization', [
+      { path: 'body.siteId', message: 'Unknown site', code: 'custom' },
+    ]);
   }
 }
 
@@ -51,8 +59,13 @@ export async function deleteSite(db: Db, principal: Principal, orgId: string, si
     await store.lockOrganization(tx, orgId, 'update');
     assertReachable(await store.findSite(tx, orgId, siteId), 'Site');
     const usage = (await store.siteUsage(tx, orgId, siteId))!;
-    if (usage.sites <= 1) throw new DomainError('LAST_SITE', 'An organization needs at least one site; this is its last');
-    if (usage.devices > 0) throw new DomainError('SITE_NOT_EMPTY', `The site still holds ${usage.devices} device(s); move or delete them first`);
+    if (usage.sites <= 1)
+      throw new DomainError('LAST_SITE', 'An organization needs at least one site; this is its last');
+    if (usage.devices > 0)
+      throw new DomainError(
+        'SITE_NOT_EMPTY',
+        `The site still holds ${usage.devices} device(s); move or delete them first`,
+      );
     await store.softDeleteSite(tx, orgId, siteId);
   });
 }

@@ -1,9 +1,9 @@
+import { insertDefaultRetentionPolicy } from '../audit/retention-store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { insertDefaultRetentionPolicy } from '../audit/retention-store.ts';
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
+import { type Page, selectPage } from '../db/page.ts';
 import { likePattern } from '../http/pagination.ts';
-import { selectPage, type Page } from '../db/page.ts';
 
 const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
 const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
@@ -24,7 +24,14 @@ export function partnerExists(db: Db, id: string) {
 }
 
 export function listPartners(db: Db, filter: { search?: string }, page: Page) {
-  return selectPage(db, partnerColumns, `partners p WHERE (:search::text IS NULL OR p.name ILIKE :search::text)`, 'p.name, p.id', { search: filter.search && likePattern(filter.search) }, page);
+  return selectPage(
+    db,
+    partnerColumns,
+    `partners p WHERE (:search::text IS NULL OR p.name ILIKE :search::text)`,
+    'p.name, p.id',
+    { search: filter.search && likePattern(filter.search) },
+    page,
+  );
 }
 
 // Organizations
@@ -49,7 +56,14 @@ export async function insertOrganization(
 }
 
 /** The live organization if the principal may reach it. */
-export type OrganizationRow = { id: string; partnerId: string; name: string; externalId: string | null; createdAt: Date; updatedAt: Date };
+export type OrganizationRow = {
+  id: string;
+  partnerId: string;
+  name: string;
+  externalId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
 
 export type DeviceRow = {
   id: string;
@@ -69,10 +83,14 @@ export type DeviceRow = {
 };
 
 export function findOrganization(db: Db, principal: Principal, id: string) {
-  return one<OrganizationRow>(db, `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
-    id,
-    ...tenantParams(principal),
-  });
+  return one<OrganizationRow>(
+    db,
+    `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`,
+    {
+      id,
+      ...tenantParams(principal),
+    },
+  );
 }
 
 /**
@@ -81,10 +99,19 @@ export function findOrganization(db: Db, principal: Principal, id: string) {
  * before any other lock, so it waits for a deletion instead of deadlocking with it.
  */
 export function lockOrganization(tx: Db, id: string, mode: 'update' | 'share') {
-  return one(tx, `SELECT id FROM organizations WHERE id = :id::uuid AND deleted_at IS NULL FOR ${mode === 'update' ? 'UPDATE' : 'SHARE'}`, { id });
+  return one(
+    tx,
+    `SELECT id FROM organizations WHERE id = :id::uuid AND deleted_at IS NULL FOR ${mode === 'update' ? 'UPDATE' : 'SHARE'}`,
+    { id },
+  );
 }
 
-export function listOrganizations(db: Db, principal: Principal, filter: { search?: string; partnerId?: string }, page: Page) {
+export function listOrganizations(
+  db: Db,
+  principal: Principal,
+  filter: { search?: string; partnerId?: string },
+  page: Page,
+) {
   return selectPage(
     db,
     orgColumns,
@@ -92,7 +119,11 @@ export function listOrganizations(db: Db, principal: Principal, filter: { search
        AND (:search::text IS NULL OR o.name ILIKE :search::text)
        AND (:partnerId::uuid IS NULL OR o.partner_id = :partnerId::uuid)`,
     'o.name, o.id',
-    { ...tenantParams(principal), search: filter.search && likePattern(filter.search), partnerId: filter.partnerId ?? null },
+    {
+      ...tenantParams(principal),
+      search: filter.search && likePattern(filter.search),
+      partnerId: filter.partnerId ?? null,
+    },
     page,
   );
 }
@@ -112,7 +143,10 @@ export function updateOrganization(db: Db, id: string, change: { name?: string; 
 
 /** Soft delete; the organization's keys and agents stop authenticating with it. */
 export async function softDeleteOrganization(db: Db, id: string) {
-  const { rowCount } = await db.query('UPDATE organizations SET deleted_at = now(), updated_at = now() WHERE id = :id::uuid AND deleted_at IS NULL', { id });
+  const { rowCount } = await db.query(
+    'UPDATE organizations SET deleted_at = now(), updated_at = now() WHERE id = :id::uuid AND deleted_at IS NULL',
+    { id },
+  );
   return rowCount > 0;
 }
 
@@ -127,14 +161,30 @@ export function insertSite(db: Db, orgId: string, site: { name: string; timezone
 }
 
 export function findSite(db: Db, orgId: string, siteId: string) {
-  return one(db, `SELECT ${siteColumns} FROM sites s WHERE s.id = :siteId::uuid AND s.org_id = :orgId::uuid AND s.deleted_at IS NULL`, { orgId, siteId });
+  return one(
+    db,
+    `SELECT ${siteColumns} FROM sites s WHERE s.id = :siteId::uuid AND s.org_id = :orgId::uuid AND s.deleted_at IS NULL`,
+    { orgId, siteId },
+  );
 }
 
 export function listSites(db: Db, orgId: string, page: Page) {
-  return selectPage(db, siteColumns, 'sites s WHERE s.org_id = :orgId::uuid AND s.deleted_at IS NULL', 's.created_at, s.id', { orgId }, page);
+  return selectPage(
+    db,
+    siteColumns,
+    'sites s WHERE s.org_id = :orgId::uuid AND s.deleted_at IS NULL',
+    's.created_at, s.id',
+    { orgId },
+    page,
+  );
 }
 
-export function updateSite(db: Db, orgId: string, siteId: string, change: { name?: string; timezone?: string | null; address?: string | null }) {
+export function updateSite(
+  db: Db,
+  orgId: string,
+  siteId: string,
+  change: { name?: string; timezone?: string | null; address?: string | null },
+) {
   return one(
     db,
     `UPDATE sites s SET
@@ -173,7 +223,10 @@ export async function softDeleteSite(tx: Db, orgId: string, siteId: string) {
     'UPDATE sites SET deleted_at = now(), updated_at = now() WHERE id = :siteId::uuid AND org_id = :orgId::uuid AND deleted_at IS NULL',
     params,
   );
-  await tx.query('UPDATE enrollment_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE site_id = :siteId::uuid AND org_id = :orgId::uuid', params);
+  await tx.query(
+    'UPDATE enrollment_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE site_id = :siteId::uuid AND org_id = :orgId::uuid',
+    params,
+  );
   return rowCount > 0;
 }
 
@@ -181,7 +234,14 @@ export async function softDeleteSite(tx: Db, orgId: string, siteId: string) {
 
 export function insertDevice(
   db: Db,
-  device: { orgId: string; siteId: string; hostname: string; osType?: string; osVersion?: string; agentVersion?: string },
+  device: {
+    orgId: string;
+    siteId: string;
+    hostname: string;
+    osType?: string;
+    osVersion?: string;
+    agentVersion?: string;
+  },
 ) {
   return one<{ id: string }>(
     db,
@@ -193,13 +253,22 @@ export function insertDevice(
 }
 
 export function findDevice(db: Db, principal: Principal, id: string) {
-  return one<DeviceRow>(db, `SELECT ${deviceColumns} FROM ${deviceFrom} WHERE d.id = :id::uuid AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`, {
-    id,
-    ...tenantParams(principal),
-  });
+  return one<DeviceRow>(
+    db,
+    `SELECT ${deviceColumns} FROM ${deviceFrom} WHERE d.id = :id::uuid AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`,
+    {
+      id,
+      ...tenantParams(principal),
+    },
+  );
 }
 
-export function listDevices(db: Db, principal: Principal, filter: { orgId?: string; siteId?: string; search?: string }, page: Page) {
+export function listDevices(
+  db: Db,
+  principal: Principal,
+  filter: { orgId?: string; siteId?: string; search?: string },
+  page: Page,
+) {
   return selectPage(
     db,
     deviceColumns,
@@ -208,7 +277,12 @@ export function listDevices(db: Db, principal: Principal, filter: { orgId?: stri
        AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid)
        AND (:search::text IS NULL OR d.hostname ILIKE :search::text OR d.display_name ILIKE :search::text)`,
     'd.hostname, d.id',
-    { ...tenantParams(principal), orgId: filter.orgId ?? null, siteId: filter.siteId ?? null, search: filter.search && likePattern(filter.search) },
+    {
+      ...tenantParams(principal),
+      orgId: filter.orgId ?? null,
+      siteId: filter.siteId ?? null,
+      search: filter.search && likePattern(filter.search),
+    },
     page,
   );
 }
@@ -226,13 +300,21 @@ export function updateDevice(db: Db, id: string, change: { displayName?: string 
         RETURNING d.*
      )
      SELECT ${deviceColumns} FROM d LEFT JOIN agents a ON a.device_id = d.id`,
-    { id, setDisplayName: 'displayName' in change, displayName: change.displayName ?? null, siteId: change.siteId ?? null },
+    {
+      id,
+      setDisplayName: 'displayName' in change,
+      displayName: change.displayName ?? null,
+      siteId: change.siteId ?? null,
+    },
   );
 }
 
 /** Soft delete; the device's agent token is revoked with it. */
 export async function softDeleteDevice(tx: Db, id: string) {
-  const { rowCount } = await tx.query('UPDATE devices SET deleted_at = now(), updated_at = now() WHERE id = :id::uuid AND deleted_at IS NULL', { id });
+  const { rowCount } = await tx.query(
+    'UPDATE devices SET deleted_at = now(), updated_at = now() WHERE id = :id::uuid AND deleted_at IS NULL',
+    { id },
+  );
   await tx.query('UPDATE agents SET revoked_at = COALESCE(revoked_at, now()) WHERE device_id = :id::uuid', { id });
   return rowCount > 0;
 }
@@ -244,7 +326,15 @@ const keyColumns = `k.id, k.org_id AS "orgId", k.site_id AS "siteId", k.name, k.
 
 export function insertEnrollmentKey(
   db: Db,
-  key: { orgId: string; siteId: string | null; name: string | null; keyHash: string; keyPrefix: string; expiresAt: string | null; createdBy: string },
+  key: {
+    orgId: string;
+    siteId: string | null;
+    name: string | null;
+    keyHash: string;
+    keyPrefix: string;
+    expiresAt: string | null;
+    createdBy: string;
+  },
 ) {
   return one(
     db,
@@ -256,7 +346,14 @@ export function insertEnrollmentKey(
 }
 
 export function listEnrollmentKeys(db: Db, orgId: string, page: Page) {
-  return selectPage(db, keyColumns, 'enrollment_keys k WHERE k.org_id = :orgId::uuid', 'k.created_at DESC, k.id', { orgId }, page);
+  return selectPage(
+    db,
+    keyColumns,
+    'enrollment_keys k WHERE k.org_id = :orgId::uuid',
+    'k.created_at DESC, k.id',
+    { orgId },
+    page,
+  );
 }
 
 export async function revokeEnrollmentKey(db: Db, orgId: string, keyId: string) {
@@ -300,5 +397,9 @@ export function findUsableEnrollmentKey(tx: Db, keyHash: string) {
 }
 
 export function insertAgent(db: Db, deviceId: string, tokenHash: string) {
-  return one<{ id: string }>(db, 'INSERT INTO agents (device_id, token_hash) VALUES (:deviceId::uuid, :tokenHash::text) RETURNING id', { deviceId, tokenHash });
+  return one<{ id: string }>(
+    db,
+    'INSERT INTO agents (device_id, token_hash) VALUES (:deviceId::uuid, :tokenHash::text) RETURNING id',
+    { deviceId, tokenHash },
+  );
 }

@@ -1,6 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
-import { flushAudit, type AuditContext } from '../audit/writer.ts';
+import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import { appDb } from '../db/client.ts';
 import type { HttpContext } from './authenticate.ts';
 import { clientIp } from './client-ip.ts';
@@ -13,7 +13,12 @@ export interface AuditHttpContext extends HttpContext {
  * Gives the request its audit context, and awaits the audit writes it started before the
  * reply leaves, on success and on error alike (DESIGN.md "Audit writes inside Lambda").
  */
-export const auditWrites = (): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, AuditHttpContext> => ({
+export const auditWrites = (): MiddlewareObj<
+  APIGatewayProxyEventV2,
+  APIGatewayProxyResultV2,
+  Error,
+  AuditHttpContext
+> => ({
   before: async (request) => {
     const headers = request.event.headers ?? {};
     request.context.audit = {

@@ -1,18 +1,24 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
-import { authenticateAgent, authenticatePrincipal, type AuthKind } from '../auth/authenticate.ts';
+import { type AuthKind, authenticateAgent, authenticatePrincipal } from '../auth/authenticate.ts';
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { appDb } from '../db/client.ts';
 
 export type Caller = Principal | AgentPrincipal | null;
-export type CallerOf<A extends AuthKind> = A extends 'user' | 'principal' ? Principal : A extends 'agent' ? AgentPrincipal : null;
+export type CallerOf<A extends AuthKind> = A extends 'user' | 'principal'
+  ? Principal
+  : A extends 'agent'
+    ? AgentPrincipal
+    : null;
 
 export interface HttpContext extends Context {
   caller?: Caller;
 }
 
 /** Authenticates the caller as the route's auth kind demands and keeps it on the context. */
-export const authenticate = (kind: AuthKind): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, HttpContext> => ({
+export const authenticate = (
+  kind: AuthKind,
+): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, HttpContext> => ({
   before: async (request) => {
     const headers = request.event.headers ?? {};
     request.context.caller =

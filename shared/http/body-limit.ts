@@ -16,7 +16,11 @@ export const bodyLimit = (maxBytes: number): MiddlewareObj<APIGatewayProxyEventV
   before: async (request) => {
     const size = bodyBytes(request.event);
     if (size > maxBytes) {
-      throw new DomainError('PAYLOAD_TOO_LARGE', `Request body of ${size} bytes exceeds the limit of ${maxBytes} bytes`, { maxBytes });
+      throw new DomainError(
+        'PAYLOAD_TOO_LARGE',
+        `Request body of ${size} bytes exceeds the limit of ${maxBytes} bytes`,
+        { maxBytes },
+      );
     }
   },
 });

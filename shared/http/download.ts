@@ -28,14 +28,26 @@ export function acceptsGzip(header: string | undefined): boolean {
  * A file download within Lambda's response cap: as is when it fits; gzip-compressed (base64, content-encoding
  * gzip) when it does not and the client accepts gzip; otherwise 413 PAYLOAD_TOO_LARGE.
  */
-export function fileDownload(file: { body: string; contentType: string; filename: string }, acceptEncoding: string | undefined): RawReply {
-  const headers = { 'content-type': file.contentType, 'content-disposition': `attachment; filename="${file.filename}"`, vary: 'accept-encoding' };
+export function fileDownload(
+  file: { body: string; contentType: string; filename: string },
+  acceptEncoding: string | undefined,
+): RawReply {
+  const headers = {
+    'content-type': file.contentType,
+    'content-disposition': `attachment; filename="${file.filename}"`,
+    vary: 'accept-encoding',
+  };
   const bytes = payloadBytes(file.body);
   if (bytes <= replyBodyBudget) return new RawReply({ statusCode: 200, headers, body: file.body });
   if (acceptsGzip(acceptEncoding) && bytes <= gzipInputBudget) {
     const zipped = gzipSync(file.body).toString('base64');
     if (zipped.length <= replyBodyBudget) {
-      return new RawReply({ statusCode: 200, headers: { ...headers, 'content-encoding': 'gzip' }, body: zipped, isBase64Encoded: true });
+      return new RawReply({
+        statusCode: 200,
+        headers: { ...headers, 'content-encoding': 'gzip' },
+        body: zipped,
+        isBase64Encoded: true,
+      });
     }
   }
   throw tooLarge(acceptsGzip(acceptEncoding));

@@ -58,17 +58,20 @@ export function issueDetails(error: z.ZodError, location?: string): IssueDetail[
 /** Maps any error to the envelope of DESIGN.md; never a stack trace, never a 500 for bad input. */
 export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   if (error instanceof DomainError) return errorReply(statusOf[error.code], error.code, error.message, error.details);
-  if (error instanceof z.ZodError) return errorReply(400, 'VALIDATION_FAILED', 'Request is invalid', issueDetails(error));
+  if (error instanceof z.ZodError)
+    return errorReply(400, 'VALIDATION_FAILED', 'Request is invalid', issueDetails(error));
   const cause = (error as { cause?: { package?: string } } | null)?.cause;
   if (cause?.package === '@middy/http-json-body-parser') {
     return errorReply(400, 'VALIDATION_FAILED', 'Request body must be valid JSON');
   }
   const code = String((error as { code?: unknown } | null)?.code ?? '');
   // Text the database cannot store (22021 invalid byte sequence, 22P05 untranslatable character) is bad input, not a fault.
-  if (code === '22021' || code === '22P05') return errorReply(400, 'VALIDATION_FAILED', 'Request contains text the database cannot store');
+  if (code === '22021' || code === '22P05')
+    return errorReply(400, 'VALIDATION_FAILED', 'Request contains text the database cannot store');
   // Backstop behind validation: values the database refuses (22007/22008 date-time format or range, 22009 time zone
   // offset, 22P02 invalid text representation, 23514 CHECK constraint) can only have come from the request.
-  if (['22007', '22008', '22009', '22P02', '23514'].includes(code)) return errorReply(400, 'VALIDATION_FAILED', 'Request contains a value the database refuses');
+  if (['22007', '22008', '22009', '22P02', '23514'].includes(code))
+    return errorReply(400, 'VALIDATION_FAILED', 'Request contains a value the database refuses');
   if (unavailable(code)) {
     logger.error('Database unavailable', error as Error);
     return errorReply(503, 'UNAVAILABLE', 'The service is temporarily unavailable; retry shortly');
@@ -79,7 +82,10 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
 
 /** Connection-level failures: SQLSTATE class 08, too many connections, shutdown, and socket errors. */
 function unavailable(code: string): boolean {
-  return code.startsWith('08') || ['53300', '57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code);
+  return (
+    code.startsWith('08') ||
+    ['53300', '57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code)
+  );
 }
 
 export const errorEnvelope = (): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2> => ({

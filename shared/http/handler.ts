@@ -2,20 +2,26 @@ import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { auditWrites } from './audit.ts';
-import { bodyLimit } from './body-limit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
+import { bodyLimit } from './body-limit.ts';
 import { errorEnvelope } from './error-envelope.ts';
 import { RawReply, type RequestOf, type RouteDef } from './route.ts';
-import { validate, type ValidatedContext } from './validate.ts';
+import { type ValidatedContext, validate } from './validate.ts';
 
-export type Handler = (event: APIGatewayProxyEventV2, context: import('aws-lambda').Context) => Promise<APIGatewayProxyResultV2>;
+export type Handler = (
+  event: APIGatewayProxyEventV2,
+  context: import('aws-lambda').Context,
+) => Promise<APIGatewayProxyResultV2>;
 
 /**
  * A route's Lambda handler: error envelope, authentication, JSON body, validation,
  * then the one domain call. The function returns the reply body; the status is the route's
  * (or a RawReply, passed on as it is).
  */
-export function httpHandler<R extends RouteDef>(def: R, fn: (request: RequestOf<R, CallerOf<R['auth']>>) => Promise<unknown>): Handler {
+export function httpHandler<R extends RouteDef>(
+  def: R,
+  fn: (request: RequestOf<R, CallerOf<R['auth']>>) => Promise<unknown>,
+): Handler {
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>().use(errorEnvelope());
   // An oversized body is refused first, as API Gateway refuses one above its own limit: no token lookup, no parsing.
   if (def.maxBodyBytes !== undefined) chain.use(bodyLimit(def.maxBodyBytes));

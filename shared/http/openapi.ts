@@ -13,8 +13,8 @@ const errorText: Record<number, string> = {
   404: "NOT_FOUND: absent, or another tenant's",
   409: 'Conflict with the current state (code says which)',
   413: 'PAYLOAD_TOO_LARGE',
-  429: 'RATE_LIMITED: over a budget; retry after the Retry-After header\'s seconds',
-  502: 'AGENT_BAD_RESPONSE: the agent\'s answer could not be read',
+  429: "RATE_LIMITED: over a budget; retry after the Retry-After header's seconds",
+  502: "AGENT_BAD_RESPONSE: the agent's answer could not be read",
   503: 'The database is not reachable',
   504: 'AGENT_TIMEOUT: the agent did not answer in time',
 };
@@ -35,7 +35,8 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
     const status = String(def.status ?? 200);
     let operationId = def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase());
     // A handler serving several routes (shared/http/by-route-key.ts): the later ones add their path's namespace.
-    if (operationIds.has(operationId)) operationId += (path.split('/')[3] ?? '').replace(/(?:^|-)(\w)/g, (_, c: string) => c.toUpperCase());
+    if (operationIds.has(operationId))
+      operationId += (path.split('/')[3] ?? '').replace(/(?:^|-)(\w)/g, (_, c: string) => c.toUpperCase());
     operationIds.add(operationId);
     const operation: ZodOpenApiOperationObject = {
       summary: def.summary,
@@ -44,14 +45,24 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
       security: security[def.auth],
       requestParams: { ...(def.params ? { path: def.params } : {}), ...(def.query ? { query: def.query } : {}) },
       // A missing body reads as {}; it is optional where {} is valid.
-      ...(def.body ? { requestBody: { required: !def.body.safeParse({}).success, content: { 'application/json': { schema: def.body } } } } : {}),
+      ...(def.body
+        ? {
+            requestBody: {
+              required: !def.body.safeParse({}).success,
+              content: { 'application/json': { schema: def.body } },
+            },
+          }
+        : {}),
       responses: {
         [status]: {
           description: status === '204' ? 'Done' : 'Success',
           ...(def.response ? { content: { 'application/json': { schema: def.response } } } : {}),
         },
         ...Object.fromEntries(
-          (def.errors ?? []).map((code) => [String(code), { description: errorText[code] ?? 'Error', content: { 'application/json': { schema: errorBody } } }]),
+          (def.errors ?? []).map((code) => [
+            String(code),
+            { description: errorText[code] ?? 'Error', content: { 'application/json': { schema: errorBody } } },
+          ]),
         ),
       },
     };
@@ -63,8 +74,17 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
     paths,
     components: {
       securitySchemes: {
-        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'User token (claims: sub, email, name, role, scope, partnerId, orgId, permissions)' },
-        apiKey: { type: 'http', scheme: 'bearer', description: 'Organization API key lbk_… (also accepted in X-API-Key)' },
+        userJwt: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'User token (claims: sub, email, name, role, scope, partnerId, orgId, permissions)',
+        },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Organization API key lbk_… (also accepted in X-API-Key)',
+        },
         agentToken: { type: 'http', scheme: 'bearer', description: 'Agent token issued at enrollment' },
       },
     },

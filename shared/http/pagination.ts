@@ -9,9 +9,14 @@ export function pageQuery(options: { defaultLimit: number; maxLimit: number }) {
     page: z.coerce.number().int().min(1).max(1_000_000).default(1).meta({ description: 'Page number, from 1' }),
     // Clamped before it is checked, so any number above the maximum (even 1e400) reads as the maximum.
     limit: z
-      .preprocess((value) => (Number(value) > options.maxLimit ? options.maxLimit : value), z.coerce.number().int().min(1))
+      .preprocess(
+        (value) => (Number(value) > options.maxLimit ? options.maxLimit : value),
+        z.coerce.number().int().min(1),
+      )
       .default(options.defaultLimit)
-      .meta({ description: `Page size, default ${options.defaultLimit}; above ${options.maxLimit} it is clamped to ${options.maxLimit}` }),
+      .meta({
+        description: `Page size, default ${options.defaultLimit}; above ${options.maxLimit} it is clamped to ${options.maxLimit}`,
+      }),
   };
 }
 

@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import type { z } from 'zod';
 import { ValidationFailed } from '../errors.ts';
 import type { AuditHttpContext } from './audit.ts';
-import { issueDetails, type IssueDetail } from './error-envelope.ts';
+import { type IssueDetail, issueDetails } from './error-envelope.ts';
 import type { RouteDef } from './route.ts';
 
 export interface ValidatedInput {
@@ -53,7 +53,8 @@ function textIssues(value: unknown, location: string): IssueDetail[] {
       if (message) issues.push({ path, message, code: 'invalid_format' });
     }
     // Pushed last to first, so they are visited in document order.
-    for (let i = entries.length - 1; i >= 0; i--) pending.push({ value: entries[i]![1], path: `${path}.${entries[i]![0]}`, depth: depth + 1 });
+    for (let i = entries.length - 1; i >= 0; i--)
+      pending.push({ value: entries[i]![1], path: `${path}.${entries[i]![0]}`, depth: depth + 1 });
   }
   return issues;
 }
@@ -68,7 +69,9 @@ function parse(schema: z.ZodType | undefined, value: unknown, location: string):
 }
 
 /** Validates path parameters, query string and body against the route's zod schemas (400 VALIDATION_FAILED). */
-export const validate = (def: RouteDef): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext> => ({
+export const validate = (
+  def: RouteDef,
+): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext> => ({
   before: async (request) => {
     const { event } = request;
     request.context.input = {

@@ -33,7 +33,9 @@ const isGone = (error: unknown) => (error as { name?: unknown } | null)?.name ==
 export async function postToConnection(connectionId: string, message: ServiceMessage): Promise<'sent' | 'gone'> {
   const { api, sdk: loaded } = await managementApi();
   try {
-    await api.send(new loaded.PostToConnectionCommand({ ConnectionId: connectionId, Data: Buffer.from(JSON.stringify(message)) }));
+    await api.send(
+      new loaded.PostToConnectionCommand({ ConnectionId: connectionId, Data: Buffer.from(JSON.stringify(message)) }),
+    );
     return 'sent';
   } catch (error) {
     if (isGone(error)) return 'gone';

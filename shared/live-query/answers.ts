@@ -17,7 +17,8 @@ export async function receiveAgentMessage(db: Db, connectionId: string, body: st
   const requestId = message ? message.requestId : /"requestId"\s*:\s*"([^"]+)"/.exec(body)?.[1];
   if (typeof requestId !== 'string' || !uuid.test(requestId)) return store.touchConnection(db, connectionId);
   const kept = await store.insertChunk(db, { requestId, connectionId, ...piece(message, body) });
-  if (!kept) logger.info('Ignored an agent message for a query its connection does not own', { connectionId, requestId });
+  if (!kept)
+    logger.info('Ignored an agent message for a query its connection does not own', { connectionId, requestId });
 }
 
 /**
@@ -25,13 +26,20 @@ export async function receiveAgentMessage(db: Db, connectionId: string, body: st
  * answer's text; any other message is the whole answer, one piece. A chunk that makes no sense is
  * taken as the whole answer, so that its query fails as unreadable instead of waiting out its time.
  */
-function piece(message: Record<string, unknown> | undefined, body: string): { chunk: number; chunks: number; data: string } {
+function piece(
+  message: Record<string, unknown> | undefined,
+  body: string,
+): { chunk: number; chunks: number; data: string } {
   const whole = { chunk: 0, chunks: 1, data: body };
   if (!message || (message.chunk === undefined && message.chunks === undefined)) return whole;
   const { chunk, chunks, data } = message;
   const valid =
-    Number.isInteger(chunks) && (chunks as number) >= 1 && (chunks as number) <= maxChunks &&
-    Number.isInteger(chunk) && (chunk as number) >= 0 && (chunk as number) <= (chunks as number) &&
+    Number.isInteger(chunks) &&
+    (chunks as number) >= 1 &&
+    (chunks as number) <= maxChunks &&
+    Number.isInteger(chunk) &&
+    (chunk as number) >= 0 &&
+    (chunk as number) <= (chunks as number) &&
     typeof data === 'string';
   return valid ? { chunk: chunk as number, chunks: chunks as number, data: data as string } : whole;
 }
@@ -39,7 +47,9 @@ function piece(message: Record<string, unknown> | undefined, body: string): { ch
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const value = JSON.parse(text) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -30,7 +30,8 @@ export async function connectAgent(db: Db, event: WebSocketEvent): Promise<void>
 /** Best effort: the replaced connection may be gone already; the new one stands either way. */
 async function dropReplaced(connectionId: string): Promise<void> {
   try {
-    if ((await postToConnection(connectionId, { type: 'connection.replaced' })) === 'sent') await deleteConnection(connectionId);
+    if ((await postToConnection(connectionId, { type: 'connection.replaced' })) === 'sent')
+      await deleteConnection(connectionId);
   } catch (error) {
     logger.warn('Could not close a replaced agent connection', { connectionId, error: String(error) });
   }

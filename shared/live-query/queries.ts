@@ -14,7 +14,10 @@ export async function listEventLogs(db: Db, principal: Principal, deviceId: stri
   const device = await deviceOfLogReader(db, principal, deviceId);
   const logs = await askAgent(db, device.id, { type: 'eventlogs.list' }, agentData['eventlogs.list']);
   // Not paged: a device has a handful of logs; the envelope is the one of every list.
-  return { data: logs, pagination: { page: 1, limit: logs.length, total: logs.length, totalPages: logs.length > 0 ? 1 : 0 } };
+  return {
+    data: logs,
+    pagination: { page: 1, limit: logs.length, total: logs.length, totalPages: logs.length > 0 ? 1 : 0 },
+  };
 }
 
 export async function getEventLog(db: Db, principal: Principal, deviceId: string, name: string) {
@@ -25,7 +28,12 @@ export async function getEventLog(db: Db, principal: Principal, deviceId: string
 export async function listEvents(db: Db, principal: Principal, deviceId: string, name: string, query: LiveEventsQuery) {
   const device = await deviceOfLogReader(db, principal, deviceId);
   // Filters not given are left out of the message (JSON drops undefined).
-  const { events, total } = await askAgent(db, device.id, { type: 'eventlogs.events', name, ...query }, agentData['eventlogs.events']);
+  const { events, total } = await askAgent(
+    db,
+    device.id,
+    { type: 'eventlogs.events', name, ...query },
+    agentData['eventlogs.events'],
+  );
   return { data: events.slice(0, query.limit), pagination: pagination(query.page, query.limit, total) };
 }
 

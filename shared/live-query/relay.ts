@@ -29,7 +29,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * - an answer that cannot be read: logged as `Failed to parse agent response for event`, 502 AGENT_BAD_RESPONSE;
  * - an error the agent reports: 404 with the agent's message when it says NOT_FOUND, else 502.
  */
-export async function askAgent<T extends z.ZodType>(db: Db, deviceId: string, query: AgentQuery, schema: T): Promise<z.output<T>> {
+export async function askAgent<T extends z.ZodType>(
+  db: Db,
+  deviceId: string,
+  query: AgentQuery,
+  schema: T,
+): Promise<z.output<T>> {
   const connectionId = await store.findConnection(db, deviceId);
   if (!connectionId) throw DeviceOffline();
   const requestId = randomUUID();
@@ -57,14 +62,25 @@ async function send(db: Db, connectionId: string, requestId: string, query: Agen
  * meanwhile (the device's connection changed), the query is sent again on the new connection, which
  * then owns it: whatever the old connection sends is ignored.
  */
-async function waitForAnswer(db: Db, requestId: string, query: AgentQuery, deadline: number, waitMs: number): Promise<string> {
+async function waitForAnswer(
+  db: Db,
+  requestId: string,
+  query: AgentQuery,
+  deadline: number,
+  waitMs: number,
+): Promise<string> {
   let pause = polling.firstMs;
   for (;;) {
     const state = await store.requestState(db, requestId);
     if (!state) throw AgentTimeout(waitMs);
-    if (state.chunks !== null && state.received >= state.chunks) return store.readAnswer(db, requestId, state.connectionId);
+    if (state.chunks !== null && state.received >= state.chunks)
+      return store.readAnswer(db, requestId, state.connectionId);
     const current = state.currentConnectionId;
-    if (current && current !== state.connectionId && (await store.moveRequest(db, requestId, state.connectionId, current))) {
+    if (
+      current &&
+      current !== state.connectionId &&
+      (await store.moveRequest(db, requestId, state.connectionId, current))
+    ) {
       await send(db, current, requestId, query);
     }
     const left = deadline - Date.now();
@@ -107,21 +123,37 @@ function parseJson(text: string): unknown {
 }
 
 function isEnvelope(value: unknown, requestId: string): value is { data?: unknown; error?: unknown } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { requestId?: unknown }).requestId === requestId;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    (value as { requestId?: unknown }).requestId === requestId
+  );
 }
 
 /** seed 7: logged as "Failed to parse agent response for event"; the caller gets 502. */
 function unreadable(asked: Asked, reason: string): DomainError {
-  console.error(`Failed to parse agent response for event ${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`);
+  console.error(
+    `Failed to parse agent response for event ${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`,
+  );
   return AgentBadResponse(`The agent's answer could not be read: ${reason}`);
 }
 
 /** An error the agent reports: NOT_FOUND (or no code) is the 404 the caller would get from us; anything else a 502. */
 function agentError(error: unknown, asked: Asked): DomainError {
-  const reported = typeof error === 'string' ? { message: error } : typeof error === 'object' ? (error as { code?: unknown; message?: unknown }) : undefined;
+  const reported =
+    typeof error === 'string'
+      ? { message: error }
+      : typeof error === 'object'
+        ? (error as { code?: unknown; message?: unknown })
+        : undefined;
   if (!reported) return unreadable(asked, 'the error is neither text nor an object');
   const code = typeof reported.code === 'string' ? reported.code : undefined;
-  const message = typeof reported.message === 'string' && reported.message.trim() !== '' ? reported.message.slice(0, 1000) : undefined;
-  if (code === undefined || /NOT_FOUND/i.test(code)) return new DomainError('NOT_FOUND', message ?? 'Not found on the device');
+  const message =
+    typeof reported.message === 'string' && reported.message.trim() !== ''
+      ? reported.message.slice(0, 1000)
+      : undefined;
+  if (code === undefined || /NOT_FOUND/i.test(code))
+    return new DomainError('NOT_FOUND', message ?? 'Not found on the device');
   return AgentBadResponse(`The agent reported ${code.slice(0, 100)}${message ? `: ${message}` : ''}`);
 }

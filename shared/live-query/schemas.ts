@@ -9,11 +9,10 @@ import { liveEventLevels } from './protocol.ts';
  * /devices/{id} route, since API Gateway refuses two names at one position of a path.
  */
 const deviceId = z.uuid().meta({ description: 'The device id' });
-const name = z
-  .string()
-  .min(1)
-  .max(256)
-  .meta({ description: 'Event log name (e.g. Security, or Microsoft-Windows-Sysmon%2FOperational with its slash encoded), matched case-insensitively by the agent' });
+const name = z.string().min(1).max(256).meta({
+  description:
+    'Event log name (e.g. Security, or Microsoft-Windows-Sysmon%2FOperational with its slash encoded), matched case-insensitively by the agent',
+});
 const recordId = z
   .string()
   .regex(/^\d{1,16}$/, 'Give the record id as a whole number')
@@ -31,7 +30,9 @@ export const deviceEventParams = z.object({ id: deviceId, name, recordId });
 export const liveEventsQuery = z.object({
   ...pageQuery({ defaultLimit: 50, maxLimit: 500 }),
   level: optionalParam(z.enum(liveEventLevels)).meta({ description: `One of ${liveEventLevels.join(', ')}` }),
-  source: optionalParam(z.string().max(255)).meta({ description: 'Event source (provider), matched exactly but case-insensitively' }),
+  source: optionalParam(z.string().max(255)).meta({
+    description: 'Event source (provider), matched exactly but case-insensitively',
+  }),
   startTime: queryInstant('Events created at or after this time'),
   endTime: queryInstant('Events created at or before this time'),
   eventId: optionalParam(
@@ -52,7 +53,7 @@ export const eventLogDescriptor = z
     recordCount: z.number().int().min(0),
     maxSize: z.number().min(0).meta({ description: 'Bytes' }),
     retentionDays: z.number(),
-    lastWriteTime: z.string().meta({ description: 'Timestamp of the log\'s last write' }),
+    lastWriteTime: z.string().meta({ description: "Timestamp of the log's last write" }),
   })
   .meta({ id: 'EventLogDescriptor' });
 
@@ -68,7 +69,10 @@ export const liveEvent = z
     category: z.string(),
     user: z.string().nullable(),
     computer: z.string(),
-    rawXml: z.string().optional().meta({ description: 'The event in the Windows event XML schema, when the agent has it' }),
+    rawXml: z
+      .string()
+      .optional()
+      .meta({ description: 'The event in the Windows event XML schema, when the agent has it' }),
   })
   .meta({ id: 'LiveEvent' });
 

@@ -1,4 +1,4 @@
-import { one, type Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 
 /** Connections (migration 0009): one per device; the latest $connect of an agent wins. */
 export async function upsertConnection(
@@ -25,16 +25,25 @@ export async function deleteConnection(db: Db, connectionId: string): Promise<vo
 }
 
 export async function touchConnection(db: Db, connectionId: string): Promise<void> {
-  await db.query('UPDATE agent_connections SET last_seen_at = now() WHERE connection_id = :connectionId::text', { connectionId });
+  await db.query('UPDATE agent_connections SET last_seen_at = now() WHERE connection_id = :connectionId::text', {
+    connectionId,
+  });
 }
 
 export async function findConnection(db: Db, deviceId: string): Promise<string | undefined> {
-  const row = await one<{ connectionId: string }>(db, 'SELECT connection_id AS "connectionId" FROM agent_connections WHERE device_id = :deviceId::uuid', { deviceId });
+  const row = await one<{ connectionId: string }>(
+    db,
+    'SELECT connection_id AS "connectionId" FROM agent_connections WHERE device_id = :deviceId::uuid',
+    { deviceId },
+  );
   return row?.connectionId;
 }
 
 /** A pending query; rows of askers that died are removed a minute after they expired. */
-export async function insertRequest(db: Db, request: { requestId: string; deviceId: string; connectionId: string; type: string; timeoutMs: number }): Promise<void> {
+export async function insertRequest(
+  db: Db,
+  request: { requestId: string; deviceId: string; connectionId: string; type: string; timeoutMs: number },
+): Promise<void> {
   await db.query(
     `WITH abandoned AS (DELETE FROM live_requests WHERE expires_at < now() - interval '1 minute')
      INSERT INTO live_requests (request_id, device_id, connection_id, type, expires_at)
@@ -51,7 +60,10 @@ export async function deleteRequest(db: Db, requestId: string): Promise<void> {
  * Stores one piece of an answer, only when it comes from the connection the query is waiting on,
  * before the query expired, and agrees with the piece count given first. Returns whether it was kept.
  */
-export async function insertChunk(db: Db, piece: { requestId: string; connectionId: string; chunk: number; chunks: number; data: string }): Promise<boolean> {
+export async function insertChunk(
+  db: Db,
+  piece: { requestId: string; connectionId: string; chunk: number; chunks: number; data: string },
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `WITH owner AS (
        UPDATE live_requests SET chunks = :chunks::int

@@ -1,4 +1,9 @@
-import type { APIGatewayEventWebsocketRequestContextV2, APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2, Context } from 'aws-lambda';
+import type {
+  APIGatewayEventWebsocketRequestContextV2,
+  APIGatewayProxyResultV2,
+  APIGatewayProxyWebsocketEventV2,
+  Context,
+} from 'aws-lambda';
 import { toErrorReply } from '../http/error-envelope.ts';
 
 /**

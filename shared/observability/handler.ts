@@ -1,6 +1,6 @@
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { countMetric, metrics, publishMetrics, type BusinessMetric } from './metrics.ts';
+import { type BusinessMetric, countMetric, metrics, publishMetrics } from './metrics.ts';
 import { tracer } from './tracer.ts';
 
 // Any event and context: the wrapped handler keeps its own types.
@@ -22,7 +22,8 @@ const countedStatuses = new Set(Object.values(countedErrors).map((counted) => co
 /** The metric of a reply whose error envelope has a counted code (only those statuses' bodies are read). */
 export function replyMetric(result: unknown): BusinessMetric | undefined {
   const reply = result as { statusCode?: unknown; body?: unknown } | null | undefined;
-  if (typeof reply?.statusCode !== 'number' || !countedStatuses.has(reply.statusCode) || typeof reply.body !== 'string') return undefined;
+  if (typeof reply?.statusCode !== 'number' || !countedStatuses.has(reply.statusCode) || typeof reply.body !== 'string')
+    return undefined;
   try {
     const code = (JSON.parse(reply.body) as { error?: { code?: unknown } } | null)?.error?.code;
     const counted = typeof code === 'string' ? countedErrors[code] : undefined;

@@ -33,7 +33,10 @@ export type BusinessMetric =
  * POWERTOOLS_METRICS_DISABLED=true still switches them off.
  */
 export const metrics: Metrics | undefined = inLambda
-  ? new (await import('@aws-lambda-powertools/metrics')).Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || 'Logbook', serviceName })
+  ? new (await import('@aws-lambda-powertools/metrics')).Metrics({
+      namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || 'Logbook',
+      serviceName,
+    })
   : undefined;
 
 /** Adds `value` to a count of this invocation (published when the invocation ends). */

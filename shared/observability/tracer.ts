@@ -6,7 +6,9 @@ import { inLambda, serviceName } from './service.ts';
  * Loaded in Lambda only, where the Powertools layer provides it with the X-Ray SDK: elsewhere the SDK is not even
  * imported. POWERTOOLS_TRACE_ENABLED=false switches it off in Lambda.
  */
-export const tracer: Tracer | undefined = inLambda ? new (await import('@aws-lambda-powertools/tracer')).Tracer({ serviceName }) : undefined;
+export const tracer: Tracer | undefined = inLambda
+  ? new (await import('@aws-lambda-powertools/tracer')).Tracer({ serviceName })
+  : undefined;
 
 /** An AWS SDK v3 client whose calls appear as subsegments of the trace (the client itself outside Lambda). */
 export function traced<Client>(client: Client): Client {

@@ -17,7 +17,11 @@ export function agentCall<T = any>(
   options: { agentId?: string; token?: string | null; headers?: Record<string, string> } = {},
 ): Promise<Reply<T>> {
   const token = options.token === null ? undefined : (options.token ?? agent.token);
-  return api.request(method, `/api/v1/agents/${options.agentId ?? agent.agentId}${suffix}`, { token, body, headers: options.headers });
+  return api.request(method, `/api/v1/agents/${options.agentId ?? agent.agentId}${suffix}`, {
+    token,
+    body,
+    headers: options.headers,
+  });
 }
 
 export const submitLogs = (api: Api, agent: Agent, logs: unknown[], options?: Parameters<typeof agentCall>[5]) =>

@@ -1,7 +1,7 @@
+import { afterAll, beforeAll } from 'vitest';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
-import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface Reply<T = any> {
@@ -14,7 +14,11 @@ export interface Api {
   url: string;
   /** The local WebSocket gateway agents connect to (live queries). */
   wsUrl: string;
-  request<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<Reply<T>>;
+  request<T = any>(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<Reply<T>>;
   close(): Promise<void>;
 }
 

@@ -19,7 +19,10 @@ export interface Stubs {
 }
 
 /** `allowed`: the operations the function's role may call on each secret (IAM); anything else is AccessDenied. */
-export async function startStubs(initial: Record<string, string>, allowed: Record<string, ('GetSecretValue' | 'PutSecretValue')[]>): Promise<Stubs> {
+export async function startStubs(
+  initial: Record<string, string>,
+  allowed: Record<string, ('GetSecretValue' | 'PutSecretValue')[]>,
+): Promise<Stubs> {
   const servers: Server[] = [];
   const listen = async (serve: (body: string, target: string | undefined) => { status: number; body: string }) => {
     const server = createServer((req, res) => {
@@ -43,13 +46,27 @@ export async function startStubs(initial: Record<string, string>, allowed: Recor
     const operation = String(target).replace(/^secretsmanager\./, '');
     calls.push({ operation, secretId: request.SecretId });
     if (!allowed[request.SecretId]?.includes(operation as 'GetSecretValue')) return error(400, 'AccessDeniedException');
-    if (operation === 'GetSecretValue') return { status: 200, body: JSON.stringify({ ARN: request.SecretId, SecretString: secrets.get(request.SecretId) }) };
+    if (operation === 'GetSecretValue')
+      return {
+        status: 200,
+        body: JSON.stringify({ ARN: request.SecretId, SecretString: secrets.get(request.SecretId) }),
+      };
     secrets.set(request.SecretId, request.SecretString!);
-    return { status: 200, body: JSON.stringify({ ARN: request.SecretId, VersionId: `v${calls.length}`, VersionStages: ['AWSCURRENT'] }) };
+    return {
+      status: 200,
+      body: JSON.stringify({ ARN: request.SecretId, VersionId: `v${calls.length}`, VersionStages: ['AWSCURRENT'] }),
+    };
   });
   const cloudFormation = await listen((body) => {
     responses.push(JSON.parse(body));
     return { status: 200, body: '' };
   });
-  return { secretsManagerUrl, responseUrl: `${cloudFormation}/response`, calls, secrets, responses, close: () => servers.forEach((server) => server.close()) };
+  return {
+    secretsManagerUrl,
+    responseUrl: `${cloudFormation}/response`,
+    calls,
+    secrets,
+    responses,
+    close: () => servers.forEach((server) => server.close()),
+  };
 }

@@ -1,4 +1,4 @@
-import { startDataApiServer, type RunningDataApiServer } from '#infra/local/data-api-server.ts';
+import { type RunningDataApiServer, startDataApiServer } from '#infra/local/data-api-server.ts';
 import { createDataApiDb } from '#shared/db/data-api.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createRdsDataClient } from '#shared/db/rds-data-client.ts';
@@ -12,7 +12,10 @@ export interface LocalDataApi {
   secretArns: Record<DataApiRole, string>;
   database: string;
   /** A Data API executor acting as the role, through the real @aws-sdk/client-rds-data client; closed with the endpoint. */
-  db(role: DataApiRole, options?: { database?: string; resumeDeadlineMs?: number; sleep?: (ms: number) => Promise<void> }): Db;
+  db(
+    role: DataApiRole,
+    options?: { database?: string; resumeDeadlineMs?: number; sleep?: (ms: number) => Promise<void> },
+  ): Db;
   /** The variables with which shared/db/client.ts connects through this endpoint, as a Lambda does. */
   env: Record<string, string>;
   close(): Promise<void>;
@@ -42,7 +45,13 @@ export async function startLocalDataApi(test: TestDatabase): Promise<LocalDataAp
     secretArns: { admin: secretArn('admin'), app: secretArn('app'), auditAdmin: secretArn('auditAdmin') },
     database: test.name,
     db(role, options = {}) {
-      const db = createDataApiDb({ client: createRdsDataClient({ endpoint: server.url }), resourceArn: testClusterArn, secretArn: secretArn(role), database: test.name, ...options });
+      const db = createDataApiDb({
+        client: createRdsDataClient({ endpoint: server.url }),
+        resourceArn: testClusterArn,
+        secretArn: secretArn(role),
+        database: test.name,
+        ...options,
+      });
       opened.push(db);
       return db;
     },

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { roleUrls, type DatabaseUrls } from '#infra/local/database.ts';
+import { type DatabaseUrls, roleUrls } from '#infra/local/database.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';

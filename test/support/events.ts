@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 
 /** An API Gateway HTTP API (payload 2.0) event, for calling a handler directly. */
-export function httpEvent(options: { method?: string; path?: string; routeKey?: string; headers?: Record<string, string>; body?: unknown; sourceIp?: string }): APIGatewayProxyEventV2 {
+export function httpEvent(options: {
+  method?: string;
+  path?: string;
+  routeKey?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  sourceIp?: string;
+}): APIGatewayProxyEventV2 {
   const method = options.method ?? 'GET';
   const path = options.path ?? '/api/v1/test';
   return {
@@ -28,4 +35,7 @@ export function httpEvent(options: { method?: string; path?: string; routeKey?: 
   };
 }
 
-export const lambdaContext = { awsRequestId: randomUUID(), getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
+export const lambdaContext = {
+  awsRequestId: randomUUID(),
+  getRemainingTimeInMillis: () => 30_000,
+} as unknown as Context;

@@ -43,7 +43,10 @@ export default async function setup(project: TestProject) {
   project.provide('databasePrefix', prefix);
 
   return async () => {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, :prefix::text)', { prefix });
+    const { rows } = await admin.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE starts_with(datname, :prefix::text)',
+      { prefix },
+    );
     for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
     await admin.close();
     await stop?.();

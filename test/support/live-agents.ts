@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
-import { startAgent, type RunningAgent } from '#infra/local/agent/agent.ts';
-import { generateEventStore, type EventStore } from '#infra/local/agent/event-store.ts';
+import { type RunningAgent, startAgent } from '#infra/local/agent/agent.ts';
+import { type EventStore, generateEventStore } from '#infra/local/agent/event-store.ts';
 import type { Agent } from './agents.ts';
 import type { Api } from './api.ts';
 
@@ -23,7 +23,9 @@ export class TestConnection {
       if (waiter) waiter(message);
       else this.inbox.push(message);
     });
-    this.closed = new Promise((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.closed = new Promise((resolve) =>
+      socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
   }
 
   /**
@@ -32,7 +34,9 @@ export class TestConnection {
    */
   static open(api: Api, token: string | undefined, via: 'header' | 'query' = 'header'): Promise<TestConnection> {
     const url = via === 'query' && token ? `${api.wsUrl}/?token=${encodeURIComponent(token)}` : api.wsUrl;
-    const socket = new WebSocket(url, { headers: via === 'header' && token ? { authorization: `Bearer ${token}` } : {} });
+    const socket = new WebSocket(url, {
+      headers: via === 'header' && token ? { authorization: `Bearer ${token}` } : {},
+    });
     return new Promise((resolve, reject) => {
       socket.once('open', () => resolve(new TestConnection(socket)));
       socket.once('unexpected-response', (_request, response) => {
@@ -76,9 +80,21 @@ export class TestConnection {
 }
 
 /** The simulated agent (infra/local/agent) for an enrolled test agent, connected and answering from its own event store. */
-export async function startSimulatedAgent(api: Api, agent: Agent, computer = 'WIN-TEST01'): Promise<RunningAgent & { store: EventStore }> {
+export async function startSimulatedAgent(
+  api: Api,
+  agent: Agent,
+  computer = 'WIN-TEST01',
+): Promise<RunningAgent & { store: EventStore }> {
   const store = generateEventStore({ computer, anchor: new Date('2026-03-01T12:00:00Z') });
-  const running = startAgent({ server: api.url, wsUrl: api.wsUrl, agentId: agent.agentId, token: agent.token, store, submitEvents: false, heartbeatSeconds: 3600 });
+  const running = startAgent({
+    server: api.url,
+    wsUrl: api.wsUrl,
+    agentId: agent.agentId,
+    token: agent.token,
+    store,
+    submitEvents: false,
+    heartbeatSeconds: 3600,
+  });
   await running.connected();
   return { ...running, store };
 }

@@ -1,40 +1,93 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { changedFields, changesOf, rowOfDetailedEntry, rowOfViewerEntry, type DetailedEntry, type ViewerEntry } from '../../web/src/entries.ts';
+import {
+  changedFields,
+  changesOf,
+  type DetailedEntry,
+  rowOfDetailedEntry,
+  rowOfViewerEntry,
+  type ViewerEntry,
+} from '../../web/src/entries.ts';
 import { rowsSummary } from '../../web/src/paging.ts';
 import { filterInstant, instantOfLocalInput, localInputValue } from '../../web/src/time.ts';
 
-const additions = { orgId: 'o-1', seq: 7, actorType: 'agent' as const, actorHostname: 'FS-01', category: 'device', result: 'success' as const };
+const additions = {
+  orgId: 'o-1',
+  seq: 7,
+  actorType: 'agent' as const,
+  actorHostname: 'FS-01',
+  category: 'device',
+  result: 'success' as const,
+};
 
 describe('the two formats of the trail read into one row', () => {
   it('takes the viewer format (seed 4.1.1) with its serialized details', () => {
     const entry: ViewerEntry = {
-      ...additions, id: 'e-1', timestamp: '2026-03-01T10:00:00.000000Z', action: 'device.update', resource: 'FS-01', resourceType: 'device',
-      details: '{"ticket":"T-1"}', ipAddress: '', userAgent: '', sessionId: null,
-      user: { name: 'Alice', email: 'alice@acme.test', role: 'org_admin', department: '' }, changes: { before: { a: 1 }, after: { a: 2 } },
+      ...additions,
+      id: 'e-1',
+      timestamp: '2026-03-01T10:00:00.000000Z',
+      action: 'device.update',
+      resource: 'FS-01',
+      resourceType: 'device',
+      details: '{"ticket":"T-1"}',
+      ipAddress: '',
+      userAgent: '',
+      sessionId: null,
+      user: { name: 'Alice', email: 'alice@acme.test', role: 'org_admin', department: '' },
+      changes: { before: { a: 1 }, after: { a: 2 } },
     };
-    expect(rowOfViewerEntry(entry)).toMatchObject({ details: { ticket: 'T-1' }, resource: { type: 'device', name: 'FS-01' }, actorHostname: 'FS-01', changes: { before: { a: 1 }, after: { a: 2 } } });
+    expect(rowOfViewerEntry(entry)).toMatchObject({
+      details: { ticket: 'T-1' },
+      resource: { type: 'device', name: 'FS-01' },
+      actorHostname: 'FS-01',
+      changes: { before: { a: 1 }, after: { a: 2 } },
+    });
   });
 
   it('takes the detailed format (seed 4.1.2) and finds its changes where the viewer format would', () => {
     const entry: DetailedEntry = {
-      ...additions, id: 'e-2', timestamp: '2026-03-01T10:00:00.000000Z', action: 'policy.update', user: { id: 'u', name: '', email: '', role: '' },
-      resource: { type: 'policy', id: null, name: 'Ring 1' }, ipAddress: null, userAgent: null, details: { changes: { before: { x: 1 }, after: { x: 2 } } }, errorMessage: 'boom',
+      ...additions,
+      id: 'e-2',
+      timestamp: '2026-03-01T10:00:00.000000Z',
+      action: 'policy.update',
+      user: { id: 'u', name: '', email: '', role: '' },
+      resource: { type: 'policy', id: null, name: 'Ring 1' },
+      ipAddress: null,
+      userAgent: null,
+      details: { changes: { before: { x: 1 }, after: { x: 2 } } },
+      errorMessage: 'boom',
     };
-    expect(rowOfDetailedEntry(entry)).toMatchObject({ ipAddress: '', userAgent: '', errorMessage: 'boom', changes: { before: { x: 1 }, after: { x: 2 } } });
-    expect(changesOf({ before: { y: 1 }, after: { y: 2 }, changes: { before: { x: 1 }, after: {} } })).toEqual({ before: { y: 1 }, after: { y: 2 } });
+    expect(rowOfDetailedEntry(entry)).toMatchObject({
+      ipAddress: '',
+      userAgent: '',
+      errorMessage: 'boom',
+      changes: { before: { x: 1 }, after: { x: 2 } },
+    });
+    expect(changesOf({ before: { y: 1 }, after: { y: 2 }, changes: { before: { x: 1 }, after: {} } })).toEqual({
+      before: { y: 1 },
+      after: { y: 2 },
+    });
     expect(changesOf({ before: 'not an object' })).toEqual({ before: {}, after: {} });
   });
 
   it('lists every field of a before/after pair, in alphabetical order, with how it changed', () => {
-    expect(changedFields({ before: { name: 'old', tags: ['a'], siteId: null, same: 1 }, after: { name: 'new', tags: ['a', 'b'], siteId: 's-2', same: 1, gone: undefined } })).toEqual([
+    expect(
+      changedFields({
+        before: { name: 'old', tags: ['a'], siteId: null, same: 1 },
+        after: { name: 'new', tags: ['a', 'b'], siteId: 's-2', same: 1, gone: undefined },
+      }),
+    ).toEqual([
       { field: 'gone', before: '', after: '', kind: 'unchanged' },
       { field: 'name', before: 'old', after: 'new', kind: 'changed' },
       { field: 'same', before: '1', after: '1', kind: 'unchanged' },
       { field: 'siteId', before: '', after: 's-2', kind: 'added' },
       { field: 'tags', before: '["a"]', after: '["a", "b"]', kind: 'changed' },
     ]);
-    expect(changedFields({ before: {}, after: { window: { from: '01:00', to: '05:00' } } })[0]!.after).toBe('{"from": "01:00", "to": "05:00"}');
-    expect(changedFields({ before: { hostname: 'FS-01' }, after: {} })).toEqual([{ field: 'hostname', before: 'FS-01', after: '', kind: 'removed' }]);
+    expect(changedFields({ before: {}, after: { window: { from: '01:00', to: '05:00' } } })[0]!.after).toBe(
+      '{"from": "01:00", "to": "05:00"}',
+    );
+    expect(changedFields({ before: { hostname: 'FS-01' }, after: {} })).toEqual([
+      { field: 'hostname', before: 'FS-01', after: '', kind: 'removed' },
+    ]);
   });
 });
 
@@ -49,7 +102,9 @@ describe('the row count of a page', () => {
     expect(rowsSummary({ ...page, total: 73, hasMore: false }, 23)).toBe('Rows 51–73, no more');
   });
   it('gives a lower bound when the count stopped at its limit', () => {
-    expect(rowsSummary({ ...page, total: 10_000, hasMore: true, totalExact: false }, 50)).toBe('Rows 51–100 of at least 10,000');
+    expect(rowsSummary({ ...page, total: 10_000, hasMore: true, totalExact: false }, 50)).toBe(
+      'Rows 51–100 of at least 10,000',
+    );
   });
   it('says when a page is empty', () => {
     expect(rowsSummary({ ...page, total: 0, hasMore: false }, 0)).toMatch(/first page/);

@@ -24,9 +24,25 @@ describe('the viewer words action codes (seed 1)', () => {
 
   it('has a phrase for every action the specification names in section 6', () => {
     const seedActions = [
-      'user.login', 'user.login.failed', 'user.logout', 'user.permission.change', 'device.create', 'device.update', 'device.delete',
-      'script.execute', 'policy.create', 'policy.update', 'policy.evaluate', 'automation.policy.evaluate', 'alert.create',
-      'alert.acknowledge', 'data.access', 'data.export', 'organization.update', 'agent.eventlogs.submit', 'agent.source.ip.changed',
+      'user.login',
+      'user.login.failed',
+      'user.logout',
+      'user.permission.change',
+      'device.create',
+      'device.update',
+      'device.delete',
+      'script.execute',
+      'policy.create',
+      'policy.update',
+      'policy.evaluate',
+      'automation.policy.evaluate',
+      'alert.create',
+      'alert.acknowledge',
+      'data.access',
+      'data.export',
+      'organization.update',
+      'agent.eventlogs.submit',
+      'agent.source.ip.changed',
     ];
     const known = new Map(knownActionPhrases());
     expect(seedActions.filter((code) => !known.has(code))).toEqual([]);
@@ -69,7 +85,8 @@ describe('the viewer words action codes (seed 1)', () => {
   });
 
   it('never leaves a dotted code as it was', () => {
-    for (const code of ['foo.bar', 'a.b.c', 'x.y.failed', 'thing.do_it', 'reboot']) expect(humanizeAction(code)).not.toContain('.');
+    for (const code of ['foo.bar', 'a.b.c', 'x.y.failed', 'thing.do_it', 'reboot'])
+      expect(humanizeAction(code)).not.toContain('.');
   });
 
   it('keeps an empty or dotless code readable', () => {

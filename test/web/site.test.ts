@@ -1,8 +1,8 @@
-import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpGateway, type RunningHttpGateway } from '#infra/local/http-gateway.ts';
+import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { loadWebSite } from '#infra/local/web-site.ts';
 import { buildWeb } from '../../web/build.ts';
 
@@ -19,7 +19,10 @@ describe('buildWeb(outDir): the viewer as a static site', () => {
   it('writes index.html and the content-hashed script and stylesheet it names, and nothing else', async () => {
     expect((await readdir(outDir)).sort()).toEqual(['assets', 'index.html']);
     const assets = (await readdir(join(outDir, 'assets'))).sort();
-    expect(assets).toEqual([expect.stringMatching(/^app-[A-Z0-9]{8}\.js$/), expect.stringMatching(/^styles-[A-Z0-9]{8}\.css$/)]);
+    expect(assets).toEqual([
+      expect.stringMatching(/^app-[A-Z0-9]{8}\.js$/),
+      expect.stringMatching(/^styles-[A-Z0-9]{8}\.css$/),
+    ]);
     const html = await readFile(join(outDir, 'index.html'), 'utf8');
     expect(html).toContain(`<script type="module" src="assets/${assets[0]}"></script>`);
     expect(html).toContain(`<link rel="stylesheet" href="assets/${assets[1]}">`);
@@ -32,7 +35,8 @@ describe('buildWeb(outDir): the viewer as a static site', () => {
     expect(js.split('\n').length).toBeLessThan(5);
     expect(css.split('\n').length).toBeLessThan(5);
     expect(js).toContain('config.json');
-    for (const text of [js, css, await readFile(join(outDir, 'index.html'), 'utf8')]) expect(text).not.toMatch(/localhost|127\.0\.0\.1|execute-api|\/work\//);
+    for (const text of [js, css, await readFile(join(outDir, 'index.html'), 'utf8')])
+      expect(text).not.toMatch(/localhost|127\.0\.0\.1|execute-api|\/work\//);
   });
 });
 
@@ -43,7 +47,11 @@ describe('the local server serves the viewer at /', () => {
       port: 0,
       host: '127.0.0.1',
       routes: { 'GET /api/v1/health': { handler: 'health' } },
-      loadHandler: async () => async () => ({ statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{"status":"ok"}' }),
+      loadHandler: async () => async () => ({
+        statusCode: 200,
+        headers: { 'content-type': 'application/json' },
+        body: '{"status":"ok"}',
+      }),
       site: await loadWebSite(),
     });
   });
@@ -60,12 +68,19 @@ describe('the local server serves the viewer at /', () => {
     const asset = await fetch(`${gateway.url}/${script}`);
     expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(asset.headers.get('cache-control')).toContain('immutable');
-    expect((await fetch(`${gateway.url}/index.html`, { method: 'HEAD' })).headers.get('content-length')).toBe(String(Buffer.byteLength(html)));
+    expect((await fetch(`${gateway.url}/index.html`, { method: 'HEAD' })).headers.get('content-length')).toBe(
+      String(Buffer.byteLength(html)),
+    );
   });
 
   it('leaves API paths to the API and answers other paths 404, config.json included (same origin)', async () => {
     expect(await (await fetch(`${gateway.url}/api/v1/health`)).json()).toEqual({ status: 'ok' });
-    for (const [method, path] of [['GET', '/config.json'], ['GET', '/viewer'], ['GET', '/api/v1/nothing'], ['POST', '/']]) {
+    for (const [method, path] of [
+      ['GET', '/config.json'],
+      ['GET', '/viewer'],
+      ['GET', '/api/v1/nothing'],
+      ['POST', '/'],
+    ]) {
       const response = await fetch(`${gateway.url}${path}`, { method });
       expect(response.status, `${method} ${path}`).toBe(404);
       expect(await response.json()).toEqual({ message: 'Not Found' });

@@ -3,8 +3,21 @@ import { filterParams, readViewState, viewStateSearch } from '../../web/src/view
 
 describe('the viewer keeps its view in the URL', () => {
   it('reads filters, search, page, page size and the open entry from the query string', () => {
-    const state = readViewState('?q=INC-4711&user=alice&action=login&resource=FS-01&from=2026-03-01&to=2026-03-31T12%3A00%3A00Z&orgId=o-1&page=3&limit=25&entry=e-1');
-    expect(state).toEqual({ q: 'INC-4711', user: 'alice', action: 'login', resource: 'FS-01', from: '2026-03-01', to: '2026-03-31T12:00:00Z', orgId: 'o-1', page: 3, limit: 25, entry: 'e-1' });
+    const state = readViewState(
+      '?q=INC-4711&user=alice&action=login&resource=FS-01&from=2026-03-01&to=2026-03-31T12%3A00%3A00Z&orgId=o-1&page=3&limit=25&entry=e-1',
+    );
+    expect(state).toEqual({
+      q: 'INC-4711',
+      user: 'alice',
+      action: 'login',
+      resource: 'FS-01',
+      from: '2026-03-01',
+      to: '2026-03-31T12:00:00Z',
+      orgId: 'o-1',
+      page: 3,
+      limit: 25,
+      entry: 'e-1',
+    });
   });
 
   it('writes back the same link for the same view, leaving defaults out', () => {

@@ -25,18 +25,27 @@ interface ErrorEnvelope {
 async function errorOf(response: Response): Promise<ApiError> {
   const body = (await response.json().catch(() => undefined)) as ErrorEnvelope | undefined;
   const detail = body?.error?.details?.find((issue) => issue.message);
-  const message = [body?.error?.message ?? body?.message ?? response.statusText, detail && `${detail.path ?? ''}: ${detail.message}`].filter(Boolean).join(' — ');
+  const message = [
+    body?.error?.message ?? body?.message ?? response.statusText,
+    detail && `${detail.path ?? ''}: ${detail.message}`,
+  ]
+    .filter(Boolean)
+    .join(' — ');
   return new ApiError(response.status, body?.error?.code ?? String(response.status), message);
 }
 
-const filenameOf = (disposition: string | null, fallback: string) => /filename="?([^";]+)"?/.exec(disposition ?? '')?.[1] ?? fallback;
+const filenameOf = (disposition: string | null, fallback: string) =>
+  /filename="?([^";]+)"?/.exec(disposition ?? '')?.[1] ?? fallback;
 
 export function apiClient(baseUrl: string, token: string): ApiClient {
   const call = async (path: string, params: URLSearchParams | undefined, signal?: AbortSignal) => {
     const query = params?.toString();
     let response: Response;
     try {
-      response = await fetch(`${baseUrl}/api/v1${path}${query ? `?${query}` : ''}`, { headers: { authorization: `Bearer ${token}` }, signal });
+      response = await fetch(`${baseUrl}/api/v1${path}${query ? `?${query}` : ''}`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal,
+      });
     } catch (error) {
       if (signal?.aborted) throw error;
       throw new ApiError(0, 'NETWORK', error instanceof Error ? error.message : String(error));
@@ -51,14 +60,21 @@ export function apiClient(baseUrl: string, token: string): ApiClient {
     },
     async download(path, params) {
       const response = await call(path, params);
-      return { blob: await response.blob(), filename: filenameOf(response.headers.get('content-disposition'), `audit-logs.${params.get('format') ?? 'json'}`) };
+      return {
+        blob: await response.blob(),
+        filename: filenameOf(
+          response.headers.get('content-disposition'),
+          `audit-logs.${params.get('format') ?? 'json'}`,
+        ),
+      };
     },
   };
 }
 
 /** What went wrong, in words a reader can act on. */
 export function describeError(error: unknown, baseUrl: string): string {
-  if (!(error instanceof ApiError)) return `Something went wrong: ${error instanceof Error ? error.message : String(error)}`;
+  if (!(error instanceof ApiError))
+    return `Something went wrong: ${error instanceof Error ? error.message : String(error)}`;
   const where = baseUrl || location.origin;
   switch (error.status) {
     case 0:

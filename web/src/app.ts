@@ -1,13 +1,27 @@
-import { ApiError, apiClient, describeError, type ApiClient } from './api.ts';
+import { type ApiClient, ApiError, apiClient, describeError } from './api.ts';
 import { fill, h } from './element.ts';
+import {
+  type DetailedEntry,
+  type Pagination,
+  type Row,
+  rowOfDetailedEntry,
+  rowOfViewerEntry,
+  type ViewerEntry,
+} from './entries.ts';
 import { codeWords } from './humanize.ts';
-import { rowOfDetailedEntry, rowOfViewerEntry, type DetailedEntry, type Pagination, type Row, type ViewerEntry } from './entries.ts';
-import { claimsOf, forgetToken, keepToken, type Claims } from './session.ts';
-import { filterParams, readViewState, sameFilters, viewStateSearch, type Filters, type ViewState } from './view-state.ts';
+import { rowsSummary } from './paging.ts';
+import { type Claims, claimsOf, forgetToken, keepToken } from './session.ts';
+import {
+  type Filters,
+  filterParams,
+  readViewState,
+  sameFilters,
+  type ViewState,
+  viewStateSearch,
+} from './view-state.ts';
 import { entryDetail } from './views/entry-detail.ts';
 import { exportButtons } from './views/export-buttons.ts';
 import { filterForm } from './views/filter-form.ts';
-import { rowsSummary } from './paging.ts';
 import { pager } from './views/pager.ts';
 import { signInForm } from './views/sign-in.ts';
 import { trailTable } from './views/trail-table.ts';
@@ -49,7 +63,8 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
   let listLoad: AbortController | undefined;
   let entryLoad: AbortController | undefined;
 
-  const orgName = (orgId: string) => session?.organizations?.find((org) => org.id === orgId)?.name ?? `Organization ${orgId.slice(0, 8)}`;
+  const orgName = (orgId: string) =>
+    session?.organizations?.find((org) => org.id === orgId)?.name ?? `Organization ${orgId.slice(0, 8)}`;
   const seesManyOrganizations = () => session?.claims.scope !== 'organization';
 
   function report(message: string) {
@@ -62,7 +77,12 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     const { name, email, role } = session.claims;
     fill(
       elements.account,
-      h('span', { class: 'who' }, name || email || 'Signed in', role ? h('span', { class: 'secondary' }, ` ${codeWords(role)}`) : null),
+      h(
+        'span',
+        { class: 'who' },
+        name || email || 'Signed in',
+        role ? h('span', { class: 'secondary' }, ` ${codeWords(role)}`) : null,
+      ),
       h('button', { type: 'button', class: 'secondary-button', onclick: () => signOut() }, 'Sign out'),
     );
     layout = undefined;
@@ -86,7 +106,10 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
 
   async function loadOrganizations(current: Session) {
     try {
-      const page = await current.api.get<{ data: { id: string; name: string }[] }>('/orgs/organizations', new URLSearchParams({ limit: '100' }));
+      const page = await current.api.get<{ data: { id: string; name: string }[] }>(
+        '/orgs/organizations',
+        new URLSearchParams({ limit: '100' }),
+      );
       current.organizations = page.data.map(({ id, name }) => ({ id, name }));
     } catch {
       // Names are a comfort: without them an organization shows by its id.
@@ -130,7 +153,19 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     fill(
       elements.main,
       built.filters,
-      h('div', { class: 'workspace' }, h('section', { class: 'results', 'aria-label': 'Audit log' }, h('div', { class: 'toolbar' }, built.summary, built.exports), built.chain, built.table, built.pager), built.detail),
+      h(
+        'div',
+        { class: 'workspace' },
+        h(
+          'section',
+          { class: 'results', 'aria-label': 'Audit log' },
+          h('div', { class: 'toolbar' }, built.summary, built.exports),
+          built.chain,
+          built.table,
+          built.pager,
+        ),
+        built.detail,
+      ),
     );
     return built;
   }
@@ -141,12 +176,19 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     const previous = state;
     state = next;
     if (!shownFilters || !sameFilters(shownFilters, state)) {
-      fill(layout.filters, filterForm(state, { organizations: seesManyOrganizations() ? session.organizations : undefined, onApply: applyFilters }));
+      fill(
+        layout.filters,
+        filterForm(state, {
+          organizations: seesManyOrganizations() ? session.organizations : undefined,
+          onApply: applyFilters,
+        }),
+      );
       shownFilters = state;
     }
     if (!shownList || !sameList(shownList, state)) void loadList(session, layout);
     const panelOpen = !layout.detail.hidden;
-    if (state.entry !== previous.entry || panelOpen !== Boolean(state.entry)) void showEntry(session, layout, previous.entry);
+    if (state.entry !== previous.entry || panelOpen !== Boolean(state.entry))
+      void showEntry(session, layout, previous.entry);
   }
 
   function showLoading(view: Layout) {
@@ -168,11 +210,19 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       if (wanted.q) {
         // Counting every match of a search over details is the slow part on a large trail: ask whether more follow instead.
         params.set('skipCount', 'true');
-        const page = await current.api.get<{ data: DetailedEntry[]; pagination: Pagination }>('/audit-logs/search', params, load.signal);
+        const page = await current.api.get<{ data: DetailedEntry[]; pagination: Pagination }>(
+          '/audit-logs/search',
+          params,
+          load.signal,
+        );
         rows = page.data.map(rowOfDetailedEntry);
         pagination = page.pagination;
       } else {
-        const page = await current.api.get<{ entries: ViewerEntry[]; pagination: Pagination }>('/audit-logs', params, load.signal);
+        const page = await current.api.get<{ entries: ViewerEntry[]; pagination: Pagination }>(
+          '/audit-logs',
+          params,
+          load.signal,
+        );
         rows = page.entries.map(rowOfViewerEntry);
         pagination = page.pagination;
       }
@@ -189,7 +239,15 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       report(describeError(error, current.api.baseUrl));
       fill(view.summary, 'The audit log could not be loaded.');
       fill(view.exports);
-      fill(view.table, h('p', { class: 'empty' }, 'No entries to show. ', h('button', { type: 'button', class: 'link', onclick: () => void retry(current) }, 'Try again')));
+      fill(
+        view.table,
+        h(
+          'p',
+          { class: 'empty' },
+          'No entries to show. ',
+          h('button', { type: 'button', class: 'link', onclick: () => void retry(current) }, 'Try again'),
+        ),
+      );
       fill(view.pager);
     } finally {
       if (listLoad === load) view.table.removeAttribute('aria-busy');
@@ -202,8 +260,18 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     fill(
       view.table,
       rows.length > 0
-        ? trailTable(rows, { orgName: seesManyOrganizations() && !state.orgId ? orgName : undefined, selectedId: state.entry, onOpen: (row) => navigate({ ...state, entry: row.id }) })
-        : h('p', { class: 'empty' }, state.page > 1 ? 'This page lies beyond the end of the list.' : 'No entries match this view. Clear or widen the filters.'),
+        ? trailTable(rows, {
+            orgName: seesManyOrganizations() && !state.orgId ? orgName : undefined,
+            selectedId: state.entry,
+            onOpen: (row) => navigate({ ...state, entry: row.id }),
+          })
+        : h(
+            'p',
+            { class: 'empty' },
+            state.page > 1
+              ? 'This page lies beyond the end of the list.'
+              : 'No entries match this view. Clear or widen the filters.',
+          ),
     );
     fill(
       view.pager,
@@ -224,7 +292,10 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     fill(view.chain, h('p', { class: 'chain chain-pending' }, 'Verifying the hash chain of the rows shown…'));
     try {
       const results = await verifyShownRows(current.api, rows, signal);
-      fill(view.chain, verificationStatus(results, orgName, seesManyOrganizations(), (id) => navigate({ ...state, entry: id })));
+      fill(
+        view.chain,
+        verificationStatus(results, orgName, seesManyOrganizations(), (id) => navigate({ ...state, entry: id })),
+      );
     } catch {
       // Aborted: a newer view is loading.
     }
@@ -251,26 +322,41 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     else fill(view.detail, h('p', { class: 'muted' }, 'Reading the entry…'));
     view.detail.querySelector<HTMLElement>('#detail-title')?.focus();
     try {
-      const entry = await current.api.get<DetailedEntry>(`/audit-logs/logs/${encodeURIComponent(id)}`, undefined, load.signal);
+      const entry = await current.api.get<DetailedEntry>(
+        `/audit-logs/logs/${encodeURIComponent(id)}`,
+        undefined,
+        load.signal,
+      );
       fill(view.detail, entryDetail(rowOfDetailedEntry(entry), { orgName, onClose: close }));
     } catch (error) {
       if (load.signal.aborted) return;
       if (error instanceof ApiError && error.status === 401) return signOut(describeError(error, current.api.baseUrl));
-      const message = error instanceof ApiError && error.status === 404 ? 'This entry does not exist, or is not yours to read.' : describeError(error, current.api.baseUrl);
+      const message =
+        error instanceof ApiError && error.status === 404
+          ? 'This entry does not exist, or is not yours to read.'
+          : describeError(error, current.api.baseUrl);
       if (listed) fill(view.detail, entryDetail(listed, { orgName, onClose: close, error: message }));
       else
         fill(
           view.detail,
-          h('div', { class: 'detail-body' }, h('h2', { id: 'detail-title', tabindex: '-1' }, 'Entry not shown'), h('p', { class: 'notice notice-error' }, message), h('button', { type: 'button', class: 'secondary-button', onclick: close }, 'Close')),
+          h(
+            'div',
+            { class: 'detail-body' },
+            h('h2', { id: 'detail-title', tabindex: '-1' }, 'Entry not shown'),
+            h('p', { class: 'notice notice-error' }, message),
+            h('button', { type: 'button', class: 'secondary-button', onclick: close }, 'Close'),
+          ),
         );
     }
-    if (document.activeElement === document.body || !view.detail.contains(document.activeElement)) view.detail.querySelector<HTMLElement>('#detail-title')?.focus();
+    if (document.activeElement === document.body || !view.detail.contains(document.activeElement))
+      view.detail.querySelector<HTMLElement>('#detail-title')?.focus();
   }
 
   window.addEventListener('popstate', () => show(readViewState(location.search)));
   document.addEventListener('keydown', (event) => {
     if (!session) return;
-    const typing = event.target instanceof HTMLElement && event.target.closest('input, textarea, select, [contenteditable]');
+    const typing =
+      event.target instanceof HTMLElement && event.target.closest('input, textarea, select, [contenteditable]');
     if (event.key === 'Escape' && state.entry) {
       event.preventDefault();
       navigate({ ...state, entry: '' });

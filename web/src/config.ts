@@ -7,6 +7,7 @@ export async function loadApiBaseUrl(): Promise<string> {
   // A host that answers every path with index.html (a single-page fallback) has no config.json either.
   if (!response?.ok || !/json/i.test(response.headers.get('content-type') ?? '')) return '';
   const config = (await response.json().catch(() => undefined)) as { apiBaseUrl?: unknown } | undefined;
-  if (typeof config?.apiBaseUrl !== 'string') throw new Error('config.json beside the page names no apiBaseUrl (expected {"apiBaseUrl": "https://…"})');
+  if (typeof config?.apiBaseUrl !== 'string')
+    throw new Error('config.json beside the page names no apiBaseUrl (expected {"apiBaseUrl": "https://…"})');
   return config.apiBaseUrl.replace(/\/+$/, '');
 }

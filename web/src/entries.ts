@@ -65,7 +65,8 @@ export interface Row extends Additions {
   errorMessage: string | null;
 }
 
-const object = (value: unknown): Json | undefined => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined);
+const object = (value: unknown): Json | undefined =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined;
 
 /** The before/after of an entry's details, where the service keeps them (details.before/after or details.changes.before/after). */
 export function changesOf(details: Json): { before: Json; after: Json } {
@@ -134,7 +135,10 @@ function shown(value: unknown): string {
   if (value === undefined || value === null) return '';
   if (typeof value === 'string') return value;
   if (Array.isArray(value)) return `[${value.map((item) => JSON.stringify(item)).join(', ')}]`;
-  if (typeof value === 'object') return `{${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${JSON.stringify(item)}`).join(', ')}}`;
+  if (typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([key, item]) => `${JSON.stringify(key)}: ${JSON.stringify(item)}`)
+      .join(', ')}}`;
   return JSON.stringify(value);
 }
 const present = (value: unknown) => value !== undefined && value !== null;
@@ -147,7 +151,9 @@ function changeKind(before: unknown, after: unknown): ChangedField['kind'] {
 
 /** The fields of a before/after pair in alphabetical order (jsonb keeps its own), each with its two values as text and how it changed. */
 export function changedFields(changes: { before: Json; after: Json }): ChangedField[] {
-  const fields = [...new Set([...Object.keys(changes.before), ...Object.keys(changes.after)])].sort((a, b) => a.localeCompare(b));
+  const fields = [...new Set([...Object.keys(changes.before), ...Object.keys(changes.after)])].sort((a, b) =>
+    a.localeCompare(b),
+  );
   return fields.map((field) => ({
     field,
     before: shown(changes.before[field]),

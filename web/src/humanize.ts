@@ -73,13 +73,33 @@ const irregularPast: Readonly<Record<string, string>> = {
 };
 
 /** Verbs of more than one syllable whose last consonant doubles before -ed (one-syllable verbs follow a rule). */
-const doubling = new Set(['admit', 'commit', 'emit', 'omit', 'permit', 'submit', 'transfer', 'unpin', 'unplug', 'untag']);
+const doubling = new Set([
+  'admit',
+  'commit',
+  'emit',
+  'omit',
+  'permit',
+  'submit',
+  'transfer',
+  'unpin',
+  'unplug',
+  'untag',
+]);
 
 /** One syllable ending in one vowel and one consonant doubles it: stop → stopped, chat → chatted (not fix, show, play). */
 const doublesByRule = (verb: string) => /^[^aeiou]*[aeiou][^aeiouwxy]$/.test(verb);
 
 /** Base forms of verbs that are written as one word in codes. */
-const baseForms: Readonly<Record<string, string>> = { login: 'log in', logout: 'log out', signin: 'sign in', signout: 'sign out', signup: 'sign up', setup: 'set up', shutdown: 'shut down', wakeup: 'wake up' };
+const baseForms: Readonly<Record<string, string>> = {
+  login: 'log in',
+  logout: 'log out',
+  signin: 'sign in',
+  signout: 'sign out',
+  signup: 'sign up',
+  setup: 'set up',
+  shutdown: 'shut down',
+  wakeup: 'wake up',
+};
 
 /** Verbs whose subject is the actor itself: `api_key.login.failed` is "failed to log in", not "failed to log in API key". */
 const actorVerbs = new Set(['login', 'logout', 'signin', 'signout', 'signup']);
@@ -151,7 +171,8 @@ export function humanizeAction(action: string): string {
   const last = parts.at(-1)!.toLowerCase();
   const rest = parts.slice(0, -1);
   if (last === 'failed' && rest.length > 0) return `failed to ${phrase(rest, (verb) => baseForms[verb] ?? verb)}`;
-  if (refusals.has(last) && rest.length > 0) return `tried to ${phrase(rest, (verb) => baseForms[verb] ?? verb)} (${last})`;
+  if (refusals.has(last) && rest.length > 0)
+    return `tried to ${phrase(rest, (verb) => baseForms[verb] ?? verb)} (${last})`;
   if (last === 'succeeded' && rest.length > 0) return phrase(rest, pastTense);
   // Already in the past (`agent.source.ip.changed`): the verb leads, as in any other phrase.
   if ((last.endsWith('ed') || irregularPastForms.has(last)) && rest.length > 0) return phrase(parts, (verb) => verb);

@@ -11,7 +11,11 @@ const required = (id: string) => {
 
 async function boot() {
   const apiBaseUrl = await loadApiBaseUrl();
-  const viewer = startViewer(apiBaseUrl, { main: required('main'), account: required('account'), alert: required('alert') });
+  const viewer = startViewer(apiBaseUrl, {
+    main: required('main'),
+    account: required('account'),
+    alert: required('alert'),
+  });
   const token = takeTokenFromFragment() ?? storedToken();
   if (token) viewer.signIn(token);
   else viewer.signOut();
@@ -19,5 +23,12 @@ async function boot() {
 
 boot().catch((error: unknown) => {
   const main = document.getElementById('main') ?? document.body;
-  fill(main, h('p', { class: 'notice notice-error', role: 'alert' }, `The audit viewer could not start: ${error instanceof Error ? error.message : String(error)}`));
+  fill(
+    main,
+    h(
+      'p',
+      { class: 'notice notice-error', role: 'alert' },
+      `The audit viewer could not start: ${error instanceof Error ? error.message : String(error)}`,
+    ),
+  );
 });

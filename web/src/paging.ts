@@ -17,7 +17,8 @@ export function pageFacts(pagination: Pagination) {
  * nothing was counted (seed 4.1 skipCount), whether more follow.
  */
 export function rowsSummary(pagination: Pagination, shown: number): string {
-  if (shown === 0) return pagination.page > 1 ? 'No entries on this page: go back to the first page.' : 'No entries match this view.';
+  if (shown === 0)
+    return pagination.page > 1 ? 'No entries on this page: go back to the first page.' : 'No entries match this view.';
   const { exact, hasNext } = pageFacts(pagination);
   const first = (pagination.page - 1) * pagination.limit + 1;
   const last = first + shown - 1;

@@ -49,7 +49,12 @@ export function startAgent(options: AgentOptions): RunningAgent {
   const authorization = { authorization: `Bearer ${options.token}` };
   const diagnostics: object[] = [];
   // Kept until the next heartbeat posts them; while the server is unreachable, the oldest go first.
-  const diagnostic = (level: 'debug' | 'info' | 'warn' | 'error', component: string, message: string, fields?: Record<string, unknown>) => {
+  const diagnostic = (
+    level: 'debug' | 'info' | 'warn' | 'error',
+    component: string,
+    message: string,
+    fields?: Record<string, unknown>,
+  ) => {
     diagnostics.push({ timestamp: new Date().toISOString(), level, component, message, fields, agentVersion });
     if (diagnostics.length > 5_000) diagnostics.shift();
   };
@@ -93,7 +98,9 @@ export function startAgent(options: AgentOptions): RunningAgent {
       ping = setInterval(() => sendMessage(ws, JSON.stringify({ type: 'ping' })), (options.pingSeconds ?? 300) * 1000);
     });
     ws.on('unexpected-response', (_request, response) => {
-      log(`live-query connection refused: ${response.statusCode}${response.statusCode === 401 ? ' (token invalid or revoked)' : ''}`);
+      log(
+        `live-query connection refused: ${response.statusCode}${response.statusCode === 401 ? ' (token invalid or revoked)' : ''}`,
+      );
       ws.terminate();
     });
     ws.on('message', (data) => {
@@ -101,7 +108,9 @@ export function startAgent(options: AgentOptions): RunningAgent {
       if (message?.type === 'connection.replaced') {
         // Another process runs with this agent's identity and took over the connection: two agents fighting over
         // it would replace each other forever, so this one stays off the channel (until mayResume says otherwise).
-        log(`another connection of this agent took over the live-query channel; not reconnecting${options.mayResume ? ' while it is there' : ''}`);
+        log(
+          `another connection of this agent took over the live-query channel; not reconnecting${options.mayResume ? ' while it is there' : ''}`,
+        );
         diagnostic('warn', 'ws', 'Replaced by another connection of this agent; live queries go there');
         replaced = true;
         if (options.mayResume) watchForResume(options.mayResume);
@@ -111,7 +120,10 @@ export function startAgent(options: AgentOptions): RunningAgent {
         const started = performance.now();
         const reply = answer(options.store, message as AgentQuery & { requestId: string });
         for (const frame of answerFrames(reply)) sendMessage(ws, frame);
-        diagnostic('debug', 'live-query', `Answered ${message.type}`, { requestId: message.requestId, ms: Math.round(performance.now() - started) });
+        diagnostic('debug', 'live-query', `Answered ${message.type}`, {
+          requestId: message.requestId,
+          ms: Math.round(performance.now() - started),
+        });
       }
     });
     let failure = '';
@@ -122,7 +134,9 @@ export function startAgent(options: AgentOptions): RunningAgent {
       clearInterval(ping);
       if (stopped || replaced) return;
       const delay = Math.round(backoffMs * (0.8 + Math.random() * 0.4));
-      log(`live-query connection to ${options.wsUrl} closed (${code}${failure}); reconnecting in ${(delay / 1000).toFixed(1)} s`);
+      log(
+        `live-query connection to ${options.wsUrl} closed (${code}${failure}); reconnecting in ${(delay / 1000).toFixed(1)} s`,
+      );
       diagnostic('warn', 'ws', `Connection closed (${code}); reconnecting`, { delayMs: delay });
       backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
       reconnect = setTimeout(connect, delay);
@@ -149,7 +163,9 @@ export function startAgent(options: AgentOptions): RunningAgent {
   void checkIn();
   const heartbeat = setInterval(() => void checkIn(), (options.heartbeatSeconds ?? 60) * 1000);
   if (options.submitEvents ?? true) {
-    void call('PUT', '/eventlogs', { events: storedEvents(options.store.all()) }).catch((error: unknown) => log(`event log submission failed: ${String(error)}`));
+    void call('PUT', '/eventlogs', { events: storedEvents(options.store.all()) }).catch((error: unknown) =>
+      log(`event log submission failed: ${String(error)}`),
+    );
   }
   connect();
 
@@ -200,17 +216,26 @@ export function answer(store: EventStore, query: AgentQuery & { requestId: strin
       return log ? { requestId, data: log } : unknownLog(query.name);
     }
     case 'eventlogs.events': {
-      const filter: LiveEventFilter = { ...query, page: Math.max(1, Number(query.page) || 1), limit: Math.max(1, Number(query.limit) || 50) };
+      const filter: LiveEventFilter = {
+        ...query,
+        page: Math.max(1, Number(query.page) || 1),
+        limit: Math.max(1, Number(query.limit) || 50),
+      };
       const page = store.events(String(query.name), filter);
       return page ? { requestId, data: page } : unknownLog(query.name);
     }
     case 'eventlogs.event': {
       if (!store.get(String(query.name))) return unknownLog(query.name);
       const event = store.event(String(query.name), Number(query.recordId));
-      return event ? { requestId, data: event } : notFound(`Record ${query.recordId} not found in event log ${query.name}`);
+      return event
+        ? { requestId, data: event }
+        : notFound(`Record ${query.recordId} not found in event log ${query.name}`);
     }
     default:
-      return { requestId, error: { code: 'UNSUPPORTED', message: `Unknown query type ${(query as { type: string }).type}` } };
+      return {
+        requestId,
+        error: { code: 'UNSUPPORTED', message: `Unknown query type ${(query as { type: string }).type}` },
+      };
   }
 }
 
@@ -253,7 +278,13 @@ function sendMessage(ws: WebSocket, text: string): void {
   } while (at < bytes.length);
 }
 
-const storedLevel = { information: 'info', verbose: 'info', warning: 'warning', error: 'error', critical: 'critical' } as const;
+const storedLevel = {
+  information: 'info',
+  verbose: 'info',
+  warning: 'warning',
+  error: 'error',
+  critical: 'critical',
+} as const;
 
 /**
  * The store's recent warnings, errors and critical events as stored device events (seed 2.6): the
@@ -266,7 +297,13 @@ export function storedEvents(events: { log: string; event: LiveEvent }[], max = 
     .slice(-max)
     .map(({ log, event: e }) => {
       const category =
-        log === 'Security' ? 'security' : /Kernel-Power|^disk$/.test(e.source) ? 'hardware' : log === 'System' ? 'system' : 'application';
+        log === 'Security'
+          ? 'security'
+          : /Kernel-Power|^disk$/.test(e.source)
+            ? 'hardware'
+            : log === 'System'
+              ? 'system'
+              : 'application';
       return {
         timestamp: e.timeCreated,
         level: storedLevel[e.level],

@@ -33,11 +33,21 @@ export function readIdentity(path: string): AgentIdentity | undefined {
 export function writeIdentity(path: string, identity: AgentIdentity): void {
   mkdirSync(dirname(path), { recursive: true });
   const lines = fields.map((field) => `${field}: ${JSON.stringify(identity[field])}`);
-  writeFileSync(path, `# Logbook simulated agent, written at enrollment. Delete this file to enroll again.\n${lines.join('\n')}\n`, { mode: 0o600 });
+  writeFileSync(
+    path,
+    `# Logbook simulated agent, written at enrollment. Delete this file to enroll again.\n${lines.join('\n')}\n`,
+    { mode: 0o600 },
+  );
 }
 
 /** Enrolls with an enrollment key (and secret, when the server requires one) and returns the new identity. */
-export async function enroll(options: { server: string; enrollmentKey: string; enrollmentSecret?: string; hostname: string; agentVersion: string }): Promise<AgentIdentity> {
+export async function enroll(options: {
+  server: string;
+  enrollmentKey: string;
+  enrollmentSecret?: string;
+  hostname: string;
+  agentVersion: string;
+}): Promise<AgentIdentity> {
   const reply = await fetch(`${options.server}/api/v1/agents/enroll`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -50,9 +60,20 @@ export async function enroll(options: { server: string; enrollmentKey: string; e
       agentVersion: options.agentVersion,
     }),
   });
-  const body = (await reply.json().catch(() => ({}))) as { agentId?: string; deviceId?: string; token?: string; error?: { message?: string } };
+  const body = (await reply.json().catch(() => ({}))) as {
+    agentId?: string;
+    deviceId?: string;
+    token?: string;
+    error?: { message?: string };
+  };
   if (reply.status !== 201 || !body.agentId || !body.deviceId || !body.token) {
     throw new Error(`Enrollment failed: ${reply.status} ${body.error?.message ?? JSON.stringify(body)}`);
   }
-  return { server: options.server, agentId: body.agentId, deviceId: body.deviceId, token: body.token, hostname: options.hostname };
+  return {
+    server: options.server,
+    agentId: body.agentId,
+    deviceId: body.deviceId,
+    token: body.token,
+    hostname: options.hostname,
+  };
 }

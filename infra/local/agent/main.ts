@@ -42,15 +42,26 @@ async function main() {
   const statePath = resolve(args.state);
   let identity = readIdentity(statePath);
   if (identity) {
-    console.log(`agent.yaml found at ${statePath}: agent ${identity.agentId} (device ${identity.deviceId}); not enrolling again`);
+    console.log(
+      `agent.yaml found at ${statePath}: agent ${identity.agentId} (device ${identity.deviceId}); not enrolling again`,
+    );
   } else {
     const enrollmentKey = args['enrollment-key'];
     if (!enrollmentKey) throw new Error(`No agent.yaml at ${statePath}: give --enrollment-key to enroll`);
     // A stable default name per state file, in the style of a Windows machine name.
-    const hostname = args.hostname ?? `WIN-${createHash('sha256').update(statePath).digest('hex').slice(0, 7).toUpperCase()}`;
-    identity = await enroll({ server, enrollmentKey, enrollmentSecret: args['enrollment-secret'], hostname, agentVersion });
+    const hostname =
+      args.hostname ?? `WIN-${createHash('sha256').update(statePath).digest('hex').slice(0, 7).toUpperCase()}`;
+    identity = await enroll({
+      server,
+      enrollmentKey,
+      enrollmentSecret: args['enrollment-secret'],
+      hostname,
+      agentVersion,
+    });
     writeIdentity(statePath, identity);
-    console.log(`enrolled as ${hostname}: agent ${identity.agentId}, device ${identity.deviceId}; identity saved to ${statePath}`);
+    console.log(
+      `enrolled as ${hostname}: agent ${identity.agentId}, device ${identity.deviceId}; identity saved to ${statePath}`,
+    );
   }
   const wsUrl = args['ws-url'] ?? defaultWsUrl(server);
   const heartbeatSeconds = Number(args['heartbeat-seconds']);

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { logger } from '#shared/logger.ts';
+import { type Agent, logEntry, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { logEntry, submitLogs, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -27,7 +27,14 @@ const countLogs = async (deviceId: string) => (await storedLogs(deviceId)).lengt
 describe('POST /api/v1/agents/{id}/logs', () => {
   it('stores the entries with the device and organization of the agent and answers 201 { received }', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-1');
-    const entry = { timestamp: '2026-01-15T10:30:00.123Z', level: 'warn', component: 'updater', message: 'Update check failed', fields: { code: 503, retry: true }, agentVersion: '2.4.1' };
+    const entry = {
+      timestamp: '2026-01-15T10:30:00.123Z',
+      level: 'warn',
+      component: 'updater',
+      message: 'Update check failed',
+      fields: { code: 503, retry: true },
+      agentVersion: '2.4.1',
+    };
     const reply = await submitLogs(t.api, agent, [entry, logEntry(1)]);
     expect(reply.status).toBe(201);
     expect(reply.body).toEqual({ received: 2 });
@@ -47,7 +54,11 @@ describe('POST /api/v1/agents/{id}/logs', () => {
 
   it('accepts 500 entries, stored in batches of 100, and counts them all', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-500');
-    const reply = await submitLogs(t.api, agent, Array.from({ length: 500 }, (_, i) => logEntry(i)));
+    const reply = await submitLogs(
+      t.api,
+      agent,
+      Array.from({ length: 500 }, (_, i) => logEntry(i)),
+    );
     expect(reply.status).toBe(201);
     expect(reply.body).toEqual({ received: 500 });
     expect(await countLogs(agent.deviceId)).toBe(500);
@@ -55,7 +66,11 @@ describe('POST /api/v1/agents/{id}/logs', () => {
 
   it('refuses 501 entries with 400 and stores none', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-501');
-    const reply = await submitLogs(t.api, agent, Array.from({ length: 501 }, (_, i) => logEntry(i)));
+    const reply = await submitLogs(
+      t.api,
+      agent,
+      Array.from({ length: 501 }, (_, i) => logEntry(i)),
+    );
     expect(reply.status).toBe(400);
     expect(reply.body.error.code).toBe('VALIDATION_FAILED');
     expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.logs', code: 'too_big' })]);
@@ -67,7 +82,14 @@ describe('POST /api/v1/agents/{id}/logs', () => {
     expect((await submitLogs(t.api, agent, [])).body).toEqual({ received: 0 });
     const reply = await submitLogs(t.api, agent, [
       { timestamp: '2026-01-15T10:30:00Z', level: 'debug', component: 'ws', message: '' },
-      { timestamp: '2026-01-15T10:31:00', level: 'error', component: 'ws', message: 'no offset is UTC', fields: null, agentVersion: null },
+      {
+        timestamp: '2026-01-15T10:31:00',
+        level: 'error',
+        component: 'ws',
+        message: 'no offset is UTC',
+        fields: null,
+        agentVersion: null,
+      },
     ]);
     expect(reply.status).toBe(201);
     const rows = await storedLogs(agent.deviceId);
@@ -99,16 +121,19 @@ describe('POST /api/v1/agents/{id}/logs', () => {
     ['fields', { fields: ['a', 'b'] }],
     ['fields', { fields: 'k=v' }],
     ['agentVersion', { agentVersion: 'v'.repeat(51) }],
-  ])('refuses an entry with a bad %s (%j) with 400 naming body.logs.<index>.<field>, and stores none', async (field, override) => {
-    const agent = await enrollDevice(t.api, tenant, `logs-bad-${field}`);
-    const logs = Array.from({ length: 150 }, (_, i) => logEntry(i));
-    logs[123] = logEntry(123, override);
-    const reply = await submitLogs(t.api, agent, logs);
-    expect(reply.status).toBe(400);
-    expect(reply.body.error.code).toBe('VALIDATION_FAILED');
-    expect(reply.body.error.details.map((d: { path: string }) => d.path)).toEqual([`body.logs.123.${field}`]);
-    expect(await countLogs(agent.deviceId)).toBe(0);
-  });
+  ])(
+    'refuses an entry with a bad %s (%j) with 400 naming body.logs.<index>.<field>, and stores none',
+    async (field, override) => {
+      const agent = await enrollDevice(t.api, tenant, `logs-bad-${field}`);
+      const logs = Array.from({ length: 150 }, (_, i) => logEntry(i));
+      logs[123] = logEntry(123, override);
+      const reply = await submitLogs(t.api, agent, logs);
+      expect(reply.status).toBe(400);
+      expect(reply.body.error.code).toBe('VALIDATION_FAILED');
+      expect(reply.body.error.details.map((d: { path: string }) => d.path)).toEqual([`body.logs.123.${field}`]);
+      expect(await countLogs(agent.deviceId)).toBe(0);
+    },
+  );
 
   it('names a lone surrogate inside fields by its path', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-fields-surrogate');
@@ -119,17 +144,28 @@ describe('POST /api/v1/agents/{id}/logs', () => {
 
   it('refuses a body that is not { logs: [...] } with 400', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-shape');
-    const missing = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/logs`, { token: agent.token, body: { entries: [] } });
+    const missing = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/logs`, {
+      token: agent.token,
+      body: { entries: [] },
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.error.details[0].path).toBe('body.logs');
-    const notJson = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/logs`, { token: agent.token, rawBody: '{"logs": [', headers: { 'content-type': 'application/json' } });
+    const notJson = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/logs`, {
+      token: agent.token,
+      rawBody: '{"logs": [',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(notJson.status).toBe(400);
   });
 
   it('refuses a body above 2 MiB with 413 before parsing it', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-huge');
     const huge = `{"logs": [${'x'.repeat(2 * 1024 * 1024)}`;
-    const reply = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/logs`, { token: agent.token, rawBody: huge, headers: { 'content-type': 'application/json' } });
+    const reply = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/logs`, {
+      token: agent.token,
+      rawBody: huge,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
@@ -139,7 +175,10 @@ describe('POST /api/v1/agents/{id}/logs', () => {
     const future = new Date(Date.now() + 3600_000).toISOString();
     const nearFuture = new Date(Date.now() + 5 * 60_000).toISOString();
     const before = Date.now();
-    await submitLogs(t.api, agent, [logEntry(0, { timestamp: future, message: 'far', fields: { a: 1 } }), logEntry(0, { timestamp: nearFuture, message: 'near' })]);
+    await submitLogs(t.api, agent, [
+      logEntry(0, { timestamp: future, message: 'far', fields: { a: 1 } }),
+      logEntry(0, { timestamp: nearFuture, message: 'near' }),
+    ]);
     const rows = await storedLogs(agent.deviceId);
     const far = rows.find((r) => r.message === 'far')!;
     expect(far.timestamp.getTime()).toBeGreaterThanOrEqual(before - 1000);
@@ -153,7 +192,10 @@ describe('POST /api/v1/agents/{id}/logs', () => {
   it('writes no audit row: agent telemetry must not drown the trail', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-no-audit');
     await submitLogs(t.api, agent, [logEntry(0)]);
-    const { rows } = await t.db.admin.query(`SELECT action FROM audit_logs WHERE resource_id = :id::uuid AND action <> 'device.create'`, { id: agent.deviceId });
+    const { rows } = await t.db.admin.query(
+      `SELECT action FROM audit_logs WHERE resource_id = :id::uuid AND action <> 'device.create'`,
+      { id: agent.deviceId },
+    );
     expect(rows).toEqual([]);
   });
 
@@ -165,7 +207,9 @@ describe('POST /api/v1/agents/{id}/logs', () => {
           IF NEW.message = '${message}' THEN RAISE EXCEPTION 'poisoned batch'; END IF;
           RETURN NEW;
         END $$`);
-      await t.db.admin.query('CREATE OR REPLACE TRIGGER test_poison_agent_logs BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_agent_logs()');
+      await t.db.admin.query(
+        'CREATE OR REPLACE TRIGGER test_poison_agent_logs BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_agent_logs()',
+      );
     }
     const cure = () => t.db.admin.query('DROP TRIGGER IF EXISTS test_poison_agent_logs ON agent_logs');
 
@@ -183,7 +227,10 @@ describe('POST /api/v1/agents/{id}/logs', () => {
         expect(stored.size).toBe(320);
         expect([...stored].some((m) => /^entry-2\d\d$/.test(m))).toBe(false);
         expect(stored.has('entry-199') && stored.has('entry-300') && stored.has('entry-419')).toBe(true);
-        expect(errors).toHaveBeenCalledWith(`[AgentLogs] Error batch inserting logs for device ${agent.deviceId}`, expect.anything());
+        expect(errors).toHaveBeenCalledWith(
+          `[AgentLogs] Error batch inserting logs for device ${agent.deviceId}`,
+          expect.anything(),
+        );
       } finally {
         await cure();
       }
@@ -204,7 +251,7 @@ describe('POST /api/v1/agents/{id}/logs', () => {
     });
   });
 
-  it('keeps devices apart: an agent\'s entries land on its own device only', async () => {
+  it("keeps devices apart: an agent's entries land on its own device only", async () => {
     const one: Agent = await enrollDevice(t.api, tenant, 'logs-a');
     const two: Agent = await enrollDevice(t.api, tenant, 'logs-b');
     await submitLogs(t.api, one, [logEntry(0), logEntry(1)]);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { type Agent, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { submitLogs, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, orgUser, partnerUser, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -36,10 +36,11 @@ beforeAll(async () => {
 const list = (query: string, token = tenant.orgToken, deviceId = agent.deviceId) =>
   t.api.request('GET', `/api/v1/devices/${deviceId}/diagnostic-logs${query ? `?${query}` : ''}`, { token });
 
-const expected = (keep: (e: (typeof entries)[number]) => boolean) => entries.filter(keep).sort((a, b) => b.timestamp.localeCompare(a.timestamp));
+const expected = (keep: (e: (typeof entries)[number]) => boolean) =>
+  entries.filter(keep).sort((a, b) => b.timestamp.localeCompare(a.timestamp));
 
 describe('GET /api/v1/devices/{id}/diagnostic-logs', () => {
-  it('pages the device\'s entries newest first in the list envelope', async () => {
+  it("pages the device's entries newest first in the list envelope", async () => {
     const reply = await list('limit=2&page=2');
     expect(reply.status).toBe(200);
     expect(reply.body.pagination).toEqual({ page: 2, limit: 2, total: 600, totalPages: 300 });
@@ -109,9 +110,16 @@ describe('GET /api/v1/devices/{id}/diagnostic-logs', () => {
   it('combines the filters', async () => {
     const since = at(100);
     const until = at(1500);
-    const reply = await list(`level=info,error&component=updater&since=${since}&until=${until}&search=routine&limit=1000`);
+    const reply = await list(
+      `level=info,error&component=updater&since=${since}&until=${until}&search=routine&limit=1000`,
+    );
     const want = expected(
-      (e) => ['info', 'error'].includes(e.level) && e.component === 'updater' && e.timestamp >= since && e.timestamp <= until && e.message.includes('routine'),
+      (e) =>
+        ['info', 'error'].includes(e.level) &&
+        e.component === 'updater' &&
+        e.timestamp >= since &&
+        e.timestamp <= until &&
+        e.message.includes('routine'),
     );
     expect(reply.body.pagination.total).toBe(want.length);
     expect(reply.body.data.map((d: { message: string }) => d.message)).toEqual(want.map((e) => e.message));
@@ -126,7 +134,10 @@ describe('GET /api/v1/devices/{id}/diagnostic-logs', () => {
       const until = new Date(base + to * 60_000 + random(60) * 1000).toISOString();
       const filters = [
         { query: '', keep: () => true },
-        { query: '&level=warn,debug', keep: (e: (typeof entries)[number]) => e.level === 'warn' || e.level === 'debug' },
+        {
+          query: '&level=warn,debug',
+          keep: (e: (typeof entries)[number]) => e.level === 'warn' || e.level === 'debug',
+        },
         { query: '&component=heartbeat', keep: (e: (typeof entries)[number]) => e.component === 'heartbeat' },
       ][i % 3]!;
       const reply = await list(`since=${since}&until=${until}${filters.query}&limit=1`);
@@ -134,14 +145,20 @@ describe('GET /api/v1/devices/{id}/diagnostic-logs', () => {
       expect(reply.body.pagination.total, `${since} .. ${until}${filters.query}`).toBe(want);
     }
     // Boundaries exactly on the hour, open ends, and an empty range.
-    expect((await list(`since=${at(60)}&limit=1`)).body.pagination.total).toBe(entries.filter((e) => e.timestamp >= at(60)).length);
-    expect((await list(`until=${at(120)}&limit=1`)).body.pagination.total).toBe(entries.filter((e) => e.timestamp <= at(120)).length);
+    expect((await list(`since=${at(60)}&limit=1`)).body.pagination.total).toBe(
+      entries.filter((e) => e.timestamp >= at(60)).length,
+    );
+    expect((await list(`until=${at(120)}&limit=1`)).body.pagination.total).toBe(
+      entries.filter((e) => e.timestamp <= at(120)).length,
+    );
     expect((await list(`since=${at(600)}&until=${at(60)}`)).body.pagination.total).toBe(0);
   });
 
   it('reads a time without offset as UTC and ignores empty parameters', async () => {
     const naive = at(300).replace('Z', '');
-    expect((await list(`since=${naive}&level=&component=&search=`)).body.pagination.total).toBe(entries.filter((e) => e.timestamp >= at(300)).length);
+    expect((await list(`since=${naive}&level=&component=&search=`)).body.pagination.total).toBe(
+      entries.filter((e) => e.timestamp >= at(300)).length,
+    );
     expect((await list('since=yesterday')).status).toBe(400);
   });
 
@@ -155,7 +172,7 @@ describe('GET /api/v1/devices/{id}/diagnostic-logs', () => {
     expect((await list('', token)).status).toBe(403);
   });
 
-  it('is 404 for another tenant\'s device and for a device that does not exist', async () => {
+  it("is 404 for another tenant's device and for a device that does not exist", async () => {
     expect((await list('', other.orgToken)).status).toBe(404);
     expect((await list('', await partnerUser(other.partnerId))).status).toBe(404);
     expect((await list('', tenant.orgToken, randomUUID())).status).toBe(404);

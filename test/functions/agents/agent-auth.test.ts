@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { type Agent, agentCall, deviceEvent, logEntry } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { agentCall, deviceEvent, logEntry, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -34,7 +34,7 @@ const stored = async (deviceId: string) => {
 };
 
 describe.each(calls)('%s /api/v1/agents/{id}%s', (method, suffix, body) => {
-  it('accepts the agent\'s own token for its own id', async () => {
+  it("accepts the agent's own token for its own id", async () => {
     const reply = await agentCall(t.api, agent, method, suffix, body());
     expect(reply.status).toBeLessThan(300);
   });
@@ -47,7 +47,7 @@ describe.each(calls)('%s /api/v1/agents/{id}%s', (method, suffix, body) => {
     }
   });
 
-  it('is 403 for another agent\'s id, of the same organization or another, and stores nothing for it', async () => {
+  it("is 403 for another agent's id, of the same organization or another, and stores nothing for it", async () => {
     for (const target of [neighbour, foreign]) {
       const reply = await agentCall(t.api, agent, method, suffix, body(), { agentId: target.agentId });
       expect(reply.status).toBe(403);
@@ -72,18 +72,22 @@ describe.each(calls)('%s /api/v1/agents/{id}%s', (method, suffix, body) => {
 describe('a revoked agent token', () => {
   it('is 401 on every agent route once its device is deleted', async () => {
     const gone = await enrollDevice(t.api, tenant, 'auth-deleted');
-    expect((await t.api.request('DELETE', `/api/v1/devices/${gone.deviceId}`, { token: tenant.orgToken })).status).toBe(204);
+    expect((await t.api.request('DELETE', `/api/v1/devices/${gone.deviceId}`, { token: tenant.orgToken })).status).toBe(
+      204,
+    );
     for (const [method, suffix, body] of calls) {
       expect((await agentCall(t.api, gone, method, suffix, body())).status, suffix).toBe(401);
     }
   });
 
-  it('is 401 once the agent is revoked in the database, and the revoked agent\'s id is then 404 to others', async () => {
+  it("is 401 once the agent is revoked in the database, and the revoked agent's id is then 404 to others", async () => {
     const revoked = await enrollDevice(t.api, tenant, 'auth-revoked');
     await t.db.admin.query('UPDATE agents SET revoked_at = now() WHERE id = :id::uuid', { id: revoked.agentId });
     for (const [method, suffix, body] of calls) {
       expect((await agentCall(t.api, revoked, method, suffix, body())).status, suffix).toBe(401);
-      expect((await agentCall(t.api, agent, method, suffix, body(), { agentId: revoked.agentId })).status, suffix).toBe(404);
+      expect((await agentCall(t.api, agent, method, suffix, body(), { agentId: revoked.agentId })).status, suffix).toBe(
+        404,
+      );
     }
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '#shared/audit/verify.ts';
+import { type Agent, agentCall } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { agentCall, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -15,9 +15,11 @@ afterAll(() => {
   delete process.env.TRUST_PROXY_HEADERS;
 });
 
-const beat = (agent: Agent, ip: string, body: unknown = {}) => agentCall(t.api, agent, 'POST', '/heartbeat', body, { headers: { 'x-forwarded-for': ip } });
+const beat = (agent: Agent, ip: string, body: unknown = {}) =>
+  agentCall(t.api, agent, 'POST', '/heartbeat', body, { headers: { 'x-forwarded-for': ip } });
 
-const device = async (agent: Agent) => (await t.api.request('GET', `/api/v1/devices/${agent.deviceId}`, { token: tenant.orgToken })).body;
+const device = async (agent: Agent) =>
+  (await t.api.request('GET', `/api/v1/devices/${agent.deviceId}`, { token: tenant.orgToken })).body;
 
 const auditRows = (agent: Agent) =>
   t.db.admin
@@ -57,7 +59,10 @@ describe('POST /api/v1/agents/{id}/heartbeat', () => {
   it('keeps the agent version and status when a heartbeat leaves them out, and accepts no body at all', async () => {
     const agent = await enrollDevice(t.api, tenant, 'beat-2');
     await beat(agent, '203.0.113.11', { agentVersion: '2.5.0', status: 'maintenance' });
-    const reply = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/heartbeat`, { token: agent.token, headers: { 'x-forwarded-for': '203.0.113.11' } });
+    const reply = await t.api.request('POST', `/api/v1/agents/${agent.agentId}/heartbeat`, {
+      token: agent.token,
+      headers: { 'x-forwarded-for': '203.0.113.11' },
+    });
     expect(reply.status).toBe(200);
     expect(await device(agent)).toMatchObject({ agentVersion: '2.5.0', agentStatus: 'maintenance' });
   });
@@ -93,7 +98,10 @@ describe('POST /api/v1/agents/{id}/heartbeat', () => {
         ipAddress: '198.51.100.6',
         details: { previousIp: '198.51.100.5', ip: '198.51.100.6', actor: { name: 'beat-5', role: null } },
       },
-      expect.objectContaining({ ipAddress: '2001:db8::5', details: expect.objectContaining({ previousIp: '198.51.100.6', ip: '2001:db8::5' }) }),
+      expect.objectContaining({
+        ipAddress: '2001:db8::5',
+        details: expect.objectContaining({ previousIp: '198.51.100.6', ip: '2001:db8::5' }),
+      }),
     ]);
     expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
   });
@@ -110,10 +118,12 @@ describe('POST /api/v1/agents/{id}/heartbeat', () => {
     });
     const replies = await beats!;
     expect(replies.map((r) => r.status)).toEqual(Array(8).fill(200));
-    expect((await auditRows(agent)).map((r) => r.details)).toEqual([expect.objectContaining({ previousIp: '192.0.2.1', ip: '192.0.2.2' })]);
+    expect((await auditRows(agent)).map((r) => r.details)).toEqual([
+      expect.objectContaining({ previousIp: '192.0.2.1', ip: '192.0.2.2' }),
+    ]);
   });
 
-  it('uses the connection\'s address when proxy headers are not trusted', async () => {
+  it("uses the connection's address when proxy headers are not trusted", async () => {
     const agent = await enrollDevice(t.api, tenant, 'beat-7');
     delete process.env.TRUST_PROXY_HEADERS;
     try {

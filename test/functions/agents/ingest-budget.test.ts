@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Agent, deviceEvent, logEntry, submitEvents, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { deviceEvent, logEntry, submitEvents, submitLogs, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -13,7 +13,8 @@ afterEach(() => {
 });
 
 const limitsPath = (orgId: string) => `/api/v1/orgs/organizations/${orgId}/ingest-limits`;
-const setLimits = (tenant: Tenant, body: unknown, token = tenant.partnerToken) => t.api.request('PUT', limitsPath(tenant.orgId), { token, body });
+const setLimits = (tenant: Tenant, body: unknown, token = tenant.partnerToken) =>
+  t.api.request('PUT', limitsPath(tenant.orgId), { token, body });
 
 /** A tenant of its own for each test: budgets are per organization. */
 async function tenantWithBudget(logsPerDeviceHour: number | null, eventsPerDeviceHour: number | null = null) {
@@ -25,7 +26,13 @@ async function tenantWithBudget(logsPerDeviceHour: number | null, eventsPerDevic
 
 const logs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => logEntry(from + i));
 const stored = async (table: 'agent_logs' | 'device_event_logs', agent: Agent) =>
-  Number((await t.db.admin.query<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE device_id = :id::uuid`, { id: agent.deviceId })).rows[0]!.n);
+  Number(
+    (
+      await t.db.admin.query<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE device_id = :id::uuid`, {
+        id: agent.deviceId,
+      })
+    ).rows[0]!.n,
+  );
 
 describe('the hourly ingest budget per device', () => {
   it('refuses what goes beyond it with 429 RATE_LIMITED and Retry-After, storing nothing of that request', async () => {
@@ -34,7 +41,10 @@ describe('the hourly ingest budget per device', () => {
     expect((await submitLogs(t.api, agent, logs(6))).status).toBe(201);
     const refused = await submitLogs(t.api, agent, logs(5));
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { budget: 10, requested: 5, retryAfterSeconds: expect.any(Number) } });
+    expect(refused.body.error).toMatchObject({
+      code: 'RATE_LIMITED',
+      details: { budget: 10, requested: 5, retryAfterSeconds: expect.any(Number) },
+    });
     const retryAfter = Number(refused.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(3600);
@@ -45,7 +55,7 @@ describe('the hourly ingest budget per device', () => {
     expect(await stored('agent_logs', agent)).toBe(10);
   });
 
-  it('is each device\'s own', async () => {
+  it("is each device's own", async () => {
     const tenant = await tenantWithBudget(3);
     const one = await enrollDevice(t.api, tenant, 'budget-own-1');
     const two = await enrollDevice(t.api, tenant, 'budget-own-2');
@@ -59,7 +69,10 @@ describe('the hourly ingest budget per device', () => {
     const agent = await enrollDevice(t.api, tenant, 'budget-hour');
     expect((await submitLogs(t.api, agent, logs(2))).status).toBe(201);
     expect((await submitLogs(t.api, agent, logs(1))).status).toBe(429);
-    await t.db.admin.query(`UPDATE agent_ingest_usage SET window_start = window_start - interval '1 hour' WHERE device_id = :id::uuid`, { id: agent.deviceId });
+    await t.db.admin.query(
+      `UPDATE agent_ingest_usage SET window_start = window_start - interval '1 hour' WHERE device_id = :id::uuid`,
+      { id: agent.deviceId },
+    );
     expect((await submitLogs(t.api, agent, logs(2))).status).toBe(201);
     expect((await submitLogs(t.api, agent, logs(1))).status).toBe(429);
   });
@@ -89,13 +102,17 @@ describe('the hourly ingest budget per device', () => {
     const tenant = await tenantWithBudget(null, 5);
     const agent = await enrollDevice(t.api, tenant, 'budget-events');
     expect((await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2), deviceEvent(3)])).body.count).toBe(3);
-    for (let i = 0; i < 3; i++) expect((await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2), deviceEvent(3)])).body.count).toBe(0);
+    for (let i = 0; i < 3; i++)
+      expect((await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2), deviceEvent(3)])).body.count).toBe(0);
     expect((await submitEvents(t.api, agent, [deviceEvent(3), deviceEvent(4), deviceEvent(5)])).body.count).toBe(2);
     const refused = await submitEvents(t.api, agent, [deviceEvent(6)]);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await stored('device_event_logs', agent)).toBe(5);
-    const { rows } = await t.db.admin.query(`SELECT details FROM audit_logs WHERE action = 'agent.eventlogs.submit' AND resource_id = :id::uuid`, { id: agent.deviceId });
+    const { rows } = await t.db.admin.query(
+      `SELECT details FROM audit_logs WHERE action = 'agent.eventlogs.submit' AND resource_id = :id::uuid`,
+      { id: agent.deviceId },
+    );
     expect(rows).toHaveLength(5);
   });
 
@@ -105,7 +122,9 @@ describe('the hourly ingest budget per device', () => {
     vi.spyOn(console, 'error').mockImplementation(() => undefined);
     await t.db.admin.query(`CREATE OR REPLACE FUNCTION test_poison_budget() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.message = 'poison' THEN RAISE EXCEPTION 'poisoned batch'; END IF; RETURN NEW; END $$`);
-    await t.db.admin.query('CREATE OR REPLACE TRIGGER test_poison_budget BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_budget()');
+    await t.db.admin.query(
+      'CREATE OR REPLACE TRIGGER test_poison_budget BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_budget()',
+    );
     try {
       const batch = logs(200);
       batch[150] = logEntry(150, { message: 'poison' });
@@ -134,11 +153,18 @@ describe('GET and PUT /api/v1/orgs/organizations/{id}/ingest-limits', () => {
   it('lets the partner override one budget at a time, null restoring the default, audited as organization.update', async () => {
     const tenant = await createTenant(t.api, 'Overrides');
     const first = await setLimits(tenant, { logsPerDeviceHour: 5000 });
-    expect(first.body).toMatchObject({ logsPerDeviceHour: 5000, eventsPerDeviceHour: 50_000, overrides: { logsPerDeviceHour: 5000, eventsPerDeviceHour: null } });
+    expect(first.body).toMatchObject({
+      logsPerDeviceHour: 5000,
+      eventsPerDeviceHour: 50_000,
+      overrides: { logsPerDeviceHour: 5000, eventsPerDeviceHour: null },
+    });
     const second = await setLimits(tenant, { eventsPerDeviceHour: 10 });
     expect(second.body.overrides).toEqual({ logsPerDeviceHour: 5000, eventsPerDeviceHour: 10 });
     const reset = await setLimits(tenant, { logsPerDeviceHour: null });
-    expect(reset.body).toMatchObject({ logsPerDeviceHour: 100_000, overrides: { logsPerDeviceHour: null, eventsPerDeviceHour: 10 } });
+    expect(reset.body).toMatchObject({
+      logsPerDeviceHour: 100_000,
+      overrides: { logsPerDeviceHour: null, eventsPerDeviceHour: 10 },
+    });
     const { rows } = await t.db.admin.query<{ details: any }>(
       `SELECT details FROM audit_logs WHERE action = 'organization.update' AND resource_id = :id::uuid ORDER BY seq`,
       { id: tenant.orgId },
@@ -150,13 +176,16 @@ describe('GET and PUT /api/v1/orgs/organizations/{id}/ingest-limits', () => {
     ]);
   });
 
-  it('is not for the organization\'s own users: they may read the budgets but not raise them (403)', async () => {
+  it("is not for the organization's own users: they may read the budgets but not raise them (403)", async () => {
     const tenant = await createTenant(t.api, 'Customer');
     expect((await setLimits(tenant, { logsPerDeviceHour: 10_000_000 }, tenant.orgToken)).status).toBe(403);
-    expect((await setLimits(tenant, { logsPerDeviceHour: 1 }, await orgUser(tenant.partnerId, tenant.orgId, 'org_viewer'))).status).toBe(403);
+    expect(
+      (await setLimits(tenant, { logsPerDeviceHour: 1 }, await orgUser(tenant.partnerId, tenant.orgId, 'org_viewer')))
+        .status,
+    ).toBe(403);
   });
 
-  it('is 404 for another partner\'s organization', async () => {
+  it("is 404 for another partner's organization", async () => {
     const tenant = await createTenant(t.api, 'Nosy');
     expect((await setLimits(other, { logsPerDeviceHour: 1 }, tenant.partnerToken)).status).toBe(404);
     expect((await t.api.request('GET', limitsPath(other.orgId), { token: tenant.partnerToken })).status).toBe(404);
@@ -164,7 +193,13 @@ describe('GET and PUT /api/v1/orgs/organizations/{id}/ingest-limits', () => {
 
   it('refuses budgets that are negative, fractional or above 10,000,000, unknown fields and an empty change (400)', async () => {
     const tenant = await createTenant(t.api, 'Invalid');
-    for (const body of [{ logsPerDeviceHour: -1 }, { eventsPerDeviceHour: 1.5 }, { logsPerDeviceHour: 10_000_001 }, { logsPerDay: 5 }, {}]) {
+    for (const body of [
+      { logsPerDeviceHour: -1 },
+      { eventsPerDeviceHour: 1.5 },
+      { logsPerDeviceHour: 10_000_001 },
+      { logsPerDay: 5 },
+      {},
+    ]) {
       expect((await setLimits(tenant, body)).status, JSON.stringify(body)).toBe(400);
     }
   });

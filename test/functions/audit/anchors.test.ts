@@ -2,12 +2,12 @@ import { createPublicKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateAnchorKey, publicKeyPem, verifyAnchorSignature } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
-import { createPgDb } from '#shared/db/pg.ts';
 import type { Db } from '#shared/db/db.ts';
+import { createPgDb } from '#shared/db/pg.ts';
 import { logger } from '#shared/logger.ts';
+import { appendAudit, forgedRow, insertForged, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, platformAdmin, type Tenant } from '#test/support/tenants.ts';
-import { appendAudit, forgedRow, insertForged, tamper } from '#test/shared/audit/audit-rows.ts';
 
 const ANCHORS = '/api/v1/audit-logs/anchors';
 const VERIFY = '/api/v1/audit-logs/verify';
@@ -49,7 +49,11 @@ describe('GET /audit-logs/anchors', () => {
   });
 
   it("never shows another tenant's anchors", async () => {
-    for (const [token, own, other] of [[a.orgToken, a, b], [b.orgToken, b, a], [a.partnerToken, a, b]] as const) {
+    for (const [token, own, other] of [
+      [a.orgToken, a, b],
+      [b.orgToken, b, a],
+      [a.partnerToken, a, b],
+    ] as const) {
       const reply = await t.api.request('GET', ANCHORS, { token });
       const orgs = new Set(reply.body.data.map((anchor: { orgId: string }) => anchor.orgId));
       expect(orgs.has(own.orgId)).toBe(true);
@@ -66,16 +70,27 @@ describe('GET /audit-logs/anchors', () => {
     const anchoredSeq = before.body.anchor.seq;
     expect(before.body).toMatchObject({ ok: true, anchor: { seq: anchoredSeq, ok: true } });
 
-    await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: a.orgId }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: a.orgId }),
+    );
     let prev: string | null = null;
     for (let seq = 1; seq <= anchoredSeq; seq++) {
       const row = forgedRow(a.orgId, seq, prev);
       await insertForged(t.db.admin, row);
       prev = row.checksum;
     }
-    await tamper(t.db.admin, (tx) => tx.query('UPDATE audit_chain_heads SET seq = :seq::bigint, checksum = :checksum::text WHERE org_id = :orgId::uuid', { orgId: a.orgId, seq: anchoredSeq, checksum: prev }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query(
+        'UPDATE audit_chain_heads SET seq = :seq::bigint, checksum = :checksum::text WHERE org_id = :orgId::uuid',
+        { orgId: a.orgId, seq: anchoredSeq, checksum: prev },
+      ),
+    );
     const after = await t.api.request('GET', `${VERIFY}`, { token: a.orgToken });
-    expect(after.body).toMatchObject({ ok: false, firstBreak: { seq: anchoredSeq }, anchor: { seq: anchoredSeq, ok: false } });
+    expect(after.body).toMatchObject({
+      ok: false,
+      firstBreak: { seq: anchoredSeq },
+      anchor: { seq: anchoredSeq, ok: false },
+    });
     // The watch reports it and anchors nothing more.
     const error = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
     const run = await runRetention(auditAdmin);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { appendOne, type Sealed } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
-import { appendOne, type Sealed } from '#test/shared/audit/audit-rows.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
 const ENTRY = '/api/v1/audit-logs/logs';
@@ -64,9 +64,12 @@ describe('GET /audit-logs/logs/{id}', () => {
     });
   });
 
-  it('records the read as data.access of the entry, by the reader, in the entry\'s organization', async () => {
+  it("records the read as data.access of the entry, by the reader, in the entry's organization", async () => {
     const reader = await orgUser(a.partnerId, a.orgId, 'org_viewer', { email: 'auditor@alpha.test', name: 'Auditor' });
-    expect((await t.api.request('GET', `${ENTRY}/${row.id}`, { token: reader, headers: { 'user-agent': 'viewer/1' } })).status).toBe(200);
+    expect(
+      (await t.api.request('GET', `${ENTRY}/${row.id}`, { token: reader, headers: { 'user-agent': 'viewer/1' } }))
+        .status,
+    ).toBe(200);
     const reads = await accessRows(row.id);
     expect(reads).toContainEqual({
       orgId: a.orgId,
@@ -79,17 +82,24 @@ describe('GET /audit-logs/logs/{id}', () => {
   });
 
   it("is 404 for an absent entry and for another tenant's, and records no read", async () => {
-    for (const [id, token] of [[randomUUID(), a.orgToken], [row.id, b.orgToken], [row.id, b.partnerToken]] as const) {
+    for (const [id, token] of [
+      [randomUUID(), a.orgToken],
+      [row.id, b.orgToken],
+      [row.id, b.partnerToken],
+    ] as const) {
       const reply = await t.api.request('GET', `${ENTRY}/${id}`, { token });
       expect(reply.status).toBe(404);
       expect(reply.body.error.code).toBe('NOT_FOUND');
     }
     expect(await accessRows(randomUUID())).toEqual([]);
-    const byB = await t.db.admin.query(`SELECT 1 FROM audit_logs WHERE action = 'data.access' AND actor_email = 'partner_admin@partner.test' AND org_id = :orgId::uuid`, { orgId: b.orgId });
+    const byB = await t.db.admin.query(
+      `SELECT 1 FROM audit_logs WHERE action = 'data.access' AND actor_email = 'partner_admin@partner.test' AND org_id = :orgId::uuid`,
+      { orgId: b.orgId },
+    );
     expect(byB.rows).toEqual([]);
   });
 
-  it("is readable to the partner and the platform after the organization was deleted", async () => {
+  it('is readable to the partner and the platform after the organization was deleted', async () => {
     expect((await t.api.request('GET', `${ENTRY}/${goneRow.id}`, { token: a.partnerToken })).body.id).toBe(goneRow.id);
     expect((await t.api.request('GET', `${ENTRY}/${goneRow.id}`, { token: await platformAdmin() })).status).toBe(200);
   });

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditChecksum, canonicalFields } from '#shared/audit/canonical.ts';
+import { appendAudit, type Sealed } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
-import { appendAudit, type Sealed } from '#test/shared/audit/audit-rows.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
 const EXPORT = '/api/v1/audit-logs/export';
@@ -16,8 +16,14 @@ let noise: string;
 let rows: Sealed[];
 
 /** A download over real HTTP, as text (fetch undoes a gzip content-encoding). */
-async function download(query: string, token: string, headers: Record<string, string> = { 'accept-encoding': 'identity' }) {
-  const response = await fetch(`${t.api.url}${EXPORT}?${query}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+async function download(
+  query: string,
+  token: string,
+  headers: Record<string, string> = { 'accept-encoding': 'identity' },
+) {
+  const response = await fetch(`${t.api.url}${EXPORT}?${query}`, {
+    headers: { authorization: `Bearer ${token}`, ...headers },
+  });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
@@ -66,9 +72,31 @@ beforeAll(async () => {
   bulk = (await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Alpha Bulk' } })).body.id;
   noise = (await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Alpha Noise' } })).body.id;
   rows = await appendAudit(t.db.admin, [
-    { orgId: a.orgId, timestamp: at(1), action: 'device.create', resourceName: 'Lab, "north" wing', details: { note: 'line one\r\nline two', unicode: 'Zürich ✓' } },
-    { orgId: a.orgId, timestamp: at(2), action: 'device.update', resourceName: '=HYPERLINK("http://evil.test")', actorEmail: '@admin', userAgent: '+cmd', errorMessage: '-1\r\nsee log' },
-    { orgId: a.orgId, timestamp: at(3), action: 'device.delete', resourceName: "'quoted", actorEmail: null, userAgent: '', ipAddress: null },
+    {
+      orgId: a.orgId,
+      timestamp: at(1),
+      action: 'device.create',
+      resourceName: 'Lab, "north" wing',
+      details: { note: 'line one\r\nline two', unicode: 'Zürich ✓' },
+    },
+    {
+      orgId: a.orgId,
+      timestamp: at(2),
+      action: 'device.update',
+      resourceName: '=HYPERLINK("http://evil.test")',
+      actorEmail: '@admin',
+      userAgent: '+cmd',
+      errorMessage: '-1\r\nsee log',
+    },
+    {
+      orgId: a.orgId,
+      timestamp: at(3),
+      action: 'device.delete',
+      resourceName: "'quoted",
+      actorEmail: null,
+      userAgent: '',
+      ipAddress: null,
+    },
   ]);
   await appendAudit(t.db.admin, [{ orgId: a2, timestamp: at(4), action: 'script.execute' }]);
   await appendAudit(t.db.admin, [{ orgId: b.orgId, timestamp: at(5), action: 'device.create' }]);
@@ -157,9 +185,17 @@ describe('GET /audit-logs/export?format=json', () => {
     expect(recorded).toContainEqual({
       orgId: a.orgId,
       resourceType: 'audit_log',
-      details: { format: 'json', filters: { to: at(11) }, rowCount: 3, exportRowCount: 4, actor: { name: 'Partner User', role: 'partner_admin' } },
+      details: {
+        format: 'json',
+        filters: { to: at(11) },
+        rowCount: 3,
+        exportRowCount: 4,
+        actor: { name: 'Partner User', role: 'partner_admin' },
+      },
     });
-    expect(recorded).toContainEqual(expect.objectContaining({ orgId: a2, details: expect.objectContaining({ rowCount: 1 }) }));
+    expect(recorded).toContainEqual(
+      expect.objectContaining({ orgId: a2, details: expect.objectContaining({ rowCount: 1 }) }),
+    );
   });
 });
 
@@ -178,7 +214,9 @@ describe('GET /audit-logs/export?format=csv', () => {
     expect(deleted![columns.indexOf('actorEmail')]).toBeNull();
     expect(deleted![columns.indexOf('userAgent')]).toBe('');
     expect(deleted![columns.indexOf('resourceName')]).toBe("''quoted");
-    expect(updated!.map(unguard)).toEqual(expect.arrayContaining(['=HYPERLINK("http://evil.test")', '@admin', '+cmd', '-1\r\nsee log']));
+    expect(updated!.map(unguard)).toEqual(
+      expect.arrayContaining(['=HYPERLINK("http://evil.test")', '@admin', '+cmd', '-1\r\nsee log']),
+    );
     expect(reply.text).toContain(`,"'-1\r\nsee log",`);
     expect(created![columns.indexOf('details')]).toBe('{"note": "line one\\r\\nline two", "unicode": "Zürich ✓"}');
   });
@@ -212,13 +250,20 @@ describe('export limits', () => {
     expect(zipped.text.split('\r\n')).toHaveLength(10_002);
     const plain = await download(`format=csv&orgId=${bulk}`, a.partnerToken);
     expect(plain.status).toBe(413);
-    expect(JSON.parse(plain.text).error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: expect.stringMatching(/narrow/) });
+    expect(JSON.parse(plain.text).error).toMatchObject({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: expect.stringMatching(/narrow/),
+    });
     const refused = await download(`format=csv&orgId=${bulk}`, a.partnerToken, { 'accept-encoding': 'gzip;q=0' });
     expect(refused.status).toBe(413);
   });
 
   it('answers a small export uncompressed whatever the client accepts', async () => {
-    const reply = await download(`format=csv&orgId=${bulk}&from=2027-01-01T00:00:01Z&to=2027-01-01T00:00:10Z`, a.partnerToken, { 'accept-encoding': 'gzip' });
+    const reply = await download(
+      `format=csv&orgId=${bulk}&from=2027-01-01T00:00:01Z&to=2027-01-01T00:00:10Z`,
+      a.partnerToken,
+      { 'accept-encoding': 'gzip' },
+    );
     expect(reply.headers.get('content-encoding')).toBeNull();
     expect(reply.text.split('\r\n')).toHaveLength(12);
   });
@@ -227,7 +272,10 @@ describe('export limits', () => {
     const reply = await download(`format=json&orgId=${noise}`, a.partnerToken, { 'accept-encoding': 'gzip' });
     expect(reply.status).toBe(413);
     expect(JSON.parse(reply.text).error.code).toBe('PAYLOAD_TOO_LARGE');
-    const { rows: recorded } = await t.db.admin.query(`SELECT 1 FROM audit_logs WHERE action = 'data.export' AND org_id = :orgId::uuid`, { orgId: noise });
+    const { rows: recorded } = await t.db.admin.query(
+      `SELECT 1 FROM audit_logs WHERE action = 'data.export' AND org_id = :orgId::uuid`,
+      { orgId: noise },
+    );
     expect(recorded).toEqual([]);
   });
 

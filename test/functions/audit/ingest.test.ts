@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { zeroUuid } from '#shared/audit/writer.ts';
-import { useApi, type Reply } from '#test/support/api.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, partnerUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 const EVENTS = '/api/v1/audit-logs/events';
@@ -16,7 +16,10 @@ let root: string;
 
 /** Creates an API key of the tenant's organization through the API. */
 async function createKey(tenant: Tenant, role: string) {
-  const reply = await t.api.request('POST', `${ORGS}/${tenant.orgId}/api-keys`, { token: tenant.partnerToken, body: { name: `${role} key`, role } });
+  const reply = await t.api.request('POST', `${ORGS}/${tenant.orgId}/api-keys`, {
+    token: tenant.partnerToken,
+    body: { name: `${role} key`, role },
+  });
   if (reply.status !== 201) throw new Error(`api key: ${reply.status} ${JSON.stringify(reply.body)}`);
   return reply.body as { id: string; key: string };
 }
@@ -85,14 +88,21 @@ describe('reporting audit events', () => {
         actorType: 'user',
         actorId: event.actorId,
         action: 'user.login',
-        details: { scenario: 'late-login', reportedBy: { actorType: 'api_key', id: service.id }, reportedAt: expect.any(String) },
+        details: {
+          scenario: 'late-login',
+          reportedBy: { actorType: 'api_key', id: service.id },
+          reportedAt: expect.any(String),
+        },
       }),
     ]);
   });
 
   it('seals rows in request order whatever their timestamps, and the chain still verifies', async () => {
     const times = ['2024-05-01T00:00:00Z', '2018-01-01T00:00:00Z', '2021-07-15T12:00:00Z'];
-    const reply = await ingest(service.key, times.map((timestamp, index) => login(a.orgId, 'order', { timestamp, details: { index } })));
+    const reply = await ingest(
+      service.key,
+      times.map((timestamp, index) => login(a.orgId, 'order', { timestamp, details: { index } })),
+    );
     expect(reply.status).toBe(201);
     const rows = await rowsOf('order');
     expect(rows.map((row) => row.id)).toEqual(reply.body.ids);
@@ -102,15 +112,27 @@ describe('reporting audit events', () => {
   });
 
   it('stores a non-UUID actorId as the zero UUID and keeps the original in details.rawActorId', async () => {
-    const reply = await ingest(service.key, [login(a.orgId, 'raw-actor', { actorType: 'system', actorId: 'policy-engine', action: 'automation.policy.evaluate' })]);
+    const reply = await ingest(service.key, [
+      login(a.orgId, 'raw-actor', {
+        actorType: 'system',
+        actorId: 'policy-engine',
+        action: 'automation.policy.evaluate',
+      }),
+    ]);
     expect(reply.status).toBe(201);
     expect(await rowsOf('raw-actor')).toEqual([
-      expect.objectContaining({ actorType: 'system', actorId: zeroUuid, details: expect.objectContaining({ rawActorId: 'policy-engine' }) }),
+      expect.objectContaining({
+        actorType: 'system',
+        actorId: zeroUuid,
+        details: expect.objectContaining({ rawActorId: 'policy-engine' }),
+      }),
     ]);
   });
 
   it('records the ingesting principal as reportedBy, even when the event claims another', async () => {
-    const reply = await ingest(service.key, [login(a.orgId, 'spoofed-reporter', { details: { reportedBy: { actorType: 'system', id: 'nobody' } } })]);
+    const reply = await ingest(service.key, [
+      login(a.orgId, 'spoofed-reporter', { details: { reportedBy: { actorType: 'system', id: 'nobody' } } }),
+    ]);
     expect(reply.status).toBe(201);
     const [row] = await rowsOf('spoofed-reporter');
     expect(row!.details.reportedBy).toEqual({ actorType: 'api_key', id: service.id });
@@ -118,7 +140,10 @@ describe('reporting audit events', () => {
 
   it('a platform admin reports into two organizations in one request; ids come back in request order', async () => {
     const orgs = [b.orgId, a.orgId, b.orgId, a.orgId];
-    const reply = await ingest(root, orgs.map((orgId, index) => login(orgId, 'two-orgs', { details: { index } })));
+    const reply = await ingest(
+      root,
+      orgs.map((orgId, index) => login(orgId, 'two-orgs', { details: { index } })),
+    );
     expect(reply.status).toBe(201);
     expect(reply.body.received).toBe(4);
     const rows = await rowsOf('two-orgs');
@@ -143,7 +168,11 @@ describe('who may report', () => {
     expectError(await t.api.request('GET', '/api/v1/devices', { token: service.key }), 403, 'FORBIDDEN');
     expectError(await t.api.request('GET', ORGS, { token: service.key }), 403, 'FORBIDDEN');
     expectError(await t.api.request('GET', `${ORGS}/${a.orgId}`, { token: service.key }), 403, 'FORBIDDEN');
-    expectError(await t.api.request('PATCH', `${ORGS}/${a.orgId}`, { token: service.key, body: { name: 'Renamed' } }), 403, 'FORBIDDEN');
+    expectError(
+      await t.api.request('PATCH', `${ORGS}/${a.orgId}`, { token: service.key, body: { name: 'Renamed' } }),
+      403,
+      'FORBIDDEN',
+    );
   });
 
   it('an org_admin API key cannot report events (403) and nothing is stored', async () => {
@@ -152,8 +181,11 @@ describe('who may report', () => {
     expect(await rowsOf('admin-key')).toEqual([]);
   });
 
-  it('an organization\'s own administrator cannot create an org_service key (403); its partner can', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'forger', role: 'org_service' } });
+  it("an organization's own administrator cannot create an org_service key (403); its partner can", async () => {
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, {
+      token: a.orgToken,
+      body: { name: 'forger', role: 'org_service' },
+    });
     expect(reply.status).toBe(403);
     const { rows } = await t.db.admin.query(`SELECT 1 FROM api_keys WHERE name = 'forger'`);
     expect(rows).toEqual([]);
@@ -166,7 +198,11 @@ describe('who may report', () => {
       expectError(await ingest(token, [login(a.orgId, 'user-report')]), 403, 'FORBIDDEN');
     }
     // org_service is for API keys only: a user token naming it is refused outright.
-    expectError(await ingest(await orgUser(a.partnerId, a.orgId, 'org_service'), [login(a.orgId, 'user-report')]), 401, 'UNAUTHENTICATED');
+    expectError(
+      await ingest(await orgUser(a.partnerId, a.orgId, 'org_service'), [login(a.orgId, 'user-report')]),
+      401,
+      'UNAUTHENTICATED',
+    );
     expect(await rowsOf('user-report')).toEqual([]);
   });
 
@@ -209,17 +245,27 @@ describe('validation', () => {
   });
 
   it('more than 500 events, no events, or a single event without the events array are 400', async () => {
-    const tooMany = await ingest(service.key, Array.from({ length: 501 }, () => login(a.orgId, 'too-many')));
+    const tooMany = await ingest(
+      service.key,
+      Array.from({ length: 501 }, () => login(a.orgId, 'too-many')),
+    );
     expectError(tooMany, 400, 'VALIDATION_FAILED');
     expect(tooMany.body.error.details).toEqual([expect.objectContaining({ path: 'body.events' })]);
     expectError(await ingest(service.key, []), 400, 'VALIDATION_FAILED');
-    expectError(await t.api.request('POST', EVENTS, { token: service.key, body: login(a.orgId, 'bare-event') }), 400, 'VALIDATION_FAILED');
+    expectError(
+      await t.api.request('POST', EVENTS, { token: service.key, body: login(a.orgId, 'bare-event') }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expect(await rowsOf('too-many')).toEqual([]);
     expect(await rowsOf('bare-event')).toEqual([]);
   });
 
   it('accepts exactly 500 events', async () => {
-    const reply = await ingest(service.key, Array.from({ length: 500 }, () => login(a.orgId, 'five-hundred')));
+    const reply = await ingest(
+      service.key,
+      Array.from({ length: 500 }, () => login(a.orgId, 'five-hundred')),
+    );
     expect(reply.status).toBe(201);
     expect(reply.body.ids).toHaveLength(500);
     expect(await rowsOf('five-hundred')).toHaveLength(500);
@@ -238,7 +284,12 @@ describe('validation', () => {
 describe('what is recorded beside the event', () => {
   it("records when the server received the report in details.reportedAt, whatever the event's own timestamp", async () => {
     const before = Date.now();
-    const reply = await ingest(service.key, [login(a.orgId, 'reported-at', { timestamp: '2019-03-01T08:15:00Z', details: { reportedAt: '2000-01-01T00:00:00Z' } })]);
+    const reply = await ingest(service.key, [
+      login(a.orgId, 'reported-at', {
+        timestamp: '2019-03-01T08:15:00Z',
+        details: { reportedAt: '2000-01-01T00:00:00Z' },
+      }),
+    ]);
     expect(reply.status).toBe(201);
     const [row] = await rowsOf('reported-at');
     expect(row!.timestamp).toBe('2019-03-01T08:15:00.000000Z');
@@ -249,7 +300,10 @@ describe('what is recorded beside the event', () => {
 
   it('stores an ipAddress that is no IP (or longer than 45 characters) as null, the original in details.rawIpAddress', async () => {
     const values = ['unknown', '203.0.113.9, 10.0.0.1', `::ffff:${'0'.repeat(50)}`, '2001:db8::1'];
-    const reply = await ingest(service.key, values.map((ipAddress, index) => login(a.orgId, 'raw-ip', { ipAddress, details: { index } })));
+    const reply = await ingest(
+      service.key,
+      values.map((ipAddress, index) => login(a.orgId, 'raw-ip', { ipAddress, details: { index } })),
+    );
     expect(reply.status).toBe(201);
     const { rows } = await t.db.admin.query<{ ip: string | null; raw: string | null }>(
       `SELECT ip_address AS ip, details->>'rawIpAddress' AS raw FROM audit_logs WHERE details->>'scenario' = 'raw-ip' ORDER BY seq`,
@@ -265,19 +319,48 @@ describe('what is recorded beside the event', () => {
 
 describe('what may be reported', () => {
   it('accepts the actions other platform components own', async () => {
-    const actions = ['user.login', 'user.login.failed', 'user.logout', 'user.permission.change', 'policy.update', 'policy.evaluate', 'alert.create', 'alert.acknowledge', 'script.execute', 'automation.policy.evaluate'];
-    const reply = await ingest(service.key, actions.map((action) => login(a.orgId, 'owned-actions', { action })));
+    const actions = [
+      'user.login',
+      'user.login.failed',
+      'user.logout',
+      'user.permission.change',
+      'policy.update',
+      'policy.evaluate',
+      'alert.create',
+      'alert.acknowledge',
+      'script.execute',
+      'automation.policy.evaluate',
+    ];
+    const reply = await ingest(
+      service.key,
+      actions.map((action) => login(a.orgId, 'owned-actions', { action })),
+    );
     expect(reply.status).toBe(201);
     expect(await rowsOf('owned-actions')).toHaveLength(actions.length);
   });
 
-  it.each(['device.delete', 'device.create', 'data.export', 'data.access', 'organization.update', 'agent.source.ip.changed', 'agent.eventlogs.submit', 'system.cleanup', 'policy', 'policy.', 'custom.thing'])(
+  it.each([
+    'device.delete',
+    'device.create',
+    'data.export',
+    'data.access',
+    'organization.update',
+    'agent.source.ip.changed',
+    'agent.eventlogs.submit',
+    'system.cleanup',
+    'policy',
+    'policy.',
+    'custom.thing',
+  ])(
     'refuses %s, an action the service emits itself or no reportable one, with 400 naming body.events.<i>.action',
     async (action) => {
       const reply = await ingest(service.key, [login(a.orgId, 'own-action'), login(a.orgId, 'own-action', { action })]);
       expectError(reply, 400, 'VALIDATION_FAILED');
       expect(reply.body.error.details).toEqual([
-        expect.objectContaining({ path: 'body.events.1.action', message: expect.stringContaining('actions the service emits itself cannot be reported') }),
+        expect.objectContaining({
+          path: 'body.events.1.action',
+          message: expect.stringContaining('actions the service emits itself cannot be reported'),
+        }),
       ]);
       expect(await rowsOf('own-action')).toEqual([]);
     },
@@ -288,7 +371,12 @@ describe('what may be reported', () => {
     expect((await ingest(service.key, [login(a.orgId, 'skewed', { timestamp: ahead(5) })])).status).toBe(201);
     const reply = await ingest(service.key, [login(a.orgId, 'future', { timestamp: ahead(11) })]);
     expectError(reply, 400, 'VALIDATION_FAILED');
-    expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.events.0.timestamp', message: 'A timestamp may lie at most 10 minutes in the future' })]);
+    expect(reply.body.error.details).toEqual([
+      expect.objectContaining({
+        path: 'body.events.0.timestamp',
+        message: 'A timestamp may lie at most 10 minutes in the future',
+      }),
+    ]);
     expect(await rowsOf('future')).toEqual([]);
   });
 
@@ -328,7 +416,11 @@ describe('Idempotency-Key', () => {
   it('the same key with another body is 409 IDEMPOTENCY_KEY_REUSED and writes nothing', async () => {
     const key = randomUUID();
     expect((await ingest(service.key, [login(a.orgId, 'reused')], keyHeader(key))).status).toBe(201);
-    expectError(await ingest(service.key, [login(a.orgId, 'reused'), login(a.orgId, 'reused')], keyHeader(key)), 409, 'IDEMPOTENCY_KEY_REUSED');
+    expectError(
+      await ingest(service.key, [login(a.orgId, 'reused'), login(a.orgId, 'reused')], keyHeader(key)),
+      409,
+      'IDEMPOTENCY_KEY_REUSED',
+    );
     expect(await rowsOf('reused')).toHaveLength(1);
   });
 
@@ -345,7 +437,10 @@ describe('Idempotency-Key', () => {
     const key = randomUUID();
     const events = [login(a.orgId, 'expired-key')];
     const first = await ingest(service.key, events, keyHeader(key));
-    await t.db.admin.query(`UPDATE audit_ingest_requests SET created_at = now() - interval '25 hours' WHERE idempotency_key = :key::text`, { key });
+    await t.db.admin.query(
+      `UPDATE audit_ingest_requests SET created_at = now() - interval '25 hours' WHERE idempotency_key = :key::text`,
+      { key },
+    );
     const later = await ingest(service.key, [...events, login(a.orgId, 'expired-key')], keyHeader(key));
     expect(later.status).toBe(201);
     expect(later.body.ids).not.toContain(first.body.ids[0]);

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApi, type Reply } from '#test/support/api.ts';
+import { type AuditInput, appendAudit, type Sealed } from '#test/shared/audit/audit-rows.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
-import { appendAudit, type AuditInput, type Sealed } from '#test/shared/audit/audit-rows.ts';
 
 const REPORTS = '/api/v1/audit-logs/reports';
 const t = useApi();
@@ -36,7 +36,10 @@ const actionsOf = (reply: Reply) => (reply.body.data as { action: string }[]).ma
 beforeAll(async () => {
   a = await createTenant(t.api, 'Alpha');
   b = await createTenant(t.api, 'Beta');
-  sealed = await appendAudit(t.db.admin, actions.map(([action, extra], minute) => ({ orgId: a.orgId, timestamp: at(minute), action, ...extra })));
+  sealed = await appendAudit(
+    t.db.admin,
+    actions.map(([action, extra], minute) => ({ orgId: a.orgId, timestamp: at(minute), action, ...extra })),
+  );
   await appendAudit(t.db.admin, [{ orgId: b.orgId, timestamp: at(30), action: 'user.login' }]);
 });
 
@@ -46,7 +49,16 @@ describe('GET /audit-logs/reports/summary', () => {
     expect(reply.status).toBe(200);
     expect(reply.body).toEqual({
       total: 17,
-      byCategory: { authentication: 4, device: 2, automation: 1, policy: 4, alert: 1, compliance: 2, organization: 1, system: 2 },
+      byCategory: {
+        authentication: 4,
+        device: 2,
+        automation: 1,
+        policy: 4,
+        alert: 1,
+        compliance: 2,
+        organization: 1,
+        system: 2,
+      },
       byResult: { success: 15, failure: 1, denied: 1 },
       byActorType: { user: 11, api_key: 1, agent: 2, system: 2, ai_agent: 1 },
     });
@@ -73,8 +85,21 @@ describe('GET /audit-logs/reports/security-events', () => {
       'user.login.failed',
       'user.login',
     ]);
-    expect(reply.body.data[0]).toMatchObject({ id: sealed[8]!.id, category: 'system', actorType: 'agent', user: expect.any(Object), resource: expect.any(Object) });
-    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 8, totalPages: 1, hasMore: false, totalExact: true });
+    expect(reply.body.data[0]).toMatchObject({
+      id: sealed[8]!.id,
+      category: 'system',
+      actorType: 'agent',
+      user: expect.any(Object),
+      resource: expect.any(Object),
+    });
+    expect(reply.body.pagination).toEqual({
+      page: 1,
+      limit: 50,
+      total: 8,
+      totalPages: 1,
+      hasMore: false,
+      totalExact: true,
+    });
   });
 
   it('pages and filters like the lists', async () => {
@@ -116,7 +141,14 @@ describe('GET /audit-logs/reports/compliance', () => {
   it('counts under the filters, every action listed', async () => {
     const reply = await get(`compliance?action=device.&limit=1`);
     expect(actionsOf(reply)).toEqual(['device.delete']);
-    expect(reply.body.pagination).toEqual({ page: 1, limit: 1, total: 2, totalPages: 2, hasMore: true, totalExact: true });
+    expect(reply.body.pagination).toEqual({
+      page: 1,
+      limit: 1,
+      total: 2,
+      totalPages: 2,
+      hasMore: true,
+      totalExact: true,
+    });
     expect(reply.body.counts).toMatchObject({ 'device.create': 1, 'device.delete': 1, 'data.access': 0 });
   });
 });

@@ -15,19 +15,26 @@ beforeAll(async () => {
 
 const retention = (orgId: string) => `${ORGS}/${orgId}/audit-retention`;
 const getPolicy = (orgId: string, token: string) => t.api.request('GET', retention(orgId), { token });
-const putPolicy = (orgId: string, token: string, body: unknown) => t.api.request('PUT', retention(orgId), { token, body });
+const putPolicy = (orgId: string, token: string, body: unknown) =>
+  t.api.request('PUT', retention(orgId), { token, body });
 
 /** An organization as releases before v0.110.0 created them: no retention policy row (seed 9.2). */
 async function legacyOrganization(partnerId: string): Promise<string> {
-  const { rows } = await t.db.admin.query<{ id: string }>(`INSERT INTO organizations (partner_id, name) VALUES (:partnerId::uuid, 'Legacy Ltd') RETURNING id::text AS id`, {
-    partnerId,
-  });
+  const { rows } = await t.db.admin.query<{ id: string }>(
+    `INSERT INTO organizations (partner_id, name) VALUES (:partnerId::uuid, 'Legacy Ltd') RETURNING id::text AS id`,
+    {
+      partnerId,
+    },
+  );
   return rows[0]!.id;
 }
 
 const storedPolicy = (orgId: string) =>
   t.db.admin
-    .query('SELECT retention_days AS "retentionDays", archive_to_s3 AS "archiveToS3" FROM audit_retention_policies WHERE org_id = :orgId::uuid', { orgId })
+    .query(
+      'SELECT retention_days AS "retentionDays", archive_to_s3 AS "archiveToS3" FROM audit_retention_policies WHERE org_id = :orgId::uuid',
+      { orgId },
+    )
     .then((r) => r.rows);
 
 describe('GET /orgs/organizations/{id}/audit-retention (seed 4.2)', () => {
@@ -35,12 +42,24 @@ describe('GET /orgs/organizations/{id}/audit-retention (seed 4.2)', () => {
     const orgId = await legacyOrganization(a.partnerId);
     const reply = await getPolicy(orgId, a.partnerToken);
     expect(reply.status).toBe(200);
-    expect(reply.body).toEqual({ orgId, retentionDays: 365, archiveToS3: false, lastCleanupAt: null, configured: false });
+    expect(reply.body).toEqual({
+      orgId,
+      retentionDays: 365,
+      archiveToS3: false,
+      lastCleanupAt: null,
+      configured: false,
+    });
   });
 
   it('shows the 365-day policy an organization created through the API got with it', async () => {
     const reply = await getPolicy(a.orgId, a.orgToken);
-    expect(reply.body).toEqual({ orgId: a.orgId, retentionDays: 365, archiveToS3: false, lastCleanupAt: null, configured: true });
+    expect(reply.body).toEqual({
+      orgId: a.orgId,
+      retentionDays: 365,
+      archiveToS3: false,
+      lastCleanupAt: null,
+      configured: true,
+    });
   });
 
   it('needs audit:read (403), and is readable by an org_viewer', async () => {
@@ -50,7 +69,11 @@ describe('GET /orgs/organizations/{id}/audit-retention (seed 4.2)', () => {
   });
 
   it("answers 404 for another tenant's organization and for one that does not exist", async () => {
-    for (const [orgId, token] of [[a.orgId, b.orgToken], [a.orgId, b.partnerToken], [randomUUID(), await platformAdmin()]] as const) {
+    for (const [orgId, token] of [
+      [a.orgId, b.orgToken],
+      [a.orgId, b.partnerToken],
+      [randomUUID(), await platformAdmin()],
+    ] as const) {
       const reply = await getPolicy(orgId, token);
       expect(reply.status).toBe(404);
       expect(reply.body.error.code).toBe('NOT_FOUND');
@@ -69,9 +92,16 @@ describe('PUT /orgs/organizations/{id}/audit-retention (seed 4.2, 5 rule 3)', ()
 
   it('changes an existing policy, for the organization administrator too (org_admin holds audit:manage)', async () => {
     const tenant = await createTenant(t.api, 'Gamma');
-    expect((await putPolicy(tenant.orgId, tenant.orgToken, { retentionDays: 30 })).body).toMatchObject({ retentionDays: 30, configured: true });
-    expect((await putPolicy(tenant.orgId, tenant.orgToken, { retentionDays: 3650 })).body).toMatchObject({ retentionDays: 3650 });
-    expect((await putPolicy(tenant.orgId, tenant.orgToken, { retentionDays: 1 })).body).toMatchObject({ retentionDays: 1 });
+    expect((await putPolicy(tenant.orgId, tenant.orgToken, { retentionDays: 30 })).body).toMatchObject({
+      retentionDays: 30,
+      configured: true,
+    });
+    expect((await putPolicy(tenant.orgId, tenant.orgToken, { retentionDays: 3650 })).body).toMatchObject({
+      retentionDays: 3650,
+    });
+    expect((await putPolicy(tenant.orgId, tenant.orgToken, { retentionDays: 1 })).body).toMatchObject({
+      retentionDays: 1,
+    });
     expect(await storedPolicy(tenant.orgId)).toEqual([{ retentionDays: 1, archiveToS3: false }]);
   });
 
@@ -122,10 +152,31 @@ describe('PUT /orgs/organizations/{id}/audit-retention (seed 4.2, 5 rule 3)', ()
          FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY seq`,
       { orgId },
     );
-    const event = { action: 'organization.update', actorType: 'user', actorEmail: 'ada@msp.test', resourceType: 'organization', resourceId: orgId, resourceName: 'Legacy Ltd' };
+    const event = {
+      action: 'organization.update',
+      actorType: 'user',
+      actorEmail: 'ada@msp.test',
+      resourceType: 'organization',
+      resourceId: orgId,
+      resourceName: 'Legacy Ltd',
+    };
     expect(rows).toEqual([
-      { ...event, details: { before: { retentionDays: null }, after: { retentionDays: 180 }, actor: { name: 'Ada', role: 'partner_admin' } } },
-      { ...event, details: { before: { retentionDays: 180 }, after: { retentionDays: 60 }, actor: { name: 'Ada', role: 'partner_admin' } } },
+      {
+        ...event,
+        details: {
+          before: { retentionDays: null },
+          after: { retentionDays: 180 },
+          actor: { name: 'Ada', role: 'partner_admin' },
+        },
+      },
+      {
+        ...event,
+        details: {
+          before: { retentionDays: 180 },
+          after: { retentionDays: 60 },
+          actor: { name: 'Ada', role: 'partner_admin' },
+        },
+      },
     ]);
   });
 });

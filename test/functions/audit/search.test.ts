@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApi, type Reply } from '#test/support/api.ts';
-import { createTenant, type Tenant } from '#test/support/tenants.ts';
 import { appendAudit, type Sealed } from '#test/shared/audit/audit-rows.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
+import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const SEARCH = '/api/v1/audit-logs/search';
 const t = useApi();
@@ -9,7 +9,13 @@ let a: Tenant;
 let b: Tenant;
 let byAction: Sealed, byEmail: Sealed, byType: Sealed, byName: Sealed, byDetails: Sealed, percent: Sealed;
 
-const plain = { actorEmail: 'someone@alpha.test', action: 'device.update', resourceType: 'device', resourceName: 'PC-1', details: {} };
+const plain = {
+  actorEmail: 'someone@alpha.test',
+  action: 'device.update',
+  resourceType: 'device',
+  resourceName: 'PC-1',
+  details: {},
+};
 const search = (query: string, token = a.orgToken) => t.api.request('GET', `${SEARCH}?${query}`, { token });
 const ids = (reply: Reply) => (reply.body.data as { id: string }[]).map((row) => row.id);
 
@@ -35,21 +41,39 @@ describe('GET /audit-logs/search', () => {
     const reply = await search('q=zEbRa');
     expect(reply.status).toBe(200);
     expect(ids(reply)).toEqual([byDetails, byName, byType, byEmail, byAction].map((row) => row.id));
-    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 5, totalPages: 1, hasMore: false, totalExact: true });
-    expect(reply.body.data[0]).toMatchObject({ id: byDetails.id, action: 'device.update', category: 'device', details: { note: 'Found a Zebra crossing' } });
+    expect(reply.body.pagination).toEqual({
+      page: 1,
+      limit: 50,
+      total: 5,
+      totalPages: 1,
+      hasMore: false,
+      totalExact: true,
+    });
+    expect(reply.body.data[0]).toMatchObject({
+      id: byDetails.id,
+      action: 'device.update',
+      category: 'device',
+      details: { note: 'Found a Zebra crossing' },
+    });
   });
 
   it('needs q of at least one character (400 naming query.q)', async () => {
     for (const query of ['', 'q=', 'action=device']) {
       const reply = await search(query);
       expect(reply.status, query).toBe(400);
-      expect(reply.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [expect.objectContaining({ path: 'query.q' })] });
+      expect(reply.body.error).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [expect.objectContaining({ path: 'query.q' })],
+      });
     }
   });
 
   it('combines q with the filters by AND', async () => {
     expect(ids(await search('q=zebra&user=zebra@'))).toEqual([byEmail.id]);
-    expect(ids(await search('q=zebra&to=2026-03-01T10:03:00Z&from=2026-03-01T10:02:00Z'))).toEqual([byType.id, byEmail.id]);
+    expect(ids(await search('q=zebra&to=2026-03-01T10:03:00Z&from=2026-03-01T10:02:00Z'))).toEqual([
+      byType.id,
+      byEmail.id,
+    ]);
     expect(ids(await search('q=zebra&resource=zebra-'))).toEqual([byName.id]);
   });
 
@@ -60,7 +84,14 @@ describe('GET /audit-logs/search', () => {
   it('pages like the lists, also without counting', async () => {
     const reply = await search('q=zebra&limit=2&page=2&skipCount=true');
     expect(ids(reply)).toEqual([byType.id, byEmail.id]);
-    expect(reply.body.pagination).toEqual({ page: 2, limit: 2, total: 5, totalPages: 3, hasMore: true, totalExact: false });
+    expect(reply.body.pagination).toEqual({
+      page: 2,
+      limit: 2,
+      total: 5,
+      totalPages: 3,
+      hasMore: true,
+      totalExact: false,
+    });
   });
 
   it("never finds another tenant's rows", async () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { appendAudit, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
-import { appendAudit, tamper, type Sealed } from '#test/shared/audit/audit-rows.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
 const VERIFY = '/api/v1/audit-logs/verify';
@@ -19,7 +19,10 @@ const head = () => ({ seq: 4, checksum: rows[3]!.checksum });
 beforeAll(async () => {
   a = await createTenant(t.api, 'Alpha');
   b = await createTenant(t.api, 'Beta');
-  rows = await appendAudit(t.db.admin, [1, 2, 3, 4].map((minute) => ({ orgId: a.orgId, timestamp: at(minute) })));
+  rows = await appendAudit(
+    t.db.admin,
+    [1, 2, 3, 4].map((minute) => ({ orgId: a.orgId, timestamp: at(minute) })),
+  );
 });
 
 describe('GET /audit-logs/verify', () => {
@@ -32,7 +35,11 @@ describe('GET /audit-logs/verify', () => {
   it("answers the organization's chain head (seq and checksum), to keep and compare outside the database", async () => {
     expect((await verify('', a.orgToken)).body.head).toEqual({ seq: 4, checksum: rows[3]!.checksum });
     // A window verifies part of the chain; the head is still the whole chain's.
-    expect((await verify(`?from=${at(1)}&to=${at(2)}`, a.orgToken)).body).toEqual({ ok: true, checked: 3, head: head() });
+    expect((await verify(`?from=${at(1)}&to=${at(2)}`, a.orgToken)).body).toEqual({
+      ok: true,
+      checked: 3,
+      head: head(),
+    });
     expect((await verify('', b.orgToken)).body).toEqual({ ok: true, checked: 0, head: null });
   });
 
@@ -45,7 +52,10 @@ describe('GET /audit-logs/verify', () => {
   it('needs orgId from partner and platform users (400), and verifies any organization of theirs, a deleted one too', async () => {
     const missing = await verify('', a.partnerToken);
     expect(missing.status).toBe(400);
-    expect(missing.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [expect.objectContaining({ path: 'query.orgId' })] });
+    expect(missing.body.error).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: [expect.objectContaining({ path: 'query.orgId' })],
+    });
     expect((await verify(`?orgId=${a.orgId}`, a.partnerToken)).body).toEqual({ ok: true, checked: 4, head: head() });
     expect((await verify(`?orgId=${a.orgId}`, await platformAdmin())).body.ok).toBe(true);
     const gone = (await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Alpha Gone' } })).body.id;
@@ -55,7 +65,11 @@ describe('GET /audit-logs/verify', () => {
   });
 
   it("answers 404 for another tenant's organization or one that does not exist", async () => {
-    for (const [query, token] of [[`?orgId=${a.orgId}`, b.partnerToken], [`?orgId=${a.orgId}`, b.orgToken], [`?orgId=${randomUUID()}`, await platformAdmin()]] as const) {
+    for (const [query, token] of [
+      [`?orgId=${a.orgId}`, b.partnerToken],
+      [`?orgId=${a.orgId}`, b.orgToken],
+      [`?orgId=${randomUUID()}`, await platformAdmin()],
+    ] as const) {
       const reply = await verify(query, token);
       expect(reply.status, query).toBe(404);
       expect(reply.body.error.code).toBe('NOT_FOUND');
@@ -68,8 +82,15 @@ describe('GET /audit-logs/verify', () => {
   });
 
   it('reports the first break of a tampered chain', async () => {
-    await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE id = :id::uuid`, { id: rows[2]!.id }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE id = :id::uuid`, { id: rows[2]!.id }),
+    );
     const reply = await verify('', a.orgToken);
-    expect(reply.body).toEqual({ ok: false, checked: 3, firstBreak: { seq: rows[2]!.seq, id: rows[2]!.id, kind: 'altered' }, head: head() });
+    expect(reply.body).toEqual({
+      ok: false,
+      checked: 3,
+      firstBreak: { seq: rows[2]!.seq, id: rows[2]!.id, kind: 'altered' },
+      head: head(),
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApi, type Reply } from '#test/support/api.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
 import { createTenant, enrollDevice, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
@@ -35,7 +35,10 @@ const withKeyHeader = (key: string) => ({ headers: { 'x-api-key': key } });
 
 describe('organization API keys', () => {
   it('an org admin creates an API key and sees the key, prefixed lbk_, once', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'CI', role: 'org_technician' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, {
+      token: a.orgToken,
+      body: { name: 'CI', role: 'org_technician' },
+    });
     expect(reply.status).toBe(201);
     expect(reply.body).toMatchObject({ orgId: a.orgId, name: 'CI', role: 'org_technician', revokedAt: null });
     expect(reply.body.key).toMatch(/^lbk_[A-Za-z0-9_-]{43}$/);
@@ -43,13 +46,19 @@ describe('organization API keys', () => {
   });
 
   it('a key created without a role gets the org_viewer role', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'Default role' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, {
+      token: a.orgToken,
+      body: { name: 'Default role' },
+    });
     expect(reply.status).toBe(201);
     expect(reply.body.role).toBe('org_viewer');
   });
 
   it('a key cannot carry a role above the organization (400)', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: a.orgToken, body: { name: 'Root key', role: 'platform_admin' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, {
+      token: a.orgToken,
+      body: { name: 'Root key', role: 'platform_admin' },
+    });
     expectError(reply, 400, 'VALIDATION_FAILED');
     expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.role' })]);
   });
@@ -94,15 +103,28 @@ describe('organization API keys', () => {
 
   it('an org_viewer key cannot change a device (403)', async () => {
     const { key } = await createKey(a, 'org_viewer');
-    const displayName = () => t.db.admin.query('SELECT display_name FROM devices WHERE id = :id::uuid', { id: deviceA }).then((r) => r.rows[0]!.display_name);
+    const displayName = () =>
+      t.db.admin
+        .query('SELECT display_name FROM devices WHERE id = :id::uuid', { id: deviceA })
+        .then((r) => r.rows[0]!.display_name);
     const before = await displayName();
-    expectError(await t.api.request('PATCH', `/api/v1/devices/${deviceA}`, { token: key, body: { displayName: 'Renamed by viewer' } }), 403, 'FORBIDDEN');
+    expectError(
+      await t.api.request('PATCH', `/api/v1/devices/${deviceA}`, {
+        token: key,
+        body: { displayName: 'Renamed by viewer' },
+      }),
+      403,
+      'FORBIDDEN',
+    );
     expect(await displayName()).toBe(before);
   });
 
   it('an org_technician key can change a device of its organization', async () => {
     const { key } = await createKey(a, 'org_technician');
-    const reply = await t.api.request('PATCH', `/api/v1/devices/${deviceA}`, { token: key, body: { displayName: 'Front desk' } });
+    const reply = await t.api.request('PATCH', `/api/v1/devices/${deviceA}`, {
+      token: key,
+      body: { displayName: 'Front desk' },
+    });
     expect(reply.status).toBe(200);
     expect(reply.body).toMatchObject({ id: deviceA, displayName: 'Front desk' });
   });
@@ -113,18 +135,33 @@ describe('organization API keys', () => {
     const asBearer = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: key, body });
     expectError(asBearer, 401, 'UNAUTHENTICATED');
     expect(asBearer.headers.get('www-authenticate')).toBe('Bearer');
-    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { ...withKeyHeader(key), body }), 401, 'UNAUTHENTICATED');
+    expectError(
+      await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { ...withKeyHeader(key), body }),
+      401,
+      'UNAUTHENTICATED',
+    );
     const { rows } = await t.db.admin.query('SELECT 1 FROM api_keys WHERE name = :name::text', { name: body.name });
     expect(rows).toEqual([]);
   });
 
   it('an org_viewer user cannot create API keys (403)', async () => {
     const viewer = await orgUser(a.partnerId, a.orgId, 'org_viewer');
-    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: viewer, body: { name: 'Viewer key' } }), 403, 'FORBIDDEN');
+    expectError(
+      await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: viewer, body: { name: 'Viewer key' } }),
+      403,
+      'FORBIDDEN',
+    );
   });
 
   it("another partner's admin cannot create a key for the organization (404)", async () => {
-    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, { token: b.partnerToken, body: { name: 'Foreign key' } }), 404, 'NOT_FOUND');
+    expectError(
+      await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, {
+        token: b.partnerToken,
+        body: { name: 'Foreign key' },
+      }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it('listing keys shows their prefix and never the key', async () => {
@@ -148,7 +185,11 @@ describe('organization API keys', () => {
 
   it("revoking another organization's key is 404 and leaves it working", async () => {
     const { id, key } = await createKey(b, 'org_viewer');
-    expectError(await t.api.request('DELETE', `${ORGS}/${a.orgId}/api-keys/${id}`, { token: a.orgToken }), 404, 'NOT_FOUND');
+    expectError(
+      await t.api.request('DELETE', `${ORGS}/${a.orgId}/api-keys/${id}`, { token: a.orgToken }),
+      404,
+      'NOT_FOUND',
+    );
     expect((await t.api.request('GET', '/api/v1/devices', { token: key })).status).toBe(200);
   });
 

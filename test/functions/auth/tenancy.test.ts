@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApi, type Reply } from '#test/support/api.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
 import { createTenant, enrollDevice, orgUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
@@ -67,16 +67,24 @@ describe('partner tenancy', () => {
     await t.api.request('POST', `${ORGS}/${b.orgId}/sites`, { token, body: { name: 'Intruder site' } });
     await t.api.request('PATCH', `${ORGS}/${b.orgId}/sites/${b.siteId}`, { token, body: { name: 'Hijacked' } });
     await t.api.request('POST', `${ORGS}/${b.orgId}/enrollment-keys`, { token, body: { name: 'Intruder key' } });
-    const org = await t.db.admin.query('SELECT name, deleted_at FROM organizations WHERE id = :id::uuid', { id: b.orgId });
+    const org = await t.db.admin.query('SELECT name, deleted_at FROM organizations WHERE id = :id::uuid', {
+      id: b.orgId,
+    });
     expect(org.rows).toEqual([{ name: 'Beta Corp', deleted_at: null }]);
     const sites = await t.db.admin.query('SELECT name FROM sites WHERE org_id = :id::uuid', { id: b.orgId });
     expect(sites.rows).toEqual([{ name: 'Main' }]);
-    const keys = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Intruder key' });
+    const keys = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', {
+      name: 'Intruder key',
+    });
     expect(keys.rows).toEqual([]);
   });
 
   it("a partner admin gets 404 for another organization's site through its own organization", async () => {
-    expectError(await t.api.request('GET', `${ORGS}/${a.orgId}/sites/${b.siteId}`, { token: a.partnerToken }), 404, 'NOT_FOUND');
+    expectError(
+      await t.api.request('GET', `${ORGS}/${a.orgId}/sites/${b.siteId}`, { token: a.partnerToken }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it("listing devices with another partner's orgId returns an empty page, never its devices", async () => {
@@ -97,16 +105,25 @@ describe('partner tenancy', () => {
     ['PATCH', { displayName: 'Hijacked' }],
     ['DELETE', undefined],
   ])("another partner's device is 404 on %s", async (method, body) => {
-    expectError(await t.api.request(method, `/api/v1/devices/${deviceB}`, { token: a.partnerToken, body }), 404, 'NOT_FOUND');
+    expectError(
+      await t.api.request(method, `/api/v1/devices/${deviceB}`, { token: a.partnerToken, body }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it("another partner's device survives a PATCH and a DELETE by an outsider and stays in its owner's list", async () => {
-    await t.api.request('PATCH', `/api/v1/devices/${deviceB}`, { token: a.partnerToken, body: { displayName: 'Hijacked' } });
+    await t.api.request('PATCH', `/api/v1/devices/${deviceB}`, {
+      token: a.partnerToken,
+      body: { displayName: 'Hijacked' },
+    });
     await t.api.request('DELETE', `/api/v1/devices/${deviceB}`, { token: a.partnerToken });
     const reply = await t.api.request('GET', '/api/v1/devices', { token: b.partnerToken });
     expect(reply.status).toBe(200);
     expect(ids(reply)).toEqual([deviceB]);
-    const { rows } = await t.db.admin.query('SELECT display_name, deleted_at FROM devices WHERE id = :id::uuid', { id: deviceB });
+    const { rows } = await t.db.admin.query('SELECT display_name, deleted_at FROM devices WHERE id = :id::uuid', {
+      id: deviceB,
+    });
     expect(rows).toEqual([{ display_name: null, deleted_at: null }]);
     const agent = await t.db.admin.query('SELECT revoked_at FROM agents WHERE device_id = :id::uuid', { id: deviceB });
     expect(agent.rows).toEqual([{ revoked_at: null }]);
@@ -120,7 +137,7 @@ describe('organization tenancy', () => {
     expect(ids(reply)).toEqual([a.orgId]);
   });
 
-  it("an organization user gets 404 for a sibling organization of the same partner", async () => {
+  it('an organization user gets 404 for a sibling organization of the same partner', async () => {
     expectError(await t.api.request('GET', `${ORGS}/${a2}`, { token: a.orgToken }), 404, 'NOT_FOUND');
   });
 
@@ -130,19 +147,29 @@ describe('organization tenancy', () => {
 
   it('an organization admin cannot create organizations (403) and nothing is stored', async () => {
     const before = await organizationCount();
-    expectError(await t.api.request('POST', ORGS, { token: a.orgToken, body: { name: 'Shadow Org' } }), 403, 'FORBIDDEN');
+    expectError(
+      await t.api.request('POST', ORGS, { token: a.orgToken, body: { name: 'Shadow Org' } }),
+      403,
+      'FORBIDDEN',
+    );
     expect(await organizationCount()).toBe(before);
   });
 
   it('an organization admin cannot delete its own organization (403) and it stays live', async () => {
     expectError(await t.api.request('DELETE', `${ORGS}/${a.orgId}`, { token: a.orgToken }), 403, 'FORBIDDEN');
-    const { rows } = await t.db.admin.query('SELECT deleted_at FROM organizations WHERE id = :id::uuid', { id: a.orgId });
+    const { rows } = await t.db.admin.query('SELECT deleted_at FROM organizations WHERE id = :id::uuid', {
+      id: a.orgId,
+    });
     expect(rows).toEqual([{ deleted_at: null }]);
   });
 
   it('an org_viewer cannot create sites (403)', async () => {
     const viewer = await orgUser(a.partnerId, a.orgId, 'org_viewer');
-    expectError(await t.api.request('POST', `${ORGS}/${a.orgId}/sites`, { token: viewer, body: { name: 'Viewer site' } }), 403, 'FORBIDDEN');
+    expectError(
+      await t.api.request('POST', `${ORGS}/${a.orgId}/sites`, { token: viewer, body: { name: 'Viewer site' } }),
+      403,
+      'FORBIDDEN',
+    );
     const { rows } = await t.db.admin.query('SELECT 1 FROM sites WHERE name = :name::text', { name: 'Viewer site' });
     expect(rows).toEqual([]);
   });
@@ -172,17 +199,25 @@ describe('platform administrators', () => {
 
   it('a platform admin creating an organization for a partner that does not exist gets 404', async () => {
     const before = await organizationCount();
-    const reply = await t.api.request('POST', ORGS, { token: await platformAdmin(), body: { name: 'Orphan', partnerId: randomUUID() } });
+    const reply = await t.api.request('POST', ORGS, {
+      token: await platformAdmin(),
+      body: { name: 'Orphan', partnerId: randomUUID() },
+    });
     expectError(reply, 404, 'NOT_FOUND');
     expect(await organizationCount()).toBe(before);
   });
 
   it("a partner admin naming another partner's partnerId gets 404 and nothing is created", async () => {
     const before = await organizationCount();
-    const reply = await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Smuggled', partnerId: b.partnerId } });
+    const reply = await t.api.request('POST', ORGS, {
+      token: a.partnerToken,
+      body: { name: 'Smuggled', partnerId: b.partnerId },
+    });
     expectError(reply, 404, 'NOT_FOUND');
     expect(await organizationCount()).toBe(before);
-    const { rows } = await t.db.admin.query('SELECT 1 FROM organizations WHERE name = :name::text', { name: 'Smuggled' });
+    const { rows } = await t.db.admin.query('SELECT 1 FROM organizations WHERE name = :name::text', {
+      name: 'Smuggled',
+    });
     expect(rows).toEqual([]);
   });
 });

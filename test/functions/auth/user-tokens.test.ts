@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { SignJWT, type JWTPayload } from 'jose';
+import { type JWTPayload, SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApi, type Reply } from '#test/support/api.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
@@ -20,12 +20,25 @@ beforeAll(async () => {
 });
 
 /** Claims of a valid org_admin of tenant A, to be varied per test. */
-const orgAdminClaims = (): JWTPayload => ({ role: 'org_admin', scope: 'organization', partnerId: a.partnerId, orgId: a.orgId, email: 'admin@org.test' });
+const orgAdminClaims = (): JWTPayload => ({
+  role: 'org_admin',
+  scope: 'organization',
+  partnerId: a.partnerId,
+  orgId: a.orgId,
+  email: 'admin@org.test',
+});
 
 /** A token signed by hand, each part overridable; `exp: null` leaves expiry out. */
 function sign(
   claims: JWTPayload,
-  options: { sub?: string | null; iss?: string; aud?: string; exp?: number | string | null; key?: Uint8Array; alg?: string } = {},
+  options: {
+    sub?: string | null;
+    iss?: string;
+    aud?: string;
+    exp?: number | string | null;
+    key?: Uint8Array;
+    alg?: string;
+  } = {},
 ): Promise<string> {
   let jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: options.alg ?? 'HS256', typ: 'JWT' })
@@ -61,7 +74,11 @@ describe('user tokens', () => {
   });
 
   it('an Authorization header of another scheme is refused with 401', async () => {
-    expectUnauthenticated(await t.api.request('GET', ORGS, { headers: { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` } }));
+    expectUnauthenticated(
+      await t.api.request('GET', ORGS, {
+        headers: { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` },
+      }),
+    );
   });
 
   it('a bearer value that is not a JWT is refused with 401', async () => {
@@ -82,13 +99,24 @@ describe('user tokens', () => {
 
   it('an unsecured token (alg none, empty signature) is refused with 401', async () => {
     const now = Math.floor(Date.now() / 1000);
-    const payload = { ...orgAdminClaims(), sub: randomUUID(), iss: issuer(), aud: audience(), iat: now, exp: now + 3600 };
+    const payload = {
+      ...orgAdminClaims(),
+      sub: randomUUID(),
+      iss: issuer(),
+      aud: audience(),
+      iat: now,
+      exp: now + 3600,
+    };
     const token = `${b64({ alg: 'none', typ: 'JWT' })}.${b64(payload)}.`;
     expectUnauthenticated(await listOrgs(token));
   });
 
   it('a token signed with another secret is refused with 401', async () => {
-    expectUnauthenticated(await listOrgs(await sign(orgAdminClaims(), { key: new TextEncoder().encode('another-secret-0123456789abcdef!!') })));
+    expectUnauthenticated(
+      await listOrgs(
+        await sign(orgAdminClaims(), { key: new TextEncoder().encode('another-secret-0123456789abcdef!!') }),
+      ),
+    );
   });
 
   it('a token without scope takes the scope its role implies', async () => {
@@ -120,9 +148,15 @@ describe('user tokens', () => {
 
   it.each([
     ['organization scope without orgId', () => ({ role: 'org_admin', scope: 'organization', partnerId: a.partnerId })],
-    ['partner scope with an organization role', () => ({ role: 'org_admin', scope: 'partner', partnerId: a.partnerId })],
+    [
+      'partner scope with an organization role',
+      () => ({ role: 'org_admin', scope: 'partner', partnerId: a.partnerId }),
+    ],
     ['partner scope without partnerId', () => ({ role: 'partner_admin', scope: 'partner' })],
-    ['organization scope with a partner role', () => ({ role: 'partner_admin', scope: 'organization', partnerId: a.partnerId, orgId: a.orgId })],
+    [
+      'organization scope with a partner role',
+      () => ({ role: 'partner_admin', scope: 'organization', partnerId: a.partnerId, orgId: a.orgId }),
+    ],
     ['platform scope with a non-platform role', () => ({ role: 'org_admin', scope: 'platform' })],
     ['an unknown role', () => ({ ...orgAdminClaims(), role: 'superuser' })],
     ['an unknown scope', () => ({ ...orgAdminClaims(), scope: 'galaxy' })],

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '#shared/audit/verify.ts';
+import { type Agent, deviceEvent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { deviceEvent, submitEvents, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -31,7 +31,7 @@ const submissions = (agent: Agent) =>
     .then((r) => r.rows);
 
 describe('PUT /api/v1/agents/{id}/eventlogs', () => {
-  it('stores the events with the agent\'s device and organization and answers { success: true, count }', async () => {
+  it("stores the events with the agent's device and organization and answers { success: true, count }", async () => {
     const agent = await enrollDevice(t.api, tenant, 'events-1');
     const event = {
       timestamp: '2026-01-15T10:30:00+01:00',
@@ -60,8 +60,17 @@ describe('PUT /api/v1/agents/{id}/eventlogs', () => {
 
   it('ignores duplicates on (device, source, eventId), of stored events and within one submission, and does not count them', async () => {
     const agent = await enrollDevice(t.api, tenant, 'events-dup');
-    expect((await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2)])).body).toEqual({ success: true, count: 2 });
-    const again = await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2), deviceEvent(3), deviceEvent(3, { message: 'repeat' }), deviceEvent(4)]);
+    expect((await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2)])).body).toEqual({
+      success: true,
+      count: 2,
+    });
+    const again = await submitEvents(t.api, agent, [
+      deviceEvent(1),
+      deviceEvent(2),
+      deviceEvent(3),
+      deviceEvent(3, { message: 'repeat' }),
+      deviceEvent(4),
+    ]);
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ success: true, count: 2 });
     const stored = await storedEvents(agent);
@@ -114,7 +123,11 @@ describe('PUT /api/v1/agents/{id}/eventlogs', () => {
 
   it('refuses more than 1000 events with 400 and stores none', async () => {
     const agent = await enrollDevice(t.api, tenant, 'events-1001');
-    const reply = await submitEvents(t.api, agent, Array.from({ length: 1001 }, (_, i) => deviceEvent(i)));
+    const reply = await submitEvents(
+      t.api,
+      agent,
+      Array.from({ length: 1001 }, (_, i) => deviceEvent(i)),
+    );
     expect(reply.status).toBe(400);
     expect(reply.body.error.details[0].path).toBe('body.events');
     expect(await storedEvents(agent)).toEqual([]);
@@ -133,15 +146,18 @@ describe('PUT /api/v1/agents/{id}/eventlogs', () => {
     ['eventId', { eventId: 'e'.repeat(101) }],
     ['message', { message: undefined }],
     ['details', { details: [1, 2] }],
-  ])('refuses an event with a bad %s (%j) with 400 naming body.events.<index>.<field>, and stores none', async (field, override) => {
-    const agent = await enrollDevice(t.api, tenant, `events-bad-${field}`);
-    const events = Array.from({ length: 120 }, (_, i) => deviceEvent(i));
-    events[101] = deviceEvent(101, override);
-    const reply = await submitEvents(t.api, agent, events);
-    expect(reply.status).toBe(400);
-    expect(reply.body.error.details.map((d: { path: string }) => d.path)).toEqual([`body.events.101.${field}`]);
-    expect(await storedEvents(agent)).toEqual([]);
-  });
+  ])(
+    'refuses an event with a bad %s (%j) with 400 naming body.events.<index>.<field>, and stores none',
+    async (field, override) => {
+      const agent = await enrollDevice(t.api, tenant, `events-bad-${field}`);
+      const events = Array.from({ length: 120 }, (_, i) => deviceEvent(i));
+      events[101] = deviceEvent(101, override);
+      const reply = await submitEvents(t.api, agent, events);
+      expect(reply.status).toBe(400);
+      expect(reply.body.error.details.map((d: { path: string }) => d.path)).toEqual([`body.events.101.${field}`]);
+      expect(await storedEvents(agent)).toEqual([]);
+    },
+  );
 
   it('stores an event stamped more than 10 minutes ahead at the receipt time, keeping the original in details.originalTimestamp', async () => {
     const agent = await enrollDevice(t.api, tenant, 'events-future');

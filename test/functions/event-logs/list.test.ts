@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { type Agent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { submitEvents, type Agent } from '#test/support/agents.ts';
 import { createTenant, enrollDevice, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -42,11 +42,14 @@ const expectMatches = async (query: string, keep: (e: Event) => boolean) => {
   expect(reply.status).toBe(200);
   const want = events.filter(keep).sort((a, b) => b.timestamp.localeCompare(a.timestamp));
   expect(reply.body.pagination.total, query).toBe(want.length);
-  expect(reply.body.data.map((d: { eventId: string }) => d.eventId), query).toEqual(want.slice(0, 500).map((e) => e.eventId));
+  expect(
+    reply.body.data.map((d: { eventId: string }) => d.eventId),
+    query,
+  ).toEqual(want.slice(0, 500).map((e) => e.eventId));
 };
 
 describe('GET /api/v1/devices/{id}/eventlogs', () => {
-  it('pages the device\'s events newest first in the list envelope', async () => {
+  it("pages the device's events newest first in the list envelope", async () => {
     const reply = await list('limit=1');
     expect(reply.body).toEqual({
       data: [
@@ -109,8 +112,11 @@ describe('GET /api/v1/devices/{id}/eventlogs', () => {
     expect(bad.body.error.details[0].path).toBe('query.startDate');
   });
 
-  it('is 403 without logs:read and 404 for another tenant\'s or an unknown device', async () => {
-    expect((await list('', await orgUser(tenant.partnerId, tenant.orgId, 'org_admin', { permissions: ['devices:read'] }))).status).toBe(403);
+  it("is 403 without logs:read and 404 for another tenant's or an unknown device", async () => {
+    expect(
+      (await list('', await orgUser(tenant.partnerId, tenant.orgId, 'org_admin', { permissions: ['devices:read'] })))
+        .status,
+    ).toBe(403);
     expect((await list('', other.orgToken)).status).toBe(404);
     expect((await list('', tenant.orgToken, randomUUID())).status).toBe(404);
   });

@@ -37,14 +37,21 @@ describe('the hierarchy writes to the audit trail', () => {
 
   it('device.update with the changed fields before and after, by the user who changed them', async () => {
     const { deviceId } = await enrollDevice(t.api, tenant, 'audit-pc-2');
-    const token = await orgUser(tenant.partnerId, tenant.orgId, 'org_admin', { email: 'grace@example.com', name: 'Grace' });
+    const token = await orgUser(tenant.partnerId, tenant.orgId, 'org_admin', {
+      email: 'grace@example.com',
+      name: 'Grace',
+    });
     await t.api.request('PATCH', `/api/v1/devices/${deviceId}`, { token, body: { displayName: 'Front desk' } });
     expect(await auditRows('device.update', deviceId)).toEqual([
       expect.objectContaining({
         actorType: 'user',
         actorEmail: 'grace@example.com',
         resourceName: 'Front desk',
-        details: { before: { displayName: null }, after: { displayName: 'Front desk' }, actor: { name: 'Grace', role: 'org_admin' } },
+        details: {
+          before: { displayName: null },
+          after: { displayName: 'Front desk' },
+          actor: { name: 'Grace', role: 'org_admin' },
+        },
       }),
     ]);
   });
@@ -52,21 +59,35 @@ describe('the hierarchy writes to the audit trail', () => {
   it('device.delete when a device is deleted', async () => {
     const { deviceId } = await enrollDevice(t.api, tenant, 'audit-pc-3');
     await t.api.request('DELETE', `/api/v1/devices/${deviceId}`, { token: tenant.orgToken });
-    expect(await auditRows('device.delete', deviceId)).toEqual([expect.objectContaining({ resourceName: 'audit-pc-3' })]);
+    expect(await auditRows('device.delete', deviceId)).toEqual([
+      expect.objectContaining({ resourceName: 'audit-pc-3' }),
+    ]);
   });
 
   it('organization.update when an organization is renamed and when it is deleted', async () => {
-    const org = await t.api.request('POST', '/api/v1/orgs/organizations', { token: tenant.partnerToken, body: { name: 'Before Ltd' } });
-    await t.api.request('PATCH', `/api/v1/orgs/organizations/${org.body.id}`, { token: tenant.partnerToken, body: { name: 'After Ltd' } });
+    const org = await t.api.request('POST', '/api/v1/orgs/organizations', {
+      token: tenant.partnerToken,
+      body: { name: 'Before Ltd' },
+    });
+    await t.api.request('PATCH', `/api/v1/orgs/organizations/${org.body.id}`, {
+      token: tenant.partnerToken,
+      body: { name: 'After Ltd' },
+    });
     await t.api.request('DELETE', `/api/v1/orgs/organizations/${org.body.id}`, { token: tenant.partnerToken });
     const rows = await auditRows('organization.update', org.body.id);
-    expect(rows.map((r) => (r.details as { before: unknown; after: unknown }).after)).toEqual([{ name: 'After Ltd' }, { deleted: true }]);
+    expect(rows.map((r) => (r.details as { before: unknown; after: unknown }).after)).toEqual([
+      { name: 'After Ltd' },
+      { deleted: true },
+    ]);
   });
 
   it('nothing when the change is refused', async () => {
     const { deviceId } = await enrollDevice(t.api, tenant, 'audit-pc-4');
     const viewer = await orgUser(tenant.partnerId, tenant.orgId, 'org_viewer');
-    expect((await t.api.request('PATCH', `/api/v1/devices/${deviceId}`, { token: viewer, body: { displayName: 'x' } })).status).toBe(403);
+    expect(
+      (await t.api.request('PATCH', `/api/v1/devices/${deviceId}`, { token: viewer, body: { displayName: 'x' } }))
+        .status,
+    ).toBe(403);
     expect(await auditRows('device.update', deviceId)).toEqual([]);
   });
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { useApi, type Reply } from '#test/support/api.ts';
+import { type Reply, useApi } from '#test/support/api.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const ORGS = '/api/v1/orgs/organizations';
@@ -32,7 +32,10 @@ function expectError(reply: Reply, status: number, code: string) {
 }
 
 async function createKey(body: Record<string, unknown> = {}, tenant = a) {
-  const reply = await t.api.request('POST', `${ORGS}/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken, body });
+  const reply = await t.api.request('POST', `${ORGS}/${tenant.orgId}/enrollment-keys`, {
+    token: tenant.orgToken,
+    body,
+  });
   if (reply.status !== 201) throw new Error(`enrollment key: ${reply.status} ${JSON.stringify(reply.body)}`);
   return reply.body as { id: string; key: string; siteId: string | null };
 }
@@ -51,9 +54,19 @@ async function deviceCount(): Promise<number> {
 
 describe('enrollment keys', () => {
   it('an org admin creates an enrollment key for a site and sees the key, prefixed lbe_, once', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { siteId: secondSiteA, name: 'Branch rollout' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, {
+      token: a.orgToken,
+      body: { siteId: secondSiteA, name: 'Branch rollout' },
+    });
     expect(reply.status).toBe(201);
-    expect(reply.body).toMatchObject({ id: expect.any(String), orgId: a.orgId, siteId: secondSiteA, name: 'Branch rollout', expiresAt: null, revokedAt: null });
+    expect(reply.body).toMatchObject({
+      id: expect.any(String),
+      orgId: a.orgId,
+      siteId: secondSiteA,
+      name: 'Branch rollout',
+      expiresAt: null,
+      revokedAt: null,
+    });
     expect(reply.body.key).toMatch(/^lbe_[A-Za-z0-9_-]{43}$/);
     expect(reply.body.keyPrefix).toBe(reply.body.key.slice(0, 12));
   });
@@ -66,23 +79,38 @@ describe('enrollment keys', () => {
   });
 
   it('a key for a site of another organization is refused (400) and not stored', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { siteId: b.siteId, name: 'Cross-tenant' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, {
+      token: a.orgToken,
+      body: { siteId: b.siteId, name: 'Cross-tenant' },
+    });
     expectError(reply, 400, 'VALIDATION_FAILED');
     expect(reply.body.error.details).toEqual([expect.objectContaining({ path: 'body.siteId' })]);
-    const { rows } = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Cross-tenant' });
+    const { rows } = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', {
+      name: 'Cross-tenant',
+    });
     expect(rows).toEqual([]);
   });
 
   it('a key request with an unknown field is refused (400) naming the field, and nothing is stored', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { name: 'Typo key', sitId: secondSiteA } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, {
+      token: a.orgToken,
+      body: { name: 'Typo key', sitId: secondSiteA },
+    });
     expectError(reply, 400, 'VALIDATION_FAILED');
-    expect(reply.body.error.details).toEqual([{ path: 'body.sitId', code: 'unrecognized_keys', message: 'Unknown field sitId' }]);
-    const { rows } = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', { name: 'Typo key' });
+    expect(reply.body.error.details).toEqual([
+      { path: 'body.sitId', code: 'unrecognized_keys', message: 'Unknown field sitId' },
+    ]);
+    const { rows } = await t.db.admin.query('SELECT 1 FROM enrollment_keys WHERE name = :name::text', {
+      name: 'Typo key',
+    });
     expect(rows).toEqual([]);
   });
 
   it('a key cannot be created already expired (400)', async () => {
-    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, { token: a.orgToken, body: { expiresAt: '2000-01-01T00:00:00Z' } });
+    const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, {
+      token: a.orgToken,
+      body: { expiresAt: '2000-01-01T00:00:00Z' },
+    });
     expectError(reply, 400, 'VALIDATION_FAILED');
   });
 });
@@ -90,19 +118,47 @@ describe('enrollment keys', () => {
 describe('agent enrollment', () => {
   it('a valid key enrolls an agent (201) and returns its agent id, device id, site id and token', async () => {
     const { key } = await createKey({ siteId: secondSiteA });
-    const reply = await enroll({ enrollmentKey: key, hostname: 'ws-001', osType: 'windows', osVersion: '10.0.22631', agentVersion: '1.4.2' });
+    const reply = await enroll({
+      enrollmentKey: key,
+      hostname: 'ws-001',
+      osType: 'windows',
+      osVersion: '10.0.22631',
+      agentVersion: '1.4.2',
+    });
     expect(reply.status).toBe(201);
-    expect(reply.body).toEqual({ agentId: expect.any(String), deviceId: expect.any(String), siteId: secondSiteA, token: expect.stringMatching(/^lba_/) });
+    expect(reply.body).toEqual({
+      agentId: expect.any(String),
+      deviceId: expect.any(String),
+      siteId: secondSiteA,
+      token: expect.stringMatching(/^lba_/),
+    });
   });
 
   it("the device is stored in the key's site with the reported hostname, OS and agent version", async () => {
     const { key } = await createKey({ siteId: secondSiteA });
-    const { body } = await enroll({ enrollmentKey: key, hostname: 'ws-002', osType: 'linux', osVersion: 'Ubuntu 24.04', agentVersion: '1.4.3' });
-    const { rows } = await t.db.admin.query('SELECT org_id, site_id, hostname, os_type, os_version, agent_version, deleted_at FROM devices WHERE id = :id::uuid', {
-      id: body.deviceId,
+    const { body } = await enroll({
+      enrollmentKey: key,
+      hostname: 'ws-002',
+      osType: 'linux',
+      osVersion: 'Ubuntu 24.04',
+      agentVersion: '1.4.3',
     });
+    const { rows } = await t.db.admin.query(
+      'SELECT org_id, site_id, hostname, os_type, os_version, agent_version, deleted_at FROM devices WHERE id = :id::uuid',
+      {
+        id: body.deviceId,
+      },
+    );
     expect(rows).toEqual([
-      { org_id: a.orgId, site_id: secondSiteA, hostname: 'ws-002', os_type: 'linux', os_version: 'Ubuntu 24.04', agent_version: '1.4.3', deleted_at: null },
+      {
+        org_id: a.orgId,
+        site_id: secondSiteA,
+        hostname: 'ws-002',
+        os_type: 'linux',
+        os_version: 'Ubuntu 24.04',
+        agent_version: '1.4.3',
+        deleted_at: null,
+      },
     ]);
     const agent = await t.db.admin.query('SELECT id FROM agents WHERE device_id = :id::uuid', { id: body.deviceId });
     expect(agent.rows).toEqual([{ id: body.agentId }]);
@@ -129,27 +185,38 @@ describe('agent enrollment', () => {
   });
 
   it('an unknown enrollment key is refused (401) and no device is stored', async () => {
-    expectError(await enroll({ enrollmentKey: `lbe_${'x'.repeat(43)}`, hostname: 'bad-key-host' }), 401, 'UNAUTHENTICATED');
+    expectError(
+      await enroll({ enrollmentKey: `lbe_${'x'.repeat(43)}`, hostname: 'bad-key-host' }),
+      401,
+      'UNAUTHENTICATED',
+    );
     expect(await devicesNamed('bad-key-host')).toEqual([]);
   });
 
   it('a revoked enrollment key is refused (401) and no device is stored', async () => {
     const { id, key } = await createKey();
-    expect((await t.api.request('DELETE', `${ORGS}/${a.orgId}/enrollment-keys/${id}`, { token: a.orgToken })).status).toBe(204);
+    expect(
+      (await t.api.request('DELETE', `${ORGS}/${a.orgId}/enrollment-keys/${id}`, { token: a.orgToken })).status,
+    ).toBe(204);
     expectError(await enroll({ enrollmentKey: key, hostname: 'revoked-key-host' }), 401, 'UNAUTHENTICATED');
     expect(await devicesNamed('revoked-key-host')).toEqual([]);
   });
 
   it('an expired enrollment key is refused (401) and no device is stored', async () => {
     const { id, key } = await createKey({ expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-    await t.db.admin.query("UPDATE enrollment_keys SET expires_at = now() - interval '1 minute' WHERE id = :id::uuid", { id });
+    await t.db.admin.query("UPDATE enrollment_keys SET expires_at = now() - interval '1 minute' WHERE id = :id::uuid", {
+      id,
+    });
     expectError(await enroll({ enrollmentKey: key, hostname: 'expired-key-host' }), 401, 'UNAUTHENTICATED');
     expect(await devicesNamed('expired-key-host')).toEqual([]);
   });
 
   it('a key of a deleted organization is refused (401)', async () => {
     const org = await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Gone' } });
-    const key = await t.api.request('POST', `${ORGS}/${org.body.id}/enrollment-keys`, { token: a.partnerToken, body: {} });
+    const key = await t.api.request('POST', `${ORGS}/${org.body.id}/enrollment-keys`, {
+      token: a.partnerToken,
+      body: {},
+    });
     expect(key.status).toBe(201);
     expect((await t.api.request('DELETE', `${ORGS}/${org.body.id}`, { token: a.partnerToken })).status).toBe(204);
     expectError(await enroll({ enrollmentKey: key.body.key, hostname: 'gone-org-host' }), 401, 'UNAUTHENTICATED');
@@ -180,7 +247,11 @@ describe('agent enrollment', () => {
   });
 
   it('a body that is not JSON is refused (400)', async () => {
-    expectError(await t.api.request('POST', ENROLL, { rawBody: '{"hostname":', headers: { 'content-type': 'application/json' } }), 400, 'VALIDATION_FAILED');
+    expectError(
+      await t.api.request('POST', ENROLL, { rawBody: '{"hostname":', headers: { 'content-type': 'application/json' } }),
+      400,
+      'VALIDATION_FAILED',
+    );
   });
 
   describe('with AGENT_ENROLLMENT_SECRET configured', () => {
@@ -194,14 +265,22 @@ describe('agent enrollment', () => {
     it('a wrong enrollment secret is refused (401) and no device is stored', async () => {
       process.env.AGENT_ENROLLMENT_SECRET = 'fleet-secret-1';
       const { key } = await createKey();
-      expectError(await enroll({ enrollmentKey: key, hostname: 'wrong-secret-host', enrollmentSecret: 'fleet-secret-2' }), 401, 'UNAUTHENTICATED');
+      expectError(
+        await enroll({ enrollmentKey: key, hostname: 'wrong-secret-host', enrollmentSecret: 'fleet-secret-2' }),
+        401,
+        'UNAUTHENTICATED',
+      );
       expect(await devicesNamed('wrong-secret-host')).toEqual([]);
     });
 
     it('the right enrollment secret enrolls the agent (201)', async () => {
       process.env.AGENT_ENROLLMENT_SECRET = 'fleet-secret-1';
       const { key } = await createKey();
-      const reply = await enroll({ enrollmentKey: key, hostname: 'right-secret-host', enrollmentSecret: 'fleet-secret-1' });
+      const reply = await enroll({
+        enrollmentKey: key,
+        hostname: 'right-secret-host',
+        enrollmentSecret: 'fleet-secret-1',
+      });
       expect(reply.status).toBe(201);
       expect(await devicesNamed('right-secret-host')).toHaveLength(1);
     });
@@ -211,10 +290,20 @@ describe('agent enrollment', () => {
     const { key } = await createKey();
     const { body } = await enroll({ enrollmentKey: key, hostname: 'to-delete' });
     expect((await t.api.request('DELETE', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken })).status).toBe(204);
-    const agent = await t.db.admin.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM agents WHERE id = :id::uuid', { id: body.agentId });
+    const agent = await t.db.admin.query<{ revoked_at: Date | null }>(
+      'SELECT revoked_at FROM agents WHERE id = :id::uuid',
+      { id: body.agentId },
+    );
     expect(agent.rows[0]!.revoked_at).toBeInstanceOf(Date);
-    const device = await t.db.admin.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM devices WHERE id = :id::uuid', { id: body.deviceId });
+    const device = await t.db.admin.query<{ deleted_at: Date | null }>(
+      'SELECT deleted_at FROM devices WHERE id = :id::uuid',
+      { id: body.deviceId },
+    );
     expect(device.rows[0]!.deleted_at).toBeInstanceOf(Date);
-    expectError(await t.api.request('GET', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken }), 404, 'NOT_FOUND');
+    expectError(
+      await t.api.request('GET', `/api/v1/devices/${body.deviceId}`, { token: a.orgToken }),
+      404,
+      'NOT_FOUND',
+    );
   });
 });

@@ -2,7 +2,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { handler as defaultHandler } from '#functions/ws/default.ts';
 import type { WebSocketEvent } from '#shared/live-query/ws-handler.ts';
 import { useApi } from '#test/support/api.ts';
-import { TestConnection, eventually, startSimulatedAgent } from '#test/support/live-agents.ts';
+import { eventually, startSimulatedAgent, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -24,15 +24,35 @@ async function open(token: string | undefined, via: 'header' | 'query' = 'header
   return connection;
 }
 
-const ask = (deviceId: string, suffix = '/eventlogs/System') => t.api.request('GET', `/api/v1/system-tools/devices/${deviceId}${suffix}`, { token: tenant.orgToken });
+const ask = (deviceId: string, suffix = '/eventlogs/System') =>
+  t.api.request('GET', `/api/v1/system-tools/devices/${deviceId}${suffix}`, { token: tenant.orgToken });
 const connectionsOf = async (deviceId: string) =>
-  (await t.db.admin.query<{ connectionId: string }>('SELECT connection_id AS "connectionId" FROM agent_connections WHERE device_id = :deviceId::uuid', { deviceId })).rows;
+  (
+    await t.db.admin.query<{ connectionId: string }>(
+      'SELECT connection_id AS "connectionId" FROM agent_connections WHERE device_id = :deviceId::uuid',
+      { deviceId },
+    )
+  ).rows;
 
 /** The $default function invoked as API Gateway invokes it for a message of `connectionId`. */
 const defaultRoute = (connectionId: string, body: string) =>
-  defaultHandler({ requestContext: { routeKey: '$default', eventType: 'MESSAGE', connectionId }, body, isBase64Encoded: false } as WebSocketEvent, {} as never);
+  defaultHandler(
+    {
+      requestContext: { routeKey: '$default', eventType: 'MESSAGE', connectionId },
+      body,
+      isBase64Encoded: false,
+    } as WebSocketEvent,
+    {} as never,
+  );
 
-const descriptor = (displayName: string) => ({ name: 'System', displayName, recordCount: 1, maxSize: 1024, retentionDays: 0, lastWriteTime: '2026-03-01T10:00:00.000Z' });
+const descriptor = (displayName: string) => ({
+  name: 'System',
+  displayName,
+  recordCount: 1,
+  maxSize: 1024,
+  retentionDays: 0,
+  lastWriteTime: '2026-03-01T10:00:00.000Z',
+});
 
 describe('$connect', () => {
   it('refuses a missing, unknown or malformed token with 401', async () => {
@@ -43,7 +63,9 @@ describe('$connect', () => {
 
   it('refuses the token of a deleted device with 401', async () => {
     const agent = await enrollDevice(t.api, tenant, 'deleted-1');
-    expect((await t.api.request('DELETE', `/api/v1/devices/${agent.deviceId}`, { token: tenant.orgToken })).status).toBe(204);
+    expect(
+      (await t.api.request('DELETE', `/api/v1/devices/${agent.deviceId}`, { token: tenant.orgToken })).status,
+    ).toBe(204);
     await expect(open(agent.token)).rejects.toMatchObject({ status: 401 });
   });
 
@@ -56,11 +78,14 @@ describe('$connect', () => {
     expect((await reply).body.displayName).toBe('via query');
   });
 
-  it('records the connection for the agent\'s device, and $disconnect forgets it', async () => {
+  it("records the connection for the agent's device, and $disconnect forgets it", async () => {
     const agent = await enrollDevice(t.api, tenant, 'record-1');
     const connection = await open(agent.token);
     const [row] = (
-      await t.db.admin.query('SELECT agent_id AS "agentId", org_id AS "orgId", source_ip AS "sourceIp" FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId })
+      await t.db.admin.query(
+        'SELECT agent_id AS "agentId", org_id AS "orgId", source_ip AS "sourceIp" FROM agent_connections WHERE device_id = :d::uuid',
+        { d: agent.deviceId },
+      )
     ).rows;
     expect(row).toEqual({ agentId: agent.agentId, orgId: tenant.orgId, sourceIp: '127.0.0.1' });
     await connection.close();
@@ -86,7 +111,7 @@ describe('a second connection of the same agent', () => {
     expect((await reply).body.displayName).toBe('second');
   });
 
-  it('takes over a query asked before it connected: the query is sent again on it, and the old connection\'s late answer is ignored', async () => {
+  it("takes over a query asked before it connected: the query is sent again on it, and the old connection's late answer is ignored", async () => {
     const agent = await enrollDevice(t.api, tenant, 'reconnect-1');
     const old = await open(agent.token);
     const [{ connectionId: oldId }] = (await connectionsOf(agent.deviceId)) as [{ connectionId: string }];
@@ -97,7 +122,10 @@ describe('a second connection of the same agent', () => {
     const again = await renewed.next();
     expect(again).toEqual(asked);
     // A message the old connection sent before it closed, delivered late by API Gateway.
-    const late = await defaultRoute(oldId, JSON.stringify({ requestId: asked.requestId, data: descriptor('old connection') }));
+    const late = await defaultRoute(
+      oldId,
+      JSON.stringify({ requestId: asked.requestId, data: descriptor('old connection') }),
+    );
     expect(late).toEqual({ statusCode: 200 });
     await new Promise((resolve) => setTimeout(resolve, 150));
     renewed.send({ requestId: again.requestId, data: descriptor('new connection') });
@@ -125,12 +153,16 @@ describe('several agents', () => {
     const agentB = await startSimulatedAgent(t.api, b, 'WIN-B');
     opened.push({ close: agentA.stop }, { close: agentB.stop });
     const replies = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => ask(i % 2 === 0 ? a.deviceId : b.deviceId, `/eventlogs/Security/events?limit=${i + 1}`)),
+      Array.from({ length: 20 }, (_, i) =>
+        ask(i % 2 === 0 ? a.deviceId : b.deviceId, `/eventlogs/Security/events?limit=${i + 1}`),
+      ),
     );
     replies.forEach((reply, i) => {
       expect(reply.status).toBe(200);
       expect(reply.body.data).toHaveLength(i + 1);
-      expect(reply.body.data.every((e: { computer: string }) => e.computer === (i % 2 === 0 ? 'WIN-A' : 'WIN-B'))).toBe(true);
+      expect(reply.body.data.every((e: { computer: string }) => e.computer === (i % 2 === 0 ? 'WIN-A' : 'WIN-B'))).toBe(
+        true,
+      );
     });
   });
 });

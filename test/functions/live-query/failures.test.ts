@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { useApi } from '#test/support/api.ts';
 import type { Agent } from '#test/support/agents.ts';
-import { TestConnection, eventually } from '#test/support/live-agents.ts';
+import { useApi } from '#test/support/api.ts';
+import { eventually, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -27,14 +27,25 @@ async function connectedDevice(hostname: string): Promise<{ agent: Agent; connec
   return { agent, connection };
 }
 
-const ask = (deviceId: string, suffix = '/eventlogs/System') => t.api.request('GET', `/api/v1/devices/${deviceId}${suffix}`, { token: tenant.orgToken });
+const ask = (deviceId: string, suffix = '/eventlogs/System') =>
+  t.api.request('GET', `/api/v1/devices/${deviceId}${suffix}`, { token: tenant.orgToken });
 
-const descriptor = { name: 'System', displayName: 'System', recordCount: 12, maxSize: 20971520, retentionDays: 0, lastWriteTime: '2026-03-01T10:00:00.000Z' };
+const descriptor = {
+  name: 'System',
+  displayName: 'System',
+  recordCount: 12,
+  maxSize: 20971520,
+  retentionDays: 0,
+  lastWriteTime: '2026-03-01T10:00:00.000Z',
+};
 
 describe('a live query', () => {
-  it('is relayed as { type, requestId, ...parameters } and answered with the agent\'s data', async () => {
+  it("is relayed as { type, requestId, ...parameters } and answered with the agent's data", async () => {
     const { agent, connection } = await connectedDevice('relay-1');
-    const reply = ask(agent.deviceId, '/eventlogs/Security/events?level=error&eventId=4625&page=2&limit=10&source=x&startTime=2026-03-01T00:00:00Z');
+    const reply = ask(
+      agent.deviceId,
+      '/eventlogs/Security/events?level=error&eventId=4625&page=2&limit=10&source=x&startTime=2026-03-01T00:00:00Z',
+    );
     const query = await connection.next();
     expect(query).toEqual({
       type: 'eventlogs.events',
@@ -51,7 +62,7 @@ describe('a live query', () => {
     expect((await reply).body).toEqual({ data: [], pagination: { page: 2, limit: 10, total: 11, totalPages: 2 } });
   });
 
-  it('drops fields of the agent\'s answer that seed 2.7 does not name', async () => {
+  it("drops fields of the agent's answer that seed 2.7 does not name", async () => {
     const { agent, connection } = await connectedDevice('extra-1');
     const reply = ask(agent.deviceId);
     const query = await connection.next();
@@ -69,7 +80,11 @@ describe('a live query', () => {
   it('answers 409 DEVICE_OFFLINE once the agent disconnected', async () => {
     const { agent, connection } = await connectedDevice('gone-1');
     await connection.close();
-    await eventually(async () => (await t.db.admin.query('SELECT 1 FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId })).rowCount === 0);
+    await eventually(
+      async () =>
+        (await t.db.admin.query('SELECT 1 FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId }))
+          .rowCount === 0,
+    );
     expect((await ask(agent.deviceId)).status).toBe(409);
   });
 
@@ -101,18 +116,30 @@ describe('a live query', () => {
     expect((await t.db.admin.query('SELECT count(*)::int AS n FROM live_request_chunks')).rows[0]!.n).toBe(0);
   });
 
-  it('waits 28 seconds by default, below API Gateway\'s 30-second limit', async () => {
+  it("waits 28 seconds by default, below API Gateway's 30-second limit", async () => {
     const { defaultTimeoutMs } = await import('#shared/live-query/relay.ts');
     expect(defaultTimeoutMs).toBe(28_000);
   });
 
   it.each([
     ['an answer that is not JSON', (requestId: string) => `{"requestId":"${requestId}","data":{"name":`],
-    ['data of the wrong shape', (requestId: string) => JSON.stringify({ requestId, data: { name: 'System', recordCount: 'many' } })],
-    ['data that is text but no JSON', (requestId: string) => JSON.stringify({ requestId, data: 'System log, 12 records' })],
+    [
+      'data of the wrong shape',
+      (requestId: string) => JSON.stringify({ requestId, data: { name: 'System', recordCount: 'many' } }),
+    ],
+    [
+      'data that is text but no JSON',
+      (requestId: string) => JSON.stringify({ requestId, data: 'System log, 12 records' }),
+    ],
     ['no data at all', (requestId: string) => JSON.stringify({ requestId })],
-    ['chunks that do not make JSON', (requestId: string) => JSON.stringify({ requestId, chunk: 0, chunks: 1, data: '{"requestId":' })],
-    ['a chunk header that makes no sense', (requestId: string) => JSON.stringify({ requestId, chunk: 5, chunks: 2, data: '{}' })],
+    [
+      'chunks that do not make JSON',
+      (requestId: string) => JSON.stringify({ requestId, chunk: 0, chunks: 1, data: '{"requestId":' }),
+    ],
+    [
+      'a chunk header that makes no sense',
+      (requestId: string) => JSON.stringify({ requestId, chunk: 5, chunks: 2, data: '{}' }),
+    ],
   ])('answers 502 AGENT_BAD_RESPONSE for %s, logging "Failed to parse agent response for event"', async (_, answer) => {
     const logged = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const { agent, connection } = await connectedDevice(`bad-${Math.random().toString(36).slice(2, 8)}`);
@@ -122,7 +149,9 @@ describe('a live query', () => {
     const answered = await reply;
     expect(answered.status).toBe(502);
     expect(answered.body.error.code).toBe('AGENT_BAD_RESPONSE');
-    expect(logged.mock.calls.map((call) => String(call[0]))).toContainEqual(expect.stringMatching(/^Failed to parse agent response for event eventlogs\.get/));
+    expect(logged.mock.calls.map((call) => String(call[0]))).toContainEqual(
+      expect.stringMatching(/^Failed to parse agent response for event eventlogs\.get/),
+    );
   });
 
   it('reads data sent as JSON text', async () => {
@@ -133,23 +162,40 @@ describe('a live query', () => {
     expect((await reply).body).toEqual(descriptor);
   });
 
-  it('answers 404 with the agent\'s message when the agent reports NOT_FOUND (or an error without a code)', async () => {
+  it("answers 404 with the agent's message when the agent reports NOT_FOUND (or an error without a code)", async () => {
     const { agent, connection } = await connectedDevice('notfound-1');
     const first = ask(agent.deviceId, '/eventlogs/Nope');
-    connection.send({ requestId: (await connection.next()).requestId, error: { code: 'NOT_FOUND', message: 'Event log Nope does not exist' } });
-    expect(await first).toMatchObject({ status: 404, body: { error: { code: 'NOT_FOUND', message: 'Event log Nope does not exist' } } });
+    connection.send({
+      requestId: (await connection.next()).requestId,
+      error: { code: 'NOT_FOUND', message: 'Event log Nope does not exist' },
+    });
+    expect(await first).toMatchObject({
+      status: 404,
+      body: { error: { code: 'NOT_FOUND', message: 'Event log Nope does not exist' } },
+    });
     const second = ask(agent.deviceId, '/eventlogs/System/events/77');
     connection.send({ requestId: (await connection.next()).requestId, error: 'Record 77 was overwritten' });
-    expect(await second).toMatchObject({ status: 404, body: { error: { code: 'NOT_FOUND', message: 'Record 77 was overwritten' } } });
+    expect(await second).toMatchObject({
+      status: 404,
+      body: { error: { code: 'NOT_FOUND', message: 'Record 77 was overwritten' } },
+    });
   });
 
   it('answers 502 when the agent reports another error', async () => {
     const { agent, connection } = await connectedDevice('denied-1');
     const reply = ask(agent.deviceId, '/eventlogs/Security');
-    connection.send({ requestId: (await connection.next()).requestId, error: { code: 'ACCESS_DENIED', message: 'The agent may not read the Security log' } });
+    connection.send({
+      requestId: (await connection.next()).requestId,
+      error: { code: 'ACCESS_DENIED', message: 'The agent may not read the Security log' },
+    });
     expect(await reply).toMatchObject({
       status: 502,
-      body: { error: { code: 'AGENT_BAD_RESPONSE', message: 'The agent reported ACCESS_DENIED: The agent may not read the Security log' } },
+      body: {
+        error: {
+          code: 'AGENT_BAD_RESPONSE',
+          message: 'The agent reported ACCESS_DENIED: The agent may not read the Security log',
+        },
+      },
     });
   });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '#functions/routes.ts';
-import { useApi } from '#test/support/api.ts';
 import type { Agent } from '#test/support/agents.ts';
+import { useApi } from '#test/support/api.ts';
 import { startSimulatedAgent } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, orgUser, type Tenant } from '#test/support/tenants.ts';
 
@@ -28,12 +28,28 @@ const namespaces = [
 const get = (path: string, token = tenant.orgToken) => t.api.request('GET', path, { token });
 
 describe('GET /api/v1/system-tools/devices/{deviceId}/eventlogs', () => {
-  it('lists the device\'s event logs as its agent reports them, in the list envelope', async () => {
+  it("lists the device's event logs as its agent reports them, in the list envelope", async () => {
     const reply = await get(`/api/v1/system-tools/devices/${agent.deviceId}/eventlogs`);
     expect(reply.status).toBe(200);
-    expect(reply.body).toEqual({ data: simulated.store.list(), pagination: { page: 1, limit: 5, total: 5, totalPages: 1 } });
-    expect(reply.body.data.map((log: { name: string }) => log.name)).toEqual(['Application', 'System', 'Security', 'Setup', 'Microsoft-Windows-Sysmon/Operational']);
-    expect(Object.keys(reply.body.data[0]).sort()).toEqual(['displayName', 'lastWriteTime', 'maxSize', 'name', 'recordCount', 'retentionDays']);
+    expect(reply.body).toEqual({
+      data: simulated.store.list(),
+      pagination: { page: 1, limit: 5, total: 5, totalPages: 1 },
+    });
+    expect(reply.body.data.map((log: { name: string }) => log.name)).toEqual([
+      'Application',
+      'System',
+      'Security',
+      'Setup',
+      'Microsoft-Windows-Sysmon/Operational',
+    ]);
+    expect(Object.keys(reply.body.data[0]).sort()).toEqual([
+      'displayName',
+      'lastWriteTime',
+      'maxSize',
+      'name',
+      'recordCount',
+      'retentionDays',
+    ]);
   });
 
   it('leaves GET /api/v1/devices/{id}/eventlogs to the stored event list', async () => {
@@ -52,22 +68,30 @@ describe.each(namespaces)('the live routes under /%s', (_, device) => {
   });
 
   it('take a log name with a slash when it is encoded', async () => {
-    const reply = await get(`${device(agent.deviceId)}/eventlogs/${encodeURIComponent('Microsoft-Windows-Sysmon/Operational')}`);
+    const reply = await get(
+      `${device(agent.deviceId)}/eventlogs/${encodeURIComponent('Microsoft-Windows-Sysmon/Operational')}`,
+    );
     expect(reply.status).toBe(200);
     expect(reply.body.displayName).toBe('Sysmon Operational');
   });
 
-  it('answer 404 with the agent\'s message for a log the device does not have', async () => {
+  it("answer 404 with the agent's message for a log the device does not have", async () => {
     const reply = await get(`${device(agent.deviceId)}/eventlogs/NoSuchLog`);
     expect(reply.status).toBe(404);
-    expect(reply.body.error).toEqual({ code: 'NOT_FOUND', message: 'Event log NoSuchLog not found on WIN-LIVE1.contoso.local' });
+    expect(reply.body.error).toEqual({
+      code: 'NOT_FOUND',
+      message: 'Event log NoSuchLog not found on WIN-LIVE1.contoso.local',
+    });
   });
 
-  it('page a log\'s events newest first, with the total', async () => {
+  it("page a log's events newest first, with the total", async () => {
     const reply = await get(`${device(agent.deviceId)}/eventlogs/System/events?limit=3&page=2`);
     expect(reply.status).toBe(200);
     const expected = simulated.store.events('System', { page: 2, limit: 3 })!;
-    expect(reply.body).toEqual({ data: expected.events, pagination: { page: 2, limit: 3, total: expected.total, totalPages: Math.ceil(expected.total / 3) } });
+    expect(reply.body).toEqual({
+      data: expected.events,
+      pagination: { page: 2, limit: 3, total: expected.total, totalPages: Math.ceil(expected.total / 3) },
+    });
     const ids = reply.body.data.map((e: { recordId: number }) => e.recordId);
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
   });
@@ -90,25 +114,40 @@ describe.each(namespaces)('the live routes under /%s', (_, device) => {
     const reply = await get(`${device(agent.deviceId)}/eventlogs/application/events/${latest!.recordId}`);
     expect(reply.status).toBe(200);
     expect(reply.body).toEqual(latest);
-    expect(Object.keys(reply.body).sort()).toEqual(['category', 'computer', 'eventId', 'level', 'message', 'rawXml', 'recordId', 'source', 'timeCreated', 'user'].sort());
-    expect(reply.body.rawXml).toMatch(/^<Event xmlns="http:\/\/schemas\.microsoft\.com\/win\/2004\/08\/events\/event"><System><Provider Name=/);
+    expect(Object.keys(reply.body).sort()).toEqual(
+      [
+        'category',
+        'computer',
+        'eventId',
+        'level',
+        'message',
+        'rawXml',
+        'recordId',
+        'source',
+        'timeCreated',
+        'user',
+      ].sort(),
+    );
+    expect(reply.body.rawXml).toMatch(
+      /^<Event xmlns="http:\/\/schemas\.microsoft\.com\/win\/2004\/08\/events\/event"><System><Provider Name=/,
+    );
     expect(reply.body.rawXml).toContain(`<EventRecordID>${latest!.recordId}</EventRecordID>`);
   });
 
-  it('answer 404 with the agent\'s message for a record the log does not have', async () => {
+  it("answer 404 with the agent's message for a record the log does not have", async () => {
     const reply = await get(`${device(agent.deviceId)}/eventlogs/Application/events/1`);
     expect(reply.status).toBe(404);
     expect(reply.body.error.message).toBe('Record 1 not found in event log Application');
   });
 
-  it('put an answer above API Gateway\'s 128 KB message limit together from its chunks', async () => {
+  it("put an answer above API Gateway's 128 KB message limit together from its chunks", async () => {
     const reply = await get(`${device(agent.deviceId)}/eventlogs/Security/events?limit=500`);
     expect(reply.status).toBe(200);
     expect(JSON.stringify(reply.body.data).length).toBeGreaterThan(500 * 1024);
     expect(reply.body.data).toEqual(simulated.store.events('Security', { page: 1, limit: 500 })!.events);
   });
 
-  it('answer 404 for another tenant\'s device, and for an unknown one, without asking any agent', async () => {
+  it("answer 404 for another tenant's device, and for an unknown one, without asking any agent", async () => {
     expect((await get(`${device(agent.deviceId)}/eventlogs/System`, other.orgToken)).status).toBe(404);
     expect((await get(`${device(agent.deviceId)}/eventlogs/System/events`, other.partnerToken)).status).toBe(404);
     expect((await get(`${device('00000000-0000-4000-8000-000000000000')}/eventlogs/System/events/5`)).status).toBe(404);
@@ -124,7 +163,8 @@ describe.each(namespaces)('the live routes under /%s', (_, device) => {
 });
 
 describe('query validation (seed 4.5)', () => {
-  const events = (query: string) => get(`/api/v1/system-tools/devices/${agent.deviceId}/eventlogs/System/events?${query}`);
+  const events = (query: string) =>
+    get(`/api/v1/system-tools/devices/${agent.deviceId}/eventlogs/System/events?${query}`);
 
   it.each([
     ['level=fatal', 'query.level'],
@@ -165,8 +205,11 @@ describe('the route table', () => {
     for (const a of paths) {
       for (const b of paths) {
         for (let i = 0; i < Math.min(a.length, b.length); i++) {
-          const sameParent = a.slice(0, i).every((part, j) => part === b[j] || (part.startsWith('{') && b[j]!.startsWith('{')));
-          if (sameParent && a[i]!.startsWith('{') && b[i]!.startsWith('{')) expect(a[i], `${a.join('/')} vs ${b.join('/')}`).toBe(b[i]);
+          const sameParent = a
+            .slice(0, i)
+            .every((part, j) => part === b[j] || (part.startsWith('{') && b[j]!.startsWith('{')));
+          if (sameParent && a[i]!.startsWith('{') && b[i]!.startsWith('{'))
+            expect(a[i], `${a.join('/')} vs ${b.join('/')}`).toBe(b[i]);
         }
       }
     }
@@ -174,7 +217,9 @@ describe('the route table', () => {
 
   it('documents every live route in OpenAPI with a distinct operationId', async () => {
     const reply = await t.api.request('GET', '/api/v1/openapi.json');
-    const operations = Object.values(reply.body.paths as Record<string, Record<string, { operationId: string }>>).flatMap((ops) => Object.values(ops));
+    const operations = Object.values(
+      reply.body.paths as Record<string, Record<string, { operationId: string }>>,
+    ).flatMap((ops) => Object.values(ops));
     const ids = operations.map((op) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
     expect(reply.body.paths['/api/v1/devices/{id}/eventlogs/{name}/events'].get.responses['504']).toBeDefined();

@@ -6,8 +6,8 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler } from '#functions/migrate/anchor-key.ts';
-import { anchorKeyId, signAnchor, verifyAnchorSignature, type AnchorFields } from '#shared/audit/anchors.ts';
-import { startStubs, type Stubs } from '#test/support/aws-stubs.ts';
+import { type AnchorFields, anchorKeyId, signAnchor, verifyAnchorSignature } from '#shared/audit/anchors.ts';
+import { type Stubs, startStubs } from '#test/support/aws-stubs.ts';
 
 const keySecret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:anchor-key-AbCdEf';
 const saved = { ...process.env };
@@ -38,13 +38,26 @@ const event = (RequestType: 'Create' | 'Update' | 'Delete', generation: string) 
     RequestId: `request-${stubs.responses.length}`,
     ResourceType: 'Custom::LogbookAnchorKey',
     LogicalResourceId: 'AnchorKeyPair',
-    ...(RequestType !== 'Create' && { PhysicalResourceId: 'logbook-anchor-key', OldResourceProperties: { ServiceToken: 'x', generation: '1', secretArn: keySecret } }),
+    ...(RequestType !== 'Create' && {
+      PhysicalResourceId: 'logbook-anchor-key',
+      OldResourceProperties: { ServiceToken: 'x', generation: '1', secretArn: keySecret },
+    }),
     ResourceProperties: { ServiceToken: 'x', generation, secretArn: keySecret },
   }) as CloudFormationCustomResourceEvent;
 
 const context = { logStreamName: '2026/11/21/[$LATEST]abc' } as Context;
 
-const fields: AnchorFields = { orgId: '00000000-0000-4000-8000-000000000001', seq: 3, checksum: 'ab'.repeat(32), firstRetainedSeq: 1, boundaryChecksum: null, orgCount: 1, orgsDigest: 'cd'.repeat(32), anchoredAt: '2026-11-21T03:15:00.000Z', keyId: '' };
+const fields: AnchorFields = {
+  orgId: '00000000-0000-4000-8000-000000000001',
+  seq: 3,
+  checksum: 'ab'.repeat(32),
+  firstRetainedSeq: 1,
+  boundaryChecksum: null,
+  orgCount: 1,
+  orgsDigest: 'cd'.repeat(32),
+  anchoredAt: '2026-11-21T03:15:00.000Z',
+  keyId: '',
+};
 
 describe('the anchor key custom resource', () => {
   let first: { publicKey: string; keyId: string };
@@ -52,7 +65,11 @@ describe('the anchor key custom resource', () => {
   it('writes a new Ed25519 private key into its secret and answers the public key that verifies what it signs', async () => {
     await handler(event('Create', '1'), context);
     const reply = stubs.responses.at(-1)!;
-    expect(reply).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'logbook-anchor-key', Data: { publicKey: expect.stringContaining('BEGIN PUBLIC KEY'), keyId: expect.stringMatching(/^[0-9a-f]{16}$/) } });
+    expect(reply).toMatchObject({
+      Status: 'SUCCESS',
+      PhysicalResourceId: 'logbook-anchor-key',
+      Data: { publicKey: expect.stringContaining('BEGIN PUBLIC KEY'), keyId: expect.stringMatching(/^[0-9a-f]{16}$/) },
+    });
     first = reply.Data;
     const privateKey = createPrivateKey(stubs.secrets.get(keySecret)!);
     expect(privateKey.asymmetricKeyType).toBe('ed25519');
@@ -79,12 +96,17 @@ describe('the anchor key custom resource', () => {
   });
 
   it('answers FAILED when it cannot write the key, so the deploy stops', async () => {
-    process.env.AUDIT_ANCHOR_PRIVATE_KEY_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:other-AbCdEf';
+    process.env.AUDIT_ANCHOR_PRIVATE_KEY_SECRET_ARN =
+      'arn:aws:secretsmanager:us-east-1:123456789012:secret:other-AbCdEf';
     try {
       await handler(event('Update', '3'), context);
     } finally {
       process.env.AUDIT_ANCHOR_PRIVATE_KEY_SECRET_ARN = keySecret;
     }
-    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'FAILED', Reason: expect.stringContaining('AccessDenied'), Data: {} });
+    expect(stubs.responses.at(-1)).toMatchObject({
+      Status: 'FAILED',
+      Reason: expect.stringContaining('AccessDenied'),
+      Data: {},
+    });
   });
 });

@@ -5,7 +5,7 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerMarginMs, customResource } from '#functions/migrate/custom-resource.ts';
-import { startStubs, type Stubs } from '#test/support/aws-stubs.ts';
+import { type Stubs, startStubs } from '#test/support/aws-stubs.ts';
 
 let stubs: Stubs;
 
@@ -29,20 +29,40 @@ const event = (RequestType: 'Create' | 'Update') =>
   }) as CloudFormationCustomResourceEvent;
 
 /** A Lambda context with this much time left. */
-const context = (remainingMs: number) => ({ logStreamName: '2026/11/21/[$LATEST]abc', getRemainingTimeInMillis: () => remainingMs });
+const context = (remainingMs: number) => ({
+  logStreamName: '2026/11/21/[$LATEST]abc',
+  getRemainingTimeInMillis: () => remainingMs,
+});
 
 describe('a custom resource', () => {
   it('answers FAILED before the Lambda timeout when its work has not finished, instead of leaving the deploy waiting', async () => {
-    const handler = customResource({ physicalResourceId: 'example', onDelete: 'kept', apply: () => new Promise(() => {}) });
+    const handler = customResource({
+      physicalResourceId: 'example',
+      onDelete: 'kept',
+      apply: () => new Promise(() => {}),
+    });
     const started = Date.now();
     await handler(event('Create'), context(answerMarginMs + 200));
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'FAILED', PhysicalResourceId: 'example', Reason: expect.stringContaining('before the Lambda timeout') });
+    expect(stubs.responses.at(-1)).toMatchObject({
+      Status: 'FAILED',
+      PhysicalResourceId: 'example',
+      Reason: expect.stringContaining('before the Lambda timeout'),
+    });
   });
 
   it('answers SUCCESS when its work finishes in time', async () => {
-    const handler = customResource({ physicalResourceId: 'example', onDelete: 'kept', apply: async () => ({ reason: 'done', data: { value: '1' } }) });
+    const handler = customResource({
+      physicalResourceId: 'example',
+      onDelete: 'kept',
+      apply: async () => ({ reason: 'done', data: { value: '1' } }),
+    });
     await handler(event('Update'), context(60_000));
-    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'example', Reason: 'done', Data: { value: '1' } });
+    expect(stubs.responses.at(-1)).toMatchObject({
+      Status: 'SUCCESS',
+      PhysicalResourceId: 'example',
+      Reason: 'done',
+      Data: { value: '1' },
+    });
   });
 });

@@ -27,8 +27,11 @@ describe('role logins', () => {
     const verifier = scramVerifier(password);
     expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}:[A-Za-z0-9+/=]{44}$/);
     await test.admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${verifier}'`);
-    expect((await test.admin.query('SELECT rolpassword FROM pg_authid WHERE rolname = :role::text', { role })).rows).toEqual([{ rolpassword: verifier }]);
-    const login = (secret: string) => createPgDb({ connectionString: withCredentials(test.urls.admin, role, secret), max: 1 });
+    expect(
+      (await test.admin.query('SELECT rolpassword FROM pg_authid WHERE rolname = :role::text', { role })).rows,
+    ).toEqual([{ rolpassword: verifier }]);
+    const login = (secret: string) =>
+      createPgDb({ connectionString: withCredentials(test.urls.admin, role, secret), max: 1 });
     const right = login(password);
     const wrong = login(`${password}x`);
     try {

@@ -11,10 +11,10 @@ import { localRolePasswords } from '#infra/local/database.ts';
 import { loadMigrations } from '#shared/db/migrate.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { withCredentials } from '#shared/db/roles.ts';
+import { type Stubs, startStubs } from '#test/support/aws-stubs.ts';
+import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
-import { startLocalDataApi, type LocalDataApi } from '#test/support/data-api.ts';
 import { databaseName } from '#test/support/global-setup.ts';
-import { startStubs, type Stubs } from '#test/support/aws-stubs.ts';
 
 let test: TestDatabase;
 let local: LocalDataApi;
@@ -33,7 +33,10 @@ beforeAll(async () => {
   fresh = `${test.name}_cfn`;
   await test.admin.query(`CREATE DATABASE ${fresh}`);
   stubs = await startStubs(
-    { [appSecret]: JSON.stringify({ username: 'logbook_app', password: localRolePasswords.app }), [auditAdminSecret]: JSON.stringify({ username: 'logbook_audit_admin', password: 'placeholder' }) },
+    {
+      [appSecret]: JSON.stringify({ username: 'logbook_app', password: localRolePasswords.app }),
+      [auditAdminSecret]: JSON.stringify({ username: 'logbook_audit_admin', password: 'placeholder' }),
+    },
     { [appSecret]: ['GetSecretValue'], [auditAdminSecret]: ['PutSecretValue'] },
   );
   Object.assign(process.env, {
@@ -72,18 +75,28 @@ const event = (RequestType: 'Create' | 'Update' | 'Delete', options: { rollback?
     LogicalResourceId: 'DatabaseSchema',
     ...(RequestType !== 'Create' && { PhysicalResourceId: 'logbook-schema' }),
     ResourceProperties: { ServiceToken: 'x', deployedAt: options.rollback ? previous : deployedAt },
-    ...(RequestType === 'Update' && { OldResourceProperties: { ServiceToken: 'x', deployedAt: options.rollback ? deployedAt : previous } }),
+    ...(RequestType === 'Update' && {
+      OldResourceProperties: { ServiceToken: 'x', deployedAt: options.rollback ? deployedAt : previous },
+    }),
   } as CloudFormationCustomResourceEvent;
 };
 
 const context = { logStreamName: '2026/11/21/[$LATEST]abc' } as Context;
 
 /** What PostgreSQL stores as the role's password. */
-const storedPassword = async (role: string) => (await test.admin.query<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = :role::text', { role })).rows[0]!.rolpassword;
+const storedPassword = async (role: string) =>
+  (
+    await test.admin.query<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = :role::text', {
+      role,
+    })
+  ).rows[0]!.rolpassword;
 
 /** Whether `role` can log into the fresh database with `password` (the cluster authenticates with scram-sha-256). */
 async function canLogIn(role: string, password: string): Promise<boolean> {
-  const db = createPgDb({ connectionString: withCredentials(databaseName(test.urls.admin, fresh), role, password), max: 1 });
+  const db = createPgDb({
+    connectionString: withCredentials(databaseName(test.urls.admin, fresh), role, password),
+    max: 1,
+  });
   try {
     await db.query('SELECT 1');
     return true;
@@ -97,18 +110,32 @@ async function canLogIn(role: string, password: string): Promise<boolean> {
 describe('the migration custom resource', () => {
   it('applies every migration through the Data API on create and gives the roles their logins, then answers SUCCESS', async () => {
     await handler(event('Create'), context);
-    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'logbook-schema', LogicalResourceId: 'DatabaseSchema', Data: { applied: loadMigrations().map((m) => m.name).join(',') } });
+    expect(stubs.responses.at(-1)).toMatchObject({
+      Status: 'SUCCESS',
+      PhysicalResourceId: 'logbook-schema',
+      LogicalResourceId: 'DatabaseSchema',
+      Data: {
+        applied: loadMigrations()
+          .map((m) => m.name)
+          .join(','),
+      },
+    });
     // As the API's role, with the login the migration gave it.
     const app = createPgDb({ connectionString: databaseName(test.urls.app, fresh), max: 1 });
     try {
-      expect((await app.query('SELECT count(*) AS n FROM schema_migrations')).rows).toEqual([{ n: loadMigrations().length }]);
+      expect((await app.query('SELECT count(*) AS n FROM schema_migrations')).rows).toEqual([
+        { n: loadMigrations().length },
+      ]);
     } finally {
       await app.close();
     }
   });
 
-  it('writes the audit-admin login it sets into that role\'s secret, and never reads that secret', async () => {
-    expect(JSON.parse(stubs.secrets.get(auditAdminSecret)!)).toEqual({ username: 'logbook_audit_admin', password: localRolePasswords.auditAdmin });
+  it("writes the audit-admin login it sets into that role's secret, and never reads that secret", async () => {
+    expect(JSON.parse(stubs.secrets.get(auditAdminSecret)!)).toEqual({
+      username: 'logbook_audit_admin',
+      password: localRolePasswords.auditAdmin,
+    });
     expect(await canLogIn('logbook_audit_admin', localRolePasswords.auditAdmin)).toBe(true);
     expect(await canLogIn('logbook_audit_admin', 'placeholder')).toBe(false);
     const onAuditAdmin = stubs.calls.filter((call) => call.secretId === auditAdminSecret);
@@ -117,7 +144,8 @@ describe('the migration custom resource', () => {
   });
 
   it('sends PostgreSQL the passwords as SCRAM-SHA-256 verifiers, never as text', async () => {
-    for (const role of ['logbook_app', 'logbook_audit_admin']) expect(await storedPassword(role)).toMatch(/^SCRAM-SHA-256\$4096:/);
+    for (const role of ['logbook_app', 'logbook_audit_admin'])
+      expect(await storedPassword(role)).toMatch(/^SCRAM-SHA-256\$4096:/);
     const statements = JSON.stringify(local.server.calls);
     expect(statements).not.toContain(localRolePasswords.app);
     expect(statements).not.toContain(localRolePasswords.auditAdmin);
@@ -130,7 +158,7 @@ describe('the migration custom resource', () => {
     expect(stubs.calls.filter((call) => call.operation === 'PutSecretValue')).toHaveLength(writes + 1);
   });
 
-  it('keeps the role\'s password when its secret cannot be written, and answers FAILED', async () => {
+  it("keeps the role's password when its secret cannot be written, and answers FAILED", async () => {
     const before = await storedPassword('logbook_audit_admin');
     const refused = migrationHandler({ newPassword: () => 'a-password-that-must-not-be-set' });
     process.env.AUDIT_ADMIN_DB_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:not-writable-AbCdEf';
@@ -162,7 +190,10 @@ describe('the migration custom resource', () => {
     } finally {
       process.env.OWNER_DB_SECRET_ARN = local.secretArns.admin;
     }
-    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'FAILED', Reason: expect.stringContaining('not known to this local Data API') });
+    expect(stubs.responses.at(-1)).toMatchObject({
+      Status: 'FAILED',
+      Reason: expect.stringContaining('not known to this local Data API'),
+    });
   });
 
   it('sets the logins again when CloudFormation rolls a failed deploy back', async () => {
@@ -179,6 +210,9 @@ describe('the migration custom resource', () => {
     } finally {
       process.env.OWNER_DB_SECRET_ARN = local.secretArns.admin;
     }
-    expect(stubs.responses.at(-1)).toMatchObject({ Status: 'SUCCESS', Reason: expect.stringMatching(/^Rolled back without this step: .*not known to this local Data API/) });
+    expect(stubs.responses.at(-1)).toMatchObject({
+      Status: 'SUCCESS',
+      Reason: expect.stringMatching(/^Rolled back without this step: .*not known to this local Data API/),
+    });
   });
 });

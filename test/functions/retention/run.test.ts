@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler } from '#functions/retention/run.ts';
 import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchors.ts';
 import { closeAuditAdminDb } from '#shared/db/client.ts';
+import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 import { startStubs } from '#test/support/aws-stubs.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
-import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -27,13 +27,28 @@ async function organization(retentionDays: number, ages: number[]): Promise<stri
      INSERT INTO organizations (partner_id, name) SELECT id, 'Scheduled Ltd' FROM partner RETURNING id::text AS id`,
   );
   const orgId = rows[0]!.id;
-  await db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, :days::int)', { orgId, days: retentionDays });
-  await appendAudit(db.admin, ages.map((age) => ({ orgId, timestamp: daysAgo(age) })));
+  await db.admin.query(
+    'INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, :days::int)',
+    { orgId, days: retentionDays },
+  );
+  await appendAudit(
+    db.admin,
+    ages.map((age) => ({ orgId, timestamp: daysAgo(age) })),
+  );
   return orgId;
 }
 
 /** The EventBridge scheduled event (its shape; the worker reads none of it). */
-const scheduledEvent = { version: '0', id: 'e1', 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), region: 'eu-central-1', resources: [], detail: {} };
+const scheduledEvent = {
+  version: '0',
+  id: 'e1',
+  'detail-type': 'Scheduled Event',
+  source: 'aws.events',
+  time: new Date().toISOString(),
+  region: 'eu-central-1',
+  resources: [],
+  detail: {},
+};
 
 describe('the retention Lambda (EventBridge daily)', () => {
   it('rehearses when invoked with dryRun, deleting nothing', async () => {
@@ -50,7 +65,10 @@ describe('the retention Lambda (EventBridge daily)', () => {
 
   it('stops between batches before the Lambda deadline, and says so', async () => {
     const orgId = await organization(7, [30, 20, 1]);
-    expect(await handler(scheduledEvent, { getRemainingTimeInMillis: () => 30_000 })).toMatchObject({ stopped: true, rowsDeleted: 0 });
+    expect(await handler(scheduledEvent, { getRemainingTimeInMillis: () => 30_000 })).toMatchObject({
+      stopped: true,
+      rowsDeleted: 0,
+    });
     expect(await readChain(db.admin, orgId)).toHaveLength(3);
   });
 
@@ -61,9 +79,19 @@ describe('the retention Lambda (EventBridge daily)', () => {
   it('signs its anchors with the key of its secret, read once when the function starts', async () => {
     const key = generateAnchorKey();
     const secretArn = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:anchor-key-AbCdEf';
-    const stubs = await startStubs({ [secretArn]: key.export({ type: 'pkcs8', format: 'pem' }).toString() }, { [secretArn]: ['GetSecretValue'] });
+    const stubs = await startStubs(
+      { [secretArn]: key.export({ type: 'pkcs8', format: 'pem' }).toString() },
+      { [secretArn]: ['GetSecretValue'] },
+    );
     vi.resetModules();
-    for (const [name, value] of Object.entries({ AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_SECRETS_MANAGER: stubs.secretsManagerUrl, AUDIT_ANCHOR_PRIVATE_KEY_ARN: secretArn })) vi.stubEnv(name, value);
+    for (const [name, value] of Object.entries({
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: stubs.secretsManagerUrl,
+      AUDIT_ANCHOR_PRIVATE_KEY_ARN: secretArn,
+    }))
+      vi.stubEnv(name, value);
     vi.stubEnv('AUDIT_ANCHOR_PRIVATE_KEY', undefined);
     const started = await import('#functions/retention/run.ts');
     const client = await import('#shared/db/client.ts');
@@ -71,7 +99,9 @@ describe('the retention Lambda (EventBridge daily)', () => {
       expect(stubs.calls).toEqual([{ operation: 'GetSecretValue', secretId: secretArn }]);
       await organization(7, [30, 1]);
       await started.handler(scheduledEvent);
-      const keyIds = (await db.admin.query<{ keyId: string }>('SELECT DISTINCT key_id AS "keyId" FROM audit_anchors')).rows.map((row) => row.keyId);
+      const keyIds = (
+        await db.admin.query<{ keyId: string }>('SELECT DISTINCT key_id AS "keyId" FROM audit_anchors')
+      ).rows.map((row) => row.keyId);
       expect(keyIds).toEqual([anchorKeyId(createPublicKey(key))]);
     } finally {
       await client.closeAuditAdminDb();

@@ -14,8 +14,8 @@ describe('the service', () => {
     const reply = await t.api.request('GET', '/api/v1/openapi.json');
     expect(reply.status).toBe(200);
     expect(reply.body.openapi).toBe('3.1.0');
-    const documented = Object.entries(reply.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
-      Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`),
+    const documented = Object.entries(reply.body.paths as Record<string, Record<string, unknown>>).flatMap(
+      ([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`),
     );
     expect(documented.sort()).toEqual(Object.keys(routes).sort());
     expect(reply.body.paths['/api/v1/agents/enroll'].post.requestBody.content['application/json'].schema).toBeDefined();

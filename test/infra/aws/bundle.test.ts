@@ -14,8 +14,8 @@ import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
 import { routeGroups } from '#infra/aws/logbook-stack.ts';
 import { powertoolsPackages } from '#infra/aws/powertools.ts';
 import type { Handler } from '#shared/http/handler.ts';
+import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
-import { startLocalDataApi, type LocalDataApi } from '#test/support/data-api.ts';
 import { httpEvent, lambdaContext } from '#test/support/events.ts';
 
 let test: TestDatabase;
@@ -40,14 +40,20 @@ afterAll(async () => {
 /** The route group's bundle, imported as the Lambda runtime imports it. */
 async function bundled(group: string): Promise<{ handler: Handler; files: string[] }> {
   const dir = join(outdir, group);
-  await bundleLambda({ entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups(routes).get(group)!, { routeKey: 'http' }), outdir: dir });
+  await bundleLambda({
+    entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups(routes).get(group)!, { routeKey: 'http' }),
+    outdir: dir,
+  });
   const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
   return { handler, files: readdirSync(dir, { recursive: true, encoding: 'utf8' }) };
 }
 
 const call = (handler: Handler, routeKey: keyof typeof routes, body?: unknown) => {
   const [method, path] = routeKey.split(' ') as [string, string];
-  return handler(httpEvent({ method, path, routeKey, body }), { ...lambdaContext, functionName: 'logbook-system' }) as Promise<{ statusCode: number; body: string }>;
+  return handler(httpEvent({ method, path, routeKey, body }), {
+    ...lambdaContext,
+    functionName: 'logbook-system',
+  }) as Promise<{ statusCode: number; body: string }>;
 };
 
 describe('a Lambda bundle', { timeout: 60_000 }, () => {
@@ -76,28 +82,78 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
 
   it('imports nothing at run time but Node.js, the AWS SDK clients of the Lambda runtime and the Powertools packages of its layer', async () => {
     const entries = [
-      ...[...routeGroups(routes)].map(([group, handlers]) => writeDispatchEntry(`bundle-test-imports-${group}`, handlers, { routeKey: 'http' })),
-      writeDispatchEntry('bundle-test-imports-ws', Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, route.handler])), { routeKey: 'websocket' }),
-      ...['functions/retention/run.ts', 'functions/migrate/run.ts', 'functions/migrate/anchor-key.ts'].map((entry) => join(projectRoot, entry)),
+      ...[...routeGroups(routes)].map(([group, handlers]) =>
+        writeDispatchEntry(`bundle-test-imports-${group}`, handlers, { routeKey: 'http' }),
+      ),
+      writeDispatchEntry(
+        'bundle-test-imports-ws',
+        Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, route.handler])),
+        { routeKey: 'websocket' },
+      ),
+      ...['functions/retention/run.ts', 'functions/migrate/run.ts', 'functions/migrate/anchor-key.ts'].map((entry) =>
+        join(projectRoot, entry),
+      ),
     ];
-    const { metafile } = await build({ ...bundleOptions, plugins: [...bundleOptions.plugins], external: [...bundleOptions.external], mainFields: [...bundleOptions.mainFields], entryPoints: entries, entryNames: '[name]-[hash]', outdir: join(outdir, 'imports'), write: false, metafile: true });
-    const external = new Set(Object.values(metafile.outputs).flatMap((output) => output.imports.filter((i) => i.external).map((i) => i.path)));
+    const { metafile } = await build({
+      ...bundleOptions,
+      plugins: [...bundleOptions.plugins],
+      external: [...bundleOptions.external],
+      mainFields: [...bundleOptions.mainFields],
+      entryPoints: entries,
+      entryNames: '[name]-[hash]',
+      outdir: join(outdir, 'imports'),
+      write: false,
+      metafile: true,
+    });
+    const external = new Set(
+      Object.values(metafile.outputs).flatMap((output) => output.imports.filter((i) => i.external).map((i) => i.path)),
+    );
     // Lambda's Node.js 22 runtime resolves these bare specifiers from /var/runtime/node_modules and the layer's /opt/nodejs/node_modules (NODE_PATH, also for ES modules).
-    const provided = [/^@aws-sdk\/client-(rds-data|secrets-manager|apigatewaymanagementapi)$/, new RegExp(`^@aws-lambda-powertools/(${powertoolsPackages.join('|')})(/middleware)?$`)];
-    expect([...external].filter((path) => !isBuiltin(path) && !provided.some((pattern) => pattern.test(path)))).toEqual([]);
-    expect([...external]).toEqual(expect.arrayContaining(['@aws-lambda-powertools/logger', '@aws-lambda-powertools/metrics', '@aws-lambda-powertools/tracer']));
+    const provided = [
+      /^@aws-sdk\/client-(rds-data|secrets-manager|apigatewaymanagementapi)$/,
+      new RegExp(`^@aws-lambda-powertools/(${powertoolsPackages.join('|')})(/middleware)?$`),
+    ];
+    expect([...external].filter((path) => !isBuiltin(path) && !provided.some((pattern) => pattern.test(path)))).toEqual(
+      [],
+    );
+    expect([...external]).toEqual(
+      expect.arrayContaining([
+        '@aws-lambda-powertools/logger',
+        '@aws-lambda-powertools/metrics',
+        '@aws-lambda-powertools/tracer',
+      ]),
+    );
   });
 
   it('in Lambda, publishes the cold start and the counts of its invocations as CloudWatch metrics', async () => {
     const dir = join(outdir, 'in-lambda');
-    await bundleLambda({ entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups(routes).get('system')!, { routeKey: 'http' }), outdir: dir });
-    for (const [name, value] of Object.entries({ AWS_LAMBDA_FUNCTION_NAME: 'logbook-system', AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand', POWERTOOLS_METRICS_NAMESPACE: 'LogbookBundleTest' })) vi.stubEnv(name, value);
+    await bundleLambda({
+      entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups(routes).get('system')!, { routeKey: 'http' }),
+      outdir: dir,
+    });
+    for (const [name, value] of Object.entries({
+      AWS_LAMBDA_FUNCTION_NAME: 'logbook-system',
+      AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+      POWERTOOLS_METRICS_NAMESPACE: 'LogbookBundleTest',
+    }))
+      vi.stubEnv(name, value);
     const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
     try {
       const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
       expect(await call(handler, 'GET /api/v1/health')).toMatchObject({ statusCode: 200 });
-      const emf = write.mock.calls.map(([chunk]) => String(chunk)).filter((text) => text.includes('"_aws"')).map((text) => JSON.parse(text) as Record<string, any>);
-      expect(emf).toEqual([expect.objectContaining({ ColdStart: 1, function_name: 'logbook-system', _aws: expect.objectContaining({ CloudWatchMetrics: [expect.objectContaining({ Namespace: 'LogbookBundleTest' })] }) })]);
+      const emf = write.mock.calls
+        .map(([chunk]) => String(chunk))
+        .filter((text) => text.includes('"_aws"'))
+        .map((text) => JSON.parse(text) as Record<string, any>);
+      expect(emf).toEqual([
+        expect.objectContaining({
+          ColdStart: 1,
+          function_name: 'logbook-system',
+          _aws: expect.objectContaining({
+            CloudWatchMetrics: [expect.objectContaining({ Namespace: 'LogbookBundleTest' })],
+          }),
+        }),
+      ]);
     } finally {
       write.mockRestore();
       vi.unstubAllEnvs();
@@ -108,6 +164,16 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
     const { handler } = await bundled('hierarchy');
     const reply = await call(handler, 'POST /api/v1/agents/enroll', {});
     expect(reply.statusCode).toBe(400);
-    expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: expect.arrayContaining([expect.objectContaining({ path: 'body.enrollmentKey', message: 'Invalid input: expected string, received undefined' })]) } });
+    expect(JSON.parse(reply.body)).toMatchObject({
+      error: {
+        code: 'VALIDATION_FAILED',
+        details: expect.arrayContaining([
+          expect.objectContaining({
+            path: 'body.enrollmentKey',
+            message: 'Invalid input: expected string, received undefined',
+          }),
+        ]),
+      },
+    });
   });
 });

@@ -15,7 +15,12 @@ import { LogbookStack, type LogbookStackProps } from '#infra/aws/logbook-stack.t
 import { powertoolsLayerParameter, powertoolsPackages, powertoolsVersion } from '#infra/aws/powertools.ts';
 import { buildViewerSite } from '#infra/aws/viewer.ts';
 
-type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string; Metadata?: Record<string, unknown> };
+type Resource = {
+  Type: string;
+  Properties: Record<string, any>;
+  DeletionPolicy?: string;
+  Metadata?: Record<string, unknown>;
+};
 
 function synth(props: LogbookStackProps = {}) {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
@@ -23,7 +28,8 @@ function synth(props: LogbookStackProps = {}) {
   const template = Template.fromStack(stack);
   const resources = template.toJSON().Resources as Record<string, Resource>;
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
-  const functionId = (description: string) => ofType('AWS::Lambda::Function').find(([, r]) => String(r.Properties.Description).includes(description))![0];
+  const functionId = (description: string) =>
+    ofType('AWS::Lambda::Function').find(([, r]) => String(r.Properties.Description).includes(description))![0];
   /** The statements of the policies attached to a function's role. */
   const statementsOf = (fnId: string) => {
     const role = resources[fnId]!.Properties.Role['Fn::GetAtt'][0] as string;
@@ -42,20 +48,38 @@ const idOf = (type: string, prefix = '') => {
   expect(found).toHaveLength(1);
   return found[0]![0];
 };
-const apiFunctions = deployed.ofType('AWS::Lambda::Function').filter(([, r]) => /^Logbook (?!.*retention)/.test(r.Properties.Description));
+const apiFunctions = deployed
+  .ofType('AWS::Lambda::Function')
+  .filter(([, r]) => /^Logbook (?!.*retention)/.test(r.Properties.Description));
 /** This project's functions (not CDK's own: log retention, bucket deployment). */
-const logbookFunctions = deployed.ofType('AWS::Lambda::Function').filter(([, r]) => String(r.Properties.Description).startsWith('Logbook'));
+const logbookFunctions = deployed
+  .ofType('AWS::Lambda::Function')
+  .filter(([, r]) => String(r.Properties.Description).startsWith('Logbook'));
 
 describe('the CDK stack', () => {
-  it('synthesizes with cdk-nag\'s AwsSolutions checks and no unacknowledged finding, each acknowledgment with its reason', { timeout: 60_000 }, () => {
-    for (const settings of [{}, { deletionProtection: false, snapshotOnDelete: false, viewerOrigin: 'https://viewer.example.com', agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf' }]) {
+  it("synthesizes with cdk-nag's AwsSolutions checks and no unacknowledged finding, each acknowledgment with its reason", {
+    timeout: 60_000,
+  }, () => {
+    for (const settings of [
+      {},
+      {
+        deletionProtection: false,
+        snapshotOnDelete: false,
+        viewerOrigin: 'https://viewer.example.com',
+        agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf',
+      },
+    ]) {
       const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
       const stack = new LogbookStack(app, 'Logbook', { settings });
       Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
       expect(() => app.synth()).not.toThrow();
       const acknowledged = stack.node
         .findAll()
-        .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY).flatMap((m) => Object.values(m.data as Record<string, string>)));
+        .flatMap((c) =>
+          c.node.metadata
+            .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+            .flatMap((m) => Object.values(m.data as Record<string, string>)),
+        );
       expect(acknowledged.length).toBeGreaterThan(0);
       for (const reason of acknowledged) expect(reason.length).toBeGreaterThan(30);
     }
@@ -73,21 +97,28 @@ describe('the CDK stack', () => {
         ServerlessV2ScalingConfiguration: { MinCapacity: 0, MaxCapacity: 4, SecondsUntilAutoPause: 300 },
       }),
     });
-    deployed.template.hasResourceProperties('AWS::RDS::DBInstance', { DBInstanceClass: 'db.serverless', PubliclyAccessible: false });
+    deployed.template.hasResourceProperties('AWS::RDS::DBInstance', {
+      DBInstanceClass: 'db.serverless',
+      PubliclyAccessible: false,
+    });
   });
 
   it('lets a test stage switch deletion protection and the final snapshot off, and set the capacity', () => {
     const test = synth({ settings: { deletionProtection: false, snapshotOnDelete: false, maxCapacityAcu: 2 } });
     test.template.hasResource('AWS::RDS::DBCluster', {
       DeletionPolicy: 'Delete',
-      Properties: Match.objectLike({ DeletionProtection: false, ServerlessV2ScalingConfiguration: Match.objectLike({ MinCapacity: 0, MaxCapacity: 2 }) }),
+      Properties: Match.objectLike({
+        DeletionProtection: false,
+        ServerlessV2ScalingConfiguration: Match.objectLike({ MinCapacity: 0, MaxCapacity: 2 }),
+      }),
     });
   });
 
   it('keeps the database in isolated subnets of a VPC without NAT gateway or internet gateway, open to no one', () => {
     deployed.template.resourceCountIs('AWS::EC2::NatGateway', 0);
     deployed.template.resourceCountIs('AWS::EC2::InternetGateway', 0);
-    for (const [, subnet] of deployed.ofType('AWS::EC2::Subnet')) expect(subnet.Properties.MapPublicIpOnLaunch).toBe(false);
+    for (const [, subnet] of deployed.ofType('AWS::EC2::Subnet'))
+      expect(subnet.Properties.MapPublicIpOnLaunch).toBe(false);
     deployed.template.hasResourceProperties('AWS::EC2::SecurityGroup', { SecurityGroupIngress: Match.absent() });
     deployed.template.resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
     for (const [, fn] of deployed.ofType('AWS::Lambda::Function')) expect(fn.Properties.VpcConfig).toBeUndefined();
@@ -99,7 +130,12 @@ describe('the CDK stack', () => {
       .filter(([, s]) => s.Properties.GenerateSecretString?.SecretStringTemplate)
       .map(([, s]) => JSON.parse(s.Properties.GenerateSecretString.SecretStringTemplate).username);
     expect(logins.sort()).toEqual(['logbook_admin', 'logbook_app', 'logbook_audit_admin']);
-    expect(deployed.ofType('AWS::SecretsManager::Secret').map(([id]) => id).filter((id) => id.startsWith('AnchorKeyPrivateKey'))).toHaveLength(1);
+    expect(
+      deployed
+        .ofType('AWS::SecretsManager::Secret')
+        .map(([id]) => id)
+        .filter((id) => id.startsWith('AnchorKeyPrivateKey')),
+    ).toHaveLength(1);
     expect(deployed.ofType('AWS::SecretsManager::Secret')).toHaveLength(4);
     for (const [, s] of deployed.ofType('AWS::SecretsManager::Secret')) expect(s.Properties.KmsKeyId).toBeUndefined();
   });
@@ -109,7 +145,8 @@ describe('the CDK stack', () => {
     for (const [id] of deployed.ofType('AWS::Lambda::Function').filter(([id]) => !id.startsWith('LogRetention'))) {
       for (const statement of deployed.statementsOf(id)) {
         const actions = [statement.Action].flat();
-        if (actions.some((a) => a.startsWith('rds-data:'))) expect(JSON.stringify(statement.Resource)).toContain(`"Ref":"${cluster}"`);
+        if (actions.some((a) => a.startsWith('rds-data:')))
+          expect(JSON.stringify(statement.Resource)).toContain(`"Ref":"${cluster}"`);
         if (actions.some((a) => a.startsWith('rds-data:') || a.startsWith('secretsmanager:'))) {
           expect(statement.Resource).not.toBe('*');
           expect(JSON.stringify(statement.Resource)).not.toContain('*');
@@ -126,10 +163,14 @@ describe('the CDK stack', () => {
         .map((s) => (s.Resource as { Ref: string }).Ref)
         .sort();
     const appSecret = refOf('DatabaseAppSecret');
-    expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual([refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort());
+    expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
+      [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
+    );
     expect(apiFunctions.length).toBe(9);
     for (const [id] of apiFunctions) expect(secretsReadBy(id)).toEqual([appSecret]);
-    expect(secretsReadBy(deployed.functionId('applies the SQL migrations'))).toEqual([refOf('DatabaseClusterSecretAttachment'), appSecret].sort());
+    expect(secretsReadBy(deployed.functionId('applies the SQL migrations'))).toEqual(
+      [refOf('DatabaseClusterSecretAttachment'), appSecret].sort(),
+    );
     expect(secretsReadBy(deployed.functionId('signs the audit anchors'))).toEqual([]);
   });
 
@@ -138,13 +179,21 @@ describe('the CDK stack', () => {
     deployed.ofType('AWS::IAM::Policy').flatMap(([policyId, policy]) =>
       (policy.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown }[])
         .filter((statement) => statement.Effect === 'Allow')
-        .filter((statement) => [statement.Action].flat().some((action) => /^(secretsmanager:(GetSecretValue|Get\*|\*|BatchGetSecretValue)|\*)$/.test(action)))
-        .filter((statement) => [statement.Resource].flat().some((resource) => resource === '*' || JSON.stringify(resource).includes(`"Ref":"${secret}"`)))
+        .filter((statement) =>
+          [statement.Action]
+            .flat()
+            .some((action) => /^(secretsmanager:(GetSecretValue|Get\*|\*|BatchGetSecretValue)|\*)$/.test(action)),
+        )
+        .filter((statement) =>
+          [statement.Resource]
+            .flat()
+            .some((resource) => resource === '*' || JSON.stringify(resource).includes(`"Ref":"${secret}"`)),
+        )
         .flatMap(() => (policy.Properties.Roles as { Ref: string }[]).map((role) => `${role.Ref} (${policyId})`)),
     );
   const roleOf = (fnId: string) => deployed.resources[fnId]!.Properties.Role['Fn::GetAtt'][0] as string;
 
-  it('lets no role but the retention function\'s read the audit-admin secret, nor the anchor signing key', () => {
+  it("lets no role but the retention function's read the audit-admin secret, nor the anchor signing key", () => {
     for (const secret of [refOf('DatabaseAuditAdminSecret'), refOf('AnchorKeyPrivateKey')]) {
       const readers = readersOf(secret);
       expect(readers).toHaveLength(1);
@@ -160,9 +209,16 @@ describe('the CDK stack', () => {
         .statementsOf(fnId)
         .filter((s) => [s.Action].flat().includes('secretsmanager:PutSecretValue'))
         .map((s) => ({ actions: [s.Action].flat(), resource: (s.Resource as { Ref: string }).Ref }));
-    expect(writes(deployed.functionId('applies the SQL migrations'))).toEqual([{ actions: ['secretsmanager:PutSecretValue'], resource: refOf('DatabaseAuditAdminSecret') }]);
-    expect(writes(deployed.functionId('signs the audit anchors'))).toEqual([{ actions: ['secretsmanager:PutSecretValue'], resource: refOf('AnchorKeyPrivateKey') }]);
-    for (const [id] of deployed.ofType('AWS::Lambda::Function').filter(([id]) => !/^(DatabaseMigrate|AnchorKeyGenerator)/.test(id))) expect(writes(id)).toEqual([]);
+    expect(writes(deployed.functionId('applies the SQL migrations'))).toEqual([
+      { actions: ['secretsmanager:PutSecretValue'], resource: refOf('DatabaseAuditAdminSecret') },
+    ]);
+    expect(writes(deployed.functionId('signs the audit anchors'))).toEqual([
+      { actions: ['secretsmanager:PutSecretValue'], resource: refOf('AnchorKeyPrivateKey') },
+    ]);
+    for (const [id] of deployed
+      .ofType('AWS::Lambda::Function')
+      .filter(([id]) => !/^(DatabaseMigrate|AnchorKeyGenerator)/.test(id)))
+      expect(writes(id)).toEqual([]);
   });
 
   it('generates the anchor key pair once, and again when anchorKeyGeneration changes; the audit function publishes its public key', () => {
@@ -171,31 +227,53 @@ describe('the CDK stack', () => {
       generation: '1',
       secretArn: { Ref: refOf('AnchorKeyPrivateKey') },
     });
-    synth({ settings: { anchorKeyGeneration: 2 } }).template.hasResourceProperties('Custom::LogbookAnchorKey', { generation: '2' });
+    synth({ settings: { anchorKeyGeneration: 2 } }).template.hasResourceProperties('Custom::LogbookAnchorKey', {
+      generation: '2',
+    });
     const keyResource = refOf('AnchorKeyPair');
-    expect(deployed.resources[deployed.functionId('Logbook audit')]!.Properties.Environment.Variables.AUDIT_ANCHOR_PUBLIC_KEY).toEqual({ 'Fn::GetAtt': [keyResource, 'publicKey'] });
+    expect(
+      deployed.resources[deployed.functionId('Logbook audit')]!.Properties.Environment.Variables
+        .AUDIT_ANCHOR_PUBLIC_KEY,
+    ).toEqual({ 'Fn::GetAtt': [keyResource, 'publicKey'] });
     const retention = deployed.resources[deployed.functionId('retention worker')]!;
-    expect(retention.Properties.Environment.Variables.AUDIT_ANCHOR_PRIVATE_KEY_ARN).toEqual({ Ref: refOf('AnchorKeyPrivateKey') });
+    expect(retention.Properties.Environment.Variables.AUDIT_ANCHOR_PRIVATE_KEY_ARN).toEqual({
+      Ref: refOf('AnchorKeyPrivateKey'),
+    });
     expect((retention as { DependsOn?: string[] }).DependsOn).toContain(keyResource);
-    expect(() => new LogbookStack(new App({ context: { anchorKeyGeneration: '0' } }), 'Bad')).toThrow(/anchorKeyGeneration/);
+    expect(() => new LogbookStack(new App({ context: { anchorKeyGeneration: '0' } }), 'Bad')).toThrow(
+      /anchorKeyGeneration/,
+    );
   });
 
   it('runs the migration custom resource on every deploy, as the owner, after the cluster exists', () => {
     deployed.template.hasResource('Custom::LogbookSchema', {
-      Properties: { ServiceToken: { 'Fn::GetAtt': [deployed.functionId('applies the SQL migrations'), 'Arn'] }, deployedAt: Match.anyValue() },
+      Properties: {
+        ServiceToken: { 'Fn::GetAtt': [deployed.functionId('applies the SQL migrations'), 'Arn'] },
+        deployedAt: Match.anyValue(),
+      },
       DependsOn: Match.arrayWith([Match.stringLikeRegexp('^DatabaseCluster')]),
     });
     // A property that differs on every synthesis: CloudFormation sends the resource an Update on every deploy.
-    const deployedAt = (s: ReturnType<typeof synth>) => s.ofType('Custom::LogbookSchema')[0]![1].Properties.deployedAt as string;
+    const deployedAt = (s: ReturnType<typeof synth>) =>
+      s.ofType('Custom::LogbookSchema')[0]![1].Properties.deployedAt as string;
     const later = synth();
     expect(deployedAt(later)).not.toBe(deployedAt(deployed));
     const migrate = deployed.resources[deployed.functionId('applies the SQL migrations')]!;
-    expect(Object.keys(migrate.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_NAME', 'OWNER_DB_SECRET_ARN', 'APP_DB_SECRET_ARN', 'AUDIT_ADMIN_DB_SECRET_ARN']));
+    expect(Object.keys(migrate.Properties.Environment.Variables)).toEqual(
+      expect.arrayContaining([
+        'DB_CLUSTER_ARN',
+        'DB_NAME',
+        'OWNER_DB_SECRET_ARN',
+        'APP_DB_SECRET_ARN',
+        'AUDIT_ADMIN_DB_SECRET_ARN',
+      ]),
+    );
     // Every function serving the API, and the retention worker, waits for the schema and the logins.
-    for (const [id] of [...apiFunctions, [deployed.functionId('retention worker')]]) expect((deployed.resources[id!] as { DependsOn?: string[] }).DependsOn).toContain(refOf('DatabaseSchema'));
+    for (const [id] of [...apiFunctions, [deployed.functionId('retention worker')]])
+      expect((deployed.resources[id!] as { DependsOn?: string[] }).DependsOn).toContain(refOf('DatabaseSchema'));
   });
 
-  it('lets a custom resource whose function cannot answer fail the deploy within minutes, not CloudFormation\'s hour', () => {
+  it("lets a custom resource whose function cannot answer fail the deploy within minutes, not CloudFormation's hour", () => {
     deployed.template.hasResourceProperties('Custom::LogbookSchema', { ServiceTimeout: '600' });
     deployed.template.hasResourceProperties('Custom::LogbookAnchorKey', { ServiceTimeout: '300' });
     // Each answers before its own timeout (functions/migrate/custom-resource.ts), well inside the service timeout.
@@ -214,10 +292,17 @@ describe('the CDK stack', () => {
 
   it('runs each route group in a Lambda of its own: Node.js 22 on arm64, with a log group that expires', () => {
     const groups = new Set(Object.values(routes).map((r) => r.handler.split('/')[0]));
-    expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual([...groups, 'ws'].sort());
+    expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
+      [...groups, 'ws'].sort(),
+    );
     expect(logbookFunctions.length).toBe(12);
     for (const [, fn] of logbookFunctions) {
-      expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler', TracingConfig: { Mode: 'Active' } });
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        TracingConfig: { Mode: 'Active' },
+      });
       expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
     }
     for (const [, group] of deployed.ofType('AWS::Logs::LogGroup')) expect(group.Properties.RetentionInDays).toBe(30);
@@ -225,26 +310,53 @@ describe('the CDK stack', () => {
 
   it('gives every function the Powertools layer of the installed version, its service name and metrics namespace, configurable', () => {
     const version = powertoolsVersion();
-    const layerParameter = Object.entries(deployed.template.toJSON().Parameters as Record<string, { Type: string; Default: string }>).find(([, p]) => p.Default === powertoolsLayerParameter(version))!;
+    const layerParameter = Object.entries(
+      deployed.template.toJSON().Parameters as Record<string, { Type: string; Default: string }>,
+    ).find(([, p]) => p.Default === powertoolsLayerParameter(version))!;
     expect(layerParameter[1].Type).toBe('AWS::SSM::Parameter::Value<String>');
-    for (const name of powertoolsPackages) expect(JSON.parse(readFileSync(`node_modules/@aws-lambda-powertools/${name}/package.json`, 'utf8')).version).toBe(version);
+    for (const name of powertoolsPackages)
+      expect(JSON.parse(readFileSync(`node_modules/@aws-lambda-powertools/${name}/package.json`, 'utf8')).version).toBe(
+        version,
+      );
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties.Layers).toEqual([{ Ref: layerParameter[0] }]);
-      expect(fn.Properties.Environment.Variables).toMatchObject({ POWERTOOLS_SERVICE_NAME: 'logbook', POWERTOOLS_METRICS_NAMESPACE: 'Logbook' });
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        POWERTOOLS_SERVICE_NAME: 'logbook',
+        POWERTOOLS_METRICS_NAMESPACE: 'Logbook',
+      });
     }
-    const configured = synth({ settings: { serviceName: 'rmm-logbook', metricsNamespace: 'Rmm/Logbook', powertoolsLayerArn: 'arn:aws:lambda:eu-west-1:094274105915:layer:AWSLambdaPowertoolsTypeScriptV2:48' } });
+    const configured = synth({
+      settings: {
+        serviceName: 'rmm-logbook',
+        metricsNamespace: 'Rmm/Logbook',
+        powertoolsLayerArn: 'arn:aws:lambda:eu-west-1:094274105915:layer:AWSLambdaPowertoolsTypeScriptV2:48',
+      },
+    });
     const audit = configured.resources[configured.functionId('Logbook audit')]!;
-    expect(audit.Properties.Layers).toEqual(['arn:aws:lambda:eu-west-1:094274105915:layer:AWSLambdaPowertoolsTypeScriptV2:48']);
-    expect(audit.Properties.Environment.Variables).toMatchObject({ POWERTOOLS_SERVICE_NAME: 'rmm-logbook', POWERTOOLS_METRICS_NAMESPACE: 'Rmm/Logbook' });
+    expect(audit.Properties.Layers).toEqual([
+      'arn:aws:lambda:eu-west-1:094274105915:layer:AWSLambdaPowertoolsTypeScriptV2:48',
+    ]);
+    expect(audit.Properties.Environment.Variables).toMatchObject({
+      POWERTOOLS_SERVICE_NAME: 'rmm-logbook',
+      POWERTOOLS_METRICS_NAMESPACE: 'Rmm/Logbook',
+    });
   });
 
   it('configures the functions without a secret value in their environment', () => {
     for (const [, fn] of deployed.ofType('AWS::Lambda::Function')) {
       const variables = JSON.stringify(fn.Properties.Environment?.Variables ?? {});
-      expect(variables).not.toMatch(/resolve:secretsmanager|PASSWORD|JWT_SECRET"|"AGENT_ENROLLMENT_SECRET"|"AUDIT_ANCHOR_PRIVATE_KEY"/);
+      expect(variables).not.toMatch(
+        /resolve:secretsmanager|PASSWORD|JWT_SECRET"|"AGENT_ENROLLMENT_SECRET"|"AUDIT_ANCHOR_PRIVATE_KEY"/,
+      );
     }
     const configured = synth({
-      settings: { jwtJwksUrl: 'https://idp.example.com/.well-known/jwks.json', jwtIssuer: 'https://idp.example.com/', jwtAudience: 'rmm', trustProxyHeaders: true, agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf' },
+      settings: {
+        jwtJwksUrl: 'https://idp.example.com/.well-known/jwks.json',
+        jwtIssuer: 'https://idp.example.com/',
+        jwtAudience: 'rmm',
+        trustProxyHeaders: true,
+        agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf',
+      },
     });
     const hierarchy = configured.resources[configured.functionId('Logbook hierarchy')]!;
     expect(hierarchy.Properties.Environment.Variables).toMatchObject({
@@ -254,39 +366,68 @@ describe('the CDK stack', () => {
       TRUST_PROXY_HEADERS: 'true',
       AGENT_ENROLLMENT_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf',
     });
-    const reads = configured.statementsOf(configured.functionId('Logbook hierarchy')).filter((s) => s.Resource === 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf');
+    const reads = configured
+      .statementsOf(configured.functionId('Logbook hierarchy'))
+      .filter((s) => s.Resource === 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf');
     expect(reads).toHaveLength(1);
-    expect(configured.resources[configured.functionId('Logbook audit')]!.Properties.Environment.Variables.AGENT_ENROLLMENT_SECRET_ARN).toBeUndefined();
+    expect(
+      configured.resources[configured.functionId('Logbook audit')]!.Properties.Environment.Variables
+        .AGENT_ENROLLMENT_SECRET_ARN,
+    ).toBeUndefined();
   });
 
-  it('allows the deployed viewer\'s origin by CORS, and the extra origins of viewerOrigin; none without a viewer', () => {
-    const httpApi = (s: ReturnType<typeof synth>) => s.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![1];
+  it("allows the deployed viewer's origin by CORS, and the extra origins of viewerOrigin; none without a viewer", () => {
+    const httpApi = (s: ReturnType<typeof synth>) =>
+      s.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![1];
     const distribution = idOf('AWS::CloudFront::Distribution');
     const viewerOrigin = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }]] };
-    expect(httpApi(deployed).Properties.CorsConfiguration).toMatchObject({ AllowOrigins: [viewerOrigin], AllowHeaders: expect.arrayContaining(['authorization']) });
+    expect(httpApi(deployed).Properties.CorsConfiguration).toMatchObject({
+      AllowOrigins: [viewerOrigin],
+      AllowHeaders: expect.arrayContaining(['authorization']),
+    });
     const withDevServer = synth({ settings: { viewerOrigin: 'http://localhost:5173, https://audit.example.com' } });
-    expect(httpApi(withDevServer).Properties.CorsConfiguration.AllowOrigins).toEqual([viewerOrigin, 'http://localhost:5173', 'https://audit.example.com']);
+    expect(httpApi(withDevServer).Properties.CorsConfiguration.AllowOrigins).toEqual([
+      viewerOrigin,
+      'http://localhost:5173',
+      'https://audit.example.com',
+    ]);
     expect(httpApi(synth({ settings: { viewer: false } })).Properties.CorsConfiguration).toBeUndefined();
-    expect(httpApi(synth({ settings: { viewer: false, viewerOrigin: 'https://audit.example.com' } })).Properties.CorsConfiguration.AllowOrigins).toEqual(['https://audit.example.com']);
+    expect(
+      httpApi(synth({ settings: { viewer: false, viewerOrigin: 'https://audit.example.com' } })).Properties
+        .CorsConfiguration.AllowOrigins,
+    ).toEqual(['https://audit.example.com']);
     expect(() => synth({ settings: { viewerOrigin: 'https://audit.example.com/viewer' } })).toThrow(/viewerOrigin/);
   });
 
   it('throttles and logs both API stages', () => {
     for (const [, stage] of deployed.ofType('AWS::ApiGatewayV2::Stage')) {
-      expect(stage.Properties).toMatchObject({ AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 }, AccessLogSettings: { DestinationArn: expect.anything() } });
+      expect(stage.Properties).toMatchObject({
+        AutoDeploy: true,
+        DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+        AccessLogSettings: { DestinationArn: expect.anything() },
+      });
     }
   });
 
-  it('opens the agents\' WebSocket API with $connect, $disconnect and $default on its stage, and lets only the relays post to its connections', () => {
-    const wsApi = deployed.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'WEBSOCKET')![0];
+  it("opens the agents' WebSocket API with $connect, $disconnect and $default on its stage, and lets only the relays post to its connections", () => {
+    const wsApi = deployed
+      .ofType('AWS::ApiGatewayV2::Api')
+      .find(([, a]) => a.Properties.ProtocolType === 'WEBSOCKET')![0];
     const keys = deployed
       .ofType('AWS::ApiGatewayV2::Route')
       .filter(([, r]) => r.Properties.ApiId.Ref === wsApi)
       .map(([, r]) => r.Properties.RouteKey);
     expect(keys.sort()).toEqual(Object.keys(wsRoutes).sort());
     deployed.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', { ApiId: { Ref: wsApi }, StageName: 'live' });
-    const relays = deployed.ofType('AWS::Lambda::Function').filter(([id]) => deployed.statementsOf(id).some((s) => [s.Action].flat().includes('execute-api:ManageConnections')));
-    expect(relays.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)![1]).sort()).toEqual(['live-query', 'ws']);
+    const relays = deployed
+      .ofType('AWS::Lambda::Function')
+      .filter(([id]) =>
+        deployed.statementsOf(id).some((s) => [s.Action].flat().includes('execute-api:ManageConnections')),
+      );
+    expect(relays.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)![1]).sort()).toEqual([
+      'live-query',
+      'ws',
+    ]);
     for (const [id] of relays) {
       const grant = deployed.statementsOf(id).find((s) => [s.Action].flat().includes('execute-api:ManageConnections'))!;
       expect(JSON.stringify(grant.Resource)).toContain(`{"Ref":"${wsApi}"},"/live/*/@connections/*"`);
@@ -299,18 +440,31 @@ describe('the CDK stack', () => {
       ScheduleExpression: 'cron(15 3 * * ? *)',
       Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [deployed.functionId('retention worker'), 'Arn'] } })],
     });
-    synth({ settings: { retentionSchedule: 'rate(12 hours)' } }).template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(12 hours)' });
+    synth({ settings: { retentionSchedule: 'rate(12 hours)' } }).template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(12 hours)',
+    });
   });
 
   it('reads its settings from CDK context, and refuses values Aurora or CloudWatch would not take', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [], maxCapacityAcu: '8', trustProxyHeaders: 'true', logRetentionDays: '90' } });
+    const app = new App({
+      context: {
+        'aws:cdk:bundling-stacks': [],
+        maxCapacityAcu: '8',
+        trustProxyHeaders: 'true',
+        logRetentionDays: '90',
+      },
+    });
     const stack = new LogbookStack(app, 'Logbook');
     const template = Template.fromStack(stack);
-    template.hasResourceProperties('AWS::RDS::DBCluster', { ServerlessV2ScalingConfiguration: Match.objectLike({ MaxCapacity: 8 }) });
+    template.hasResourceProperties('AWS::RDS::DBCluster', {
+      ServerlessV2ScalingConfiguration: Match.objectLike({ MaxCapacity: 8 }),
+    });
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
     expect(() => new LogbookStack(new App({ context: { maxCapacityAcu: '0.25' } }), 'Bad')).toThrow(/maxCapacityAcu/);
     expect(() => new LogbookStack(new App({ context: { logRetentionDays: '45' } }), 'Bad')).toThrow(/logRetentionDays/);
-    expect(() => new LogbookStack(new App({ context: { deletionProtection: 'no' } }), 'Bad')).toThrow(/deletionProtection/);
+    expect(() => new LogbookStack(new App({ context: { deletionProtection: 'no' } }), 'Bad')).toThrow(
+      /deletionProtection/,
+    );
   });
 });
 
@@ -321,40 +475,92 @@ describe('the audit viewer on S3 and CloudFront', () => {
 
   it('keeps the site in a private, encrypted bucket without website hosting, that refuses plain HTTP', () => {
     const site = deployed.resources[bucket]!.Properties;
-    expect(site.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
-    expect(site.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe('AES256');
+    expect(site.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    expect(site.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe(
+      'AES256',
+    );
     expect(site.WebsiteConfiguration).toBeUndefined();
     expect(site.OwnershipControls.Rules).toEqual([{ ObjectOwnership: 'BucketOwnerEnforced' }]);
     expect(site.LoggingConfiguration.DestinationBucketName).toEqual({ Ref: refOf('ViewerAccessLogs') });
     deployed.template.hasResourceProperties('AWS::S3::BucketPolicy', {
       Bucket: { Ref: bucket },
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Action: 's3:*', Principal: { AWS: '*' }, Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Principal: { AWS: '*' },
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
     });
   });
 
   it('lets only this distribution read the bucket, through Origin Access Control', () => {
     const policy = deployed.ofType('AWS::S3::BucketPolicy').find(([, p]) => p.Properties.Bucket.Ref === bucket)![1];
-    const allows = (policy.Properties.PolicyDocument.Statement as Record<string, any>[]).filter((statement) => statement.Effect === 'Allow');
+    const allows = (policy.Properties.PolicyDocument.Statement as Record<string, any>[]).filter(
+      (statement) => statement.Effect === 'Allow',
+    );
     expect(allows).toEqual([
       {
         Effect: 'Allow',
         Action: 's3:GetObject',
         Principal: { Service: 'cloudfront.amazonaws.com' },
         Resource: { 'Fn::Join': ['', [bucketArn, '/*']] },
-        Condition: { StringEquals: { 'AWS:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudfront::', { Ref: 'AWS::AccountId' }, ':distribution/', { Ref: distribution }]] } } },
+        Condition: {
+          StringEquals: {
+            'AWS:SourceArn': {
+              'Fn::Join': [
+                '',
+                [
+                  'arn:',
+                  { Ref: 'AWS::Partition' },
+                  ':cloudfront::',
+                  { Ref: 'AWS::AccountId' },
+                  ':distribution/',
+                  { Ref: distribution },
+                ],
+              ],
+            },
+          },
+        },
       },
     ]);
-    deployed.template.hasResourceProperties('AWS::CloudFront::OriginAccessControl', { OriginAccessControlConfig: { OriginAccessControlOriginType: 's3', SigningBehavior: 'always', SigningProtocol: 'sigv4' } });
+    deployed.template.hasResourceProperties('AWS::CloudFront::OriginAccessControl', {
+      OriginAccessControlConfig: {
+        OriginAccessControlOriginType: 's3',
+        SigningBehavior: 'always',
+        SigningProtocol: 'sigv4',
+      },
+    });
     const config = deployed.resources[distribution]!.Properties.DistributionConfig;
     expect(config.Origins).toHaveLength(1);
-    expect(config.Origins[0]).toMatchObject({ DomainName: { 'Fn::GetAtt': [bucket, 'RegionalDomainName'] }, OriginAccessControlId: { 'Fn::GetAtt': [idOf('AWS::CloudFront::OriginAccessControl'), 'Id'] }, S3OriginConfig: { OriginAccessIdentity: '' } });
+    expect(config.Origins[0]).toMatchObject({
+      DomainName: { 'Fn::GetAtt': [bucket, 'RegionalDomainName'] },
+      OriginAccessControlId: { 'Fn::GetAtt': [idOf('AWS::CloudFront::OriginAccessControl'), 'Id'] },
+      S3OriginConfig: { OriginAccessIdentity: '' },
+    });
   });
 
   it('serves index.html over HTTPS only, read-only, with security headers, and logs its requests', () => {
     const config = deployed.resources[distribution]!.Properties.DistributionConfig;
-    expect(config).toMatchObject({ DefaultRootObject: 'index.html', Logging: { Bucket: { 'Fn::GetAtt': [refOf('ViewerAccessLogs'), 'RegionalDomainName'] } } });
-    expect(config.DefaultCacheBehavior).toMatchObject({ ViewerProtocolPolicy: 'redirect-to-https', AllowedMethods: ['GET', 'HEAD'], ResponseHeadersPolicyId: { Ref: refOf('ViewerSecurityHeaders') } });
-    const headers = deployed.resources[refOf('ViewerSecurityHeaders')]!.Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig;
+    expect(config).toMatchObject({
+      DefaultRootObject: 'index.html',
+      Logging: { Bucket: { 'Fn::GetAtt': [refOf('ViewerAccessLogs'), 'RegionalDomainName'] } },
+    });
+    expect(config.DefaultCacheBehavior).toMatchObject({
+      ViewerProtocolPolicy: 'redirect-to-https',
+      AllowedMethods: ['GET', 'HEAD'],
+      ResponseHeadersPolicyId: { Ref: refOf('ViewerSecurityHeaders') },
+    });
+    const headers =
+      deployed.resources[refOf('ViewerSecurityHeaders')]!.Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig;
     expect(headers).toMatchObject({
       StrictTransportSecurity: { AccessControlMaxAgeSec: 31_536_000, IncludeSubdomains: true, Override: true },
       ContentTypeOptions: { Override: true },
@@ -362,7 +568,13 @@ describe('the audit viewer on S3 and CloudFront', () => {
       ReferrerPolicy: { ReferrerPolicy: 'no-referrer', Override: true },
     });
     const csp = JSON.stringify(headers.ContentSecurityPolicy.ContentSecurityPolicy);
-    for (const directive of ["default-src 'none'", "script-src 'self'", "frame-ancestors 'none'", "connect-src 'self' https://*.execute-api."]) expect(csp).toContain(directive);
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "frame-ancestors 'none'",
+      "connect-src 'self' https://*.execute-api.",
+    ])
+      expect(csp).toContain(directive);
     const logs = deployed.resources[refOf('ViewerAccessLogs')]!.Properties;
     expect(logs.PublicAccessBlockConfiguration.RestrictPublicBuckets).toBe(true);
     expect(logs.LifecycleConfiguration.Rules).toEqual([{ ExpirationInDays: 30, Status: 'Enabled' }]);
@@ -373,13 +585,20 @@ describe('the audit viewer on S3 and CloudFront', () => {
     expect(deployments).toHaveLength(2);
     for (const [, d] of deployments) expect(d.Properties.DestinationBucketName).toEqual({ Ref: bucket });
     const pages = deployments.find(([id]) => id.startsWith('ViewerPages'))![1].Properties;
-    expect(pages).toMatchObject({ Include: ['index.html', 'config.json'], Exclude: ['*'], SystemMetadata: { 'cache-control': 'no-cache' } });
+    expect(pages).toMatchObject({
+      Include: ['index.html', 'config.json'],
+      Exclude: ['*'],
+      SystemMetadata: { 'cache-control': 'no-cache' },
+    });
     // config.json: {"apiBaseUrl": <the HTTP API's URL>}, filled in at deploy time.
     const markers = JSON.stringify(pages.SourceMarkers);
     const httpApi = deployed.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![0];
     expect(markers).toContain(`{"Ref":"${httpApi}"}`);
     const assets = deployments.find(([id]) => id.startsWith('ViewerAssets'))![1].Properties;
-    expect(assets).toMatchObject({ Exclude: ['index.html', 'config.json'], SystemMetadata: { 'cache-control': 'public, max-age=31536000, immutable' } });
+    expect(assets).toMatchObject({
+      Exclude: ['index.html', 'config.json'],
+      SystemMetadata: { 'cache-control': 'public, max-age=31536000, immutable' },
+    });
     expect(assets.Prune).not.toBe(false);
   });
 
@@ -389,7 +608,10 @@ describe('the audit viewer on S3 and CloudFront', () => {
       buildViewerSite(dir);
       const html = readFileSync(join(dir, 'index.html'), 'utf8');
       const assets = [...html.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)].map((match) => match[1]!);
-      expect(assets.map((asset) => asset.replace(/-[A-Z0-9]+\./, '.')).sort()).toEqual(['assets/app.js', 'assets/styles.css']);
+      expect(assets.map((asset) => asset.replace(/-[A-Z0-9]+\./, '.')).sort()).toEqual([
+        'assets/app.js',
+        'assets/styles.css',
+      ]);
       for (const asset of assets) expect(existsSync(join(dir, asset))).toBe(true);
       expect(existsSync(join(dir, 'config.json'))).toBe(false);
     } finally {

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { answerFrames, chunkBytes, startAgent } from '#infra/local/agent/agent.ts';
 import { generateEventStore } from '#infra/local/agent/event-store.ts';
 import { useApi } from '#test/support/api.ts';
-import { TestConnection, eventually } from '#test/support/live-agents.ts';
+import { eventually, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -15,21 +15,28 @@ beforeAll(async () => {
   tenant = await createTenant(t.api, 'Acme');
 });
 
-describe('the simulated agent\'s event store', () => {
+describe("the simulated agent's event store", () => {
   const anchor = new Date('2026-03-01T12:00:00Z');
 
   it('is the same for the same computer and anchor, and differs between computers', () => {
     const a = generateEventStore({ computer: 'WIN-A', anchor });
     expect(JSON.stringify(generateEventStore({ computer: 'WIN-A', anchor }).all())).toBe(JSON.stringify(a.all()));
-    expect(generateEventStore({ computer: 'WIN-B', anchor }).events('Security', { page: 1, limit: 1 })!.events[0]!.recordId).not.toBe(
-      a.events('Security', { page: 1, limit: 1 })!.events[0]!.recordId,
-    );
+    expect(
+      generateEventStore({ computer: 'WIN-B', anchor }).events('Security', { page: 1, limit: 1 })!.events[0]!.recordId,
+    ).not.toBe(a.events('Security', { page: 1, limit: 1 })!.events[0]!.recordId);
   });
 
   it('holds the logs and event ids of a Windows server, with rawXml in the Windows event schema', () => {
     const store = generateEventStore({ computer: 'WIN-A', anchor });
-    expect(store.list().map((log) => log.name)).toEqual(['Application', 'System', 'Security', 'Setup', 'Microsoft-Windows-Sysmon/Operational']);
-    const ids = (name: string) => new Set(store.events(name, { page: 1, limit: 100_000 })!.events.map((e) => e.eventId));
+    expect(store.list().map((log) => log.name)).toEqual([
+      'Application',
+      'System',
+      'Security',
+      'Setup',
+      'Microsoft-Windows-Sysmon/Operational',
+    ]);
+    const ids = (name: string) =>
+      new Set(store.events(name, { page: 1, limit: 100_000 })!.events.map((e) => e.eventId));
     for (const id of [4624, 4625, 4634, 4672, 4688]) expect(ids('Security')).toContain(id);
     for (const id of [7036, 6005, 6006, 1074, 41, 6008]) expect(ids('System')).toContain(id);
     for (const id of [1000, 1001]) expect(ids('Application')).toContain(id);
@@ -44,7 +51,7 @@ describe('the simulated agent\'s event store', () => {
   });
 });
 
-describe('the simulated agent\'s chunks', () => {
+describe("the simulated agent's chunks", () => {
   const answer = (text: string) => ({ requestId: '6f1c1b9e-2f55-4a4e-9a55-8d1f2f1b7c11', data: { text } });
 
   it('sends an answer that fits as one message', () => {
@@ -67,15 +74,32 @@ describe('the simulated agent', () => {
   it('heartbeats, posts diagnostic logs and submits its warnings and errors as stored event logs', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-REST');
     const store = generateEventStore({ computer: 'WIN-REST' });
-    const running = startAgent({ server: t.api.url, wsUrl: t.api.wsUrl, agentId: agent.agentId, token: agent.token, store, heartbeatSeconds: 0.2 });
+    const running = startAgent({
+      server: t.api.url,
+      wsUrl: t.api.wsUrl,
+      agentId: agent.agentId,
+      token: agent.token,
+      store,
+      heartbeatSeconds: 0.2,
+    });
     try {
       await running.connected();
-      const get = (path: string) => t.api.request('GET', `/api/v1/devices/${agent.deviceId}${path}`, { token: tenant.orgToken });
+      const get = (path: string) =>
+        t.api.request('GET', `/api/v1/devices/${agent.deviceId}${path}`, { token: tenant.orgToken });
       await eventually(async () => (await get('/eventlogs?limit=1')).body.pagination.total === 500);
-      await eventually(async () => (await get('/diagnostic-logs')).body.data.some((e: { message: string }) => e.message === 'Connected for live queries'));
+      await eventually(async () =>
+        (await get('/diagnostic-logs')).body.data.some(
+          (e: { message: string }) => e.message === 'Connected for live queries',
+        ),
+      );
       expect((await get('')).body).toMatchObject({ agentStatus: 'online', agentVersion: '2.4.1-sim' });
       const [stored] = (await get('/eventlogs?limit=1')).body.data;
-      expect(stored).toMatchObject({ eventId: expect.stringMatching(/^(Application|System|Security|Setup|Microsoft-Windows-Sysmon\/Operational):\d+$/), details: { recordId: expect.any(Number) } });
+      expect(stored).toMatchObject({
+        eventId: expect.stringMatching(
+          /^(Application|System|Security|Setup|Microsoft-Windows-Sysmon\/Operational):\d+$/,
+        ),
+        details: { recordId: expect.any(Number) },
+      });
     } finally {
       await running.stop();
     }
@@ -83,13 +107,29 @@ describe('the simulated agent', () => {
 
   it('reconnects with backoff after its connection drops', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-RECONNECT');
-    const running = startAgent({ server: t.api.url, wsUrl: t.api.wsUrl, agentId: agent.agentId, token: agent.token, store: generateEventStore({ computer: 'x' }), submitEvents: false, heartbeatSeconds: 3600 });
+    const running = startAgent({
+      server: t.api.url,
+      wsUrl: t.api.wsUrl,
+      agentId: agent.agentId,
+      token: agent.token,
+      store: generateEventStore({ computer: 'x' }),
+      submitEvents: false,
+      heartbeatSeconds: 3600,
+    });
     try {
       await running.connected();
-      const rows = async () => (await t.db.admin.query<{ id: string }>('SELECT connection_id AS id FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId })).rows;
+      const rows = async () =>
+        (
+          await t.db.admin.query<{ id: string }>(
+            'SELECT connection_id AS id FROM agent_connections WHERE device_id = :d::uuid',
+            { d: agent.deviceId },
+          )
+        ).rows;
       const [first] = await rows();
       // API Gateway drops the connection (e.g. its two-hour limit): the agent comes back on a new one.
-      await fetch(`${t.api.wsUrl.replace('ws:', 'http:')}/@connections/${encodeURIComponent(first!.id)}`, { method: 'DELETE' });
+      await fetch(`${t.api.wsUrl.replace('ws:', 'http:')}/@connections/${encodeURIComponent(first!.id)}`, {
+        method: 'DELETE',
+      });
       await eventually(async () => {
         const now = await rows();
         return now.length === 1 && now[0]!.id !== first!.id;
@@ -102,13 +142,24 @@ describe('the simulated agent', () => {
   it('stays off the channel when another connection of its agent replaces it', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-TWIN');
     const lines: string[] = [];
-    const running = startAgent({ server: t.api.url, wsUrl: t.api.wsUrl, agentId: agent.agentId, token: agent.token, store: generateEventStore({ computer: 'x' }), submitEvents: false, heartbeatSeconds: 3600, log: (line) => lines.push(line) });
+    const running = startAgent({
+      server: t.api.url,
+      wsUrl: t.api.wsUrl,
+      agentId: agent.agentId,
+      token: agent.token,
+      store: generateEventStore({ computer: 'x' }),
+      submitEvents: false,
+      heartbeatSeconds: 3600,
+      log: (line) => lines.push(line),
+    });
     try {
       await running.connected();
       const twin = await TestConnection.open(t.api, agent.token);
       await eventually(() => lines.some((line) => line.includes('not reconnecting')));
       await new Promise((resolve) => setTimeout(resolve, 1_500));
-      const reply = t.api.request('GET', `/api/v1/devices/${agent.deviceId}/eventlogs/System`, { token: tenant.orgToken });
+      const reply = t.api.request('GET', `/api/v1/devices/${agent.deviceId}/eventlogs/System`, {
+        token: tenant.orgToken,
+      });
       const { requestId } = await twin.next();
       twin.send({ requestId, error: { code: 'NOT_FOUND', message: 'answered by the twin' } });
       expect((await reply).body.error.message).toBe('answered by the twin');
@@ -121,7 +172,9 @@ describe('the simulated agent', () => {
   it('with mayResume, takes the channel back once the other connection left', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-RESUME');
     const lines: string[] = [];
-    const offline = async () => (await t.db.admin.query('SELECT 1 FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId })).rowCount === 0;
+    const offline = async () =>
+      (await t.db.admin.query('SELECT 1 FROM agent_connections WHERE device_id = :d::uuid', { d: agent.deviceId }))
+        .rowCount === 0;
     const store = generateEventStore({ computer: 'WIN-RESUME' });
     const running = startAgent({
       server: t.api.url,
@@ -144,7 +197,9 @@ describe('the simulated agent', () => {
       await twin.close();
       await eventually(() => lines.some((line) => line.includes('taking the live-query channel back')));
       await running.connected();
-      const reply = await t.api.request('GET', `/api/v1/devices/${agent.deviceId}/eventlogs/System`, { token: tenant.orgToken });
+      const reply = await t.api.request('GET', `/api/v1/devices/${agent.deviceId}/eventlogs/System`, {
+        token: tenant.orgToken,
+      });
       expect(reply.body).toEqual(store.get('System'));
     } finally {
       await running.stop();
@@ -152,13 +207,31 @@ describe('the simulated agent', () => {
   });
 
   it('from the command line, enrolls once and reuses agent.yaml on the next run', async () => {
-    const key = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken, body: {} });
+    const key = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/enrollment-keys`, {
+      token: tenant.orgToken,
+      body: {},
+    });
     const state = join(mkdtempSync(join(tmpdir(), 'logbook-agent-')), 'agent.yaml');
     const run = (extra: string[]) =>
       new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/agent/main.ts', '--url', t.api.url, '--ws-url', t.api.wsUrl, '--state', state, ...extra], {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
+        const child = spawn(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            'infra/local/agent/main.ts',
+            '--url',
+            t.api.url,
+            '--ws-url',
+            t.api.wsUrl,
+            '--state',
+            state,
+            ...extra,
+          ],
+          {
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
         let output = '';
         child.stdout.on('data', (chunk) => (output += chunk));
         child.stderr.on('data', (chunk) => (output += chunk));

@@ -5,11 +5,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
+import {
+  type AnchorFields,
+  anchorKeyId,
+  generateAnchorKey,
+  orgsDigest,
+  publicKeyPem,
+  signAnchor,
+} from '#shared/audit/anchors.ts';
 import type { ChainRow } from '#shared/audit/store.ts';
+import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant } from '#test/support/tenants.ts';
-import { anchorKeyId, generateAnchorKey, orgsDigest, publicKeyPem, signAnchor, type AnchorFields } from '#shared/audit/anchors.ts';
-import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 
 const t = useApi();
 let dir: string;
@@ -39,27 +46,44 @@ function auditVerify(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> 
 
 async function chainOf(length: number, timestamp?: (i: number) => string) {
   const orgId = randomUUID();
-  const sealed = await appendAudit(t.db.admin, Array.from({ length }, (_, i) => ({ orgId, timestamp: timestamp?.(i + 1) })));
+  const sealed = await appendAudit(
+    t.db.admin,
+    Array.from({ length }, (_, i) => ({ orgId, timestamp: timestamp?.(i + 1) })),
+  );
   return { orgId, sealed };
 }
 
 const removeRow = (orgId: string, seq: number) =>
-  tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }));
+  tamper(t.db.admin, (tx) =>
+    tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }),
+  );
 
 /**
  * A file shaped like GET /audit-logs/export?format=json: rows newest first, each with its canonical values and checksums,
  * and the heads it recorded (none: an export made before heads were recorded).
  */
-function exportFile(rows: ChainRow[], filters: Record<string, unknown> = {}, heads?: Record<string, { seq: number; checksum: string }>): string {
+function exportFile(
+  rows: ChainRow[],
+  filters: Record<string, unknown> = {},
+  heads?: Record<string, { seq: number; checksum: string }>,
+): string {
   const path = join(dir, `${randomUUID()}.json`);
   const newestFirst = [...rows].sort((a, b) => b.seq - a.seq);
-  writeFileSync(path, JSON.stringify({ exportedAt: new Date().toISOString(), filters, ...(heads && { heads }), rows: newestFirst }));
+  writeFileSync(
+    path,
+    JSON.stringify({ exportedAt: new Date().toISOString(), filters, ...(heads && { heads }), rows: newestFirst }),
+  );
   return path;
 }
 
 /** The organization's head as the database holds it. */
 const liveHead = (orgId: string) =>
-  t.db.admin.query<{ seq: number; checksum: string }>('SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId }).then((r) => r.rows[0]!);
+  t.db.admin
+    .query<{ seq: number; checksum: string }>(
+      'SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid',
+      { orgId },
+    )
+    .then((r) => r.rows[0]!);
 
 describe('npm run audit:verify -- --org', () => {
   it('finds an untouched chain intact, says how many rows it checked, prints the head, and exits 0', async () => {
@@ -82,7 +106,9 @@ describe('npm run audit:verify -- --org', () => {
 
   it('reports an altered row with its seq, id and kind, and exits 1', async () => {
     const { orgId, sealed } = await chainOf(5);
-    await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE org_id = :orgId::uuid AND seq = 3`, { orgId }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE org_id = :orgId::uuid AND seq = 3`, { orgId }),
+    );
     const run = await auditVerify(['--org', orgId]);
     expect(run.stdout).toContain(`break: organization ${orgId}: seq 3, id ${sealed[2]!.id}, kind altered`);
     expect(run.status).toBe(1);
@@ -100,7 +126,9 @@ describe('npm run audit:verify -- --org', () => {
     const { orgId } = await chainOf(10, (n) => `2024-05-${String(n).padStart(2, '0')}T12:00:00Z`);
     await removeRow(orgId, 9);
     const run = await auditVerify(['--org', orgId, '--from', '2024-05-04T00:00:00Z', '--to', '2024-05-06T23:59:59Z']);
-    expect(run.stdout).toContain('chain intact, 5 rows checked (the rows timestamped from 2024-05-04T00:00:00Z to 2024-05-06T23:59:59Z');
+    expect(run.stdout).toContain(
+      'chain intact, 5 rows checked (the rows timestamped from 2024-05-04T00:00:00Z to 2024-05-06T23:59:59Z',
+    );
     expect(run.status).toBe(0);
   });
 
@@ -117,7 +145,9 @@ describe('npm run audit:verify -- --org', () => {
 
   it('exits 2 and says which database it could not reach', async () => {
     const port = await freePort();
-    const run = await auditVerify(['--org', randomUUID()], { DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${port}/postgres` });
+    const run = await auditVerify(['--org', randomUUID()], {
+      DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${port}/postgres`,
+    });
     expect(run.stderr).toContain(`cannot verify in the database at 127.0.0.1:${port}/postgres`);
     expect(run.stderr).not.toContain('secret');
     expect(run.status).toBe(2);
@@ -127,8 +157,13 @@ describe('npm run audit:verify -- --org', () => {
 describe('npm run audit:verify -- --file', () => {
   it('verifies the JSON file the export endpoint produces, offline', async () => {
     const tenant = await createTenant(t.api, 'Exporter');
-    await appendAudit(t.db.admin, Array.from({ length: 4 }, (_, i) => ({ orgId: tenant.orgId, details: { step: i, note: 'naïve ✓ "quoted"' } })));
-    const reply = await t.api.request('GET', `/api/v1/audit-logs/export?format=json&orgId=${tenant.orgId}`, { token: tenant.orgToken });
+    await appendAudit(
+      t.db.admin,
+      Array.from({ length: 4 }, (_, i) => ({ orgId: tenant.orgId, details: { step: i, note: 'naïve ✓ "quoted"' } })),
+    );
+    const reply = await t.api.request('GET', `/api/v1/audit-logs/export?format=json&orgId=${tenant.orgId}`, {
+      token: tenant.orgToken,
+    });
     expect(reply.status).toBe(200);
     const path = join(dir, 'endpoint-export.json');
     writeFileSync(path, JSON.stringify(reply.body));
@@ -138,14 +173,21 @@ describe('npm run audit:verify -- --file', () => {
     // The export's snapshot held 4 rows; its data.export row came after.
     const head = reply.body.heads[tenant.orgId];
     expect(head).toEqual({ seq: 4, checksum: reply.body.rows[0].checksum });
-    expect(run.stdout).toContain(`    last verified: seq 4, checksum ${head.checksum}\n    head recorded in the export: seq 4, checksum ${head.checksum}\n`);
-    expect(run.stdout).toContain('compare each recorded head with the live head (npm run audit:verify -- --org <orgId> prints it)');
+    expect(run.stdout).toContain(
+      `    last verified: seq 4, checksum ${head.checksum}\n    head recorded in the export: seq 4, checksum ${head.checksum}\n`,
+    );
+    expect(run.stdout).toContain(
+      'compare each recorded head with the live head (npm run audit:verify -- --org <orgId> prints it)',
+    );
     expect(run.status).toBe(0);
   });
 
   it("prints each organization's last verified checksum and the export's recorded head, to compare with the live one", async () => {
     const { orgId, sealed } = await chainOf(3);
-    const run = await auditVerify(['--file', exportFile(await readChain(t.db.admin, orgId), {}, { [orgId]: await liveHead(orgId) })]);
+    const run = await auditVerify([
+      '--file',
+      exportFile(await readChain(t.db.admin, orgId), {}, { [orgId]: await liveHead(orgId) }),
+    ]);
     expect(run.stdout).toContain(
       `  organization ${orgId}: seq 1..3: intact, from the chain's first row\n` +
         `    last verified: seq 3, checksum ${sealed[2]!.checksum}\n` +
@@ -163,9 +205,14 @@ describe('npm run audit:verify -- --file', () => {
     expect(cut.status).toBe(1);
     const otherHead = { [orgId]: { seq: 5, checksum: 'f'.repeat(64) } };
     const mismatch = await auditVerify(['--file', exportFile(chain, {}, otherHead)]);
-    expect(mismatch.stdout).toContain(`organization ${orgId}: seq 1..5: break at seq 5, id ${sealed[4]!.id}, kind link`);
+    expect(mismatch.stdout).toContain(
+      `organization ${orgId}: seq 1..5: break at seq 5, id ${sealed[4]!.id}, kind link`,
+    );
     expect(mismatch.status).toBe(1);
-    const past = await auditVerify(['--file', exportFile(chain, {}, { [orgId]: { seq: 4, checksum: sealed[3]!.checksum } })]);
+    const past = await auditVerify([
+      '--file',
+      exportFile(chain, {}, { [orgId]: { seq: 4, checksum: sealed[3]!.checksum } }),
+    ]);
     expect(past.stdout).toContain(`break at seq 5, id ${sealed[4]!.id}, kind inserted`);
     expect(past.status).toBe(1);
   });
@@ -189,13 +236,17 @@ describe('npm run audit:verify -- --file', () => {
     const { orgId, sealed } = await chainOf(8);
     const rows = (await readChain(t.db.admin, orgId)).filter((row) => row.seq >= 4);
     const run = await auditVerify(['--file', exportFile(rows, { orgId })]);
-    expect(run.stdout).toContain(`seq 4..8: intact; the link of seq 4 to seq 3 (prevChecksum ${sealed[2]!.checksum}) cannot be checked without the database`);
+    expect(run.stdout).toContain(
+      `seq 4..8: intact; the link of seq 4 to seq 3 (prevChecksum ${sealed[2]!.checksum}) cannot be checked without the database`,
+    );
     expect(run.status).toBe(0);
   });
 
   it('reports a row altered in the file with its seq, id and kind, and exits 1', async () => {
     const { orgId, sealed } = await chainOf(5);
-    const rows = (await readChain(t.db.admin, orgId)).map((row) => (row.seq === 3 ? { ...row, resourceName: 'WS-9999' } : row));
+    const rows = (await readChain(t.db.admin, orgId)).map((row) =>
+      row.seq === 3 ? { ...row, resourceName: 'WS-9999' } : row,
+    );
     const run = await auditVerify(['--file', exportFile(rows)]);
     expect(run.stdout).toContain(`break at seq 3, id ${sealed[2]!.id}, kind altered`);
     expect(run.stdout).toMatch(/^break: /m);
@@ -213,12 +264,14 @@ describe('npm run audit:verify -- --file', () => {
   it("checks each organization of a partner's export on its own", async () => {
     const intact = await chainOf(3);
     const altered = await chainOf(3);
-    const rows = [...(await readChain(t.db.admin, intact.orgId)), ...(await readChain(t.db.admin, altered.orgId))].map((row) =>
-      row.orgId === altered.orgId && row.seq === 2 ? { ...row, details: '{"approved": true}' } : row,
+    const rows = [...(await readChain(t.db.admin, intact.orgId)), ...(await readChain(t.db.admin, altered.orgId))].map(
+      (row) => (row.orgId === altered.orgId && row.seq === 2 ? { ...row, details: '{"approved": true}' } : row),
     );
     const run = await auditVerify(['--file', exportFile(rows)]);
     expect(run.stdout).toContain(`organization ${intact.orgId}: seq 1..3: intact`);
-    expect(run.stdout).toContain(`organization ${altered.orgId}: seq 1..3: break at seq 2, id ${altered.sealed[1]!.id}, kind altered`);
+    expect(run.stdout).toContain(
+      `organization ${altered.orgId}: seq 1..3: break at seq 2, id ${altered.sealed[1]!.id}, kind altered`,
+    );
     // The altered chain is checked up to its break: 3 + 2 checksums recomputed.
     expect(run.stdout).toMatch(/^break: .*: 5 rows of 2 organizations checked offline/m);
     expect(run.status).toBe(1);
@@ -269,7 +322,15 @@ describe('npm run audit:verify -- --anchor', () => {
       keyId: anchorKeyId(key),
     };
     const path = join(dir, `${randomUUID()}.json`);
-    writeFileSync(path, JSON.stringify({ publicKey, keyId: fields.keyId, data: [{ id: randomUUID(), ...fields, signature: signAnchor(fields, key) }], pagination: {} }));
+    writeFileSync(
+      path,
+      JSON.stringify({
+        publicKey,
+        keyId: fields.keyId,
+        data: [{ id: randomUUID(), ...fields, signature: signAnchor(fields, key) }],
+        pagination: {},
+      }),
+    );
     return { path, head };
   }
 
@@ -278,7 +339,9 @@ describe('npm run audit:verify -- --anchor', () => {
     const { path, head } = await keptAnchor(orgId);
     const run = await auditVerify(['--org', orgId, '--anchor', path]);
     expect(run.status).toBe(0);
-    expect(run.stdout).toContain(`anchor: organization ${orgId}: the chain still holds the anchor of 2026-03-01T00:00:00.000Z (seq 3, checksum ${head.checksum}); signature checked with the publicKey of ${path}`);
+    expect(run.stdout).toContain(
+      `anchor: organization ${orgId}: the chain still holds the anchor of 2026-03-01T00:00:00.000Z (seq 3, checksum ${head.checksum}); signature checked with the publicKey of ${path}`,
+    );
   });
 
   it('finds a chain rewritten wholesale, which verifies on its own, and exits 1', async () => {
@@ -291,12 +354,19 @@ describe('npm run audit:verify -- --anchor', () => {
       await insertForged(t.db.admin, row);
       prev = row.checksum;
     }
-    await tamper(t.db.admin, (tx) => tx.query('UPDATE audit_chain_heads SET checksum = :checksum::text WHERE org_id = :orgId::uuid', { orgId, checksum: prev }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query('UPDATE audit_chain_heads SET checksum = :checksum::text WHERE org_id = :orgId::uuid', {
+        orgId,
+        checksum: prev,
+      }),
+    );
     expect((await auditVerify(['--org', orgId])).status).toBe(0);
 
     const run = await auditVerify(['--org', orgId, '--anchor', path]);
     expect(run.status).toBe(1);
-    expect(run.stdout).toContain(`break: organization ${orgId}: the chain no longer holds the anchor of 2026-03-01T00:00:00.000Z (seq 2`);
+    expect(run.stdout).toContain(
+      `break: organization ${orgId}: the chain no longer holds the anchor of 2026-03-01T00:00:00.000Z (seq 2`,
+    );
   });
 
   it('refuses an anchor signed by another key than --public-key', async () => {

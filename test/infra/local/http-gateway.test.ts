@@ -1,13 +1,19 @@
-import { request, type OutgoingHttpHeaders } from 'node:http';
+import { type OutgoingHttpHeaders, request } from 'node:http';
 import { networkInterfaces } from 'node:os';
-import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
-import { startHttpGateway, type RunningHttpGateway } from '#infra/local/http-gateway.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import type { Handler } from '#shared/http/handler.ts';
 
 interface Echo {
   event: APIGatewayProxyEventV2;
-  context: { awsRequestId: string; functionName: string; functionVersion: string; memoryLimitInMB: string; remaining: number };
+  context: {
+    awsRequestId: string;
+    functionName: string;
+    functionVersion: string;
+    memoryLimitInMB: string;
+    remaining: number;
+  };
 }
 
 const calls: string[] = [];
@@ -33,7 +39,12 @@ const handlers: Record<string, Handler> = {
   },
   // API Gateway accepts any JSON value from the function; the aws-lambda type only names the structured shape.
   plain: async () => ({ hello: 'world' }) as APIGatewayProxyResultV2,
-  created: async () => ({ statusCode: 201, headers: { 'x-custom': 'yes' }, cookies: ['session=abc; HttpOnly'], body: 'made' }),
+  created: async () => ({
+    statusCode: 201,
+    headers: { 'x-custom': 'yes' },
+    cookies: ['session=abc; HttpOnly'],
+    body: 'made',
+  }),
 };
 
 const routes = {
@@ -76,7 +87,10 @@ function rawGet(path: string, headers: OutgoingHttpHeaders): Promise<string> {
   return new Promise((resolve, reject) => {
     request(gateway.url + path, { headers }, (response) => {
       let body = '';
-      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve(body));
+      response
+        .setEncoding('utf8')
+        .on('data', (chunk: string) => (body += chunk))
+        .on('end', () => resolve(body));
     })
       .on('error', reject)
       .end();
@@ -133,30 +147,54 @@ describe('local HTTP API gateway', () => {
 
   it('lower-cases headers and moves cookies out of them', async () => {
     // node:http sends an array value as repeated header lines, which fetch would merge into one.
-    const { event } = JSON.parse(await rawGet('/api/v1/devices/d-1', { 'X-Trace': 'T1', Cookie: 'a=1; b=2', 'User-Agent': 'probe/1', 'X-Multi': ['one', 'two'] })) as Echo;
+    const { event } = JSON.parse(
+      await rawGet('/api/v1/devices/d-1', {
+        'X-Trace': 'T1',
+        Cookie: 'a=1; b=2',
+        'User-Agent': 'probe/1',
+        'X-Multi': ['one', 'two'],
+      }),
+    ) as Echo;
     expect(event.headers['x-trace']).toBe('T1');
     expect(event.headers['x-multi']).toBe('one,two');
     expect(event.headers).not.toHaveProperty('cookie');
     expect(event.cookies).toEqual(['a=1', 'b=2']);
-    expect(event.requestContext.http).toMatchObject({ method: 'GET', protocol: 'HTTP/1.1', userAgent: 'probe/1', sourceIp: '127.0.0.1' });
+    expect(event.requestContext.http).toMatchObject({
+      method: 'GET',
+      protocol: 'HTTP/1.1',
+      userAgent: 'probe/1',
+      sourceIp: '127.0.0.1',
+    });
   });
 
   it('passes a JSON body as text', async () => {
-    const { event } = await echo('/api/v1/echo', { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"name":"Zoë"}' });
+    const { event } = await echo('/api/v1/echo', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: '{"name":"Zoë"}',
+    });
     expect(event.body).toBe('{"name":"Zoë"}');
     expect(event.isBase64Encoded).toBe(false);
   });
 
   it('passes a binary body base64-encoded', async () => {
     const bytes = new Uint8Array([0, 1, 2, 255]);
-    const { event } = await echo('/api/v1/echo', { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes });
+    const { event } = await echo('/api/v1/echo', {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: bytes,
+    });
     expect(event.isBase64Encoded).toBe(true);
     expect(Buffer.from(event.body!, 'base64')).toEqual(Buffer.from(bytes));
   });
 
   it('refuses a body over 10 MiB with 413 without calling the handler', async () => {
     const before = calls.length;
-    const response = await fetch(`${gateway.url}/api/v1/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: new Uint8Array(11 * 1024 * 1024) });
+    const response = await fetch(`${gateway.url}/api/v1/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new Uint8Array(11 * 1024 * 1024),
+    });
     expect(response.status).toBe(413);
     expect(await response.json()).toEqual({ message: 'Request Entity Too Large' });
     expect(calls.length).toBe(before);
@@ -209,7 +247,11 @@ describe('a local HTTP API gateway started without a host', () => {
     .find((address) => address?.family === 'IPv4' && !address.internal)?.address;
 
   it.skipIf(!external)('listens on every interface, IPv6 or not, and names 127.0.0.1 in its url', async () => {
-    const open = await startHttpGateway({ port: 0, routes, loadHandler: async () => async () => ({ statusCode: 200, body: 'ok' }) });
+    const open = await startHttpGateway({
+      port: 0,
+      routes,
+      loadHandler: async () => async () => ({ statusCode: 200, body: 'ok' }),
+    });
     try {
       expect(open.url).toBe(`http://127.0.0.1:${open.port}`);
       const response = await fetch(`http://${external}:${open.port}/api/v1/plain`);

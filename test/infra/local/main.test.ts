@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
@@ -18,19 +18,33 @@ interface Started {
 /** Runs `npm start`'s entry point against this file's database, until its health check answers. */
 async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.urls.admin, PORT: String(port), WS_PORT: String(await freePort()), HOST: '127.0.0.1', JWT_SECRET: 'main-test-secret', NODE_ENV: 'development' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: db.urls.admin,
+    PORT: String(port),
+    WS_PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+    JWT_SECRET: 'main-test-secret',
+    NODE_ENV: 'development',
+  };
   // Unless a test gives them, the server derives its role connections from DATABASE_URL, as on a developer's machine.
   delete env.APP_DATABASE_URL;
   delete env.AUDIT_ADMIN_DATABASE_URL;
   Object.assign(env, extraEnv);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const base = `http://127.0.0.1:${port}/api/v1`;
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`exited early:\n${output}`);
-    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok && output.includes('AGENT_TOKEN=')) return { child, output: () => output, base };
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -54,9 +68,13 @@ describe('npm start', { timeout: 60_000 }, () => {
     expect(output).toContain('JWT_SECRET=main-test-secret');
     expect(output).toContain('JWT_ISSUER=logbook-local');
     const orgToken = printed(output, 'ORG_ADMIN_TOKEN')!;
-    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json())) as { data: { hostname: string }[] };
+    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then(
+      (r) => r.json(),
+    )) as { data: { hostname: string }[] };
     expect(devices.data.map((d) => d.hostname)).toEqual(['demo-device']);
-    const partners = await fetch(`${started.base}/partners`, { headers: { authorization: `Bearer ${printed(output, 'PLATFORM_ADMIN_TOKEN')}` } });
+    const partners = await fetch(`${started.base}/partners`, {
+      headers: { authorization: `Bearer ${printed(output, 'PLATFORM_ADMIN_TOKEN')}` },
+    });
     expect(partners.status).toBe(200);
     expect(await stop(started)).toBe(0);
   });
@@ -68,9 +86,13 @@ describe('npm start', { timeout: 60_000 }, () => {
     const second = await start();
     expect(printed(second.output(), 'AGENT_TOKEN')).not.toBe(firstAgentToken);
     await stop(second);
-    const { rows } = await db.admin.query(`SELECT count(*) AS n FROM organizations WHERE name = 'Demo Organization' AND deleted_at IS NULL`);
+    const { rows } = await db.admin.query(
+      `SELECT count(*) AS n FROM organizations WHERE name = 'Demo Organization' AND deleted_at IS NULL`,
+    );
     expect(rows).toEqual([{ n: 1 }]);
-    const agents = await db.admin.query(`SELECT count(*) AS n FROM devices WHERE hostname = 'demo-device' AND deleted_at IS NULL`);
+    const agents = await db.admin.query(
+      `SELECT count(*) AS n FROM devices WHERE hostname = 'demo-device' AND deleted_at IS NULL`,
+    );
     expect(agents.rows).toEqual([{ n: 1 }]);
   });
 
@@ -85,7 +107,9 @@ describe('npm start', { timeout: 60_000 }, () => {
     await stop(first);
     const second = await start();
     const orgToken = printed(second.output(), 'ORG_ADMIN_TOKEN')!;
-    const devices = (await fetch(`${second.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json())) as { data: { hostname: string }[] };
+    const devices = (await fetch(`${second.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then(
+      (r) => r.json(),
+    )) as { data: { hostname: string }[] };
     expect(devices.data.map((d) => d.hostname)).toEqual(['demo-device']);
     expect(await stop(second)).toBe(0);
   });
@@ -93,7 +117,11 @@ describe('npm start', { timeout: 60_000 }, () => {
   it('leaves the passwords of the roles whose connection is given in APP_DATABASE_URL and AUDIT_ADMIN_DATABASE_URL alone', async () => {
     // Each ALTER ROLE … PASSWORD stores a freshly salted hash, so an unchanged hash means an untouched password.
     const passwords = async () =>
-      (await db.admin.query(`SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('logbook_app', 'logbook_audit_admin') ORDER BY rolname`)).rows;
+      (
+        await db.admin.query(
+          `SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('logbook_app', 'logbook_audit_admin') ORDER BY rolname`,
+        )
+      ).rows;
     const before = await passwords();
     const started = await start({ APP_DATABASE_URL: db.urls.app, AUDIT_ADMIN_DATABASE_URL: db.urls.auditAdmin });
     expect(await stop(started)).toBe(0);
@@ -115,7 +143,9 @@ describe('npm start', { timeout: 60_000 }, () => {
     const started = await start({ LOGBOOK_DB_DRIVER: 'data-api' });
     expect(started.output()).toMatch(/Data API +http:\/\/127\.0\.0\.1:\d+ \(LOGBOOK_DB_DRIVER=data-api\)/);
     const orgToken = printed(started.output(), 'ORG_ADMIN_TOKEN')!;
-    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then((r) => r.json())) as { data: { hostname: string }[] };
+    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then(
+      (r) => r.json(),
+    )) as { data: { hostname: string }[] };
     expect(devices.data.map((d) => d.hostname)).toEqual(['demo-device']);
     const { rows } = await db.admin.query<{ application: string }>(
       'SELECT DISTINCT application_name AS application FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE :prefix::text',

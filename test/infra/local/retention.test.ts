@@ -3,9 +3,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
 import { retentionAction } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
+import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
-import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 
 const t = useApi();
 let tenant: Tenant;
@@ -26,7 +26,10 @@ interface Run {
 function retention(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: t.db.urls.admin };
   delete childEnv.AUDIT_ADMIN_DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/retention.ts', ...args], { env: { ...childEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/retention.ts', ...args], {
+    env: { ...childEnv, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -41,10 +44,19 @@ const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISO
  * the API: its organization.update row is the newest, after the aged rows.
  */
 async function organizationWithRows(retentionDays: number, ages: number[]) {
-  const created = await t.api.request('POST', '/api/v1/orgs/organizations', { token: tenant.partnerToken, body: { name: `Kept ${retentionDays} days` } });
+  const created = await t.api.request('POST', '/api/v1/orgs/organizations', {
+    token: tenant.partnerToken,
+    body: { name: `Kept ${retentionDays} days` },
+  });
   const orgId: string = created.body.id;
-  const sealed = await appendAudit(t.db.admin, ages.map((age) => ({ orgId, timestamp: daysAgo(age) })));
-  const saved = await t.api.request('PUT', `/api/v1/orgs/organizations/${orgId}/audit-retention`, { token: tenant.partnerToken, body: { retentionDays } });
+  const sealed = await appendAudit(
+    t.db.admin,
+    ages.map((age) => ({ orgId, timestamp: daysAgo(age) })),
+  );
+  const saved = await t.api.request('PUT', `/api/v1/orgs/organizations/${orgId}/audit-retention`, {
+    token: tenant.partnerToken,
+    body: { retentionDays },
+  });
   expect(saved.status).toBe(200);
   return { orgId, sealed };
 }
@@ -56,12 +68,27 @@ describe('npm run retention', { timeout: 60_000 }, () => {
     const expired = await organizationWithRows(30, [400, 300, 1]);
     const recent = await organizationWithRows(30, [1]);
     const run = await retention(['--dry-run']);
-    expect(run.stdout).toMatch(new RegExp(`^would prune organization ${expired.orgId} \\(Kept 30 days\\): 2 rows, seq 1\\.\\.2 \\(older than \\S+, 30 days\\)$`, 'm'));
-    expect(run.stdout).toMatch(new RegExp(`^organization ${recent.orgId} \\(Kept 30 days\\): nothing to delete \\(older than \\S+, 30 days\\)$`, 'm'));
-    expect(run.stdout).toMatch(/^dry run: [\d,]+ rows? would be deleted from \d+ of \d+ organizations with a policy; \d+ organizations? without one skipped; as of \S+\. Nothing was deleted\.$/m);
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `^would prune organization ${expired.orgId} \\(Kept 30 days\\): 2 rows, seq 1\\.\\.2 \\(older than \\S+, 30 days\\)$`,
+        'm',
+      ),
+    );
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `^organization ${recent.orgId} \\(Kept 30 days\\): nothing to delete \\(older than \\S+, 30 days\\)$`,
+        'm',
+      ),
+    );
+    expect(run.stdout).toMatch(
+      /^dry run: [\d,]+ rows? would be deleted from \d+ of \d+ organizations with a policy; \d+ organizations? without one skipped; as of \S+\. Nothing was deleted\.$/m,
+    );
     expect(run.status).toBe(0);
     expect(await seqs(expired.orgId)).toEqual([1, 2, 3, 4]);
-    const { rows } = await t.db.admin.query('SELECT last_cleanup_at FROM audit_retention_policies WHERE org_id = :orgId::uuid', { orgId: expired.orgId });
+    const { rows } = await t.db.admin.query(
+      'SELECT last_cleanup_at FROM audit_retention_policies WHERE org_id = :orgId::uuid',
+      { orgId: expired.orgId },
+    );
     expect(rows).toEqual([{ last_cleanup_at: null }]);
   });
 
@@ -69,7 +96,9 @@ describe('npm run retention', { timeout: 60_000 }, () => {
     const { orgId } = await organizationWithRows(30, [400, 300, 1]);
     const run = await retention([]);
     expect(run.stdout).toContain(`pruned organization ${orgId} (Kept 30 days): 2 rows, seq 1..2 (older than`);
-    expect(run.stdout).toMatch(/^done: [\d,]+ rows? deleted from \d+ of \d+ organizations with a policy; \d+ organizations? without one skipped; as of \S+\.$/m);
+    expect(run.stdout).toMatch(
+      /^done: [\d,]+ rows? deleted from \d+ of \d+ organizations with a policy; \d+ organizations? without one skipped; as of \S+\.$/m,
+    );
     expect(run.status).toBe(0);
     expect(await seqs(orgId)).toEqual([3, 4, 5]);
     expect(await verifyChain(t.db.admin, orgId)).toEqual({ ok: true, checked: 3 });
@@ -89,7 +118,13 @@ describe('npm run retention', { timeout: 60_000 }, () => {
     const chain = await readChain(t.db.admin, orgId);
     expect(chain.map((row) => row.seq)).toEqual([3, 4]);
     expect(chain[1]).toMatchObject({ action: retentionAction, actorType: 'system' });
-    expect(JSON.parse(chain[1]!.details)).toMatchObject({ rowsDeleted: 2, fromSeq: 1, throughSeq: 2, asOf, dryRun: false });
+    expect(JSON.parse(chain[1]!.details)).toMatchObject({
+      rowsDeleted: 2,
+      fromSeq: 1,
+      throughSeq: 2,
+      asOf,
+      dryRun: false,
+    });
   });
 
   it('shows organizations done and rows deleted on stderr with --progress', async () => {
@@ -105,7 +140,9 @@ describe('npm run retention', { timeout: 60_000 }, () => {
     const unreachable = `postgres://postgres:secret@127.0.0.1:${await freePort()}/postgres`;
     // The API's login is no audit admin: the database refuses its deletions, and the run says so.
     const refused = await retention([], { DATABASE_URL: unreachable, AUDIT_ADMIN_DATABASE_URL: t.db.urls.app });
-    expect(refused.stderr).toMatch(new RegExp(`^failed: organization ${orgId} \\(Kept 30 days\\): permission denied`, 'm'));
+    expect(refused.stderr).toMatch(
+      new RegExp(`^failed: organization ${orgId} \\(Kept 30 days\\): permission denied`, 'm'),
+    );
     expect(refused.status).toBe(2);
     expect(await seqs(orgId)).toEqual([1, 2]);
     const run = await retention([], { DATABASE_URL: unreachable, AUDIT_ADMIN_DATABASE_URL: t.db.urls.auditAdmin });
@@ -116,7 +153,9 @@ describe('npm run retention', { timeout: 60_000 }, () => {
   it('exits 2 and says which database it could not reach, without the password', async () => {
     const port = await freePort();
     const run = await retention([], { DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${port}/postgres` });
-    expect(run.stderr).toContain(`cannot run retention in the database at 127.0.0.1:${port}/postgres as logbook_audit_admin`);
+    expect(run.stderr).toContain(
+      `cannot run retention in the database at 127.0.0.1:${port}/postgres as logbook_audit_admin`,
+    );
     expect(run.stderr).not.toContain('secret');
     expect(run.status).toBe(2);
   });

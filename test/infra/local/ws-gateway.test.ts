@@ -1,5 +1,3 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import {
   ApiGatewayManagementApiClient,
   DeleteConnectionCommand,
@@ -8,7 +6,9 @@ import {
   PayloadTooLargeException,
   PostToConnectionCommand,
 } from '@aws-sdk/client-apigatewaymanagementapi';
-import { startWsGateway, type RunningWsGateway } from '#infra/local/ws-gateway.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { type RunningWsGateway, startWsGateway } from '#infra/local/ws-gateway.ts';
 import type { WebSocketEvent } from '#shared/live-query/ws-handler.ts';
 
 /** Every event the fake handlers got, in order. */
@@ -22,14 +22,22 @@ beforeAll(async () => {
   gateway = await startWsGateway({
     port: 0,
     host: '127.0.0.1',
-    routes: { $connect: { handler: 'test/connect' }, $disconnect: { handler: 'test/disconnect' }, $default: { handler: 'test/default' } },
+    routes: {
+      $connect: { handler: 'test/connect' },
+      $disconnect: { handler: 'test/disconnect' },
+      $default: { handler: 'test/default' },
+    },
     loadHandler: async (path) => async (event) => {
       events.push(event);
       return { statusCode: path === 'test/connect' ? connectStatus : path === 'test/default' ? defaultStatus : 200 };
     },
   });
   // The real SDK client, signing with made-up credentials the emulator does not check.
-  management = new ApiGatewayManagementApiClient({ endpoint: gateway.managementEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  management = new ApiGatewayManagementApiClient({
+    endpoint: gateway.managementEndpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
 });
 afterAll(async () => {
   management.destroy();
@@ -41,14 +49,19 @@ beforeEach(() => {
   defaultStatus = 200;
 });
 
-function connect(path = '/', headers: Record<string, string> = {}): Promise<{ socket: WebSocket; messages: string[]; closed: Promise<number> }> {
+function connect(
+  path = '/',
+  headers: Record<string, string> = {},
+): Promise<{ socket: WebSocket; messages: string[]; closed: Promise<number> }> {
   const socket = new WebSocket(`${gateway.url}${path}`, { headers });
   const messages: string[] = [];
   socket.on('message', (data) => messages.push(data.toString()));
   const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve({ socket, messages, closed }));
-    socket.once('unexpected-response', (_req, res) => reject(Object.assign(new Error('refused'), { status: res.statusCode })));
+    socket.once('unexpected-response', (_req, res) =>
+      reject(Object.assign(new Error('refused'), { status: res.statusCode })),
+    );
     socket.once('error', reject);
   });
 }
@@ -60,7 +73,7 @@ const until = async (check: () => boolean) => {
 const connectionId = () => events.find((e) => e.requestContext.routeKey === '$connect')!.requestContext.connectionId;
 
 describe('the local WebSocket gateway', () => {
-  it('calls $connect with the handshake\'s headers, query string and connection id, as API Gateway does', async () => {
+  it("calls $connect with the handshake's headers, query string and connection id, as API Gateway does", async () => {
     const { socket } = await connect('/?token=abc&x=1', { Authorization: 'Bearer lba_x', 'User-Agent': 'sim-agent/1' });
     const [event] = events;
     expect(event).toMatchObject({
@@ -95,11 +108,22 @@ describe('the local WebSocket gateway', () => {
     expect(events[1]).toMatchObject({
       body: '{"requestId":"r1","data":[]}',
       isBase64Encoded: false,
-      requestContext: { routeKey: '$default', eventType: 'MESSAGE', connectionId: connectionId(), messageId: expect.any(String) },
+      requestContext: {
+        routeKey: '$default',
+        eventType: 'MESSAGE',
+        connectionId: connectionId(),
+        messageId: expect.any(String),
+      },
     });
     socket.close(4000, 'bye');
     await until(() => events.length === 3);
-    expect(events[2]!.requestContext).toMatchObject({ routeKey: '$disconnect', eventType: 'DISCONNECT', connectionId: connectionId(), disconnectStatusCode: 4000, disconnectReason: 'bye' });
+    expect(events[2]!.requestContext).toMatchObject({
+      routeKey: '$disconnect',
+      eventType: 'DISCONNECT',
+      connectionId: connectionId(),
+      disconnectStatusCode: 4000,
+      disconnectReason: 'bye',
+    });
   });
 
   it('tells the client when $default fails, as API Gateway does, and keeps the connection', async () => {
@@ -107,7 +131,11 @@ describe('the local WebSocket gateway', () => {
     const { socket, messages } = await connect();
     socket.send('hello');
     await until(() => messages.length === 1);
-    expect(JSON.parse(messages[0]!)).toEqual({ message: 'Internal server error', connectionId: connectionId(), requestId: expect.any(String) });
+    expect(JSON.parse(messages[0]!)).toEqual({
+      message: 'Internal server error',
+      connectionId: connectionId(),
+      requestId: expect.any(String),
+    });
     expect(socket.readyState).toBe(WebSocket.OPEN);
     socket.close();
     await until(() => events.some((e) => e.requestContext.routeKey === '$disconnect'));
@@ -148,7 +176,9 @@ describe('the local WebSocket gateway', () => {
 describe('its management API, through the real @aws-sdk/client-apigatewaymanagementapi client', () => {
   it('posts data to a connection (PostToConnection)', async () => {
     const { socket, messages } = await connect();
-    await management.send(new PostToConnectionCommand({ ConnectionId: connectionId(), Data: Buffer.from('{"type":"eventlogs.list"}') }));
+    await management.send(
+      new PostToConnectionCommand({ ConnectionId: connectionId(), Data: Buffer.from('{"type":"eventlogs.list"}') }),
+    );
     await until(() => messages.length === 1);
     expect(messages[0]).toBe('{"type":"eventlogs.list"}');
     socket.close();
@@ -170,14 +200,20 @@ describe('its management API, through the real @aws-sdk/client-apigatewaymanagem
   });
 
   it('answers GoneException for a connection it does not know', async () => {
-    await expect(management.send(new PostToConnectionCommand({ ConnectionId: 'unknown=', Data: Buffer.from('x') }))).rejects.toBeInstanceOf(GoneException);
-    await expect(management.send(new DeleteConnectionCommand({ ConnectionId: 'unknown=' }))).rejects.toBeInstanceOf(GoneException);
+    await expect(
+      management.send(new PostToConnectionCommand({ ConnectionId: 'unknown=', Data: Buffer.from('x') })),
+    ).rejects.toBeInstanceOf(GoneException);
+    await expect(management.send(new DeleteConnectionCommand({ ConnectionId: 'unknown=' }))).rejects.toBeInstanceOf(
+      GoneException,
+    );
   });
 
   it('refuses data above 128 KB with PayloadTooLargeException', async () => {
     const { socket } = await connect();
     await expect(
-      management.send(new PostToConnectionCommand({ ConnectionId: connectionId(), Data: Buffer.alloc(128 * 1024 + 1, 'x') })),
+      management.send(
+        new PostToConnectionCommand({ ConnectionId: connectionId(), Data: Buffer.alloc(128 * 1024 + 1, 'x') }),
+      ),
     ).rejects.toBeInstanceOf(PayloadTooLargeException);
     socket.close();
   });

@@ -99,7 +99,7 @@ describe('agent_logs and device_event_logs', () => {
     ]);
   });
 
-  it('are append-only for the API\'s role, which only reads the counts and writes its own budget rows', async () => {
+  it("are append-only for the API's role, which only reads the counts and writes its own budget rows", async () => {
     const { rows } = await db.admin.query<{ table: string; privileges: string }>(
       `SELECT t AS table, concat_ws(',',
                 CASE WHEN has_table_privilege('logbook_app', t, 'SELECT') THEN 'SELECT' END,
@@ -141,11 +141,17 @@ describe('agent_logs and device_event_logs', () => {
     } finally {
       await app.close();
     }
-    await db.admin.query(`INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message) VALUES (:deviceId::uuid, :orgId::uuid, '2026-01-01T11:59:59.999999Z', 'info', 'ws', 'm')`, {
-      deviceId,
-      orgId,
-    });
-    const { rows } = await db.admin.query(`SELECT hour, level::text AS level, component, entries FROM agent_log_counts WHERE device_id = :deviceId::uuid ORDER BY hour`, { deviceId });
+    await db.admin.query(
+      `INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message) VALUES (:deviceId::uuid, :orgId::uuid, '2026-01-01T11:59:59.999999Z', 'info', 'ws', 'm')`,
+      {
+        deviceId,
+        orgId,
+      },
+    );
+    const { rows } = await db.admin.query(
+      `SELECT hour, level::text AS level, component, entries FROM agent_log_counts WHERE device_id = :deviceId::uuid ORDER BY hour`,
+      { deviceId },
+    );
     expect(rows).toEqual([
       { hour: new Date('2026-01-01T10:00:00Z'), level: 'info', component: 'ws', entries: 3 },
       { hour: new Date('2026-01-01T11:00:00Z'), level: 'info', component: 'ws', entries: 4 },

@@ -1,10 +1,19 @@
+import { createPublicKey } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { anchorKeyId, anchorPayload, generateAnchorKey, orgsDigest, publicKeyPem, readLatestAnchor, verifyAnchorSignature, type Anchor } from '#shared/audit/anchors.ts';
+import {
+  type Anchor,
+  anchorKeyId,
+  anchorPayload,
+  generateAnchorKey,
+  orgsDigest,
+  publicKeyPem,
+  readLatestAnchor,
+  verifyAnchorSignature,
+} from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
-import { createPublicKey } from 'node:crypto';
 import { logger } from '#shared/logger.ts';
-import { appendAudit, forgedRow, insertForged, tamper, useAuditDatabase, type Sealed } from './audit-rows.ts';
+import { appendAudit, forgedRow, insertForged, type Sealed, tamper, useAuditDatabase } from './audit-rows.ts';
 
 const t = useAuditDatabase();
 const key = generateAnchorKey();
@@ -20,14 +29,23 @@ async function organization(): Promise<string> {
 
 async function chained(length: number): Promise<{ orgId: string; sealed: Sealed[] }> {
   const orgId = await organization();
-  return { orgId, sealed: await appendAudit(t.app, Array.from({ length }, () => ({ orgId }))) };
+  return {
+    orgId,
+    sealed: await appendAudit(
+      t.app,
+      Array.from({ length }, () => ({ orgId })),
+    ),
+  };
 }
 
 /** The daily run: no policies here, so the integrity watch alone acts. */
 const daily = () => runRetention(t.auditAdmin, { anchorKey: key });
 const anchorsOf = (orgId: string) =>
-  t.db.admin.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_anchors WHERE org_id = :orgId::uuid', { orgId }).then((r) => r.rows[0]!.n);
-const failureOf = (run: Awaited<ReturnType<typeof daily>>, orgId: string) => run.integrity!.failures.find((f) => f.orgId === orgId);
+  t.db.admin
+    .query<{ n: number }>('SELECT count(*)::int AS n FROM audit_anchors WHERE org_id = :orgId::uuid', { orgId })
+    .then((r) => r.rows[0]!.n);
+const failureOf = (run: Awaited<ReturnType<typeof daily>>, orgId: string) =>
+  run.integrity!.failures.find((f) => f.orgId === orgId);
 
 // The watch logs every break it finds, each run: kept quiet here, and read through the spy.
 const quietErrors = () => vi.spyOn(logger, 'error').mockImplementation(() => undefined);
@@ -76,33 +94,47 @@ describe('the integrity watch (issue 4)', () => {
       { anchoredAt: '2020-01-01T00:00:00.000Z' },
       { orgId: '00000000-0000-0000-0000-000000000001' },
     ];
-    for (const change of changes) expect(verifyAnchorSignature({ ...anchor, ...change }, publicKey), JSON.stringify(change)).toBe(false);
+    for (const change of changes)
+      expect(verifyAnchorSignature({ ...anchor, ...change }, publicKey), JSON.stringify(change)).toBe(false);
     expect(verifyAnchorSignature(anchor, createPublicKey(generateAnchorKey()))).toBe(false);
   });
 
   it('anchors are append-only: UPDATE, DELETE and TRUNCATE are refused, even to the owner', async () => {
     const { orgId } = await chained(1);
     await daily();
-    for (const sql of ['UPDATE audit_anchors SET seq = seq + 1 WHERE org_id = :orgId::uuid', 'DELETE FROM audit_anchors WHERE org_id = :orgId::uuid', 'TRUNCATE audit_anchors']) {
+    for (const sql of [
+      'UPDATE audit_anchors SET seq = seq + 1 WHERE org_id = :orgId::uuid',
+      'DELETE FROM audit_anchors WHERE org_id = :orgId::uuid',
+      'TRUNCATE audit_anchors',
+    ]) {
       await expect(t.db.admin.query(sql, { orgId }), sql).rejects.toThrow(/append-only/);
     }
-    await expect(t.app.query('INSERT INTO audit_anchors (org_id) VALUES (:orgId::uuid)', { orgId })).rejects.toThrow(/permission denied/);
+    await expect(t.app.query('INSERT INTO audit_anchors (org_id) VALUES (:orgId::uuid)', { orgId })).rejects.toThrow(
+      /permission denied/,
+    );
   });
 
   it('an altered row: the break is logged and no anchor is written for the organization', async () => {
     const { orgId, sealed } = await chained(3);
-    await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: sealed[1]!.id }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: sealed[1]!.id }),
+    );
     const run = await daily();
     expect(failureOf(run, orgId)).toMatchObject({ seq: 2, kind: 'altered', reason: 'chain' });
     expect(await anchorsOf(orgId)).toBe(0);
-    expect(error).toHaveBeenCalledWith(expect.stringContaining('broken'), expect.objectContaining({ orgId, seq: 2, kind: 'altered' }));
+    expect(error).toHaveBeenCalledWith(
+      expect.stringContaining('broken'),
+      expect.objectContaining({ orgId, seq: 2, kind: 'altered' }),
+    );
   });
 
   it('an altered row after the newest anchor is found by the next run', async () => {
     const { orgId } = await chained(2);
     await daily();
     const more = await appendAudit(t.app, [{ orgId }, { orgId }]);
-    await tamper(t.db.admin, (tx) => tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: more[1]!.id }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: more[1]!.id }),
+    );
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 4, kind: 'altered' });
     expect(await anchorsOf(orgId)).toBe(1);
   });
@@ -110,7 +142,9 @@ describe('the integrity watch (issue 4)', () => {
   it('a prefix deleted by hand (no checkpoint) is reported, not taken for retention', async () => {
     const { orgId } = await chained(4);
     await daily();
-    await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId }),
+    );
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 1, kind: 'missing', reason: 'prefix deleted' });
     expect(await anchorsOf(orgId)).toBe(1);
   });
@@ -130,19 +164,29 @@ describe('the integrity watch (issue 4)', () => {
     await daily();
     await tamper(t.db.admin, async (tx) => {
       await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 3', { orgId });
-      await tx.query('UPDATE audit_chain_heads SET seq = 2, checksum = :checksum::text WHERE org_id = :orgId::uuid', { orgId, checksum: sealed[1]!.checksum });
+      await tx.query('UPDATE audit_chain_heads SET seq = 2, checksum = :checksum::text WHERE org_id = :orgId::uuid', {
+        orgId,
+        checksum: sealed[1]!.checksum,
+      });
     });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
     expect(failureOf(await daily(), orgId)).toMatchObject({ reason: 'tail truncation' });
     const anchor = (await readLatestAnchor(t.app, orgId))!;
-    expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toMatchObject({ ok: false, anchor: { seq: 3, ok: false } });
+    expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toMatchObject({
+      ok: false,
+      anchor: { seq: 3, ok: false },
+    });
   });
 
   it('a wholesale rewrite with recomputed checksums passes a bare verification, but not one against the anchor', async () => {
     const { orgId } = await chained(3);
     await daily();
     const anchor = (await readLatestAnchor(t.app, orgId))!;
-    expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toEqual({ ok: true, checked: 3, anchor: { seq: 3, ok: true } });
+    expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toEqual({
+      ok: true,
+      checked: 3,
+      anchor: { seq: 3, ok: true },
+    });
 
     await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId }));
     let prev: string | null = null;
@@ -151,21 +195,34 @@ describe('the integrity watch (issue 4)', () => {
       await insertForged(t.db.admin, row);
       prev = row.checksum;
     }
-    await tamper(t.db.admin, (tx) => tx.query('UPDATE audit_chain_heads SET checksum = :checksum::text WHERE org_id = :orgId::uuid', { orgId, checksum: prev }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query('UPDATE audit_chain_heads SET checksum = :checksum::text WHERE org_id = :orgId::uuid', {
+        orgId,
+        checksum: prev,
+      }),
+    );
 
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 3 });
     const against = await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } });
-    expect(against).toMatchObject({ ok: false, firstBreak: { seq: 3, kind: 'altered' }, anchor: { seq: 3, ok: false } });
+    expect(against).toMatchObject({
+      ok: false,
+      firstBreak: { seq: 3, kind: 'altered' },
+      anchor: { seq: 3, ok: false },
+    });
     // The watch finds it too, and anchors nothing.
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 3 });
     expect(await anchorsOf(orgId)).toBe(1);
     // A forged anchor (its checksum swapped for the forged head's) fails its signature.
-    expect(await verifyChain(t.app, orgId, { anchor: { anchor: { ...anchor, checksum: prev! }, publicKey } })).toMatchObject({ ok: false, anchor: { ok: false } });
+    expect(
+      await verifyChain(t.app, orgId, { anchor: { anchor: { ...anchor, checksum: prev! }, publicKey } }),
+    ).toMatchObject({ ok: false, anchor: { ok: false } });
   });
 
   it('retention cuts move the boundary an anchor records, and the next run still verifies', async () => {
     const orgId = await organization();
-    await t.db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, 10)', { orgId });
+    await t.db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, 10)', {
+      orgId,
+    });
     const old = new Date(Date.now() - 30 * 86_400_000).toISOString();
     const sealed = await appendAudit(t.app, [{ orgId, timestamp: old }, { orgId, timestamp: old }, { orgId }]);
     await daily();

@@ -3,13 +3,19 @@ import { describe, expect, it } from 'vitest';
 import { readLatestCheckpoint } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
-import { appendAudit, appendOne, readChain, useAuditDatabase, type Sealed } from './audit-rows.ts';
+import { appendAudit, appendOne, readChain, type Sealed, useAuditDatabase } from './audit-rows.ts';
 
 const t = useAuditDatabase();
 
 async function chainOf(length: number): Promise<{ orgId: string; sealed: Sealed[] }> {
   const orgId = randomUUID();
-  return { orgId, sealed: await appendAudit(t.app, Array.from({ length }, () => ({ orgId }))) };
+  return {
+    orgId,
+    sealed: await appendAudit(
+      t.app,
+      Array.from({ length }, () => ({ orgId })),
+    ),
+  };
 }
 
 /** Runs `sql` as logbook_owner: a superuser connection that SET ROLEs to the schema owner. */
@@ -46,29 +52,41 @@ describe('the API role logbook_app (seed 5 rule 8)', () => {
   it('cannot update, delete or truncate audit rows', async () => {
     const { orgId } = await chainOf(2);
     const params = { orgId };
-    await expect(t.app.query(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, params)).rejects.toThrow(/permission denied/);
-    await expect(t.app.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params)).rejects.toThrow(/permission denied/);
+    await expect(
+      t.app.query(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, params),
+    ).rejects.toThrow(/permission denied/);
+    await expect(t.app.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params)).rejects.toThrow(
+      /permission denied/,
+    );
     await expect(t.app.query('TRUNCATE audit_logs')).rejects.toThrow(/permission denied/);
-    await expect(withRetentionFlag(t.app, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params)).rejects.toThrow(/permission denied/);
+    await expect(
+      withRetentionFlag(t.app, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params),
+    ).rejects.toThrow(/permission denied/);
     expect(await readChain(t.app, orgId)).toHaveLength(2);
   });
 
   it('cannot move a head or write a checkpoint', async () => {
     const { orgId } = await chainOf(1);
-    await expect(t.app.query(`UPDATE audit_chain_heads SET seq = 7 WHERE org_id = :orgId::uuid`, { orgId })).rejects.toThrow(/permission denied/);
-    await expect(t.app.query(`INSERT INTO audit_chain_checkpoints (org_id, seq, checksum) VALUES (:orgId::uuid, 1, 'x')`, { orgId })).rejects.toThrow(
-      /permission denied/,
-    );
+    await expect(
+      t.app.query(`UPDATE audit_chain_heads SET seq = 7 WHERE org_id = :orgId::uuid`, { orgId }),
+    ).rejects.toThrow(/permission denied/);
+    await expect(
+      t.app.query(`INSERT INTO audit_chain_checkpoints (org_id, seq, checksum) VALUES (:orgId::uuid, 1, 'x')`, {
+        orgId,
+      }),
+    ).rejects.toThrow(/permission denied/);
   });
 });
 
 describe('the owner logbook_owner', () => {
   it('is refused UPDATE, DELETE and TRUNCATE of audit rows by the triggers', async () => {
     const { orgId } = await chainOf(2);
-    await expect(asOwner(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, { orgId })).rejects.toThrow(
-      /audit_logs is append-only: UPDATE refused/,
+    await expect(
+      asOwner(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, { orgId }),
+    ).rejects.toThrow(/audit_logs is append-only: UPDATE refused/);
+    await expect(asOwner('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(
+      /audit_logs is append-only: DELETE refused/,
     );
-    await expect(asOwner('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(/audit_logs is append-only: DELETE refused/);
     await expect(asOwner('TRUNCATE audit_logs')).rejects.toThrow(/audit_logs is append-only: TRUNCATE refused/);
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
@@ -85,7 +103,9 @@ describe('the owner logbook_owner', () => {
       'DELETE FROM audit_chain_checkpoints',
       'TRUNCATE audit_chain_checkpoints',
     ]) {
-      await expect(asOwner(sql, sql.includes(':orgId') ? { orgId } : {}), sql).rejects.toThrow(/is written only by the audit_logs triggers/);
+      await expect(asOwner(sql, sql.includes(':orgId') ? { orgId } : {}), sql).rejects.toThrow(
+        /is written only by the audit_logs triggers/,
+      );
     }
   });
 });
@@ -93,14 +113,18 @@ describe('the owner logbook_owner', () => {
 describe('retention by the audit-admin role logbook_audit_admin', () => {
   it('is refused without the session flag', async () => {
     const { orgId } = await chainOf(3);
-    await expect(t.auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 1', { orgId })).rejects.toThrow(
-      /audit_logs is append-only: DELETE refused/,
-    );
+    await expect(
+      t.auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 1', { orgId }),
+    ).rejects.toThrow(/audit_logs is append-only: DELETE refused/);
   });
 
   it('deletes the oldest rows with SET LOCAL logbook.audit_retention and records the cut as a checkpoint', async () => {
     const { orgId, sealed } = await chainOf(4);
-    const { rowCount } = await withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId });
+    const { rowCount } = await withRetentionFlag(
+      t.auditAdmin,
+      'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2',
+      { orgId },
+    );
     expect(rowCount).toBe(2);
     expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
@@ -108,12 +132,12 @@ describe('retention by the audit-admin role logbook_audit_admin', () => {
 
   it('cannot cut anything but the oldest contiguous rows, even with the flag (seed 6 retention rule 1)', async () => {
     const { orgId } = await chainOf(4);
-    await expect(withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 2', { orgId })).rejects.toThrow(
-      /only the oldest contiguous audit rows/,
-    );
-    await expect(withRetentionFlag(t.auditAdmin, `UPDATE audit_logs SET action = 'x' WHERE org_id = :orgId::uuid`, { orgId })).rejects.toThrow(
-      /permission denied/,
-    );
+    await expect(
+      withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 2', { orgId }),
+    ).rejects.toThrow(/only the oldest contiguous audit rows/);
+    await expect(
+      withRetentionFlag(t.auditAdmin, `UPDATE audit_logs SET action = 'x' WHERE org_id = :orgId::uuid`, { orgId }),
+    ).rejects.toThrow(/permission denied/);
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 4 });
   });
 

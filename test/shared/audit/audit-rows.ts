@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { auditChecksum, type CanonicalAuditRow } from '#shared/audit/canonical.ts';
-import { readChainPage, type ChainRow } from '#shared/audit/store.ts';
+import { type ChainRow, readChainPage } from '#shared/audit/store.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
@@ -85,7 +85,11 @@ export function tamper<T>(admin: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
 }
 
 /** A self-consistent forged row: its checksum is correct for its own values. */
-export function forgedRow(orgId: string, seq: number, prevChecksum: string | null): CanonicalAuditRow & { checksum: string } {
+export function forgedRow(
+  orgId: string,
+  seq: number,
+  prevChecksum: string | null,
+): CanonicalAuditRow & { checksum: string } {
   const row: CanonicalAuditRow = {
     id: randomUUID(),
     orgId,

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { auditChecksum, canonicalPayload, type CanonicalAuditRow } from '#shared/audit/canonical.ts';
+import { auditChecksum, type CanonicalAuditRow, canonicalPayload } from '#shared/audit/canonical.ts';
 import { appendAudit, appendOne, readChain, useAuditDatabase } from './audit-rows.ts';
 
 const t = useAuditDatabase();
@@ -59,7 +59,9 @@ describe('the canonical payload v1', () => {
   });
 
   it('has the lowercase hex SHA-256 of its UTF-8 bytes as checksum', () => {
-    const expected = createHash('sha256').update(Buffer.from(canonicalPayload(example), 'utf8')).digest('hex');
+    const expected = createHash('sha256')
+      .update(Buffer.from(canonicalPayload(example), 'utf8'))
+      .digest('hex');
     expect(auditChecksum(example)).toBe(expected);
     expect(auditChecksum(example)).toMatch(/^[0-9a-f]{64}$/);
   });
@@ -73,14 +75,27 @@ describe('the checksum the database seals', () => {
         orgId,
         actorEmail: 'jörg.müller@exämple.de',
         resourceName: '🛡️ Ｓｅｒｖｅｒ «prod»',
-        details: { z: [1, 2.5, { ä: 'line\nbreak "quoted" \\ tab\t' }], a: null, nested: { deep: { deeper: [true, false, 1e21] } } },
+        details: {
+          z: [1, 2.5, { ä: 'line\nbreak "quoted" \\ tab\t' }],
+          a: null,
+          nested: { deep: { deeper: [true, false, 1e21] } },
+        },
         ipAddress: '2001:0db8:85a3:0000:0000:8a2e:0370:7334:abcd',
         userAgent: 'Mozilla/5.0 (X11; Linux x86_64) «quoted»\u0001',
         result: 'failure',
         errorMessage: 'Zugriff verweigert: ß',
         timestamp: '2024-03-01T00:59:59.123456+01:00',
       },
-      { orgId, actorEmail: null, resourceType: null, resourceId: null, resourceName: null, ipAddress: null, userAgent: null, result: 'denied' },
+      {
+        orgId,
+        actorEmail: null,
+        resourceType: null,
+        resourceId: null,
+        resourceName: null,
+        ipAddress: null,
+        userAgent: null,
+        result: 'denied',
+      },
       { orgId, timestamp: '1970-01-01T00:00:00.000001Z', actorType: 'ai_agent', details: {} },
       { orgId, timestamp: '9999-12-31T23:59:59.999999Z', actorType: 'system', actorEmail: '' },
     ]);

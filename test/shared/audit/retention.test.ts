@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { categorySql } from '#shared/audit/categories.ts';
-import { retentionAction, runRetention, type RetentionRun } from '#shared/audit/retention.ts';
+import { type RetentionRun, retentionAction, runRetention } from '#shared/audit/retention.ts';
 import { readLatestCheckpoint } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
 import { loadMigrations, migrate, migrationsDir } from '#shared/db/migrate.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { appendAudit, appendOne, readChain, tamper, useAuditDatabase, type Sealed } from './audit-rows.ts';
+import { appendAudit, appendOne, readChain, type Sealed, tamper, useAuditDatabase } from './audit-rows.ts';
 
 const t = useAuditDatabase();
 const day = 86_400_000;
@@ -23,22 +23,36 @@ async function organization(retentionDays: number | null): Promise<string> {
   );
   const orgId = rows[0]!.id;
   if (retentionDays !== null) {
-    await t.db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, :days::int)', { orgId, days: retentionDays });
+    await t.db.admin.query(
+      'INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, :days::int)',
+      { orgId, days: retentionDays },
+    );
   }
   return orgId;
 }
 
 /** Appends rows timestamped the given numbers of days ago, in this chain order. */
-const rowsAged = (orgId: string, ages: number[]): Promise<Sealed[]> => appendAudit(t.app, ages.map((age) => ({ orgId, timestamp: daysAgo(age) })));
+const rowsAged = (orgId: string, ages: number[]): Promise<Sealed[]> =>
+  appendAudit(
+    t.app,
+    ages.map((age) => ({ orgId, timestamp: daysAgo(age) })),
+  );
 
 /** A run of the worker as logbook_audit_admin; it also prunes the organizations of earlier tests, whose checks are done. */
-const prune = (options: Parameters<typeof runRetention>[1] = {}): Promise<RetentionRun> => runRetention(t.auditAdmin, options);
+const prune = (options: Parameters<typeof runRetention>[1] = {}): Promise<RetentionRun> =>
+  runRetention(t.auditAdmin, options);
 
 const organizationIn = (run: RetentionRun, orgId: string) => run.organizations.find((org) => org.orgId === orgId);
 const seqs = async (orgId: string) => (await readChain(t.app, orgId)).map((row) => row.seq);
 const retentionEvents = (orgId: string) =>
   t.db.admin
-    .query<{ actorType: string; actorId: string; resourceId: string; category: string; details: Record<string, unknown> }>(
+    .query<{
+      actorType: string;
+      actorId: string;
+      resourceId: string;
+      category: string;
+      details: Record<string, unknown>;
+    }>(
       `SELECT actor_type::text AS "actorType", actor_id::text AS "actorId", resource_id::text AS "resourceId", ${categorySql('action')} AS category, details
          FROM audit_logs WHERE org_id = :orgId::uuid AND action = :action::text ORDER BY seq`,
       { orgId, action: retentionAction },
@@ -46,10 +60,17 @@ const retentionEvents = (orgId: string) =>
     .then((r) => r.rows);
 const lastCleanupAt = (orgId: string) =>
   t.db.admin
-    .query<{ at: Date | null }>('SELECT last_cleanup_at AS at FROM audit_retention_policies WHERE org_id = :orgId::uuid', { orgId })
+    .query<{ at: Date | null }>(
+      'SELECT last_cleanup_at AS at FROM audit_retention_policies WHERE org_id = :orgId::uuid',
+      { orgId },
+    )
     .then((r) => r.rows[0]?.at);
 const checkpoints = (orgId: string) =>
-  t.db.admin.query<{ seq: number }>('SELECT seq FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq', { orgId }).then((r) => r.rows.map((c) => c.seq));
+  t.db.admin
+    .query<{ seq: number }>('SELECT seq FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq', {
+      orgId,
+    })
+    .then((r) => r.rows.map((c) => c.seq));
 
 describe('the retention worker (seed 6 "Retention behavior")', () => {
   it('deletes the oldest rows older than retentionDays, records the checkpoint and last_cleanup_at, and the chain still verifies', async () => {
@@ -77,7 +98,15 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
         actorId: '00000000-0000-0000-0000-000000000000',
         resourceId: orgId,
         category: 'system',
-        details: { rowsDeleted: 3, fromSeq: 1, throughSeq: 3, retentionDays: 10, cutoff: cut.cutoff, asOf: asOf.toISOString(), dryRun: false },
+        details: {
+          rowsDeleted: 3,
+          fromSeq: 1,
+          throughSeq: 3,
+          retentionDays: 10,
+          cutoff: cut.cutoff,
+          asOf: asOf.toISOString(),
+          dryRun: false,
+        },
       },
     ]);
     expect(cut.cutoff).toBe(new Date(asOf.getTime() - 10 * day).toISOString());
@@ -101,7 +130,10 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
       { orgId, timestamp: '2026-02-24T00:00:00Z' },
     ]);
     await prune({ asOf });
-    expect((await readChain(t.app, orgId)).map((row) => row.timestamp)).toEqual(['2026-02-24T00:00:00.000000Z', expect.any(String)]);
+    expect((await readChain(t.app, orgId)).map((row) => row.timestamp)).toEqual([
+      '2026-02-24T00:00:00.000000Z',
+      expect.any(String),
+    ]);
   });
 
   it('skips organizations without a policy (seed 6 retention rule 2)', async () => {
@@ -127,7 +159,8 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     await rowsAged(whole, ages);
     await prune();
     expect(await checkpoints(whole)).toEqual([7]);
-    const retained = async (orgId: string) => (await readChain(t.app, orgId)).filter((row) => row.action !== retentionAction).map((row) => row.seq);
+    const retained = async (orgId: string) =>
+      (await readChain(t.app, orgId)).filter((row) => row.action !== retentionAction).map((row) => row.seq);
     expect(await retained(batched)).toEqual(await retained(whole));
     expect((await retentionEvents(batched)).map((e) => e.details.rowsDeleted)).toEqual([7]);
     expect(await verifyChain(t.app, batched)).toMatchObject({ ok: true });
@@ -151,7 +184,9 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     const sealed = await rowsAged(orgId, [9, 8, 7]);
     await prune();
     const chain = await readChain(t.app, orgId);
-    expect(chain).toEqual([expect.objectContaining({ seq: 4, action: retentionAction, prevChecksum: sealed[2]!.checksum })]);
+    expect(chain).toEqual([
+      expect.objectContaining({ seq: 4, action: retentionAction, prevChecksum: sealed[2]!.checksum }),
+    ]);
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 1 });
   });
 
@@ -190,7 +225,13 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     let pruning = true;
     const appended: Sealed[] = [];
     const writer = (async () => {
-      while (pruning) appended.push(...(await appendAudit(t.app, Array.from({ length: 5 }, () => ({ orgId })))));
+      while (pruning)
+        appended.push(
+          ...(await appendAudit(
+            t.app,
+            Array.from({ length: 5 }, () => ({ orgId })),
+          )),
+        );
     })();
     const run = await prune({ batchRows: 100 }).finally(() => (pruning = false));
     await writer;
@@ -209,11 +250,21 @@ describe('ingestion idempotency keys', () => {
        VALUES ('api_key', gen_random_uuid(), :name::text, repeat('0', 64), now() - make_interval(hours => :hoursAgo::int))`,
       { name, hoursAgo },
     );
-  const keys = async () => (await t.db.admin.query<{ name: string }>('SELECT idempotency_key AS name FROM audit_ingest_requests ORDER BY 1')).rows.map((row) => row.name);
+  const keys = async () =>
+    (
+      await t.db.admin.query<{ name: string }>('SELECT idempotency_key AS name FROM audit_ingest_requests ORDER BY 1')
+    ).rows.map((row) => row.name);
 
   it('are deleted 25 hours after their first use, in batches, and kept by a dry run', async () => {
     await t.db.admin.query('DELETE FROM audit_ingest_requests');
-    for (const [name, hoursAgo] of [['stale-1', 26], ['stale-2', 48], ['stale-3', 30], ['retry-window', 23], ['margin', 24]] as const) await key(name, hoursAgo);
+    for (const [name, hoursAgo] of [
+      ['stale-1', 26],
+      ['stale-2', 48],
+      ['stale-3', 30],
+      ['retry-window', 23],
+      ['margin', 24],
+    ] as const)
+      await key(name, hoursAgo);
     expect((await prune({ dryRun: true })).ingestKeysDeleted).toBe(0);
     expect(await keys()).toHaveLength(5);
     expect((await prune({ batchRows: 2 })).ingestKeysDeleted).toBe(3);
@@ -230,24 +281,35 @@ describe('the verifier after a retention cut (DESIGN.md "Audit chain")', () => {
     return { orgId, sealed };
   }
   const removeRow = (orgId: string, seq: number) =>
-    tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }));
+    tamper(t.db.admin, (tx) =>
+      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }),
+    );
 
   it('reports the earliest retained row deleted by hand as missing: it is no retention cut', async () => {
     const { orgId } = await prunedChain();
     await removeRow(orgId, 4);
-    expect(await verifyChain(t.app, orgId)).toMatchObject({ ok: false, firstBreak: { seq: 4, id: null, kind: 'missing' } });
+    expect(await verifyChain(t.app, orgId)).toMatchObject({
+      ok: false,
+      firstBreak: { seq: 4, id: null, kind: 'missing' },
+    });
   });
 
   it('reports a row deleted beyond the cut as missing', async () => {
     const { orgId } = await prunedChain();
     await removeRow(orgId, 5);
-    expect(await verifyChain(t.app, orgId)).toMatchObject({ ok: false, firstBreak: { seq: 5, id: null, kind: 'missing' } });
+    expect(await verifyChain(t.app, orgId)).toMatchObject({
+      ok: false,
+      firstBreak: { seq: 5, id: null, kind: 'missing' },
+    });
   });
 
   it('reports rows deleted at the tail as missing', async () => {
     const { orgId } = await prunedChain();
     await removeRow(orgId, 7);
-    expect(await verifyChain(t.app, orgId)).toMatchObject({ ok: false, firstBreak: { seq: 7, id: null, kind: 'missing' } });
+    expect(await verifyChain(t.app, orgId)).toMatchObject({
+      ok: false,
+      firstBreak: { seq: 7, id: null, kind: 'missing' },
+    });
   });
 });
 
@@ -268,10 +330,16 @@ describe('who may delete audit rows and change policies (seed 5 rule 8)', () => 
 
   it('the audit-admin role appends only its own system.audit.* events of actorType system', async () => {
     const orgId = await organization(30);
-    await expect(appendOne(t.auditAdmin, { orgId, actorType: 'user', action: 'user.login' })).rejects.toThrow(/writes only its own system.audit/);
-    await expect(appendOne(t.auditAdmin, { orgId, actorType: 'system', action: 'device.delete' })).rejects.toThrow(/writes only its own system.audit/);
+    await expect(appendOne(t.auditAdmin, { orgId, actorType: 'user', action: 'user.login' })).rejects.toThrow(
+      /writes only its own system.audit/,
+    );
+    await expect(appendOne(t.auditAdmin, { orgId, actorType: 'system', action: 'device.delete' })).rejects.toThrow(
+      /writes only its own system.audit/,
+    );
     expect(await seqs(orgId)).toEqual([]);
-    expect(await appendOne(t.auditAdmin, { orgId, actorType: 'system', action: retentionAction })).toMatchObject({ seq: 1 });
+    expect(await appendOne(t.auditAdmin, { orgId, actorType: 'system', action: retentionAction })).toMatchObject({
+      seq: 1,
+    });
   });
 
   it('hold only what they need on the policies: the API saves retention, the worker records cleanups', async () => {
@@ -302,9 +370,17 @@ describe('who may delete audit rows and change policies (seed 5 rule 8)', () => 
       { role: 'logbook_audit_admin', privilege: 'UPDATE', column: 'last_cleanup_at' },
     ]);
     const orgId = await organization(30);
-    await expect(t.auditAdmin.query('UPDATE audit_retention_policies SET retention_days = 1 WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(/permission denied/);
-    await expect(t.app.query('UPDATE audit_retention_policies SET last_cleanup_at = now() WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(/permission denied/);
-    await expect(t.app.query('UPDATE audit_retention_policies SET archive_to_s3 = true WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(/permission denied/);
+    await expect(
+      t.auditAdmin.query('UPDATE audit_retention_policies SET retention_days = 1 WHERE org_id = :orgId::uuid', {
+        orgId,
+      }),
+    ).rejects.toThrow(/permission denied/);
+    await expect(
+      t.app.query('UPDATE audit_retention_policies SET last_cleanup_at = now() WHERE org_id = :orgId::uuid', { orgId }),
+    ).rejects.toThrow(/permission denied/);
+    await expect(
+      t.app.query('UPDATE audit_retention_policies SET archive_to_s3 = true WHERE org_id = :orgId::uuid', { orgId }),
+    ).rejects.toThrow(/permission denied/);
   });
 });
 
@@ -318,11 +394,16 @@ describe('the migration (seed 9.2)', () => {
     url.pathname = `/${name}`;
     const upgraded: Db = createPgDb({ connectionString: url.toString(), max: 1 });
     try {
-      for (const migration of loadMigrations().filter((m) => m.name < '0008')) cpSync(join(migrationsDir, migration.name), join(before, migration.name));
+      for (const migration of loadMigrations().filter((m) => m.name < '0008'))
+        cpSync(join(migrationsDir, migration.name), join(before, migration.name));
       await migrate(upgraded, { dir: before });
-      await upgraded.query(`WITH partner AS (INSERT INTO partners (name) VALUES ('Old MSP') RETURNING id) INSERT INTO organizations (partner_id, name) SELECT id, 'Old Ltd' FROM partner`);
+      await upgraded.query(
+        `WITH partner AS (INSERT INTO partners (name) VALUES ('Old MSP') RETURNING id) INSERT INTO organizations (partner_id, name) SELECT id, 'Old Ltd' FROM partner`,
+      );
       expect(await migrate(upgraded)).toContain('0008_audit_retention.sql');
-      expect((await upgraded.query('SELECT count(*)::int AS n FROM audit_retention_policies')).rows).toEqual([{ n: 0 }]);
+      expect((await upgraded.query('SELECT count(*)::int AS n FROM audit_retention_policies')).rows).toEqual([
+        { n: 0 },
+      ]);
     } finally {
       await upgraded.close();
       await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);

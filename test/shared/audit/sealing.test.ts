@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { verifyChain } from '#shared/audit/verify.ts';
 import { readChainHead } from '#shared/audit/store.ts';
+import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { appendAudit, appendOne, readChain, useAuditDatabase } from './audit-rows.ts';
@@ -18,19 +18,31 @@ describe('sealing an audit row', () => {
   it('gives the first row of an organization seq 1 and no prevChecksum', async () => {
     const orgId = randomUUID();
     const first = await appendOne(t.app, { orgId });
-    expect(first).toEqual({ id: expect.any(String), seq: 1, checksum: expect.stringMatching(/^[0-9a-f]{64}$/), prevChecksum: null });
+    expect(first).toEqual({
+      id: expect.any(String),
+      seq: 1,
+      checksum: expect.stringMatching(/^[0-9a-f]{64}$/),
+      prevChecksum: null,
+    });
   });
 
   it('links each row to the previous row of its organization, within one statement and across statements', async () => {
     const orgId = randomUUID();
-    const sealed = [...(await appendAudit(t.app, [{ orgId }, { orgId }, { orgId }])), await appendOne(t.app, { orgId }), ...(await appendAudit(t.app, [{ orgId }, { orgId }]))];
+    const sealed = [
+      ...(await appendAudit(t.app, [{ orgId }, { orgId }, { orgId }])),
+      await appendOne(t.app, { orgId }),
+      ...(await appendAudit(t.app, [{ orgId }, { orgId }])),
+    ];
     expect(sealed.map((row) => row.seq)).toEqual([1, 2, 3, 4, 5, 6]);
     sealed.slice(1).forEach((row, i) => expect(row.prevChecksum).toBe(sealed[i]!.checksum));
   });
 
   it('keeps one chain per organization, also when one statement writes to several', async () => {
     const [a, b] = twoOrganizations();
-    await appendAudit(t.app, [{ orgId: a }, { orgId: b }, { orgId: a }].sort((x, y) => x.orgId.localeCompare(y.orgId)));
+    await appendAudit(
+      t.app,
+      [{ orgId: a }, { orgId: b }, { orgId: a }].sort((x, y) => x.orgId.localeCompare(y.orgId)),
+    );
     await appendOne(t.app, { orgId: b });
     expect((await readChain(t.app, a)).map((row) => row.seq)).toEqual([1, 2]);
     expect((await readChain(t.app, b)).map((row) => row.seq)).toEqual([1, 2]);
@@ -57,9 +69,14 @@ describe('sealing an audit row', () => {
 
   it('rejects an actorType or result outside its enumeration (seed 7)', async () => {
     const orgId = randomUUID();
-    await expect(appendOne(t.app, { orgId, actorType: 'robot' })).rejects.toThrow(/invalid input value for enum audit_actor_type: "robot"/);
-    await expect(appendOne(t.app, { orgId, result: 'maybe' })).rejects.toThrow(/invalid input value for enum audit_result/);
-    for (const actorType of ['user', 'api_key', 'agent', 'system', 'ai_agent']) await appendOne(t.app, { orgId, actorType });
+    await expect(appendOne(t.app, { orgId, actorType: 'robot' })).rejects.toThrow(
+      /invalid input value for enum audit_actor_type: "robot"/,
+    );
+    await expect(appendOne(t.app, { orgId, result: 'maybe' })).rejects.toThrow(
+      /invalid input value for enum audit_result/,
+    );
+    for (const actorType of ['user', 'api_key', 'agent', 'system', 'ai_agent'])
+      await appendOne(t.app, { orgId, actorType });
     expect((await readChain(t.app, orgId)).map((row) => row.seq)).toEqual([1, 2, 3, 4, 5]);
   });
 
@@ -87,9 +104,9 @@ describe('sealing an audit row', () => {
   });
 
   it('is refused in a REPEATABLE READ transaction, whose snapshot could predate the previous writer', async () => {
-    await expect(t.app.transaction((tx) => appendOne(tx, { orgId: randomUUID() }), { isolation: 'REPEATABLE READ' })).rejects.toThrow(
-      /READ COMMITTED/,
-    );
+    await expect(
+      t.app.transaction((tx) => appendOne(tx, { orgId: randomUUID() }), { isolation: 'REPEATABLE READ' }),
+    ).rejects.toThrow(/READ COMMITTED/);
   });
 });
 
@@ -118,7 +135,11 @@ describe('concurrent writers', () => {
     try {
       await Promise.all(
         writers.map(async (writer) => {
-          for (let i = 0; i < 10; i++) await appendAudit(writer, [...Array.from({ length: 10 }, () => ({ orgId: a })), ...Array.from({ length: 10 }, () => ({ orgId: b }))]);
+          for (let i = 0; i < 10; i++)
+            await appendAudit(writer, [
+              ...Array.from({ length: 10 }, () => ({ orgId: a })),
+              ...Array.from({ length: 10 }, () => ({ orgId: b })),
+            ]);
         }),
       );
     } finally {

@@ -28,7 +28,9 @@ describe('the sealing functions on a database where PUBLIC may create in schema 
         await appendOne(tx, { orgId });
         await appendOne(tx, { orgId });
       });
-      const { rows } = await app.query<{ ran: string | null }>(`SELECT nullif(current_setting('planted.ran', true), '') AS ran`);
+      const { rows } = await app.query<{ ran: string | null }>(
+        `SELECT nullif(current_setting('planted.ran', true), '') AS ran`,
+      );
       expect(rows[0]!.ran).toBeNull();
       expect(await verifyChain(app, orgId)).toEqual({ ok: true, checked: 2 });
     } finally {
@@ -41,7 +43,9 @@ describe('the sealing functions on a database where PUBLIC may create in schema 
       `SELECT p.proname AS name, p.proconfig AS config FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
         WHERE n.nspname = 'public' AND p.prosecdef ORDER BY p.proname`,
     );
-    expect(rows.map((row) => row.name)).toEqual(expect.arrayContaining(['agent_logs_count', 'audit_logs_checkpoint', 'audit_logs_move_heads', 'audit_logs_seal']));
+    expect(rows.map((row) => row.name)).toEqual(
+      expect.arrayContaining(['agent_logs_count', 'audit_logs_checkpoint', 'audit_logs_move_heads', 'audit_logs_seal']),
+    );
     for (const row of rows) expect(row.config, row.name).toEqual(['search_path=pg_catalog, pg_temp']);
   });
 });
@@ -68,7 +72,9 @@ describe('migrating a database whose schema public is open to everybody', () => 
       }
       const app = createPgDb({ connectionString: roleUrls(adminUrl).app, max: 1 });
       try {
-        await expect(app.query('CREATE FUNCTION public.planted() RETURNS int LANGUAGE sql RETURN 1')).rejects.toMatchObject({ code: '42501' });
+        await expect(
+          app.query('CREATE FUNCTION public.planted() RETURNS int LANGUAGE sql RETURN 1'),
+        ).rejects.toMatchObject({ code: '42501' });
       } finally {
         await app.close();
       }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exactCountLimit, listAuditEntries, type AuditListQuery } from '#shared/audit/query.ts';
+import { type AuditListQuery, exactCountLimit, listAuditEntries } from '#shared/audit/query.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
 import type { Principal } from '#shared/auth/principal.ts';
@@ -28,35 +28,74 @@ const orgAdmin = (id: string, partnerId: string): Principal => ({
 });
 
 const page = (principal: Principal, query: Partial<AuditListQuery>) =>
-  listAuditEntries(t.app, principal, { page: 1, limit: 50, skipCount: false, ...query }).then((result) => result.pagination);
+  listAuditEntries(t.app, principal, { page: 1, limit: 50, skipCount: false, ...query }).then(
+    (result) => result.pagination,
+  );
 
 beforeAll(async () => {
   const msp = (await insertPartner(t.db.admin, 'Totals MSP')) as { id: string };
   orgId = (await insertOrganization(t.db.admin, { partnerId: msp.id, name: 'Busy Corp' }, { name: 'HQ' })).id;
   otherOrgId = (await insertOrganization(t.db.admin, { partnerId: msp.id, name: 'Quiet Corp' }, { name: 'HQ' })).id;
-  partner = { ...orgAdmin(orgId, msp.id), role: 'partner_admin', scope: 'partner', orgId: null, permissions: scopedPermissions('partner', rolePermissions.partner_admin) } as Principal;
+  partner = {
+    ...orgAdmin(orgId, msp.id),
+    role: 'partner_admin',
+    scope: 'partner',
+    orgId: null,
+    permissions: scopedPermissions('partner', rolePermissions.partner_admin),
+  } as Principal;
   // Through the sealing trigger in one statement: a chain of 1,050 updates.
   await t.db.admin.query(
     `INSERT INTO audit_logs (org_id, actor_type, actor_id, action, resource_type, details)
      SELECT :orgId::uuid, 'user', gen_random_uuid(), 'device.update', 'device', jsonb_build_object('n', i) FROM generate_series(1, :n::int) i`,
     { orgId, n: updates },
   );
-  await appendAudit(t.app, Array.from({ length: logins }, () => ({ orgId, action: 'user.login' })));
+  await appendAudit(
+    t.app,
+    Array.from({ length: logins }, () => ({ orgId, action: 'user.login' })),
+  );
   await appendAudit(t.app, [{ orgId: otherOrgId, action: 'user.login' }]);
 });
 
 describe('list totals at scale', () => {
   it('counts a whole trail exactly, past the filtered limit, and a partner sums the trails of its organizations', async () => {
-    expect(await page(orgAdmin(orgId, partner.partnerId!), {})).toEqual({ page: 1, limit: 50, total: updates + logins, totalPages: 22, hasMore: true, totalExact: true });
+    expect(await page(orgAdmin(orgId, partner.partnerId!), {})).toEqual({
+      page: 1,
+      limit: 50,
+      total: updates + logins,
+      totalPages: 22,
+      hasMore: true,
+      totalExact: true,
+    });
     expect(await page(partner, {})).toMatchObject({ total: updates + logins + 1, totalExact: true });
     expect(await page(partner, { orgId: otherOrgId })).toMatchObject({ total: 1, totalExact: true, hasMore: false });
   });
 
   it('counts a filtered set up to 1,000 rows, then reports at least 1,000 until the last page proves the end', async () => {
     const admin = orgAdmin(orgId, partner.partnerId!);
-    expect(await page(admin, { action: 'device.update' })).toEqual({ page: 1, limit: 50, total: exactCountLimit, totalPages: 20, hasMore: true, totalExact: false });
-    expect(await page(admin, { action: 'device.update', page: 21 })).toEqual({ page: 21, limit: 50, total: updates, totalPages: 21, hasMore: false, totalExact: true });
-    expect(await page(admin, { action: 'user.login' })).toEqual({ page: 1, limit: 50, total: logins, totalPages: 1, hasMore: false, totalExact: true });
+    expect(await page(admin, { action: 'device.update' })).toEqual({
+      page: 1,
+      limit: 50,
+      total: exactCountLimit,
+      totalPages: 20,
+      hasMore: true,
+      totalExact: false,
+    });
+    expect(await page(admin, { action: 'device.update', page: 21 })).toEqual({
+      page: 21,
+      limit: 50,
+      total: updates,
+      totalPages: 21,
+      hasMore: false,
+      totalExact: true,
+    });
+    expect(await page(admin, { action: 'user.login' })).toEqual({
+      page: 1,
+      limit: 50,
+      total: logins,
+      totalPages: 1,
+      hasMore: false,
+      totalExact: true,
+    });
   });
 
   it('counts only the retained rows after a retention cut', async () => {
@@ -66,13 +105,18 @@ describe('list totals at scale', () => {
     });
     const after = await page(orgAdmin(orgId, partner.partnerId!), {});
     expect(after).toMatchObject({ total: updates + logins - 100, totalExact: true });
-    const { rows } = await t.app.query<{ n: number }>('SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+    const { rows } = await t.app.query<{ n: number }>(
+      'SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid',
+      { orgId },
+    );
     expect(rows[0]!.n).toBe(after.total);
   });
 
   it('counts the positions the chain holds: a row deleted behind its back still counts, and verification reports it', async () => {
     const before = (await page(partner, { orgId: otherOrgId })).total;
-    await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: otherOrgId }));
+    await tamper(t.db.admin, (tx) =>
+      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: otherOrgId }),
+    );
     expect(await page(partner, { orgId: otherOrgId })).toMatchObject({ total: before, hasMore: false });
     expect(await verifyChain(t.app, otherOrgId)).toMatchObject({ ok: false, firstBreak: { seq: 1, kind: 'missing' } });
   });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { generateKeyPair, SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resetJwtVerifier, verifyUserToken } from '#shared/auth/jwt.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
+import { resetJwtVerifier, verifyUserToken } from '#shared/auth/jwt.ts';
 import { DomainError } from '#shared/errors.ts';
 
 const partnerId = randomUUID();
@@ -15,22 +15,35 @@ afterEach(() => {
 
 describe('a user token', () => {
   it('cannot claim a permission beyond its scope', async () => {
-    const token = await signUserToken({ sub: randomUUID(), role: 'org_viewer', partnerId, orgId, permissions: ['partners:manage', 'orgs:read'] });
+    const token = await signUserToken({
+      sub: randomUUID(),
+      role: 'org_viewer',
+      partnerId,
+      orgId,
+      permissions: ['partners:manage', 'orgs:read'],
+    });
     const principal = await verifyUserToken(token);
     expect([...principal.permissions]).toEqual(['orgs:read']);
   });
 
-  it('keeps a platform administrator\'s claimed partners:manage', async () => {
-    const principal = await verifyUserToken(await signUserToken({ sub: randomUUID(), role: 'platform_admin', permissions: ['partners:manage'] }));
+  it("keeps a platform administrator's claimed partners:manage", async () => {
+    const principal = await verifyUserToken(
+      await signUserToken({ sub: randomUUID(), role: 'platform_admin', permissions: ['partners:manage'] }),
+    );
     expect([...principal.permissions]).toEqual(['partners:manage']);
   });
 
   it('ignores permissions of other services instead of rejecting the token', async () => {
-    const token = await signUserToken({ sub: randomUUID(), role: 'partner_admin', partnerId, permissions: ['orgs:read', 'scripts:run'] });
+    const token = await signUserToken({
+      sub: randomUUID(),
+      role: 'partner_admin',
+      partnerId,
+      permissions: ['orgs:read', 'scripts:run'],
+    });
     expect([...(await verifyUserToken(token)).permissions]).toEqual(['orgs:read']);
   });
 
-  it('is reported unavailable (503), not invalid, when the identity provider\'s keys cannot be fetched', async () => {
+  it("is reported unavailable (503), not invalid, when the identity provider's keys cannot be fetched", async () => {
     process.env.JWT_JWKS_URL = 'http://127.0.0.1:9/.well-known/jwks.json';
     resetJwtVerifier();
     const { privateKey } = await generateKeyPair('RS256');

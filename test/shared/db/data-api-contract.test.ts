@@ -4,12 +4,18 @@
  * (infra/local/data-api-server.ts), which types parameters and answers as the Data API does.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchExecuteStatementCommand, BeginTransactionCommand, ExecuteStatementCommand, RollbackTransactionCommand, type RDSDataClient } from '@aws-sdk/client-rds-data';
+import {
+  BatchExecuteStatementCommand,
+  BeginTransactionCommand,
+  ExecuteStatementCommand,
+  type RDSDataClient,
+  RollbackTransactionCommand,
+} from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAuditEntries } from '#shared/audit/query.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { upsertRetentionPolicy } from '#shared/audit/retention-store.ts';
-import { insertAuditRows, type AuditRowInput } from '#shared/audit/store.ts';
+import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { rolePermissions } from '#shared/auth/permissions.ts';
 import type { Principal } from '#shared/auth/principal.ts';
@@ -20,9 +26,9 @@ import { loadMigrations, migrate } from '#shared/db/migrate.ts';
 import { createRdsDataClient } from '#shared/db/rds-data-client.ts';
 import { toErrorReply } from '#shared/http/error-envelope.ts';
 import { deviceEvent, logEntry, submitEvents, submitLogs } from '#test/support/agents.ts';
-import { startApi, type Api } from '#test/support/api.ts';
+import { type Api, startApi } from '#test/support/api.ts';
+import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
-import { startLocalDataApi, type LocalDataApi } from '#test/support/data-api.ts';
 import { createTenant, enrollDevice, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 let test: TestDatabase;
@@ -84,19 +90,40 @@ const auditRow = (orgId: string, overrides: Partial<AuditRowInput> = {}): AuditR
 });
 
 /** A statement through the raw client, as the Data API receives it. */
-const execute = (sql: string, parameters: NonNullable<ConstructorParameters<typeof ExecuteStatementCommand>[0]['parameters']> = [], extra: Record<string, unknown> = {}) =>
-  client.send(new ExecuteStatementCommand({ resourceArn: local.resourceArn, secretArn: local.secretArns.app, database: local.database, sql, parameters, ...extra }));
+const execute = (
+  sql: string,
+  parameters: NonNullable<ConstructorParameters<typeof ExecuteStatementCommand>[0]['parameters']> = [],
+  extra: Record<string, unknown> = {},
+) =>
+  client.send(
+    new ExecuteStatementCommand({
+      resourceArn: local.resourceArn,
+      secretArn: local.secretArns.app,
+      database: local.database,
+      sql,
+      parameters,
+      ...extra,
+    }),
+  );
 
 describe('the local Data API endpoint', () => {
   it('types an uncast string as character varying, so a uuid column refuses it as in AWS', async () => {
-    const error = await execute('SELECT id FROM organizations WHERE id = :id', [{ name: 'id', value: { stringValue: tenant.orgId } }]).catch((e: unknown) => e);
+    const error = await execute('SELECT id FROM organizations WHERE id = :id', [
+      { name: 'id', value: { stringValue: tenant.orgId } },
+    ]).catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'DatabaseErrorException' });
-    expect((error as Error).message).toMatch(/^ERROR: operator does not exist: uuid = character varying\n {2}Hint: .*\n {2}Position: \d+; SQLState: 42883$/);
+    expect((error as Error).message).toMatch(
+      /^ERROR: operator does not exist: uuid = character varying\n {2}Hint: .*\n {2}Position: \d+; SQLState: 42883$/,
+    );
   });
 
   it('accepts the same string with an explicit cast, or with typeHint UUID', async () => {
-    const cast = await execute('SELECT id::text AS id FROM organizations WHERE id = :id::uuid', [{ name: 'id', value: { stringValue: tenant.orgId } }]);
-    const hinted = await execute('SELECT id::text AS id FROM organizations WHERE id = :id', [{ name: 'id', value: { stringValue: tenant.orgId }, typeHint: 'UUID' }]);
+    const cast = await execute('SELECT id::text AS id FROM organizations WHERE id = :id::uuid', [
+      { name: 'id', value: { stringValue: tenant.orgId } },
+    ]);
+    const hinted = await execute('SELECT id::text AS id FROM organizations WHERE id = :id', [
+      { name: 'id', value: { stringValue: tenant.orgId }, typeHint: 'UUID' },
+    ]);
     expect(cast.records).toEqual([[{ stringValue: tenant.orgId }]]);
     expect(hinted.records).toEqual(cast.records);
   });
@@ -134,7 +161,15 @@ describe('the local Data API endpoint', () => {
   it('returns typed records with column metadata, or the records formatted as JSON', async () => {
     const sql = `SELECT 7::int AS n, 'x'::text AS t, true AS b, NULL::text AS z, '2026-03-01 10:00:00.5+00'::timestamptz AS at`;
     const typed = await execute(sql, [], { includeResultMetadata: true });
-    expect(typed.records).toEqual([[{ longValue: 7 }, { stringValue: 'x' }, { booleanValue: true }, { isNull: true }, { stringValue: '2026-03-01 10:00:00.5' }]]);
+    expect(typed.records).toEqual([
+      [
+        { longValue: 7 },
+        { stringValue: 'x' },
+        { booleanValue: true },
+        { isNull: true },
+        { stringValue: '2026-03-01 10:00:00.5' },
+      ],
+    ]);
     expect(typed.columnMetadata!.map((c) => [c.label, c.typeName])).toEqual([
       ['n', 'int4'],
       ['t', 'text'],
@@ -144,28 +179,59 @@ describe('the local Data API endpoint', () => {
     ]);
     const formatted = await execute(sql, [], { formatRecordsAs: 'JSON' });
     expect(formatted.records).toBeUndefined();
-    expect(JSON.parse(formatted.formattedRecords!)).toEqual([{ n: 7, t: 'x', b: true, z: null, at: '2026-03-01 10:00:00.5' }]);
+    expect(JSON.parse(formatted.formattedRecords!)).toEqual([
+      { n: 7, t: 'x', b: true, z: null, at: '2026-03-01 10:00:00.5' },
+    ]);
   });
 
   it('runs one statement per call', async () => {
-    await expect(execute('SELECT 1; SELECT 2')).rejects.toMatchObject({ name: 'DatabaseErrorException', message: expect.stringContaining('SQLState: 42601') });
+    await expect(execute('SELECT 1; SELECT 2')).rejects.toMatchObject({
+      name: 'DatabaseErrorException',
+      message: expect.stringContaining('SQLState: 42601'),
+    });
   });
 
   it('refuses a second statement while one of the same transaction runs', async () => {
-    const { transactionId } = await client.send(new BeginTransactionCommand({ resourceArn: local.resourceArn, secretArn: local.secretArns.app, database: local.database }));
-    const results = await Promise.allSettled([execute('SELECT pg_sleep(0.3)', [], { transactionId }), execute('SELECT 1', [], { transactionId })]);
-    await client.send(new RollbackTransactionCommand({ resourceArn: local.resourceArn, secretArn: local.secretArns.app, transactionId }));
+    const { transactionId } = await client.send(
+      new BeginTransactionCommand({
+        resourceArn: local.resourceArn,
+        secretArn: local.secretArns.app,
+        database: local.database,
+      }),
+    );
+    const results = await Promise.allSettled([
+      execute('SELECT pg_sleep(0.3)', [], { transactionId }),
+      execute('SELECT 1', [], { transactionId }),
+    ]);
+    await client.send(
+      new RollbackTransactionCommand({
+        resourceArn: local.resourceArn,
+        secretArn: local.secretArns.app,
+        transactionId,
+      }),
+    );
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
-    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ name: 'DatabaseErrorException', message: 'Transaction is still running a query' });
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({
+      name: 'DatabaseErrorException',
+      message: 'Transaction is still running a query',
+    });
   });
 
   it('refuses a response above 1 MiB, and the transaction it ran in is gone', async () => {
-    const { transactionId } = await client.send(new BeginTransactionCommand({ resourceArn: local.resourceArn, secretArn: local.secretArns.app, database: local.database }));
+    const { transactionId } = await client.send(
+      new BeginTransactionCommand({
+        resourceArn: local.resourceArn,
+        secretArn: local.secretArns.app,
+        database: local.database,
+      }),
+    );
     await expect(execute(`SELECT repeat('x', 1100000) AS big`, [], { transactionId })).rejects.toMatchObject({
       name: 'BadRequestException',
       message: 'Database returned more than the allowed response size limit',
     });
-    await expect(execute('SELECT 1', [], { transactionId })).rejects.toMatchObject({ name: 'TransactionNotFoundException' });
+    await expect(execute('SELECT 1', [], { transactionId })).rejects.toMatchObject({
+      name: 'TransactionNotFoundException',
+    });
   });
 
   it('runs a batch statement over parameter sets, all or nothing', async () => {
@@ -187,7 +253,9 @@ describe('the local Data API endpoint', () => {
     const ids = [randomUUID(), randomUUID()];
     const { updateResults } = await batch(ids);
     expect(updateResults!.map((r) => r.generatedFields)).toEqual(ids.map((id) => [{ stringValue: id }]));
-    await expect(batch([randomUUID(), ids[0]!])).rejects.toMatchObject({ message: expect.stringContaining('SQLState: 23505') });
+    await expect(batch([randomUUID(), ids[0]!])).rejects.toMatchObject({
+      message: expect.stringContaining('SQLState: 23505'),
+    });
     expect((await local.db('admin').query(`SELECT count(*) AS n FROM ${name}`)).rows).toEqual([{ n: 2 }]);
   });
 });
@@ -199,32 +267,55 @@ describe('the Data API executor', () => {
                         'ab'::char(3) AS fixed, false AS flag, NULL::jsonb AS nothing, 1.5::float8 AS ratio, ARRAY['a','b'] AS tags,
                         :n::int + 1 AS next, :flag::boolean AS given, :doc::jsonb AS echoed, 'user'::audit_actor_type AS actor
                    FROM (VALUES (1)) v`;
-    const params = { at: new Date('2026-03-01T10:00:00.123Z'), id: randomUUID(), n: 41, flag: true, doc: { nested: ['x', 1, null] } };
+    const params = {
+      at: new Date('2026-03-01T10:00:00.123Z'),
+      id: randomUUID(),
+      n: 41,
+      flag: true,
+      doc: { nested: ['x', 1, null] },
+    };
     const [viaDataApi, viaPg] = await Promise.all([app.query(sql, params), test.admin.query(sql, params)]);
     expect(viaDataApi.rows).toEqual(viaPg.rows);
     expect(viaDataApi.rows[0]!.at).toBeInstanceOf(Date);
   });
 
   it('counts the rows a write without RETURNING changed', async () => {
-    const { rowCount } = await app.query(`UPDATE organizations SET name = name WHERE id = :id::uuid`, { id: tenant.orgId });
+    const { rowCount } = await app.query(`UPDATE organizations SET name = name WHERE id = :id::uuid`, {
+      id: tenant.orgId,
+    });
     expect(rowCount).toBe(1);
   });
 
-  it('keeps a statement\'s SQLSTATE, so errors map to the same replies as with node-postgres', async () => {
-    const error = await local.db('admin').query(`INSERT INTO partners (id, name) SELECT id, name FROM partners WHERE id = :id::uuid`, { id: tenant.partnerId }).catch((e: unknown) => e);
+  it("keeps a statement's SQLSTATE, so errors map to the same replies as with node-postgres", async () => {
+    const error = await local
+      .db('admin')
+      .query(`INSERT INTO partners (id, name) SELECT id, name FROM partners WHERE id = :id::uuid`, {
+        id: tenant.partnerId,
+      })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'DataApiError', code: '23505' });
     const unstorable = await app.query(`SELECT convert_from('\\x00'::bytea, 'UTF8')`).catch((e: unknown) => e);
     expect(unstorable).toMatchObject({ code: '22021' });
     expect(toErrorReply(unstorable)).toMatchObject({ statusCode: 400 });
   });
 
-  it('sets the transaction\'s isolation level with its first statement', async () => {
-    const level = await app.transaction(async (tx) => (await tx.query<{ level: string }>(`SELECT current_setting('transaction_isolation') AS level`)).rows[0]!.level, { isolation: 'REPEATABLE READ' });
+  it("sets the transaction's isolation level with its first statement", async () => {
+    const level = await app.transaction(
+      async (tx) =>
+        (await tx.query<{ level: string }>(`SELECT current_setting('transaction_isolation') AS level`)).rows[0]!.level,
+      { isolation: 'REPEATABLE READ' },
+    );
     expect(level).toBe('repeatable read');
   });
 
   it('lets the statements of one transaction take turns when they are issued together', async () => {
-    const values = await app.transaction((tx) => Promise.all([1, 2, 3].map(async (n) => (await tx.query<{ n: number }>('SELECT :n::int AS n, pg_sleep(0.05)', { n })).rows[0]!.n)));
+    const values = await app.transaction((tx) =>
+      Promise.all(
+        [1, 2, 3].map(
+          async (n) => (await tx.query<{ n: number }>('SELECT :n::int AS n, pg_sleep(0.05)', { n })).rows[0]!.n,
+        ),
+      ),
+    );
     expect(values).toEqual([1, 2, 3]);
   });
 
@@ -236,7 +327,9 @@ describe('the Data API executor', () => {
         throw new Error('changed my mind');
       }),
     ).rejects.toThrow('changed my mind');
-    expect((await app.query('SELECT count(*) AS n FROM organizations WHERE name = :name::text', { name })).rows).toEqual([{ n: 0 }]);
+    expect(
+      (await app.query('SELECT count(*) AS n FROM organizations WHERE name = :name::text', { name })).rows,
+    ).toEqual([{ n: 0 }]);
   });
 
   it('retries DatabaseResumingException while the cluster resumes from 0 ACU', async () => {
@@ -245,7 +338,12 @@ describe('the Data API executor', () => {
     local.server.pause({ calls: 3 });
     const before = local.server.calls.length;
     expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-    expect(local.server.calls.slice(before).map((c) => c.operation)).toEqual(['Execute', 'Execute', 'Execute', 'Execute']);
+    expect(local.server.calls.slice(before).map((c) => c.operation)).toEqual([
+      'Execute',
+      'Execute',
+      'Execute',
+      'Execute',
+    ]);
     expect(waits).toEqual([500, 1000, 2000]);
   });
 
@@ -254,14 +352,18 @@ describe('the Data API executor', () => {
     local.server.pause({ ms: 5_000 });
     try {
       const error = await db.transaction(async () => undefined).catch((e: unknown) => e);
-      expect(error).toMatchObject({ name: 'DataApiError', code: '57P03', message: expect.stringContaining('is resuming after being auto-paused') });
+      expect(error).toMatchObject({
+        name: 'DataApiError',
+        code: '57P03',
+        message: expect.stringContaining('is resuming after being auto-paused'),
+      });
       expect(toErrorReply(error)).toMatchObject({ statusCode: 503 });
     } finally {
       local.server.pause({});
     }
   });
 
-  it('names a result above the Data API\'s 1 MiB limit as such', async () => {
+  it("names a result above the Data API's 1 MiB limit as such", async () => {
     const error = await app.query(`SELECT repeat('x', 600000) AS a, repeat('y', 600000) AS b`).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: resultTooLargeCode, message: expect.stringContaining('1 MiB') });
   });
@@ -277,10 +379,26 @@ describe('the Data API executor', () => {
       sent.push(((args.input as { parameters?: { name?: string }[] }).parameters ?? []).map(({ name }) => ({ name })));
       return next(args);
     });
-    const db = createDataApiDb({ client: spy, resourceArn: local.resourceArn, secretArn: local.secretArns.app, database: local.database });
+    const db = createDataApiDb({
+      client: spy,
+      resourceArn: local.resourceArn,
+      secretArn: local.secretArns.app,
+      database: local.database,
+    });
     try {
       const [viaDataApi, viaPg] = await Promise.all([db.query(sql, params), test.admin.query(sql, params)]);
-      expect(viaDataApi.rows).toEqual([{ formatted: '2026-03-01T10:04:05', literal: ':notParam', escaped: "it's :escaped", dollar: ':dollar', tagged: ' :tagged ', doubled: "a'b:c", ':ident': 1, n: 7 }]);
+      expect(viaDataApi.rows).toEqual([
+        {
+          formatted: '2026-03-01T10:04:05',
+          literal: ':notParam',
+          escaped: "it's :escaped",
+          dollar: ':dollar',
+          tagged: ' :tagged ',
+          doubled: "a'b:c",
+          ':ident': 1,
+          n: 7,
+        },
+      ]);
       expect(viaDataApi.rows).toEqual(viaPg.rows);
       expect(sent).toEqual([[{ name: 'at' }, { name: 'n' }]]);
     } finally {
@@ -314,41 +432,67 @@ describe('migrations through the Data API', () => {
 describe('the stores through the Data API', () => {
   it('write audit rows, list them and verify the chain (in a REPEATABLE READ transaction)', async () => {
     const other = await createTenant(api, 'Globex');
-    const sealed = await insertAuditRows(app, [auditRow(tenant.orgId), auditRow(other.orgId), auditRow(tenant.orgId, { action: 'device.delete', details: { text: 'ünïcødé ✓', n: 1.5 } })]);
+    const sealed = await insertAuditRows(app, [
+      auditRow(tenant.orgId),
+      auditRow(other.orgId),
+      auditRow(tenant.orgId, { action: 'device.delete', details: { text: 'ünïcødé ✓', n: 1.5 } }),
+    ]);
     expect(sealed.map((row) => typeof row.seq)).toEqual(['number', 'number', 'number']);
 
     const listed = await listAuditEntries(app, platform, { page: 1, limit: 50, skipCount: false, orgId: tenant.orgId });
-    const viaPg = await listAuditEntries(test.admin, platform, { page: 1, limit: 50, skipCount: false, orgId: tenant.orgId });
+    const viaPg = await listAuditEntries(test.admin, platform, {
+      page: 1,
+      limit: 50,
+      skipCount: false,
+      orgId: tenant.orgId,
+    });
     expect(listed).toEqual(viaPg);
     expect(listed.rows.map((row) => row.action)).toEqual(expect.arrayContaining(['device.update', 'device.delete']));
 
     expect(await verifyChain(app, tenant.orgId)).toEqual(await verifyChain(test.admin, tenant.orgId));
-    expect(await verifyChain(app, tenant.orgId, { pageRows: 1 })).toMatchObject({ ok: true, checked: listed.pagination.total });
+    expect(await verifyChain(app, tenant.orgId, { pageRows: 1 })).toMatchObject({
+      ok: true,
+      checked: listed.pagination.total,
+    });
   });
 
   it('verify a chain larger than one 1 MiB response in pages under it', async () => {
     const big = await createTenant(api, 'Umbrella');
     const note = 'x'.repeat(60_000);
-    await insertAuditRows(app, Array.from({ length: 40 }, (_, n) => auditRow(big.orgId, { details: { note, n } })));
+    await insertAuditRows(
+      app,
+      Array.from({ length: 40 }, (_, n) => auditRow(big.orgId, { details: { note, n } })),
+    );
     const before = local.server.calls.length;
     expect(await verifyChain(app, big.orgId)).toEqual({ ok: true, checked: 40 });
-    expect(local.server.calls.slice(before).filter((c) => c.sql?.includes('FROM audit_logs a')).length).toBeGreaterThan(2);
+    expect(local.server.calls.slice(before).filter((c) => c.sql?.includes('FROM audit_logs a')).length).toBeGreaterThan(
+      2,
+    );
   });
 
   it('delete expired audit rows as the retention role, with the session flag set inside the transaction', async () => {
     const pruned = await createTenant(api, 'Initech');
     await upsertRetentionPolicy(app, pruned.orgId, 30);
     const old = new Date(Date.now() - 90 * 86_400_000).toISOString();
-    await insertAuditRows(app, [auditRow(pruned.orgId, { timestamp: old }), auditRow(pruned.orgId, { timestamp: old })]);
+    await insertAuditRows(app, [
+      auditRow(pruned.orgId, { timestamp: old }),
+      auditRow(pruned.orgId, { timestamp: old }),
+    ]);
     await insertAuditRows(app, [auditRow(pruned.orgId)]);
     const auditAdmin = local.db('auditAdmin');
 
     // Each call outside a transaction is a transaction of its own: a flag set by one is gone for the next.
     await auditAdmin.query(`SET LOCAL logbook.audit_retention = 'on'`);
-    await expect(auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: pruned.orgId })).rejects.toMatchObject({ name: 'DataApiError' });
+    await expect(
+      auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: pruned.orgId }),
+    ).rejects.toMatchObject({ name: 'DataApiError' });
 
     const run = await runRetention(auditAdmin, { batchRows: 1 });
-    expect(run.organizations.find((org) => org.orgId === pruned.orgId)).toMatchObject({ rowsDeleted: 2, fromSeq: 1, throughSeq: 2 });
+    expect(run.organizations.find((org) => org.orgId === pruned.orgId)).toMatchObject({
+      rowsDeleted: 2,
+      fromSeq: 1,
+      throughSeq: 2,
+    });
     expect(await verifyChain(app, pruned.orgId)).toMatchObject({ ok: true });
   });
 });
@@ -365,10 +509,16 @@ describe('the API on the Data API', () => {
   it('stores 250 diagnostic log entries in batches of 100 and pages through them', async () => {
     const agent = await enrollDevice(api, tenant, 'logs-01');
     const before = local.server.calls.length;
-    const stored = await submitLogs(api, agent, Array.from({ length: 250 }, (_, n) => logEntry(n)));
+    const stored = await submitLogs(
+      api,
+      agent,
+      Array.from({ length: 250 }, (_, n) => logEntry(n)),
+    );
     expect(stored).toMatchObject({ status: 201, body: { received: 250 } });
     expect(local.server.calls.slice(before).filter((c) => c.sql?.includes('INSERT INTO agent_logs'))).toHaveLength(3);
-    const page = await api.request('GET', `/api/v1/devices/${agent.deviceId}/diagnostic-logs?limit=100&page=3`, { token: tenant.orgToken });
+    const page = await api.request('GET', `/api/v1/devices/${agent.deviceId}/diagnostic-logs?limit=100&page=3`, {
+      token: tenant.orgToken,
+    });
     expect(page.body.pagination).toMatchObject({ total: 250 });
     expect(page.body.data).toHaveLength(50);
   });
@@ -377,18 +527,40 @@ describe('the API on the Data API', () => {
     const agent = await enrollDevice(api, tenant, 'events-01');
     const events = Array.from({ length: 150 }, (_, n) => deviceEvent(n));
     expect(await submitEvents(api, agent, events)).toMatchObject({ status: 200, body: { success: true, count: 150 } });
-    expect(await submitEvents(api, agent, [...events, deviceEvent(1000)])).toMatchObject({ status: 200, body: { success: true, count: 1 } });
+    expect(await submitEvents(api, agent, [...events, deviceEvent(1000)])).toMatchObject({
+      status: 200,
+      body: { success: true, count: 1 },
+    });
   });
 
   it('takes reported audit events, lists them and verifies the chain', async () => {
     const root = await platformAdmin();
     const reported = await api.request('POST', '/api/v1/audit-logs/events', {
       token: root,
-      body: { events: [{ orgId: tenant.orgId, actorType: 'system', actorId: randomUUID(), action: 'script.execute', resourceType: 'script', details: { exitCode: 0 } }] },
+      body: {
+        events: [
+          {
+            orgId: tenant.orgId,
+            actorType: 'system',
+            actorId: randomUUID(),
+            action: 'script.execute',
+            resourceType: 'script',
+            details: { exitCode: 0 },
+          },
+        ],
+      },
     });
     expect(reported.status).toBe(201);
-    const listed = await api.request('GET', `/api/v1/audit-logs/logs?orgId=${tenant.orgId}&action=script.execute`, { token: root });
-    expect(listed.body.data).toEqual([expect.objectContaining({ id: reported.body.ids[0], action: 'script.execute', details: expect.objectContaining({ exitCode: 0, reportedBy: expect.any(Object) }) })]);
+    const listed = await api.request('GET', `/api/v1/audit-logs/logs?orgId=${tenant.orgId}&action=script.execute`, {
+      token: root,
+    });
+    expect(listed.body.data).toEqual([
+      expect.objectContaining({
+        id: reported.body.ids[0],
+        action: 'script.execute',
+        details: expect.objectContaining({ exitCode: 0, reportedBy: expect.any(Object) }),
+      }),
+    ]);
     const verified = await api.request('GET', `/api/v1/audit-logs/verify?orgId=${tenant.orgId}`, { token: root });
     expect(verified.body).toMatchObject({ ok: true });
   });

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, cpSync } from 'node:fs';
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPgDb } from '#shared/db/pg.ts';
 import { loadMigrations, migrate, migrationsDir } from '#shared/db/migrate.ts';
+import { createPgDb } from '#shared/db/pg.ts';
 import { withCredentials } from '#shared/db/roles.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 import { databaseName } from '#test/support/global-setup.ts';
@@ -63,16 +63,23 @@ describe('migrations', () => {
     for (const row of rows) expect(row).toEqual({ tablename: row.tablename, tableowner: 'logbook_owner' });
   });
 
-  it('run for an administrator that is no superuser but created the roles, as Aurora\'s master user', async () => {
+  it("run for an administrator that is no superuser but created the roles, as Aurora's master user", async () => {
     const role = `${db.name}_createrole`;
     const password = randomBytes(16).toString('hex');
     await db.admin.query(`CREATE ROLE ${role} LOGIN CREATEROLE PASSWORD '${password}'`);
     await db.admin.query(`CREATE DATABASE ${role} OWNER ${role}`);
-    const version = (await db.admin.query<{ v: number }>(`SELECT current_setting('server_version_num')::int AS v`)).rows[0]!.v;
+    const version = (await db.admin.query<{ v: number }>(`SELECT current_setting('server_version_num')::int AS v`))
+      .rows[0]!.v;
     // The roles exist cluster-wide already; grant what creating them would have given this administrator:
     // since PostgreSQL 16 ADMIN without SET or INHERIT, before it nothing (CREATEROLE alone may grant any role).
-    if (version >= 160000) await db.admin.query(`GRANT logbook_owner, logbook_app, logbook_audit_admin TO ${role} WITH ADMIN TRUE, INHERIT FALSE, SET FALSE`);
-    const administrator = createPgDb({ connectionString: withCredentials(databaseName(db.urls.admin, role), role, password), max: 1 });
+    if (version >= 160000)
+      await db.admin.query(
+        `GRANT logbook_owner, logbook_app, logbook_audit_admin TO ${role} WITH ADMIN TRUE, INHERIT FALSE, SET FALSE`,
+      );
+    const administrator = createPgDb({
+      connectionString: withCredentials(databaseName(db.urls.admin, role), role, password),
+      max: 1,
+    });
     try {
       expect(await migrate(administrator)).toEqual(loadMigrations().map((m) => m.name));
       const { rows } = await administrator.query<{ tableowner: string }>(

@@ -4,7 +4,10 @@ import { createTestDatabase, type TestDatabase } from '#test/support/database.ts
 
 describe('parseNamedParams', () => {
   it('finds a :name parameter and keeps its ::type cast in the text around it', () => {
-    expect(parseNamedParams('SELECT * FROM t WHERE id = :id::uuid')).toEqual({ parts: ['SELECT * FROM t WHERE id = ', '::uuid'], names: ['id'] });
+    expect(parseNamedParams('SELECT * FROM t WHERE id = :id::uuid')).toEqual({
+      parts: ['SELECT * FROM t WHERE id = ', '::uuid'],
+      names: ['id'],
+    });
   });
 
   it('reports a parameter used twice once per use, in order', () => {
@@ -78,6 +81,8 @@ describe('the node-postgres executor', () => {
   });
 
   it('rejects a statement whose parameter is missing, naming it', async () => {
-    await expect(db.admin.query('SELECT :present::int, :absent::int', { present: 1 })).rejects.toThrow('missing SQL parameter :absent');
+    await expect(db.admin.query('SELECT :present::int, :absent::int', { present: 1 })).rejects.toThrow(
+      'missing SQL parameter :absent',
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAppDb } from '#shared/db/client.ts';
 import { z } from 'zod';
+import { closeAppDb } from '#shared/db/client.ts';
 import { bodyBytes, bodyLimit } from '#shared/http/body-limit.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 import { route } from '#shared/http/route.ts';
@@ -44,7 +44,7 @@ describe('bodyLimit', () => {
     }
   });
 
-  describe('in a route\'s chain (maxBodyBytes)', () => {
+  describe("in a route's chain (maxBodyBytes)", () => {
     // The audit middleware builds the (lazy) database client of every request; nothing here queries it.
     beforeAll(() => {
       process.env.APP_DATABASE_URL ??= 'postgres://logbook_app:none@127.0.0.1:9/none';
@@ -52,30 +52,47 @@ describe('bodyLimit', () => {
     afterAll(closeAppDb);
     const body = z.object({ text: z.string() });
     let called = 0;
-    const open = httpHandler(route({ handler: 'test/open', auth: 'none', tag: 'test', summary: 'test', body, maxBodyBytes: 32 }), async (request) => {
-      called++;
-      return { length: request.body.text.length };
-    });
+    const open = httpHandler(
+      route({ handler: 'test/open', auth: 'none', tag: 'test', summary: 'test', body, maxBodyBytes: 32 }),
+      async (request) => {
+        called++;
+        return { length: request.body.text.length };
+      },
+    );
     // Authenticating an agent needs the database, which this test does not have: a 413 shows that nothing got that far.
-    const agentOnly = httpHandler(route({ handler: 'test/agent', auth: 'agent', tag: 'test', summary: 'test', body, maxBodyBytes: 32 }), async () => ({}));
+    const agentOnly = httpHandler(
+      route({ handler: 'test/agent', auth: 'agent', tag: 'test', summary: 'test', body, maxBodyBytes: 32 }),
+      async () => ({}),
+    );
     const tooBig = `{"text": "${'x'.repeat(40)}`;
 
     it('answers 413 in the error envelope, without parsing the body or calling the handler', async () => {
       const reply = await open({ ...httpEvent({ method: 'POST' }), body: tooBig }, lambdaContext);
       expect(reply).toMatchObject({ statusCode: 413 });
       expect(JSON.parse((reply as { body: string }).body)).toEqual({
-        error: { code: 'PAYLOAD_TOO_LARGE', message: `Request body of ${tooBig.length} bytes exceeds the limit of 32 bytes`, details: { maxBytes: 32 } },
+        error: {
+          code: 'PAYLOAD_TOO_LARGE',
+          message: `Request body of ${tooBig.length} bytes exceeds the limit of 32 bytes`,
+          details: { maxBytes: 32 },
+        },
       });
       expect(called).toBe(0);
     });
 
     it('answers 413 before authentication', async () => {
-      expect(await agentOnly({ ...httpEvent({ method: 'POST' }), body: tooBig }, lambdaContext)).toMatchObject({ statusCode: 413 });
+      expect(await agentOnly({ ...httpEvent({ method: 'POST' }), body: tooBig }, lambdaContext)).toMatchObject({
+        statusCode: 413,
+      });
     });
 
     it('passes a body within the limit on to parsing, validation and the handler', async () => {
-      expect(await open(httpEvent({ method: 'POST', body: { text: 'short' } }), lambdaContext)).toMatchObject({ statusCode: 200, body: '{"length":5}' });
-      expect(await open({ ...httpEvent({ method: 'POST' }), body: '{"text": 5}' }, lambdaContext)).toMatchObject({ statusCode: 400 });
+      expect(await open(httpEvent({ method: 'POST', body: { text: 'short' } }), lambdaContext)).toMatchObject({
+        statusCode: 200,
+        body: '{"length":5}',
+      });
+      expect(await open({ ...httpEvent({ method: 'POST' }), body: '{"text": 5}' }, lambdaContext)).toMatchObject({
+        statusCode: 400,
+      });
       expect(called).toBe(1);
     });
   });

@@ -11,16 +11,23 @@ describe('the error envelope', () => {
     ['22009', 'time zone displacement out of range'],
     ['22P02', 'invalid input syntax for type json'],
     ['23514', 'new row for relation "audit_logs" violates check constraint'],
-  ])('answers a value the database refuses (SQLSTATE %s) as 400 VALIDATION_FAILED, without the database message', (code, message) => {
-    const reply = toErrorReply(databaseError(code, message));
-    expect(reply).toMatchObject({ statusCode: 400 });
-    const body = JSON.parse((reply as { body: string }).body);
-    expect(body).toEqual({ error: { code: 'VALIDATION_FAILED', message: 'Request contains a value the database refuses' } });
-  });
+  ])(
+    'answers a value the database refuses (SQLSTATE %s) as 400 VALIDATION_FAILED, without the database message',
+    (code, message) => {
+      const reply = toErrorReply(databaseError(code, message));
+      expect(reply).toMatchObject({ statusCode: 400 });
+      const body = JSON.parse((reply as { body: string }).body);
+      expect(body).toEqual({
+        error: { code: 'VALIDATION_FAILED', message: 'Request contains a value the database refuses' },
+      });
+    },
+  );
 
   it('still answers any other database error as 500 INTERNAL', () => {
     const reply = toErrorReply(databaseError('42P01', 'relation does not exist'));
     expect(reply).toMatchObject({ statusCode: 500 });
-    expect(JSON.parse((reply as { body: string }).body)).toEqual({ error: { code: 'INTERNAL', message: 'Internal error' } });
+    expect(JSON.parse((reply as { body: string }).body)).toEqual({
+      error: { code: 'INTERNAL', message: 'Internal error' },
+    });
   });
 });

@@ -5,18 +5,39 @@
 import type { Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-type Observability = typeof import('#shared/observability/handler.ts') & typeof import('#shared/observability/metrics.ts') & typeof import('#shared/observability/tracer.ts');
+type Observability = typeof import('#shared/observability/handler.ts') &
+  typeof import('#shared/observability/metrics.ts') &
+  typeof import('#shared/observability/tracer.ts');
 
 /** The modules as a process with this environment loads them. */
 async function load(env: Record<string, string | undefined>): Promise<Observability> {
   vi.resetModules();
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-  return { ...(await import('#shared/observability/handler.ts')), ...(await import('#shared/observability/metrics.ts')), ...(await import('#shared/observability/tracer.ts')) };
+  return {
+    ...(await import('#shared/observability/handler.ts')),
+    ...(await import('#shared/observability/metrics.ts')),
+    ...(await import('#shared/observability/tracer.ts')),
+  };
 }
 
-const inLambda = { AWS_LAMBDA_FUNCTION_NAME: 'logbook-audit', AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand', POWERTOOLS_SERVICE_NAME: 'logbook-test', POWERTOOLS_METRICS_NAMESPACE: 'LogbookTest', POWERTOOLS_METRICS_DISABLED: undefined, POWERTOOLS_DEV: undefined };
-const context = { functionName: 'logbook-audit', awsRequestId: 'r1', getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
-const envelope = (statusCode: number, code: string) => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code, message: 'x' } }) });
+const inLambda = {
+  AWS_LAMBDA_FUNCTION_NAME: 'logbook-audit',
+  AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+  POWERTOOLS_SERVICE_NAME: 'logbook-test',
+  POWERTOOLS_METRICS_NAMESPACE: 'LogbookTest',
+  POWERTOOLS_METRICS_DISABLED: undefined,
+  POWERTOOLS_DEV: undefined,
+};
+const context = {
+  functionName: 'logbook-audit',
+  awsRequestId: 'r1',
+  getRemainingTimeInMillis: () => 30_000,
+} as unknown as Context;
+const envelope = (statusCode: number, code: string) => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ error: { code, message: 'x' } }),
+});
 
 /** The EMF documents the invocations write to stdout. */
 function captureEmf(): { lines: () => Record<string, any>[] } {
@@ -63,19 +84,45 @@ describe('observability in Lambda', () => {
     await handler({ routeKey: 'POST /api/v1/agents/{id}/logs' }, context);
     await handler({ routeKey: 'POST /api/v1/agents/{id}/logs' }, context);
     const lines = emf.lines();
-    const metricNames = (line: Record<string, any>) => line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
+    const metricNames = (line: Record<string, any>) =>
+      line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
     expect(lines.map(metricNames)).toEqual([['ColdStart'], ['AgentLogsStored'], ['AgentLogsStored']]);
     expect(lines[0]).toMatchObject({ ColdStart: 1, function_name: 'logbook-audit', service: 'logbook-test' });
-    expect(lines[1]).toMatchObject({ AgentLogsStored: 250, service: 'logbook-test', _aws: { CloudWatchMetrics: [{ Namespace: 'LogbookTest', Dimensions: [['service']] }] } });
+    expect(lines[1]).toMatchObject({
+      AgentLogsStored: 250,
+      service: 'logbook-test',
+      _aws: { CloudWatchMetrics: [{ Namespace: 'LogbookTest', Dimensions: [['service']] }] },
+    });
   });
 
   it('counts live-query outcomes, exhausted budgets and failures by the error code of the reply', async () => {
     const o = await load(inLambda);
     const emf = captureEmf();
-    const replies = [envelope(409, 'DEVICE_OFFLINE'), envelope(504, 'AGENT_TIMEOUT'), envelope(502, 'AGENT_BAD_RESPONSE'), envelope(429, 'RATE_LIMITED'), envelope(503, 'UNAVAILABLE'), envelope(500, 'INTERNAL')];
-    for (const reply of replies) await o.observedHandler(async (_event: unknown, _context: Context) => reply)({ requestContext: { routeKey: '$default' } }, context);
-    const counted = emf.lines().flatMap((line) => line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).filter((name: string) => name !== 'ColdStart');
-    expect(counted).toEqual(['LiveQueryDeviceOffline', 'LiveQueryTimeouts', 'LiveQueryBadResponses', 'IngestRateLimited', 'DatabaseUnavailable', 'UnhandledErrors']);
+    const replies = [
+      envelope(409, 'DEVICE_OFFLINE'),
+      envelope(504, 'AGENT_TIMEOUT'),
+      envelope(502, 'AGENT_BAD_RESPONSE'),
+      envelope(429, 'RATE_LIMITED'),
+      envelope(503, 'UNAVAILABLE'),
+      envelope(500, 'INTERNAL'),
+    ];
+    for (const reply of replies)
+      await o.observedHandler(async (_event: unknown, _context: Context) => reply)(
+        { requestContext: { routeKey: '$default' } },
+        context,
+      );
+    const counted = emf
+      .lines()
+      .flatMap((line) => line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name))
+      .filter((name: string) => name !== 'ColdStart');
+    expect(counted).toEqual([
+      'LiveQueryDeviceOffline',
+      'LiveQueryTimeouts',
+      'LiveQueryBadResponses',
+      'IngestRateLimited',
+      'DatabaseUnavailable',
+      'UnhandledErrors',
+    ]);
   });
 
   it('writes no metric line (and no warning) for an invocation that counted nothing, nor for an ordinary 4xx', async () => {
@@ -85,7 +132,13 @@ describe('observability in Lambda', () => {
     const handler = o.observedHandler(async (_event: unknown, _context: Context) => envelope(404, 'NOT_FOUND'));
     await handler({ routeKey: 'GET /api/v1/audit-logs/{id}' }, context);
     await handler({ routeKey: 'GET /api/v1/audit-logs/{id}' }, context);
-    expect(emf.lines().map((line) => Object.keys(line).filter((key) => key !== '_aws' && key !== 'service' && key !== 'function_name'))).toEqual([['ColdStart']]);
+    expect(
+      emf
+        .lines()
+        .map((line) =>
+          Object.keys(line).filter((key) => key !== '_aws' && key !== 'service' && key !== 'function_name'),
+        ),
+    ).toEqual([['ColdStart']]);
     expect(warn).not.toHaveBeenCalled();
   });
 
@@ -116,7 +169,12 @@ describe('observability in Lambda', () => {
     expect(o.tracer!.isTracingEnabled()).toBe(false);
     const client = { send: () => undefined, middlewareStack: { add: () => undefined, remove: () => undefined } };
     expect(o.traced(client)).toBe(client);
-    expect(await o.observedHandler(async (_event: unknown, _context: Context) => ({ statusCode: 204 }))({ routeKey: 'GET /api/v1/health' }, context)).toEqual({ statusCode: 204 });
+    expect(
+      await o.observedHandler(async (_event: unknown, _context: Context) => ({ statusCode: 204 }))(
+        { routeKey: 'GET /api/v1/health' },
+        context,
+      ),
+    ).toEqual({ statusCode: 204 });
   });
 });
 

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { routes } from '#functions/routes.ts';
 import { chromiumFound, chromiumPath, launchChromium } from '#infra/local/chromium.ts';
-import { startHttpGateway, type RunningHttpGateway } from '#infra/local/http-gateway.ts';
+import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { loadWebSite } from '#infra/local/web-site.ts';
 import { useApi } from '#test/support/api.ts';
 
@@ -24,7 +24,10 @@ export interface Viewer {
   /** The local server with the viewer at / and the API under /api/v1, as `npm start` serves them. */
   readonly url: string;
   /** A page in a fresh browser context (its own session storage), local time in Asia/Kolkata (UTC+05:30). */
-  open(path: string, options?: { width?: number; height?: number; prepare?: (page: Page) => Promise<unknown> }): Promise<Page>;
+  open(
+    path: string,
+    options?: { width?: number; height?: number; prepare?: (page: Page) => Promise<unknown> },
+  ): Promise<Page>;
 }
 
 /** Registers the hooks of a browser test file: a cloned database, the local server with the viewer, one Chromium. */
@@ -34,7 +37,10 @@ export function useViewer(): Viewer {
   let browser: Browser | undefined;
   const contexts: BrowserContext[] = [];
   beforeAll(async () => {
-    [gateway, browser] = await Promise.all([loadWebSite().then((site) => startHttpGateway({ port: 0, host: '127.0.0.1', routes, site })), launchChromium()]);
+    [gateway, browser] = await Promise.all([
+      loadWebSite().then((site) => startHttpGateway({ port: 0, host: '127.0.0.1', routes, site })),
+      launchChromium(),
+    ]);
   });
   afterAll(async () => {
     await Promise.all(contexts.map((context) => context.close()));

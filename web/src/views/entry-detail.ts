@@ -1,5 +1,5 @@
 import { actorLines, actorTypeLabel } from '../actors.ts';
-import { h, type Child } from '../element.ts';
+import { type Child, h } from '../element.ts';
 import { changedFields, type Row } from '../entries.ts';
 import { codeWords, humanizeAction } from '../humanize.ts';
 import { localTimeLong } from '../time.ts';
@@ -12,7 +12,17 @@ function changesTable(row: Row) {
     'table',
     { class: 'diff' },
     h('caption', { class: 'visually-hidden' }, 'Changes: each field before and after'),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Field'), h('th', { scope: 'col' }, 'Before'), h('th', { scope: 'col' }, 'After'))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col' }, 'Field'),
+        h('th', { scope: 'col' }, 'Before'),
+        h('th', { scope: 'col' }, 'After'),
+      ),
+    ),
     h(
       'tbody',
       {},
@@ -21,8 +31,16 @@ function changesTable(row: Row) {
           'tr',
           { class: `diff-${field.kind}` },
           h('th', { scope: 'row' }, field.field, h('span', { class: 'visually-hidden' }, ` (${field.kind})`)),
-          h('td', { class: 'before' }, field.before === '' ? h('span', { class: 'muted' }, '—') : h('del', {}, field.before)),
-          h('td', { class: 'after' }, field.after === '' ? h('span', { class: 'muted' }, '—') : h('ins', {}, field.after)),
+          h(
+            'td',
+            { class: 'before' },
+            field.before === '' ? h('span', { class: 'muted' }, '—') : h('del', {}, field.before),
+          ),
+          h(
+            'td',
+            { class: 'after' },
+            field.after === '' ? h('span', { class: 'muted' }, '—') : h('ins', {}, field.after),
+          ),
         ),
       ),
     ),
@@ -52,7 +70,12 @@ export interface EntryDetailOptions {
 /** The detail panel of one entry: who did what to which resource, the before/after as a diff, the raw details. */
 export function entryDetail(row: Row, options: EntryDetailOptions) {
   const actor = actorLines(row);
-  const closeButton = h('button', { type: 'button', class: 'close', onclick: options.onClose }, h('span', { 'aria-hidden': 'true' }, '×'), h('span', { class: 'visually-hidden' }, 'Close the details'));
+  const closeButton = h(
+    'button',
+    { type: 'button', class: 'close', onclick: options.onClose },
+    h('span', { 'aria-hidden': 'true' }, '×'),
+    h('span', { class: 'visually-hidden' }, 'Close the details'),
+  );
   return h(
     'div',
     { class: 'detail-body' },
@@ -62,15 +85,33 @@ export function entryDetail(row: Row, options: EntryDetailOptions) {
       h('h2', { id: 'detail-title', tabindex: '-1' }, humanizeAction(row.action)),
       closeButton,
       h('p', { class: 'detail-code' }, h('code', {}, row.action), ` · ${row.category}`),
-      h('p', {}, resultBadge(row.result), row.errorMessage ? h('span', { class: 'error-message' }, ` ${row.errorMessage}`) : null),
+      h(
+        'p',
+        {},
+        resultBadge(row.result),
+        row.errorMessage ? h('span', { class: 'error-message' }, ` ${row.errorMessage}`) : null,
+      ),
     ),
     options.error ? h('p', { class: 'notice notice-error' }, options.error) : null,
     options.loading ? h('p', { class: 'muted' }, 'Reading the full entry…') : null,
     facts([
       ['When', [localTimeLong(row.timestamp), h('br'), h('code', {}, row.timestamp)]],
-      ['Actor', [actor.primary, ...secondLine(actor.secondary), ...secondLine(row.actor.role && `role: ${codeWords(row.actor.role)}`)]],
+      [
+        'Actor',
+        [
+          actor.primary,
+          ...secondLine(actor.secondary),
+          ...secondLine(row.actor.role && `role: ${codeWords(row.actor.role)}`),
+        ],
+      ],
       ['Actor type', actorTypeLabel(row)],
-      ['Resource', [row.resource.name || '—', row.resource.type ? h('span', { class: 'muted' }, ` (${codeWords(row.resource.type)})`) : null]],
+      [
+        'Resource',
+        [
+          row.resource.name || '—',
+          row.resource.type ? h('span', { class: 'muted' }, ` (${codeWords(row.resource.type)})`) : null,
+        ],
+      ],
       Boolean(row.resource.id) && ['Resource id', h('code', {}, row.resource.id ?? '')],
       ['Organization', options.orgName(row.orgId)],
       ['IP address', row.ipAddress || '—'],
@@ -81,6 +122,10 @@ export function entryDetail(row: Row, options: EntryDetailOptions) {
     h('h3', {}, 'Changes'),
     changesTable(row),
     h('h3', {}, 'Raw details'),
-    h('pre', { class: 'raw', tabindex: '0', 'aria-label': 'Raw details as JSON' }, JSON.stringify(row.details, null, 2)),
+    h(
+      'pre',
+      { class: 'raw', tabindex: '0', 'aria-label': 'Raw details as JSON' },
+      JSON.stringify(row.details, null, 2),
+    ),
   );
 }

@@ -1,8 +1,8 @@
-import { describeError, type ApiClient } from '../api.ts';
-import { h, fill } from '../element.ts';
+import { type ApiClient, describeError } from '../api.ts';
+import { fill, h } from '../element.ts';
 import type { Pagination } from '../entries.ts';
-import { filterParams, type Filters } from '../view-state.ts';
 import { count, pageFacts } from '../paging.ts';
+import { type Filters, filterParams } from '../view-state.ts';
 
 /** seed 8: an export holds at most the newest 10,000 rows. */
 const maxExportRows = 10_000;
@@ -42,9 +42,19 @@ export function exportButtons(api: ApiClient, filters: Filters, pagination: Pagi
     }
   };
   const button = (format: 'csv' | 'json', label: string) => {
-    const element: HTMLButtonElement = h('button', { type: 'button', class: 'secondary-button', onclick: () => void run(format, element) }, label);
+    const element: HTMLButtonElement = h(
+      'button',
+      { type: 'button', class: 'secondary-button', onclick: () => void run(format, element) },
+      label,
+    );
     return element;
   };
-  const container = h('div', { class: 'exports', role: 'group', 'aria-label': 'Export this view' }, button('csv', 'Export CSV'), button('json', 'Export JSON'), status);
+  const container = h(
+    'div',
+    { class: 'exports', role: 'group', 'aria-label': 'Export this view' },
+    button('csv', 'Export CSV'),
+    button('json', 'Export JSON'),
+    status,
+  );
   return container;
 }

@@ -10,7 +10,13 @@ export interface FilterFormOptions {
 }
 
 function field(label: string, input: HTMLElement, hint?: string) {
-  return h('label', { class: 'field' }, h('span', { class: 'label' }, label), input, hint ? h('span', { class: 'hint' }, hint) : null);
+  return h(
+    'label',
+    { class: 'field' },
+    h('span', { class: 'label' }, label),
+    input,
+    hint ? h('span', { class: 'hint' }, hint) : null,
+  );
 }
 
 /**
@@ -30,7 +36,12 @@ const wide = matchMedia('(min-width: 721px)');
 /** The filters beside search: always shown on a wide screen; on a phone folded away unless one is in use. */
 function moreFilters(state: ViewState, ...content: HTMLElement[]) {
   const active = (['orgId', 'user', 'action', 'resource', 'from', 'to'] as const).filter((name) => state[name]).length;
-  const details = h('details', { class: 'more-filters', open: wide.matches || active > 0 }, h('summary', {}, active > 0 ? `Filters (${active} in use)` : 'Filters'), ...content);
+  const details = h(
+    'details',
+    { class: 'more-filters', open: wide.matches || active > 0 },
+    h('summary', {}, active > 0 ? `Filters (${active} in use)` : 'Filters'),
+    ...content,
+  );
   wide.addEventListener('change', () => {
     if (wide.matches) details.open = true;
   });
@@ -38,7 +49,8 @@ function moreFilters(state: ViewState, ...content: HTMLElement[]) {
 }
 
 export function filterForm(state: ViewState, options: FilterFormOptions) {
-  const text = (name: keyof Filters, type = 'text', extra: Record<string, string> = {}) => h('input', { type, name, value: state[name], autocomplete: 'off', spellcheck: 'false', ...extra });
+  const text = (name: keyof Filters, type = 'text', extra: Record<string, string> = {}) =>
+    h('input', { type, name, value: state[name], autocomplete: 'off', spellcheck: 'false', ...extra });
   const search = text('q', 'search', { placeholder: 'Search actions, people, resources, details…', id: 'search' });
   const user = text('user', 'text', { placeholder: 'e-mail or name' });
   const action = text('action', 'text', { placeholder: 'e.g. login', list: 'known-actions' });
@@ -48,7 +60,9 @@ export function filterForm(state: ViewState, options: FilterFormOptions) {
   const organizations = options.organizations && [
     ...options.organizations,
     // A link may name an organization the list no longer holds (deleted: its trail stays readable).
-    ...(state.orgId && !options.organizations.some((org) => org.id === state.orgId) ? [{ id: state.orgId, name: state.orgId }] : []),
+    ...(state.orgId && !options.organizations.some((org) => org.id === state.orgId)
+      ? [{ id: state.orgId, name: state.orgId }]
+      : []),
   ];
   const organization = organizations
     ? h(
@@ -84,7 +98,11 @@ export function filterForm(state: ViewState, options: FilterFormOptions) {
       { class: 'search-row' },
       field('Search', search),
       h('button', { type: 'submit', class: 'primary-button' }, 'Apply'),
-      h('button', { type: 'button', class: 'secondary-button', onclick: () => options.onApply({ ...emptyFilters }) }, 'Clear'),
+      h(
+        'button',
+        { type: 'button', class: 'secondary-button', onclick: () => options.onApply({ ...emptyFilters }) },
+        'Clear',
+      ),
     ),
     moreFilters(
       state,
@@ -98,9 +116,17 @@ export function filterForm(state: ViewState, options: FilterFormOptions) {
         field('From', from.input),
         field('To', to.input),
       ),
-      h('p', { class: 'hint' }, 'Times are in your time zone. Text filters match any part, ignoring case. Press / to search.'),
+      h(
+        'p',
+        { class: 'hint' },
+        'Times are in your time zone. Text filters match any part, ignoring case. Press / to search.',
+      ),
     ),
-    h('datalist', { id: 'known-actions' }, knownActionPhrases().map(([code]) => h('option', { value: code }, humanizeAction(code)))),
+    h(
+      'datalist',
+      { id: 'known-actions' },
+      knownActionPhrases().map(([code]) => h('option', { value: code }, humanizeAction(code))),
+    ),
   );
   return form;
 }

@@ -12,7 +12,16 @@ export interface PagerOptions {
 
 function pageLink(label: string, page: number | undefined, options: PagerOptions, rel?: string) {
   if (page === undefined) return h('span', { class: 'page-link', 'aria-disabled': 'true' }, label);
-  return h('a', { class: 'page-link', href: options.href(page), rel, onclick: (event) => options.onNavigate(page, event as MouseEvent) }, label);
+  return h(
+    'a',
+    {
+      class: 'page-link',
+      href: options.href(page),
+      rel,
+      onclick: (event) => options.onNavigate(page, event as MouseEvent),
+    },
+    label,
+  );
 }
 
 export function pager(pagination: Pagination, shown: number, options: PagerOptions) {
@@ -26,7 +35,11 @@ export function pager(pagination: Pagination, shown: number, options: PagerOptio
     pageLink('« First', page > 1 ? 1 : undefined, options),
     // A link past the end (an old bookmark, a shorter trail) steps back to the last page, not to another empty one.
     pageLink('‹ Previous', page > 1 ? Math.min(page - 1, last ?? page) : undefined, options, 'prev'),
-    h('span', { class: 'page-position', 'aria-current': 'page' }, shown === 0 && page > 1 ? `Page ${count(page)}` : position),
+    h(
+      'span',
+      { class: 'page-position', 'aria-current': 'page' },
+      shown === 0 && page > 1 ? `Page ${count(page)}` : position,
+    ),
     pageLink('Next ›', hasNext ? page + 1 : undefined, options, 'next'),
     last ? pageLink('Last »', last !== page ? last : undefined, options) : null,
     h(
@@ -36,7 +49,9 @@ export function pager(pagination: Pagination, shown: number, options: PagerOptio
       h(
         'select',
         { onchange: (event) => options.onPageSize(Number((event.target as HTMLSelectElement).value)) },
-        pageSizes.map((size) => h('option', { value: String(size), selected: size === pagination.limit }, String(size))),
+        pageSizes.map((size) =>
+          h('option', { value: String(size), selected: size === pagination.limit }, String(size)),
+        ),
       ),
     ),
   );

@@ -2,7 +2,15 @@ import { h } from '../element.ts';
 
 /** Sign-in for local use: paste a user token (JWT) with audit:read. */
 export function signInForm(onToken: (token: string) => void, message?: string) {
-  const token = h('textarea', { name: 'token', id: 'token', rows: 4, required: true, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'token-hint' });
+  const token = h('textarea', {
+    name: 'token',
+    id: 'token',
+    rows: 4,
+    required: true,
+    autocomplete: 'off',
+    spellcheck: 'false',
+    'aria-describedby': 'token-hint',
+  });
   return h(
     'section',
     { class: 'sign-in', 'aria-labelledby': 'sign-in-title' },

@@ -12,7 +12,10 @@ interface AuditVerification {
   anchor?: { seq: number; ok: boolean };
 }
 
-export type OrgVerification = { orgId: string; from: string; to: string } & ({ verification: AuditVerification } | { error: string });
+export type OrgVerification = { orgId: string; from: string; to: string } & (
+  | { verification: AuditVerification }
+  | { error: string }
+);
 
 /**
  * Verifies the hash chain over the rows shown (GET /audit-logs/verify, from the oldest to the newest shown
@@ -33,7 +36,11 @@ export async function verifyShownRows(api: ApiClient, rows: Row[], signal: Abort
   return Promise.all(
     [...ranges].map(async ([orgId, range]): Promise<OrgVerification> => {
       try {
-        const verification = await api.get<AuditVerification>('/audit-logs/verify', new URLSearchParams({ orgId, ...range }), signal);
+        const verification = await api.get<AuditVerification>(
+          '/audit-logs/verify',
+          new URLSearchParams({ orgId, ...range }),
+          signal,
+        );
         return { orgId, ...range, verification };
       } catch (error) {
         if (signal.aborted) throw error;
@@ -43,33 +50,57 @@ export async function verifyShownRows(api: ApiClient, rows: Row[], signal: Abort
   );
 }
 
-const breakWords = { altered: 'a row was altered', missing: 'a row is missing', inserted: 'a row was inserted', link: 'a link is broken' } as const;
+const breakWords = {
+  altered: 'a row was altered',
+  missing: 'a row is missing',
+  inserted: 'a row was inserted',
+  link: 'a link is broken',
+} as const;
 
-export function verificationStatus(results: OrgVerification[], orgName: (orgId: string) => string, many: boolean, onShowEntry: (id: string) => void) {
+export function verificationStatus(
+  results: OrgVerification[],
+  orgName: (orgId: string) => string,
+  many: boolean,
+  onShowEntry: (id: string) => void,
+) {
   const where = (orgId: string) => (many ? ` in ${orgName(orgId)}` : '');
   const failed = results.filter((result) => 'verification' in result && !result.verification.ok);
-  const unverified = results.filter((result): result is Extract<OrgVerification, { error: string }> => 'error' in result);
+  const unverified = results.filter(
+    (result): result is Extract<OrgVerification, { error: string }> => 'error' in result,
+  );
   if (failed.length > 0) {
     return h(
       'p',
       { class: 'chain chain-broken' },
       h('span', { 'aria-hidden': 'true' }, '✕ '),
-      failed.map((result) => {
+      failed.flatMap((result) => {
         const verification = 'verification' in result ? result.verification : undefined;
         const broken = verification?.firstBreak;
-        const text = broken ? `Chain broken${where(result.orgId)} at seq ${broken.seq}: ${breakWords[broken.kind]}.` : `Chain not intact${where(result.orgId)}: the signed anchor does not match.`;
+        const text = broken
+          ? `Chain broken${where(result.orgId)} at seq ${broken.seq}: ${breakWords[broken.kind]}.`
+          : `Chain not intact${where(result.orgId)}: the signed anchor does not match.`;
         return [
           `${text} `,
-          broken?.id ? h('button', { type: 'button', class: 'link', onclick: () => onShowEntry(broken.id!) }, 'Show that entry') : null,
+          broken?.id
+            ? h('button', { type: 'button', class: 'link', onclick: () => onShowEntry(broken.id!) }, 'Show that entry')
+            : null,
           ' ',
         ];
-      }).flat(),
+      }),
     );
   }
   if (unverified.length > 0) {
-    return h('p', { class: 'chain chain-unknown' }, h('span', { 'aria-hidden': 'true' }, '? '), `Chain not verified${where(unverified[0]!.orgId)}: ${unverified[0]!.error}`);
+    return h(
+      'p',
+      { class: 'chain chain-unknown' },
+      h('span', { 'aria-hidden': 'true' }, '? '),
+      `Chain not verified${where(unverified[0]!.orgId)}: ${unverified[0]!.error}`,
+    );
   }
-  const checked = results.reduce((sum, result) => sum + ('verification' in result ? result.verification.checked : 0), 0);
+  const checked = results.reduce(
+    (sum, result) => sum + ('verification' in result ? result.verification.checked : 0),
+    0,
+  );
   const orgs = many && results.length > 1 ? ` in ${results.length} organizations` : '';
   return h(
     'p',
