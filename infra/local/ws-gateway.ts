@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { WebSocketEvent, WebSocketHandler } from '#shared/live-query/ws-handler.ts';
+import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';
 

@@ -1,8 +1,9 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
 import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
+import { likePattern } from '../db/like-pattern.ts';
 import type { Page } from '../db/page.ts';
-import { likePattern, pagination } from '../http/pagination.ts';
+import { pagination } from '../db/paging.ts';
 import type { LogEntry } from './schemas.ts';
 
 /**

@@ -1,8 +1,7 @@
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
+import { asIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
-import { ValidationFailed } from '../errors.ts';
-import { asIp } from '../http/client-ip.ts';
-import { issueDetails } from '../http/error-envelope.ts';
+import { issueDetails, ValidationFailed } from '../errors.ts';
 import { countMetric } from '../observability/metrics.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';

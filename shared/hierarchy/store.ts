@@ -2,8 +2,8 @@ import { insertDefaultRetentionPolicy } from '../audit/retention-store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
+import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import { likePattern } from '../http/pagination.ts';
 
 const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
 const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
