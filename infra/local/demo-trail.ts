@@ -8,7 +8,8 @@
  */
 import { hashSecret, newSecret, secretPrefixes } from '#shared/auth/secrets.ts';
 import { type Db, one } from '#shared/db/db.ts';
-import { insertAgent, insertDevice, insertOrganization, insertSite } from '#shared/hierarchy/store.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertAgent, insertDevice, insertSite } from '#shared/hierarchy/store.ts';
 import { type Demo, demoIds } from './demo.ts';
 
 /** An organization whose trail holds fewer rows than this gets the demo history (again, once deleted and recreated). */
@@ -768,7 +769,7 @@ async function northwind(admin: Db, random: Random): Promise<{ orgId: string; or
   const orgId =
     found?.id ??
     (await admin.transaction(async (tx) => {
-      const org = await insertOrganization(
+      const org = await insertOrganizationWithSite(
         tx,
         { partnerId: demoIds.partner, name: orgName },
         { name: 'Head Office', timezone: 'Europe/London' },

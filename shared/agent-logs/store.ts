@@ -81,7 +81,7 @@ function wholeHours(filter: DiagnosticLogFilter, until: string): { fullFrom: str
  * from agent_log_counts plus the rows of the partial hours at both ends, counted off the device's
  * (device_id, timestamp) index.
  */
-export async function listDiagnosticLogs(db: Db, deviceId: string, filter: DiagnosticLogFilter, page: Page) {
+export async function selectDiagnosticLogs(db: Db, deviceId: string, filter: DiagnosticLogFilter, page: Page) {
   const params = {
     deviceId,
     levels: filter.level?.join(',') ?? null,

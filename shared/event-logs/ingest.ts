@@ -1,4 +1,4 @@
-import { batchesOf } from '../agents/batches.ts';
+import { batchesOf } from '../db/insert-batch.ts';
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import { findDeviceNames } from '../agents/store.ts';

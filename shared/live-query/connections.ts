@@ -45,5 +45,5 @@ async function dropReplaced(connectionId: string): Promise<void> {
 
 /** $disconnect: forgets the connection (a newer one of the same device stays). */
 export function disconnectAgent(db: Db, connectionId: string): Promise<void> {
-  return store.deleteConnection(db, connectionId);
+  return store.deleteConnectionRow(db, connectionId);
 }

@@ -53,7 +53,7 @@ export async function askAgent<T extends z.ZodType>(
 /** Posts the query; a connection API Gateway calls gone is forgotten, and false returned. */
 async function send(db: Db, connectionId: string, requestId: string, query: AgentQuery): Promise<boolean> {
   if ((await postToConnection(connectionId, { ...query, requestId })) === 'sent') return true;
-  await store.deleteConnection(db, connectionId);
+  await store.deleteConnectionRow(db, connectionId);
   return false;
 }
 
