@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { routes } from '#functions/routes.ts';
-import { chromiumFound, chromiumPath, launchChromium } from '#infra/local/chromium.ts';
+import { chromiumFound, chromiumPath, launchChromium } from '#tools/chromium.ts';
 import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { loadWebSite } from '#infra/local/web-site.ts';
 import { useApi } from '#test/support/api.ts';

@@ -1,3 +1,4 @@
+import { signUserToken } from '#infra/local/tokens.ts';
 import { type AuditContext, flushAudit } from '#shared/audit/writer.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import type { Db } from '#shared/db/db.ts';
@@ -5,7 +6,6 @@ import { one } from '#shared/db/db.ts';
 import { enrollAgent } from '#shared/hierarchy/enrollment.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey } from '#shared/hierarchy/store.ts';
-import { signUserToken } from './tokens.ts';
 
 /** Fixed ids of the demo tenant, so restarts find it again. */
 export const demoIds = {
