@@ -1,9 +1,9 @@
-import { batchesOf } from '../db/insert-batch.ts';
 import { releaseIngest, reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import { logger } from '../logger.ts';
+import { batchesOf } from '../db/insert-batch.ts';
+import { logger, specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import type { LogEntry } from './schemas.ts';
 import { insertLogBatch } from './store.ts';
@@ -28,7 +28,7 @@ export async function submitLogs(db: Db, caller: AgentPrincipal, agentId: string
     try {
       received += await insertLogBatch(db, device, batch.items);
     } catch (error) {
-      console.error(`[AgentLogs] Error batch inserting logs for device ${device.id}`, error);
+      specifiedLog.agentLogBatchFailed(device.id, error);
       failed.push({ from: batch.first, to: batch.first + batch.items.length - 1 });
       firstError ??= error;
     }

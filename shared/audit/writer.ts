@@ -2,6 +2,7 @@ import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { asIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
 import { issueDetails, ValidationFailed } from '../errors.ts';
+import { specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
@@ -20,8 +21,6 @@ export interface AuditContext {
   /** Writes started for this request; the audit middleware awaits them before the reply leaves. */
   pending: Promise<void>[];
 }
-
-const quiet = () => process.env.NODE_ENV === 'test';
 
 /**
  * The row of an event (seed 2.2): a non-UUID actorId or resourceId is stored as the zero UUID
@@ -64,7 +63,7 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
  */
 export async function writeAuditEvent(context: AuditContext, event: AuditEvent): Promise<void> {
   if (!event.orgId) {
-    if (!quiet()) console.warn('[audit] Dropped event (no orgId):', event.action);
+    specifiedLog.auditEventDropped(event.action);
     return;
   }
   await insertAuditRows(context.db, [toAuditRow({ ...event, orgId: event.orgId })]);
@@ -76,14 +75,14 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
-  // One line, the seed's text (seed 6 rule 1), silent in tests; in Lambda console.error lands in CloudWatch, with a metric to alarm on.
+  // The seed's line (seed 6 rule 1), and a metric to alarm on.
   const write = writeAuditEvent(context, event).then(
     () => {
       if (event.orgId) countMetric('AuditEventsWritten');
     },
     (error: unknown) => {
       countMetric('AuditWriteFailures');
-      if (!quiet()) console.error('[audit] Failed to write audit log:', event.action, error);
+      specifiedLog.auditWriteFailed(event.action, error);
     },
   );
   context.pending.push(write);

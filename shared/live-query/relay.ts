@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Db } from '../db/db.ts';
 import { AgentBadResponse, AgentTimeout, DeviceOffline, DomainError } from '../errors.ts';
+import { specifiedLog } from '../logger.ts';
 import { postToConnection } from './agent-channel.ts';
 import type { AgentQuery } from './protocol.ts';
 import * as store from './store.ts';
@@ -133,8 +134,8 @@ function isEnvelope(value: unknown, requestId: string): value is { data?: unknow
 
 /** seed 7: logged as "Failed to parse agent response for event"; the caller gets 502. */
 function unreadable(asked: Asked, reason: string): DomainError {
-  console.error(
-    `Failed to parse agent response for event ${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`,
+  specifiedLog.agentResponseUnreadable(
+    `${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`,
   );
   return AgentBadResponse(`The agent's answer could not be read: ${reason}`);
 }
