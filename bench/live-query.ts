@@ -15,9 +15,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { routes, wsRoutes } from '#functions/routes.ts';
 import { answer, answerFrames, type RunningAgent, startAgent } from '#demo/agent/agent.ts';
 import { type EventStore, generateEventStore } from '#demo/agent/event-store.ts';
+import { routes, wsRoutes } from '#functions/routes.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';

@@ -684,7 +684,10 @@ const totalWeight = eventKinds.reduce((sum, kind) => sum + kind.weight, 0);
 
 function pickKind(random: Random): EventKind {
   let at = random.next() * totalWeight;
-  for (const kind of eventKinds) if ((at -= kind.weight) < 0) return kind;
+  for (const kind of eventKinds) {
+    at -= kind.weight;
+    if (at < 0) return kind;
+  }
   return eventKinds.at(-1)!;
 }
 

@@ -410,8 +410,8 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
   }
 
   function typesOf(database: string): Map<number, string> {
-    let types = typeNames.get(database);
-    if (!types) typeNames.set(database, (types = new Map()));
+    const types = typeNames.get(database) ?? new Map<number, string>();
+    typeNames.set(database, types);
     return types;
   }
 

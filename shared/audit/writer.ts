@@ -33,12 +33,12 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
   if (!parsed.success) throw ValidationFailed('Invalid audit event', issueDetails(parsed.error));
   const e = parsed.data;
   const details: Record<string, unknown> = { ...e.details };
-  const actorId = uuidPattern.test(e.actorId) ? e.actorId : ((details.rawActorId = e.actorId), zeroUuid);
-  const resourceId =
-    e.resourceId == null || uuidPattern.test(e.resourceId)
-      ? (e.resourceId ?? null)
-      : ((details.rawResourceId = e.resourceId), zeroUuid);
-  const ipAddress = e.ipAddress == null ? null : (asIp(e.ipAddress) ?? ((details.rawIpAddress = e.ipAddress), null));
+  const actorId = uuidPattern.test(e.actorId) ? e.actorId : zeroUuid;
+  if (actorId !== e.actorId) details.rawActorId = e.actorId;
+  const resourceId = e.resourceId == null || uuidPattern.test(e.resourceId) ? (e.resourceId ?? null) : zeroUuid;
+  if (resourceId !== (e.resourceId ?? null)) details.rawResourceId = e.resourceId;
+  const ipAddress = e.ipAddress == null ? null : asIp(e.ipAddress);
+  if (ipAddress === null && e.ipAddress != null) details.rawIpAddress = e.ipAddress;
   return {
     orgId: event.orgId,
     timestamp: e.timestamp ?? null,
