@@ -21,14 +21,8 @@ export const polling = { firstMs: 10, growth: 1.25, maxMs: 100 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Relays a query to the device's agent and returns the `data` of its answer, checked against `schema`.
- * The asking function and the function receiving the answer ($default) are separate invocations in
- * AWS, so the query is a row of live_requests and this function polls it for the answer's pieces.
- *
- * - no connection, or API Gateway says it is gone: 409 DEVICE_OFFLINE (the stale connection is forgotten);
- * - no complete answer in time: 504 AGENT_TIMEOUT;
- * - an answer that cannot be read: logged as `Failed to parse agent response for event`, 502 AGENT_BAD_RESPONSE;
- * - an error the agent reports: 404 with the agent's message when it says NOT_FOUND, else 502.
+ * Relays a query to the device's agent and returns the `data` of its answer, checked against `schema`; the
+ * answer arrives in another invocation, so the query is a row polled here (docs/ARCHITECTURE.md "Live queries").
  */
 export async function askAgent<T extends z.ZodType>(
   db: Db,
