@@ -20,7 +20,8 @@ import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts'
 import type { Principal } from '#shared/auth/principal.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -274,7 +275,11 @@ async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95
 
 async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
   const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-  const org = await insertOrganization(admin, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' });
+  const org = await insertOrganizationWithSite(
+    admin,
+    { partnerId: partner.id, name: 'Bench Corp' },
+    { name: 'Headquarters' },
+  );
   const loaded = await loadTrail(admin, org.id, totalRows);
   status('VACUUM ANALYZE audit_logs ...');
   await admin.query('VACUUM ANALYZE audit_logs');

@@ -22,15 +22,16 @@ import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
 import type { LogEntry } from '#shared/agent-logs/schemas.ts';
 import { insertLogBatch } from '#shared/agent-logs/store.ts';
-import { batchesOf } from '#shared/agents/batches.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
+import { batchesOf } from '#shared/db/insert-batch.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import type { DeviceEvent } from '#shared/event-logs/schemas.ts';
 import { insertEventBatch } from '#shared/event-logs/store.ts';
-import { insertEnrollmentKey, insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -376,7 +377,7 @@ async function main() {
     // One organization; its ingest budgets raised so the benchmark measures throughput, not flood protection.
     const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
     const org = await admin.transaction((tx) =>
-      insertOrganization(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
+      insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
     );
     await admin.query(
       'INSERT INTO agent_ingest_limits (org_id, logs_per_device_hour, events_per_device_hour) VALUES (:orgId::uuid, 10000000, 10000000)',

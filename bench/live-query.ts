@@ -15,9 +15,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { answer, answerFrames, type RunningAgent, startAgent } from '#demo/agent/agent.ts';
+import { type EventStore, generateEventStore } from '#demo/agent/event-store.ts';
 import { routes, wsRoutes } from '#functions/routes.ts';
-import { answer, answerFrames, type RunningAgent, startAgent } from '#infra/local/agent/agent.ts';
-import { type EventStore, generateEventStore } from '#infra/local/agent/event-store.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
@@ -26,7 +26,8 @@ import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/s
 import { closeAppDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
-import { insertEnrollmentKey, insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
 import { polling } from '#shared/live-query/relay.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
@@ -99,7 +100,7 @@ async function main() {
 
     const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
     const org = await admin.transaction((tx) =>
-      insertOrganization(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
+      insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
     );
     const key = newSecret(secretPrefixes.enrollmentKey);
     await insertEnrollmentKey(admin, {

@@ -14,7 +14,8 @@ import { defaultBatchRows, runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
-import { insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -62,7 +63,7 @@ async function main() {
     const server = rows[0]!;
     const partner = await insertPartner(admin, 'Bench MSP');
     const org = await admin.transaction((tx) =>
-      insertOrganization(tx, { partnerId: String(partner!.id), name: 'Bench Ltd' }, { name: 'Main' }),
+      insertOrganizationWithSite(tx, { partnerId: String(partner!.id), name: 'Bench Ltd' }, { name: 'Main' }),
     );
     await admin.query('UPDATE audit_retention_policies SET retention_days = 30 WHERE org_id = :orgId::uuid', {
       orgId: org.id,

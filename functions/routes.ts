@@ -67,7 +67,7 @@ export const routes = {
   }),
   'GET /api/v1/orgs/organizations': route({
     handler: 'hierarchy/organizations-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'List the organizations the caller may reach',
     query: h.listOrganizationsQuery,
@@ -76,7 +76,7 @@ export const routes = {
   }),
   'GET /api/v1/orgs/organizations/{id}': route({
     handler: 'hierarchy/organizations-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'Get an organization',
     params: h.idParams,
@@ -85,7 +85,7 @@ export const routes = {
   }),
   'PATCH /api/v1/orgs/organizations/{id}': route({
     handler: 'hierarchy/organizations-update',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'Change an organization',
     params: h.idParams,
@@ -105,7 +105,7 @@ export const routes = {
 
   'GET /api/v1/orgs/organizations/{id}/sites': route({
     handler: 'hierarchy/sites-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'List the sites of an organization',
     params: h.idParams,
@@ -115,7 +115,7 @@ export const routes = {
   }),
   'POST /api/v1/orgs/organizations/{id}/sites': route({
     handler: 'hierarchy/sites-create',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'Create a site',
     params: h.idParams,
@@ -126,7 +126,7 @@ export const routes = {
   }),
   'GET /api/v1/orgs/organizations/{id}/sites/{siteId}': route({
     handler: 'hierarchy/sites-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'Get a site',
     params: h.siteParams,
@@ -135,7 +135,7 @@ export const routes = {
   }),
   'PATCH /api/v1/orgs/organizations/{id}/sites/{siteId}': route({
     handler: 'hierarchy/sites-update',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'Change a site',
     params: h.siteParams,
@@ -145,7 +145,7 @@ export const routes = {
   }),
   'DELETE /api/v1/orgs/organizations/{id}/sites/{siteId}': route({
     handler: 'hierarchy/sites-delete',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'hierarchy',
     summary: 'Delete a site; 409 LAST_SITE for the last one, 409 SITE_NOT_EMPTY while devices remain',
     params: h.siteParams,
@@ -155,7 +155,7 @@ export const routes = {
 
   'POST /api/v1/orgs/organizations/{id}/enrollment-keys': route({
     handler: 'hierarchy/enrollment-keys-create',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'enrollment',
     summary: 'Create an enrollment key for the organization or one of its sites',
     params: h.idParams,
@@ -166,7 +166,7 @@ export const routes = {
   }),
   'GET /api/v1/orgs/organizations/{id}/enrollment-keys': route({
     handler: 'hierarchy/enrollment-keys-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'enrollment',
     summary: 'List enrollment keys (without the keys themselves)',
     params: h.idParams,
@@ -176,7 +176,7 @@ export const routes = {
   }),
   'DELETE /api/v1/orgs/organizations/{id}/enrollment-keys/{keyId}': route({
     handler: 'hierarchy/enrollment-keys-revoke',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'enrollment',
     summary: 'Revoke an enrollment key',
     params: h.keyParams,
@@ -227,7 +227,7 @@ export const routes = {
 
   'GET /api/v1/devices': route({
     handler: 'hierarchy/devices-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'devices',
     summary: 'List devices the caller may reach',
     query: h.listDevicesQuery,
@@ -236,7 +236,7 @@ export const routes = {
   }),
   'GET /api/v1/devices/{id}': route({
     handler: 'hierarchy/devices-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'devices',
     summary: 'Get a device',
     params: h.idParams,
@@ -245,7 +245,7 @@ export const routes = {
   }),
   'PATCH /api/v1/devices/{id}': route({
     handler: 'hierarchy/devices-update',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'devices',
     summary: 'Rename a device or move it to another site of its organization',
     params: h.idParams,
@@ -255,7 +255,7 @@ export const routes = {
   }),
   'DELETE /api/v1/devices/{id}': route({
     handler: 'hierarchy/devices-delete',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'devices',
     summary: 'Delete a device (soft) and revoke its agent token',
     params: h.idParams,
@@ -265,7 +265,7 @@ export const routes = {
 
   'POST /api/v1/audit-logs/events': route({
     handler: 'audit/events-ingest',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'audit',
     summary:
       'Report audit events that other platform components own (audit:write: org_service keys, platform callers); honours an Idempotency-Key header (1-255 printable characters) for 24 hours; 409 IDEMPOTENCY_KEY_REUSED for the same key with another body',
@@ -435,7 +435,7 @@ export const routes = {
   }),
   'GET /api/v1/devices/{id}/diagnostic-logs': route({
     handler: 'agent-logs/list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'agent-logs',
     summary: "A device's diagnostic log entries, newest first (logs:read)",
     params: h.idParams,
@@ -445,7 +445,7 @@ export const routes = {
   }),
   'GET /api/v1/devices/{id}/eventlogs': route({
     handler: 'event-logs/list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'event-logs',
     summary: "A device's stored event log entries, newest first (logs:read)",
     params: h.idParams,
@@ -455,7 +455,7 @@ export const routes = {
   }),
   'GET /api/v1/orgs/organizations/{id}/ingest-limits': route({
     handler: 'agents/ingest-limits-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'agents',
     summary: 'The hourly ingest budgets per device in force for the organization (orgs:read)',
     params: h.idParams,
@@ -464,7 +464,7 @@ export const routes = {
   }),
   'PUT /api/v1/orgs/organizations/{id}/ingest-limits': route({
     handler: 'agents/ingest-limits-update',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'agents',
     summary:
       'Override the hourly ingest budgets per device (orgs:write, partner and platform users; null restores the default); audited as organization.update',
@@ -481,7 +481,7 @@ export const routes = {
   // GET /devices/{id}/eventlogs is the stored event list (seed 4.4), so the live list is under /system-tools only.
   'GET /api/v1/system-tools/devices/{deviceId}/eventlogs': route({
     handler: 'live-query/eventlogs-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary:
       "The device's event logs, live from its agent (logs:read). Only here: GET /devices/{id}/eventlogs is the stored event list",
@@ -491,7 +491,7 @@ export const routes = {
   }),
   'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}': route({
     handler: 'live-query/eventlogs-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary: 'One event log of the device, live from its agent; the name is matched case-insensitively (logs:read)',
     params: live.systemToolsLogParams,
@@ -500,7 +500,7 @@ export const routes = {
   }),
   'GET /api/v1/devices/{id}/eventlogs/{name}': route({
     handler: 'live-query/eventlogs-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary: 'As GET /system-tools/devices/{deviceId}/eventlogs/{name}',
     params: live.deviceLogParams,
@@ -509,7 +509,7 @@ export const routes = {
   }),
   'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events': route({
     handler: 'live-query/events-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary:
       'Events of one event log of the device, live from its agent, newest first, filtered by the agent (logs:read)',
@@ -520,7 +520,7 @@ export const routes = {
   }),
   'GET /api/v1/devices/{id}/eventlogs/{name}/events': route({
     handler: 'live-query/events-list',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary: 'As GET /system-tools/devices/{deviceId}/eventlogs/{name}/events',
     params: live.deviceLogParams,
@@ -530,7 +530,7 @@ export const routes = {
   }),
   'GET /api/v1/system-tools/devices/{deviceId}/eventlogs/{name}/events/{recordId}': route({
     handler: 'live-query/events-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary: 'One event of the device by its record id, live from its agent (logs:read)',
     params: live.systemToolsEventParams,
@@ -539,7 +539,7 @@ export const routes = {
   }),
   'GET /api/v1/devices/{id}/eventlogs/{name}/events/{recordId}': route({
     handler: 'live-query/events-get',
-    auth: 'principal',
+    auth: 'userOrApiKey',
     tag: 'live-query',
     summary: 'As GET /system-tools/devices/{deviceId}/eventlogs/{name}/events/{recordId}',
     params: live.deviceEventParams,

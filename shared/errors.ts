@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+
 /**
  * Domain errors: values with a code. `shared/http/error-envelope.ts` maps them to
  * HTTP statuses in one place (DESIGN.md "HTTP conventions").
@@ -47,3 +49,20 @@ export const AgentTimeout = (waitedMs: number) =>
 /** Live queries (seed 7): the agent's answer could not be read. */
 export const AgentBadResponse = (message = "The agent's answer could not be read") =>
   new DomainError('AGENT_BAD_RESPONSE', message);
+
+/** Zod issues as the `details` of a 400: where (body.logs.3.level), what, and zod's code. */
+export interface IssueDetail {
+  path: string;
+  message: string;
+  code: string;
+}
+
+export function issueDetails(error: z.ZodError, location?: string): IssueDetail[] {
+  const path = (...parts: PropertyKey[]) => [...(location ? [location] : []), ...parts.map(String)].join('.');
+  return error.issues.flatMap((issue): IssueDetail[] =>
+    // An unknown field is named in the path, like any other field at fault.
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: path(...issue.path, key), message: `Unknown field ${key}`, code: issue.code }))
+      : [{ path: path(...issue.path), message: issue.message, code: issue.code }],
+  );
+}

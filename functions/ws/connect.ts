@@ -1,5 +1,5 @@
 import { appDb } from '#shared/db/client.ts';
+import { wsHandler } from '#shared/http/ws-handler.ts';
 import { connectAgent } from '#shared/live-query/connections.ts';
-import { wsHandler } from '#shared/live-query/ws-handler.ts';
 
-export const handler = wsHandler((event) => connectAgent(appDb(), event));
+export const handler = wsHandler((request) => connectAgent(appDb(), request));

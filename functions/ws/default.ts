@@ -1,7 +1,5 @@
 import { appDb } from '#shared/db/client.ts';
+import { wsHandler } from '#shared/http/ws-handler.ts';
 import { receiveAgentMessage } from '#shared/live-query/answers.ts';
-import { messageText, wsHandler } from '#shared/live-query/ws-handler.ts';
 
-export const handler = wsHandler((event) =>
-  receiveAgentMessage(appDb(), event.requestContext.connectionId, messageText(event)),
-);
+export const handler = wsHandler((request) => receiveAgentMessage(appDb(), request.connectionId, request.body));

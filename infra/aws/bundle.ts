@@ -1,18 +1,6 @@
 /**
- * How every Lambda is bundled, locally with esbuild (no Docker), by `npm run synth` (infra/aws/functions.ts) and by
- * `npm run bench:lambda` alike: ESM for Node 22, minified, with a linked source map (no sources inside). Run as a
- * script (`tsx infra/aws/bundle.ts '<json>'`) because esbuild's plugins need its asynchronous API, and CDK bundles
- * synchronously.
- *
- * What is left out, so the API functions stay small and start fast (issue 7: under 300 KB):
- * - the AWS SDK v3 (`@aws-sdk/*`): the Node.js 22 runtime provides it, and each function imports only the clients
- *   it uses (RDS Data API; API Gateway management for the relays; Secrets Manager where a secret is read);
- * - Powertools (`@aws-lambda-powertools/*`: Logger, Metrics, Tracer with the X-Ray SDK, 155 KB minified): every
- *   function has the Powertools layer of the installed version (infra/aws/powertools.ts), the pattern Powertools
- *   documents for esbuild bundles;
- * - node-postgres: Lambdas reach the database through the Data API only (shared/db/client.ts);
- * - zod's translations of its messages (the API answers in English) and its JSON Schema import (z.fromJSONSchema,
- *   unused: the OpenAPI document is generated the other way round).
+ * Bundles a Lambda with esbuild (no Docker), as a script because esbuild's plugins need its asynchronous API;
+ * what is left out of the bundles and why: docs/ARCHITECTURE.md "Lambda bundles".
  */
 import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';

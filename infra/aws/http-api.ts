@@ -66,9 +66,8 @@ export class RestApi extends Construct {
     const integrations = new Map<string, HttpLambdaIntegration>();
     for (const [key, route] of Object.entries(props.routes)) {
       const fn = props.functionOf(route.handler);
-      let integration = integrations.get(fn.node.path);
-      if (!integration)
-        integrations.set(fn.node.path, (integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn)));
+      const integration = integrations.get(fn.node.path) ?? new HttpLambdaIntegration(`${fn.node.id}Integration`, fn);
+      integrations.set(fn.node.path, integration);
       const { method, path } = parseRouteKey(key);
       this.api.addRoutes({ path, methods: [method], integration });
     }

@@ -1,23 +1,6 @@
 /**
- * A local RDS Data API: the operations Logbook uses (ExecuteStatement, BatchExecuteStatement, BeginTransaction,
- * CommitTransaction, RollbackTransaction) over HTTP in the Data API's own protocol (restJson1: `POST /Execute`,
- * `/BatchExecute`, `/BeginTransaction`, `/CommitTransaction`, `/RollbackTransaction`), on top of PostgreSQL, so
- * the real `@aws-sdk/client-rds-data` client runs unchanged against it (endpoint override, any credentials:
- * signatures are not checked). `npm start` uses it with LOGBOOK_DB_DRIVER=data-api; the contract tests use it.
- *
- * It behaves as the Data API does where the code depends on it:
- * - parameters are typed by their field: stringValue is character varying (so an uncast string compared with or
- *   stored into a uuid column fails, as in AWS), longValue bigint, doubleValue double precision, booleanValue
- *   boolean, blobValue bytea; typeHint UUID, JSON, TIMESTAMP, DATE, TIME and DECIMAL give the string that type;
- *   there are no array parameters;
- * - one statement per call (the extended protocol refuses two), results as typed records with columnMetadata
- *   (includeResultMetadata) or as formattedRecords (formatRecordsAs JSON); timestamps in UTC without an offset;
- * - a response above 1 MiB is refused, and the transaction it ran in is lost;
- * - errors in the Data API's forms: DatabaseErrorException with `ERROR: <message>[\n  Hint: …][\n  Position: n];
- *   SQLState: <code>`, TransactionNotFoundException, "Transaction is still running a query" for a second
- *   statement while one of the same transaction runs, DatabaseResumingException while `pause()` simulates a
- *   cluster resuming from 0 ACU;
- * - a transaction without a call for 3 minutes is rolled back.
+ * A local RDS Data API over PostgreSQL, so the real `@aws-sdk/client-rds-data` client runs unchanged against it
+ * (`LOGBOOK_DB_DRIVER=data-api`, the contract tests); where it mimics AWS: docs/ARCHITECTURE.md.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -410,8 +393,8 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
   }
 
   function typesOf(database: string): Map<number, string> {
-    let types = typeNames.get(database);
-    if (!types) typeNames.set(database, (types = new Map()));
+    const types = typeNames.get(database) ?? new Map<number, string>();
+    typeNames.set(database, types);
     return types;
   }
 

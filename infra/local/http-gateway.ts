@@ -55,8 +55,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
   const load = options.loadHandler ?? importHandler;
   const handlers = new Map<string, Promise<Handler>>();
   const handlerFor = (path: string): Promise<Handler> => {
-    let handler = handlers.get(path);
-    if (!handler) handlers.set(path, (handler = load(path)));
+    const handler = handlers.get(path) ?? load(path);
+    handlers.set(path, handler);
     return handler;
   };
   // One "execution environment" per gateway: its log stream suffix, as Lambda names them.
@@ -350,7 +350,8 @@ function buildContext(handlerPath: string, start: number, instanceId: string): C
 /** Writes a format 2.0 result: a structured response when it has statusCode, otherwise 200 with the value as JSON. */
 function writeResult(res: ServerResponse, result: unknown): void {
   if (typeof result !== 'object' || result === null || !('statusCode' in result)) {
-    return reply(res, 200, result ?? null);
+    reply(res, 200, result ?? null);
+    return;
   }
   const { statusCode, headers = {}, cookies, body, isBase64Encoded } = result as APIGatewayProxyStructuredResultV2;
   const out: OutgoingHttpHeaders = {};

@@ -5,6 +5,10 @@
 
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { startAgent } from '#demo/agent/agent.ts';
+import { generateEventStore } from '#demo/agent/event-store.ts';
+import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
+import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
@@ -12,12 +16,8 @@ import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { findConnection } from '#shared/live-query/store.ts';
-import { startAgent } from './agent/agent.ts';
-import { generateEventStore } from './agent/event-store.ts';
 import { useLocalDataApi } from './data-api-server.ts';
 import { devServerPort, type LocalRole, prepareDatabase, roleUrls, roleUrlVariables } from './database.ts';
-import { seedDemo, signDemoUserTokens } from './demo.ts';
-import { seedDemoTrail } from './demo-trail.ts';
 import { type RunningPostgres, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { startHttpGateway } from './http-gateway.ts';
 import { loadWebSite } from './web-site.ts';

@@ -11,7 +11,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { WebSocketEvent, WebSocketHandler } from '#shared/live-query/ws-handler.ts';
+import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
+import { maxMessageBytes } from '#shared/live-query/protocol.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';
 
@@ -36,8 +37,6 @@ export interface RunningWsGateway {
   close(): Promise<void>;
 }
 
-/** API Gateway's limit of a WebSocket message, either way. */
-export const MAX_MESSAGE_BYTES = 128 * 1024;
 const IDLE_TIMEOUT_MS = 10 * 60_000;
 const STAGE = 'local';
 
@@ -68,15 +67,15 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   const handlers = new Map<string, Promise<WebSocketHandler>>();
   const handlerFor = (routeKey: RouteKey): Promise<WebSocketHandler> => {
     const path = options.routes[routeKey].handler;
-    let handler = handlers.get(path);
-    if (!handler) handlers.set(path, (handler = load(path)));
+    const handler = handlers.get(path) ?? load(path);
+    handlers.set(path, handler);
     return handler;
   };
   const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   const connections = new Map<string, Connection>();
   const disconnects = new Set<Promise<unknown>>();
   let closing = false;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes });
 
   async function invoke(routeKey: RouteKey, event: WebSocketEvent): Promise<APIGatewayProxyResultV2 | undefined> {
     const context = buildContext(options.routes[routeKey].handler);
@@ -227,7 +226,7 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
     const connection = connections.get(connectionId);
     if (!connection) return awsError(res, 410, 'GoneException', null);
     if (method === 'POST') {
-      if (body.length > MAX_MESSAGE_BYTES) return awsError(res, 413, 'PayloadTooLargeException', 'Message too long');
+      if (body.length > maxMessageBytes) return awsError(res, 413, 'PayloadTooLargeException', 'Message too long');
       send(connectionId, body);
       res.writeHead(200).end();
       return;
@@ -327,7 +326,7 @@ function handshakeHeaders(req: IncomingMessage): {
     const name = req.rawHeaders[i]!;
     const value = req.rawHeaders[i + 1]!;
     headers[name] = name in headers ? `${headers[name]},${value}` : value;
-    (multiValueHeaders[name] ??= []).push(value);
+    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
   }
   return { headers, multiValueHeaders };
 }
@@ -339,7 +338,7 @@ function queryParameters(
   const multi: Record<string, string[]> = {};
   for (const [key, value] of params) {
     single[key] = value;
-    (multi[key] ??= []).push(value);
+    multi[key] = [...(multi[key] ?? []), value];
   }
   return Object.keys(single).length > 0 ? { single, multi } : undefined;
 }

@@ -1,21 +1,16 @@
-import { batchesOf } from '../agents/batches.ts';
 import { releaseIngest, reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import { logger } from '../logger.ts';
+import { batchesOf } from '../db/insert-batch.ts';
+import { logger, specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import type { LogEntry } from './schemas.ts';
 import { insertLogBatch } from './store.ts';
 
 /**
- * POST /agents/:id/logs (seed 4.3): the entries (validated whole beforehand: one bad entry is a 400 and
- * nothing is stored) are charged to the device's hourly budget (429 beyond it, nothing stored), then
- * inserted 100 per statement. Each batch is stored whole or not at all. A failing batch is logged
- * (seed 7) and the following batches are still tried, so one batch the database refuses does not cost
- * the others; the reply says how many were stored and which index ranges were not (and their budget is
- * given back). When no batch could be stored the request fails with the database's error (503 when it
- * is unreachable), so the agent sends it all again. Diagnostic logs write no audit row (DESIGN.md).
+ * POST /agents/:id/logs (seed 4.3): charged to the hourly budget, inserted in batches; a failing batch costs only
+ * itself and is reported, a request with none stored fails (docs/ARCHITECTURE.md "Diagnostic log ingestion").
  */
 export async function submitLogs(db: Db, caller: AgentPrincipal, agentId: string, logs: readonly LogEntry[]) {
   const device = await deviceOfAgent(db, caller, agentId);
@@ -28,7 +23,7 @@ export async function submitLogs(db: Db, caller: AgentPrincipal, agentId: string
     try {
       received += await insertLogBatch(db, device, batch.items);
     } catch (error) {
-      console.error(`[AgentLogs] Error batch inserting logs for device ${device.id}`, error);
+      specifiedLog.agentLogBatchFailed(device.id, error);
       failed.push({ from: batch.first, to: batch.first + batch.items.length - 1 });
       firstError ??= error;
     }

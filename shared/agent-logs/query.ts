@@ -2,10 +2,10 @@ import { deviceOfLogReader } from '../agents/log-access.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import type { DiagnosticLogsQuery } from './schemas.ts';
-import { listDiagnosticLogs as listRows } from './store.ts';
+import { selectDiagnosticLogs } from './store.ts';
 
 /** GET /devices/:id/diagnostic-logs (seed 4.3): logs:read, tenant-scoped as GET /devices/:id. */
 export async function listDiagnosticLogs(db: Db, principal: Principal, deviceId: string, query: DiagnosticLogsQuery) {
   const device = await deviceOfLogReader(db, principal, deviceId);
-  return listRows(db, device.id, query, query);
+  return selectDiagnosticLogs(db, device.id, query, query);
 }

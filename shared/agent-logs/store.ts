@@ -1,8 +1,9 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
 import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
+import { likePattern } from '../db/like-pattern.ts';
 import type { Page } from '../db/page.ts';
-import { likePattern, pagination } from '../http/pagination.ts';
+import { pagination } from '../db/paging.ts';
 import type { LogEntry } from './schemas.ts';
 
 /**
@@ -80,7 +81,7 @@ function wholeHours(filter: DiagnosticLogFilter, until: string): { fullFrom: str
  * from agent_log_counts plus the rows of the partial hours at both ends, counted off the device's
  * (device_id, timestamp) index.
  */
-export async function listDiagnosticLogs(db: Db, deviceId: string, filter: DiagnosticLogFilter, page: Page) {
+export async function selectDiagnosticLogs(db: Db, deviceId: string, filter: DiagnosticLogFilter, page: Page) {
   const params = {
     deviceId,
     levels: filter.level?.join(',') ?? null,

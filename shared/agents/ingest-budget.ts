@@ -33,7 +33,7 @@ export async function reserveIngest(
   count: number,
   needed = count,
 ): Promise<Reservation & { windowStart: Date }> {
-  const reservation = await store.reserveIngest(db, {
+  const reservation = await store.upsertIngestUsage(db, {
     deviceId: device.id,
     orgId: device.orgId,
     kind,
@@ -62,5 +62,5 @@ export async function releaseIngest(
   count: number,
 ): Promise<void> {
   if (count > 0)
-    await store.releaseIngest(db, { deviceId: device.id, kind, windowStart: reservation.windowStart, count });
+    await store.decrementIngestUsage(db, { deviceId: device.id, kind, windowStart: reservation.windowStart, count });
 }

@@ -82,7 +82,7 @@ export interface Reservation {
  * organization's override or `defaultBudget`; a row of an earlier hour is reset in place. The device's
  * row stays locked until commit, so concurrent reservations queue on it and cannot overdraw it.
  */
-export async function reserveIngest(
+export async function upsertIngestUsage(
   db: Db,
   r: { deviceId: string; orgId: string; kind: IngestKind; count: number; needed: number; defaultBudget: number },
 ): Promise<Reservation> {
@@ -112,7 +112,7 @@ export async function reserveIngest(
 }
 
 /** Gives back entries a reservation charged but that were not stored (failed batches, duplicates). */
-export async function releaseIngest(
+export async function decrementIngestUsage(
   db: Db,
   r: { deviceId: string; kind: IngestKind; windowStart: Date; count: number },
 ): Promise<void> {

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
-import { pageQuery, pagination, paginationSchema } from '../http/pagination.ts';
+import { pageQuery, pagination, paginationSchema } from '../db/paging.ts';
 import { auditScope } from './read-store.ts';
 
 export const anchorVersion = 'logbook-anchor-v1';

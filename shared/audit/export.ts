@@ -1,13 +1,5 @@
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import {
-  acceptsGzip,
-  fileDownload,
-  gzipInputBudget,
-  payloadBytes,
-  replyBodyBudget,
-  tooLarge,
-} from '../http/download.ts';
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
 import { type AuditFilters, type ExportCursor, readExportPage } from './read-store.ts';
@@ -25,6 +17,23 @@ export const exportColumns = [...canonicalFields, 'checksum'] as const satisfies
 
 export type ExportFormat = 'csv' | 'json';
 
+/** An exported file, before it travels. */
+export interface ExportFile {
+  filename: string;
+  contentType: string;
+  body: string;
+}
+
+/**
+ * Where a finished file goes (shared/http/download.ts makes it an HTTP reply): the most text it can carry, the
+ * refusal of more, and the delivery, which may refuse too. The export is recorded only once the file is delivered.
+ */
+export interface FileDelivery<R> {
+  maxBytes: number;
+  tooLarge(): Error;
+  deliver(file: ExportFile): R;
+}
+
 /**
  * GET /audit-logs/export: the newest rows in scope (at most 10,000) with every canonical value of the chain,
  * so a JSON export of an unfiltered range verifies offline (shared/audit/canonical.ts). Read in keyset pages
@@ -32,21 +41,19 @@ export type ExportFormat = 'csv' | 'json';
  * organization whose rows leave is told so in its own trail (data.export, seed 6). A JSON export also carries
  * each exported organization's chain head from the same snapshot (`heads`), to compare with the live chain.
  */
-export async function exportAuditLogs(
+export async function exportAuditLogs<R>(
   db: Db,
   principal: Principal,
   audit: AuditContext,
   query: AuditFilters & { format: ExportFormat },
-  acceptEncoding?: string,
-) {
+  delivery: FileDelivery<R>,
+): Promise<R> {
   const { format, ...filters } = query;
   const scope = readableScope(principal, filters);
   const encode = (row: ChainRow) =>
     format === 'csv'
       ? csvRecord(exportColumns.map((column) => row[column]))
       : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
-  // Reading stops as soon as the file cannot fit Lambda's reply any more (download.ts).
-  const budget = acceptsGzip(acceptEncoding) ? gzipInputBudget : replyBodyBudget;
   const { records, rowsPerOrg, heads } = await db.transaction(
     async (tx) => {
       const records: string[] = [];
@@ -63,10 +70,11 @@ export async function exportAuditLogs(
         for (const row of page) {
           const record = encode(row);
           records.push(record);
-          bytes += payloadBytes(record) + 2;
+          bytes += Buffer.byteLength(record) + 2;
           rowsPerOrg.set(row.orgId, (rowsPerOrg.get(row.orgId) ?? 0) + 1);
         }
-        if (bytes > budget) throw tooLarge(acceptsGzip(acceptEncoding));
+        // Reading stops as soon as the file cannot fit its delivery any more.
+        if (bytes > delivery.maxBytes) throw delivery.tooLarge();
         after = page.at(-1);
       }
       // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain.
@@ -82,10 +90,11 @@ export async function exportAuditLogs(
     format === 'csv'
       ? [csvRecord(exportColumns), ...records, ''].join('\r\n')
       : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},"rows":[${records.join(',')}]}`;
-  const reply = fileDownload(
-    { body, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json', filename },
-    acceptEncoding,
-  );
+  const delivered = delivery.deliver({
+    body,
+    contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json',
+    filename,
+  });
 
   // An empty export is still recorded for an organization user's own organization.
   const recorded =
@@ -101,7 +110,7 @@ export async function exportAuditLogs(
       details: { format, filters, rowCount, exportRowCount: records.length },
     });
   }
-  return reply;
+  return delivered;
 }
 
 /**

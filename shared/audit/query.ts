@@ -2,8 +2,8 @@ import type { Principal } from '../auth/principal.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
+import { pagination } from '../db/paging.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
-import { pagination } from '../http/pagination.ts';
 import { configuredAnchorPublicKey, readLatestAnchor } from './anchors.ts';
 import {
   type AuditEntryRow,

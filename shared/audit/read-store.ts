@@ -1,7 +1,7 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Params } from '../db/db.ts';
-import { likePattern } from '../http/pagination.ts';
+import { likePattern } from '../db/like-pattern.ts';
 import { type AuditCategory, actionInSql, categorySql, complianceActions, securityEventActions } from './categories.ts';
 import type { ActorType, AuditResult } from './schemas.ts';
 import { type ChainRow, canonicalTimestampSql } from './store.ts';

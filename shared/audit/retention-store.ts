@@ -10,9 +10,11 @@ export type RetentionPolicyRow = {
 
 const policyColumns = `p.org_id::text AS "orgId", p.retention_days AS "retentionDays", p.archive_to_s3 AS "archiveToS3", p.last_cleanup_at AS "lastCleanupAt"`;
 
-/** seed 9.2: the policy every organization gets in the transaction that creates it (365 days, the column default). */
-export async function insertDefaultRetentionPolicy(tx: Db, orgId: string): Promise<void> {
-  await tx.query('INSERT INTO audit_retention_policies (org_id) VALUES (:orgId::uuid)', { orgId });
+export async function insertRetentionPolicy(tx: Db, orgId: string, retentionDays: number): Promise<void> {
+  await tx.query(
+    'INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, :retentionDays::int)',
+    { orgId, retentionDays },
+  );
 }
 
 /** The organization's policy; `lock` holds it until commit, so concurrent saves record their own before values. */

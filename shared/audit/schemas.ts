@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageQuery, paginationSchema } from '../http/pagination.ts';
+import { pageQuery, paginationSchema } from '../db/paging.ts';
 import { auditCategories } from './categories.ts';
 
 export const actorTypes = ['user', 'api_key', 'agent', 'system', 'ai_agent'] as const;

@@ -175,13 +175,8 @@ export async function* readChainPages(
 }
 
 /**
- * Verifies an organization's hash chain (seed 6 rule 4, DESIGN.md "Audit chain") by recomputing
- * every checksum here, from the row values, and reports the first break.
- *
- * The head, the checkpoint and all pages are read in one REPEATABLE READ snapshot, so a concurrent
- * write never looks like a deleted tail. A time window [from, to] verifies the contiguous chain
- * positions spanned by its rows, plus the row before them (the first row's link) and the row after
- * them (or the head), so a row deleted at either edge of the window is still found.
+ * Verifies an organization's hash chain (seed 6 rule 4) from the row values in one snapshot, and reports the
+ * first break; a window also checks its edges (docs/ARCHITECTURE.md "Chain verification").
  */
 export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}): Promise<ChainVerification> {
   return db.transaction(

@@ -1,8 +1,8 @@
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
+import { asIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
-import { ValidationFailed } from '../errors.ts';
-import { asIp } from '../http/client-ip.ts';
-import { issueDetails } from '../http/error-envelope.ts';
+import { issueDetails, ValidationFailed } from '../errors.ts';
+import { specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
@@ -22,8 +22,6 @@ export interface AuditContext {
   pending: Promise<void>[];
 }
 
-const quiet = () => process.env.NODE_ENV === 'test';
-
 /**
  * The row of an event (seed 2.2): a non-UUID actorId or resourceId is stored as the zero UUID
  * with the original in details.rawActorId / details.rawResourceId; an ipAddress that is not an IP
@@ -35,12 +33,12 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
   if (!parsed.success) throw ValidationFailed('Invalid audit event', issueDetails(parsed.error));
   const e = parsed.data;
   const details: Record<string, unknown> = { ...e.details };
-  const actorId = uuidPattern.test(e.actorId) ? e.actorId : ((details.rawActorId = e.actorId), zeroUuid);
-  const resourceId =
-    e.resourceId == null || uuidPattern.test(e.resourceId)
-      ? (e.resourceId ?? null)
-      : ((details.rawResourceId = e.resourceId), zeroUuid);
-  const ipAddress = e.ipAddress == null ? null : (asIp(e.ipAddress) ?? ((details.rawIpAddress = e.ipAddress), null));
+  const actorId = uuidPattern.test(e.actorId) ? e.actorId : zeroUuid;
+  if (actorId !== e.actorId) details.rawActorId = e.actorId;
+  const resourceId = e.resourceId == null || uuidPattern.test(e.resourceId) ? (e.resourceId ?? null) : zeroUuid;
+  if (resourceId !== (e.resourceId ?? null)) details.rawResourceId = e.resourceId;
+  const ipAddress = e.ipAddress == null ? null : asIp(e.ipAddress);
+  if (ipAddress === null && e.ipAddress != null) details.rawIpAddress = e.ipAddress;
   return {
     orgId: event.orgId,
     timestamp: e.timestamp ?? null,
@@ -65,7 +63,7 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
  */
 export async function writeAuditEvent(context: AuditContext, event: AuditEvent): Promise<void> {
   if (!event.orgId) {
-    if (!quiet()) console.warn('[audit] Dropped event (no orgId):', event.action);
+    specifiedLog.auditEventDropped(event.action);
     return;
   }
   await insertAuditRows(context.db, [toAuditRow({ ...event, orgId: event.orgId })]);
@@ -77,14 +75,14 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
-  // One line, the seed's text (seed 6 rule 1), silent in tests; in Lambda console.error lands in CloudWatch, with a metric to alarm on.
+  // The seed's line (seed 6 rule 1), and a metric to alarm on.
   const write = writeAuditEvent(context, event).then(
     () => {
       if (event.orgId) countMetric('AuditEventsWritten');
     },
     (error: unknown) => {
       countMetric('AuditWriteFailures');
-      if (!quiet()) console.error('[audit] Failed to write audit log:', event.action, error);
+      specifiedLog.auditWriteFailed(event.action, error);
     },
   );
   context.pending.push(write);

@@ -27,10 +27,10 @@ export async function createApiKey(db: Db, principal: Principal, orgId: string, 
 
 export async function listApiKeys(db: Db, principal: Principal, orgId: string, page: Page) {
   await reachableOrganization(db, principal, orgId, 'api-keys:manage');
-  return store.listApiKeys(db, orgId, page);
+  return store.selectApiKeys(db, orgId, page);
 }
 
 export async function revokeApiKey(db: Db, principal: Principal, orgId: string, keyId: string) {
   await reachableOrganization(db, principal, orgId, 'api-keys:manage');
-  if (!(await store.revokeApiKey(db, orgId, keyId))) throw NotFound('API key');
+  if (!(await store.updateApiKeyRevoked(db, orgId, keyId))) throw NotFound('API key');
 }

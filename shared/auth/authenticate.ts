@@ -7,7 +7,7 @@ import { secretPrefixes } from './secrets.ts';
 import { findAgentByToken, findApiKey } from './store.ts';
 
 /** How a route authenticates its caller (the `auth` column of functions/routes.ts). */
-export type AuthKind = 'none' | 'user' | 'principal' | 'agent';
+export type AuthKind = 'none' | 'user' | 'userOrApiKey' | 'agent';
 
 /** The bearer token of an Authorization header, or undefined. */
 export function bearerToken(headers: Record<string, string | undefined>): string | undefined {
@@ -15,7 +15,7 @@ export function bearerToken(headers: Record<string, string | undefined>): string
   return match?.[1];
 }
 
-/** A user JWT, or (kind `principal`) an organization API key as bearer token or X-API-Key header. */
+/** A user JWT, or (kind `userOrApiKey`) an organization API key as bearer token or X-API-Key header. */
 export async function authenticatePrincipal(
   db: Db,
   headers: Record<string, string | undefined>,

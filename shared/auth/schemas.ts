@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageOf } from '../http/pagination.ts';
+import { pageOf } from '../db/paging.ts';
 import { apiKeyRoles } from './permissions.ts';
 
 const timestamp = z.iso.datetime({ offset: true });

@@ -56,7 +56,7 @@ export function insertApiKey(
   );
 }
 
-export function listApiKeys(db: Db, orgId: string, page: Page) {
+export function selectApiKeys(db: Db, orgId: string, page: Page) {
   return selectPage(
     db,
     apiKeyColumns,
@@ -67,7 +67,7 @@ export function listApiKeys(db: Db, orgId: string, page: Page) {
   );
 }
 
-export async function revokeApiKey(db: Db, orgId: string, keyId: string) {
+export async function updateApiKeyRevoked(db: Db, orgId: string, keyId: string) {
   const { rowCount } = await db.query(
     'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid',
     {

@@ -1,5 +1,5 @@
-import { pagination } from '../http/pagination.ts';
 import type { Db, Params } from './db.ts';
+import { pagination } from './paging.ts';
 
 export interface Page {
   page: number;

@@ -1,12 +1,13 @@
-import { batchesOf } from '../agents/batches.ts';
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import { findDeviceNames } from '../agents/store.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
+import { batchesOf } from '../db/insert-batch.ts';
 import { DomainError } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
+import { specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import type { DeviceEvent } from './schemas.ts';
 import { insertEventBatch } from './store.ts';
@@ -51,8 +52,7 @@ export async function submitEvents(
       return inserted;
     })
     .catch((error: unknown) => {
-      if (!(error instanceof DomainError))
-        console.error(`[EventLogs] Error batch inserting events for device ${device.id}`, error);
+      if (!(error instanceof DomainError)) specifiedLog.eventLogBatchFailed(device.id, error);
       throw error;
     });
   countMetric('DeviceEventsStored', count);

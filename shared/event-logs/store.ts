@@ -48,7 +48,7 @@ const columns = `e.id, e.device_id AS "deviceId", e.org_id AS "orgId", e.timesta
   e.message, e.details, e.created_at AS "createdAt"`;
 
 /** A page of the device's events, newest first, and the total under the filters (seed 4.4). */
-export function listEventLogs(db: Db, deviceId: string, filter: EventLogFilter, page: Page) {
+export function selectEventLogs(db: Db, deviceId: string, filter: EventLogFilter, page: Page) {
   return selectPage(
     db,
     columns,

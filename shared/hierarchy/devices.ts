@@ -20,7 +20,7 @@ export function listDevices(
   query: Page & { orgId?: string; siteId?: string; search?: string },
 ) {
   requirePermission(principal, 'devices:read');
-  return store.listDevices(db, principal, query, query);
+  return store.selectDevices(db, principal, query, query);
 }
 
 /** Renames a device or moves it to another live site of its own organization; audited as device.update. */
@@ -35,7 +35,7 @@ export async function updateDevice(
   requirePermission(principal, 'devices:write');
   const updated = await db.transaction(async (tx) => {
     if (change.siteId) await holdLiveSite(tx, device.orgId, change.siteId);
-    return assertReachable(await store.updateDevice(tx, id, change), 'Device');
+    return assertReachable(await store.updateDeviceRow(tx, id, change), 'Device');
   });
   writeRouteAudit(audit, {
     orgId: device.orgId,

@@ -37,12 +37,12 @@ export async function createEnrollmentKey(
 
 export async function listEnrollmentKeys(db: Db, principal: Principal, orgId: string, page: Page) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
-  return store.listEnrollmentKeys(db, orgId, page);
+  return store.selectEnrollmentKeys(db, orgId, page);
 }
 
 export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: string, keyId: string) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
-  if (!(await store.revokeEnrollmentKey(db, orgId, keyId))) throw NotFound('Enrollment key');
+  if (!(await store.updateEnrollmentKeyRevoked(db, orgId, keyId))) throw NotFound('Enrollment key');
 }
 
 /**

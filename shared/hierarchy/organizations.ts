@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
+import { defaultRetentionDays } from '../audit/retention-schemas.ts';
+import { insertRetentionPolicy } from '../audit/retention-store.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -21,9 +23,8 @@ export async function reachableOrganization(db: Db, principal: Principal, id: st
 }
 
 /**
- * Creates an organization with its first site, in one transaction (seed 2.1: an
- * organization needs at least one site). Partner users create in their own partner;
- * platform administrators name the partner.
+ * Creates an organization with its first site (seed 2.1) and its audit retention policy, in one transaction.
+ * Partner users create in their own partner; platform administrators name the partner.
  */
 export async function createOrganization(db: Db, principal: Principal, input: z.output<typeof createSchema>) {
   requirePermission(principal, 'orgs:write');
@@ -41,12 +42,28 @@ export async function createOrganization(db: Db, principal: Principal, input: z.
   }
   return db.transaction(async (tx) => {
     if (!(await store.partnerExists(tx, partnerId))) throw NotFound('Partner');
-    return store.insertOrganization(
+    return insertOrganizationWithSite(
       tx,
       { partnerId, name: input.name, externalId: input.externalId },
       { name: 'Main', ...input.site },
     );
   });
+}
+
+/**
+ * Every path that creates an organization goes through here (the API, seeds, benchmarks): the organization,
+ * its first site (seed 2.1) and its audit retention policy, in the caller's transaction.
+ */
+export async function insertOrganizationWithSite(
+  tx: Db,
+  org: { partnerId: string; name: string; externalId?: string },
+  site: { name: string; timezone?: string; address?: string },
+) {
+  const created = await store.insertOrganization(tx, org);
+  const firstSite = await store.insertSite(tx, created.id, site);
+  // seed 9.2: every new organization keeps its audit trail 365 days until it says otherwise.
+  await insertRetentionPolicy(tx, created.id, defaultRetentionDays);
+  return { ...created, site: firstSite };
 }
 
 export function getOrganization(db: Db, principal: Principal, id: string) {
@@ -55,7 +72,7 @@ export function getOrganization(db: Db, principal: Principal, id: string) {
 
 export function listOrganizations(db: Db, principal: Principal, query: Page & { search?: string; partnerId?: string }) {
   requirePermission(principal, 'orgs:read');
-  return store.listOrganizations(db, principal, query, query);
+  return store.selectOrganizations(db, principal, query, query);
 }
 
 /** Audited as organization.update with the changed fields before and after. */
@@ -67,7 +84,7 @@ export async function updateOrganization(
   audit: AuditContext,
 ) {
   const before = await reachableOrganization(db, principal, id, 'orgs:write');
-  const after = assertReachable(await store.updateOrganization(db, id, change), 'Organization');
+  const after = assertReachable(await store.updateOrganizationRow(db, id, change), 'Organization');
   writeRouteAudit(audit, {
     orgId: id,
     action: 'organization.update',

@@ -13,5 +13,5 @@ export async function createPartner(db: Db, principal: Principal, input: z.outpu
 
 export async function listPartners(db: Db, principal: Principal, query: Page & { search?: string }) {
   requirePermission(principal, 'partners:manage');
-  return store.listPartners(db, query, query);
+  return store.selectPartners(db, query, query);
 }

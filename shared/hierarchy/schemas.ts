@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { agentStatuses } from '../agents/schemas.ts';
-import { pageOf, pageQuery } from '../http/pagination.ts';
+import { pageOf, pageQuery } from '../db/paging.ts';
 
 const name = z.string().trim().min(1).max(255);
 const timestamp = z.iso.datetime({ offset: true });

@@ -10,7 +10,7 @@ import * as store from './store.ts';
 
 export async function listSites(db: Db, principal: Principal, orgId: string, page: Page) {
   await reachableOrganization(db, principal, orgId, 'orgs:read');
-  return store.listSites(db, orgId, page);
+  return store.selectSites(db, orgId, page);
 }
 
 export async function getSite(db: Db, principal: Principal, orgId: string, siteId: string) {
@@ -31,7 +31,7 @@ export async function updateSite(
   change: z.output<typeof updateSchema>,
 ) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
-  return assertReachable(await store.updateSite(db, orgId, siteId, change), 'Site');
+  return assertReachable(await store.updateSiteRow(db, orgId, siteId, change), 'Site');
 }
 
 /**

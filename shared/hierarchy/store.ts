@@ -1,9 +1,8 @@
-import { insertDefaultRetentionPolicy } from '../audit/retention-store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
+import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import { likePattern } from '../http/pagination.ts';
 
 const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
 const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
@@ -23,7 +22,7 @@ export function partnerExists(db: Db, id: string) {
   return one(db, 'SELECT 1 AS found FROM partners WHERE id = :id::uuid', { id }).then(Boolean);
 }
 
-export function listPartners(db: Db, filter: { search?: string }, page: Page) {
+export function selectPartners(db: Db, filter: { search?: string }, page: Page) {
   return selectPage(
     db,
     partnerColumns,
@@ -36,23 +35,13 @@ export function listPartners(db: Db, filter: { search?: string }, page: Page) {
 
 // Organizations
 
-/**
- * Every path that creates an organization goes through here: it creates the first site with it (seed 2.1)
- * and the 365-day audit retention policy (seed 3, 9.2), in the caller's transaction.
- */
-export async function insertOrganization(
-  tx: Db,
-  org: { partnerId: string; name: string; externalId?: string },
-  site: { name: string; timezone?: string; address?: string },
-) {
+export async function insertOrganization(tx: Db, org: { partnerId: string; name: string; externalId?: string }) {
   const created = await one<{ id: string }>(
     tx,
     `INSERT INTO organizations AS o (partner_id, name, external_id) VALUES (:partnerId::uuid, :name::text, :externalId::text) RETURNING ${orgColumns}`,
     { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
   );
-  const firstSite = await insertSite(tx, created!.id, site);
-  await insertDefaultRetentionPolicy(tx, created!.id);
-  return { ...created!, site: firstSite };
+  return created!;
 }
 
 /** The live organization if the principal may reach it. */
@@ -106,7 +95,7 @@ export function lockOrganization(tx: Db, id: string, mode: 'update' | 'share') {
   );
 }
 
-export function listOrganizations(
+export function selectOrganizations(
   db: Db,
   principal: Principal,
   filter: { search?: string; partnerId?: string },
@@ -128,7 +117,7 @@ export function listOrganizations(
   );
 }
 
-export function updateOrganization(db: Db, id: string, change: { name?: string; externalId?: string | null }) {
+export function updateOrganizationRow(db: Db, id: string, change: { name?: string; externalId?: string | null }) {
   return one<OrganizationRow>(
     db,
     `UPDATE organizations o SET
@@ -168,7 +157,7 @@ export function findSite(db: Db, orgId: string, siteId: string) {
   );
 }
 
-export function listSites(db: Db, orgId: string, page: Page) {
+export function selectSites(db: Db, orgId: string, page: Page) {
   return selectPage(
     db,
     siteColumns,
@@ -179,7 +168,7 @@ export function listSites(db: Db, orgId: string, page: Page) {
   );
 }
 
-export function updateSite(
+export function updateSiteRow(
   db: Db,
   orgId: string,
   siteId: string,
@@ -263,7 +252,7 @@ export function findDevice(db: Db, principal: Principal, id: string) {
   );
 }
 
-export function listDevices(
+export function selectDevices(
   db: Db,
   principal: Principal,
   filter: { orgId?: string; siteId?: string; search?: string },
@@ -288,7 +277,7 @@ export function listDevices(
 }
 
 /** The changed device as it now reads, or undefined when it is gone. */
-export function updateDevice(db: Db, id: string, change: { displayName?: string | null; siteId?: string }) {
+export function updateDeviceRow(db: Db, id: string, change: { displayName?: string | null; siteId?: string }) {
   return one<DeviceRow>(
     db,
     `WITH d AS (
@@ -345,7 +334,7 @@ export function insertEnrollmentKey(
   );
 }
 
-export function listEnrollmentKeys(db: Db, orgId: string, page: Page) {
+export function selectEnrollmentKeys(db: Db, orgId: string, page: Page) {
   return selectPage(
     db,
     keyColumns,
@@ -356,7 +345,7 @@ export function listEnrollmentKeys(db: Db, orgId: string, page: Page) {
   );
 }
 
-export async function revokeEnrollmentKey(db: Db, orgId: string, keyId: string) {
+export async function updateEnrollmentKeyRevoked(db: Db, orgId: string, keyId: string) {
   const { rowCount } = await db.query(
     'UPDATE enrollment_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid',
     { orgId, keyId },

@@ -1,9 +1,9 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
+import { clientIp } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
 import type { HttpContext } from './authenticate.ts';
-import { clientIp } from './client-ip.ts';
 
 export interface AuditHttpContext extends HttpContext {
   audit?: AuditContext;

@@ -5,7 +5,7 @@ import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { appDb } from '../db/client.ts';
 
 export type Caller = Principal | AgentPrincipal | null;
-export type CallerOf<A extends AuthKind> = A extends 'user' | 'principal'
+export type CallerOf<A extends AuthKind> = A extends 'user' | 'userOrApiKey'
   ? Principal
   : A extends 'agent'
     ? AgentPrincipal
@@ -26,6 +26,6 @@ export const authenticate = (
         ? null
         : kind === 'agent'
           ? await authenticateAgent(appDb(), headers)
-          : await authenticatePrincipal(appDb(), headers, kind === 'principal');
+          : await authenticatePrincipal(appDb(), headers, kind === 'userOrApiKey');
   },
 });

@@ -1,4 +1,5 @@
 import { gzipSync } from 'node:zlib';
+import type { ExportFile, FileDelivery } from '../audit/export.ts';
 import { DomainError } from '../errors.ts';
 import { RawReply } from './route.ts';
 
@@ -28,10 +29,17 @@ export function acceptsGzip(header: string | undefined): boolean {
  * A file download within Lambda's response cap: as is when it fits; gzip-compressed (base64, content-encoding
  * gzip) when it does not and the client accepts gzip; otherwise 413 PAYLOAD_TOO_LARGE.
  */
-export function fileDownload(
-  file: { body: string; contentType: string; filename: string },
-  acceptEncoding: string | undefined,
-): RawReply {
+export function fileDownload(acceptEncoding: string | undefined): FileDelivery<RawReply> {
+  const gzip = acceptsGzip(acceptEncoding);
+  return {
+    // Beyond this much text the reply cannot fit, even compressed.
+    maxBytes: gzip ? gzipInputBudget : replyBodyBudget,
+    tooLarge: () => tooLarge(gzip),
+    deliver: (file) => downloadReply(file, gzip),
+  };
+}
+
+function downloadReply(file: ExportFile, gzip: boolean): RawReply {
   const headers = {
     'content-type': file.contentType,
     'content-disposition': `attachment; filename="${file.filename}"`,
@@ -39,7 +47,7 @@ export function fileDownload(
   };
   const bytes = payloadBytes(file.body);
   if (bytes <= replyBodyBudget) return new RawReply({ statusCode: 200, headers, body: file.body });
-  if (acceptsGzip(acceptEncoding) && bytes <= gzipInputBudget) {
+  if (gzip && bytes <= gzipInputBudget) {
     const zipped = gzipSync(file.body).toString('base64');
     if (zipped.length <= replyBodyBudget) {
       return new RawReply({
@@ -50,11 +58,11 @@ export function fileDownload(
       });
     }
   }
-  throw tooLarge(acceptsGzip(acceptEncoding));
+  throw tooLarge(gzip);
 }
 
 /** The 413 of a download that cannot fit even compressed (or uncompressed, for a client that takes no gzip). */
-export function tooLarge(gzip: boolean) {
+function tooLarge(gzip: boolean) {
   return new DomainError(
     'PAYLOAD_TOO_LARGE',
     gzip

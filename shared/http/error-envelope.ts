@@ -1,7 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { z } from 'zod';
-import { DomainError, type ErrorCode } from '../errors.ts';
+import { DomainError, type ErrorCode, issueDetails } from '../errors.ts';
 import { logger } from '../logger.ts';
 
 const statusOf: Record<ErrorCode, number> = {
@@ -36,23 +36,6 @@ export function errorReply(status: number, code: string, message: string, detail
 function retryAfter(details: unknown): Record<string, string> {
   const seconds = (details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
   return typeof seconds === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(seconds))) } : {};
-}
-
-/** Zod issues as the `details` of a 400: where (body.logs.3.level), what, and zod's code. */
-export interface IssueDetail {
-  path: string;
-  message: string;
-  code: string;
-}
-
-export function issueDetails(error: z.ZodError, location?: string): IssueDetail[] {
-  const path = (...parts: PropertyKey[]) => [...(location ? [location] : []), ...parts.map(String)].join('.');
-  return error.issues.flatMap((issue): IssueDetail[] =>
-    // An unknown field is named in the path, like any other field at fault.
-    issue.code === 'unrecognized_keys'
-      ? issue.keys.map((key) => ({ path: path(...issue.path, key), message: `Unknown field ${key}`, code: issue.code }))
-      : [{ path: path(...issue.path), message: issue.message, code: issue.code }],
-  );
 }
 
 /** Maps any error to the envelope of DESIGN.md; never a stack trace, never a 500 for bad input. */

@@ -22,7 +22,7 @@ const errorText: Record<number, string> = {
 const security: Record<RouteDef['auth'], ZodOpenApiOperationObject['security']> = {
   none: [],
   user: [{ userJwt: [] }],
-  principal: [{ userJwt: [] }, { apiKey: [] }],
+  userOrApiKey: [{ userJwt: [] }, { apiKey: [] }],
   agent: [{ agentToken: [] }],
 };
 

@@ -1,9 +1,8 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
-import { ValidationFailed } from '../errors.ts';
+import { type IssueDetail, issueDetails, ValidationFailed } from '../errors.ts';
 import type { AuditHttpContext } from './audit.ts';
-import { type IssueDetail, issueDetails } from './error-envelope.ts';
 import type { RouteDef } from './route.ts';
 
 export interface ValidatedInput {

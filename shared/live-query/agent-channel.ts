@@ -18,7 +18,8 @@ let client: { endpoint: string; api: ApiGatewayManagementApiClient } | undefined
 async function managementApi(): Promise<{ api: ApiGatewayManagementApiClient; sdk: Sdk }> {
   const endpoint = process.env.WS_MANAGEMENT_ENDPOINT;
   if (!endpoint) throw new Error('WS_MANAGEMENT_ENDPOINT is not set');
-  const loaded = await (sdk ??= import('@aws-sdk/client-apigatewaymanagementapi'));
+  sdk ??= import('@aws-sdk/client-apigatewaymanagementapi');
+  const loaded = await sdk;
   if (client?.endpoint !== endpoint) {
     client?.api.destroy();
     client = { endpoint, api: traced(new loaded.ApiGatewayManagementApiClient({ endpoint, maxAttempts: 2 })) };

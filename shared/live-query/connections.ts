@@ -1,28 +1,34 @@
 import { authenticateAgent } from '../auth/authenticate.ts';
+import { clientIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
-import { clientIp } from '../http/client-ip.ts';
 import { logger } from '../logger.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
 import * as store from './store.ts';
-import { lowerCaseHeaders, type WebSocketEvent } from './ws-handler.ts';
+
+/** An agent's WebSocket handshake: headers in lower case, the query string, the source IP as the gateway saw it. */
+export interface AgentConnect {
+  connectionId: string;
+  headers: Record<string, string | undefined>;
+  query: Record<string, string | undefined>;
+  sourceIp: string | undefined;
+}
 
 /**
  * $connect: the agent's bearer token (Authorization header, or a `token` query parameter for clients
  * that cannot set headers) names its device; the connection becomes the device's live connection.
  * A second connection of the same agent replaces the first, which is told so and closed.
  */
-export async function connectAgent(db: Db, event: WebSocketEvent): Promise<void> {
-  const headers = lowerCaseHeaders(event.headers);
-  const token = event.queryStringParameters?.token;
-  if (!headers.authorization && token) headers.authorization = `Bearer ${token}`;
+export async function connectAgent(db: Db, request: AgentConnect): Promise<void> {
+  const { connectionId, query } = request;
+  const headers = { ...request.headers };
+  if (!headers.authorization && query.token) headers.authorization = `Bearer ${query.token}`;
   const agent = await authenticateAgent(db, headers);
-  const { connectionId } = event.requestContext;
   const { previousConnectionId } = await store.upsertConnection(db, {
     connectionId,
     agentId: agent.agentId,
     deviceId: agent.deviceId,
     orgId: agent.orgId,
-    sourceIp: clientIp(headers, event.requestContext.identity?.sourceIp),
+    sourceIp: clientIp(headers, request.sourceIp),
   });
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
 }
@@ -38,6 +44,6 @@ async function dropReplaced(connectionId: string): Promise<void> {
 }
 
 /** $disconnect: forgets the connection (a newer one of the same device stays). */
-export function disconnectAgent(db: Db, event: WebSocketEvent): Promise<void> {
-  return store.deleteConnection(db, event.requestContext.connectionId);
+export function disconnectAgent(db: Db, connectionId: string): Promise<void> {
+  return store.deleteConnectionRow(db, connectionId);
 }

@@ -1,7 +1,7 @@
 import { deviceOfLogReader } from '../agents/log-access.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../db/paging.ts';
 import { askAgent } from './relay.ts';
 import { agentData, type LiveEventsQuery } from './schemas.ts';
 

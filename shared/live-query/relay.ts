@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Db } from '../db/db.ts';
 import { AgentBadResponse, AgentTimeout, DeviceOffline, DomainError } from '../errors.ts';
+import { specifiedLog } from '../logger.ts';
 import { postToConnection } from './agent-channel.ts';
 import type { AgentQuery } from './protocol.ts';
 import * as store from './store.ts';
@@ -20,14 +21,8 @@ export const polling = { firstMs: 10, growth: 1.25, maxMs: 100 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Relays a query to the device's agent and returns the `data` of its answer, checked against `schema`.
- * The asking function and the function receiving the answer ($default) are separate invocations in
- * AWS, so the query is a row of live_requests and this function polls it for the answer's pieces.
- *
- * - no connection, or API Gateway says it is gone: 409 DEVICE_OFFLINE (the stale connection is forgotten);
- * - no complete answer in time: 504 AGENT_TIMEOUT;
- * - an answer that cannot be read: logged as `Failed to parse agent response for event`, 502 AGENT_BAD_RESPONSE;
- * - an error the agent reports: 404 with the agent's message when it says NOT_FOUND, else 502.
+ * Relays a query to the device's agent and returns the `data` of its answer, checked against `schema`; the
+ * answer arrives in another invocation, so the query is a row polled here (docs/ARCHITECTURE.md "Live queries").
  */
 export async function askAgent<T extends z.ZodType>(
   db: Db,
@@ -53,7 +48,7 @@ export async function askAgent<T extends z.ZodType>(
 /** Posts the query; a connection API Gateway calls gone is forgotten, and false returned. */
 async function send(db: Db, connectionId: string, requestId: string, query: AgentQuery): Promise<boolean> {
   if ((await postToConnection(connectionId, { ...query, requestId })) === 'sent') return true;
-  await store.deleteConnection(db, connectionId);
+  await store.deleteConnectionRow(db, connectionId);
   return false;
 }
 
@@ -133,8 +128,8 @@ function isEnvelope(value: unknown, requestId: string): value is { data?: unknow
 
 /** seed 7: logged as "Failed to parse agent response for event"; the caller gets 502. */
 function unreadable(asked: Asked, reason: string): DomainError {
-  console.error(
-    `Failed to parse agent response for event ${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`,
+  specifiedLog.agentResponseUnreadable(
+    `${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`,
   );
   return AgentBadResponse(`The agent's answer could not be read: ${reason}`);
 }

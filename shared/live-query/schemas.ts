@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { optionalParam, queryInstant } from '../agents/schemas.ts';
-import { pageOf, pageQuery } from '../http/pagination.ts';
+import { pageOf, pageQuery } from '../db/paging.ts';
 import { liveEventLevels } from './protocol.ts';
 
 /**

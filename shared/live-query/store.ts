@@ -20,7 +20,7 @@ export async function upsertConnection(
 }
 
 /** Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. */
-export async function deleteConnection(db: Db, connectionId: string): Promise<void> {
+export async function deleteConnectionRow(db: Db, connectionId: string): Promise<void> {
   await db.query('DELETE FROM agent_connections WHERE connection_id = :connectionId::text', { connectionId });
 }
 

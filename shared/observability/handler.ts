@@ -1,12 +1,15 @@
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { logger } from '../logger.ts';
 import { type BusinessMetric, countMetric, metrics, publishMetrics } from './metrics.ts';
+import { inLambda } from './service.ts';
 import { tracer } from './tracer.ts';
 
 // Any event and context: the wrapped handler keeps its own types.
-type LambdaHandler = (event: any, context: any) => Promise<unknown>;
+type LambdaHandler = (event: never, context: never) => Promise<unknown>;
 
 const captureLambdaHandler = tracer && (await import('@aws-lambda-powertools/tracer/middleware')).captureLambdaHandler;
+const injectLambdaContext = inLambda && (await import('@aws-lambda-powertools/logger/middleware')).injectLambdaContext;
 
 /** Replies counted by the code of their error envelope (DESIGN.md "HTTP conventions"), with their statuses. */
 const countedErrors: Record<string, { status: number; metric: BusinessMetric }> = {
@@ -40,11 +43,14 @@ function routeOf(event: unknown): string | undefined {
   return typeof key === 'string' ? key : undefined;
 }
 
-/** Cold start and route on the trace and in the metrics; the invocation's counts published when it ends. */
+/** Cold start and route on the trace, in the metrics and on each log line; the invocation's counts published when it ends. */
 const observeInvocation: MiddlewareObj<unknown, unknown, Error, Context> = {
   before: (request) => {
     const route = routeOf(request.event);
-    if (route) tracer?.putAnnotation('route', route);
+    if (route) {
+      tracer?.putAnnotation('route', route);
+      logger.appendKeys({ route });
+    }
     metrics?.captureColdStartMetric(request.context.functionName);
   },
   after: (request) => {
@@ -58,13 +64,17 @@ const observeInvocation: MiddlewareObj<unknown, unknown, Error, Context> = {
 };
 
 /**
- * A Lambda handler with Powertools Tracer (the handler's X-Ray subsegment, cold start, service and route
- * annotations; never the response, which carries tenants' data) and Metrics (ColdStart, and the counts of the
- * invocation). Outside Lambda it is the handler itself: `npm start` and the tests call the handlers unwrapped.
+ * A Lambda handler with Powertools Logger (request id, cold start and route on every line, reset after each
+ * invocation), Tracer (the handler's X-Ray subsegment, cold start, service and route annotations; never the
+ * response, which carries tenants' data) and Metrics (ColdStart, and the counts of the invocation). Outside Lambda
+ * it is the handler itself: `npm start` and the tests call the handlers unwrapped.
  */
 export function observedHandler<Handler extends LambdaHandler>(handler: Handler): Handler {
-  if (!tracer && !metrics) return handler;
-  const chain = middy<unknown, unknown, Error, Context>(handler);
+  if (!injectLambdaContext) return handler;
+  const chain = middy<unknown, unknown, Error, Context>(
+    handler as unknown as (event: unknown, context: Context) => Promise<unknown>,
+  );
+  chain.use(injectLambdaContext(logger, { resetKeys: true }));
   if (tracer && captureLambdaHandler) chain.use(captureLambdaHandler(tracer, { captureResponse: false }));
   return chain.use(observeInvocation) as unknown as Handler;
 }

@@ -67,6 +67,8 @@ export async function startStubs(
     calls,
     secrets,
     responses,
-    close: () => servers.forEach((server) => server.close()),
+    close: () => {
+      for (const server of servers) server.close();
+    },
   };
 }

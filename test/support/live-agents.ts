@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
-import { type RunningAgent, startAgent } from '#infra/local/agent/agent.ts';
-import { type EventStore, generateEventStore } from '#infra/local/agent/event-store.ts';
+import { type RunningAgent, startAgent } from '#demo/agent/agent.ts';
+import { type EventStore, generateEventStore } from '#demo/agent/event-store.ts';
 import type { Agent } from './agents.ts';
 import type { Api } from './api.ts';
 
@@ -79,7 +79,7 @@ export class TestConnection {
   }
 }
 
-/** The simulated agent (infra/local/agent) for an enrolled test agent, connected and answering from its own event store. */
+/** The simulated agent (demo/agent) for an enrolled test agent, connected and answering from its own event store. */
 export async function startSimulatedAgent(
   api: Api,
   agent: Agent,

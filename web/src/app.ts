@@ -199,7 +199,8 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
 
   async function loadList(current: Session, view: Layout) {
     listLoad?.abort();
-    const load = (listLoad = new AbortController());
+    const load = new AbortController();
+    listLoad = load;
     const wanted = state;
     showLoading(view);
     try {
@@ -311,7 +312,8 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       view.table.querySelector<HTMLElement>(`tr[data-id="${CSS.escape(closedId)}"] .open-entry`)?.focus();
       return;
     }
-    const load = (entryLoad = new AbortController());
+    const load = new AbortController();
+    entryLoad = load;
     const id = state.entry;
     view.table.querySelector(`tr[data-id="${CSS.escape(id)}"]`)?.classList.add('selected');
     const close = () => navigate({ ...state, entry: '' });

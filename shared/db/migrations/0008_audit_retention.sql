@@ -6,7 +6,7 @@
 --
 -- seed 9.2: this migration creates no policy for the organizations that exist already; their rows
 -- accumulate until a policy is saved (seed 6 retention rule 2). From now on every organization gets a
--- 365-day policy in the transaction that creates it (shared/hierarchy/store.ts insertOrganization).
+-- 365-day policy in the transaction that creates it (shared/hierarchy/organizations.ts createOrganization).
 CREATE TABLE audit_retention_policies (
   id               uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   org_id           uuid NOT NULL UNIQUE REFERENCES organizations (id),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { seedDemo } from '#infra/local/demo.ts';
+import { seedDemo } from '#demo/demo.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, partnerUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { handler as defaultHandler } from '#functions/ws/default.ts';
-import type { WebSocketEvent } from '#shared/live-query/ws-handler.ts';
+import type { WebSocketEvent } from '#shared/http/ws-handler.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually, startSimulatedAgent, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';

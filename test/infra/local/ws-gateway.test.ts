@@ -9,7 +9,7 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type RunningWsGateway, startWsGateway } from '#infra/local/ws-gateway.ts';
-import type { WebSocketEvent } from '#shared/live-query/ws-handler.ts';
+import type { WebSocketEvent } from '#shared/http/ws-handler.ts';
 
 /** Every event the fake handlers got, in order. */
 let events: WebSocketEvent[] = [];

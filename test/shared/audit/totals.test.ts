@@ -34,8 +34,8 @@ const page = (principal: Principal, query: Partial<AuditListQuery>) =>
 
 beforeAll(async () => {
   const msp = (await insertPartner(t.db.admin, 'Totals MSP')) as { id: string };
-  orgId = (await insertOrganization(t.db.admin, { partnerId: msp.id, name: 'Busy Corp' }, { name: 'HQ' })).id;
-  otherOrgId = (await insertOrganization(t.db.admin, { partnerId: msp.id, name: 'Quiet Corp' }, { name: 'HQ' })).id;
+  orgId = (await insertOrganization(t.db.admin, { partnerId: msp.id, name: 'Busy Corp' })).id;
+  otherOrgId = (await insertOrganization(t.db.admin, { partnerId: msp.id, name: 'Quiet Corp' })).id;
   partner = {
     ...orgAdmin(orgId, msp.id),
     role: 'partner_admin',

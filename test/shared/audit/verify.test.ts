@@ -231,7 +231,12 @@ describe('verifying a chain', () => {
       Array.from({ length: 4 }, () => ({ orgId, details: { blob: 'x'.repeat(3000) } })),
     );
     let pages = 0;
-    const result = await verifyChain(t.app, orgId, { pageBytes: 100, onProgress: () => void (pages += 1) });
+    const result = await verifyChain(t.app, orgId, {
+      pageBytes: 100,
+      onProgress: () => {
+        pages += 1;
+      },
+    });
     expect(result).toEqual({ ok: true, checked: 4 });
     expect(pages).toBe(4);
   });

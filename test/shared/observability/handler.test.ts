@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 type Observability = typeof import('#shared/observability/handler.ts') &
   typeof import('#shared/observability/metrics.ts') &
-  typeof import('#shared/observability/tracer.ts');
+  typeof import('#shared/observability/tracer.ts') &
+  typeof import('#shared/logger.ts');
 
 /** The modules as a process with this environment loads them. */
 async function load(env: Record<string, string | undefined>): Promise<Observability> {
@@ -17,6 +18,7 @@ async function load(env: Record<string, string | undefined>): Promise<Observabil
     ...(await import('#shared/observability/handler.ts')),
     ...(await import('#shared/observability/metrics.ts')),
     ...(await import('#shared/observability/tracer.ts')),
+    ...(await import('#shared/logger.ts')),
   };
 }
 
@@ -161,6 +163,29 @@ describe('observability in Lambda', () => {
       return envelope(504, 'AGENT_TIMEOUT');
     })({}, context);
     expect(emf.lines()).toEqual([]);
+  });
+
+  it('stamps every log line of an invocation with its request id, cold start and route, and forgets the route after it', async () => {
+    const o = await load(inLambda);
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const logged = () =>
+      [...stdout.mock.calls, ...stderr.mock.calls]
+        .map(([chunk]) => String(chunk))
+        .filter((text) => text.includes('"message":"invocation'))
+        .map((text) => JSON.parse(text) as Record<string, unknown>);
+    const handler = o.observedHandler(async (_event: unknown, _context: Context) => {
+      o.logger.warn('invocation line');
+      return { statusCode: 204 };
+    });
+    await handler({ routeKey: 'GET /api/v1/audit-logs' }, context);
+    await handler({}, { ...context, awsRequestId: 'r2' });
+    o.logger.warn('invocation over');
+    const [first, second, after] = logged();
+    expect(first).toMatchObject({ function_request_id: 'r1', cold_start: true, route: 'GET /api/v1/audit-logs' });
+    expect(second).toMatchObject({ function_request_id: 'r2', cold_start: false });
+    expect(second).not.toHaveProperty('route');
+    expect(after).not.toHaveProperty('route');
   });
 
   it('has a Tracer for the service, which X-Ray enables only in a Lambda execution environment', async () => {

@@ -1,10 +1,10 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { routes } from '#functions/routes.ts';
-import { chromiumFound, chromiumPath, launchChromium } from '#infra/local/chromium.ts';
 import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { loadWebSite } from '#infra/local/web-site.ts';
 import { useApi } from '#test/support/api.ts';
+import { chromiumFound, chromiumPath, launchChromium } from '#tools/chromium.ts';
 
 /**
  * Whether the browser tests can run. Without Chromium they are skipped, saying so, except under CI, where a

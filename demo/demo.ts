@@ -1,10 +1,11 @@
+import { signUserToken } from '#infra/local/tokens.ts';
 import { type AuditContext, flushAudit } from '#shared/audit/writer.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import type { Db } from '#shared/db/db.ts';
 import { one } from '#shared/db/db.ts';
 import { enrollAgent } from '#shared/hierarchy/enrollment.ts';
-import { insertEnrollmentKey, insertOrganization } from '#shared/hierarchy/store.ts';
-import { signUserToken } from './tokens.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertEnrollmentKey } from '#shared/hierarchy/store.ts';
 
 /** Fixed ids of the demo tenant, so restarts find it again. */
 export const demoIds = {
@@ -40,7 +41,11 @@ export async function seedDemo(admin: Db): Promise<Demo> {
       { partnerId: demoIds.partner },
     )) ??
     (await admin.transaction((tx) =>
-      insertOrganization(tx, { partnerId: demoIds.partner, name: 'Demo Organization' }, { name: 'Main Office' }),
+      insertOrganizationWithSite(
+        tx,
+        { partnerId: demoIds.partner, name: 'Demo Organization' },
+        { name: 'Main Office' },
+      ),
     ));
   const device = await one<{ deviceId: string; agentId: string; siteId: string }>(
     admin,

@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { answerFrames, chunkBytes, startAgent } from '#infra/local/agent/agent.ts';
-import { generateEventStore } from '#infra/local/agent/event-store.ts';
+import { answerFrames, chunkBytes, startAgent } from '#demo/agent/agent.ts';
+import { generateEventStore } from '#demo/agent/event-store.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
@@ -219,7 +219,7 @@ describe('the simulated agent', () => {
           [
             '--import',
             'tsx',
-            'infra/local/agent/main.ts',
+            'demo/agent/main.ts',
             '--url',
             t.api.url,
             '--ws-url',

@@ -5,7 +5,7 @@
  * store, in chunks when an answer exceeds about 100 KB (README "Live event-log queries").
  */
 import WebSocket from 'ws';
-import type { AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
+import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
 
 export interface AgentOptions {
@@ -204,7 +204,7 @@ function parse(text: string): Record<string, unknown> | undefined {
 }
 
 /** The answer to a query: { requestId, data } or { requestId, error: { code, message } }. */
-export function answer(store: EventStore, query: AgentQuery & { requestId: string }): object {
+export function answer(store: EventStore, query: AgentQuery & { requestId: string }): AgentMessage {
   const { requestId } = query;
   const notFound = (message: string) => ({ requestId, error: { code: 'NOT_FOUND', message } });
   const unknownLog = (name: string) => notFound(`Event log ${name} not found on ${store.computer}`);

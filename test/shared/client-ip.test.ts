@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientIp } from '#shared/http/client-ip.ts';
+import { clientIp } from '#shared/client-ip.ts';
 
 afterEach(() => {
   delete process.env.TRUST_PROXY_HEADERS;

@@ -5,7 +5,7 @@
  *   npm run docs:screenshot -- [--url http://localhost:3000] [--token <user token>]   (default: $PARTNER_ADMIN_TOKEN)
  */
 import { parseArgs } from 'node:util';
-import { launchChromium } from './chromium.ts';
+import { launchChromium } from '#tools/chromium.ts';
 
 const { values } = parseArgs({
   options: {

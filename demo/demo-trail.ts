@@ -8,7 +8,8 @@
  */
 import { hashSecret, newSecret, secretPrefixes } from '#shared/auth/secrets.ts';
 import { type Db, one } from '#shared/db/db.ts';
-import { insertAgent, insertDevice, insertOrganization, insertSite } from '#shared/hierarchy/store.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertAgent, insertDevice, insertSite } from '#shared/hierarchy/store.ts';
 import { type Demo, demoIds } from './demo.ts';
 
 /** An organization whose trail holds fewer rows than this gets the demo history (again, once deleted and recreated). */
@@ -683,7 +684,10 @@ const totalWeight = eventKinds.reduce((sum, kind) => sum + kind.weight, 0);
 
 function pickKind(random: Random): EventKind {
   let at = random.next() * totalWeight;
-  for (const kind of eventKinds) if ((at -= kind.weight) < 0) return kind;
+  for (const kind of eventKinds) {
+    at -= kind.weight;
+    if (at < 0) return kind;
+  }
   return eventKinds.at(-1)!;
 }
 
@@ -768,7 +772,7 @@ async function northwind(admin: Db, random: Random): Promise<{ orgId: string; or
   const orgId =
     found?.id ??
     (await admin.transaction(async (tx) => {
-      const org = await insertOrganization(
+      const org = await insertOrganizationWithSite(
         tx,
         { partnerId: demoIds.partner, name: orgName },
         { name: 'Head Office', timezone: 'Europe/London' },

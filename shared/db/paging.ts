@@ -32,8 +32,3 @@ export function pagination(page: number, limit: number, total: number): Paginati
 
 /** The list envelope `{ data, pagination }` of an item schema. */
 export const pageOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), pagination: paginationSchema });
-
-/** Escapes LIKE wildcards so user text matches literally (`100%` means 100%). */
-export function likePattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
