@@ -11,6 +11,7 @@ import * as retention from '#shared/audit/retention-schemas.ts';
 import * as audit from '#shared/audit/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
 import * as keys from '#shared/auth/schemas.ts';
+import * as groups from '#shared/device-groups/schemas.ts';
 import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { type RouteDef, route } from '#shared/http/route.ts';
@@ -545,6 +546,133 @@ export const routes = {
     params: live.deviceEventParams,
     response: live.liveEvent,
     errors: liveErrors,
+  }),
+
+  // Device groups (seed 2.1, issue 15; README "Device groups"): read with devices:read, changed with devices:write.
+  // Audited as device_group.create, .update, .delete, .member.add, .member.remove and .import.
+  'POST /api/v1/orgs/organizations/{id}/device-groups': route({
+    handler: 'device-groups/groups-create',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary:
+      'Create a static or dynamic device group (devices:write); a name taken in the organization is 409 CONFLICT',
+    params: groups.orgParams,
+    body: groups.createDeviceGroup,
+    status: 201,
+    response: groups.deviceGroup,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'GET /api/v1/orgs/organizations/{id}/device-groups': route({
+    handler: 'device-groups/groups-list',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: "The organization's device groups by name (devices:read)",
+    params: groups.orgParams,
+    query: groups.listGroupsQuery,
+    response: groups.deviceGroupPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/device-groups/preview': route({
+    handler: 'device-groups/filter-preview',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'The devices a filter matches now, without saving it: a first page and the count (devices:read)',
+    params: groups.orgParams,
+    query: groups.membersQuery,
+    body: groups.previewBody,
+    response: groups.memberPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/device-groups/import/preview': route({
+    handler: 'device-groups/import-preview',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'Annotate saved filters of another RMM as dynamic groups; stores nothing (devices:write)',
+    params: groups.orgParams,
+    body: groups.groupImport,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: groups.groupImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/device-groups/import': route({
+    handler: 'device-groups/import-commit',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary:
+      'Import saved filters as dynamic groups, idempotent on (sourceSystem, externalId); rows changed since preview are refused (devices:write)',
+    params: groups.orgParams,
+    body: groups.groupImport,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: groups.groupImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/device-groups/{groupId}': route({
+    handler: 'device-groups/groups-get',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'Get a device group (devices:read)',
+    params: groups.groupParams,
+    response: groups.deviceGroup,
+    errors: [400, 401, 403, 404],
+  }),
+  'PATCH /api/v1/device-groups/{groupId}': route({
+    handler: 'device-groups/groups-update',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'Rename, move, renest or refilter a device group (devices:write); its type does not change',
+    params: groups.groupParams,
+    body: groups.updateDeviceGroup,
+    response: groups.deviceGroup,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'DELETE /api/v1/device-groups/{groupId}': route({
+    handler: 'device-groups/groups-delete',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'Delete a device group for good; its child groups move to the top level (devices:write)',
+    params: groups.groupParams,
+    status: 204,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/device-groups/{groupId}/members': route({
+    handler: 'device-groups/members-list',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: "A group's member devices, newest first or by hostname (devices:read)",
+    params: groups.groupParams,
+    query: groups.membersQuery,
+    response: groups.memberPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'POST /api/v1/device-groups/{groupId}/members': route({
+    handler: 'device-groups/members-add',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'Add up to 1,000 devices to a static group, each id on its own (devices:write); a dynamic group is 400',
+    params: groups.groupParams,
+    body: groups.memberIds,
+    response: groups.membersAdded,
+    errors: [400, 401, 403, 404],
+  }),
+  'POST /api/v1/device-groups/{groupId}/members/remove': route({
+    handler: 'device-groups/members-remove',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'Remove up to 1,000 devices from a static group (devices:write); a dynamic group is 400',
+    params: groups.groupParams,
+    body: groups.memberIds,
+    response: groups.membersRemoved,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/devices/{id}/groups': route({
+    handler: 'device-groups/device-groups-list',
+    auth: 'principal',
+    tag: 'device-groups',
+    summary: 'The groups a device belongs to, static and dynamic, by name (devices:read)',
+    params: groups.orgParams,
+    query: groups.pageOnlyQuery,
+    response: groups.deviceGroupPage,
+    errors: [400, 401, 403, 404],
   }),
 } as const satisfies Record<string, RouteDef>;
 
