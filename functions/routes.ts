@@ -11,6 +11,7 @@ import * as retention from '#shared/audit/retention-schemas.ts';
 import * as audit from '#shared/audit/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
 import * as keys from '#shared/auth/schemas.ts';
+import * as contacts from '#shared/contacts/schemas.ts';
 import * as groups from '#shared/device-groups/schemas.ts';
 import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
@@ -672,6 +673,81 @@ export const routes = {
     params: groups.orgParams,
     query: groups.pageOnlyQuery,
     response: groups.deviceGroupPage,
+    errors: [400, 401, 403, 404],
+  }),
+
+  // Contacts (seed 2.1, issue 15; README "Contacts"): read with orgs:read, written with orgs:write. Audited as
+  // contact.create, .update, .delete and .import.
+  'POST /api/v1/orgs/organizations/{id}/contacts': route({
+    handler: 'contacts/contacts-create',
+    auth: 'principal',
+    tag: 'contacts',
+    summary: 'Create a contact of the organization, optionally pinned to one of its sites (orgs:write)',
+    params: contacts.orgParams,
+    body: contacts.createContact,
+    status: 201,
+    response: contacts.contact,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'GET /api/v1/orgs/organizations/{id}/contacts': route({
+    handler: 'contacts/contacts-list',
+    auth: 'principal',
+    tag: 'contacts',
+    summary: "The organization's contacts by name (orgs:read)",
+    params: contacts.orgParams,
+    query: contacts.listContactsQuery,
+    response: contacts.contactPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/contacts/import/preview': route({
+    handler: 'contacts/import-preview',
+    auth: 'principal',
+    tag: 'contacts',
+    summary: 'Annotate up to 1,000 contacts (JSON rows or CSV) against the organization; stores nothing (orgs:write)',
+    params: contacts.orgParams,
+    body: contacts.contactImport,
+    maxBodyBytes: 4 * 1024 * 1024,
+    response: contacts.contactImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/contacts/import': route({
+    handler: 'contacts/import-commit',
+    auth: 'principal',
+    tag: 'contacts',
+    summary:
+      'Import up to 1,000 contacts, idempotent on (sourceSystem, externalId); fuzzy matches only when acknowledged (orgs:write)',
+    params: contacts.orgParams,
+    body: contacts.contactImport,
+    maxBodyBytes: 4 * 1024 * 1024,
+    response: contacts.contactImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/contacts/{contactId}': route({
+    handler: 'contacts/contacts-get',
+    auth: 'principal',
+    tag: 'contacts',
+    summary: 'Get a contact (orgs:read)',
+    params: contacts.contactParams,
+    response: contacts.contact,
+    errors: [400, 401, 403, 404],
+  }),
+  'PATCH /api/v1/contacts/{contactId}': route({
+    handler: 'contacts/contacts-update',
+    auth: 'principal',
+    tag: 'contacts',
+    summary: 'Change a contact (orgs:write); a key another contact holds is 409 CONFLICT',
+    params: contacts.contactParams,
+    body: contacts.updateContact,
+    response: contacts.contact,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'DELETE /api/v1/contacts/{contactId}': route({
+    handler: 'contacts/contacts-delete',
+    auth: 'principal',
+    tag: 'contacts',
+    summary: 'Delete a contact for good; the audit trail keeps it (orgs:write)',
+    params: contacts.contactParams,
+    status: 204,
     errors: [400, 401, 403, 404],
   }),
 } as const satisfies Record<string, RouteDef>;

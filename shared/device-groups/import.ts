@@ -4,7 +4,7 @@ import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { auditImportSummary, type DerivedRow, decide, plannedOutcome, summarize } from '../imports/rows.ts';
+import { type DerivedRow, decide, importSummaryEvent, plannedOutcome, summarize } from '../imports/rows.ts';
 import type { Outcome } from '../imports/schemas.ts';
 import { type DeviceFilter, filterIssues } from './filter.ts';
 import { groupsWrite } from './groups.ts';
@@ -173,7 +173,7 @@ export async function commitGroupImport(
       resourceName: after.name,
       details: changedFields(before, after, ['name', 'filter']),
     })),
+    importSummaryEvent(org, 'device_group.import', rows),
   ]);
-  auditImportSummary(audit, { org, action: 'device_group.import', rows });
   return { committed: true, summary: summarize(rows), rows };
 }

@@ -1,4 +1,3 @@
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import { type Annotation, heldAnnotations, type Outcome } from './schemas.ts';
 
 /** One row as an import derived it from the request and the stored records. */
@@ -72,19 +71,20 @@ export function summarize(rows: readonly { outcome: Outcome }[]) {
 }
 
 /**
- * The one summary audit row of a committed import (issue 15), on the organization imported into: how many rows it
- * was given and what became of them.
+ * The one summary audit event of a committed import (issue 15), on the organization imported into: how many rows
+ * it was given and what became of them. Written last in the batch of the import's own events.
  */
-export function auditImportSummary(
-  audit: AuditContext,
-  event: { org: { id: string; name: string }; action: string; rows: readonly { outcome: Outcome }[] },
+export function importSummaryEvent(
+  org: { id: string; name: string },
+  action: string,
+  rows: readonly { outcome: Outcome }[],
 ) {
-  writeRouteAudit(audit, {
-    orgId: event.org.id,
-    action: event.action,
+  return {
+    orgId: org.id,
+    action,
     resourceType: 'organization',
-    resourceId: event.org.id,
-    resourceName: event.org.name,
-    details: { rows: event.rows.length, ...summarize(event.rows) },
-  });
+    resourceId: org.id,
+    resourceName: org.name,
+    details: { rows: rows.length, ...summarize(rows) },
+  };
 }
