@@ -149,10 +149,13 @@ export async function selectContactsByEmails(db: Db, orgId: string, emails: stri
   return rows;
 }
 
+/** A name's words as the name index of 0026 holds them: this text must stay the index's expression. */
+const nameWords = (column: string) => `tsvector_to_array(to_tsvector('simple'::regconfig, ${column}))`;
+
 /**
- * For each name, the organization's most similar contact name (pg_trgm similarity at least `threshold`) among
- * contacts not linked to `sourceSystem` (another record of that system is another person, whatever its name).
- * The nearest few come off the GiST index in distance order (0026); the link condition is applied to those.
+ * For each name, the organization's most similar contact (pg_trgm similarity at least `threshold`) among contacts
+ * that share a word of the name and are not linked to `sourceSystem` (another record of that system is another
+ * person, whatever its name). The word index of 0026 finds the candidates; similarity ranks them.
  */
 export async function selectNearestNames(
   db: Db,
@@ -161,21 +164,15 @@ export async function selectNearestNames(
   threshold: number,
 ) {
   const { rows } = await db.query<{ row: number; contact: ContactRecord; similarity: number }>(
-    `SELECT r.row, best.contact, best.similarity
+    `SELECT DISTINCT ON (r.row) r.row, to_jsonb(near) - 'similarity' AS contact, near.similarity
        FROM jsonb_to_recordset(:names::jsonb) AS r("row" int, name text, "sourceSystem" text)
        CROSS JOIN LATERAL (
-         SELECT to_jsonb(near) - 'distance' AS contact, 1 - near.distance AS similarity
-           FROM (
-             SELECT ${contactColumns}, c.name <-> r.name AS distance FROM contacts c
-              WHERE c.org_id = :orgId::uuid
-              ORDER BY c.name <-> r.name
-              LIMIT 5
-           ) near
-          WHERE 1 - near.distance >= :threshold::float8
-            AND (r."sourceSystem" IS NULL OR near."sourceSystem" IS DISTINCT FROM r."sourceSystem")
-          ORDER BY near.distance, near."createdAt"
-          LIMIT 1
-       ) best`,
+         SELECT ${contactColumns}, similarity(c.name, r.name) AS similarity FROM contacts c
+          WHERE ${nameWords('c.name')} && ${nameWords('r.name')} AND c.org_id = :orgId::uuid
+            AND (r."sourceSystem" IS NULL OR c.source_system IS DISTINCT FROM r."sourceSystem")
+       ) near
+      WHERE near.similarity >= :threshold::float8
+      ORDER BY r.row, near.similarity DESC, near."createdAt", near.id`,
     { orgId, names: names as unknown as Params[string], threshold },
   );
   return rows;

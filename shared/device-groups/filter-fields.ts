@@ -10,10 +10,10 @@ import { agentStatuses } from '../agents/schemas.ts';
 export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean';
 
 /** SQL types a filter value may be bound as. */
-export type SqlCast = 'text' | 'uuid' | 'timestamptz' | 'inet' | 'boolean' | 'int' | 'jsonb';
+export type SqlCast = 'text' | 'uuid' | 'timestamptz' | 'inet' | 'boolean' | 'int';
 
 /** Binds a value taken from the filter as a named, cast parameter and returns its placeholder (`:f3::text`). */
-export type Bind = (value: string | number | boolean | string[], cast: SqlCast) => string;
+export type Bind = (value: string | number | boolean, cast: SqlCast) => string;
 
 export interface FilterField {
   type: FieldType;

@@ -1,7 +1,7 @@
 import { type Db, one, type Params } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import { deviceColumns } from '../hierarchy/store.ts';
-import { likePattern } from '../http/pagination.ts';
+import { likePattern, pagination } from '../http/pagination.ts';
 import type { DeviceFilter } from './filter.ts';
 
 const groupColumns = `g.id, g.org_id AS "orgId", g.site_id AS "siteId", g.parent_id AS "parentId", g.name, g.type,
@@ -276,24 +276,31 @@ export async function deleteMembers(tx: Db, group: { id: string; orgId: string }
 
 /**
  * The groups a device belongs to, in one pass over the organization's groups: a static group by its member row,
- * a dynamic group by its compiled filter evaluated against the device's row (`matchesSql`: a CASE on g.id).
+ * a dynamic group by its compiled filter evaluated against the device's row (`dynamic`: a CASE on g.id). Page and
+ * total come from one statement (count(*) OVER ()), so the filters are planned once; only a page past the end
+ * needs a second statement for the total.
  */
-export function selectGroupsOfDevice(
+export async function selectGroupsOfDevice(
   db: Db,
   device: { id: string; orgId: string },
   dynamic: { sql: string; params: Params },
   page: Page,
 ) {
-  return selectPage<GroupRow>(
-    db,
-    groupColumns,
-    `device_groups g JOIN devices d ON d.id = :deviceId::uuid
+  const params = { ...dynamic.params, deviceId: device.id, orgId: device.orgId };
+  const from = `device_groups g JOIN devices d ON d.id = :deviceId::uuid
       WHERE g.org_id = :orgId::uuid AND (g.site_id IS NULL OR g.site_id = d.site_id)
         AND CASE WHEN g.type = 'static'
                  THEN EXISTS (SELECT 1 FROM device_group_members m WHERE m.group_id = g.id AND m.device_id = d.id)
-                 ELSE coalesce(${dynamic.sql}, false) END`,
-    'lower(g.name), g.id',
-    { ...dynamic.params, deviceId: device.id, orgId: device.orgId },
-    page,
+                 ELSE coalesce(${dynamic.sql}, false) END`;
+  const { rows } = await db.query<GroupRow & { total: number }>(
+    `SELECT ${groupColumns}, count(*) OVER () AS total FROM ${from}
+      ORDER BY lower(g.name), g.id LIMIT :limit::int OFFSET :offset::int`,
+    { ...params, limit: page.limit, offset: (page.page - 1) * page.limit },
   );
+  const total =
+    rows[0]?.total ?? (await one<{ total: number }>(db, `SELECT count(*) AS total FROM ${from}`, params))!.total;
+  return {
+    data: rows.map(({ total: _, ...group }) => group),
+    pagination: pagination(page.page, page.limit, Number(total)),
+  };
 }

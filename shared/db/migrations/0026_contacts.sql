@@ -29,11 +29,9 @@ CREATE INDEX contacts_org_name_idx ON contacts (org_id, name, id);
 -- seed 2.1 rule 2: an e-mail match ignores case and surrounding whitespace; the import reads it off this index.
 CREATE INDEX contacts_email_idx ON contacts (org_id, lower(btrim(email))) WHERE email IS NOT NULL;
 --> statement-breakpoint
--- Name matches are trigram similarity (pg_trgm, 0005): the nearest name per imported row comes off this GiST
--- index in distance order (name <-> :name), within one organization (btree_gist indexes the uuid), without
--- comparing the row with every contact. btree_gist is a trusted extension, as pg_trgm is.
-CREATE EXTENSION IF NOT EXISTS btree_gist;
---> statement-breakpoint
-CREATE INDEX contacts_name_trgm_idx ON contacts USING gist (org_id, name gist_trgm_ops);
+-- Name matches (seed 2.1 rule 2) are contacts sharing a word of the name (this index: one lookup per imported
+-- row) whose pg_trgm similarity (0005) reaches the threshold (shared/contacts/import.ts). A trigram index ordered
+-- by distance (GiST <->) was measured first: ~20 ms per row on 50,000 contacts, 20 s for an import of 1,000.
+CREATE INDEX contacts_name_words_idx ON contacts USING gin ((tsvector_to_array(to_tsvector('simple'::regconfig, name))));
 --> statement-breakpoint
 GRANT SELECT, INSERT, UPDATE, DELETE ON contacts TO logbook_app;
