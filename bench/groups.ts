@@ -141,12 +141,10 @@ async function loadDevices(admin: Db, orgId: string) {
 
 /** A pronounceable name from syllables, so trigram similarity behaves as it does on people's names. */
 const syllables = ['ka', 'lo', 'mi', 'ren', 'sa', 'to', 'vi', 'an', 'el', 'or', 'us', 'ber', 'din', 'fa', 'gor', 'hal'];
+const syllableSql = (seed: string, k: number) =>
+  `(ARRAY[${syllables.map((s) => `'${s}'`).join(',')}])[1 + (hashint4(${seed} + ${k}) & 15)]`;
 const nameSql = (seed: string) =>
-  `initcap((ARRAY[${syllables.map((s) => `'${s}'`).join(',')}])[1 + (hashint4(${seed}) & 15)] ||
-     (ARRAY[${syllables.map((s) => `'${s}'`).join(',')}])[1 + (hashint4(${seed} + 1) & 15)]) || ' ' ||
-   initcap((ARRAY[${syllables.map((s) => `'${s}'`).join(',')}])[1 + (hashint4(${seed} + 2) & 15)] ||
-     (ARRAY[${syllables.map((s) => `'${s}'`).join(',')}])[1 + (hashint4(${seed} + 3) & 15)] ||
-     (ARRAY[${syllables.map((s) => `'${s}'`).join(',')}])[1 + (hashint4(${seed} + 4) & 15)])`;
+  `initcap(${[0, 1, 2].map((k) => syllableSql(seed, k)).join(' || ')}) || ' ' || initcap(${[3, 4, 5, 6].map((k) => syllableSql(seed, k)).join(' || ')})`;
 
 async function loadContacts(admin: Db, orgId: string) {
   await admin.query(

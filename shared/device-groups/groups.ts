@@ -277,11 +277,14 @@ export async function removeMembers(
 
 /**
  * The groups a device belongs to, in one statement: every dynamic filter of its organization is compiled into one
- * CASE on the group id and evaluated against the device's row, beside the static member rows (issue 15).
+ * CASE on the group id and evaluated against the device's row, beside the static member rows (issue 15). The
+ * filters are read beside the reach check and used only once it passed.
  */
 export async function listGroupsOfDevice(db: Db, principal: Principal, deviceId: string, page: Page) {
-  const device = await getDevice(db, principal, deviceId);
-  const filters = await store.selectDynamicFilters(db, device.orgId);
+  const [device, filters] = await Promise.all([
+    getDevice(db, principal, deviceId),
+    store.selectDynamicFiltersOf(db, deviceId),
+  ]);
   const { params, bind } = filterParams();
   const cases = filters.map((group) => `WHEN ${bind(group.id, 'uuid')} THEN ${compileFilter(group.filter, bind)}`);
   const sql = cases.length > 0 ? `CASE g.id ${cases.join(' ')} ELSE false END` : 'false';

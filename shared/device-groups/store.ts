@@ -170,11 +170,12 @@ export async function selectGroupsNamed(db: Db, orgId: string, names: string[]) 
   return rows;
 }
 
-/** The dynamic groups' filters of an organization, for evaluating them all against one device. */
-export async function selectDynamicFilters(db: Db, orgId: string) {
+/** The filters of the dynamic groups of a device's organization, for evaluating them all against the device. */
+export async function selectDynamicFiltersOf(db: Db, deviceId: string) {
   const { rows } = await db.query<{ id: string; filter: DeviceFilter }>(
-    `SELECT id, filter FROM device_groups WHERE org_id = :orgId::uuid AND type = 'dynamic'`,
-    { orgId },
+    `SELECT g.id, g.filter FROM devices d JOIN device_groups g ON g.org_id = d.org_id AND g.type = 'dynamic'
+      WHERE d.id = :deviceId::uuid`,
+    { deviceId },
   );
   return rows;
 }
