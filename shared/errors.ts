@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'LAST_SITE'
   | 'SITE_NOT_EMPTY'
+  | 'CONFLICT'
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'PAYLOAD_TOO_LARGE'
   | 'RATE_LIMITED'
@@ -31,6 +32,8 @@ export class DomainError extends Error {
 }
 
 export const NotFound = (what = 'Resource') => new DomainError('NOT_FOUND', `${what} not found`);
+/** 409: the request collides with a stored record (a device group's name taken in its organization). */
+export const Conflict = (message: string) => new DomainError('CONFLICT', message);
 export const Forbidden = (message = 'You do not have permission for this action') =>
   new DomainError('FORBIDDEN', message);
 export const Unauthenticated = (message = 'Authentication required') => new DomainError('UNAUTHENTICATED', message);

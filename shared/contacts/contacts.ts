@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import { changedFields } from '../audit/changes.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import type { Permission } from '../auth/permissions.ts';
+import type { Principal } from '../auth/principal.ts';
+import { requirePermission } from '../auth/tenancy.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
+import { reachableOrganization } from '../hierarchy/organizations.ts';
+import { findOrganization, findSite } from '../hierarchy/store.ts';
+import type { createContact as createSchema, updateContact as updateSchema } from './schemas.ts';
+import type { ContactRecord, ContactValues } from './store.ts';
+import * as store from './store.ts';
+
+/** Contacts are read with orgs:read and written with orgs:write, as their organization is (README "Contacts"). */
+export const contactsRead: Permission = 'orgs:read';
+export const contactsWrite: Permission = 'orgs:write';
+
+/** The fields a contact's audit rows show before and after. */
+export const auditedFields = [
+  'name',
+  'email',
+  'phone',
+  'title',
+  'roles',
+  'notes',
+  'siteId',
+  'sourceSystem',
+  'externalId',
+] as const;
+
+export const contactResource = (contact: { id: string; name: string }) => ({
+  resourceType: 'contact',
+  resourceId: contact.id,
+  resourceName: contact.name,
+});
+export const contactSnapshot = (contact: ContactRecord) =>
+  Object.fromEntries(auditedFields.map((field) => [field, contact[field]]));
+
+/** The contact if the principal may reach its organization (404 otherwise, never saying whether it exists). */
+async function reachableContact(db: Db, principal: Principal, contactId: string, permission: Permission) {
+  const contact = await store.selectContact(db, contactId);
+  if (!contact || !(await findOrganization(db, principal, contact.orgId))) throw NotFound('Contact');
+  requirePermission(principal, permission);
+  return contact;
+}
+
+/** Inside the organization's contact lock: the site is the organization's, the key free (409 CONFLICT). */
+async function checkContact(tx: Db, orgId: string, contactId: string | null, values: ContactValues) {
+  if (values.siteId && !(await findSite(tx, orgId, values.siteId)))
+    throw ValidationFailed('siteId is not a site of this organization', [
+      { path: 'body.siteId', message: 'Unknown site', code: 'custom' },
+    ]);
+  if (values.sourceSystem && values.externalId) {
+    const key = { sourceSystem: values.sourceSystem, externalId: values.externalId };
+    if (await store.selectContactByKey(tx, orgId, key, contactId))
+      throw Conflict('Another contact of this organization has this sourceSystem and externalId');
+  }
+}
+
+export async function listContacts(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  query: Page & { search?: string; siteId?: string },
+) {
+  await reachableOrganization(db, principal, orgId, contactsRead);
+  return store.selectContacts(db, orgId, query, query);
+}
+
+export const getContact = (db: Db, principal: Principal, contactId: string) =>
+  reachableContact(db, principal, contactId, contactsRead);
+
+/** Audited as contact.create with the contact's fields. */
+export async function createContact(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  input: z.output<typeof createSchema>,
+  audit: AuditContext,
+) {
+  await reachableOrganization(db, principal, orgId, contactsWrite);
+  const [created] = await db.transaction(async (tx) => {
+    await store.lockContactsOf(tx, orgId);
+    await checkContact(tx, orgId, null, input);
+    return store.insertContacts(tx, orgId, [{ ...input, id: randomUUID() }]);
+  });
+  writeRouteAudit(audit, {
+    orgId,
+    action: 'contact.create',
+    ...contactResource(created!),
+    details: { after: contactSnapshot(created!) },
+  });
+  return created!;
+}
+
+/** Audited as contact.update with the changed fields before and after. */
+export async function updateContact(
+  db: Db,
+  principal: Principal,
+  contactId: string,
+  change: z.output<typeof updateSchema>,
+  audit: AuditContext,
+) {
+  const before = await reachableContact(db, principal, contactId, contactsWrite);
+  const after = await db.transaction(async (tx) => {
+    await store.lockContactsOf(tx, before.orgId);
+    const key = 'externalId' in change ? change : before;
+    await checkContact(tx, before.orgId, contactId, {
+      siteId: change.siteId,
+      sourceSystem: key.sourceSystem,
+      externalId: key.externalId,
+    });
+    const [updated] = await store.updateContacts(tx, before.orgId, [{ id: contactId, change }]);
+    if (!updated) throw NotFound('Contact');
+    return updated;
+  });
+  writeRouteAudit(audit, {
+    orgId: after.orgId,
+    action: 'contact.update',
+    ...contactResource(after),
+    details: changedFields(before, after, auditedFields),
+  });
+  return after;
+}
+
+/** Deleted for good; the audit trail keeps it as contact.delete with the contact's fields. */
+export async function deleteContact(db: Db, principal: Principal, contactId: string, audit: AuditContext) {
+  const contact = await reachableContact(db, principal, contactId, contactsWrite);
+  const deleted = await db.transaction(async (tx) => {
+    await store.lockContactsOf(tx, contact.orgId);
+    return store.deleteContact(tx, contactId);
+  });
+  if (!deleted) throw NotFound('Contact');
+  writeRouteAudit(audit, {
+    orgId: contact.orgId,
+    action: 'contact.delete',
+    ...contactResource(contact),
+    details: { before: contactSnapshot(contact) },
+  });
+}

@@ -1,0 +1,47 @@
+import { agentStatuses } from '../agents/schemas.ts';
+
+/**
+ * The fields a dynamic group's filter may test (issue 15), one entry each. A field names its value type, which
+ * decides the operators it takes and how a value is checked (filter.ts), and the SQL expression of its value for
+ * the device row `d`. A new field is one more entry: a custom field is `{ type: 'text', keyed: true, sql: (bind,
+ * key) => (SELECT … WHERE device_id = d.id AND key = ${bind(key, 'text')}) }`, read as `customField:<key>`; a
+ * management-posture detection is keyed by `<category>/<product>` with an `enum` of statuses. docs/device-groups.md.
+ */
+export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean';
+
+/** SQL types a filter value may be bound as. */
+export type SqlCast = 'text' | 'uuid' | 'timestamptz' | 'inet' | 'boolean' | 'int';
+
+/** Binds a value taken from the filter as a named, cast parameter and returns its placeholder (`:f3::text`). */
+export type Bind = (value: string | number | boolean, cast: SqlCast) => string;
+
+export interface FilterField {
+  type: FieldType;
+  /** The values of an `enum` field. */
+  values?: readonly string[];
+  /** Whether the field is read with a key after a colon (`customField:assetTag`); the key reaches `sql` bound. */
+  keyed?: boolean;
+  /** The field's value for the device row `d`; anything taken from the filter goes through `bind`. */
+  sql(bind: Bind, key: string | undefined): string;
+}
+
+/** An agent is online when it was seen within this window (its heartbeat runs every minute or so). */
+export const onlineWindowMinutes = 5;
+
+export const filterFields: Readonly<Record<string, FilterField>> = {
+  hostname: { type: 'text', sql: () => 'd.hostname' },
+  displayName: { type: 'text', sql: () => 'd.display_name' },
+  osType: { type: 'text', sql: () => 'd.os_type' },
+  osVersion: { type: 'text', sql: () => 'd.os_version' },
+  agentVersion: { type: 'text', sql: () => 'd.agent_version' },
+  siteId: { type: 'uuid', sql: () => 'd.site_id' },
+  agentStatus: { type: 'enum', values: agentStatuses, sql: () => 'd.agent_status' },
+  online: {
+    type: 'boolean',
+    sql: () => `coalesce(d.last_seen_at >= now() - interval '${onlineWindowMinutes} minutes', false)`,
+  },
+  lastSeenAt: { type: 'timestamp', sql: () => 'd.last_seen_at' },
+  createdAt: { type: 'timestamp', sql: () => 'd.created_at' },
+  // last_ip holds only what node:net's isIP accepted (the heartbeat's client IP), so the cast cannot fail.
+  lastIp: { type: 'ip', sql: () => 'd.last_ip::inet' },
+};

@@ -1,0 +1,292 @@
+import type { z } from 'zod';
+import { changedFields } from '../audit/changes.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import type { Permission } from '../auth/permissions.ts';
+import type { Principal } from '../auth/principal.ts';
+import { requirePermission } from '../auth/tenancy.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
+import { getDevice } from '../hierarchy/devices.ts';
+import { reachableOrganization } from '../hierarchy/organizations.ts';
+import { findOrganization, findSite } from '../hierarchy/store.ts';
+import { compileFilter, type DeviceFilter, filterParams } from './filter.ts';
+import type {
+  createDeviceGroup as createSchema,
+  memberSorts,
+  previewBody,
+  updateDeviceGroup as updateSchema,
+} from './schemas.ts';
+import type { GroupRow } from './store.ts';
+import * as store from './store.ts';
+
+/** Reading groups needs what reading devices needs; changing them, what changing devices needs (README "Device groups"). */
+export const groupsRead: Permission = 'devices:read';
+export const groupsWrite: Permission = 'devices:write';
+
+const invalid = (path: string, message: string) =>
+  ValidationFailed(message, [{ path: `body.${path}`, message, code: 'custom' }]);
+
+/**
+ * The group if the principal may reach its organization (404 otherwise, also for another tenant's group: the
+ * reply never says whether it exists), then the permission it needs there (403).
+ */
+export async function reachableGroup(db: Db, principal: Principal, groupId: string, permission: Permission) {
+  const group = await store.selectGroup(db, groupId);
+  if (!group || !(await findOrganization(db, principal, group.orgId))) throw NotFound('Device group');
+  requirePermission(principal, permission);
+  return group;
+}
+
+export async function listGroups(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  query: Page & { search?: string; type?: string },
+) {
+  await reachableOrganization(db, principal, orgId, groupsRead);
+  return store.selectGroups(db, orgId, query, query);
+}
+
+export const getGroup = (db: Db, principal: Principal, groupId: string) =>
+  reachableGroup(db, principal, groupId, groupsRead);
+
+/**
+ * Inside the organization's group lock: the name is free (409 CONFLICT), the site is a live site of the
+ * organization and the parent one of its groups that does not descend from this group (400 naming the field).
+ */
+async function checkPlacement(
+  tx: Db,
+  orgId: string,
+  groupId: string | null,
+  placement: { name?: string; siteId?: string | null; parentId?: string | null },
+) {
+  if (placement.name && (await store.selectGroupNamed(tx, orgId, placement.name, groupId)))
+    throw Conflict(`A device group named ${JSON.stringify(placement.name)} already exists in this organization`);
+  if (placement.siteId && !(await findSite(tx, orgId, placement.siteId)))
+    throw invalid('siteId', 'siteId is not a site of this organization');
+  if (placement.parentId) {
+    const parent = await store.selectGroup(tx, placement.parentId);
+    if (parent?.orgId !== orgId) throw invalid('parentId', 'parentId is not a device group of this organization');
+    if (groupId && (await store.isAncestorOrSelf(tx, groupId, placement.parentId)))
+      throw invalid('parentId', 'A group cannot be nested under itself or one of its descendants');
+  }
+}
+
+const auditedFields = ['name', 'type', 'siteId', 'parentId', 'filter'] as const;
+const groupResource = (group: GroupRow) => ({
+  resourceType: 'device_group',
+  resourceId: group.id,
+  resourceName: group.name,
+});
+const pick = (group: GroupRow) => Object.fromEntries(auditedFields.map((field) => [field, group[field]]));
+
+/** Audited as device_group.create with the group's fields. */
+export async function createGroup(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  input: z.output<typeof createSchema>,
+  audit: AuditContext,
+) {
+  await reachableOrganization(db, principal, orgId, groupsWrite);
+  if (input.type === 'dynamic' && !input.filter) throw invalid('filter', 'A dynamic group needs a filter');
+  if (input.type === 'static' && input.filter)
+    throw invalid('filter', 'A static group has no filter: its members are added by id');
+  const [group] = await db.transaction(async (tx) => {
+    await store.lockGroupsOf(tx, orgId);
+    await checkPlacement(tx, orgId, null, input);
+    return store.insertGroups(tx, orgId, [
+      {
+        name: input.name,
+        type: input.type,
+        siteId: input.siteId ?? null,
+        parentId: input.parentId ?? null,
+        filter: input.filter ?? null,
+        sourceSystem: null,
+        externalId: null,
+      },
+    ]);
+  });
+  writeRouteAudit(audit, {
+    orgId,
+    action: 'device_group.create',
+    ...groupResource(group!),
+    details: { after: pick(group!) },
+  });
+  return group!;
+}
+
+/** Audited as device_group.update with the changed fields before and after. */
+export async function updateGroup(
+  db: Db,
+  principal: Principal,
+  groupId: string,
+  change: z.output<typeof updateSchema>,
+  audit: AuditContext,
+) {
+  const before = await reachableGroup(db, principal, groupId, groupsWrite);
+  if (change.filter && before.type === 'static')
+    throw invalid('filter', 'A static group has no filter: its members are added by id');
+  const after = await db.transaction(async (tx) => {
+    await store.lockGroupsOf(tx, before.orgId);
+    await checkPlacement(tx, before.orgId, groupId, change);
+    const updated = await store.updateGroup(tx, groupId, change);
+    if (!updated) throw NotFound('Device group');
+    return updated;
+  });
+  writeRouteAudit(audit, {
+    orgId: after.orgId,
+    action: 'device_group.update',
+    ...groupResource(after),
+    details: changedFields(before, after, auditedFields),
+  });
+  return after;
+}
+
+/**
+ * Deleted for good (its static memberships with it; its child groups move to the top level); the audit trail
+ * keeps it as device_group.delete with the group's fields.
+ */
+export async function deleteGroup(db: Db, principal: Principal, groupId: string, audit: AuditContext) {
+  const group = await reachableGroup(db, principal, groupId, groupsWrite);
+  const deleted = await db.transaction(async (tx) => {
+    await store.lockGroupsOf(tx, group.orgId);
+    return store.deleteGroup(tx, groupId);
+  });
+  if (!deleted) throw NotFound('Device group');
+  writeRouteAudit(audit, {
+    orgId: group.orgId,
+    action: 'device_group.delete',
+    ...groupResource(group),
+    details: { before: pick(group) },
+  });
+}
+
+/** The compiled condition of a checked filter with its parameters. */
+export function filterCondition(filter: DeviceFilter) {
+  const { params, bind } = filterParams();
+  return { sql: compileFilter(filter, bind), params };
+}
+
+type MembersQuery = Page & { sort: (typeof memberSorts)[number] };
+
+export async function listMembers(db: Db, principal: Principal, groupId: string, query: MembersQuery) {
+  const group = await reachableGroup(db, principal, groupId, groupsRead);
+  return group.type === 'static'
+    ? store.selectStaticMembers(db, groupId, query.sort, query)
+    : store.selectMatchingDevices(db, group, filterCondition(group.filter!), query.sort, query);
+}
+
+/** What a filter matches now, without saving it (issue 15): a first page and the count. */
+export async function previewFilter(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  body: z.output<typeof previewBody>,
+  query: MembersQuery,
+) {
+  await reachableOrganization(db, principal, orgId, groupsRead);
+  if (body.siteId && !(await findSite(db, orgId, body.siteId)))
+    throw invalid('siteId', 'siteId is not a site of this organization');
+  return store.selectMatchingDevices(
+    db,
+    { orgId, siteId: body.siteId ?? null },
+    filterCondition(body.filter),
+    query.sort,
+    query,
+  );
+}
+
+const notDynamic = () =>
+  invalid('deviceIds', "A dynamic group's members follow its filter; they cannot be added or removed by id");
+
+/**
+ * Adds devices to a static group, each id on its own: added, skipped (already a member, or named twice), or
+ * refused (no live device of the group's organization, which is all another tenant's device ever reads as, or
+ * outside the group's site). Audited as device_group.member.add with the ids added.
+ */
+export async function addMembers(
+  db: Db,
+  principal: Principal,
+  groupId: string,
+  deviceIds: string[],
+  audit: AuditContext,
+) {
+  const group = await reachableGroup(db, principal, groupId, groupsWrite);
+  if (group.type === 'dynamic') throw notDynamic();
+  const rows = await db.transaction((tx) => store.insertMembers(tx, group, deviceIds));
+  const byId = new Map(rows.map((row) => [row.deviceId, row]));
+  const reply = {
+    added: 0,
+    skipped: 0,
+    refused: [] as { deviceId: string; code: 'NOT_FOUND' | 'OUTSIDE_SITE'; message: string }[],
+  };
+  const seen = new Set<string>();
+  for (const id of deviceIds.map((value) => value.toLowerCase())) {
+    const row = byId.get(id)!;
+    if (!row.found) reply.refused.push({ deviceId: id, code: 'NOT_FOUND', message: 'Device not found' });
+    else if (!row.inSite)
+      reply.refused.push({ deviceId: id, code: 'OUTSIDE_SITE', message: "The device is not in the group's site" });
+    else if (row.added && !seen.has(id)) reply.added += 1;
+    else reply.skipped += 1;
+    seen.add(id);
+  }
+  const added = rows.filter((row) => row.added).map((row) => row.deviceId);
+  if (added.length > 0)
+    writeRouteAudit(audit, {
+      orgId: group.orgId,
+      action: 'device_group.member.add',
+      ...groupResource(group),
+      details: { deviceIds: added },
+    });
+  return reply;
+}
+
+/** Removes devices from a static group, each id on its own; audited as device_group.member.remove with the ids removed. */
+export async function removeMembers(
+  db: Db,
+  principal: Principal,
+  groupId: string,
+  deviceIds: string[],
+  audit: AuditContext,
+) {
+  const group = await reachableGroup(db, principal, groupId, groupsWrite);
+  if (group.type === 'dynamic') throw notDynamic();
+  const rows = await db.transaction((tx) => store.deleteMembers(tx, group, deviceIds));
+  const byId = new Map(rows.map((row) => [row.deviceId, row]));
+  const reply = { removed: 0, skipped: 0, refused: [] as { deviceId: string; code: 'NOT_FOUND'; message: string }[] };
+  const seen = new Set<string>();
+  for (const id of deviceIds.map((value) => value.toLowerCase())) {
+    const row = byId.get(id)!;
+    if (row.removed && !seen.has(id)) reply.removed += 1;
+    else if (!row.found) reply.refused.push({ deviceId: id, code: 'NOT_FOUND', message: 'Device not found' });
+    else reply.skipped += 1;
+    seen.add(id);
+  }
+  const removed = rows.filter((row) => row.removed).map((row) => row.deviceId);
+  if (removed.length > 0)
+    writeRouteAudit(audit, {
+      orgId: group.orgId,
+      action: 'device_group.member.remove',
+      ...groupResource(group),
+      details: { deviceIds: removed },
+    });
+  return reply;
+}
+
+/**
+ * The groups a device belongs to, in one statement: every dynamic filter of its organization is compiled into one
+ * CASE on the group id and evaluated against the device's row, beside the static member rows (issue 15). The
+ * filters are read beside the reach check and used only once it passed.
+ */
+export async function listGroupsOfDevice(db: Db, principal: Principal, deviceId: string, page: Page) {
+  const [device, filters] = await Promise.all([
+    getDevice(db, principal, deviceId),
+    store.selectDynamicFiltersOf(db, deviceId),
+  ]);
+  const { params, bind } = filterParams();
+  const cases = filters.map((group) => `WHEN ${bind(group.id, 'uuid')} THEN ${compileFilter(group.filter, bind)}`);
+  const sql = cases.length > 0 ? `CASE g.id ${cases.join(' ')} ELSE false END` : 'false';
+  return store.selectGroupsOfDevice(db, device, { sql, params }, page);
+}
