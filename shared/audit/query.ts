@@ -100,12 +100,13 @@ export async function verifyAuditChain(
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
   // Against the newest signed anchor too, when there is one (issue 4): a chain rewritten wholesale verifies on its own.
   const anchor = await readLatestAnchor(db, orgId);
-  return verifyChain(db, orgId, {
+  const verification = await verifyChain(db, orgId, {
     from: query.from,
     to: query.to,
     reportHead: true,
     ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }),
   });
+  return { ...verification, head: verification.head ?? null };
 }
 
 type Json = Record<string, unknown>;
