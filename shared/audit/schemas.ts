@@ -353,3 +353,11 @@ export const auditVerification = z
       }),
   })
   .meta({ id: 'AuditVerification' });
+
+// What a reader of the trail receives (the viewer's types: web/src imports them as types only).
+export type AuditPagination = z.output<typeof auditPagination>;
+export type AuditViewerEntry = z.output<typeof auditViewerEntry>;
+export type AuditViewerPage = z.output<typeof auditViewerPage>;
+export type AuditDetailedEntry = z.output<typeof auditDetailedEntry>;
+export type AuditDetailedPage = z.output<typeof auditDetailedPage>;
+export type AuditVerification = z.output<typeof auditVerification>;

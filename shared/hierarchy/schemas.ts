@@ -174,6 +174,7 @@ export const enrolled = z
 
 export const partnerPage = pageOf(partner);
 export const organizationPage = pageOf(organization);
+export type OrganizationPage = z.output<typeof organizationPage>;
 export const sitePage = pageOf(site);
 export const devicePage = pageOf(device);
 export const enrollmentKeyPage = pageOf(enrollmentKey);
