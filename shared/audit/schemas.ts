@@ -214,6 +214,8 @@ export const auditPagination = paginationSchema
   });
 
 const timestamp = z.string().meta({ description: 'ISO 8601, UTC, microseconds: YYYY-MM-DDTHH:MM:SS.ffffffZ' });
+/** An actor or resource id as stored: any UUID its reporter gave (hex 8-4-4-4-12, any version or variant). */
+const storedId = z.guid();
 const categoryField = z.enum(auditCategories).meta({ description: 'seed 2.3, by action prefix' });
 /** What both formats add to seed 4.1 for the viewer. */
 const viewerAdditions = {
@@ -254,12 +256,12 @@ export const auditDetailedEntry = z
   .object({
     id: z.uuid(),
     timestamp,
-    user: z.object({ id: z.uuid(), name: z.string(), email: z.string(), role: z.string() }).meta({
+    user: z.object({ id: storedId, name: z.string(), email: z.string(), role: z.string() }).meta({
       description: "The actor: id and e-mail as stored, name and role as recorded in details.actor; '' when unknown",
     }),
     action: z.string(),
     resource: z
-      .object({ type: z.string(), id: z.uuid().nullable(), name: z.string() })
+      .object({ type: z.string(), id: storedId.nullable(), name: z.string() })
       .meta({ description: "'' (id: null) when the row names no resource" }),
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
@@ -291,11 +293,11 @@ export const auditExportRow = z
     seq: z.number().int(),
     timestamp,
     actorType: z.enum(actorTypes),
-    actorId: z.uuid(),
+    actorId: storedId,
     actorEmail: z.string().nullable(),
     action: z.string(),
     resourceType: z.string().nullable(),
-    resourceId: z.uuid().nullable(),
+    resourceId: storedId.nullable(),
     resourceName: z.string().nullable(),
     details: z.string().meta({ description: "PostgreSQL's jsonb text of details, as the checksum covers it" }),
     ipAddress: z.string().nullable(),
