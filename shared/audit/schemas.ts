@@ -214,7 +214,7 @@ export const auditPagination = paginationSchema
   });
 
 const timestamp = z.string().meta({ description: 'ISO 8601, UTC, microseconds: YYYY-MM-DDTHH:MM:SS.ffffffZ' });
-/** An actor or resource id as stored: any UUID its reporter gave (hex 8-4-4-4-12, any version or variant). */
+/** An id as audit_logs holds it: any UUID (hex 8-4-4-4-12, any version or variant), as a reporter gave it or a forged row carries it. */
 const storedId = z.guid();
 const categoryField = z.enum(auditCategories).meta({ description: 'seed 2.3, by action prefix' });
 /** What both formats add to seed 4.1 for the viewer. */
@@ -230,7 +230,7 @@ const viewerAdditions = {
 /** seed 4.1.1: the flattened entry of the viewer component. */
 export const auditViewerEntry = z
   .object({
-    id: z.uuid(),
+    id: storedId,
     timestamp,
     action: z.string(),
     resource: z.string().meta({ description: "The resource name; '' when none" }),
@@ -254,7 +254,7 @@ export const auditViewerPage = z.object({ entries: z.array(auditViewerEntry), pa
 /** seed 4.1.2: the detailed entry. */
 export const auditDetailedEntry = z
   .object({
-    id: z.uuid(),
+    id: storedId,
     timestamp,
     user: z.object({ id: storedId, name: z.string(), email: z.string(), role: z.string() }).meta({
       description: "The actor: id and e-mail as stored, name and role as recorded in details.actor; '' when unknown",
@@ -288,7 +288,7 @@ export const auditSummary = z
 /** An exported row: the canonical values of the chain (DESIGN.md "Audit chain"), enough to verify an export offline. */
 export const auditExportRow = z
   .object({
-    id: z.uuid(),
+    id: storedId,
     orgId: z.uuid(),
     seq: z.number().int(),
     timestamp,
@@ -336,7 +336,7 @@ export const auditVerification = z
     firstBreak: z
       .object({
         seq: z.number().int(),
-        id: z.uuid().nullable(),
+        id: storedId.nullable(),
         kind: z.enum(['altered', 'missing', 'inserted', 'link']),
       })
       .optional(),
