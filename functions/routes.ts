@@ -324,6 +324,7 @@ export const routes = {
       'Export the newest 10,000 rows at most under the filters as an attachment: JSON (verifiable offline) or CSV (text/csv); gzip when the file exceeds 5.5 MiB and the client accepts it, else 413; audited as data.export',
     query: audit.auditExportQuery,
     response: audit.auditExport,
+    download: true,
     errors: [400, 401, 403, 413],
   }),
   'GET /api/v1/audit-logs/reports/summary': route({

@@ -10,8 +10,9 @@ import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { type Anchor, auditAnchor } from '#shared/audit/anchors.ts';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
+import type { AuditRow } from '#shared/audit/row.ts';
 import { auditVerifyQuery } from '#shared/audit/schemas.ts';
-import type { ChainLink, ChainRow } from '#shared/audit/store.ts';
+import type { ChainLink } from '#shared/audit/store.ts';
 import { type ChainBreak, type ChainBreakKind, verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { location, reason } from './cli.ts';
@@ -237,7 +238,7 @@ function verifyFile(path: string): number {
   const narrowedBy = Object.keys(file.filters).filter((filter) => filter !== 'orgId');
   // Unfiltered and under the row cap, an export holds every row in scope: a gap in it is a row taken out of the file.
   const complete = narrowedBy.length === 0 && file.rows.length < maxExportRows;
-  const result = verifyRowsOffline(file.rows as ChainRow[], { complete, heads: file.heads });
+  const result = verifyRowsOffline(file.rows as AuditRow[], { complete, heads: file.heads });
   if (!result.contiguous) {
     const why =
       narrowedBy.length > 0

@@ -182,6 +182,15 @@ function matchRoute(routes: CompiledRoute[], method: string, rawPath: string): R
   return best;
 }
 
+/**
+ * The route key API Gateway chooses for a method and raw path (the most specific match), or undefined: for clients
+ * that hold a reply to its route's schema (test/support/api.ts).
+ */
+export function routeMatcher(routeKeys: readonly string[]): (method: string, rawPath: string) => string | undefined {
+  const compiled = routeKeys.map((routeKey) => compileRoute(routeKey, ''));
+  return (method, rawPath) => matchRoute(compiled, method.toUpperCase(), rawPath)?.route.routeKey;
+}
+
 function matchSegments(segments: Segment[], parts: string[]): Record<string, string> | undefined {
   const params: Record<string, string> = {};
   for (const [i, segment] of segments.entries()) {

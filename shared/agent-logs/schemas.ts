@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { agentTimestamp, enumList, jsonObject, optionalParam, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 
 /** seed 2.5 */
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof logLevels)[number];
 
 /** seed 8: agent log entries per request. */
 export const maxLogsPerRequest = 500;
@@ -57,20 +59,18 @@ export const diagnosticLogsQuery = z.object({
 });
 export type DiagnosticLogsQuery = z.output<typeof diagnosticLogsQuery>;
 
-const timestamp = z.iso.datetime({ offset: true });
-
 export const diagnosticLog = z
   .object({
     id: z.uuid(),
     deviceId: z.uuid(),
     orgId: z.uuid(),
-    timestamp,
+    timestamp: timestampReply,
     level: z.enum(logLevels),
     component: z.string(),
     message: z.string(),
     fields: z.record(z.string(), z.unknown()),
     agentVersion: z.string().nullable(),
-    createdAt: timestamp,
+    createdAt: timestampReply,
   })
   .meta({ id: 'DiagnosticLog' });
 

@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import type { Page } from '../db/page.ts';
 import { pagination } from '../db/paging.ts';
-import type { LogEntry } from './schemas.ts';
+import type { LogEntry, LogLevel } from './schemas.ts';
 
 /**
  * One batch as one multi-row INSERT (seed 4.3, 8): the entries travel as one JSON parameter expanded
@@ -43,6 +43,19 @@ export interface DiagnosticLogFilter {
   until?: string;
   search?: string;
 }
+
+export type DiagnosticLogRow = {
+  id: string;
+  deviceId: string;
+  orgId: string;
+  timestamp: Date;
+  level: LogLevel;
+  component: string;
+  message: string;
+  fields: Record<string, unknown>;
+  agentVersion: string | null;
+  createdAt: Date;
+};
 
 const columns = `l.id, l.device_id AS "deviceId", l.org_id AS "orgId", l.timestamp, l.level, l.component, l.message, l.fields,
   l.agent_version AS "agentVersion", l.created_at AS "createdAt"`;
@@ -98,7 +111,7 @@ export async function selectDiagnosticLogs(db: Db, deviceId: string, filter: Dia
             + (SELECT count(*) FROM agent_logs l WHERE ${filterSql('rows')} AND ${inRange} AND l.timestamp >= :fullTo::timestamptz) AS total`,
       { ...params, ...wholeHours(filter, params.until) },
     ),
-    db.query(
+    db.query<DiagnosticLogRow>(
       `SELECT ${columns} FROM agent_logs l
         WHERE ${filterSql('rows')} AND ${inRange}
         ORDER BY l.timestamp DESC, l.id DESC

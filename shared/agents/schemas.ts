@@ -82,6 +82,7 @@ export const agentParams = z.object({
 
 /** What an agent may report about itself in its heartbeat. */
 export const agentStatuses = ['online', 'degraded', 'maintenance'] as const;
+export type AgentStatus = (typeof agentStatuses)[number];
 
 /** Unknown fields are dropped, not refused: an agent newer than this server still checks in. */
 export const heartbeat = z

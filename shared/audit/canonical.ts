@@ -1,31 +1,12 @@
 import { hash } from 'node:crypto';
+import type { AuditRow } from './row.ts';
 
 /**
- * The values of one audit row that its checksum covers, as text the way PostgreSQL renders them
- * (DESIGN.md "Audit chain", canonical payload v1). The database's sealing trigger computes the
- * same bytes; this module recomputes them without trusting any database function.
+ * The values of one audit row that its checksum covers (DESIGN.md "Audit chain", canonical payload v1). The
+ * database's sealing trigger computes the same bytes; this module recomputes them without trusting any database
+ * function.
  */
-export type CanonicalAuditRow = {
-  id: string;
-  orgId: string;
-  seq: number;
-  /** UTC with microseconds: `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
-  timestamp: string;
-  actorType: string;
-  actorId: string;
-  actorEmail: string | null;
-  action: string;
-  resourceType: string | null;
-  resourceId: string | null;
-  resourceName: string | null;
-  /** PostgreSQL's jsonb text form (`details::text`), not a re-serialization. */
-  details: string;
-  ipAddress: string | null;
-  userAgent: string | null;
-  result: string;
-  errorMessage: string | null;
-  prevChecksum: string | null;
-};
+export type CanonicalAuditRow = Omit<AuditRow, 'checksum'>;
 
 export const canonicalVersion = 'logbook-audit-v1';
 

@@ -3,7 +3,8 @@ import type { Db } from '../db/db.ts';
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
 import { type AuditFilters, type ExportCursor, readExportPage } from './read-store.ts';
-import { type ChainRow, readChainHeads } from './store.ts';
+import type { AuditRow } from './row.ts';
+import { readChainHeads } from './store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** seed 8: an export holds at most 10,000 rows. */
@@ -13,7 +14,7 @@ const pageRows = 1_000;
 const pageBytes = 900_000;
 
 /** The columns of an exported row: the canonical payload's fields in their order, then the checksum. */
-export const exportColumns = [...canonicalFields, 'checksum'] as const satisfies readonly (keyof ChainRow)[];
+export const exportColumns = [...canonicalFields, 'checksum'] as const satisfies readonly (keyof AuditRow)[];
 
 export type ExportFormat = 'csv' | 'json';
 
@@ -50,7 +51,7 @@ export async function exportAuditLogs<R>(
 ): Promise<R> {
   const { format, ...filters } = query;
   const scope = readableScope(principal, filters);
-  const encode = (row: ChainRow) =>
+  const encode = (row: AuditRow) =>
     format === 'csv'
       ? csvRecord(exportColumns.map((column) => row[column]))
       : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));

@@ -100,35 +100,39 @@ export async function verifyAuditChain(
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
   // Against the newest signed anchor too, when there is one (issue 4): a chain rewritten wholesale verifies on its own.
   const anchor = await readLatestAnchor(db, orgId);
-  return verifyChain(db, orgId, {
+  const verification = await verifyChain(db, orgId, {
     from: query.from,
     to: query.to,
     reportHead: true,
     ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }),
   });
+  return { ...verification, head: verification.head ?? null };
 }
 
 type Json = Record<string, unknown>;
 const text = (value: unknown) => (typeof value === 'string' ? value : '');
 const object = (value: unknown) =>
   value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined;
+/** A row's details (jsonb text, always an object). */
+const detailsOf = (row: AuditEntryRow): Json => JSON.parse(row.details);
 /** writeRouteAudit records the actor's name and role (and a department where known) in details.actor. */
-const actorOf = (row: AuditEntryRow) => object(row.details.actor) ?? {};
+const actorOf = (details: Json) => object(details.actor) ?? {};
 
 /** seed 4.1.1. */
 export function viewerEntry(row: AuditEntryRow) {
-  const actor = actorOf(row);
-  const changes = object(row.details.changes);
+  const details = detailsOf(row);
+  const actor = actorOf(details);
+  const changes = object(details.changes);
   return {
     id: row.id,
     timestamp: row.timestamp,
     action: row.action,
     resource: row.resourceName ?? '',
     resourceType: row.resourceType ?? '',
-    details: JSON.stringify(row.details),
+    details: JSON.stringify(details),
     ipAddress: row.ipAddress ?? '',
     userAgent: row.userAgent ?? '',
-    sessionId: typeof row.details.sessionId === 'string' ? row.details.sessionId : null,
+    sessionId: typeof details.sessionId === 'string' ? details.sessionId : null,
     user: {
       name: text(actor.name),
       email: row.actorEmail ?? '',
@@ -136,8 +140,8 @@ export function viewerEntry(row: AuditEntryRow) {
       department: text(actor.department),
     },
     changes: {
-      before: object(row.details.before) ?? object(changes?.before) ?? {},
-      after: object(row.details.after) ?? object(changes?.after) ?? {},
+      before: object(details.before) ?? object(changes?.before) ?? {},
+      after: object(details.after) ?? object(changes?.after) ?? {},
     },
     ...additions(row),
   };
@@ -145,7 +149,8 @@ export function viewerEntry(row: AuditEntryRow) {
 
 /** seed 4.1.2. */
 export function detailedEntry(row: AuditEntryRow) {
-  const actor = actorOf(row);
+  const details = detailsOf(row);
+  const actor = actorOf(details);
   return {
     id: row.id,
     timestamp: row.timestamp,
@@ -154,7 +159,7 @@ export function detailedEntry(row: AuditEntryRow) {
     resource: { type: row.resourceType ?? '', id: row.resourceId, name: row.resourceName ?? '' },
     ipAddress: row.ipAddress,
     userAgent: row.userAgent,
-    details: row.details,
+    details,
     errorMessage: row.errorMessage,
     ...additions(row),
   };

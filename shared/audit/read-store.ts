@@ -3,8 +3,8 @@ import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Params } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type AuditCategory, actionInSql, categorySql, complianceActions, securityEventActions } from './categories.ts';
+import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
 import type { ActorType, AuditResult } from './schemas.ts';
-import { type ChainRow, canonicalTimestampSql } from './store.ts';
 
 /** The filters every list, search, export and report route takes (seed 4.1); `only` narrows to a list of seed 2.3. */
 export interface AuditFilters {
@@ -80,36 +80,17 @@ export function auditScope(principal: Principal, filters: AuditFilters): AuditSc
 }
 
 /** A row as the list formats need it. */
-export type AuditEntryRow = {
-  id: string;
-  orgId: string;
-  seq: number;
-  timestamp: string;
-  actorType: ActorType;
-  actorId: string;
-  actorEmail: string | null;
-  action: string;
-  resourceType: string | null;
-  resourceId: string | null;
-  resourceName: string | null;
-  details: Record<string, unknown>;
-  ipAddress: string | null;
-  userAgent: string | null;
-  result: AuditResult;
-  errorMessage: string | null;
+export type AuditEntryRow = AuditRow & {
   category: AuditCategory;
   /** The device hostname of an agent actor (seed 1: the viewer shows it), looked up at read time. */
   actorHostname: string | null;
 };
 
-const entryColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
-  a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
-  a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", a.details,
-  a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
-  ${categorySql('a.action')} AS category, dv.hostname AS "actorHostname"`;
+const entryColumns = `${auditRowColumns}, ${categorySql('a.action')} AS category, dv.hostname AS "actorHostname"`;
 // Agents and devices are deleted softly, so an agent's hostname stays known to its old rows. Only a device of the
 // row's own organization: an ingested event may name any agent id, and must not reveal another tenant's hostname.
-const actorHostnameJoin = `LEFT JOIN agents ag ON a.actor_type = 'agent' AND ag.id = a.actor_id LEFT JOIN devices dv ON dv.id = ag.device_id AND dv.org_id = a.org_id`;
+const entryJoins = `${auditDetailsJoin} LEFT JOIN agents ag ON a.actor_type = 'agent' AND ag.id = a.actor_id
+  LEFT JOIN devices dv ON dv.id = ag.device_id AND dv.org_id = a.org_id`;
 
 /** Newest first, stable (seed 4.1): seq orders rows of one instant, org_id rows of different organizations. */
 const newestFirst = 'a.timestamp DESC, a.seq DESC, a.org_id DESC';
@@ -150,7 +131,7 @@ export async function listAuditRows(
   page: { offset: number; limit: number },
 ): Promise<AuditEntryRow[]> {
   const { rows } = await db.query<AuditEntryRow>(
-    `SELECT ${entryColumns} FROM (${newestSql(scope, {})}) a ${actorHostnameJoin} ORDER BY ${newestFirst}`,
+    `SELECT ${entryColumns} FROM (${newestSql(scope, {})}) a ${entryJoins} ORDER BY ${newestFirst}`,
     { ...scope.params, window: page.offset + page.limit, limit: page.limit, offset: page.offset },
   );
   return rows;
@@ -186,7 +167,7 @@ export async function countAuditRows(db: Db, scope: AuditScope, limit: number): 
 export function findAuditRow(db: Db, scope: AuditScope, id: string): Promise<AuditEntryRow | undefined> {
   return one<AuditEntryRow>(
     db,
-    `SELECT ${entryColumns} FROM audit_logs a JOIN organizations o ON o.id = a.org_id ${actorHostnameJoin} WHERE a.id = :id::uuid AND ${scope.orgs}${scope.rows}`,
+    `SELECT ${entryColumns} FROM audit_logs a JOIN organizations o ON o.id = a.org_id ${entryJoins} WHERE a.id = :id::uuid AND ${scope.orgs}${scope.rows}`,
     { ...scope.params, id },
   );
 }
@@ -197,11 +178,7 @@ export function findScopedOrganization(db: Db, scope: AuditScope) {
 }
 
 /** A position in the newest-first order, to read on after it. */
-export type ExportCursor = Pick<ChainRow, 'timestamp' | 'seq' | 'orgId'>;
-
-// DESIGN.md "Database": results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
-const rowBytesSql = `octet_length(a.details_text) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
-  + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
+export type ExportCursor = Pick<AuditRow, 'timestamp' | 'seq' | 'orgId'>;
 
 /**
  * The next rows of an export after `after` (none: from the newest), newest first, with the canonical values
@@ -211,19 +188,9 @@ export async function readExportPage(
   db: Db,
   scope: AuditScope,
   page: { after?: ExportCursor; rows: number; bytes: number },
-): Promise<ChainRow[]> {
-  const { rows } = await db.query<ChainRow>(
-    `SELECT a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
-            a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
-            a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", a.details_text AS details,
-            a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
-            a.prev_checksum AS "prevChecksum", a.checksum
-       FROM (
-         SELECT a.*, sum(${rowBytesSql}) OVER (ORDER BY ${newestFirst} ROWS UNBOUNDED PRECEDING) - (${rowBytesSql}) AS before
-           FROM (SELECT a.*, a.details::text AS details_text FROM (${newestSql(scope, { after: page.after !== undefined })}) a) a
-       ) a
-      WHERE a.before < :bytes::int
-      ORDER BY ${newestFirst}`,
+): Promise<AuditRow[]> {
+  const { rows } = await db.query<AuditRow>(
+    sizedAuditRowsSql(newestSql(scope, { after: page.after !== undefined }), newestFirst),
     {
       ...scope.params,
       window: page.rows,

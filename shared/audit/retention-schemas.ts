@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { timestampReply } from '../db/timestamp.ts';
 
 /** seed 2.4 and 8: the default retention of a policy, and the bounds a policy may take. */
 export const defaultRetentionDays = 365;
@@ -27,8 +28,7 @@ export const retentionPolicy = z
     archiveToS3: z
       .boolean()
       .meta({ description: 'Reserved: archiving before deletion is not implemented (seed 2.4); always false' }),
-    lastCleanupAt: z.iso
-      .datetime()
+    lastCleanupAt: timestampReply
       .nullable()
       .meta({ description: 'When the daily retention worker last applied the policy; null before its first run' }),
     configured: z.boolean().meta({

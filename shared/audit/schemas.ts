@@ -214,6 +214,8 @@ export const auditPagination = paginationSchema
   });
 
 const timestamp = z.string().meta({ description: 'ISO 8601, UTC, microseconds: YYYY-MM-DDTHH:MM:SS.ffffffZ' });
+/** An id as audit_logs holds it: any UUID (hex 8-4-4-4-12, any version or variant), as a reporter gave it or a forged row carries it. */
+const storedId = z.guid();
 const categoryField = z.enum(auditCategories).meta({ description: 'seed 2.3, by action prefix' });
 /** What both formats add to seed 4.1 for the viewer. */
 const viewerAdditions = {
@@ -228,7 +230,7 @@ const viewerAdditions = {
 /** seed 4.1.1: the flattened entry of the viewer component. */
 export const auditViewerEntry = z
   .object({
-    id: z.uuid(),
+    id: storedId,
     timestamp,
     action: z.string(),
     resource: z.string().meta({ description: "The resource name; '' when none" }),
@@ -252,14 +254,14 @@ export const auditViewerPage = z.object({ entries: z.array(auditViewerEntry), pa
 /** seed 4.1.2: the detailed entry. */
 export const auditDetailedEntry = z
   .object({
-    id: z.uuid(),
+    id: storedId,
     timestamp,
-    user: z.object({ id: z.uuid(), name: z.string(), email: z.string(), role: z.string() }).meta({
+    user: z.object({ id: storedId, name: z.string(), email: z.string(), role: z.string() }).meta({
       description: "The actor: id and e-mail as stored, name and role as recorded in details.actor; '' when unknown",
     }),
     action: z.string(),
     resource: z
-      .object({ type: z.string(), id: z.uuid().nullable(), name: z.string() })
+      .object({ type: z.string(), id: storedId.nullable(), name: z.string() })
       .meta({ description: "'' (id: null) when the row names no resource" }),
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
@@ -286,16 +288,16 @@ export const auditSummary = z
 /** An exported row: the canonical values of the chain (DESIGN.md "Audit chain"), enough to verify an export offline. */
 export const auditExportRow = z
   .object({
-    id: z.uuid(),
+    id: storedId,
     orgId: z.uuid(),
     seq: z.number().int(),
     timestamp,
     actorType: z.enum(actorTypes),
-    actorId: z.uuid(),
+    actorId: storedId,
     actorEmail: z.string().nullable(),
     action: z.string(),
     resourceType: z.string().nullable(),
-    resourceId: z.uuid().nullable(),
+    resourceId: storedId.nullable(),
     resourceName: z.string().nullable(),
     details: z.string().meta({ description: "PostgreSQL's jsonb text of details, as the checksum covers it" }),
     ipAddress: z.string().nullable(),
@@ -334,7 +336,7 @@ export const auditVerification = z
     firstBreak: z
       .object({
         seq: z.number().int(),
-        id: z.uuid().nullable(),
+        id: storedId.nullable(),
         kind: z.enum(['altered', 'missing', 'inserted', 'link']),
       })
       .optional(),
@@ -353,3 +355,11 @@ export const auditVerification = z
       }),
   })
   .meta({ id: 'AuditVerification' });
+
+// What a reader of the trail receives (the viewer's types: web/src imports them as types only).
+export type AuditPagination = z.output<typeof auditPagination>;
+export type AuditViewerEntry = z.output<typeof auditViewerEntry>;
+export type AuditViewerPage = z.output<typeof auditViewerPage>;
+export type AuditDetailedEntry = z.output<typeof auditDetailedEntry>;
+export type AuditDetailedPage = z.output<typeof auditDetailedPage>;
+export type AuditVerification = z.output<typeof auditVerification>;

@@ -1,25 +1,8 @@
 import { type Db, one } from '../db/db.ts';
-import type { CanonicalAuditRow } from './canonical.ts';
-
-/** A sealed row as the chain sees it: its canonical values and its stored checksum. */
-export type ChainRow = CanonicalAuditRow & { checksum: string };
+import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
 
 /** A position in an organization's chain: the head, or a retention checkpoint. */
 export type ChainLink = { seq: number; checksum: string };
-
-/** The canonical timestamp text (DESIGN.md "Audit chain"), formatted by the database from the stored microseconds. */
-export const canonicalTimestampSql = (column: string) =>
-  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-const chainColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
-  a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
-  a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", d.details,
-  a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
-  a.checksum, a.prev_checksum AS "prevChecksum"`;
-
-// DESIGN.md "Database": results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
-const rowBytesSql = `octet_length(d.details) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
-  + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
 
 export function readChainHead(db: Db, orgId: string) {
   return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
@@ -74,47 +57,27 @@ export async function readChainPage(
             AND a.seq <= coalesce(:untilSeq::bigint, 9223372036854775807)`;
   const params = { orgId, afterSeq: page.afterSeq, untilSeq: page.untilSeq, rows: page.rows };
   if (page.bytes === undefined) {
-    const { rows } = await db.query<ChainRow>(
-      `SELECT ${chainColumns} FROM audit_logs a CROSS JOIN LATERAL (SELECT a.details::text AS details) d WHERE ${range} ORDER BY a.seq LIMIT :rows::int`,
+    const { rows } = await db.query<AuditRow>(
+      `SELECT ${auditRowColumns} FROM audit_logs a ${auditDetailsJoin} WHERE ${range} ORDER BY a.seq LIMIT :rows::int`,
       params,
     );
     return rows;
   }
-  // A running sum of the row sizes cuts the page: it costs about as much again as reading the rows.
-  const { rows } = await db.query<ChainRow>(
-    `SELECT id, "orgId", seq, timestamp, "actorType", "actorId", "actorEmail", action, "resourceType", "resourceId", "resourceName",
-            details, "ipAddress", "userAgent", result, "errorMessage", checksum, "prevChecksum"
-       FROM (
-         SELECT ${chainColumns}, sum(${rowBytesSql}) OVER (ORDER BY a.seq ROWS UNBOUNDED PRECEDING) - (${rowBytesSql}) AS before
-           FROM audit_logs a CROSS JOIN LATERAL (SELECT a.details::text AS details) d
-          WHERE ${range}
-          ORDER BY a.seq
-          LIMIT :rows::int
-       ) page
-      WHERE before < :bytes::int
-      ORDER BY seq`,
+  const { rows } = await db.query<AuditRow>(
+    sizedAuditRowsSql(`SELECT a.* FROM audit_logs a WHERE ${range} ORDER BY a.seq LIMIT :rows::int`, 'a.seq'),
     { ...params, bytes: page.bytes },
   );
   return rows;
 }
 
-/** A row ready for audit_logs; the sealing trigger adds seq, checksum and prevChecksum. */
-export interface AuditRowInput {
-  orgId: string;
+/**
+ * A row ready for audit_logs: its details as an object, its timestamp null for now(); the database adds the id, the
+ * sealing trigger seq, checksum and prevChecksum.
+ */
+export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details' | 'prevChecksum' | 'checksum'> & {
   timestamp: string | null;
-  actorType: string;
-  actorId: string;
-  actorEmail: string | null;
-  action: string;
-  resourceType: string | null;
-  resourceId: string | null;
-  resourceName: string | null;
   details: Record<string, unknown>;
-  ipAddress: string | null;
-  userAgent: string | null;
-  result: string;
-  errorMessage: string | null;
-}
+};
 
 /**
  * Appends rows in one statement of its own transaction (DESIGN.md "Audit chain": never inside
@@ -135,7 +98,7 @@ export async function insertAuditRows(
             "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
             "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
      RETURNING id::text AS id, org_id::text AS "orgId", seq`,
-    { rows: sorted as unknown as Record<string, unknown>[] },
+    { rows: sorted },
   );
   return sealed;
 }

@@ -2,14 +2,8 @@ import type { KeyObject } from 'node:crypto';
 import { type Db, one } from '../db/db.ts';
 import { type AnchorFields, verifyAnchorSignature } from './anchors.ts';
 import { auditChecksum } from './canonical.ts';
-import {
-  type ChainLink,
-  type ChainRow,
-  readChainHead,
-  readChainPage,
-  readLatestCheckpoint,
-  readSeqSpan,
-} from './store.ts';
+import type { AuditRow } from './row.ts';
+import { type ChainLink, readChainHead, readChainPage, readLatestCheckpoint, readSeqSpan } from './store.ts';
 
 /**
  * altered: a row's values do not match its checksum; missing: a position of the chain has no row;
@@ -88,7 +82,7 @@ export interface ChainScan {
   /** Rows whose checksum was recomputed. */
   checked: number;
   /** The last row that passed: the next row must link to it. */
-  last?: ChainRow;
+  last?: AuditRow;
   firstBreak?: ChainBreak;
 }
 
@@ -97,13 +91,13 @@ export interface ChainScan {
  * recomputed here from the row values, each row must hold the position after the last one and link to its
  * checksum, and the first row must fit `bounds`. Stops at the first break.
  */
-export function checkChainRows(
-  rows: Iterable<ChainRow>,
+export function checkAuditRows(
+  rows: Iterable<AuditRow>,
   bounds: ChainBounds,
   scan: ChainScan = { checked: 0 },
 ): ChainScan {
   let { checked, last } = scan;
-  const sealedAsStored = (row: ChainRow) => {
+  const sealedAsStored = (row: AuditRow) => {
     checked += 1;
     return auditChecksum(row) === row.checksum;
   };
@@ -151,7 +145,7 @@ export async function* readChainPages(
   orgId: string,
   range: { afterSeq: number | null; untilSeq: number | null },
   options: Pick<VerifyOptions, 'pageRows' | 'pageBytes'> = {},
-): AsyncGenerator<ChainRow[]> {
+): AsyncGenerator<AuditRow[]> {
   const pageRows = options.pageRows ?? defaultPageRows;
   const bytes = options.pageBytes ?? db.maxResultBytes;
   const read = (afterSeq: number | null, rows: number) =>
@@ -282,7 +276,7 @@ async function verifyInSnapshot(
     if (sinceLink && scan.checked === 0 && first?.seq === sinceLink.seq && first.checksum !== sinceLink.checksum) {
       return withHead({ ok: false, checked: 0, firstBreak: { seq: first.seq, id: first.id, kind: 'altered' } });
     }
-    scan = checkChainRows(page, bounds, scan);
+    scan = checkAuditRows(page, bounds, scan);
     if (scan.firstBreak) return withHead({ ok: false, checked: scan.checked, firstBreak: scan.firstBreak });
     await options.onProgress?.({ checked: scan.checked, total });
   }
@@ -341,15 +335,15 @@ export type OfflineVerification =
 
 /**
  * Verifies exported rows without the database (issue 3: an export verifies on its own), each organization's rows
- * in seq order by the chain rules of `checkChainRows`: every checksum, and every link between consecutive rows.
+ * in seq order by the chain rules of `checkAuditRows`: every checksum, and every link between consecutive rows.
  * `complete` says the rows are every row of their range (an unfiltered export), so a gap in seq is a missing row;
  * otherwise a gap may be a row the filters left out, and the range cannot be verified offline.
  */
 export function verifyRowsOffline(
-  rows: readonly ChainRow[],
+  rows: readonly AuditRow[],
   options: { complete: boolean; heads?: Readonly<Record<string, ChainLink>> },
 ): OfflineVerification {
-  const byOrg = new Map<string, ChainRow[]>();
+  const byOrg = new Map<string, AuditRow[]>();
   for (const row of rows) {
     const own = byOrg.get(row.orgId);
     if (own) own.push(row);
@@ -369,7 +363,7 @@ export function verifyRowsOffline(
     const first = own[0]!;
     const last = own.at(-1)!;
     const recordedHead = options.heads?.[orgId];
-    const scan = checkChainRows(own, {
+    const scan = checkAuditRows(own, {
       anchor: first.seq === 1 ? { start: 1 } : { predecessorSeq: first.seq },
       // The recorded head was read in the export's snapshot: no row of that snapshot lies past it.
       ...(recordedHead && { held: { first: 1, last: recordedHead.seq } }),
@@ -399,7 +393,7 @@ export function verifyRowsOffline(
  * The file's last row of an organization against the head the file recorded: the head's row must be that row,
  * or, in a complete export (every row in scope), rows after the last one were taken out of the file.
  */
-function headBreak(last: ChainRow, head: ChainLink | undefined, complete: boolean): ChainBreak | undefined {
+function headBreak(last: AuditRow, head: ChainLink | undefined, complete: boolean): ChainBreak | undefined {
   if (!head) return undefined;
   if (last.seq === head.seq)
     return last.checksum === head.checksum ? undefined : { seq: last.seq, id: last.id, kind: 'link' };

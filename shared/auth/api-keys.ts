@@ -22,7 +22,7 @@ export async function createApiKey(db: Db, principal: Principal, orgId: string, 
     secretHash: hashSecret(key),
     createdBy: principal.id,
   });
-  return { ...created!, key };
+  return { ...created, key };
 }
 
 export async function listApiKeys(db: Db, principal: Principal, orgId: string, page: Page) {

@@ -39,6 +39,7 @@ export const apiKeyRoles = [
   'org_viewer',
   'org_service',
 ] as const satisfies readonly Role[];
+export type ApiKeyRole = (typeof apiKeyRoles)[number];
 
 const read: Permission[] = ['orgs:read', 'devices:read', 'logs:read', 'audit:read'];
 const technician: Permission[] = [...read, 'devices:write', 'sites:write', 'enrollment:manage'];

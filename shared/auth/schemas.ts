@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { pageOf } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 import { apiKeyRoles } from './permissions.ts';
-
-const timestamp = z.iso.datetime({ offset: true });
 
 /** An organization's API key as listed: never the key itself, only its first characters. */
 export const apiKey = z
@@ -12,8 +11,8 @@ export const apiKey = z
     name: z.string(),
     role: z.enum(apiKeyRoles),
     keyPrefix: z.string(),
-    revokedAt: timestamp.nullable(),
-    createdAt: timestamp,
+    revokedAt: timestampReply.nullable(),
+    createdAt: timestampReply,
   })
   .meta({ id: 'ApiKey' });
 export const createdApiKey = apiKey

@@ -1,6 +1,6 @@
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import type { Role } from './permissions.ts';
+import type { ApiKeyRole, Role } from './permissions.ts';
 import { hashSecret } from './secrets.ts';
 
 export interface ApiKeyRow {
@@ -41,23 +41,35 @@ export function findAgentByToken(db: Db, token: string): Promise<AgentTokenRow |
   );
 }
 
+/** An organization's API key as listed: never the key itself, only its first characters. */
+export type ApiKeyListRow = {
+  id: string;
+  orgId: string;
+  name: string;
+  role: ApiKeyRole;
+  keyPrefix: string;
+  revokedAt: Date | null;
+  createdAt: Date;
+};
+
 const apiKeyColumns = `k.id, k.org_id AS "orgId", k.name, k.role, k.key_prefix AS "keyPrefix", k.revoked_at AS "revokedAt", k.created_at AS "createdAt"`;
 
-export function insertApiKey(
+export async function insertApiKey(
   db: Db,
-  key: { orgId: string; name: string; role: Role; keyPrefix: string; secretHash: string; createdBy: string },
-) {
-  return one(
+  key: { orgId: string; name: string; role: ApiKeyRole; keyPrefix: string; secretHash: string; createdBy: string },
+): Promise<ApiKeyListRow> {
+  const created = await one<ApiKeyListRow>(
     db,
     `INSERT INTO api_keys AS k (org_id, name, role, key_prefix, secret_hash, created_by)
      VALUES (:orgId::uuid, :name::text, :role::text, :keyPrefix::text, :secretHash::text, :createdBy::uuid)
      RETURNING ${apiKeyColumns}`,
     key,
   );
+  return created!;
 }
 
 export function selectApiKeys(db: Db, orgId: string, page: Page) {
-  return selectPage(
+  return selectPage<ApiKeyListRow>(
     db,
     apiKeyColumns,
     'api_keys k WHERE k.org_id = :orgId::uuid',

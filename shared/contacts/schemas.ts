@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 import { importReply, importRowAcknowledgement } from '../imports/schemas.ts';
 
-const timestamp = z.iso.datetime({ offset: true });
-
 export const contactRoles = ['primary', 'billing', 'technical', 'emergency'] as const;
+export type ContactRole = (typeof contactRoles)[number];
 
 /** The fields of a contact a caller writes, each bounded as its column is (0026). */
 export const contactFields = {
@@ -40,8 +40,8 @@ export const contact = z
     notes: z.string().nullable(),
     sourceSystem: z.string().nullable(),
     externalId: z.string().nullable(),
-    createdAt: timestamp,
-    updatedAt: timestamp,
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
   })
   .meta({ id: 'Contact' });
 

@@ -1,6 +1,7 @@
 import { type Db, one, type Params } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
+import type { ContactRole } from './schemas.ts';
 
 const contactColumns = `c.id, c.org_id AS "orgId", c.site_id AS "siteId", c.name, c.email, c.phone, c.title, c.roles,
   c.notes, c.source_system AS "sourceSystem", c.external_id AS "externalId", c.created_at AS "createdAt",
@@ -14,7 +15,7 @@ export type ContactRecord = {
   email: string | null;
   phone: string | null;
   title: string | null;
-  roles: string[];
+  roles: ContactRole[];
   notes: string | null;
   sourceSystem: string | null;
   externalId: string | null;

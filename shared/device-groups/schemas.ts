@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 import { device } from '../hierarchy/schemas.ts';
 import { importReply, importRowAcknowledgement } from '../imports/schemas.ts';
 import { type DeviceFilter, filterIssues, maxFilterConditions, maxFilterDepth, operatorNames } from './filter.ts';
 import { filterFields } from './filter-fields.ts';
 
-const timestamp = z.iso.datetime({ offset: true });
 const name = z.string().trim().min(1).max(255);
 
 /** The filter language's JSON Schema for the OpenAPI document (the checks themselves are filterIssues). */
@@ -59,8 +59,8 @@ export const deviceGroup = z
     filter: z.unknown().nullable().meta({ description: 'The filter of a dynamic group; null for a static group' }),
     sourceSystem: z.string().nullable(),
     externalId: z.string().nullable(),
-    createdAt: timestamp,
-    updatedAt: timestamp,
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
   })
   .meta({ id: 'DeviceGroup' });
 

@@ -2,7 +2,7 @@ import { type Db, one, type Params } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import { pagination } from '../db/paging.ts';
-import { deviceColumns } from '../hierarchy/store.ts';
+import { type DeviceRow, deviceColumns } from '../hierarchy/store.ts';
 import type { DeviceFilter } from './filter.ts';
 
 const groupColumns = `g.id, g.org_id AS "orgId", g.site_id AS "siteId", g.parent_id AS "parentId", g.name, g.type,
@@ -190,7 +190,7 @@ const memberOrder = {
 
 /** A static group's members, live devices only (deleted ones leave their groups: 0025). */
 export function selectStaticMembers(db: Db, groupId: string, sort: 'newest' | 'hostname', page: Page) {
-  return selectPage(
+  return selectPage<DeviceRow>(
     db,
     deviceColumns,
     `device_group_members m JOIN devices d ON d.id = m.device_id AND d.deleted_at IS NULL
@@ -213,7 +213,7 @@ export function selectMatchingDevices(
   sort: 'newest' | 'hostname',
   page: Page,
 ) {
-  return selectPage(
+  return selectPage<DeviceRow>(
     db,
     deviceColumns,
     `devices d LEFT JOIN agents a ON a.device_id = d.id

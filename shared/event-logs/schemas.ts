@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import { agentTimestamp, enumList, jsonObject, optionalParam, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 
 /** seed 2.6 */
 export const eventLevels = ['info', 'warning', 'error', 'critical'] as const;
 export const eventCategories = ['security', 'hardware', 'application', 'system'] as const;
+export type EventLevel = (typeof eventLevels)[number];
+export type EventCategory = (typeof eventCategories)[number];
 
 /** Events per PUT /agents/:id/eventlogs: the seed sets none; ten insert batches of 100. */
 export const maxEventsPerRequest = 1000;
@@ -55,21 +58,19 @@ export const eventLogsQuery = z.object({
 });
 export type EventLogsQuery = z.output<typeof eventLogsQuery>;
 
-const timestamp = z.iso.datetime({ offset: true });
-
 export const deviceEventLog = z
   .object({
     id: z.uuid(),
     deviceId: z.uuid(),
     orgId: z.uuid(),
-    timestamp,
+    timestamp: timestampReply,
     level: z.enum(eventLevels),
     category: z.enum(eventCategories),
     source: z.string(),
     eventId: z.string().nullable(),
     message: z.string(),
     details: z.record(z.string(), z.unknown()),
-    createdAt: timestamp,
+    createdAt: timestampReply,
   })
   .meta({ id: 'DeviceEventLog' });
 

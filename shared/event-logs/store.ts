@@ -2,7 +2,7 @@ import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clo
 import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import type { DeviceEvent } from './schemas.ts';
+import type { DeviceEvent, EventCategory, EventLevel } from './schemas.ts';
 
 /**
  * One batch as one multi-row INSERT (seed 4.4, 8), the events as one JSON parameter. An event whose
@@ -44,12 +44,26 @@ export interface EventLogFilter {
   endDate?: string;
 }
 
+export type DeviceEventLogRow = {
+  id: string;
+  deviceId: string;
+  orgId: string;
+  timestamp: Date;
+  level: EventLevel;
+  category: EventCategory;
+  source: string;
+  eventId: string | null;
+  message: string;
+  details: Record<string, unknown>;
+  createdAt: Date;
+};
+
 const columns = `e.id, e.device_id AS "deviceId", e.org_id AS "orgId", e.timestamp, e.level, e.category, e.source, e.event_id AS "eventId",
   e.message, e.details, e.created_at AS "createdAt"`;
 
 /** A page of the device's events, newest first, and the total under the filters (seed 4.4). */
 export function selectEventLogs(db: Db, deviceId: string, filter: EventLogFilter, page: Page) {
-  return selectPage(
+  return selectPage<DeviceEventLogRow>(
     db,
     columns,
     `device_event_logs e

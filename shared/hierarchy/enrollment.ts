@@ -32,7 +32,7 @@ export async function createEnrollmentKey(
       createdBy: principal.id,
     });
   });
-  return { ...created!, key };
+  return { ...created, key };
 }
 
 export async function listEnrollmentKeys(db: Db, principal: Principal, orgId: string, page: Page) {

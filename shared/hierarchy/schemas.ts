@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { agentStatuses } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 
 const name = z.string().trim().min(1).max(255);
-const timestamp = z.iso.datetime({ offset: true });
 const listQuery = pageQuery({ defaultLimit: 50, maxLimit: 100 });
 const search = z.string().min(1).max(255).optional().meta({ description: 'Case-insensitive substring of the name' });
 
@@ -12,7 +12,7 @@ export const siteParams = z.object({ id: z.uuid(), siteId: z.uuid() });
 export const keyParams = z.object({ id: z.uuid(), keyId: z.uuid() });
 
 export const partner = z
-  .object({ id: z.uuid(), name: z.string(), createdAt: timestamp, updatedAt: timestamp })
+  .object({ id: z.uuid(), name: z.string(), createdAt: timestampReply, updatedAt: timestampReply })
   .meta({ id: 'Partner' });
 export const createPartner = z.object({ name }).strict();
 export const listPartnersQuery = z.object({ ...listQuery, search });
@@ -24,8 +24,8 @@ export const site = z
     name: z.string(),
     timezone: z.string().nullable(),
     address: z.string().nullable(),
-    createdAt: timestamp,
-    updatedAt: timestamp,
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
   })
   .meta({ id: 'Site' });
 /** An IANA time zone name: Intl refuses (RangeError) any zone it does not know; offsets such as +01:00 are no zone names. */
@@ -61,8 +61,8 @@ export const organization = z
     partnerId: z.uuid(),
     name: z.string(),
     externalId: z.string().nullable(),
-    createdAt: timestamp,
-    updatedAt: timestamp,
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
   })
   .meta({ id: 'Organization' });
 export const createdOrganization = organization.extend({ site }).meta({ id: 'CreatedOrganization' });
@@ -99,14 +99,14 @@ export const device = z
     osType: z.string().nullable(),
     osVersion: z.string().nullable(),
     agentVersion: z.string().nullable(),
-    lastSeenAt: timestamp.nullable(),
+    lastSeenAt: timestampReply.nullable(),
     lastIp: z.string().nullable(),
     agentStatus: z
       .enum(agentStatuses)
       .nullable()
       .meta({ description: 'What the agent reported in its last heartbeat that carried a status' }),
-    createdAt: timestamp,
-    updatedAt: timestamp,
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
   })
   .meta({ id: 'Device' });
 export const updateDevice = z
@@ -132,9 +132,9 @@ export const enrollmentKey = z
     siteId: z.uuid().nullable(),
     name: z.string().nullable(),
     keyPrefix: z.string(),
-    expiresAt: timestamp.nullable(),
-    revokedAt: timestamp.nullable(),
-    createdAt: timestamp,
+    expiresAt: timestampReply.nullable(),
+    revokedAt: timestampReply.nullable(),
+    createdAt: timestampReply,
   })
   .meta({ id: 'EnrollmentKey' });
 export const createdEnrollmentKey = enrollmentKey
@@ -147,7 +147,8 @@ export const createEnrollmentKey = z
       .optional()
       .meta({ description: "Enroll into this site; without it devices join the organization's first site" }),
     name: name.optional(),
-    expiresAt: timestamp
+    expiresAt: z.iso
+      .datetime({ offset: true })
       .optional()
       .refine((t) => t === undefined || Date.parse(t) > Date.now(), 'expiresAt must lie in the future'),
   })
@@ -173,6 +174,7 @@ export const enrolled = z
 
 export const partnerPage = pageOf(partner);
 export const organizationPage = pageOf(organization);
+export type OrganizationPage = z.output<typeof organizationPage>;
 export const sitePage = pageOf(site);
 export const devicePage = pageOf(device);
 export const enrollmentKeyPage = pageOf(enrollmentKey);

@@ -1,56 +1,27 @@
+import type { AgentStatus } from '../agents/schemas.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
 
-const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
-const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
-const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
-/** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
-export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
-  d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
-  d.last_ip AS "lastIp", d.agent_status AS "agentStatus", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
-const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
+export type PartnerRow = { id: string; name: string; createdAt: Date; updatedAt: Date };
 
-// Partners
-
-export function insertPartner(db: Db, name: string) {
-  return one(db, `INSERT INTO partners AS p (name) VALUES (:name::text) RETURNING ${partnerColumns}`, { name });
-}
-
-export function partnerExists(db: Db, id: string) {
-  return one(db, 'SELECT 1 AS found FROM partners WHERE id = :id::uuid', { id }).then(Boolean);
-}
-
-export function selectPartners(db: Db, filter: { search?: string }, page: Page) {
-  return selectPage(
-    db,
-    partnerColumns,
-    `partners p WHERE (:search::text IS NULL OR p.name ILIKE :search::text)`,
-    'p.name, p.id',
-    { search: filter.search && likePattern(filter.search) },
-    page,
-  );
-}
-
-// Organizations
-
-export async function insertOrganization(tx: Db, org: { partnerId: string; name: string; externalId?: string }) {
-  const created = await one<{ id: string }>(
-    tx,
-    `INSERT INTO organizations AS o (partner_id, name, external_id) VALUES (:partnerId::uuid, :name::text, :externalId::text) RETURNING ${orgColumns}`,
-    { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
-  );
-  return created!;
-}
-
-/** The live organization if the principal may reach it. */
 export type OrganizationRow = {
   id: string;
   partnerId: string;
   name: string;
   externalId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export type SiteRow = {
+  id: string;
+  orgId: string;
+  name: string;
+  timezone: string | null;
+  address: string | null;
   createdAt: Date;
   updatedAt: Date;
 };
@@ -67,11 +38,70 @@ export type DeviceRow = {
   agentVersion: string | null;
   lastSeenAt: Date | null;
   lastIp: string | null;
-  agentStatus: string | null;
+  agentStatus: AgentStatus | null;
   createdAt: Date;
   updatedAt: Date;
 };
 
+/** An enrollment key as listed: never the key itself, only its first characters. */
+export type EnrollmentKeyRow = {
+  id: string;
+  orgId: string;
+  siteId: string | null;
+  name: string | null;
+  keyPrefix: string;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  createdAt: Date;
+};
+
+const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
+const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
+const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
+/** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
+export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
+  d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
+  d.last_ip AS "lastIp", d.agent_status AS "agentStatus", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
+const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
+
+// Partners
+
+export async function insertPartner(db: Db, name: string): Promise<PartnerRow> {
+  const partner = await one<PartnerRow>(
+    db,
+    `INSERT INTO partners AS p (name) VALUES (:name::text) RETURNING ${partnerColumns}`,
+    { name },
+  );
+  return partner!;
+}
+
+export function partnerExists(db: Db, id: string) {
+  return one(db, 'SELECT 1 AS found FROM partners WHERE id = :id::uuid', { id }).then(Boolean);
+}
+
+export function selectPartners(db: Db, filter: { search?: string }, page: Page) {
+  return selectPage<PartnerRow>(
+    db,
+    partnerColumns,
+    `partners p WHERE (:search::text IS NULL OR p.name ILIKE :search::text)`,
+    'p.name, p.id',
+    { search: filter.search && likePattern(filter.search) },
+    page,
+  );
+}
+
+// Organizations
+
+export async function insertOrganization(tx: Db, org: { partnerId: string; name: string; externalId?: string }) {
+  const created = await one<OrganizationRow>(
+    tx,
+    `INSERT INTO organizations AS o (partner_id, name, external_id) VALUES (:partnerId::uuid, :name::text, :externalId::text) RETURNING ${orgColumns}`,
+    { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
+  );
+  return created!;
+}
+
+/** The live organization if the principal may reach it. */
 export function findOrganization(db: Db, principal: Principal, id: string) {
   return one<OrganizationRow>(
     db,
@@ -102,7 +132,7 @@ export function selectOrganizations(
   filter: { search?: string; partnerId?: string },
   page: Page,
 ) {
-  return selectPage(
+  return selectPage<OrganizationRow>(
     db,
     orgColumns,
     `organizations o WHERE o.deleted_at IS NULL AND ${orgTenantSql('o')}
@@ -142,16 +172,21 @@ export async function softDeleteOrganization(db: Db, id: string) {
 
 // Sites
 
-export function insertSite(db: Db, orgId: string, site: { name: string; timezone?: string; address?: string }) {
-  return one(
+export async function insertSite(
+  db: Db,
+  orgId: string,
+  site: { name: string; timezone?: string; address?: string },
+): Promise<SiteRow> {
+  const created = await one<SiteRow>(
     db,
     `INSERT INTO sites AS s (org_id, name, timezone, address) VALUES (:orgId::uuid, :name::text, :timezone::text, :address::text) RETURNING ${siteColumns}`,
     { orgId, name: site.name, timezone: site.timezone ?? null, address: site.address ?? null },
   );
+  return created!;
 }
 
 export function findSite(db: Db, orgId: string, siteId: string) {
-  return one(
+  return one<SiteRow>(
     db,
     `SELECT ${siteColumns} FROM sites s WHERE s.id = :siteId::uuid AND s.org_id = :orgId::uuid AND s.deleted_at IS NULL`,
     { orgId, siteId },
@@ -159,7 +194,7 @@ export function findSite(db: Db, orgId: string, siteId: string) {
 }
 
 export function selectSites(db: Db, orgId: string, page: Page) {
-  return selectPage(
+  return selectPage<SiteRow>(
     db,
     siteColumns,
     'sites s WHERE s.org_id = :orgId::uuid AND s.deleted_at IS NULL',
@@ -175,7 +210,7 @@ export function updateSiteRow(
   siteId: string,
   change: { name?: string; timezone?: string | null; address?: string | null },
 ) {
-  return one(
+  return one<SiteRow>(
     db,
     `UPDATE sites s SET
         name = COALESCE(:name::text, s.name),
@@ -259,7 +294,7 @@ export function selectDevices(
   filter: { orgId?: string; siteId?: string; search?: string },
   page: Page,
 ) {
-  return selectPage(
+  return selectPage<DeviceRow>(
     db,
     deviceColumns,
     `${deviceFrom} WHERE d.deleted_at IS NULL AND ${orgTenantSql('o')}
@@ -314,7 +349,7 @@ export async function softDeleteDevice(tx: Db, id: string) {
 const keyColumns = `k.id, k.org_id AS "orgId", k.site_id AS "siteId", k.name, k.key_prefix AS "keyPrefix",
   k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.created_at AS "createdAt"`;
 
-export function insertEnrollmentKey(
+export async function insertEnrollmentKey(
   db: Db,
   key: {
     orgId: string;
@@ -325,18 +360,19 @@ export function insertEnrollmentKey(
     expiresAt: string | null;
     createdBy: string;
   },
-) {
-  return one(
+): Promise<EnrollmentKeyRow> {
+  const created = await one<EnrollmentKeyRow>(
     db,
     `INSERT INTO enrollment_keys AS k (org_id, site_id, name, key_hash, key_prefix, expires_at, created_by)
      VALUES (:orgId::uuid, :siteId::uuid, :name::text, :keyHash::text, :keyPrefix::text, :expiresAt::timestamptz, :createdBy::uuid)
      RETURNING ${keyColumns}`,
     key,
   );
+  return created!;
 }
 
 export function selectEnrollmentKeys(db: Db, orgId: string, page: Page) {
-  return selectPage(
+  return selectPage<EnrollmentKeyRow>(
     db,
     keyColumns,
     'enrollment_keys k WHERE k.org_id = :orgId::uuid',

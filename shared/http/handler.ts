@@ -5,7 +5,7 @@ import { auditWrites } from './audit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
 import { bodyLimit } from './body-limit.ts';
 import { errorEnvelope } from './error-envelope.ts';
-import { RawReply, type RequestOf, type RouteDef } from './route.ts';
+import { RawReply, type ReplyOf, type RequestOf, type RouteDef } from './route.ts';
 import { type ValidatedContext, validate } from './validate.ts';
 
 export type Handler = (
@@ -20,7 +20,7 @@ export type Handler = (
  */
 export function httpHandler<R extends RouteDef>(
   def: R,
-  fn: (request: RequestOf<R, CallerOf<R['auth']>>) => Promise<unknown>,
+  fn: (request: RequestOf<R, CallerOf<R['auth']>>) => ReplyOf<R>,
 ): Handler {
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>().use(errorEnvelope());
   // An oversized body is refused first, as API Gateway refuses one above its own limit: no token lookup, no parsing.

@@ -18,6 +18,8 @@ export interface RouteDef {
   /** Status of a successful reply (default 200). */
   status?: 200 | 201 | 204;
   response?: z.ZodType;
+  /** The reply is a file (shared/http/download.ts): the handler returns a RawReply; a JSON file follows `response`. */
+  download?: true;
   /** Error statuses the route can answer, for the OpenAPI document. */
   errors?: readonly number[];
 }
@@ -38,6 +40,20 @@ export interface RequestOf<R extends RouteDef, Caller> {
   /** Who acts and from where, for audit events of this request (shared/audit/writer.ts). */
   audit: AuditContext;
 }
+
+/**
+ * What a handler's function resolves to: nothing for a 204, a RawReply for a file download, else the input of the
+ * route's response schema, so a reply its document does not describe fails to compile.
+ */
+export type ReplyOf<R extends RouteDef> = Promise<
+  R['status'] extends 204
+    ? void
+    : R['download'] extends true
+      ? RawReply
+      : R['response'] extends z.ZodType
+        ? z.input<R['response']>
+        : unknown
+>;
 
 /**
  * A reply the domain shaped itself (a file download: its own content type, headers, maybe base64):

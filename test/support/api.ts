@@ -1,8 +1,11 @@
 import { afterAll, beforeAll } from 'vitest';
 import { routes, wsRoutes } from '#functions/routes.ts';
-import { startHttpGateway } from '#infra/local/http-gateway.ts';
+import { routeMatcher, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import { checkReply } from './reply-schema.ts';
+
+const routeOf = routeMatcher(Object.keys(routes));
 
 export interface Reply<T = any> {
   status: number;
@@ -22,7 +25,10 @@ export interface Api {
   close(): Promise<void>;
 }
 
-/** The local API Gateways (HTTP and WebSocket) with every route of the tables, on ephemeral ports, spoken to over real HTTP. */
+/**
+ * The local API Gateways (HTTP and WebSocket) with every route of the tables, on ephemeral ports, spoken to over real
+ * HTTP. Every 2xx reply is held to its route's document (status and response schema): a drift fails the test.
+ */
 export async function startApi(): Promise<Api> {
   const gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
   const ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
@@ -40,7 +46,11 @@ export async function startApi(): Promise<Api> {
       }
       const response = await fetch(`${gateway.url}${path}`, { method, headers, body });
       const text = await response.text();
-      return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+      const reply = { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+      const routeKey = routeOf(method, path.split('?')[0]!);
+      if (routeKey && reply.status >= 200 && reply.status < 300)
+        checkReply(routeKey, routes[routeKey as keyof typeof routes], reply.status, reply.body);
+      return reply;
     },
     close: () => Promise.all([gateway.close(), ws.close()]).then(() => undefined),
   };

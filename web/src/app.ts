@@ -1,13 +1,13 @@
+import type {
+  AuditDetailedEntry,
+  AuditDetailedPage,
+  AuditPagination,
+  AuditViewerPage,
+} from '../../shared/audit/schemas.ts';
+import type { OrganizationPage } from '../../shared/hierarchy/schemas.ts';
 import { type ApiClient, ApiError, apiClient, describeError } from './api.ts';
 import { fill, h } from './element.ts';
-import {
-  type DetailedEntry,
-  type Pagination,
-  type Row,
-  rowOfDetailedEntry,
-  rowOfViewerEntry,
-  type ViewerEntry,
-} from './entries.ts';
+import { type Row, rowOfDetailedEntry, rowOfViewerEntry } from './entries.ts';
 import { codeWords } from './humanize.ts';
 import { rowsSummary } from './paging.ts';
 import { type Claims, claimsOf, forgetToken, keepToken } from './session.ts';
@@ -106,7 +106,7 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
 
   async function loadOrganizations(current: Session) {
     try {
-      const page = await current.api.get<{ data: { id: string; name: string }[] }>(
+      const page = await current.api.get<OrganizationPage>(
         '/orgs/organizations',
         new URLSearchParams({ limit: '100' }),
       );
@@ -207,23 +207,15 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       const params = filterParams(wanted);
       params.set('page', String(wanted.page));
       params.set('limit', String(wanted.limit));
-      let pagination: Pagination;
+      let pagination: AuditPagination;
       if (wanted.q) {
         // Counting every match of a search over details is the slow part on a large trail: ask whether more follow instead.
         params.set('skipCount', 'true');
-        const page = await current.api.get<{ data: DetailedEntry[]; pagination: Pagination }>(
-          '/audit-logs/search',
-          params,
-          load.signal,
-        );
+        const page = await current.api.get<AuditDetailedPage>('/audit-logs/search', params, load.signal);
         rows = page.data.map(rowOfDetailedEntry);
         pagination = page.pagination;
       } else {
-        const page = await current.api.get<{ entries: ViewerEntry[]; pagination: Pagination }>(
-          '/audit-logs',
-          params,
-          load.signal,
-        );
+        const page = await current.api.get<AuditViewerPage>('/audit-logs', params, load.signal);
         rows = page.entries.map(rowOfViewerEntry);
         pagination = page.pagination;
       }
@@ -255,7 +247,7 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     }
   }
 
-  function renderList(current: Session, view: Layout, pagination: Pagination) {
+  function renderList(current: Session, view: Layout, pagination: AuditPagination) {
     fill(view.summary, rowsSummary(pagination, rows.length));
     fill(view.exports, exportButtons(current.api, state, pagination));
     fill(
@@ -324,7 +316,7 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     else fill(view.detail, h('p', { class: 'muted' }, 'Reading the entry…'));
     view.detail.querySelector<HTMLElement>('#detail-title')?.focus();
     try {
-      const entry = await current.api.get<DetailedEntry>(
+      const entry = await current.api.get<AuditDetailedEntry>(
         `/audit-logs/logs/${encodeURIComponent(id)}`,
         undefined,
         load.signal,

@@ -1,56 +1,14 @@
 /**
  * The two shapes the trail arrives in, the viewer's flattened list (seed 4.1.1: GET /audit-logs) and the
- * detailed entry (seed 4.1.2: search and one entry), read into the one row the page shows.
+ * detailed entry (seed 4.1.2: search and one entry), read into the one row the page shows. Their types are the
+ * API's response schemas (types only: nothing of shared/ is bundled).
  */
-export type ActorType = 'user' | 'api_key' | 'agent' | 'system' | 'ai_agent';
-export type AuditResult = 'success' | 'failure' | 'denied';
+import type { AuditDetailedEntry, AuditViewerEntry } from '../../shared/audit/schemas.ts';
+
 type Json = Record<string, unknown>;
 
-interface Additions {
-  orgId: string;
-  seq: number;
-  actorType: ActorType;
-  actorHostname: string | null;
-  category: string;
-  result: AuditResult;
-}
-
-export interface ViewerEntry extends Additions {
-  id: string;
-  timestamp: string;
-  action: string;
-  resource: string;
-  resourceType: string;
-  details: string;
-  ipAddress: string;
-  userAgent: string;
-  sessionId: string | null;
-  user: { name: string; email: string; role: string; department: string };
-  changes: { before: Json; after: Json };
-}
-
-export interface DetailedEntry extends Additions {
-  id: string;
-  timestamp: string;
-  user: { id: string; name: string; email: string; role: string };
-  action: string;
-  resource: { type: string; id: string | null; name: string };
-  ipAddress: string | null;
-  userAgent: string | null;
-  details: Json;
-  errorMessage: string | null;
-}
-
-export interface Pagination {
-  page: number;
-  limit: number;
-  total: number;
-  totalPages: number;
-  /** Whether a next page exists (older servers: only with skipCount). */
-  hasMore?: boolean;
-  /** Whether total is the number of rows in scope, or only a lower bound (skipCount, or a capped count). */
-  totalExact?: boolean;
-}
+/** What both formats add to seed 4.1 for the viewer. */
+type Additions = Pick<AuditViewerEntry, 'orgId' | 'seq' | 'actorType' | 'actorHostname' | 'category' | 'result'>;
 
 export interface Row extends Additions {
   id: string;
@@ -85,7 +43,7 @@ function parseDetails(text: string): Json {
   }
 }
 
-export function rowOfViewerEntry(entry: ViewerEntry): Row {
+export function rowOfViewerEntry(entry: AuditViewerEntry): Row {
   const details = parseDetails(entry.details);
   return {
     ...additions(entry),
@@ -102,7 +60,7 @@ export function rowOfViewerEntry(entry: ViewerEntry): Row {
   };
 }
 
-export function rowOfDetailedEntry(entry: DetailedEntry): Row {
+export function rowOfDetailedEntry(entry: AuditDetailedEntry): Row {
   return {
     ...additions(entry),
     id: entry.id,

@@ -1,25 +1,18 @@
-import type { Pagination } from './entries.ts';
+import type { AuditPagination } from '../../shared/audit/schemas.ts';
 
 const numberFormat = new Intl.NumberFormat();
 
 /** A number of rows or pages as the reader's locale writes it: 3,214. */
 export const count = (n: number) => numberFormat.format(n);
 
-/** What a page tells of the whole: whether its total is exact, and whether a next page exists. */
-export function pageFacts(pagination: Pagination) {
-  const exact = pagination.totalExact ?? pagination.hasMore === undefined;
-  const hasNext = pagination.hasMore ?? pagination.page < pagination.totalPages;
-  return { exact, hasNext };
-}
-
 /**
  * "Rows 51–100 of 3,214"; when the total is only a lower bound, "of at least 1,000" (a capped count) or, when
  * nothing was counted (seed 4.1 skipCount), whether more follow.
  */
-export function rowsSummary(pagination: Pagination, shown: number): string {
+export function rowsSummary(pagination: AuditPagination, shown: number): string {
   if (shown === 0)
     return pagination.page > 1 ? 'No entries on this page: go back to the first page.' : 'No entries match this view.';
-  const { exact, hasNext } = pageFacts(pagination);
+  const { totalExact: exact, hasMore: hasNext } = pagination;
   const first = (pagination.page - 1) * pagination.limit + 1;
   const last = first + shown - 1;
   const range = `Rows ${count(first)}–${count(last)}`;

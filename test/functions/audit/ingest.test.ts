@@ -129,6 +129,21 @@ describe('reporting audit events', () => {
     ]);
   });
 
+  it('keeps ids in any UUID form as given (not only RFC 4122 variants), and every reading format answers them', async () => {
+    // Hex in the 8-4-4-4-12 form, but neither a version nor an RFC 4122 variant: PostgreSQL's uuid takes it.
+    const id = '12345678-1234-1234-1234-123456789abc';
+    const reply = await ingest(service.key, [
+      login(a.orgId, 'any-uuid', { actorId: id, resourceType: 'policy', resourceId: id, resourceName: 'P' }),
+    ]);
+    expect(reply.status).toBe(201);
+    const entry = await t.api.request('GET', `/api/v1/audit-logs/logs/${reply.body.ids[0]}`, { token: a.orgToken });
+    expect(entry.body).toMatchObject({ user: { id }, resource: { id } });
+    const list = await t.api.request('GET', '/api/v1/audit-logs/search?q=any-uuid', { token: a.orgToken });
+    expect(list.body.data).toEqual([expect.objectContaining({ user: expect.objectContaining({ id }) })]);
+    const file = await t.api.request('GET', '/api/v1/audit-logs/export?q=any-uuid', { token: a.orgToken });
+    expect(file.body.rows).toEqual([expect.objectContaining({ actorId: id, resourceId: id })]);
+  });
+
   it('records the ingesting principal as reportedBy, even when the event claims another', async () => {
     const reply = await ingest(service.key, [
       login(a.orgId, 'spoofed-reporter', { details: { reportedBy: { actorType: 'system', id: 'nobody' } } }),

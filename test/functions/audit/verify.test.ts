@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { appendAudit, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
+import { appendAudit, forgedRow, insertForged, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
@@ -26,6 +26,17 @@ beforeAll(async () => {
 });
 
 describe('GET /audit-logs/verify', () => {
+  it('names a row written past the service by its id, whatever form of UUID it carries, and lists it as it is', async () => {
+    const tenant = await createTenant(t.api, 'Forged');
+    const [sealed] = await appendAudit(t.db.admin, [{ orgId: tenant.orgId, timestamp: at(1) }]);
+    // Hex in the 8-4-4-4-12 form, but neither a version nor an RFC 4122 variant: PostgreSQL's uuid takes it.
+    const id = '12345678-1234-1234-1234-123456789abc';
+    await insertForged(t.db.admin, { ...forgedRow(tenant.orgId, 2, sealed!.checksum), id });
+    expect((await verify('', tenant.orgToken)).body).toMatchObject({ ok: false, firstBreak: { seq: 2, id } });
+    const list = await t.api.request('GET', '/api/v1/audit-logs', { token: tenant.orgToken });
+    expect(list.body.entries.map((entry: { id: string }) => entry.id)).toContain(id);
+  });
+
   it("verifies an organization user's own chain", async () => {
     const reply = await verify('', a.orgToken);
     expect(reply).toMatchObject({ status: 200, body: { ok: true, checked: 4 } });

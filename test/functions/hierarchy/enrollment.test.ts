@@ -106,6 +106,22 @@ describe('enrollment keys', () => {
     expect(rows).toEqual([]);
   });
 
+  it("lists the organization's keys newest first, revoked ones with revokedAt, never the keys themselves", async () => {
+    const tenant = await createTenant(t.api, 'Listing');
+    const first = await createKey({ name: 'First' }, tenant);
+    const second = await createKey({ name: 'Second', siteId: tenant.siteId }, tenant);
+    await t.api.request('DELETE', `${ORGS}/${tenant.orgId}/enrollment-keys/${first.id}`, { token: tenant.orgToken });
+    const reply = await t.api.request('GET', `${ORGS}/${tenant.orgId}/enrollment-keys`, { token: tenant.orgToken });
+    expect(reply.status).toBe(200);
+    expect(reply.body.data).toEqual([
+      expect.objectContaining({ id: second.id, name: 'Second', siteId: tenant.siteId, revokedAt: null }),
+      expect.objectContaining({ id: first.id, name: 'First', siteId: null, revokedAt: expect.any(String) }),
+    ]);
+    expect(reply.body.pagination).toEqual({ page: 1, limit: 50, total: 2, totalPages: 1 });
+    expect(JSON.stringify(reply.body)).not.toContain(first.key);
+    expect(JSON.stringify(reply.body)).not.toContain(second.key);
+  });
+
   it('a key cannot be created already expired (400)', async () => {
     const reply = await t.api.request('POST', `${ORGS}/${a.orgId}/enrollment-keys`, {
       token: a.orgToken,

@@ -13,7 +13,7 @@ import {
   publicKeyPem,
   signAnchor,
 } from '#shared/audit/anchors.ts';
-import type { ChainRow } from '#shared/audit/store.ts';
+import type { AuditRow } from '#shared/audit/row.ts';
 import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant } from '#test/support/tenants.ts';
@@ -63,7 +63,7 @@ const removeRow = (orgId: string, seq: number) =>
  * and the heads it recorded (none: an export made before heads were recorded).
  */
 function exportFile(
-  rows: ChainRow[],
+  rows: AuditRow[],
   filters: Record<string, unknown> = {},
   heads?: Record<string, { seq: number; checksum: string }>,
 ): string {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { auditChecksum, type CanonicalAuditRow } from '#shared/audit/canonical.ts';
-import { type ChainRow, readChainPage } from '#shared/audit/store.ts';
+import type { AuditRow } from '#shared/audit/row.ts';
+import { readChainPage } from '#shared/audit/store.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
@@ -72,7 +73,7 @@ export async function appendOne(db: Db, input: AuditInput): Promise<Sealed> {
 }
 
 /** The organization's whole chain as the verifier reads it. */
-export function readChain(db: Db, orgId: string): Promise<ChainRow[]> {
+export function readChain(db: Db, orgId: string): Promise<AuditRow[]> {
   return readChainPage(db, orgId, { afterSeq: null, untilSeq: null, rows: 100_000, bytes: 2_000_000_000 });
 }
 

@@ -1,7 +1,7 @@
+import type { AuditPagination } from '../../../shared/audit/schemas.ts';
 import { type ApiClient, describeError } from '../api.ts';
 import { fill, h } from '../element.ts';
-import type { Pagination } from '../entries.ts';
-import { count, pageFacts } from '../paging.ts';
+import { count } from '../paging.ts';
 import { type Filters, filterParams } from '../view-state.ts';
 
 /** seed 8: an export holds at most the newest 10,000 rows. */
@@ -18,9 +18,8 @@ function save(blob: Blob, filename: string) {
 }
 
 /** CSV and JSON exports of the current view (GET /audit-logs/export?format=), with the same filters and search. */
-export function exportButtons(api: ApiClient, filters: Filters, pagination: Pagination) {
-  const { exact } = pageFacts(pagination);
-  const beyondExport = exact ? pagination.total > maxExportRows : pagination.total >= maxExportRows;
+export function exportButtons(api: ApiClient, filters: Filters, pagination: AuditPagination) {
+  const beyondExport = pagination.totalExact ? pagination.total > maxExportRows : pagination.total >= maxExportRows;
   const status = h('span', { class: 'export-status', role: 'status' });
   const run = async (format: 'csv' | 'json', button: HTMLButtonElement) => {
     const buttons = [...container.querySelectorAll('button')];

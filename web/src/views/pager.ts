@@ -1,6 +1,6 @@
+import type { AuditPagination } from '../../../shared/audit/schemas.ts';
 import { h } from '../element.ts';
-import type { Pagination } from '../entries.ts';
-import { count, pageFacts } from '../paging.ts';
+import { count } from '../paging.ts';
 import { pageSizes } from '../view-state.ts';
 
 export interface PagerOptions {
@@ -24,10 +24,9 @@ function pageLink(label: string, page: number | undefined, options: PagerOptions
   );
 }
 
-export function pager(pagination: Pagination, shown: number, options: PagerOptions) {
-  const { page } = pagination;
-  const { exact, hasNext } = pageFacts(pagination);
-  const last = exact ? Math.max(pagination.totalPages, 1) : undefined;
+export function pager(pagination: AuditPagination, shown: number, options: PagerOptions) {
+  const { page, totalExact, hasMore: hasNext } = pagination;
+  const last = totalExact ? Math.max(pagination.totalPages, 1) : undefined;
   const position = last ? `Page ${count(page)} of ${count(last)}` : `Page ${count(page)}${hasNext ? ' of more' : ''}`;
   return h(
     'nav',

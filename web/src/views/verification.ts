@@ -1,16 +1,9 @@
+import type { AuditVerification } from '../../../shared/audit/schemas.ts';
 import type { ApiClient } from '../api.ts';
 import { describeError } from '../api.ts';
 import { h } from '../element.ts';
 import type { Row } from '../entries.ts';
 import { count } from '../paging.ts';
-
-interface AuditVerification {
-  ok: boolean;
-  checked: number;
-  firstBreak?: { seq: number; id: string | null; kind: 'altered' | 'missing' | 'inserted' | 'link' };
-  head: { seq: number; checksum: string } | null;
-  anchor?: { seq: number; ok: boolean };
-}
 
 export type OrgVerification = { orgId: string; from: string; to: string } & (
   | { verification: AuditVerification }
