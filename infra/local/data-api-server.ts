@@ -285,7 +285,9 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     const url = new URL(options.serverUrl);
     const database =
       typeof body.database === 'string' && body.database ? body.database : url.pathname.slice(1) || 'postgres';
-    const key = `${String(body.secretArn)}\n${database}`;
+    // Keyed by the secret's current value too: like the Data API, which reads the secret on every call, a rotated
+    // login is used from the next call on (and the old one no longer is).
+    const key = JSON.stringify([body.secretArn, database, secret.username, secret.password]);
     let pool = pools.get(key);
     if (!pool) {
       url.pathname = `/${database}`;
