@@ -71,7 +71,7 @@ describe('a custom resource', () => {
       physicalResourceId: 'example',
       onDelete: 'kept',
       apply: async () => {
-        throw new Error(`"quoted" and \\ escaped ${'é'.repeat(3_000)}`);
+        throw new Error(`"quoted" and \\ escaped ${'é'.repeat(2_100)}`);
       },
     });
     await handler(event('Update'), context(60_000));

@@ -34,7 +34,7 @@ const logbookFunctions = deployed
 
 describe('the CDK stack', () => {
   it("synthesizes with cdk-nag's AwsSolutions checks and the Control Tower rules and no unacknowledged finding, each acknowledgment with its reason", {
-    timeout: 120_000,
+    timeout: 240_000,
   }, () => {
     for (const settings of [
       { jwtJwksUrl },
