@@ -28,6 +28,9 @@ export interface CustomResourceOptions {
   isRollback?: (event: CloudFormationCustomResourceUpdateEvent) => boolean;
 }
 
+/** The largest reply CloudFormation accepts from a custom resource. */
+export const maxReplyBytes = 4_096;
+
 /** The answer is sent this long before the Lambda's deadline when the work has not finished by then. */
 export const answerMarginMs = 15_000;
 
@@ -44,17 +47,24 @@ async function respond(
   status: 'SUCCESS' | 'FAILED',
   outcome: CustomResourceOutcome,
 ): Promise<void> {
-  const body = JSON.stringify({
+  const reply = {
     Status: status,
-    Reason: outcome.reason.slice(0, 3_000),
+    Reason: '',
     PhysicalResourceId: 'PhysicalResourceId' in event ? event.PhysicalResourceId : physicalResourceId,
     StackId: event.StackId,
     RequestId: event.RequestId,
     LogicalResourceId: event.LogicalResourceId,
     Data: outcome.data ?? {},
-  });
-  const reply = await fetch(event.ResponseURL, { method: 'PUT', body, headers: { 'content-type': '' } });
-  if (!reply.ok) throw new Error(`CloudFormation refused the response: ${reply.status}`);
+  };
+  // CloudFormation refuses a reply above 4,096 bytes: the reason is cut to what leaves room (escaping included).
+  let room = Math.max(0, maxReplyBytes - Buffer.byteLength(JSON.stringify(reply)));
+  let body = JSON.stringify({ ...reply, Reason: outcome.reason.slice(0, room) });
+  while (Buffer.byteLength(body) > maxReplyBytes && room > 0) {
+    room = Math.floor(room / 2);
+    body = JSON.stringify({ ...reply, Reason: outcome.reason.slice(0, room) });
+  }
+  const answer = await fetch(event.ResponseURL, { method: 'PUT', body, headers: { 'content-type': '' } });
+  if (!answer.ok) throw new Error(`CloudFormation refused the response: ${answer.status}`);
 }
 
 /** `work`, or a rejection once `budgetMs` have passed (no limit without a budget: outside Lambda). */

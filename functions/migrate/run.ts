@@ -6,7 +6,7 @@
  */
 import type { CloudFormationCustomResourceUpdateEvent } from 'aws-lambda';
 import { createDataApiDb } from '#shared/db/data-api.ts';
-import { migrate } from '#shared/db/migrate.ts';
+import { loadMigrations, migrate } from '#shared/db/migrate.ts';
 import { createRdsDataClient } from '#shared/db/rds-data-client.ts';
 import { logger } from '#shared/logger.ts';
 import { customResource, setting } from './custom-resource.ts';
@@ -20,6 +20,9 @@ function isRollback(event: CloudFormationCustomResourceUpdateEvent): boolean {
   const [next, previous] = [event.ResourceProperties.deployedAt, event.OldResourceProperties?.deployedAt];
   return typeof next === 'string' && typeof previous === 'string' && next < previous;
 }
+
+/** The name of the newest migration file: the schema version a deploy leaves. */
+const latestMigration = () => loadMigrations().at(-1)?.name ?? '';
 
 /** The handler; `options.newPassword` gives the audit-admin login its password (tests keep the cluster's local one). */
 export function migrationHandler(options: { newPassword?: () => string } = {}) {
@@ -36,6 +39,8 @@ export function migrationHandler(options: { newPassword?: () => string } = {}) {
         database: setting('DB_NAME'),
         // A deploy after a quiet spell finds the cluster paused at 0 ACU.
         resumeDeadlineMs: 60_000,
+        // DDL on a large audit table may outlive a Data API call (45 s): it runs on, and the migration waits for it.
+        continueAfterTimeout: true,
       });
       try {
         const applied = await migrate(admin, { log: (line) => logger.info(line) });
@@ -45,9 +50,13 @@ export function migrationHandler(options: { newPassword?: () => string } = {}) {
           setting('AUDIT_ADMIN_DB_SECRET_ARN'),
           (options.newPassword ?? newPassword)(),
         );
+        // Counts, not names: CloudFormation takes a reply of at most 4,096 bytes, whatever the number of migrations.
         return {
-          reason: applied.length > 0 ? `Applied ${applied.join(', ')}` : 'Up to date',
-          data: { applied: applied.join(',') },
+          reason:
+            applied.length > 0
+              ? `Applied ${applied.length} migration(s), ${applied[0]} to ${applied.at(-1)}`
+              : 'Up to date',
+          data: { applied: String(applied.length), latest: latestMigration() },
         };
       } finally {
         await admin.close();

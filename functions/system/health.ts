@@ -1,6 +1,5 @@
 import { routes } from '#functions/routes.ts';
-import { appDb } from '#shared/db/client.ts';
-import { checkHealth } from '#shared/db/health.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 
-export const handler = httpHandler(routes['GET /api/v1/health'], () => checkHealth(appDb()));
+// Liveness only: an uptime monitor calling it must not resume a paused Aurora (issue 14); readiness is /health/ready.
+export const handler = httpHandler(routes['GET /api/v1/health'], async () => ({ status: 'ok' as const }));

@@ -1,11 +1,10 @@
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { LogGroupLogDestination, WebSocketApi, WebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { IConstruct } from 'constructs';
 import { Construct } from 'constructs';
+import { webSocketAccessLog } from './access-log.ts';
 import { acknowledge } from './nag.ts';
 
 export interface AgentChannelProps {
@@ -45,7 +44,7 @@ export class AgentChannel extends Construct {
       stageName,
       autoDeploy: true,
       throttle: props.throttle,
-      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: webSocketAccessLog },
     });
     acknowledge(
       this,
@@ -60,11 +59,11 @@ export class AgentChannel extends Construct {
   }
 
   /** Lets `grantee` post to and close the connections of this API's stage, and of no other API. */
-  grantRelay(grantee: IGrantable & IConstruct): void {
+  grantRelay(grantee: IFunction): void {
     this.stage.grantManagementApiAccess(grantee);
     const api = Stack.of(this).getLogicalId(this.api.node.defaultChild as CfnElement);
     acknowledge(
-      grantee,
+      grantee.role!,
       `IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${api}>/${stageName}/*/@connections/*]`,
       'Connection ids are only known at run time; the grant names this API and its stage',
     );

@@ -1,10 +1,12 @@
 import { join } from 'node:path';
 import { CustomResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { BackupPlan, BackupResource } from 'aws-cdk-lib/aws-backup';
 import { SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
   AuroraPostgresEngineVersion,
+  type CfnDBCluster,
   ClusterInstance,
   Credentials,
   DatabaseCluster,
@@ -22,6 +24,8 @@ export interface DatabaseProps {
   deletionProtection: boolean;
   snapshotOnDelete: boolean;
   logRetention: RetentionDays;
+  /** A daily AWS Backup plan of the cluster, each recovery point kept 35 days. */
+  backupPlan: boolean;
 }
 
 /** The database name inside the cluster. */
@@ -30,10 +34,12 @@ export const databaseName = 'logbook';
 /** The login of the cluster's administrator: it owns the database and runs the migrations as logbook_owner. */
 const administrator = 'logbook_admin';
 
-/** The Data API operations a function needs; granted on this cluster only (grantDataApiAccess would also grant its admin secret). */
+/**
+ * The Data API operations shared/db/data-api.ts calls (BatchExecuteStatement is never called); granted on this
+ * cluster only (grantDataApiAccess would also grant its admin secret).
+ */
 const dataApiActions = [
   'rds-data:ExecuteStatement',
-  'rds-data:BatchExecuteStatement',
   'rds-data:BeginTransaction',
   'rds-data:CommitTransaction',
   'rds-data:RollbackTransaction',
@@ -71,7 +77,10 @@ export class Database extends Construct {
       enableDataApi: true,
       vpc,
       vpcSubnets: { subnetType: SubnetType.PRIVATE_ISOLATED },
-      credentials: Credentials.fromGeneratedSecret(administrator),
+      // RDS keeps the administrator's password in a secret it manages and rotates (ManageMasterUserPassword): the
+      // secret and the login never disagree, and the Data API reads the current value on every call.
+      credentials: Credentials.fromUsername(administrator),
+      manageMasterUserPassword: true,
       defaultDatabaseName: databaseName,
       storageEncrypted: true,
       deletionProtection: props.deletionProtection,
@@ -81,7 +90,22 @@ export class Database extends Construct {
       cloudwatchLogsExports: ['postgresql'],
       cloudwatchLogsRetention: props.logRetention,
     });
-    this.ownerSecret = this.cluster.secret!;
+    this.ownerSecret = Secret.fromSecretCompleteArn(
+      this,
+      'OwnerSecret',
+      (this.cluster.node.defaultChild as CfnDBCluster).attrMasterUserSecretSecretArn,
+    );
+    if (props.backupPlan) {
+      // Recovery points outside the cluster's own 7-day backups, kept 35 days (README "Backups").
+      const selection = BackupPlan.daily35DayRetention(this, 'Backup').addSelection('Cluster', {
+        resources: [BackupResource.fromRdsDatabaseCluster(this.cluster)],
+      });
+      acknowledge(
+        selection,
+        'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup]',
+        "AWS Backup's own service role policy for taking backups; AWS maintains it as the service's actions change",
+      );
+    }
     acknowledge(
       vpc,
       'VPC7',
@@ -133,14 +157,12 @@ export class Database extends Construct {
       roleNames.auditAdmin,
       'a new password on every deploy, written by the migration custom resource, read by the retention worker alone',
     );
-    // The owner secret is the cluster's generated one (this.ownerSecret is its attachment to the cluster).
-    for (const secret of [this.cluster.node.findChild('Secret'), this.appSecret]) {
-      acknowledge(
-        secret,
-        'SMG4',
-        'Not rotated automatically: a rotation function would need a network path into the isolated subnets (a NAT gateway or endpoints, an idle cost); rotate by changing the secret and redeploying, which sets the role passwords again',
-      );
-    }
+    // The owner's secret is RDS's, rotated by RDS itself (every 7 days unless changed in the RDS console).
+    acknowledge(
+      this.appSecret,
+      'SMG4',
+      'Not rotated automatically: a rotation function would need a network path into the isolated subnets (a NAT gateway or endpoints, an idle cost); rotate by changing the secret and redeploying, which sets the role password again',
+    );
     acknowledge(
       this.auditAdminSecret,
       'SMG4',

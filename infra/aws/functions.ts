@@ -3,13 +3,22 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AssetHashType, DockerImage, type Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { AssetHashType, DockerImage, type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import {
+  Architecture,
+  Code,
+  Function as LambdaFunction,
+  Runtime,
+  RuntimeFamily,
+  Tracing,
+} from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { BundleRequest } from './bundle.ts';
 import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
+import { defaultSettings } from './settings.ts';
 
 export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -108,11 +117,22 @@ export interface LogbookFunctionProps {
   logRetention: RetentionDays;
   /** Directories copied beside the bundle: [from, name] (the migrations of functions/migrate). */
   copy?: [string, string][];
+  /** Concurrent executions reserved for (and capping) this function; none: it shares the account's pool. */
+  reservedConcurrency?: number;
+}
+
+const runtimes = new WeakMap<Stack, Runtime>();
+
+/** The Node.js runtime of the stack's functions (context lambdaRuntime); set before the first is created. */
+export function useLambdaRuntime(scope: Construct, name: string): void {
+  runtimes.set(Stack.of(scope), new Runtime(name, RuntimeFamily.NODEJS, { supportsInlineCode: true }));
 }
 
 /**
- * A Lambda of this service: Node 22 on arm64 (the cheaper architecture), its own log group with a retention, the
- * Powertools layer (Logger, Metrics, Tracer), X-Ray tracing. Nothing runs inside the VPC: the database is reached
+ * A Lambda of this service: Node.js (22 unless lambdaRuntime says otherwise) on arm64 (the cheaper architecture), its
+ * own log group with a retention and its own role, which may write to that log group only (no
+ * AWSLambdaBasicExecutionRole: it allows every log group of the account), the Powertools layer (Logger, Metrics,
+ * Tracer), X-Ray tracing. Nothing runs inside the VPC: the database is reached
  * through the Data API, so no NAT gateway or VPC endpoint is needed. The stack adds the Powertools service name and
  * metrics namespace to every one (infra/aws/logbook-stack.ts).
  */
@@ -122,11 +142,20 @@ export class LogbookFunction extends LambdaFunction {
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    const role = new Role(scope, `${id}Role`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `${props.description.slice(0, 900)} (its own logs only)`,
+    });
+    logGroup.grantWrite(role);
     super(scope, id, {
       code: bundledCode({ entry: props.entry, copy: props.copy }),
       handler: 'index.handler',
       description: props.description,
-      runtime: Runtime.NODEJS_22_X,
+      role,
+      reservedConcurrentExecutions: props.reservedConcurrency,
+      runtime:
+        runtimes.get(Stack.of(scope)) ??
+        new Runtime(defaultSettings.lambdaRuntime, RuntimeFamily.NODEJS, { supportsInlineCode: true }),
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
@@ -138,15 +167,10 @@ export class LogbookFunction extends LambdaFunction {
     acknowledge(
       this,
       'L1',
-      'Node.js 22 is the runtime this service is built and tested for (package.json engines, issue 7); moving to a newer one is a tested change of its own',
+      'Node.js 22 is the runtime this service is built and tested for (package.json engines); the next LTS is one setting (context lambdaRuntime, README "Node.js runtime"), moved to as a tested change',
     );
     acknowledge(
-      this,
-      'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      'The basic execution role only lets the function write its own logs (CreateLogStream, PutLogEvents)',
-    );
-    acknowledge(
-      this,
+      role,
       'IAM5[Resource::*]',
       'X-Ray (active tracing) has no resource-level permissions: PutTraceSegments and PutTelemetryRecords take Resource *',
     );

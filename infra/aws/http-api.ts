@@ -1,9 +1,19 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CorsHttpMethod,
+  DomainName,
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  LogGroupLogDestination,
+  SecurityPolicy,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { httpAccessLog } from './access-log.ts';
 import { acknowledge } from './nag.ts';
 
 export interface RestApiProps {
@@ -15,6 +25,8 @@ export interface RestApiProps {
   corsOrigins: string[];
   throttle: { rateLimit: number; burstLimit: number };
   logRetention: RetentionDays;
+  /** A custom domain (apiDomainName) and its ACM certificate of this region (apiCertificateArn), TLS 1.2 minimum. */
+  domain?: { name: string; certificateArn: string };
 }
 
 /** The route table's key split into API Gateway's method and path (`GET /api/v1/devices/{id}`). */
@@ -31,6 +43,7 @@ export function parseRouteKey(key: string): { method: HttpMethod; path: string }
 export class RestApi extends Construct {
   readonly api: HttpApi;
   readonly stage: HttpStage;
+  private readonly domainName?: string;
 
   constructor(scope: Construct, id: string, props: RestApiProps) {
     super(scope, id);
@@ -56,12 +69,21 @@ export class RestApi extends Construct {
       }),
     });
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: props.logRetention });
+    const domain =
+      props.domain &&
+      new DomainName(this, 'Domain', {
+        domainName: props.domain.name,
+        certificate: Certificate.fromCertificateArn(this, 'Certificate', props.domain.certificateArn),
+        securityPolicy: SecurityPolicy.TLS_1_2,
+      });
+    this.domainName = props.domain?.name;
     this.stage = new HttpStage(this, 'Stage', {
       httpApi: this.api,
       stageName: '$default',
       autoDeploy: true,
       throttle: props.throttle,
-      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: httpAccessLog },
+      ...(domain && { domainMapping: { domainName: domain } }),
     });
     const integrations = new Map<string, HttpLambdaIntegration>();
     for (const [key, route] of Object.entries(props.routes)) {
@@ -78,7 +100,8 @@ export class RestApi extends Construct {
     );
   }
 
+  /** The API's base URL: its custom domain's when it has one (the execute-api one keeps answering too). */
   get url(): string {
-    return this.stage.url;
+    return this.domainName ? `https://${this.domainName}/` : this.stage.url;
   }
 }

@@ -1,18 +1,23 @@
 import { join } from 'node:path';
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { MathExpression, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { AgentChannel } from './agent-channel.ts';
+import { Alarms } from './alarms.ts';
 import { AnchorKey } from './anchor-key.ts';
 import { Database } from './database.ts';
-import { LogbookFunction, projectRoot, writeDispatchEntry } from './functions.ts';
+import { LogbookFunction, projectRoot, useLambdaRuntime, writeDispatchEntry } from './functions.ts';
 import { RestApi } from './http-api.ts';
+import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
-import { type LogbookSettings, settingsFromContext } from './settings.ts';
+import { checkSettings, type LogbookSettings, settingsFromContext } from './settings.ts';
 import { Viewer } from './viewer.ts';
 
 export interface LogbookStackProps extends StackProps {
@@ -67,14 +72,19 @@ export class LogbookStack extends Stack {
   readonly retention: LogbookFunction;
   readonly anchorKey: AnchorKey;
   readonly viewer?: Viewer;
+  readonly alarms: Alarms;
+  /** Where the daily run's event goes when all its attempts failed (README "Re-running a failed day"). */
+  readonly retentionFailures: Queue;
 
   constructor(scope: Construct, id: string, props: LogbookStackProps = {}) {
     super(scope, id, props);
     const settings: LogbookSettings = { ...settingsFromContext(this.node), ...props.settings };
+    checkSettings(settings);
     const logRetention = retentionDays(settings.logRetentionDays);
     const throttle = { rateLimit: settings.throttleRateLimit, burstLimit: settings.throttleBurstLimit };
-    // Before any function: each of them runs with this one layer.
+    // Before any function: each of them runs with this one layer and this runtime.
     powertoolsLayer(this, settings.powertoolsLayerArn);
+    useLambdaRuntime(this, settings.lambdaRuntime);
 
     this.database = new Database(this, 'Database', { ...settings, logRetention });
     const database = this.database;
@@ -93,6 +103,8 @@ export class LogbookStack extends Stack {
       routeKey: 'http' | 'websocket',
       extra: { environment?: Record<string, string>; prelude?: string } = {},
     ) => {
+      // Live queries hold an execution up to 28 s each: capped, so that they cannot starve the daily run (issue 14).
+      const reserved = { 'live-query': settings.liveQueryConcurrency, ws: settings.agentChannelConcurrency }[name];
       const fn = new LogbookFunction(this, `${pascal(name)}Function`, {
         entry: writeDispatchEntry(name, handlers, { routeKey, prelude: extra.prelude }),
         description: `Logbook ${name}: ${Object.keys(handlers).join(', ')}`.slice(0, 256),
@@ -100,6 +112,7 @@ export class LogbookStack extends Stack {
         timeout: Duration.seconds(29),
         logRetention,
         environment: { ...apiEnvironment, ...extra.environment },
+        reservedConcurrency: reserved || undefined,
       });
       database.grantDataApi(fn, database.appSecret);
       fn.node.addDependency(database.migration);
@@ -138,7 +151,14 @@ export class LogbookStack extends Stack {
       if (group === 'live-query') this.agentChannel.grantRelay(fn);
       for (const handler of Object.values(handlers)) functions.set(handler, fn);
     }
-    if (settings.viewer) this.viewer = new Viewer(this, 'Viewer', { logRetention });
+    const domain = (name?: string, certificateArn?: string) =>
+      name && certificateArn ? { name, certificateArn } : undefined;
+    if (settings.viewer)
+      this.viewer = new Viewer(this, 'Viewer', {
+        logRetention,
+        domain: domain(settings.viewerDomainName, settings.viewerCertificateArn),
+        apiDomainName: settings.apiDomainName,
+      });
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
     this.restApi = new RestApi(this, 'RestApi', {
       routes,
@@ -146,6 +166,7 @@ export class LogbookStack extends Stack {
       corsOrigins,
       throttle,
       logRetention,
+      domain: domain(settings.apiDomainName, settings.apiCertificateArn),
     });
     this.viewer?.publish(this.restApi.url);
 
@@ -160,11 +181,40 @@ export class LogbookStack extends Stack {
     // Its login and its schema are the migration's: a deploy updates the worker only once both are in place.
     this.retention.node.addDependency(database.migration);
     this.anchorKey.grantSigning(this.retention);
+    // A run whose attempts all failed (or that EventBridge could not deliver) lands here instead of being dropped.
+    this.retentionFailures = new Queue(this, 'RetentionFailures', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    acknowledge(
+      this.retentionFailures,
+      'SQS3',
+      "This queue is itself the dead-letter destination of the daily run (Lambda's on-failure destination and EventBridge's dead-letter queue); nothing consumes it but an operator",
+    );
+    this.retention.configureAsyncInvoke({
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(6),
+      onFailure: new SqsDestination(this.retentionFailures),
+    });
     new Rule(this, 'RetentionSchedule', {
       description: 'Logbook: runs the audit retention worker',
       schedule: Schedule.expression(settings.retentionSchedule),
-      targets: [new LambdaFunction(this.retention, { retryAttempts: 2, maxEventAge: Duration.hours(6) })],
+      targets: [
+        new LambdaFunction(this.retention, {
+          retryAttempts: 2,
+          maxEventAge: Duration.hours(6),
+          deadLetterQueue: this.retentionFailures,
+        }),
+      ],
     });
+
+    this.alarms = new Alarms(this, 'Alarms', {
+      metricsNamespace: settings.metricsNamespace,
+      serviceName: settings.serviceName,
+      email: settings.alarmEmail,
+    });
+    this.addAlarms();
 
     // Powertools: the service of logs, metrics and traces, and the metrics' namespace, the same in every function.
     for (const fn of this.node
@@ -191,10 +241,139 @@ export class LogbookStack extends Stack {
       description: "The agents' WebSocket endpoint",
       value: this.agentChannel.stage.url,
     });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      description: 'The SNS topic every alarm notifies (subscribe to it, or deploy with -c alarmEmail=…)',
+      value: this.alarms.topic.topicArn,
+    });
+    new CfnOutput(this, 'RetentionFailuresQueueUrl', {
+      description: 'Daily runs that failed after their retries (README "Re-running a failed day")',
+      value: this.retentionFailures.queueUrl,
+    });
+    new CfnOutput(this, 'RetentionFunctionName', { value: this.retention.functionName });
     new CfnOutput(this, 'DatabaseClusterArn', { value: database.cluster.clusterArn });
     new CfnOutput(this, 'OwnerSecretArn', {
       description: 'The cluster administrator (migrations)',
       value: database.ownerSecret.secretArn,
+    });
+  }
+  /** The alarms of README "Alarms", each with its meaning and what to do. */
+  private addAlarms(): void {
+    const { alarms } = this;
+    const hour = Duration.hours(1);
+    alarms.add('AuditChainBreaks', {
+      metric: alarms.metric('AuditChainBreaks', hour),
+      threshold: 1,
+      meaning:
+        "The integrity watch found an organization's audit chain broken (a row changed, missing or out of order).",
+      action:
+        'Run GET /api/v1/audit-logs/verify for the organization named in the retention log, compare with your signed anchors, treat as a security incident.',
+    });
+    alarms.add('AuditRetentionFailures', {
+      metric: alarms.metric('AuditRetentionFailures', hour),
+      threshold: 1,
+      meaning: 'The daily run could not prune at least one organization (the others were pruned).',
+      action: "Read the retention function's log for the organization and the error; the next run retries it.",
+    });
+    alarms.add('RetentionErrors', {
+      metric: this.retention.metricErrors({ period: hour }),
+      threshold: 1,
+      meaning: 'An invocation of the retention function failed (Lambda retries it twice).',
+      action: "Read the retention function's log; a run that fails all its attempts lands in the failures queue.",
+    });
+    alarms.add('RetentionDidNotRun', {
+      metric: this.retention.metricInvocations({ period: hour }),
+      threshold: 1,
+      below: true,
+      periods: 26,
+      missing: TreatMissingData.BREACHING,
+      meaning: 'The daily retention run has not run for 26 hours.',
+      action:
+        'Check the RetentionSchedule rule is enabled and the function exists; run the day again (README "Re-running a failed day").',
+    });
+    alarms.add('RetentionFailuresQueued', {
+      metric: this.retentionFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
+      threshold: 1,
+      meaning: 'A daily run failed all its attempts (or could not be delivered) and waits in the failures queue.',
+      action:
+        'Fix the cause from the function log, run the day again with its asOf, then delete the message (README "Re-running a failed day").',
+    });
+    alarms.add('AuditWriteFailures', {
+      metric: alarms.metric('AuditWriteFailures'),
+      threshold: 1,
+      meaning: "A route's audit row could not be written (the request itself succeeded).",
+      action: "Read the function's log for the action and the error; check the database's health and capacity.",
+    });
+    alarms.add('UnhandledErrors', {
+      metric: alarms.metric('UnhandledErrors'),
+      threshold: 1,
+      meaning: 'A request ended in 500 (a fault, not a refused request).',
+      action:
+        "Find the request id in the function's log and X-Ray trace; a fault repeating after a deploy calls for a rollback.",
+    });
+    alarms.add('DatabaseUnavailable', {
+      metric: alarms.metric('DatabaseUnavailable'),
+      threshold: 1,
+      periods: 2,
+      meaning: 'Requests ended in 503 for 10 minutes: Aurora did not answer (or resume) in time.',
+      action:
+        'Check the cluster in the RDS console (status, capacity at maxCapacityAcu, events); raise maxCapacityAcu if it is pinned there.',
+    });
+    const api = this.restApi.api;
+    alarms.add('HttpApi5xxRate', {
+      metric: new MathExpression({
+        expression: 'IF(requests > 0, 100 * errors / requests, 0)',
+        usingMetrics: {
+          errors: api.metricServerError({ period: Duration.minutes(5) }),
+          requests: api.metricCount({ period: Duration.minutes(5) }),
+        },
+        label: 'HTTP API 5xx (% of requests)',
+        period: Duration.minutes(5),
+      }),
+      threshold: 5,
+      periods: 2,
+      meaning: "5% or more of the HTTP API's requests ended in 5xx for 10 minutes.",
+      action:
+        'See UnhandledErrors and DatabaseUnavailable, and the access log (status, integrationError) for the routes concerned.',
+    });
+    const ws = (metricName: string) =>
+      new Metric({
+        namespace: 'AWS/ApiGateway',
+        metricName,
+        dimensionsMap: { ApiId: this.agentChannel.api.apiId, Stage: this.agentChannel.stage.stageName },
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      });
+    alarms.add('WebSocketApiErrorRate', {
+      metric: new MathExpression({
+        expression: 'IF(calls > 0, 100 * (integration + execution) / calls, 0)',
+        usingMetrics: {
+          integration: ws('IntegrationError'),
+          execution: ws('ExecutionError'),
+          calls: new MathExpression({
+            expression: 'connects + messages',
+            usingMetrics: { connects: ws('ConnectCount'), messages: ws('MessageCount') },
+          }),
+        },
+        label: "Agents' WebSocket API errors (% of connects and messages)",
+        period: Duration.minutes(5),
+      }),
+      threshold: 5,
+      periods: 2,
+      meaning: "5% or more of the agents' connects and messages failed in the integration for 10 minutes.",
+      action: "Read the ws function's log; check the database (connects look agents up) and the function's throttles.",
+    });
+    alarms.add('LambdaThrottles', {
+      metric: new Metric({
+        namespace: 'AWS/Lambda',
+        metricName: 'Throttles',
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      }),
+      threshold: 1,
+      meaning:
+        "Lambda refused invocations in this account and region: a function's reserved concurrency or the account's pool ran out.",
+      action:
+        'See which function in the Lambda console; raise liveQueryConcurrency or agentChannelConcurrency, or ask AWS for a higher concurrency quota.',
     });
   }
 }

@@ -7,6 +7,8 @@ import type { Node } from 'constructs';
 export interface LogbookSettings {
   /** Identity provider: the JWKS that signs user tokens, their issuer and audience. */
   jwtJwksUrl?: string;
+  /** Synthesize without `jwtJwksUrl` (no user token is then accepted): only for agent-only test stages. */
+  allowNoUserAuth: boolean;
   jwtIssuer: string;
   jwtAudience: string;
   /** Take the client IP from X-Forwarded-For (seed 5 rule 5): only behind a proxy that sets it. */
@@ -39,6 +41,24 @@ export interface LogbookSettings {
   powertoolsLayerArn?: string;
   /** Bump to rotate the audit anchors' signing key on the next deploy (infra/aws/anchor-key.ts). */
   anchorKeyGeneration: number;
+  /** An e-mail address the alarm topic notifies (it must confirm the subscription); none: subscribe yourself. */
+  alarmEmail?: string;
+  /**
+   * Concurrency reserved for (and capping) the live-query and WebSocket functions, so that a flood of live queries
+   * cannot take the executions the retention and migration functions need; 0: none reserved.
+   */
+  liveQueryConcurrency: number;
+  agentChannelConcurrency: number;
+  /** A custom domain for the HTTP API: its name and an ACM certificate of this region for it. */
+  apiDomainName?: string;
+  apiCertificateArn?: string;
+  /** A custom domain for the viewer: its name and an ACM certificate in us-east-1 (CloudFront's) for it. */
+  viewerDomainName?: string;
+  viewerCertificateArn?: string;
+  /** A daily AWS Backup plan of the cluster, kept 35 days (README "Backups"). */
+  backupPlan: boolean;
+  /** The Lambda runtime of every function (README "Node.js runtime"). */
+  lambdaRuntime: string;
 }
 
 export const defaultSettings: LogbookSettings = {
@@ -57,6 +77,11 @@ export const defaultSettings: LogbookSettings = {
   serviceName: 'logbook',
   metricsNamespace: 'Logbook',
   anchorKeyGeneration: 1,
+  allowNoUserAuth: false,
+  liveQueryConcurrency: 100,
+  agentChannelConcurrency: 50,
+  backupPlan: false,
+  lambdaRuntime: 'nodejs22.x',
 };
 
 /** A context value as given on the command line (always text) or in cdk.json (typed). */
@@ -97,6 +122,16 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'metricsNamespace',
     'powertoolsLayerArn',
     'anchorKeyGeneration',
+    'allowNoUserAuth',
+    'alarmEmail',
+    'liveQueryConcurrency',
+    'agentChannelConcurrency',
+    'apiDomainName',
+    'apiCertificateArn',
+    'viewerDomainName',
+    'viewerCertificateArn',
+    'backupPlan',
+    'lambdaRuntime',
   ];
   const settings = Object.fromEntries(
     keys.map((key) => [key, read(node, key)]).filter(([, value]) => value !== undefined),
@@ -109,4 +144,34 @@ export function settingsFromContext(node: Node): LogbookSettings {
   if (!Number.isInteger(settings.anchorKeyGeneration) || settings.anchorKeyGeneration < 1)
     throw new Error('context anchorKeyGeneration must be a whole number from 1');
   return settings;
+}
+
+/**
+ * Refuses settings with which the stack would deploy and then fail at run time, with the message an operator needs.
+ * Checked on the merged settings (context and props alike).
+ */
+export function checkSettings(settings: LogbookSettings): void {
+  if (!settings.jwtJwksUrl && !settings.allowNoUserAuth)
+    throw new Error(
+      'Set jwtJwksUrl (cdk deploy -c jwtJwksUrl=https://<your identity provider>/.well-known/jwks.json): without it no user token is accepted and every user route fails. For an agent-only test stage, deploy with -c allowNoUserAuth=true.',
+    );
+  for (const [name, value] of [
+    ['liveQueryConcurrency', settings.liveQueryConcurrency],
+    ['agentChannelConcurrency', settings.agentChannelConcurrency],
+  ] as const)
+    if (!Number.isInteger(value) || value < 0) throw new Error(`context ${name} must be a whole number from 0`);
+  for (const [domain, certificate] of [
+    ['apiDomainName', 'apiCertificateArn'],
+    ['viewerDomainName', 'viewerCertificateArn'],
+  ] as const)
+    if (Boolean(settings[domain]) !== Boolean(settings[certificate]))
+      throw new Error(`context ${domain} and ${certificate} go together: set both or neither`);
+  if (settings.viewerCertificateArn && !/^arn:[\w-]+:acm:us-east-1:/.test(settings.viewerCertificateArn))
+    throw new Error(
+      'context viewerCertificateArn must be an ACM certificate in us-east-1 (CloudFront uses only those)',
+    );
+  if (!/^nodejs\d+\.x$/.test(settings.lambdaRuntime))
+    throw new Error(
+      `context lambdaRuntime must name a Node.js runtime (nodejs22.x, nodejs24.x), not ${settings.lambdaRuntime}`,
+    );
 }

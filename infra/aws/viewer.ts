@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AssetHashType, Aws, type CfnElement, DockerImage, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import {
   AllowedMethods,
   Distribution,
@@ -12,6 +13,9 @@ import {
   HttpVersion,
   PriceClass,
   ResponseHeadersPolicy,
+  S3OriginAccessControl,
+  SecurityPolicyProtocol,
+  SSLMethod,
   ViewerProtocolPolicy,
 } from 'aws-cdk-lib/aws-cloudfront';
 import { S3BucketOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
@@ -27,6 +31,19 @@ const webDir = join(projectRoot, 'web');
 export interface ViewerProps {
   /** Of the deployment's log group and of the access logs. */
   logRetention: RetentionDays;
+  /** A custom domain (viewerDomainName) and its ACM certificate in us-east-1 (viewerCertificateArn). */
+  domain?: { name: string; certificateArn: string };
+  /** The API's custom domain, which the page may call beside the region's execute-api endpoints. */
+  apiDomainName?: string;
+}
+
+/**
+ * A name for an account-wide CloudFront resource (policies and origin access controls are global, not regional):
+ * the stack's name and its region, so the same stack deploys into a second region of the account.
+ */
+export function globalName(scope: Construct, suffix: string): string {
+  const stack = Stack.of(scope);
+  return `${stack.stackName.slice(0, 30)}-${stack.region}-${suffix}`;
 }
 
 /** A hash of what the site is built from: web/ (its sources, index.html, build.ts) and the locked dependencies. */
@@ -66,6 +83,7 @@ export class Viewer extends Construct {
   readonly bucket: Bucket;
   readonly distribution: Distribution;
   private readonly props: ViewerProps;
+  private readonly domainName?: string;
 
   constructor(scope: Construct, id: string, props: ViewerProps) {
     super(scope, id);
@@ -93,12 +111,18 @@ export class Viewer extends Construct {
       serverAccessLogsPrefix: 'site/',
     });
 
+    const connectSrc = [
+      "'self'",
+      `https://*.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`,
+      ...(props.apiDomainName ? [`https://${props.apiDomainName}`] : []),
+    ].join(' ');
     const headers = new ResponseHeadersPolicy(this, 'SecurityHeaders', {
+      responseHeadersPolicyName: globalName(this, 'viewer-headers'),
       comment: 'Logbook audit viewer: security headers',
       securityHeadersBehavior: {
         // The page talks to the HTTP API of this region only (and to its own origin, for config.json).
         contentSecurityPolicy: {
-          contentSecurityPolicy: `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' https://*.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
+          contentSecurityPolicy: `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src ${connectSrc}; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
           override: true,
         },
         strictTransportSecurity: { accessControlMaxAge: Duration.days(365), includeSubdomains: true, override: true },
@@ -107,11 +131,21 @@ export class Viewer extends Construct {
         referrerPolicy: { referrerPolicy: HeadersReferrerPolicy.NO_REFERRER, override: true },
       },
     });
+    const originAccessControl = new S3OriginAccessControl(this, 'OriginAccess', {
+      originAccessControlName: globalName(this, 'viewer'),
+    });
+    this.domainName = props.domain?.name;
     this.distribution = new Distribution(this, 'Distribution', {
       comment: 'Logbook audit viewer',
       defaultRootObject: 'index.html',
+      ...(props.domain && {
+        domainNames: [props.domain.name],
+        certificate: Certificate.fromCertificateArn(this, 'Certificate', props.domain.certificateArn),
+        minimumProtocolVersion: SecurityPolicyProtocol.TLS_V1_2_2021,
+        sslSupportMethod: SSLMethod.SNI,
+      }),
       defaultBehavior: {
-        origin: S3BucketOrigin.withOriginAccessControl(this.bucket),
+        origin: S3BucketOrigin.withOriginAccessControl(this.bucket, { originAccessControl }),
         viewerProtocolPolicy: ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
         allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
         responseHeadersPolicy: headers,
@@ -133,21 +167,22 @@ export class Viewer extends Construct {
       'CFR2',
       'A WAF web ACL costs a monthly fee while idle; the distribution serves only static files, and the API it calls authenticates and throttles every request',
     );
-    acknowledge(
-      this.distribution,
-      'CFR4',
-      "The distribution uses CloudFront's default certificate (no custom domain), with which CloudFront sets the TLS policy itself; viewers are redirected to HTTPS",
-    );
+    if (!props.domain)
+      acknowledge(
+        this.distribution,
+        'CFR4',
+        "Without viewerDomainName the distribution uses CloudFront's default certificate, with which CloudFront sets the TLS policy itself; viewers are redirected to HTTPS (with a custom domain: TLS 1.2 minimum)",
+      );
   }
 
-  /** The origin CORS must allow: https://<distribution>.cloudfront.net. */
+  /** The origin CORS must allow: https://<custom domain>, or https://<distribution>.cloudfront.net. */
   get origin(): string {
-    return `https://${this.distribution.distributionDomainName}`;
+    return `https://${this.domainName ?? this.distribution.distributionDomainName}`;
   }
 
   /** The viewer's URL. */
   get url(): string {
-    return `https://${this.distribution.distributionDomainName}/`;
+    return `${this.origin}/`;
   }
 
   /**
@@ -173,14 +208,14 @@ export class Viewer extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const revalidated = ['index.html', 'config.json'];
-    new BucketDeployment(this, 'Assets', {
+    const assets = new BucketDeployment(this, 'Assets', {
       destinationBucket: this.bucket,
       sources: [site],
       exclude: revalidated,
       cacheControl: [CacheControl.setPublic(), CacheControl.maxAge(Duration.days(365)), CacheControl.immutable()],
       logGroup,
     });
-    new BucketDeployment(this, 'Pages', {
+    const pages = new BucketDeployment(this, 'Pages', {
       destinationBucket: this.bucket,
       sources: [site, Source.jsonData('config.json', { apiBaseUrl })],
       exclude: ['*'],
@@ -190,6 +225,8 @@ export class Viewer extends Construct {
       prune: false,
       logGroup,
     });
+    // The pages name the hashed assets: deployed once those are in place, never beside them (no 403 meanwhile).
+    pages.node.addDependency(assets);
     // CDK's own function behind BucketDeployment (one per stack): what CDK grants it, on the assets and this bucket.
     const provider = Stack.of(this)
       .node.findAll()

@@ -22,6 +22,12 @@ export interface DataApiServerOptions {
   secrets: Record<string, DataApiSecret>;
   port?: number;
   host?: string;
+  /**
+   * How long an ExecuteStatement call waits for its statement (the Data API's is 45 s): then it answers
+   * StatementTimeoutException, and the statement is cancelled unless the call set `continueAfterTimeout`, in which case
+   * it runs on (its transaction stays busy until it ends). None: calls wait as long as their statement runs.
+   */
+  callTimeoutMs?: number;
 }
 
 export interface RunningDataApiServer {
@@ -262,7 +268,9 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     const url = new URL(options.serverUrl);
     const database =
       typeof body.database === 'string' && body.database ? body.database : url.pathname.slice(1) || 'postgres';
-    const key = `${String(body.secretArn)}\n${database}`;
+    // Keyed by the secret's current value too: like the Data API, which reads the secret on every call, a rotated
+    // login is used from the next call on (and the old one no longer is).
+    const key = JSON.stringify([body.secretArn, database, secret.username, secret.password]);
     let pool = pools.get(key);
     if (!pool) {
       url.pathname = `/${database}`;
@@ -370,6 +378,37 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     return response;
   }
 
+  /**
+   * `statement` (running on `client`) within the call timeout: past it, StatementTimeoutException, the statement
+   * cancelled or, with continueAfterTimeout, left to run; `done` runs once the statement itself has ended.
+   */
+  async function withinCallTimeout<T>(
+    client: pg.PoolClient,
+    statement: Promise<T>,
+    body: Record<string, unknown>,
+    done: () => void,
+  ): Promise<T> {
+    const ended = statement.finally(done);
+    if (options.callTimeoutMs === undefined) return ended;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), options.callTimeoutMs);
+    });
+    try {
+      const outcome = await Promise.race([ended, timedOut]);
+      if (outcome !== 'timeout') return outcome;
+    } finally {
+      clearTimeout(timer);
+    }
+    ended.catch(() => undefined);
+    if (!body.continueAfterTimeout) {
+      const pid = (client as unknown as { processID: number }).processID;
+      const { pool } = poolOf(body);
+      await pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+    }
+    throw new ApiError('StatementTimeoutException', 400, 'Request timed out');
+  }
+
   /** Runs one statement on the transaction's connection, or on a pooled one in autocommit. */
   async function executeStatement(body: Record<string, unknown>) {
     if (body.transactionId !== undefined) {
@@ -377,19 +416,13 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
       const transaction = transactionOf(body);
       if (transaction.busy) throw new ApiError('DatabaseErrorException', 400, 'Transaction is still running a query');
       transaction.busy = true;
-      try {
-        return await execute(transaction.client, transaction.types, body);
-      } finally {
+      return withinCallTimeout(transaction.client, execute(transaction.client, transaction.types, body), body, () => {
         transaction.busy = false;
-      }
+      });
     }
     const { pool, database } = poolOf(body);
     const client = await pool.connect();
-    try {
-      return await execute(client, typesOf(database), body);
-    } finally {
-      client.release();
-    }
+    return withinCallTimeout(client, execute(client, typesOf(database), body), body, () => client.release());
   }
 
   function typesOf(database: string): Map<number, string> {

@@ -3,7 +3,7 @@ import { Unauthenticated } from '../errors.ts';
 import { verifyUserToken } from './jwt.ts';
 import { rolePermissions } from './permissions.ts';
 import type { AgentPrincipal, Principal } from './principal.ts';
-import { secretPrefixes } from './secrets.ts';
+import { isSecretShaped, secretPrefixes } from './secrets.ts';
 import { findAgentByToken, findApiKey } from './store.ts';
 
 /** How a route authenticates its caller (the `auth` column of functions/routes.ts). */
@@ -25,7 +25,7 @@ export async function authenticatePrincipal(
   const apiKey = headers['x-api-key'] ?? (bearer?.startsWith(secretPrefixes.apiKey) ? bearer : undefined);
   if (apiKey !== undefined) {
     if (!allowApiKey) throw Unauthenticated('This route needs a user token');
-    const key = await findApiKey(db, apiKey);
+    const key = isSecretShaped(apiKey, secretPrefixes.apiKey) ? await findApiKey(db, apiKey) : undefined;
     if (!key) throw Unauthenticated('Invalid API key');
     return {
       actorType: 'api_key',
@@ -47,7 +47,7 @@ export async function authenticatePrincipal(
 export async function authenticateAgent(db: Db, headers: Record<string, string | undefined>): Promise<AgentPrincipal> {
   const token = bearerToken(headers);
   if (!token) throw Unauthenticated();
-  const agent = await findAgentByToken(db, token);
+  const agent = isSecretShaped(token, secretPrefixes.agentToken) ? await findAgentByToken(db, token) : undefined;
   if (!agent) throw Unauthenticated('Invalid or revoked agent token');
   return { actorType: 'agent', ...agent };
 }

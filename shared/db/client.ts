@@ -14,6 +14,18 @@ interface RoleConnection {
   resumeDeadlineMs: number;
 }
 
+/** A Db that calls `onStatement` before each statement it runs, those inside its transactions included. */
+function counted(db: Db, onStatement: () => void): Db {
+  return {
+    query: <T extends Row>(sql: string, params?: Params) => {
+      onStatement();
+      return db.query<T>(sql, params);
+    },
+    transaction: (fn, options) => db.transaction((tx) => fn(counted(tx, onStatement)), options),
+    close: () => db.close(),
+  };
+}
+
 /**
  * A Db whose executor module is imported on first use: a Lambda never evaluates node-postgres, a local
  * server never the AWS SDK.
@@ -64,17 +76,29 @@ function connect(role: RoleConnection): Db {
  * Locally and in tests: APP_DATABASE_URL; in AWS the app role's secret (APP_DB_SECRET_ARN).
  */
 let app: Db | undefined;
+let appStatements = 0;
 
 export function appDb(): Db {
   // API Gateway gives up on a request after 30 s: a resuming cluster may take 20 of them.
-  app ??= connect({
-    urlVariable: 'APP_DATABASE_URL',
-    secretVariable: 'APP_DB_SECRET_ARN',
-    applicationName: 'logbook-api',
-    max: 10,
-    resumeDeadlineMs: 20_000,
-  });
+  app ??= counted(
+    connect({
+      urlVariable: 'APP_DATABASE_URL',
+      secretVariable: 'APP_DB_SECRET_ARN',
+      applicationName: 'logbook-api',
+      max: 10,
+      resumeDeadlineMs: 20_000,
+    }),
+    () => appStatements++,
+  );
   return app;
+}
+
+/**
+ * How many statements the API's connection has run in this process: each one resumes a paused Aurora, so the idle
+ * floor is read from it (test/functions/system/idle.test.ts, bench/idle.ts; README "What it costs while idle").
+ */
+export function appStatementCount(): number {
+  return appStatements;
 }
 
 /** Closes the API's connection; the next `appDb()` opens a new one from the environment. */

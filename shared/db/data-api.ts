@@ -54,6 +54,12 @@ export interface DataApiDbOptions {
   resumeDeadlineMs?: number;
   /** Waits between retries (tests shorten it). */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Long statements (DDL on a large table, in migrations): a transaction's statement runs on after the Data API call
+   * times out (`continueAfterTimeout`), and the executor polls its session until it ends, every `pollMs` (5 s).
+   */
+  continueAfterTimeout?: boolean;
+  pollMs?: number;
 }
 
 const defaultResumeDeadlineMs = 20_000;
@@ -199,16 +205,37 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
     }
   }
 
+  /**
+   * Waits until the session `pid` no longer runs the statement whose call timed out: done when its transaction is
+   * idle again, failed when it was aborted or the session is gone (the statement's own result is not seen).
+   */
+  async function statementEnded(pid: number): Promise<void> {
+    for (;;) {
+      const { rows } = await execute<{ state: string }>('SELECT state FROM pg_stat_activity WHERE pid = :pid::int', {
+        pid,
+      });
+      const state = rows[0]?.state;
+      if (state === 'idle in transaction') return;
+      if (state !== 'active')
+        throw new DataApiError(
+          `A statement that outlived its Data API call failed (its session is ${state ?? 'gone'})`,
+          '57014',
+        );
+      await sleep(options.pollMs ?? 5_000);
+    }
+  }
+
   async function execute<T extends Row>(
     sql: string,
     params: Params = {},
     transactionId?: string,
+    session?: { pid: number },
   ): Promise<QueryResult<T>> {
     const parameters: SqlParameter[] = namesOf(sql).map((name) => {
       if (!(name in params)) throw new Error(`missing SQL parameter :${name}`);
       return { name, value: toField(params[name]) };
     });
-    const output = await call(() =>
+    const send = () =>
       client.send(
         new ExecuteStatementCommand({
           resourceArn,
@@ -217,11 +244,20 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
           sql,
           parameters,
           transactionId,
+          continueAfterTimeout: session ? true : undefined,
           includeResultMetadata: true,
           resultSetOptions: { decimalReturnType: 'STRING', longReturnType: 'LONG' },
         }),
-      ),
-    );
+      );
+    let output: Awaited<ReturnType<typeof send>>;
+    try {
+      output = await call(send);
+    } catch (error) {
+      // The statement runs on in its session: wait for it, its result is not needed (DDL).
+      if (!(session && error instanceof DataApiError && error.code === '57014')) throw error;
+      await statementEnded(session.pid);
+      return { rows: [], rowCount: 0 };
+    }
     const columns = output.columnMetadata ?? [];
     const rows = (output.records ?? []).map((record) => {
       const row: Row = {};
@@ -248,8 +284,10 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
         tail = next.catch(() => undefined);
         return next;
       };
+      // The session's pid, by which a statement that outlives its call is followed (continueAfterTimeout).
+      let session: { pid: number } | undefined;
       const tx: Db = {
-        query: (sql, params) => inTurn(() => execute(sql, params, transactionId)),
+        query: (sql, params) => inTurn(() => execute(sql, params, transactionId, session)),
         transaction: () => Promise.reject(new Error('nested transactions are not supported')),
         close: async () => undefined,
         maxResultBytes,
@@ -257,6 +295,8 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
       try {
         // BeginTransaction takes no isolation level: it is set by the transaction's first statement.
         if (opts?.isolation) await tx.query(`SET TRANSACTION ISOLATION LEVEL ${opts.isolation}`);
+        if (options.continueAfterTimeout)
+          session = { pid: Number((await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid) };
         const result = await fn(tx);
         await inTurn(() =>
           call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))),

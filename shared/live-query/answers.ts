@@ -8,14 +8,14 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * $default: a message from an agent. An answer (or a chunk of one) is stored for the query that waits
  * for it, if this connection owns that query; the asking function reads and checks it
- * (shared/live-query/relay.ts). Anything without a requestId (a keep-alive ping) marks the connection
- * as seen.
+ * (shared/live-query/relay.ts). Anything without a requestId (a keep-alive ping) is only there to keep API
+ * Gateway from closing an idle connection: it reaches no database, so idle agents let Aurora pause (issue 14).
  */
 export async function receiveAgentMessage(db: Db, connectionId: string, body: string): Promise<void> {
   const message = parseObject(body);
   // An answer that is not even JSON still fails its query at once (502) when its requestId can be made out.
   const requestId = message ? message.requestId : /"requestId"\s*:\s*"([^"]+)"/.exec(body)?.[1];
-  if (typeof requestId !== 'string' || !uuid.test(requestId)) return store.touchConnection(db, connectionId);
+  if (typeof requestId !== 'string' || !uuid.test(requestId)) return;
   const kept = await store.insertChunk(db, { requestId, connectionId, ...piece(message, body) });
   if (!kept)
     logger.info('Ignored an agent message for a query its connection does not own', { connectionId, requestId });

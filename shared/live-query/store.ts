@@ -12,7 +12,7 @@ export async function upsertConnection(
      VALUES (:connectionId::text, :agentId::uuid, :deviceId::uuid, :orgId::uuid, :sourceIp::text)
      ON CONFLICT (device_id) DO UPDATE
         SET connection_id = EXCLUDED.connection_id, agent_id = EXCLUDED.agent_id, org_id = EXCLUDED.org_id,
-            source_ip = EXCLUDED.source_ip, connected_at = now(), last_seen_at = now()
+            source_ip = EXCLUDED.source_ip, connected_at = now()
      RETURNING (SELECT connection_id FROM previous) AS "previousConnectionId"`,
     connection,
   );
@@ -22,12 +22,6 @@ export async function upsertConnection(
 /** Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. */
 export async function deleteConnectionRow(db: Db, connectionId: string): Promise<void> {
   await db.query('DELETE FROM agent_connections WHERE connection_id = :connectionId::text', { connectionId });
-}
-
-export async function touchConnection(db: Db, connectionId: string): Promise<void> {
-  await db.query('UPDATE agent_connections SET last_seen_at = now() WHERE connection_id = :connectionId::text', {
-    connectionId,
-  });
 }
 
 export async function findConnection(db: Db, deviceId: string): Promise<string | undefined> {

@@ -14,7 +14,13 @@ export interface LocalDataApi {
   /** A Data API executor acting as the role, through the real @aws-sdk/client-rds-data client; closed with the endpoint. */
   db(
     role: DataApiRole,
-    options?: { database?: string; resumeDeadlineMs?: number; sleep?: (ms: number) => Promise<void> },
+    options?: {
+      database?: string;
+      resumeDeadlineMs?: number;
+      sleep?: (ms: number) => Promise<void>;
+      continueAfterTimeout?: boolean;
+      pollMs?: number;
+    },
   ): Db;
   /** The variables with which shared/db/client.ts connects through this endpoint, as a Lambda does. */
   env: Record<string, string>;
@@ -31,9 +37,13 @@ const loginOf = (url: string) => {
 };
 
 /** The local Data API in front of the test database, with one secret per database role. */
-export async function startLocalDataApi(test: TestDatabase): Promise<LocalDataApi> {
+export async function startLocalDataApi(
+  test: TestDatabase,
+  options: { callTimeoutMs?: number } = {},
+): Promise<LocalDataApi> {
   const roles: DataApiRole[] = ['admin', 'app', 'auditAdmin'];
   const server = await startDataApiServer({
+    ...options,
     serverUrl: test.urls.admin,
     resourceArn: testClusterArn,
     secrets: Object.fromEntries(roles.map((role) => [secretArn(role), loginOf(test.urls[role])])),

@@ -4,7 +4,7 @@
  */
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerMarginMs, customResource } from '#functions/migrate/custom-resource.ts';
+import { answerMarginMs, customResource, maxReplyBytes } from '#functions/migrate/custom-resource.ts';
 import { type Stubs, startStubs } from '#test/support/aws-stubs.ts';
 
 let stubs: Stubs;
@@ -64,5 +64,20 @@ describe('a custom resource', () => {
       Reason: 'done',
       Data: { value: '1' },
     });
+  });
+
+  it('keeps its reply to CloudFormation within 4,096 bytes, however long the reason', async () => {
+    const handler = customResource({
+      physicalResourceId: 'example',
+      onDelete: 'kept',
+      apply: async () => {
+        throw new Error(`"quoted" and \\ escaped ${'é'.repeat(2_100)}`);
+      },
+    });
+    await handler(event('Update'), context(60_000));
+    const reply = stubs.responses.at(-1)!;
+    expect(reply).toMatchObject({ Status: 'FAILED', Reason: expect.stringMatching(/^"quoted" and/) });
+    expect(Buffer.byteLength(JSON.stringify(reply))).toBeLessThanOrEqual(maxReplyBytes);
+    expect(Buffer.byteLength(JSON.stringify(reply))).toBeGreaterThan(maxReplyBytes / 2);
   });
 });

@@ -60,7 +60,10 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
   it('answers its routes through the Data API', async () => {
     const { handler, files } = await bundled('system');
     const before = local.server.calls.length;
-    expect(await call(handler, 'GET /api/v1/health')).toMatchObject({ statusCode: 200, body: '{"status":"ok"}' });
+    expect(await call(handler, 'GET /api/v1/health/ready')).toMatchObject({
+      statusCode: 200,
+      body: '{"status":"ok"}',
+    });
     expect(local.server.calls.length).toBeGreaterThan(before);
     expect(files).toContain('index.mjs');
     expect(files.some((f) => f.endsWith('.mjs.map'))).toBe(true);
