@@ -6,9 +6,9 @@ import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import { likePattern } from '../http/pagination.ts';
 
-export type PartnerRow = { id: string; name: string; createdAt: Date; updatedAt: Date };
+type PartnerRow = { id: string; name: string; createdAt: Date; updatedAt: Date };
 
-export type OrganizationRow = {
+type OrganizationRow = {
   id: string;
   partnerId: string;
   name: string;
@@ -17,7 +17,7 @@ export type OrganizationRow = {
   updatedAt: Date;
 };
 
-export type SiteRow = {
+type SiteRow = {
   id: string;
   orgId: string;
   name: string;
@@ -27,7 +27,7 @@ export type SiteRow = {
   updatedAt: Date;
 };
 
-export type DeviceRow = {
+type DeviceRow = {
   id: string;
   orgId: string;
   siteId: string;
@@ -45,7 +45,7 @@ export type DeviceRow = {
 };
 
 /** An enrollment key as listed: never the key itself, only its first characters. */
-export type EnrollmentKeyRow = {
+type EnrollmentKeyRow = {
   id: string;
   orgId: string;
   siteId: string | null;
