@@ -44,7 +44,7 @@ export interface DiagnosticLogFilter {
   search?: string;
 }
 
-export type DiagnosticLogRow = {
+type DiagnosticLogRow = {
   id: string;
   deviceId: string;
   orgId: string;

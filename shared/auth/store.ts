@@ -42,7 +42,7 @@ export function findAgentByToken(db: Db, token: string): Promise<AgentTokenRow |
 }
 
 /** An organization's API key as listed: never the key itself, only its first characters. */
-export type ApiKeyListRow = {
+type ApiKeyListRow = {
   id: string;
   orgId: string;
   name: string;

@@ -44,7 +44,7 @@ export interface EventLogFilter {
   endDate?: string;
 }
 
-export type DeviceEventLogRow = {
+type DeviceEventLogRow = {
   id: string;
   deviceId: string;
   orgId: string;

@@ -5,9 +5,9 @@ import { type Db, one } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
 
-export type PartnerRow = { id: string; name: string; createdAt: Date; updatedAt: Date };
+type PartnerRow = { id: string; name: string; createdAt: Date; updatedAt: Date };
 
-export type OrganizationRow = {
+type OrganizationRow = {
   id: string;
   partnerId: string;
   name: string;
@@ -16,7 +16,7 @@ export type OrganizationRow = {
   updatedAt: Date;
 };
 
-export type SiteRow = {
+type SiteRow = {
   id: string;
   orgId: string;
   name: string;
@@ -26,7 +26,7 @@ export type SiteRow = {
   updatedAt: Date;
 };
 
-export type DeviceRow = {
+type DeviceRow = {
   id: string;
   orgId: string;
   siteId: string;
@@ -44,7 +44,7 @@ export type DeviceRow = {
 };
 
 /** An enrollment key as listed: never the key itself, only its first characters. */
-export type EnrollmentKeyRow = {
+type EnrollmentKeyRow = {
   id: string;
   orgId: string;
   siteId: string | null;
