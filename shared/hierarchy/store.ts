@@ -26,7 +26,7 @@ type SiteRow = {
   updatedAt: Date;
 };
 
-type DeviceRow = {
+export type DeviceRow = {
   id: string;
   orgId: string;
   siteId: string;
