@@ -1,75 +1,52 @@
+import { CsvError, parse } from 'csv-parse/sync';
 import { ValidationFailed } from '../errors.ts';
 
+/** What each csv-parse error means to the person who exported the file. */
+const faults: Record<string, string> = {
+  CSV_QUOTE_NOT_CLOSED: 'a quoted field is not closed',
+  CSV_INVALID_CLOSING_QUOTE: 'text after a closing quote',
+  INVALID_OPENING_QUOTE: 'a quote inside an unquoted field',
+  CSV_INVALID_OPENING_QUOTE: 'a quote inside an unquoted field',
+};
+
 /**
- * RFC 4180 CSV: fields separated by commas, optionally quoted with `"` (a quote inside doubled), rows ended by CRLF
- * or LF; a trailing line break ends the last row. The first row is the header. A malformed file (a quote left
- * open, a quote inside an unquoted field, text after a closing quote, a row whose column count differs from the
- * header's) is a 400 naming the row and column (both from 1, the header being row 1), and nothing is read.
+ * RFC 4180 CSV read by csv-parse: fields separated by commas, optionally quoted with `"` (a quote inside doubled),
+ * rows ended by CRLF or LF, blank lines skipped, a UTF-8 byte-order mark ignored. The first row is the header. A
+ * malformed file (a quote left open, a quote inside an unquoted field, text after a closing quote, a row whose
+ * column count differs from the header's) is a 400 naming the row and column (both from 1, the header being row 1),
+ * and nothing is read.
  */
 export function parseCsv(text: string, location = 'body.csv'): { header: string[]; records: string[][] } {
-  const rows: { cells: string[]; line: number }[] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  let afterQuote = false;
-  let line = 1;
-  const fault = (message: string): never => {
-    throw ValidationFailed(`Malformed CSV: ${message}`, [
-      { path: location, message: `Row ${line}, column ${row.length + 1}: ${message}`, code: 'invalid_csv' },
-    ]);
-  };
-  const endField = () => {
-    row.push(field);
-    field = '';
-    afterQuote = false;
-  };
-  let i = 0;
-  const endRow = () => {
-    endField();
-    // A blank line is no record (exports often end with one or two).
-    if (row.length > 1 || row[0] !== '' || text[i - 1] === '"') rows.push({ cells: row, line });
-    row = [];
-    line += 1;
-  };
-  for (; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c !== '"') field += c;
-      else if (text[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else {
-        quoted = false;
-        afterQuote = true;
-      }
-    } else if (c === ',') endField();
-    else if (c === '\n' || (c === '\r' && text[i + 1] === '\n')) {
-      if (c === '\r') i += 1;
-      endRow();
-    } else if (afterQuote) fault('text after a closing quote');
-    else if (c === '"') {
-      if (field !== '') fault('a quote inside an unquoted field');
-      quoted = true;
-    } else field += c;
-  }
-  if (quoted) fault('a quoted field is not closed');
-  if (field !== '' || row.length > 0 || afterQuote) endRow();
-  const [first, ...records] = rows;
-  if (!first) {
-    line = 1;
-    fault('the header row is missing');
-  }
-  const header = first!.cells;
-  for (const record of records) {
-    if (record.cells.length !== header.length) {
-      throw ValidationFailed('Malformed CSV: wrong column count', [
-        {
-          path: location,
-          message: `Row ${record.line}, column ${Math.min(record.cells.length, header.length) + 1}: ${record.cells.length} columns where the header has ${header.length}`,
-          code: 'invalid_csv',
-        },
-      ]);
+  let rows: string[][];
+  try {
+    rows = parse(text, { skip_empty_lines: true, record_delimiter: ['\r\n', '\n'], bom: true });
+  } catch (error) {
+    if (!(error instanceof CsvError)) throw error;
+    const context = error as CsvError & { records?: number; index?: number; record?: string[] };
+    const row = (context.records ?? 0) + 1;
+    if (error.code === 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH') {
+      const found = context.record?.length ?? 0;
+      const expected = expectedColumns(error);
+      // The first column beyond the shorter of the two rows.
+      const what = `${found} columns where the header has ${expected}`;
+      throw malformed(location, row, Math.min(found, expected) + 1, what);
     }
+    const column = (context.index ?? 0) + 1;
+    const what = faults[error.code] ?? error.message;
+    throw malformed(location, row, column, what);
   }
-  return { header: header.map((name) => name.trim()), records: records.map((record) => record.cells) };
+  const [header, ...records] = rows;
+  if (!header) throw malformed(location, 1, 1, 'the header row is missing');
+  return { header: header.map((name) => name.trim()), records };
+}
+
+/** The header's column count, which csv-parse states in its message ("expect 2, got 1"). */
+function expectedColumns(error: CsvError): number {
+  return Number(/expect (\d+)/.exec(error.message)?.[1] ?? 0);
+}
+
+function malformed(location: string, row: number, column: number, what: string) {
+  return ValidationFailed(`Malformed CSV: ${what}`, [
+    { path: location, message: `Row ${row}, column ${column}: ${what}`, code: 'invalid_csv' },
+  ]);
 }
