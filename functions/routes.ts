@@ -15,6 +15,7 @@ import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { type RouteDef, route } from '#shared/http/route.ts';
 import * as live from '#shared/live-query/schemas.ts';
+import * as scripts from '#shared/scripts/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
 const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
@@ -545,6 +546,69 @@ export const routes = {
     params: live.deviceEventParams,
     response: live.liveEvent,
     errors: liveErrors,
+  }),
+
+  // Scripts (issue 17): the library, versions, bundles, and runs relayed to agents.
+  'POST /api/v1/scripts': route({
+    handler: 'scripts/scripts-create',
+    auth: 'principal',
+    tag: 'scripts',
+    summary:
+      'Create a script in an organization (orgId) or for the whole partner (availability "partner") (scripts:write)',
+    body: scripts.createScript,
+    maxBodyBytes: 2 * 1024 * 1024,
+    status: 201,
+    response: scripts.script,
+    errors: [400, 401, 403, 404, 409, 413],
+  }),
+  'GET /api/v1/scripts': route({
+    handler: 'scripts/scripts-list',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: 'List the scripts the caller reaches, partner scripts included (scripts:read)',
+    query: scripts.listScriptsQuery,
+    response: scripts.scriptPage,
+    errors: [400, 401, 403],
+  }),
+  'GET /api/v1/scripts/{scriptId}': route({
+    handler: 'scripts/scripts-get',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: 'Get a script with its content (scripts:read)',
+    params: scripts.scriptParams,
+    response: scripts.script,
+    errors: [400, 401, 403, 404],
+  }),
+  'PATCH /api/v1/scripts/{scriptId}': route({
+    handler: 'scripts/scripts-update',
+    auth: 'principal',
+    tag: 'scripts',
+    summary:
+      'Change a script; new content or parameters make a new version (scripts:write; partner scripts: partner users)',
+    params: scripts.scriptParams,
+    body: scripts.updateScript,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: scripts.script,
+    errors: [400, 401, 403, 404, 409, 413],
+  }),
+  'DELETE /api/v1/scripts/{scriptId}': route({
+    handler: 'scripts/scripts-delete',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: 'Delete a script (soft: runs and the trail keep pointing at it)',
+    params: scripts.scriptParams,
+    status: 204,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/scripts/{scriptId}/versions': route({
+    handler: 'scripts/scripts-versions',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: "A script's versions, newest first, with their content (scripts:read)",
+    params: scripts.scriptParams,
+    query: scripts.versionsQuery,
+    response: scripts.scriptVersionPage,
+    errors: [400, 401, 403, 404],
   }),
 } as const satisfies Record<string, RouteDef>;
 

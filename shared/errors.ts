@@ -15,7 +15,8 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   | 'DEVICE_OFFLINE'
   | 'AGENT_TIMEOUT'
-  | 'AGENT_BAD_RESPONSE';
+  | 'AGENT_BAD_RESPONSE'
+  | 'NAME_CONFLICT';
 
 export class DomainError extends Error {
   constructor(
@@ -47,3 +48,7 @@ export const AgentTimeout = (waitedMs: number) =>
 /** Live queries (seed 7): the agent's answer could not be read. */
 export const AgentBadResponse = (message = "The agent's answer could not be read") =>
   new DomainError('AGENT_BAD_RESPONSE', message);
+
+/** Scripts (issue 17): another live script of the library has this name. */
+export const NameConflict = (name: string) =>
+  new DomainError('NAME_CONFLICT', `A script named ${JSON.stringify(name)} already exists in this library`);

@@ -1,0 +1,219 @@
+import { z } from 'zod';
+import { optionalParam } from '../agents/schemas.ts';
+import { likePattern, pageOf, pageQuery } from '../http/pagination.ts';
+
+/** Limits of a script (issue 17), README "Scripts". */
+export const scriptLimits = {
+  contentBytes: 256 * 1024,
+  parameters: 50,
+  choices: 100,
+  defaultTimeoutSeconds: 300,
+  maxTimeoutSeconds: 3600,
+  tags: 20,
+} as const;
+
+export const languages = ['powershell', 'bash', 'python', 'cmd'] as const;
+export const osTypes = ['windows', 'linux', 'macos'] as const;
+export const runAsValues = ['system', 'user'] as const;
+export const severities = ['low', 'medium', 'high', 'critical'] as const;
+export type Severity = (typeof severities)[number];
+export const mappedSeverities = [...severities, 'none'] as const;
+export type MappedSeverity = (typeof mappedSeverities)[number];
+export const parameterTypes = ['string', 'number', 'boolean', 'select'] as const;
+
+const timestamp = z.iso.datetime({ offset: true });
+const name = z.string().trim().min(1).max(255);
+const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
+
+/** A declared parameter; a `secret` one's value never reaches a run record or the trail (issue 17). */
+export const scriptParameter = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'A parameter name is a letter or _ then up to 63 letters, digits or _'),
+    type: z.enum(parameterTypes),
+    description: z.string().max(1000).optional(),
+    required: z.boolean().default(false),
+    default: parameterValue.optional(),
+    choices: z.array(z.string().min(1).max(255)).min(1).max(scriptLimits.choices).optional(),
+    secret: z.boolean().default(false),
+  })
+  .strict()
+  .superRefine((p, ctx) => {
+    if (p.type === 'select' && !p.choices)
+      ctx.addIssue({ code: 'custom', path: ['choices'], message: 'A select parameter lists its choices' });
+    if (p.type !== 'select' && p.choices)
+      ctx.addIssue({ code: 'custom', path: ['choices'], message: 'Only a select parameter has choices' });
+    if (p.default !== undefined && parameterIssue(p, p.default))
+      ctx.addIssue({ code: 'custom', path: ['default'], message: parameterIssue(p, p.default)! });
+  })
+  .meta({ id: 'ScriptParameter' });
+export type ScriptParameter = z.output<typeof scriptParameter>;
+
+/** Why a value does not fit a declared parameter, or undefined when it does. */
+export function parameterIssue(p: Pick<ScriptParameter, 'type' | 'choices'>, value: unknown): string | undefined {
+  switch (p.type) {
+    case 'string':
+      return typeof value === 'string' && value.length <= 10_000
+        ? undefined
+        : 'Expected text (up to 10,000 characters)';
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'Expected a number';
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : 'Expected true or false';
+    case 'select':
+      return typeof value === 'string' && p.choices?.includes(value)
+        ? undefined
+        : `Expected one of ${p.choices?.join(', ')}`;
+  }
+}
+
+const parameters = z
+  .array(scriptParameter)
+  .max(scriptLimits.parameters)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((p, index) => {
+      if (seen.has(p.name.toLowerCase()))
+        ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `Parameter ${p.name} is declared twice` });
+      seen.add(p.name.toLowerCase());
+    });
+  });
+
+/** `{ "<exit code>": severity }`; codes not listed follow the default: 0 raises nothing, any other code `medium`. */
+export const exitCodeSeverityMapping = z
+  .record(z.string().regex(/^-?\d{1,10}$/, 'Keys are exit codes (whole numbers)'), z.enum(mappedSeverities))
+  .refine((m) => Object.keys(m).length <= 256, 'At most 256 exit codes')
+  .meta({ description: 'Exit code to severity; not listed: 0 raises nothing, any other code medium' });
+
+const content = z
+  .string()
+  .min(1)
+  .refine((text) => Buffer.byteLength(text) <= scriptLimits.contentBytes, 'Content is limited to 256 KB');
+
+/** The fields of a script that a bundle carries too (no tenant identifiers). */
+export const scriptFields = {
+  name,
+  description: z.string().max(10_000).default(''),
+  language: z.enum(languages),
+  osTypes: z
+    .array(z.enum(osTypes))
+    .min(1)
+    .transform((list) => [...new Set(list)]),
+  content,
+  parameters: parameters.default([]),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(scriptLimits.maxTimeoutSeconds)
+    .default(scriptLimits.defaultTimeoutSeconds)
+    .meta({
+      description: `Seconds, default ${scriptLimits.defaultTimeoutSeconds}, at most ${scriptLimits.maxTimeoutSeconds}`,
+    }),
+  runAs: z.enum(runAsValues).default('system').meta({ description: 'system, or the logged-on user' }),
+  exitCodeSeverityMapping: exitCodeSeverityMapping.nullable().default(null),
+  category: z.string().trim().min(1).max(100).nullable().default(null),
+  tags: z
+    .array(z.string().trim().min(1).max(50))
+    .max(scriptLimits.tags)
+    .default([])
+    .transform((list) => [...new Set(list)]),
+};
+export const scriptDefinition = z.object(scriptFields).strict();
+export type ScriptDefinition = z.output<typeof scriptDefinition>;
+
+/** POST /scripts: an organization's script (`orgId`), or the partner's (`availability: "partner"`). */
+export const createScript = z
+  .object({
+    ...scriptFields,
+    availability: z.enum(['organization', 'partner']).optional(),
+    orgId: z.uuid().optional(),
+    partnerId: z.uuid().optional().meta({ description: 'Platform callers only: the partner of a partner script' }),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    const partner = body.availability === 'partner';
+    if (partner && body.orgId)
+      ctx.addIssue({ code: 'custom', path: ['orgId'], message: 'A partner script belongs to no organization' });
+    if (!partner && !body.orgId)
+      ctx.addIssue({ code: 'custom', path: ['orgId'], message: 'Give orgId, or availability "partner"' });
+  });
+export type CreateScript = z.output<typeof createScript>;
+
+export const updateScript = z
+  .object({
+    name: name.optional(),
+    description: z.string().max(10_000).optional(),
+    language: scriptFields.language.optional(),
+    osTypes: scriptFields.osTypes.optional(),
+    content: content.optional(),
+    parameters: parameters.optional(),
+    timeoutSeconds: z.number().int().min(1).max(scriptLimits.maxTimeoutSeconds).optional(),
+    runAs: z.enum(runAsValues).optional(),
+    exitCodeSeverityMapping: exitCodeSeverityMapping.nullable().optional(),
+    category: z.string().trim().min(1).max(100).nullable().optional(),
+    tags: z
+      .array(z.string().trim().min(1).max(50))
+      .max(scriptLimits.tags)
+      .transform((list) => [...new Set(list)])
+      .optional(),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+export type UpdateScript = z.output<typeof updateScript>;
+
+const summaryFields = {
+  id: z.uuid(),
+  partnerId: z.uuid(),
+  orgId: z.uuid().nullable(),
+  availability: z.enum(['organization', 'partner']),
+  name: z.string(),
+  description: z.string(),
+  language: z.enum(languages),
+  osTypes: z.array(z.enum(osTypes)),
+  parameters: z.array(scriptParameter),
+  timeoutSeconds: z.number().int(),
+  runAs: z.enum(runAsValues),
+  exitCodeSeverityMapping: z.record(z.string(), z.enum(mappedSeverities)).nullable(),
+  category: z.string().nullable(),
+  tags: z.array(z.string()),
+  version: z.number().int(),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+};
+export const scriptSummary = z.object(summaryFields).strict().meta({ id: 'ScriptSummary' });
+export const script = z
+  .object({ ...summaryFields, content: z.string() })
+  .strict()
+  .meta({ id: 'Script' });
+export const scriptPage = pageOf(scriptSummary).meta({ id: 'ScriptPage' });
+
+export const scriptVersion = z
+  .object({
+    version: z.number().int(),
+    language: z.enum(languages),
+    content: z.string(),
+    parameters: z.array(scriptParameter),
+    createdBy: z.uuid().nullable(),
+    createdAt: timestamp,
+  })
+  .strict()
+  .meta({ id: 'ScriptVersion' });
+export const scriptVersionPage = pageOf(scriptVersion).meta({ id: 'ScriptVersionPage' });
+
+export const scriptParams = z.object({ scriptId: z.uuid() });
+export const listScriptsQuery = z.object({
+  ...pageQuery({ defaultLimit: 50, maxLimit: 200 }),
+  orgId: optionalParam(z.uuid()).meta({
+    description: "An organization's scripts and the partner scripts that serve it",
+  }),
+  availability: optionalParam(z.enum(['organization', 'partner'])),
+  language: optionalParam(z.enum(languages)),
+  category: optionalParam(z.string().max(100)),
+  search: optionalParam(z.string().min(1).max(255).transform(likePattern)).meta({
+    description: 'Case-insensitive substring of the name',
+  }),
+});
+export type ListScriptsQuery = z.output<typeof listScriptsQuery>;
+export const versionsQuery = z.object(pageQuery({ defaultLimit: 20, maxLimit: 100 }));
