@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useApi } from '#test/support/api.ts';
+import { auditRowsOf, scriptBody } from '#test/support/scripts.ts';
 import { createTenant, orgUser, partnerUser, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -10,22 +11,7 @@ beforeAll(async () => {
   other = await createTenant(t.api, 'Globex');
 });
 
-export const scriptBody = (overrides: Record<string, unknown> = {}) => ({
-  name: `Clean temp ${Math.random().toString(36).slice(2, 8)}`,
-  language: 'powershell',
-  osTypes: ['windows'],
-  content: 'Remove-Item $env:TEMP\\* -Recurse',
-  parameters: [{ name: 'days', type: 'number', required: true }],
-  ...overrides,
-});
-
-const auditRows = (action: string, resourceId: string) =>
-  t.db.admin
-    .query<{ orgId: string; details: Record<string, unknown> }>(
-      `SELECT org_id AS "orgId", details FROM audit_logs WHERE action = :action::text AND resource_id = :resourceId::uuid ORDER BY org_id`,
-      { action, resourceId },
-    )
-    .then((r) => r.rows);
+const auditRows = (action: string, resourceId: string) => auditRowsOf(t.db.admin, action, resourceId);
 
 describe('script library', () => {
   it('creates an organization script at version 1 with defaults, audited as script.create', async () => {
