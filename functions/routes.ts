@@ -610,6 +610,46 @@ export const routes = {
     response: scripts.scriptVersionPage,
     errors: [400, 401, 403, 404],
   }),
+  'POST /api/v1/scripts/{scriptId}/runs': route({
+    handler: 'scripts/runs-start',
+    auth: 'principal',
+    tag: 'scripts',
+    summary:
+      'Run a script on devices (scripts:run): 202 with the run; online devices get it at once, offline ones when their agent connects',
+    params: scripts.scriptParams,
+    body: scripts.startRun,
+    status: 202,
+    response: scripts.scriptRun,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/script-runs/{runId}': route({
+    handler: 'scripts/runs-get',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: 'A script run with its items counted by status (scripts:read)',
+    params: scripts.runParams,
+    response: scripts.scriptRun,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/script-runs/{runId}/items': route({
+    handler: 'scripts/runs-items',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: "A script run's items: status, exit code, duration, output (scripts:read)",
+    params: scripts.runParams,
+    query: scripts.runItemsQuery,
+    response: scripts.runItemPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'POST /api/v1/script-runs/{runId}/cancel': route({
+    handler: 'scripts/runs-cancel',
+    auth: 'principal',
+    tag: 'scripts',
+    summary: "Cancel a script run's pending items (scripts:run)",
+    params: scripts.runParams,
+    response: scripts.scriptRun,
+    errors: [400, 401, 403, 404],
+  }),
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteKey = keyof typeof routes;

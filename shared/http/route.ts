@@ -16,7 +16,7 @@ export interface RouteDef {
   /** Bodies above this many bytes are refused with 413 before they are parsed (shared/http/body-limit.ts). */
   maxBodyBytes?: number;
   /** Status of a successful reply (default 200). */
-  status?: 200 | 201 | 204;
+  status?: 200 | 201 | 202 | 204;
   response?: z.ZodType;
   /** Error statuses the route can answer, for the OpenAPI document. */
   errors?: readonly number[];

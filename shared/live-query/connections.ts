@@ -2,6 +2,7 @@ import { authenticateAgent } from '../auth/authenticate.ts';
 import type { Db } from '../db/db.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { logger } from '../logger.ts';
+import { scheduleConnectDelivery } from '../scripts/dispatch.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
 import * as store from './store.ts';
 import { lowerCaseHeaders, type WebSocketEvent } from './ws-handler.ts';
@@ -25,6 +26,7 @@ export async function connectAgent(db: Db, event: WebSocketEvent): Promise<void>
     sourceIp: clientIp(headers, event.requestContext.identity?.sourceIp),
   });
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
+  await scheduleConnectDelivery(db, agent.deviceId, connectionId);
 }
 
 /** Best effort: the replaced connection may be gone already; the new one stands either way. */

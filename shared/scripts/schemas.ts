@@ -217,3 +217,102 @@ export const listScriptsQuery = z.object({
 });
 export type ListScriptsQuery = z.output<typeof listScriptsQuery>;
 export const versionsQuery = z.object(pageQuery({ defaultLimit: 20, maxLimit: 100 }));
+
+export const runItemStatuses = [
+  'pending',
+  'sent',
+  'running',
+  'completed',
+  'failed',
+  'timed-out',
+  'expired',
+  'cancelled',
+] as const;
+export type RunItemStatus = (typeof runItemStatuses)[number];
+
+/** POST /scripts/{scriptId}/runs. Device groups (groupId) follow the groups issue (issue 15). */
+export const startRun = z
+  .object({
+    deviceIds: z
+      .array(z.uuid())
+      .min(1)
+      .max(5000)
+      .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))])
+      .optional(),
+    groupId: z.uuid().optional().meta({ description: 'Not yet accepted: device groups follow issue 15 (400)' }),
+    parameters: z.record(z.string(), z.unknown()).default({}),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(scriptLimits.maxTimeoutSeconds)
+      .optional()
+      .meta({ description: "This run's timeout; default the script's" }),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    if (body.groupId)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['groupId'],
+        message: 'Runs on a device group follow the device groups issue (issue 15); give deviceIds',
+      });
+    else if (!body.deviceIds) ctx.addIssue({ code: 'custom', path: ['deviceIds'], message: 'Give deviceIds' });
+  });
+export type StartRun = z.output<typeof startRun>;
+
+const counts = z
+  .object(Object.fromEntries(runItemStatuses.map((s) => [s, z.number().int()])) as Record<RunItemStatus, z.ZodNumber>)
+  .strict();
+
+export const scriptRun = z
+  .object({
+    id: z.uuid(),
+    scriptId: z.uuid(),
+    scriptName: z.string(),
+    scriptVersion: z.number().int(),
+    parameters: z.record(z.string(), z.unknown()).meta({ description: 'Values given, secret ones left out' }),
+    secretParameters: z
+      .array(z.string())
+      .meta({ description: "Names of the script's secret parameters: their values are never stored" }),
+    timeoutSeconds: z.number().int(),
+    startedBy: z
+      .object({ actorType: z.string(), id: z.string(), email: z.string().nullable(), name: z.string().nullable() })
+      .strict(),
+    createdAt: timestamp,
+    deviceCount: z.number().int(),
+    counts: counts.meta({ description: 'Items by status' }),
+    done: z.boolean().meta({ description: 'Every item reached a final status' }),
+  })
+  .strict()
+  .meta({ id: 'ScriptRun' });
+
+export const runItem = z
+  .object({
+    id: z.uuid(),
+    runId: z.uuid(),
+    deviceId: z.uuid(),
+    orgId: z.uuid(),
+    hostname: z.string(),
+    status: z.enum(runItemStatuses),
+    expiresAt: timestamp.meta({ description: 'A pending item expires then' }),
+    sentAt: timestamp.nullable(),
+    startedAt: timestamp.nullable(),
+    finishedAt: timestamp.nullable(),
+    exitCode: z.number().int().nullable(),
+    durationMs: z.number().int().nullable(),
+    stdout: z.string().nullable(),
+    stderr: z.string().nullable(),
+    stdoutTruncated: z.boolean(),
+    stderrTruncated: z.boolean(),
+    error: z.object({ code: z.string(), message: z.string() }).strict().nullable(),
+  })
+  .strict()
+  .meta({ id: 'ScriptRunItem' });
+export const runItemPage = pageOf(runItem).meta({ id: 'ScriptRunItemPage' });
+export const runParams = z.object({ runId: z.uuid() });
+export const runItemsQuery = z.object({
+  ...pageQuery({ defaultLimit: 50, maxLimit: 50 }),
+  status: optionalParam(z.enum(runItemStatuses)),
+});
+export type RunItemsQuery = z.output<typeof runItemsQuery>;

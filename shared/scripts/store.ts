@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.ts';
-import { tenantParams } from '../auth/tenancy.ts';
+import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
@@ -260,4 +260,394 @@ export async function selectPartnerOrgIds(db: Db, partnerId: string): Promise<st
     { partnerId },
   );
   return rows.map((row) => row.id);
+}
+
+// Runs (issue 17)
+
+/** The live devices among `ids` that the principal reaches, with their organization's partner. */
+export async function selectRunDevices(db: Db, principal: Principal, ids: string[]) {
+  const { rows } = await db.query<{ id: string; orgId: string; partnerId: string; hostname: string }>(
+    `SELECT d.id, d.org_id AS "orgId", o.partner_id AS "partnerId", d.hostname
+       FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
+      WHERE d.id IN (SELECT (value #>> '{}')::uuid FROM jsonb_array_elements(:ids::jsonb))
+        AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`,
+    { ids, ...tenantParams(principal) },
+  );
+  return rows;
+}
+
+export interface RunActor {
+  actorType: 'user' | 'api_key';
+  id: string;
+  email: string | null;
+  name: string | null;
+  role: string;
+}
+
+/** A run and one pending item per device, expiring after `pendingHours`; secret values kept apart until delivered. */
+export async function insertRun(
+  db: Db,
+  run: {
+    partnerId: string;
+    scriptId: string;
+    scriptVersion: number;
+    parameters: Record<string, unknown>;
+    secrets: Record<string, unknown> | null;
+    timeoutSeconds: number;
+    startedBy: RunActor;
+    devices: { deviceId: string; orgId: string }[];
+    pendingHours: number;
+  },
+): Promise<string> {
+  return db.transaction(async (tx) => {
+    const created = await one<{ id: string }>(
+      tx,
+      `INSERT INTO script_runs (partner_id, script_id, script_version, parameters, timeout_seconds, started_by)
+       VALUES (:partnerId::uuid, :scriptId::uuid, :scriptVersion::int, :parameters::jsonb, :timeoutSeconds::int, :startedBy::jsonb)
+       RETURNING id`,
+      {
+        partnerId: run.partnerId,
+        scriptId: run.scriptId,
+        scriptVersion: run.scriptVersion,
+        parameters: run.parameters,
+        timeoutSeconds: run.timeoutSeconds,
+        startedBy: { ...run.startedBy },
+      },
+    );
+    const runId = created!.id;
+    await tx.query(
+      `INSERT INTO script_run_items (run_id, device_id, org_id, status, expires_at)
+       SELECT :runId::uuid, x."deviceId", x."orgId", 'pending', now() + :pendingHours::int * interval '1 hour'
+         FROM jsonb_to_recordset(:devices::jsonb) AS x ("deviceId" uuid, "orgId" uuid)`,
+      { runId, devices: run.devices, pendingHours: run.pendingHours },
+    );
+    if (run.secrets)
+      await tx.query('INSERT INTO script_run_secrets (run_id, values) VALUES (:runId::uuid, :secrets::jsonb)', {
+        runId,
+        secrets: run.secrets,
+      });
+    return runId;
+  });
+}
+
+export interface ClaimedItem {
+  runItemId: string;
+  connectionId: string;
+  runId: string;
+  scriptId: string;
+  scriptVersion: number;
+  language: string;
+  runAs: string;
+  timeoutSeconds: number;
+  parameters: Record<string, string | number | boolean>;
+  secrets: Record<string, string | number | boolean> | null;
+}
+
+/**
+ * Marks items `sent` on their device's live connection and returns what their messages need. Either a run's
+ * pending items (dispatch), or a device's on its new connection (`$connect`): its pending items, and those sent on
+ * an earlier connection that never reported `started`. The conditional update makes each item go out once even when
+ * a dispatch and a connect race.
+ */
+export async function claimItems(
+  db: Db,
+  target: { runId: string } | { deviceId: string; connectionId: string },
+  graceSeconds: number,
+): Promise<ClaimedItem[]> {
+  const byRun = 'runId' in target;
+  const { rows } = await db.query<ClaimedItem & Record<string, unknown>>(
+    `WITH claimed AS (
+       UPDATE script_run_items i
+          SET status = 'sent', connection_id = c.connection_id, sent_at = now(),
+              deadline_at = now() + (r.timeout_seconds + :graceSeconds::int) * interval '1 second'
+         FROM agent_connections c, script_runs r
+        WHERE c.device_id = i.device_id AND r.id = i.run_id
+          AND (:runId::uuid IS NULL OR i.run_id = :runId::uuid)
+          AND (:deviceId::uuid IS NULL OR (i.device_id = :deviceId::uuid AND c.connection_id = :connectionId::text))
+          AND ((i.status = 'pending' AND i.expires_at > now())
+               OR (:deviceId::uuid IS NOT NULL AND i.status = 'sent' AND i.connection_id IS DISTINCT FROM c.connection_id))
+        RETURNING i.id, i.run_id, i.connection_id)
+     SELECT claimed.id AS "runItemId", claimed.connection_id AS "connectionId", r.id AS "runId",
+            r.script_id AS "scriptId", r.script_version AS "scriptVersion", v.language, s.run_as AS "runAs",
+            r.timeout_seconds AS "timeoutSeconds", r.parameters, sec.values AS secrets
+       FROM claimed
+       JOIN script_runs r ON r.id = claimed.run_id
+       JOIN scripts s ON s.id = r.script_id
+       JOIN script_versions v ON v.script_id = r.script_id AND v.version = r.script_version
+       LEFT JOIN script_run_secrets sec ON sec.run_id = r.id`,
+    {
+      runId: byRun ? target.runId : null,
+      deviceId: byRun ? null : target.deviceId,
+      connectionId: byRun ? null : target.connectionId,
+      graceSeconds,
+    },
+  );
+  return rows;
+}
+
+/** An item whose connection API Gateway called gone waits again for its agent. */
+export async function unclaimItem(db: Db, runItemId: string, connectionId: string): Promise<void> {
+  await db.query(
+    `UPDATE script_run_items SET status = 'pending', connection_id = NULL, sent_at = NULL, deadline_at = NULL
+      WHERE id = :runItemId::uuid AND status = 'sent' AND connection_id = :connectionId::text`,
+    { runItemId, connectionId },
+  );
+}
+
+/** Secret values are forgotten once no item of the run waits to be delivered (again). */
+export async function deleteDeliveredSecrets(db: Db, runIds: string[]): Promise<void> {
+  await db.query(
+    `DELETE FROM script_run_secrets sec
+      WHERE sec.run_id IN (SELECT (value #>> '{}')::uuid FROM jsonb_array_elements(:runIds::jsonb))
+        AND NOT EXISTS (SELECT 1 FROM script_run_items i WHERE i.run_id = sec.run_id AND i.status IN ('pending', 'sent'))`,
+    { runIds },
+  );
+}
+
+/** Run items of organizations the principal reaches. */
+const itemTenantSql = `EXISTS (SELECT 1 FROM organizations o WHERE o.id = i.org_id AND ${orgTenantSql('o')})`;
+
+export async function selectRun(db: Db, principal: Principal, runId: string) {
+  return one<{
+    id: string;
+    scriptId: string;
+    scriptName: string;
+    scriptVersion: number;
+    parameters: Record<string, unknown>;
+    timeoutSeconds: number;
+    startedBy: RunActor;
+    createdAt: Date;
+    counts: Record<string, number>;
+  }>(
+    db,
+    `SELECT r.id, r.script_id AS "scriptId", s.name AS "scriptName", r.script_version AS "scriptVersion", r.parameters,
+            r.timeout_seconds AS "timeoutSeconds", r.started_by AS "startedBy", r.created_at AS "createdAt", counts.counts
+       FROM script_runs r
+       JOIN scripts s ON s.id = r.script_id
+      CROSS JOIN LATERAL (
+        SELECT jsonb_object_agg(status, n) AS counts
+          FROM (SELECT i.status, count(*) AS n FROM script_run_items i
+                 WHERE i.run_id = r.id AND ${itemTenantSql} GROUP BY i.status) g) counts
+      WHERE r.id = :runId::uuid AND counts.counts IS NOT NULL`,
+    { runId, ...tenantParams(principal) },
+  );
+}
+
+const itemColumns = `i.id, i.run_id AS "runId", i.device_id AS "deviceId", i.org_id AS "orgId", d.hostname, i.status,
+  i.expires_at AS "expiresAt", i.sent_at AS "sentAt", i.started_at AS "startedAt", i.finished_at AS "finishedAt",
+  i.exit_code AS "exitCode", i.duration_ms AS "durationMs", i.stdout, i.stderr, i.stdout_truncated AS "stdoutTruncated",
+  i.stderr_truncated AS "stderrTruncated", i.error`;
+
+export function selectRunItems(db: Db, principal: Principal, runId: string, filter: { status?: string }, page: Page) {
+  return selectPage(
+    db,
+    itemColumns,
+    `script_run_items i JOIN devices d ON d.id = i.device_id
+      WHERE i.run_id = :runId::uuid AND ${itemTenantSql} AND (:status::text IS NULL OR i.status = :status::text)`,
+    'd.hostname, i.id',
+    { runId, status: filter.status ?? null, ...tenantParams(principal) },
+    page,
+  );
+}
+
+/** Cancels the run's pending items in organizations the principal reaches; returns how many. */
+export async function cancelPendingItems(db: Db, principal: Principal, runId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE script_run_items i SET status = 'cancelled', finished_at = now()
+      WHERE i.run_id = :runId::uuid AND i.status = 'pending' AND ${itemTenantSql}`,
+    { runId, ...tenantParams(principal) },
+  );
+  return rowCount;
+}
+
+/** The agent reports `started`: only for an item of the connection's own device. */
+export async function markItemRunning(db: Db, runItemId: string, connectionId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE script_run_items i SET status = 'running', started_at = now()
+       FROM agent_connections c
+      WHERE i.id = :runItemId::uuid AND c.connection_id = :connectionId::text AND c.device_id = i.device_id
+        AND i.status = 'sent'`,
+    { runItemId, connectionId },
+  );
+  return rowCount > 0;
+}
+
+/** A finished item with what its audit row and alert need. */
+export interface FinishedItem {
+  id: string;
+  runId: string;
+  deviceId: string;
+  orgId: string;
+  partnerId: string;
+  hostname: string;
+  status: 'completed' | 'failed' | 'timed-out';
+  exitCode: number | null;
+  durationMs: number | null;
+  error: { code: string; message: string } | null;
+  scriptId: string;
+  scriptName: string;
+  scriptVersion: number;
+  mapping: Record<string, string> | null;
+  parameters: Record<string, unknown>;
+  startedBy: RunActor;
+}
+
+const finishedSelect = (cte: string) => `
+  SELECT f.id, f.run_id AS "runId", f.device_id AS "deviceId", f.org_id AS "orgId", r.partner_id AS "partnerId",
+         d.hostname, f.status, f.exit_code AS "exitCode", f.duration_ms AS "durationMs", f.error,
+         r.script_id AS "scriptId", s.name AS "scriptName", r.script_version AS "scriptVersion",
+         s.exit_code_severity_mapping AS mapping, r.parameters, r.started_by AS "startedBy"
+    FROM ${cte} f
+    JOIN script_runs r ON r.id = f.run_id
+    JOIN scripts s ON s.id = r.script_id
+    JOIN devices d ON d.id = f.device_id`;
+
+export interface ItemOutcome {
+  status: 'completed' | 'failed';
+  exitCode: number | null;
+  durationMs: number | null;
+  stdout: string | null;
+  stderr: string | null;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  error: { code: string; message: string } | null;
+}
+
+/** The agent's final answer, kept once: only for an item of the connection's device that is still sent or running. */
+export function finishItem(
+  db: Db,
+  runItemId: string,
+  connectionId: string,
+  outcome: ItemOutcome,
+): Promise<FinishedItem | undefined> {
+  return one<FinishedItem & Record<string, unknown>>(
+    db,
+    `WITH f AS (
+       UPDATE script_run_items i
+          SET status = :status::text, finished_at = now(), exit_code = :exitCode::int, duration_ms = :durationMs::int,
+              stdout = :stdout::text, stderr = :stderr::text, stdout_truncated = :stdoutTruncated::boolean,
+              stderr_truncated = :stderrTruncated::boolean, error = :error::jsonb,
+              started_at = coalesce(i.started_at, now())
+         FROM agent_connections c
+        WHERE i.id = :runItemId::uuid AND c.connection_id = :connectionId::text AND c.device_id = i.device_id
+          AND i.status IN ('sent', 'running')
+        RETURNING i.*)
+     ${finishedSelect('f')}`,
+    { runItemId, connectionId, ...outcome },
+  );
+}
+
+/**
+ * Items past their deadline become `timed-out` (returned, for their audit rows), pending items past their expiry
+ * `expired`; of one run, or (runId null) of any run, up to `limit` of each.
+ */
+export async function sweepItems(db: Db, runId: string | null, limit: number): Promise<FinishedItem[]> {
+  await db.query(
+    `UPDATE script_run_items SET status = 'expired', finished_at = now()
+      WHERE id IN (SELECT id FROM script_run_items
+                    WHERE status = 'pending' AND expires_at <= now() AND (:runId::uuid IS NULL OR run_id = :runId::uuid)
+                    LIMIT :limit::int)
+        AND status = 'pending'`,
+    { runId, limit },
+  );
+  const { rows } = await db.query<FinishedItem & Record<string, unknown>>(
+    `WITH f AS (
+       UPDATE script_run_items SET status = 'timed-out', finished_at = now(),
+              error = jsonb_build_object('code', 'TIMED_OUT', 'message', 'The agent did not finish the script in time')
+        WHERE id IN (SELECT id FROM script_run_items
+                      WHERE status IN ('sent', 'running') AND deadline_at <= now()
+                        AND (:runId::uuid IS NULL OR run_id = :runId::uuid)
+                      LIMIT :limit::int)
+          AND status IN ('sent', 'running')
+        RETURNING *)
+     ${finishedSelect('f')}`,
+    { runId, limit },
+  );
+  return rows;
+}
+
+/**
+ * Keeps one chunk of an agent's answer for an item of the connection's device that is still waiting for it, if it
+ * agrees with the chunk count given first; returns how many chunks of how many are in, or undefined when ignored.
+ */
+export function insertItemChunk(
+  db: Db,
+  piece: { runItemId: string; connectionId: string; chunk: number; chunks: number; data: string },
+): Promise<{ received: number; chunks: number } | undefined> {
+  // The item's row stays locked to commit, so two last chunks arriving at once count each other.
+  return db.transaction(async (tx) => {
+    const owner = await one<{ id: string }>(
+      tx,
+      `UPDATE script_run_items i SET chunks = :chunks::int
+         FROM agent_connections c
+        WHERE i.id = :runItemId::uuid AND c.connection_id = :connectionId::text AND c.device_id = i.device_id
+          AND i.status IN ('sent', 'running') AND (i.chunks IS NULL OR i.chunks = :chunks::int)
+        RETURNING i.id`,
+      piece,
+    );
+    if (!owner) return undefined;
+    const row = await one<{ received: number }>(
+      tx,
+      `WITH kept AS (
+         INSERT INTO script_run_item_chunks (run_item_id, chunk, data)
+         VALUES (:runItemId::uuid, :chunk::int, :data::text)
+         ON CONFLICT (run_item_id, chunk) DO NOTHING)
+       SELECT count(*)::int + 1 AS received FROM script_run_item_chunks
+        WHERE run_item_id = :runItemId::uuid AND chunk <> :chunk::int`,
+      piece,
+    );
+    return { received: row!.received, chunks: piece.chunks };
+  });
+}
+
+/** The chunks' data concatenated in order, read in slices (the Data API's 64 KB per row), then the chunks deleted. */
+export async function takeItemChunks(db: Db, runItemId: string): Promise<string> {
+  let text = '';
+  let after = { chunk: -1, at: 0 };
+  for (;;) {
+    const { rows } = await db.query<{ chunk: number; at: number; part: string }>(
+      `SELECT p.chunk, s.at, substr(p.data, s.at, ${sliceChars}) AS part
+         FROM script_run_item_chunks p
+        CROSS JOIN LATERAL generate_series(1, greatest(length(p.data), 1), ${sliceChars}) AS s (at)
+        WHERE p.run_item_id = :runItemId::uuid AND (p.chunk, s.at) > (:afterChunk::int, :afterAt::int)
+        ORDER BY p.chunk, s.at
+        LIMIT ${slicesPerRead}`,
+      { runItemId, afterChunk: after.chunk, afterAt: after.at },
+    );
+    for (const row of rows) text += row.part;
+    if (rows.length < slicesPerRead) break;
+    const last = rows[rows.length - 1]!;
+    after = { chunk: last.chunk, at: last.at };
+  }
+  await db.query('DELETE FROM script_run_item_chunks WHERE run_item_id = :runItemId::uuid', { runItemId });
+  return text;
+}
+
+export async function selectItemRun(db: Db, runItemId: string): Promise<string | undefined> {
+  const row = await one<{ runId: string }>(
+    db,
+    'SELECT run_id AS "runId" FROM script_run_items WHERE id = :runItemId::uuid',
+    { runItemId },
+  );
+  return row?.runId;
+}
+
+/** Whether items wait for the device: pending ones, or sent ones that never started. */
+export async function deviceHasWaitingItems(db: Db, deviceId: string): Promise<boolean> {
+  const row = await one(
+    db,
+    `SELECT 1 AS waiting FROM script_run_items
+      WHERE device_id = :deviceId::uuid AND status IN ('pending', 'sent') LIMIT 1`,
+    { deviceId },
+  );
+  return row !== undefined;
+}
+
+export async function selectVersionParameters(db: Db, scriptId: string, version: number) {
+  const row = await one<{ parameters: ScriptParameter[] }>(
+    db,
+    'SELECT parameters FROM script_versions WHERE script_id = :scriptId::uuid AND version = :version::int',
+    { scriptId, version },
+  );
+  return row?.parameters;
 }
