@@ -16,7 +16,8 @@ export type ErrorCode =
   | 'DEVICE_OFFLINE'
   | 'AGENT_TIMEOUT'
   | 'AGENT_BAD_RESPONSE'
-  | 'NAME_CONFLICT';
+  | 'NAME_CONFLICT'
+  | 'INVALID_STATE';
 
 export class DomainError extends Error {
   constructor(
@@ -52,3 +53,5 @@ export const AgentBadResponse = (message = "The agent's answer could not be read
 /** Scripts (issue 17): another live script of the library has this name. */
 export const NameConflict = (name: string) =>
   new DomainError('NAME_CONFLICT', `A script named ${JSON.stringify(name)} already exists in this library`);
+/** Alerts (issue 17): the change does not apply to the alert's status (acknowledging a resolved alert). */
+export const InvalidState = (message: string) => new DomainError('INVALID_STATE', message);

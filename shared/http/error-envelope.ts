@@ -19,6 +19,7 @@ const statusOf: Record<ErrorCode, number> = {
   AGENT_BAD_RESPONSE: 502,
   AGENT_TIMEOUT: 504,
   NAME_CONFLICT: 409,
+  INVALID_STATE: 409,
 };
 
 export function errorReply(status: number, code: string, message: string, details?: unknown): APIGatewayProxyResultV2 {

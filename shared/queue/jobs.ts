@@ -1,3 +1,4 @@
+import { attemptDelivery } from '../alerts/psa-delivery.ts';
 import { appDb } from '../db/client.ts';
 import { deliverPendingItems } from '../scripts/dispatch.ts';
 import type { Job } from './work-queue.ts';
@@ -8,6 +9,7 @@ export async function runJob(job: Job): Promise<void> {
     case 'script-runs.deliver':
       return deliverPendingItems(appDb(), job);
     case 'psa.deliver':
-      throw new Error('PSA deliveries are not handled yet');
+      await attemptDelivery(appDb(), job.deliveryId);
+      return;
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
+import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
@@ -162,10 +163,7 @@ export function scriptAuditFields(script: Omit<ScriptDefinition, 'content'>, con
   };
 }
 
-/**
- * A script change goes into the trail of its organization; a partner script's into the trail of every live
- * organization of the partner, since the one copy serves each of them.
- */
+/** A script change goes into its organization's trail; a partner script's into every organization's of the partner. */
 export async function auditScript(
   db: Db,
   audit: AuditContext,
@@ -173,16 +171,15 @@ export async function auditScript(
   action: string,
   details: Record<string, unknown>,
 ): Promise<void> {
-  const orgIds = script.orgId ? [script.orgId] : await store.selectPartnerOrgIds(db, script.partnerId);
-  for (const orgId of orgIds)
-    writeRouteAudit(audit, {
-      orgId,
-      action,
-      resourceType: 'script',
-      resourceId: script.id,
-      resourceName: script.name,
-      details: { availability: script.orgId ? 'organization' : 'partner', version: script.version, ...details },
-    });
+  const event = {
+    action,
+    resourceType: 'script',
+    resourceId: script.id,
+    resourceName: script.name,
+    details: { availability: script.orgId ? 'organization' : 'partner', version: script.version, ...details },
+  };
+  if (script.orgId) writeRouteAudit(audit, { ...event, orgId: script.orgId });
+  else await writePartnerRouteAudit(db, audit, script.partnerId, event);
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

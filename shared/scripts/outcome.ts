@@ -1,6 +1,8 @@
+import { raiseScriptAlert } from '../alerts/raise.ts';
 import { type AuditContext, flushAudit, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
+import { logger } from '../logger.ts';
 import type { MappedSeverity } from './schemas.ts';
 import type { FinishedItem, RunActor } from './store.ts';
 
@@ -35,6 +37,12 @@ export async function recordFinishedItems(db: Db, items: FinishedItem[]): Promis
       },
     });
     await flushAudit(audit);
+    const severity = severityOf(item.mapping, item.status === 'completed' ? item.exitCode : null);
+    if (severity !== 'none')
+      await raiseScriptAlert(db, { ...item, runItemId: item.id, exitCode: item.exitCode! }, severity).catch(
+        (error: unknown) =>
+          logger.error('Could not raise the alert of a script run item', { runItemId: item.id, error: String(error) }),
+      );
   }
 }
 

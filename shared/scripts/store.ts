@@ -253,15 +253,6 @@ export async function selectVersionContent(db: Db, scriptId: string, version: nu
   }
 }
 
-/** The live organizations of a partner: a partner script's changes go into each one's trail. */
-export async function selectPartnerOrgIds(db: Db, partnerId: string): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    'SELECT id FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY id',
-    { partnerId },
-  );
-  return rows.map((row) => row.id);
-}
-
 // Runs (issue 17)
 
 /** The live devices among `ids` that the principal reaches, with their organization's partner. */
