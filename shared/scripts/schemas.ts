@@ -316,3 +316,114 @@ export const runItemsQuery = z.object({
   status: optionalParam(z.enum(runItemStatuses)),
 });
 export type RunItemsQuery = z.output<typeof runItemsQuery>;
+
+/** Bundles (seed 1, issue 17): JSON, bundleVersion 1, up to 200 scripts and 20 MB. */
+export const bundleLimits = { scripts: 200, bytes: 20 * 1024 * 1024 } as const;
+export const importModes = ['skip', 'rename', 'new-version'] as const;
+export type ImportMode = (typeof importModes)[number];
+
+/** The envelope is checked strictly; each script is checked on its own, so one bad entry is reported, not fatal. */
+export const bundle = z
+  .object({
+    bundleVersion: z.literal(1, { error: 'Unknown bundleVersion: this service reads bundleVersion 1' }),
+    exportedAt: z.string().optional(),
+    scripts: z.array(z.unknown()).max(bundleLimits.scripts),
+  })
+  .meta({ id: 'ScriptBundle' });
+export type Bundle = z.output<typeof bundle>;
+
+const importTarget = {
+  availability: z.enum(['organization', 'partner']).optional(),
+  orgId: z.uuid().optional(),
+  partnerId: z.uuid().optional().meta({ description: 'Platform callers only, for availability partner' }),
+};
+const requireTarget = (body: { availability?: string; orgId?: string }, ctx: z.RefinementCtx) => {
+  if (body.availability === 'partner' && body.orgId)
+    ctx.addIssue({ code: 'custom', path: ['orgId'], message: 'A partner import names no organization' });
+  if (body.availability !== 'partner' && !body.orgId)
+    ctx.addIssue({ code: 'custom', path: ['orgId'], message: 'Give orgId, or availability "partner"' });
+};
+
+export const previewBundle = z
+  .object({ bundle, ...importTarget })
+  .strict()
+  .superRefine(requireTarget);
+export type PreviewBundle = z.output<typeof previewBundle>;
+export const importBundle = z
+  .object({
+    bundle,
+    mode: z.enum(importModes).default('skip').meta({ description: 'What a name conflict does, unless modes names it' }),
+    modes: z.record(z.string(), z.enum(importModes)).optional().meta({ description: 'Per script name' }),
+    ...importTarget,
+    expected: z
+      .record(z.string(), z.enum(['new', 'name-conflict']))
+      .optional()
+      .meta({
+        description: "The preview's status per script name: a script whose status changed since is not applied",
+      }),
+  })
+  .strict()
+  .superRefine(requireTarget);
+export type ImportBundle = z.output<typeof importBundle>;
+
+const previewEntry = z
+  .object({
+    index: z.number().int(),
+    name: z.string().nullable(),
+    status: z.enum(['new', 'name-conflict', 'invalid']),
+    existingScriptId: z.uuid().nullable(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() }).strict()),
+  })
+  .strict();
+export const bundlePreview = z
+  .object({
+    bundleVersion: z.literal(1),
+    scripts: z.array(previewEntry),
+    summary: z
+      .object({
+        total: z.number().int(),
+        new: z.number().int(),
+        conflicts: z.number().int(),
+        invalid: z.number().int(),
+      })
+      .strict(),
+  })
+  .strict()
+  .meta({ id: 'ScriptBundlePreview' });
+export const bundleImportResult = z
+  .object({
+    scripts: z.array(
+      z
+        .object({
+          index: z.number().int(),
+          name: z.string().nullable(),
+          result: z.enum([
+            'created',
+            'renamed',
+            'new-version',
+            'unchanged',
+            'skipped',
+            'invalid',
+            'changed-since-preview',
+          ]),
+          scriptId: z.uuid().nullable(),
+          version: z.number().int().nullable(),
+          errors: z.array(z.object({ path: z.string(), message: z.string() }).strict()),
+        })
+        .strict(),
+    ),
+    summary: z.record(z.string(), z.number().int()),
+  })
+  .strict()
+  .meta({ id: 'ScriptBundleImport' });
+export const exportQuery = z.object({
+  ids: z
+    .string()
+    .transform((text) => [...new Set(text.split(',').map((id) => id.trim().toLowerCase()))])
+    .pipe(z.array(z.uuid()).min(1).max(bundleLimits.scripts))
+    .meta({ description: 'Comma-separated script ids' }),
+});
+export const exportedBundle = z
+  .object({ bundleVersion: z.literal(1), exportedAt: timestamp, scripts: z.array(scriptDefinition) })
+  .strict()
+  .meta({ id: 'ScriptBundleExport' });
