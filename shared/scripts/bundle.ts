@@ -2,7 +2,6 @@ import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import { issueDetails } from '../http/error-envelope.ts';
 import {
   auditScript,
   changeScript,
@@ -40,7 +39,10 @@ async function readBundle(db: Db, library: Library, bundle: Bundle): Promise<Ent
       return {
         index,
         name,
-        errors: issueDetails(parsed.error, `bundle.scripts.${index}`).map(({ path, message }) => ({ path, message })),
+        errors: parsed.error.issues.map((issue) => ({
+          path: ['bundle', 'scripts', index, ...issue.path].join('.'),
+          message: issue.message,
+        })),
       };
     const key = parsed.data.name.toLowerCase();
     if (seen.has(key))

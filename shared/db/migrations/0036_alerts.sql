@@ -82,6 +82,8 @@ CREATE INDEX alerts_org_created_idx ON alerts (org_id, created_at DESC, id DESC)
 --> statement-breakpoint
 CREATE INDEX alerts_org_status_idx ON alerts (org_id, status, created_at DESC, id DESC);
 --> statement-breakpoint
+CREATE INDEX alerts_partner_created_idx ON alerts (partner_id, created_at DESC, id DESC);
+--> statement-breakpoint
 CREATE INDEX alerts_device_idx ON alerts (device_id, created_at DESC, id DESC);
 --> statement-breakpoint
 CREATE INDEX alerts_ticket_idx ON alerts (ticket_id) WHERE ticket_id IS NOT NULL;
