@@ -266,3 +266,47 @@ describe('PSA binding', () => {
     expect(await logOf()).toMatchObject({ status: 'delivered', attempts: 2 });
   });
 });
+
+describe('alert bindings', () => {
+  it('inherit the partner-wide default until the organization sets its own, and fall back to tickets when the integration goes', async () => {
+    const acme = await createTenant(t.api, 'Umbrella');
+    const integration = await t.api.request('POST', '/api/v1/integrations/psa', {
+      token: acme.partnerToken,
+      body: { name: 'ConnectWise', url: 'https://psa.example.com/events', secret: 'another-secret-1234' },
+    });
+    const byOrgUser = await t.api.request('PUT', `/api/v1/partners/${acme.partnerId}/alert-binding`, {
+      token: acme.orgToken,
+      body: { target: 'psa', integrationId: integration.body.id },
+    });
+    expect(byOrgUser.status).toBe(404);
+    const partnerDefault = await t.api.request('PUT', `/api/v1/partners/${acme.partnerId}/alert-binding`, {
+      token: acme.partnerToken,
+      body: { target: 'psa', integrationId: integration.body.id },
+    });
+    expect(partnerDefault.status).toBe(200);
+    const inherited = await t.api.request('GET', `/api/v1/orgs/organizations/${acme.orgId}/alert-binding`, {
+      token: acme.orgToken,
+    });
+    expect(inherited.body).toEqual({ target: 'psa', integrationId: integration.body.id, inherited: true });
+    const foreign = await t.api.request('PUT', `/api/v1/orgs/organizations/${acme.orgId}/alert-binding`, {
+      token: acme.orgToken,
+      body: { target: 'psa', integrationId: crypto.randomUUID() },
+    });
+    expect(foreign.status).toBe(404);
+    const own = await t.api.request('PUT', `/api/v1/orgs/organizations/${acme.orgId}/alert-binding`, {
+      token: acme.orgToken,
+      body: { target: 'tickets' },
+    });
+    expect(own.body).toEqual({ target: 'tickets', integrationId: null, inherited: false });
+    expect(await auditRowsOf(t.db.admin, 'alert_binding.update', acme.orgId)).toHaveLength(1);
+    const deleted = await t.api.request('DELETE', `/api/v1/integrations/psa/${integration.body.id}`, {
+      token: acme.partnerToken,
+    });
+    expect(deleted.status).toBe(204);
+    const fallback = await t.api.request('GET', `/api/v1/partners/${acme.partnerId}/alert-binding`, {
+      token: acme.partnerToken,
+    });
+    expect(fallback.body).toEqual({ target: 'tickets', integrationId: null, inherited: false });
+    expect(await auditRowsOf(t.db.admin, 'integration.delete', integration.body.id)).toHaveLength(1);
+  });
+});
