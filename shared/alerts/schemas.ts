@@ -48,7 +48,7 @@ export const alert = z
   .strict()
   .meta({ id: 'Alert' });
 
-/** Totals are counted up to 10,000 (a list of a million alerts stays fast); totalExact says whether it is exact. */
+/** Totals are counted up to 1,000 (a list of a million alerts stays fast); totalExact says whether it is exact. */
 export const alertPage = z
   .object({
     data: z.array(alert),

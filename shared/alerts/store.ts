@@ -89,7 +89,7 @@ export function selectAlert(db: Db, principal: Principal, id: string) {
 }
 
 /** Totals are counted up to this many: beyond, the page says the total is not exact. */
-const countCap = 10_000;
+const countCap = 1_000;
 
 export async function selectAlerts(
   db: Db,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { optionalParam } from '../agents/schemas.ts';
+import { severities } from '../alerts/schemas.ts';
 import { likePattern, pageOf, pageQuery } from '../http/pagination.ts';
 
 /** Limits of a script (issue 17), README "Scripts". */
@@ -15,8 +16,7 @@ export const scriptLimits = {
 export const languages = ['powershell', 'bash', 'python', 'cmd'] as const;
 export const osTypes = ['windows', 'linux', 'macos'] as const;
 export const runAsValues = ['system', 'user'] as const;
-export const severities = ['low', 'medium', 'high', 'critical'] as const;
-export type Severity = (typeof severities)[number];
+/** What an exit code may map to: an alert severity, or none. */
 export const mappedSeverities = [...severities, 'none'] as const;
 export type MappedSeverity = (typeof mappedSeverities)[number];
 export const parameterTypes = ['string', 'number', 'boolean', 'select'] as const;
@@ -423,7 +423,17 @@ export const exportQuery = z.object({
     .pipe(z.array(z.uuid()).min(1).max(bundleLimits.scripts))
     .meta({ description: 'Comma-separated script ids' }),
 });
+/** A script as bundles carry it: no identifier of a script, an organization or a partner. */
+const exportedScript = script.omit({
+  id: true,
+  partnerId: true,
+  orgId: true,
+  availability: true,
+  version: true,
+  createdAt: true,
+  updatedAt: true,
+});
 export const exportedBundle = z
-  .object({ bundleVersion: z.literal(1), exportedAt: timestamp, scripts: z.array(scriptDefinition) })
+  .object({ bundleVersion: z.literal(1), exportedAt: timestamp, scripts: z.array(exportedScript) })
   .strict()
   .meta({ id: 'ScriptBundleExport' });
