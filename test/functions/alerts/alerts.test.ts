@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '#functions/routes.ts';
 import { attemptDelivery, retryDelaysSeconds, signature } from '#shared/alerts/psa-delivery.ts';
 import { appDb } from '#shared/db/client.ts';
 import { useApi } from '#test/support/api.ts';
@@ -86,6 +87,7 @@ describe('alerts from exit codes', () => {
     expect((await auditRowsOf(t.db.admin, 'alert.create', alert.id))[0]).toMatchObject({ actorType: 'system' });
     const ticket = await t.api.request('GET', `/api/v1/tickets/${alert.binding.ticketId}`, { token: tenant.orgToken });
     expect(ticket.body).toMatchObject({ number: 1, status: 'open', alertIds: [alert.id] });
+    routes['GET /api/v1/tickets/{ticketId}'].response.parse(ticket.body);
 
     const second = await runWithExit(tenant.orgToken, 1);
     await eventually(async () => (await alertsOf()).data[0]?.occurrences === 2);

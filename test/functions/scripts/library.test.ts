@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '#functions/routes.ts';
 import { useApi } from '#test/support/api.ts';
 import { auditRowsOf, scriptBody } from '#test/support/scripts.ts';
 import { createTenant, orgUser, partnerUser, type Tenant } from '#test/support/tenants.ts';
@@ -82,7 +83,12 @@ describe('script library', () => {
     });
     expect(changed.status).toBe(200);
     expect(changed.body).toMatchObject({ version: 2, content: 'Write-Output 2', name: 'Renamed script' });
+    routes['PATCH /api/v1/scripts/{scriptId}'].response.parse(changed.body);
     const versions = await t.api.request('GET', `/api/v1/scripts/${id}/versions`, { token: tenant.orgToken });
+    routes['GET /api/v1/scripts/{scriptId}/versions'].response.parse(versions.body);
+    routes['GET /api/v1/scripts'].response.parse(
+      (await t.api.request('GET', '/api/v1/scripts', { token: tenant.orgToken })).body,
+    );
     expect(versions.body.data.map((v: { version: number; content: string }) => [v.version, v.content])).toEqual([
       [2, 'Write-Output 2'],
       [1, 'Remove-Item $env:TEMP\\* -Recurse'],

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '#functions/routes.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually, startSimulatedAgent, TestConnection } from '#test/support/live-agents.ts';
 import { auditRowsOf, scriptBody } from '#test/support/scripts.ts';
@@ -97,6 +98,10 @@ describe('script runs', () => {
     expect(item).toMatchObject({ deviceId: device.deviceId, exitCode: 0, durationMs: 1234, stdout: 'ok', error: null });
     const run = await t.api.request('GET', `/api/v1/script-runs/${reply.body.id}`, { token: tenant.orgToken });
     expect(run.body).toMatchObject({ done: true, counts: { completed: 1, pending: 0 } });
+    routes['GET /api/v1/script-runs/{runId}'].response.parse(run.body);
+    routes['GET /api/v1/script-runs/{runId}/items'].response.parse(
+      (await t.api.request('GET', `/api/v1/script-runs/${reply.body.id}/items`, { token: tenant.orgToken })).body,
+    );
     const rows = await auditRowsOf(t.db.admin, 'script.execute', scriptId);
     const row = rows.find((r) => r.details.runItemId === message.runItemId)!;
     expect(row).toMatchObject({ actorType: 'user', result: 'success', orgId: tenant.orgId });
