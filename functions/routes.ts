@@ -625,7 +625,8 @@ export const routes = {
     handler: 'scripts/bundle-import',
     auth: 'principal',
     tag: 'scripts',
-    summary: 'Import a script bundle into an organization or the partner; conflicts skipped, renamed or made new versions',
+    summary:
+      'Import a script bundle into an organization or the partner; conflicts skipped, renamed or made new versions',
     body: scripts.importBundle,
     maxBodyBytes: scripts.bundleLimits.bytes + 64 * 1024,
     response: scripts.bundleImportResult,

@@ -425,8 +425,17 @@ describe('the CDK stack', () => {
         deployed.statementsOf(id).some((s) => [s.Action].flat().includes('execute-api:ManageConnections')),
       );
     expect(
-      relays.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? fn.Properties.Description).sort(),
-    ).toEqual([deployed.resources[deployed.functionId('work queue worker')]!.Properties.Description, 'live-query', 'scripts', 'ws'].sort());
+      relays
+        .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? fn.Properties.Description)
+        .sort(),
+    ).toEqual(
+      [
+        deployed.resources[deployed.functionId('work queue worker')]!.Properties.Description,
+        'live-query',
+        'scripts',
+        'ws',
+      ].sort(),
+    );
     for (const [id] of relays) {
       const grant = deployed.statementsOf(id).find((s) => [s.Action].flat().includes('execute-api:ManageConnections'))!;
       expect(JSON.stringify(grant.Resource)).toContain(`{"Ref":"${wsApi}"},"/live/*/@connections/*"`);
