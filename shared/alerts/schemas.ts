@@ -64,6 +64,7 @@ export const listAlertsQuery = z.object({
   severity: optionalParam(z.enum(severities)),
   deviceId: optionalParam(z.uuid()),
   sourceType: optionalParam(z.enum(['script'])),
+  source: optionalParam(z.enum(['script'])).meta({ description: 'Same as sourceType' }),
   sourceId: optionalParam(z.uuid()).meta({ description: 'The run item that raised the alert' }),
   from: queryInstant('Alerts created at or after this time'),
   to: queryInstant('Alerts created before this time'),

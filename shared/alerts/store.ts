@@ -100,6 +100,7 @@ export async function selectAlerts(
     severity?: string;
     deviceId?: string;
     sourceType?: string;
+    source?: string;
     sourceId?: string;
     from?: string;
     to?: string;
@@ -121,7 +122,7 @@ export async function selectAlerts(
     status: filter.status ?? null,
     severity: filter.severity ?? null,
     deviceId: filter.deviceId ?? null,
-    sourceType: filter.sourceType ?? null,
+    sourceType: filter.sourceType ?? filter.source ?? null,
     sourceId: filter.sourceId ?? null,
     from: filter.from ?? null,
     to: filter.to ?? null,
