@@ -1,7 +1,7 @@
 /**
  * The idle floor (issue 14, README "What it costs while idle"): how many statements reach the database while nobody
  * works, counted at the API's Db seam (appStatementCount) with the local gateways, real HTTP and WebSocket
- * connections and the simulated agent (infra/local/agent). Every statement would resume a paused Aurora.
+ * connections and the simulated agent (demo/agent). Every statement would resume a paused Aurora.
  *
  *   npm run bench:idle -- --agents 10 --seconds 300 --heartbeat-seconds 60 --ping-seconds 300
  *

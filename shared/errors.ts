@@ -18,7 +18,9 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   | 'DEVICE_OFFLINE'
   | 'AGENT_TIMEOUT'
-  | 'AGENT_BAD_RESPONSE';
+  | 'AGENT_BAD_RESPONSE'
+  | 'NAME_CONFLICT'
+  | 'INVALID_STATE';
 
 export class DomainError extends Error {
   constructor(
@@ -69,3 +71,8 @@ export function issueDetails(error: z.ZodError, location?: string): IssueDetail[
       : [{ path: path(...issue.path), message: issue.message, code: issue.code }],
   );
 }
+/** Scripts (issue 17): another live script of the library has this name. */
+export const NameConflict = (name: string) =>
+  new DomainError('NAME_CONFLICT', `A script named ${JSON.stringify(name)} already exists in this library`);
+/** Alerts (issue 17): the change does not apply to the alert's status (acknowledging a resolved alert). */
+export const InvalidState = (message: string) => new DomainError('INVALID_STATE', message);

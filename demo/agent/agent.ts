@@ -7,6 +7,7 @@
 import WebSocket from 'ws';
 import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
+import { scriptRunner } from './script-runner.ts';
 
 export interface AgentOptions {
   /** The HTTP API's base, e.g. http://localhost:3000 */
@@ -67,6 +68,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
   let reconnect: NodeJS.Timeout | undefined;
   let ping: NodeJS.Timeout | undefined;
   let waiters: (() => void)[] = [];
+  const scripts = scriptRunner(options.store.computer);
 
   const call = async (method: string, suffix: string, body: unknown) => {
     const reply = await fetch(`${options.server}/api/v1/agents/${options.agentId}${suffix}`, {
@@ -116,6 +118,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
         if (options.mayResume) watchForResume(options.mayResume);
         return;
       }
+      if (message?.type === 'script.run') return scripts.receive(message, (text) => sendMessage(ws, text));
       if (typeof message?.requestId === 'string' && typeof message.type === 'string') {
         const started = performance.now();
         const reply = answer(options.store, message as AgentQuery & { requestId: string });
@@ -174,6 +177,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
       socket?.readyState === WebSocket.OPEN ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve)),
     async stop() {
       stopped = true;
+      scripts.stop();
       clearInterval(heartbeat);
       clearTimeout(reconnect);
       clearTimeout(resume);
@@ -247,8 +251,10 @@ export function answer(store: EventStore, query: AgentQuery & { requestId: strin
 export function answerFrames(reply: object, limit = chunkBytes): string[] {
   const text = JSON.stringify(reply);
   if (Buffer.byteLength(text) <= limit) return [text];
-  const { requestId } = reply as { requestId: string };
-  const frame = (chunk: number, chunks: number, data: string) => JSON.stringify({ requestId, chunk, chunks, data });
+  // A script run's answer names its run item instead of a request (README "Script runs").
+  const id =
+    'runItemId' in reply ? { runItemId: reply.runItemId } : { requestId: (reply as { requestId: string }).requestId };
+  const frame = (chunk: number, chunks: number, data: string) => JSON.stringify({ ...id, chunk, chunks, data });
   const pieces: string[] = [];
   let at = 0;
   while (at < text.length) {

@@ -19,6 +19,7 @@ import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
 import { checkSettings, type LogbookSettings, settingsFromContext } from './settings.ts';
 import { Viewer } from './viewer.ts';
+import { WorkQueue } from './work-queue.ts';
 
 export interface LogbookStackProps extends StackProps {
   /** Overrides of the settings otherwise read from CDK context. */
@@ -126,6 +127,15 @@ export class LogbookStack extends Stack {
     const relayEnvironment = { WS_MANAGEMENT_ENDPOINT: this.agentChannel.managementEndpoint };
     wsFunction.addEnvironment('WS_MANAGEMENT_ENDPOINT', relayEnvironment.WS_MANAGEMENT_ENDPOINT);
     this.agentChannel.grantRelay(wsFunction);
+    // Script runs and PSA deliveries (issue 17): a queue and its worker; the functions that queue jobs send to it.
+    const workQueue = new WorkQueue(this, 'WorkQueue', {
+      logRetention,
+      environment: { ...apiEnvironment, ...relayEnvironment },
+    });
+    database.grantDataApi(workQueue.worker, database.appSecret);
+    workQueue.worker.node.addDependency(database.migration);
+    this.agentChannel.grantRelay(workQueue.worker);
+    workQueue.grantSend(wsFunction);
 
     const enrollmentSecret = settings.agentEnrollmentSecretArn
       ? Secret.fromSecretCompleteArn(this, 'AgentEnrollmentSecret', settings.agentEnrollmentSecretArn)
@@ -135,7 +145,7 @@ export class LogbookStack extends Stack {
       const enrolls = enrollmentSecret && Object.values(handlers).includes('hierarchy/agents-enroll');
       const fn = apiFunction(group, handlers, 'http', {
         environment: {
-          ...(group === 'live-query' && relayEnvironment),
+          ...((group === 'live-query' || group === 'scripts') && relayEnvironment),
           ...(enrolls && { AGENT_ENROLLMENT_SECRET_ARN: enrollmentSecret.secretArn }),
           // GET /audit-logs/anchors publishes the public key; the private key stays with the retention worker.
           ...(Object.values(handlers).includes('audit/anchors-list') && {
@@ -148,7 +158,8 @@ export class LogbookStack extends Stack {
         }),
       });
       if (enrolls) enrollmentSecret.grantRead(fn);
-      if (group === 'live-query') this.agentChannel.grantRelay(fn);
+      if (group === 'live-query' || group === 'scripts') this.agentChannel.grantRelay(fn);
+      if (group === 'scripts' || group === 'alerts') workQueue.grantSend(fn);
       for (const handler of Object.values(handlers)) functions.set(handler, fn);
     }
     const domain = (name?: string, certificateArn?: string) =>

@@ -16,6 +16,13 @@ export const permissions = [
   'audit:manage',
   // Reporting audit events of other platform components (POST /api/v1/audit-logs/events).
   'audit:write',
+  // Scripts, alerts and their PSA integrations (issue 17).
+  'scripts:read',
+  'scripts:write',
+  'scripts:run',
+  'alerts:read',
+  'alerts:manage',
+  'integrations:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -41,9 +48,17 @@ export const apiKeyRoles = [
 ] as const satisfies readonly Role[];
 export type ApiKeyRole = (typeof apiKeyRoles)[number];
 
-const read: Permission[] = ['orgs:read', 'devices:read', 'logs:read', 'audit:read'];
-const technician: Permission[] = [...read, 'devices:write', 'sites:write', 'enrollment:manage'];
-const admin: Permission[] = [...technician, 'orgs:write', 'api-keys:manage', 'audit:manage'];
+const read: Permission[] = ['orgs:read', 'devices:read', 'logs:read', 'audit:read', 'scripts:read', 'alerts:read'];
+const technician: Permission[] = [
+  ...read,
+  'devices:write',
+  'sites:write',
+  'enrollment:manage',
+  'scripts:write',
+  'scripts:run',
+  'alerts:manage',
+];
+const admin: Permission[] = [...technician, 'orgs:write', 'api-keys:manage', 'audit:manage', 'integrations:manage'];
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {
   platform_admin: permissions,

@@ -19,6 +19,8 @@ const statusOf: Record<ErrorCode, number> = {
   DEVICE_OFFLINE: 409,
   AGENT_BAD_RESPONSE: 502,
   AGENT_TIMEOUT: 504,
+  NAME_CONFLICT: 409,
+  INVALID_STATE: 409,
 };
 
 export function errorReply(status: number, code: string, message: string, details?: unknown): APIGatewayProxyResultV2 {

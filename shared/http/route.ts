@@ -16,7 +16,7 @@ export interface RouteDef {
   /** Bodies above this many bytes are refused with 413 before they are parsed (shared/http/body-limit.ts). */
   maxBodyBytes?: number;
   /** Status of a successful reply (default 200). */
-  status?: 200 | 201 | 204;
+  status?: 200 | 201 | 202 | 204;
   response?: z.ZodType;
   /** The reply is a file (shared/http/download.ts): the handler returns a RawReply; a JSON file follows `response`. */
   download?: true;

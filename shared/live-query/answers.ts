@@ -1,5 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { receiveRunMessage } from '../scripts/answers.ts';
 import { maxChunks } from './protocol.ts';
 import * as store from './store.ts';
 
@@ -8,11 +9,14 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * $default: a message from an agent. An answer (or a chunk of one) is stored for the query that waits
  * for it, if this connection owns that query; the asking function reads and checks it
- * (shared/live-query/relay.ts). Anything without a requestId (a keep-alive ping) is only there to keep API
- * Gateway from closing an idle connection: it reaches no database, so idle agents let Aurora pause (issue 14).
+ * (shared/live-query/relay.ts); a message naming a runItemId belongs to a script run (shared/scripts/answers.ts).
+ * Anything without a requestId (a keep-alive ping) is only there to keep API Gateway from closing an idle
+ * connection: it reaches no database, so idle agents let Aurora pause (issue 14).
  */
 export async function receiveAgentMessage(db: Db, connectionId: string, body: string): Promise<void> {
   const message = parseObject(body);
+  // Script runs (issue 17) answer on the same channel, naming their run item instead of a request.
+  if (message && typeof message.runItemId === 'string') return receiveRunMessage(db, connectionId, message);
   // An answer that is not even JSON still fails its query at once (502) when its requestId can be made out.
   const requestId = message ? message.requestId : /"requestId"\s*:\s*"([^"]+)"/.exec(body)?.[1];
   if (typeof requestId !== 'string' || !uuid.test(requestId)) return;

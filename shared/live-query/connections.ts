@@ -2,6 +2,7 @@ import { authenticateAgent } from '../auth/authenticate.ts';
 import { clientIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { scheduleConnectDelivery } from '../scripts/dispatch.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
 import * as store from './store.ts';
 
@@ -31,6 +32,7 @@ export async function connectAgent(db: Db, request: AgentConnect): Promise<void>
     sourceIp: clientIp(headers, request.sourceIp),
   });
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
+  await scheduleConnectDelivery(db, agent.deviceId, connectionId);
 }
 
 /** Best effort: the replaced connection may be gone already; the new one stands either way. */

@@ -33,9 +33,29 @@ export type AgentQuery =
   | ({ type: 'eventlogs.events'; name: string } & LiveEventFilter)
   | { type: 'eventlogs.event'; name: string; recordId: number };
 
+/**
+ * A script run item for the agent (issue 17; README "Script runs"). Above maxMessageBytes it travels as chunks
+ * `{ type: 'script.run', runItemId, chunk, chunks, data }` whose data, concatenated, is this message's JSON text.
+ */
+export interface ScriptRunMessage {
+  type: 'script.run';
+  runItemId: string;
+  runId: string;
+  scriptId: string;
+  scriptVersion: number;
+  language: string;
+  content: string;
+  parameters: Record<string, string | number | boolean>;
+  timeoutSeconds: number;
+  runAs: string;
+}
+export type ScriptRunChunk = { type: 'script.run'; runItemId: string; chunk: number; chunks: number; data: string };
+
 /** What the service sends on an agent's connection. */
 export type ServiceMessage =
   | (AgentQuery & { requestId: string })
+  | ScriptRunMessage
+  | ScriptRunChunk
   // Another connection of the same agent took over this one, which is closed next: the agent should not reconnect.
   | { type: 'connection.replaced' };
 

@@ -296,7 +296,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(14);
+    expect(logbookFunctions.length).toBe(15);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -425,15 +425,39 @@ describe('the CDK stack', () => {
       .filter(([id]) =>
         deployed.statementsOf(id).some((s) => [s.Action].flat().includes('execute-api:ManageConnections')),
       );
-    expect(relays.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)![1]).sort()).toEqual([
-      'live-query',
-      'ws',
-    ]);
+    expect(
+      relays
+        .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? fn.Properties.Description)
+        .sort(),
+    ).toEqual(
+      [
+        deployed.resources[deployed.functionId('work queue worker')]!.Properties.Description,
+        'live-query',
+        'scripts',
+        'ws',
+      ].sort(),
+    );
     for (const [id] of relays) {
       const grant = deployed.statementsOf(id).find((s) => [s.Action].flat().includes('execute-api:ManageConnections'))!;
       expect(JSON.stringify(grant.Resource)).toContain(`{"Ref":"${wsApi}"},"/live/*/@connections/*"`);
       expect(deployed.resources[id]!.Properties.Environment.Variables.WS_MANAGEMENT_ENDPOINT).toBeDefined();
     }
+  });
+
+  it('queues script deliveries and PSA events on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {
+    const queues = deployed.ofType('AWS::SQS::Queue');
+    expect(queues).toHaveLength(2);
+    const queue = queues.find(([, q]) => q.Properties.RedrivePolicy)!;
+    expect(queue[1].Properties).toMatchObject({ SqsManagedSseEnabled: true, RedrivePolicy: { maxReceiveCount: 5 } });
+    deployed.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: deployed.functionId('work queue worker') },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    const senders = deployed
+      .ofType('AWS::Lambda::Function')
+      .filter(([id]) => deployed.statementsOf(id).some((s) => [s.Action].flat().includes('sqs:SendMessage')))
+      .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? 'worker');
+    expect(senders.sort()).toEqual(['alerts', 'scripts', 'worker', 'ws']);
   });
 
   it('runs the retention worker daily from an EventBridge schedule, on a configurable schedule', () => {

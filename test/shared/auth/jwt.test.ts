@@ -38,7 +38,7 @@ describe('a user token', () => {
       sub: randomUUID(),
       role: 'partner_admin',
       partnerId,
-      permissions: ['orgs:read', 'scripts:run'],
+      permissions: ['orgs:read', 'invoices:write'],
     });
     expect([...(await verifyUserToken(token)).permissions]).toEqual(['orgs:read']);
   });

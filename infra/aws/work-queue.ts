@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import { Duration } from 'aws-cdk-lib';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { LogbookFunction, projectRoot } from './functions.ts';
+import { acknowledge } from './nag.ts';
+
+export interface WorkQueueProps {
+  logRetention: RetentionDays;
+  /** The worker's settings: the app database's and the agent channel's management endpoint. */
+  environment: Record<string, string>;
+}
+
+/**
+ * The service's background work (shared/queue/work-queue.ts): script runs waiting for an agent that just connected,
+ * and PSA deliveries with their retries (issue 17). An SQS queue and a worker function polled by Lambda's event
+ * source mapping: nothing is billed while no job is queued. A job that keeps failing ends in the dead-letter queue
+ * after five receives; its delivery row still says where it stood.
+ */
+export class WorkQueue extends Construct {
+  readonly queue: Queue;
+  readonly worker: LogbookFunction;
+
+  constructor(scope: Construct, id: string, props: WorkQueueProps) {
+    super(scope, id);
+    const deadLetters = new Queue(this, 'DeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    acknowledge(deadLetters, 'SQS3', 'This is the dead-letter queue of the work queue');
+    this.queue = new Queue(this, 'Queue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // Six times the worker's timeout, as Lambda's SQS event source asks.
+      visibilityTimeout: Duration.minutes(6),
+      deadLetterQueue: { queue: deadLetters, maxReceiveCount: 5 },
+    });
+    this.worker = new LogbookFunction(scope, 'WorkQueueWorker', {
+      entry: join(projectRoot, 'functions/queue/worker.ts'),
+      description: 'Logbook: the work queue worker (script runs for agents that connect, PSA deliveries)',
+      timeout: Duration.minutes(1),
+      logRetention: props.logRetention,
+      environment: { ...props.environment, WORK_QUEUE_URL: this.queue.queueUrl },
+    });
+    this.worker.addEventSource(
+      new SqsEventSource(this.queue, { batchSize: 10, maxConcurrency: 5, reportBatchItemFailures: true }),
+    );
+    this.queue.grantSendMessages(this.worker);
+  }
+
+  /** Lets a function queue jobs (WORK_QUEUE_URL in its settings). */
+  grantSend(fn: IGrantable & { addEnvironment(key: string, value: string): unknown }): void {
+    this.queue.grantSendMessages(fn);
+    fn.addEnvironment('WORK_QUEUE_URL', this.queue.queueUrl);
+  }
+}

@@ -1,0 +1,200 @@
+import { z } from 'zod';
+import { optionalParam, queryInstant } from '../agents/schemas.ts';
+import { pageOf, pageQuery, paginationSchema } from '../db/paging.ts';
+
+export const severities = ['low', 'medium', 'high', 'critical'] as const;
+export type Severity = (typeof severities)[number];
+export const alertStatuses = ['open', 'acknowledged', 'resolved'] as const;
+export const deliveryEvents = ['alert.created', 'alert.acknowledged', 'alert.resolved'] as const;
+export type DeliveryEvent = (typeof deliveryEvents)[number];
+
+const timestamp = z.iso.datetime({ offset: true });
+const actor = z
+  .object({ actorType: z.string(), id: z.string(), email: z.string().nullable(), name: z.string().nullable() })
+  .strict();
+
+export const alert = z
+  .object({
+    id: z.uuid(),
+    orgId: z.uuid(),
+    deviceId: z.uuid().nullable(),
+    source: z
+      .object({
+        type: z.enum(['script']),
+        id: z.uuid().meta({ description: 'The run item that raised the alert' }),
+        lastId: z.uuid().meta({ description: 'The run item of the latest occurrence' }),
+      })
+      .strict(),
+    severity: z.enum(severities),
+    title: z.string(),
+    details: z.record(z.string(), z.unknown()),
+    status: z.enum(alertStatuses),
+    occurrences: z.number().int().meta({ description: 'Repeats of the same failure while the alert was unresolved' }),
+    lastOccurredAt: timestamp,
+    acknowledgedAt: timestamp.nullable(),
+    acknowledgedBy: actor.nullable(),
+    resolvedAt: timestamp.nullable(),
+    resolvedBy: actor.nullable(),
+    binding: z
+      .object({
+        target: z.enum(['tickets', 'psa', 'none']),
+        ticketId: z.uuid().nullable(),
+        integrationId: z.uuid().nullable(),
+        psaTicketId: z.string().nullable().meta({ description: "The PSA's ticket id, when its answer carried one" }),
+      })
+      .strict(),
+    createdAt: timestamp,
+  })
+  .strict()
+  .meta({ id: 'Alert' });
+
+/** Totals are counted up to 1,000 (a list of a million alerts stays fast); totalExact says whether it is exact. */
+export const alertPage = z
+  .object({
+    data: z.array(alert),
+    pagination: paginationSchema.extend({ totalExact: z.boolean() }).strict(),
+  })
+  .strict()
+  .meta({ id: 'AlertPage' });
+
+export const listAlertsQuery = z.object({
+  ...pageQuery({ defaultLimit: 50, maxLimit: 200 }),
+  orgId: optionalParam(z.uuid()),
+  status: optionalParam(z.enum(alertStatuses)),
+  severity: optionalParam(z.enum(severities)),
+  deviceId: optionalParam(z.uuid()),
+  sourceType: optionalParam(z.enum(['script'])),
+  source: optionalParam(z.enum(['script'])).meta({ description: 'Same as sourceType' }),
+  sourceId: optionalParam(z.uuid()).meta({ description: 'The run item that raised the alert' }),
+  from: queryInstant('Alerts created at or after this time'),
+  to: queryInstant('Alerts created before this time'),
+});
+export type ListAlertsQuery = z.output<typeof listAlertsQuery>;
+
+export const alertParams = z.object({ alertId: z.uuid() });
+export const alertAction = z.object({ note: z.string().max(2000).optional() }).strict();
+
+export const ticket = z
+  .object({
+    id: z.uuid(),
+    orgId: z.uuid(),
+    number: z.number().int().meta({ description: 'Numbered per partner from 1' }),
+    title: z.string(),
+    status: z.enum(['open', 'closed']),
+    alertIds: z.array(z.uuid()),
+    createdAt: timestamp,
+    closedAt: timestamp.nullable(),
+  })
+  .strict()
+  .meta({ id: 'Ticket' });
+export const ticketPage = pageOf(ticket).meta({ id: 'TicketPage' });
+export const ticketParams = z.object({ ticketId: z.uuid() });
+export const listTicketsQuery = z.object({
+  ...pageQuery({ defaultLimit: 50, maxLimit: 200 }),
+  orgId: optionalParam(z.uuid()),
+  status: optionalParam(z.enum(['open', 'closed'])),
+});
+export type ListTicketsQuery = z.output<typeof listTicketsQuery>;
+
+const loopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** HTTPS, or http:// to a loopback address only (npm start and tests). */
+const endpoint = z
+  .url()
+  .max(2048)
+  .refine((text) => {
+    const url = new URL(text);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHosts.has(url.hostname));
+  }, 'Give an https:// URL (http:// only to a loopback address)');
+
+export const createIntegration = z
+  .object({
+    name: z.string().trim().min(1).max(255),
+    url: endpoint,
+    secret: z.string().min(16).max(512).meta({ description: 'Key of the HMAC-SHA256 signatures; never returned' }),
+    severities: z
+      .array(z.enum(severities))
+      .min(1)
+      .transform((list) => [...new Set(list)])
+      .default([...severities]),
+    partnerId: z.uuid().optional().meta({ description: 'Platform callers only' }),
+  })
+  .strict();
+export type CreateIntegration = z.output<typeof createIntegration>;
+export const updateIntegration = z
+  .object({
+    name: z.string().trim().min(1).max(255).optional(),
+    url: endpoint.optional(),
+    secret: z.string().min(16).max(512).optional(),
+    severities: z
+      .array(z.enum(severities))
+      .min(1)
+      .transform((list) => [...new Set(list)])
+      .optional(),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+export type UpdateIntegration = z.output<typeof updateIntegration>;
+
+export const integration = z
+  .object({
+    id: z.uuid(),
+    partnerId: z.uuid(),
+    name: z.string(),
+    url: z.string(),
+    severities: z.array(z.enum(severities)),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .strict()
+  .meta({ id: 'PsaIntegration' });
+export const integrationPage = pageOf(integration).meta({ id: 'PsaIntegrationPage' });
+export const integrationParams = z.object({ integrationId: z.uuid() });
+export const listIntegrationsQuery = z.object(pageQuery({ defaultLimit: 50, maxLimit: 200 }));
+
+export const delivery = z
+  .object({
+    id: z.uuid(),
+    alertId: z.uuid(),
+    integrationId: z.uuid(),
+    event: z.enum(deliveryEvents),
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.number().int(),
+    nextAttemptAt: timestamp.nullable(),
+    lastStatusCode: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    log: z.array(
+      z
+        .object({
+          at: timestamp,
+          statusCode: z.number().int().nullable(),
+          error: z.string().nullable(),
+          durationMs: z.number().int(),
+        })
+        .strict(),
+    ),
+    deliveredAt: timestamp.nullable(),
+    createdAt: timestamp,
+  })
+  .strict()
+  .meta({ id: 'AlertDelivery' });
+export const deliveryPage = pageOf(delivery).meta({ id: 'AlertDeliveryPage' });
+
+export const alertBinding = z
+  .object({
+    target: z.enum(['tickets', 'psa']),
+    integrationId: z.uuid().nullable(),
+    inherited: z.boolean().meta({ description: "The organization has no binding of its own: the partner's default" }),
+  })
+  .strict()
+  .meta({ id: 'AlertBinding' });
+export const putAlertBinding = z
+  .object({ target: z.enum(['tickets', 'psa']), integrationId: z.uuid().optional() })
+  .strict()
+  .superRefine((body, ctx) => {
+    if (body.target === 'psa' && !body.integrationId)
+      ctx.addIssue({ code: 'custom', path: ['integrationId'], message: 'A PSA binding names its integration' });
+    if (body.target === 'tickets' && body.integrationId)
+      ctx.addIssue({ code: 'custom', path: ['integrationId'], message: 'Only a PSA binding names an integration' });
+  });
+export type PutAlertBinding = z.output<typeof putAlertBinding>;
+export const partnerParams = z.object({ partnerId: z.uuid() });

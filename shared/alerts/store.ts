@@ -1,0 +1,430 @@
+import type { Principal } from '../auth/principal.ts';
+import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { type Db, one } from '../db/db.ts';
+import { type Page, selectPage } from '../db/page.ts';
+import type { CreateIntegration, DeliveryEvent, Severity, UpdateIntegration } from './schemas.ts';
+
+export interface Actor {
+  actorType: string;
+  id: string;
+  email: string | null;
+  name: string | null;
+}
+
+const alertColumns = `a.id, a.org_id AS "orgId", a.device_id AS "deviceId",
+  jsonb_build_object('type', a.source_type, 'id', a.source_id, 'lastId', a.last_source_id) AS source,
+  a.severity, a.title, a.details, a.status, a.occurrences, a.last_occurred_at AS "lastOccurredAt",
+  a.acknowledged_at AS "acknowledgedAt", a.acknowledged_by AS "acknowledgedBy", a.resolved_at AS "resolvedAt",
+  a.resolved_by AS "resolvedBy",
+  jsonb_build_object('target', CASE WHEN a.ticket_id IS NOT NULL THEN 'tickets' WHEN a.psa_integration_id IS NOT NULL
+                                    THEN 'psa' ELSE 'none' END,
+                     'ticketId', a.ticket_id, 'integrationId', a.psa_integration_id, 'psaTicketId', a.psa_ticket_id) AS binding,
+  a.created_at AS "createdAt"`;
+
+export interface AlertRow {
+  id: string;
+  orgId: string;
+  deviceId: string | null;
+  source: { type: 'script'; id: string; lastId: string };
+  severity: Severity;
+  title: string;
+  details: Record<string, unknown>;
+  status: 'open' | 'acknowledged' | 'resolved';
+  occurrences: number;
+  binding: { target: 'tickets' | 'psa' | 'none'; ticketId: string | null; integrationId: string | null };
+  createdAt: Date;
+  [column: string]: unknown;
+}
+
+/**
+ * Opens an alert, or, while one for the same failure (organization, device, source key) is unresolved, counts one
+ * more occurrence on it (issue 17). `created` tells which.
+ */
+export async function upsertAlert(
+  db: Db,
+  alert: {
+    orgId: string;
+    partnerId: string;
+    deviceId: string;
+    sourceType: 'script';
+    sourceId: string;
+    sourceKey: string;
+    severity: Severity;
+    title: string;
+    details: Record<string, unknown>;
+  },
+): Promise<{ alert: AlertRow; partnerId: string; created: boolean }> {
+  const row = await one<AlertRow & { created: boolean; partnerId: string }>(
+    db,
+    `WITH a AS (
+       INSERT INTO alerts AS a (org_id, partner_id, device_id, source_type, source_id, source_key, severity, title,
+                                details, last_source_id)
+       VALUES (:orgId::uuid, :partnerId::uuid, :deviceId::uuid, :sourceType::text, :sourceId::uuid, :sourceKey::text,
+               :severity::text, :title::text, :details::jsonb, :sourceId::uuid)
+       ON CONFLICT (org_id, device_id, source_key) WHERE status <> 'resolved'
+       DO UPDATE SET occurrences = a.occurrences + 1, last_occurred_at = now(), last_source_id = EXCLUDED.source_id
+       RETURNING a.*, (xmax = 0) AS created)
+     SELECT ${alertColumns}, a.partner_id AS "partnerId", a.created FROM a`,
+    alert,
+  );
+  const { created, partnerId, ...rest } = row!;
+  return { alert: rest as AlertRow, partnerId, created };
+}
+
+/**
+ * Alerts of live organizations the principal reaches. The direct conditions on a.org_id and a.partner_id (folded to
+ * one by the planner for the caller's scope) let a list walk the (org_id | partner_id, created_at) indexes newest
+ * first instead of sorting every alert of the tenant.
+ */
+const reachableAlert = `(:tenantScope::text <> 'organization' OR a.org_id = :tenantOrgId::uuid)
+  AND (:tenantScope::text <> 'partner' OR a.partner_id = :tenantPartnerId::uuid)
+  AND EXISTS (SELECT 1 FROM organizations o WHERE o.id = a.org_id AND o.deleted_at IS NULL AND ${orgTenantSql('o')})`;
+
+export function selectAlert(db: Db, principal: Principal, id: string) {
+  return one<AlertRow & { partnerId: string }>(
+    db,
+    `SELECT ${alertColumns}, a.partner_id AS "partnerId" FROM alerts a WHERE a.id = :id::uuid AND ${reachableAlert}`,
+    { id, ...tenantParams(principal) },
+  );
+}
+
+/** Totals are counted up to this many: beyond, the page says the total is not exact. */
+const countCap = 1_000;
+
+export async function selectAlerts(
+  db: Db,
+  principal: Principal,
+  filter: {
+    orgId?: string;
+    status?: string;
+    severity?: string;
+    deviceId?: string;
+    sourceType?: string;
+    source?: string;
+    sourceId?: string;
+    from?: string;
+    to?: string;
+  },
+  page: Page,
+) {
+  const where = `alerts a WHERE ${reachableAlert}
+      AND (:orgId::uuid IS NULL OR a.org_id = :orgId::uuid)
+      AND (:status::text IS NULL OR a.status = :status::text)
+      AND (:severity::text IS NULL OR a.severity = :severity::text)
+      AND (:deviceId::uuid IS NULL OR a.device_id = :deviceId::uuid)
+      AND (:sourceType::text IS NULL OR a.source_type = :sourceType::text)
+      AND (:sourceId::uuid IS NULL OR a.source_id = :sourceId::uuid)
+      AND (:from::timestamptz IS NULL OR a.created_at >= :from::timestamptz)
+      AND (:to::timestamptz IS NULL OR a.created_at < :to::timestamptz)`;
+  const params = {
+    ...tenantParams(principal),
+    orgId: filter.orgId ?? null,
+    status: filter.status ?? null,
+    severity: filter.severity ?? null,
+    deviceId: filter.deviceId ?? null,
+    sourceType: filter.sourceType ?? filter.source ?? null,
+    sourceId: filter.sourceId ?? null,
+    from: filter.from ?? null,
+    to: filter.to ?? null,
+  };
+  const [{ rows: counted }, { rows }] = await Promise.all([
+    db.query<{ total: number }>(
+      `SELECT count(*)::int AS total FROM (SELECT 1 FROM ${where} LIMIT ${countCap + 1}) capped`,
+      params,
+    ),
+    db.query<AlertRow>(
+      `SELECT ${alertColumns} FROM ${where} ORDER BY a.created_at DESC, a.id DESC LIMIT :limit::int OFFSET :offset::int`,
+      { ...params, limit: page.limit, offset: (page.page - 1) * page.limit },
+    ),
+  ]);
+  const counted_ = counted[0]!.total;
+  const total = Math.max(Math.min(counted_, countCap), (page.page - 1) * page.limit + rows.length);
+  return {
+    data: rows,
+    pagination: {
+      page: page.page,
+      limit: page.limit,
+      total,
+      totalPages: Math.ceil(total / page.limit),
+      totalExact: counted_ <= countCap,
+    },
+  };
+}
+
+/** Acknowledges an open alert, or resolves an open or acknowledged one; undefined when its status does not allow it. */
+export function changeAlertStatus(db: Db, id: string, to: 'acknowledged' | 'resolved', actor: Actor) {
+  return one<AlertRow & { partnerId: string }>(
+    db,
+    `WITH a AS (
+       UPDATE alerts SET status = :to::text,
+              acknowledged_at = CASE WHEN :to::text = 'acknowledged' THEN now() ELSE acknowledged_at END,
+              acknowledged_by = CASE WHEN :to::text = 'acknowledged' THEN :actor::jsonb ELSE acknowledged_by END,
+              resolved_at = CASE WHEN :to::text = 'resolved' THEN now() ELSE resolved_at END,
+              resolved_by = CASE WHEN :to::text = 'resolved' THEN :actor::jsonb ELSE resolved_by END
+        WHERE id = :id::uuid
+          AND (status = 'open' OR (:to::text = 'resolved' AND status = 'acknowledged'))
+        RETURNING *)
+     SELECT ${alertColumns}, a.partner_id AS "partnerId" FROM a`,
+    { id, to, actor: { ...actor } },
+  );
+}
+
+export async function bindAlert(
+  db: Db,
+  id: string,
+  binding: { ticketId: string | null; integrationId: string | null },
+): Promise<void> {
+  await db.query(
+    'UPDATE alerts SET ticket_id = :ticketId::uuid, psa_integration_id = :integrationId::uuid WHERE id = :id::uuid',
+    { id, ...binding },
+  );
+}
+
+export async function setPsaTicketId(db: Db, alertId: string, psaTicketId: string): Promise<void> {
+  await db.query('UPDATE alerts SET psa_ticket_id = :psaTicketId::text WHERE id = :alertId::uuid', {
+    alertId,
+    psaTicketId,
+  });
+}
+
+// Tickets
+
+const ticketColumns = `t.id, t.org_id AS "orgId", t.number, t.title, t.status,
+  coalesce((SELECT jsonb_agg(x.id ORDER BY x.created_at) FROM alerts x WHERE x.ticket_id = t.id), '[]') AS "alertIds",
+  t.created_at AS "createdAt", t.closed_at AS "closedAt"`;
+const reachableTicket = `EXISTS (SELECT 1 FROM organizations o WHERE o.id = t.org_id AND o.deleted_at IS NULL AND ${orgTenantSql('o')})`;
+
+/** A ticket numbered next for its partner (the counter row serializes concurrent tickets of one partner). */
+export async function insertTicket(db: Db, ticket: { partnerId: string; orgId: string; title: string }) {
+  const row = await one<{ id: string; number: number }>(
+    db,
+    `WITH n AS (
+       INSERT INTO ticket_counters (partner_id, last_number) VALUES (:partnerId::uuid, 1)
+       ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + 1
+       RETURNING last_number)
+     INSERT INTO tickets (partner_id, org_id, number, title)
+     SELECT :partnerId::uuid, :orgId::uuid, n.last_number, :title::text FROM n
+     RETURNING id, number`,
+    ticket,
+  );
+  return row!;
+}
+
+export async function closeTicket(db: Db, id: string): Promise<{ number: number } | undefined> {
+  return one<{ number: number }>(
+    db,
+    `UPDATE tickets SET status = 'closed', closed_at = now() WHERE id = :id::uuid AND status = 'open' RETURNING number`,
+    { id },
+  );
+}
+
+export function selectTicket(db: Db, principal: Principal, id: string) {
+  return one(db, `SELECT ${ticketColumns} FROM tickets t WHERE t.id = :id::uuid AND ${reachableTicket}`, {
+    id,
+    ...tenantParams(principal),
+  });
+}
+
+export function selectTickets(db: Db, principal: Principal, filter: { orgId?: string; status?: string }, page: Page) {
+  return selectPage(
+    db,
+    ticketColumns,
+    `tickets t WHERE ${reachableTicket}
+       AND (:orgId::uuid IS NULL OR t.org_id = :orgId::uuid) AND (:status::text IS NULL OR t.status = :status::text)`,
+    't.created_at DESC, t.id DESC',
+    { ...tenantParams(principal), orgId: filter.orgId ?? null, status: filter.status ?? null },
+    page,
+  );
+}
+
+// Bindings
+
+/** The organization's binding, else the partner's default, else tickets. */
+export async function selectEffectiveBinding(db: Db, orgId: string) {
+  const row = await one<{ target: 'tickets' | 'psa'; integrationId: string | null; inherited: boolean }>(
+    db,
+    `SELECT b.target, b.integration_id AS "integrationId", b.org_id IS NULL AS inherited
+       FROM organizations o JOIN alert_bindings b ON b.partner_id = o.partner_id AND (b.org_id = o.id OR b.org_id IS NULL)
+      WHERE o.id = :orgId::uuid
+      ORDER BY b.org_id IS NULL
+      LIMIT 1`,
+    { orgId },
+  );
+  return row ?? { target: 'tickets' as const, integrationId: null, inherited: true };
+}
+
+export async function selectBinding(db: Db, partnerId: string, orgId: string | null) {
+  return one<{ target: 'tickets' | 'psa'; integrationId: string | null }>(
+    db,
+    `SELECT target, integration_id AS "integrationId" FROM alert_bindings
+      WHERE partner_id = :partnerId::uuid AND org_id IS NOT DISTINCT FROM :orgId::uuid`,
+    { partnerId, orgId },
+  );
+}
+
+export async function upsertBinding(
+  db: Db,
+  binding: { partnerId: string; orgId: string | null; target: string; integrationId: string | null },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO alert_bindings (partner_id, org_id, target, integration_id)
+     VALUES (:partnerId::uuid, :orgId::uuid, :target::text, :integrationId::uuid)
+     ON CONFLICT (partner_id, coalesce(org_id, '00000000-0000-0000-0000-000000000000'))
+     DO UPDATE SET target = EXCLUDED.target, integration_id = EXCLUDED.integration_id, updated_at = now()`,
+    binding,
+  );
+}
+
+// PSA integrations
+
+const integrationColumns = `i.id, i.partner_id AS "partnerId", i.name, i.url, i.severities, i.created_at AS "createdAt",
+  i.updated_at AS "updatedAt"`;
+const reachableIntegration = `i.deleted_at IS NULL AND (:tenantScope::text = 'platform' OR i.partner_id = :tenantPartnerId::uuid)`;
+
+export interface IntegrationRow {
+  id: string;
+  partnerId: string;
+  name: string;
+  url: string;
+  severities: Severity[];
+  [column: string]: unknown;
+}
+
+export async function insertIntegration(db: Db, partnerId: string, input: CreateIntegration) {
+  const row = await one<IntegrationRow>(
+    db,
+    `INSERT INTO psa_integrations AS i (partner_id, name, url, secret, severities)
+     VALUES (:partnerId::uuid, :name::text, :url::text, :secret::text, :severities::jsonb)
+     RETURNING ${integrationColumns}`,
+    { partnerId, name: input.name, url: input.url, secret: input.secret, severities: input.severities },
+  );
+  return row!;
+}
+
+/** Integrations are partner-level: organization callers reach none (a partner or platform principal is required). */
+export function selectIntegration(db: Db, principal: Principal, id: string) {
+  return one<IntegrationRow>(
+    db,
+    `SELECT ${integrationColumns} FROM psa_integrations i WHERE i.id = :id::uuid AND ${reachableIntegration}`,
+    { id, ...tenantParams(principal) },
+  );
+}
+
+export function selectIntegrations(db: Db, principal: Principal, page: Page) {
+  return selectPage<IntegrationRow>(
+    db,
+    integrationColumns,
+    `psa_integrations i WHERE ${reachableIntegration}`,
+    'i.name, i.id',
+    tenantParams(principal),
+    page,
+  );
+}
+
+export async function updateIntegrationRow(db: Db, id: string, change: UpdateIntegration) {
+  const row = await one<IntegrationRow>(
+    db,
+    `UPDATE psa_integrations i SET name = coalesce(:name::text, name), url = coalesce(:url::text, url),
+            secret = coalesce(:secret::text, secret), severities = coalesce(:severities::jsonb, severities),
+            updated_at = now()
+      WHERE i.id = :id::uuid AND i.deleted_at IS NULL
+      RETURNING ${integrationColumns}`,
+    { id, name: change.name, url: change.url, secret: change.secret, severities: change.severities },
+  );
+  return row!;
+}
+
+/** Soft delete; bindings that named it fall back to tickets. */
+export async function softDeleteIntegration(db: Db, id: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query('UPDATE psa_integrations SET deleted_at = now() WHERE id = :id::uuid', { id });
+    await tx.query(
+      `UPDATE alert_bindings SET target = 'tickets', integration_id = NULL, updated_at = now()
+        WHERE integration_id = :id::uuid`,
+      { id },
+    );
+  });
+}
+
+/** A live integration: its partner, and the severities it takes. */
+export function selectDeliveryTarget(db: Db, integrationId: string) {
+  return one<{ id: string; partnerId: string; severities: Severity[] }>(
+    db,
+    `SELECT id, partner_id AS "partnerId", severities FROM psa_integrations
+      WHERE id = :integrationId::uuid AND deleted_at IS NULL`,
+    { integrationId },
+  );
+}
+
+// Deliveries
+
+export async function insertDelivery(
+  db: Db,
+  delivery: { id: string; alertId: string; integrationId: string; event: DeliveryEvent; body: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO alert_deliveries (id, alert_id, integration_id, event, body, next_attempt_at)
+     VALUES (:id::uuid, :alertId::uuid, :integrationId::uuid, :event::text, :body::text, now())`,
+    delivery,
+  );
+}
+
+/**
+ * Takes a due delivery for one attempt: its next attempt moves `leaseSeconds` ahead, so a second worker holding the
+ * same job finds it not due. Undefined when it is delivered, failed, not due at `now`, or its integration is gone.
+ */
+export function claimDelivery(db: Db, id: string, now: Date, leaseSeconds: number) {
+  return one<{
+    id: string;
+    alertId: string;
+    event: string;
+    body: string;
+    attempts: number;
+    url: string;
+    secret: string;
+  }>(
+    db,
+    `UPDATE alert_deliveries d SET next_attempt_at = :now::timestamptz + :leaseSeconds::int * interval '1 second'
+       FROM psa_integrations i
+      WHERE d.id = :id::uuid AND i.id = d.integration_id AND i.deleted_at IS NULL
+        AND d.status = 'pending' AND d.next_attempt_at <= :now::timestamptz
+      RETURNING d.id, d.alert_id AS "alertId", d.event, d.body, d.attempts, i.url, i.secret`,
+    { id, now, leaseSeconds },
+  );
+}
+
+export async function recordAttempt(
+  db: Db,
+  id: string,
+  attempt: {
+    at: Date;
+    statusCode: number | null;
+    error: string | null;
+    durationMs: number;
+    outcome: 'delivered' | 'failed' | 'pending';
+    nextAttemptAt: Date | null;
+  },
+): Promise<void> {
+  await db.query(
+    `UPDATE alert_deliveries SET attempts = attempts + 1, status = :outcome::text, next_attempt_at = :nextAttemptAt::timestamptz,
+            last_status_code = :statusCode::int, last_error = :error::text,
+            delivered_at = CASE WHEN :outcome::text = 'delivered' THEN :at::timestamptz END,
+            log = log || jsonb_build_array(jsonb_build_object('at', :at::timestamptz, 'statusCode', :statusCode::int,
+                                                               'error', :error::text, 'durationMs', :durationMs::int))
+      WHERE id = :id::uuid`,
+    { id, ...attempt },
+  );
+}
+
+export function selectDeliveries(db: Db, alertId: string, page: Page) {
+  return selectPage(
+    db,
+    `d.id, d.alert_id AS "alertId", d.integration_id AS "integrationId", d.event, d.status, d.attempts,
+     d.next_attempt_at AS "nextAttemptAt", d.last_status_code AS "lastStatusCode", d.last_error AS "lastError", d.log,
+     d.delivered_at AS "deliveredAt", d.created_at AS "createdAt"`,
+    'alert_deliveries d WHERE d.alert_id = :alertId::uuid',
+    'd.created_at, d.id',
+    { alertId },
+    page,
+  );
+}

@@ -1,0 +1,70 @@
+/**
+ * Background work of the service (issue 17): delivering pending script runs to an agent that just connected (API
+ * Gateway takes no message on a connection before its $connect returns) and PSA event deliveries with their retries.
+ * In AWS a job is an SQS message handled by the queue worker function (functions/queue/worker.ts; no idle cost);
+ * without WORK_QUEUE_URL (npm start, tests) the same job runs in this process after its delay.
+ * The one adapter of the SQS client (DESIGN.md: one module per AWS SDK client).
+ */
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { logger } from '../logger.ts';
+
+export type Job =
+  | { kind: 'script-runs.deliver'; deviceId: string; connectionId: string; attempt: number }
+  | { kind: 'psa.deliver'; deliveryId: string };
+
+/** A job not due yet (SQS delays a message by at most 15 minutes): the worker sends it on again until then. */
+export type QueuedJob = Job & { dueAt: number };
+
+/** SQS's longest DelaySeconds. */
+export const maxDelaySeconds = 900;
+
+type Sdk = typeof import('@aws-sdk/client-sqs');
+let sdk: Promise<Sdk> | undefined;
+let client: SQSClient | undefined;
+
+/** Runs a job in this process (set by the local worker, shared/queue/jobs.ts). */
+let localRunner: ((job: Job) => Promise<void>) | undefined;
+export function runLocally(runner: (job: Job) => Promise<void>): void {
+  localRunner = runner;
+}
+
+/** Queues a job to run in `delaySeconds`; never throws (a job that cannot be queued is logged). */
+export async function enqueue(job: Job, delaySeconds = 0): Promise<void> {
+  const queued: QueuedJob = { ...job, dueAt: Date.now() + delaySeconds * 1000 };
+  try {
+    await send(queued);
+  } catch (error) {
+    logger.error('Could not queue a background job', { kind: job.kind, error: String(error) });
+  }
+}
+
+/** Sends a queued job on: to SQS with the delay left (at most 15 minutes), or to a timer of this process. */
+export async function send(job: QueuedJob): Promise<void> {
+  const delayMs = Math.max(0, job.dueAt - Date.now());
+  const queueUrl = process.env.WORK_QUEUE_URL;
+  if (!queueUrl) {
+    const { dueAt: _, ...plain } = job;
+    const timer = setTimeout(() => void runInProcess(plain as Job), delayMs);
+    timer.unref();
+    return;
+  }
+  sdk ??= import('@aws-sdk/client-sqs');
+  const loaded = await sdk;
+  client ??= new loaded.SQSClient({});
+  await client.send(
+    new loaded.SendMessageCommand({
+      QueueUrl: queueUrl,
+      MessageBody: JSON.stringify(job),
+      DelaySeconds: Math.min(maxDelaySeconds, Math.ceil(delayMs / 1000)),
+    }),
+  );
+}
+
+async function runInProcess(job: Job): Promise<void> {
+  try {
+    if (!localRunner) localRunner = (await import('./jobs.ts')).runJob;
+    await localRunner(job);
+  } catch (error) {
+    logger.error('A background job failed', { kind: job.kind, error: String(error) });
+  }
+}

@@ -1,0 +1,124 @@
+import type { Db } from '../db/db.ts';
+import { postToConnection } from '../live-query/agent-channel.ts';
+import { maxMessageBytes, type ScriptRunMessage, type ServiceMessage } from '../live-query/protocol.ts';
+import { deleteConnectionRow } from '../live-query/store.ts';
+import { logger } from '../logger.ts';
+import { enqueue } from '../queue/work-queue.ts';
+import * as store from './store.ts';
+
+/**
+ * A sent item not finished by its timeout plus this grace (the agent's answer on its way) is timed-out
+ * (README "Script runs"); SCRIPT_RUN_GRACE_SECONDS changes it.
+ */
+export const graceSeconds = () => Number(process.env.SCRIPT_RUN_GRACE_SECONDS ?? 5);
+
+/** Messages are posted this many at a time (a run on 1,000 devices). */
+const concurrency = 50;
+/** Attempts at delivering a device's pending items after its $connect (the connection may not be open yet). */
+const connectAttempts = 3;
+/** A script.run message above this is sent in chunks, as large live-query answers are. */
+const chunkChars = 100 * 1024;
+
+/** Sends a run's pending items to the devices that have a live connection; the others wait for their agent. */
+export async function dispatchRun(db: Db, runId: string): Promise<void> {
+  const claimed = await store.claimItems(db, { runId }, graceSeconds());
+  await sendClaimed(db, claimed, 'dispatch');
+}
+
+/**
+ * At an agent's $connect: when script runs wait for its device, they go out once the connection is open, which is
+ * after $connect returns (a job of the work queue, a fifth of a second later).
+ */
+export async function scheduleConnectDelivery(db: Db, deviceId: string, connectionId: string): Promise<void> {
+  if (await store.deviceHasWaitingItems(db, deviceId))
+    await enqueue({ kind: 'script-runs.deliver', deviceId, connectionId, attempt: 1 }, 0.2);
+}
+
+/**
+ * After an agent's $connect (through the work queue: API Gateway takes no message before $connect returns), its
+ * device's pending items, and items sent on an earlier connection that never started, go out on the new connection.
+ */
+export async function deliverPendingItems(
+  db: Db,
+  job: { deviceId: string; connectionId: string; attempt: number },
+): Promise<void> {
+  const claimed = await store.claimItems(db, job, graceSeconds());
+  const unsent = await sendClaimed(db, claimed, 'connect');
+  if (unsent > 0 && job.attempt < connectAttempts)
+    await enqueue({ kind: 'script-runs.deliver', ...job, attempt: job.attempt + 1 }, job.attempt);
+}
+
+/** Posts each claimed item; returns how many could not be sent (those wait again as pending). */
+async function sendClaimed(db: Db, claimed: store.ClaimedItem[], why: 'dispatch' | 'connect'): Promise<number> {
+  if (claimed.length === 0) return 0;
+  const contents = new Map<string, Promise<string>>();
+  const contentOf = (item: store.ClaimedItem) => {
+    const key = `${item.scriptId}:${item.scriptVersion}`;
+    if (!contents.has(key)) contents.set(key, store.selectVersionContent(db, item.scriptId, item.scriptVersion));
+    return contents.get(key)!;
+  };
+  let unsent = 0;
+  const queue = [...claimed];
+  const worker = async () => {
+    for (let item = queue.shift(); item; item = queue.shift()) {
+      const message: ScriptRunMessage = {
+        type: 'script.run',
+        runItemId: item.runItemId,
+        runId: item.runId,
+        scriptId: item.scriptId,
+        scriptVersion: item.scriptVersion,
+        language: item.language,
+        content: await contentOf(item),
+        parameters: { ...item.parameters, ...item.secrets },
+        timeoutSeconds: item.timeoutSeconds,
+        runAs: item.runAs,
+      };
+      const result = await post(item.connectionId, message);
+      if (result === 'sent') continue;
+      unsent += 1;
+      await store.unclaimItem(db, item.runItemId, item.connectionId);
+      // A connection gone at dispatch is stale; one just connected may only not be open yet.
+      if (result === 'gone' && why === 'dispatch') await deleteConnectionRow(db, item.connectionId);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, claimed.length) }, worker));
+  await store.deleteDeliveredSecrets(db, [...new Set(claimed.map((item) => item.runId))]);
+  return unsent;
+}
+
+/** One message, or chunks { type, runItemId, chunk, chunks, data } when it would exceed API Gateway's 128 KB. */
+async function post(connectionId: string, message: ScriptRunMessage): Promise<'sent' | 'gone' | 'failed'> {
+  const text = JSON.stringify(message);
+  const frames: ServiceMessage[] =
+    Buffer.byteLength(text) <= maxMessageBytes - 1024
+      ? [message]
+      : pieces(text).map((data, chunk, all) => ({
+          type: 'script.run' as const,
+          runItemId: message.runItemId,
+          chunk,
+          chunks: all.length,
+          data,
+        }));
+  try {
+    for (const frame of frames) if ((await postToConnection(connectionId, frame)) === 'gone') return 'gone';
+    return 'sent';
+  } catch (error) {
+    logger.warn('Could not send a script run to its agent', { runItemId: message.runItemId, error: String(error) });
+    return 'failed';
+  }
+}
+
+/** Cuts text into pieces of at most 100 K characters whose JSON-escaped chunk messages stay under 128 KB. */
+function pieces(text: string): string[] {
+  const out: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    let end = Math.min(text.length, at + chunkChars);
+    while (Buffer.byteLength(JSON.stringify(text.slice(at, end))) > maxMessageBytes - 1024)
+      end = at + Math.floor((end - at) * 0.8);
+    if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1]!)) end -= 1;
+    out.push(text.slice(at, end));
+    at = end;
+  }
+  return out;
+}

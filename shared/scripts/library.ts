@@ -1,0 +1,187 @@
+import { createHash } from 'node:crypto';
+import { changedFields } from '../audit/changes.ts';
+import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import type { Principal } from '../auth/principal.ts';
+import { assertReachable, requirePermission } from '../auth/tenancy.ts';
+import type { Db } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { Forbidden, NameConflict, NotFound, ValidationFailed } from '../errors.ts';
+import { findOrganization } from '../hierarchy/store.ts';
+import type { CreateScript, ListScriptsQuery, ScriptDefinition, UpdateScript } from './schemas.ts';
+import * as store from './store.ts';
+
+/** Which library a script lives in: an organization's, or the partner's (orgId null). */
+export interface Library {
+  partnerId: string;
+  orgId: string | null;
+}
+
+/** The script the principal reaches (404 otherwise, also another tenant's), with scripts:read. */
+export async function reachableScript(db: Db, principal: Principal, id: string) {
+  requirePermission(principal, 'scripts:read');
+  return assertReachable(await store.selectScript(db, principal, id), 'Script');
+}
+
+export async function getScript(db: Db, principal: Principal, id: string) {
+  const script = await reachableScript(db, principal, id);
+  return { ...script, content: await store.selectVersionContent(db, id, script.version) };
+}
+
+export function listScripts(db: Db, principal: Principal, query: ListScriptsQuery) {
+  requirePermission(principal, 'scripts:read');
+  return store.selectScripts(db, principal, query, query);
+}
+
+export async function listScriptVersions(db: Db, principal: Principal, id: string, page: Page) {
+  await reachableScript(db, principal, id);
+  const versions = await store.selectScriptVersions(db, id, page);
+  const data = await Promise.all(
+    versions.data.map(async (v) => ({ ...v, content: await store.selectVersionContent(db, id, v.version) })),
+  );
+  return { data, pagination: versions.pagination };
+}
+
+/**
+ * The library a caller writes into (issue 17): an organization it reaches with scripts:write, or its partner's
+ * library, which only partner (and platform) users change.
+ */
+export async function writableLibrary(
+  db: Db,
+  principal: Principal,
+  target: { availability?: 'organization' | 'partner'; orgId?: string; partnerId?: string },
+): Promise<Library> {
+  requirePermission(principal, 'scripts:write');
+  if (target.availability === 'partner') {
+    if (principal.scope === 'organization') throw Forbidden('Only partner users create partner scripts');
+    if (principal.scope === 'partner') return { partnerId: principal.partnerId!, orgId: null };
+    if (!target.partnerId)
+      throw ValidationFailed('partnerId is required', [
+        { path: 'body.partnerId', message: 'Platform callers name the partner of a partner script', code: 'custom' },
+      ]);
+    return { partnerId: target.partnerId, orgId: null };
+  }
+  const org = await findOrganization(db, principal, target.orgId!);
+  if (!org) throw NotFound('Organization');
+  return { partnerId: org.partnerId, orgId: org.id };
+}
+
+/** A partner script is changed only by partner users with scripts:write; organization users see and run it. */
+function assertEditable(principal: Principal, script: { orgId: string | null }): void {
+  requirePermission(principal, 'scripts:write');
+  if (script.orgId === null && principal.scope === 'organization')
+    throw Forbidden('A partner script is changed only by partner users');
+}
+
+export async function createScript(db: Db, principal: Principal, input: CreateScript, audit: AuditContext) {
+  const library = await writableLibrary(db, principal, input);
+  const { availability: _a, orgId: _o, partnerId: _p, ...definition } = input;
+  const created = await insertScriptInto(db, library, definition, principal.id);
+  await auditScript(db, audit, created, 'script.create', { after: scriptAuditFields(created, definition.content) });
+  return { ...created, content: definition.content };
+}
+
+/** Inserts a script into a library; a live script of the same name is 409 NAME_CONFLICT. */
+export async function insertScriptInto(db: Db, library: Library, definition: ScriptDefinition, createdBy: string) {
+  if (await store.scriptNameTaken(db, library, definition.name)) throw NameConflict(definition.name);
+  return store.insertScript(db, { ...definition, ...library, createdBy: uuidOrNull(createdBy) });
+}
+
+export async function updateScript(
+  db: Db,
+  principal: Principal,
+  id: string,
+  change: UpdateScript,
+  audit: AuditContext,
+) {
+  const before = await getScript(db, principal, id);
+  assertEditable(principal, before);
+  const updated = await changeScript(db, before, change, principal.id);
+  await auditScript(db, audit, updated.script, 'script.update', {
+    ...changedFields(scriptAuditFields(before, before.content), scriptAuditFields(updated.script, updated.content), [
+      ...auditedFields,
+    ]),
+    version: updated.script.version,
+  });
+  return { ...updated.script, content: updated.content };
+}
+
+/** Applies a change; language, content or parameters that differ make a new version (issue 17). */
+export async function changeScript(
+  db: Db,
+  before: store.ScriptRow & { content: string },
+  change: UpdateScript,
+  changedBy: string,
+) {
+  if (change.name !== undefined && (await store.scriptNameTaken(db, before, change.name, before.id)))
+    throw NameConflict(change.name);
+  const differs = (field: 'language' | 'content' | 'parameters') =>
+    change[field] !== undefined && JSON.stringify(change[field]) !== JSON.stringify(before[field]);
+  const newVersion = differs('language') || differs('content') || differs('parameters');
+  const script = await store.updateScriptRow(db, before.id, change, newVersion, uuidOrNull(changedBy));
+  return { script, content: change.content ?? before.content, newVersion };
+}
+
+/** Soft delete: runs and the trail keep pointing at the script (issue 17). */
+export async function deleteScript(db: Db, principal: Principal, id: string, audit: AuditContext) {
+  const script = await reachableScript(db, principal, id);
+  assertEditable(principal, script);
+  await store.softDeleteScript(db, id);
+  await auditScript(db, audit, script, 'script.delete', { version: script.version });
+}
+
+const auditedFields = [
+  'name',
+  'description',
+  'language',
+  'osTypes',
+  'contentSha256',
+  'contentBytes',
+  'parameters',
+  'timeoutSeconds',
+  'runAs',
+  'exitCodeSeverityMapping',
+  'category',
+  'tags',
+] as const;
+
+/** What the trail records of a script: its fields, and of its content a hash and size (the text may be 256 KB). */
+export function scriptAuditFields(script: Omit<ScriptDefinition, 'content'>, content: string) {
+  return {
+    name: script.name,
+    description: script.description,
+    language: script.language,
+    osTypes: script.osTypes,
+    contentSha256: createHash('sha256').update(content).digest('hex'),
+    contentBytes: Buffer.byteLength(content),
+    parameters: script.parameters,
+    timeoutSeconds: script.timeoutSeconds,
+    runAs: script.runAs,
+    exitCodeSeverityMapping: script.exitCodeSeverityMapping,
+    category: script.category,
+    tags: script.tags,
+  };
+}
+
+/** A script change goes into its organization's trail; a partner script's into every organization's of the partner. */
+export async function auditScript(
+  db: Db,
+  audit: AuditContext,
+  script: { id: string; name: string; partnerId: string; orgId: string | null; version: number },
+  action: string,
+  details: Record<string, unknown>,
+): Promise<void> {
+  const event = {
+    action,
+    resourceType: 'script',
+    resourceId: script.id,
+    resourceName: script.name,
+    details: { availability: script.orgId ? 'organization' : 'partner', version: script.version, ...details },
+  };
+  if (script.orgId) writeRouteAudit(audit, { ...event, orgId: script.orgId });
+  else await writePartnerRouteAudit(db, audit, script.partnerId, event);
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A user's id is a UUID (JWT sub); any other actor id is not kept as the author. */
+const uuidOrNull = (id: string) => (uuidPattern.test(id) ? id : null);

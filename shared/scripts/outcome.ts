@@ -1,0 +1,73 @@
+import { raiseScriptAlert } from '../alerts/raise.ts';
+import { type AuditContext, flushAudit, writeRouteAudit } from '../audit/writer.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { logger } from '../logger.ts';
+import type { MappedSeverity } from './schemas.ts';
+import type { FinishedItem, RunActor } from './store.ts';
+
+/**
+ * What a finished run item leaves behind (issue 17): a `script.execute` row (seed 6, compliance-tracked) whose
+ * actor is who started the run and whose resource is the script (secret values are never in a run record, so never
+ * here), and, when the exit code maps to a severity, an alert.
+ */
+export async function recordFinishedItems(db: Db, items: FinishedItem[]): Promise<void> {
+  for (const item of items) {
+    const audit: AuditContext = { db, caller: runStarter(item.startedBy), pending: [] };
+    writeRouteAudit(audit, {
+      orgId: item.orgId,
+      action: 'script.execute',
+      resourceType: 'script',
+      resourceId: item.scriptId,
+      resourceName: item.scriptName,
+      result: item.status === 'completed' && item.exitCode === 0 ? 'success' : 'failure',
+      errorMessage: item.error?.message ?? null,
+      ipAddress: null,
+      userAgent: null,
+      details: {
+        runId: item.runId,
+        runItemId: item.id,
+        deviceId: item.deviceId,
+        hostname: item.hostname,
+        version: item.scriptVersion,
+        status: item.status,
+        exitCode: item.exitCode,
+        durationMs: item.durationMs,
+        parameters: item.parameters,
+      },
+    });
+    await flushAudit(audit);
+    const severity = severityOf(item.mapping, item.status === 'completed' ? item.exitCode : null);
+    if (severity !== 'none')
+      await raiseScriptAlert(db, { ...item, runItemId: item.id, exitCode: item.exitCode! }, severity).catch(
+        (error: unknown) =>
+          logger.error('Could not raise the alert of a script run item', { runItemId: item.id, error: String(error) }),
+      );
+  }
+}
+
+/** The principal who started a run, as the audit writer names actors. */
+function runStarter(actor: RunActor): Principal {
+  return {
+    actorType: actor.actorType,
+    id: actor.id,
+    email: actor.email,
+    name: actor.name,
+    role: actor.role as Principal['role'],
+    scope: 'organization',
+    partnerId: null,
+    orgId: null,
+    permissions: new Set(),
+  };
+}
+
+/**
+ * The severity an exit code raises (issue 17): the script's mapping when it lists the code, else the default,
+ * 0 nothing and any other code `medium`. A run item that failed or timed out has no exit code and raises nothing.
+ */
+export function severityOf(mapping: Record<string, string> | null, exitCode: number | null): MappedSeverity {
+  if (exitCode === null) return 'none';
+  const mapped = mapping?.[String(exitCode)];
+  if (mapped) return mapped as MappedSeverity;
+  return exitCode === 0 ? 'none' : 'medium';
+}
