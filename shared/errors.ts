@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
   | 'LAST_SITE'
   | 'SITE_NOT_EMPTY'
   | 'IDEMPOTENCY_KEY_REUSED'

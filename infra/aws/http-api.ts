@@ -1,5 +1,13 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CorsHttpMethod,
+  HttpApi,
+  HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
+  HttpStage,
+  LogGroupLogDestination,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -9,6 +17,8 @@ import { acknowledge } from './nag.ts';
 export interface RestApiProps {
   /** The route table (functions/routes.ts): `METHOD /path` → its handler module under functions/. */
   routes: Record<string, { handler: string }>;
+  /** What answers a request no route takes (API Gateway's $default route): the service's 404 or 405 with Allow. */
+  defaultRoute: { handler: string };
   /** The Lambda serving a handler module. */
   functionOf: (handler: string) => IFunction;
   /** Browser origins CORS allows (the viewer's); none: no browser origin is. */
@@ -64,14 +74,23 @@ export class RestApi extends Construct {
       accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
     });
     const integrations = new Map<string, HttpLambdaIntegration>();
-    for (const [key, route] of Object.entries(props.routes)) {
-      const fn = props.functionOf(route.handler);
+    const integrationOf = (handler: string) => {
+      const fn = props.functionOf(handler);
       let integration = integrations.get(fn.node.path);
       if (!integration)
         integrations.set(fn.node.path, (integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn)));
+      return integration;
+    };
+    for (const [key, route] of Object.entries(props.routes)) {
       const { method, path } = parseRouteKey(key);
-      this.api.addRoutes({ path, methods: [method], integration });
+      this.api.addRoutes({ path, methods: [method], integration: integrationOf(route.handler) });
     }
+    // Without it API Gateway answers unmatched requests itself, outside the error envelope.
+    new HttpRoute(this, 'DefaultRoute', {
+      httpApi: this.api,
+      routeKey: HttpRouteKey.DEFAULT,
+      integration: integrationOf(props.defaultRoute.handler),
+    });
     acknowledge(
       this,
       'APIG4',

@@ -5,7 +5,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { routes, wsRoutes } from '#functions/routes.ts';
+import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
@@ -107,7 +107,7 @@ async function main() {
   const { demo, trailRows } = await seedDemo(admin)
     .then(async (demo) => ({ demo, trailRows: await seedDemoTrail(admin, demo) }))
     .finally(() => admin.close());
-  const gateway = await startHttpGateway({ port, host, routes, site: await site });
+  const gateway = await startHttpGateway({ port, host, routes, defaultRoute, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
   useLocalManagementApi(wsGateway);
   // The demo device's simulated Windows agent, so that live queries answer at once (README "Live event-log queries").

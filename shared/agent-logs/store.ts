@@ -1,8 +1,8 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
-import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { likePattern, pagination } from '../http/pagination.ts';
+import { asUtc } from '../instants.ts';
 import type { LogEntry } from './schemas.ts';
 
 /**

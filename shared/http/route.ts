@@ -13,11 +13,13 @@ export interface RouteDef {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
-  /** Bodies above this many bytes are refused with 413 before they are parsed (shared/http/body-limit.ts). */
+  /** Bodies above this many bytes (default 1 MiB) are refused with 413 before they are parsed (shared/http/body-limit.ts). */
   maxBodyBytes?: number;
   /** Status of a successful reply (default 200). */
   status?: 200 | 201 | 204;
   response?: z.ZodType;
+  /** A file download: answered as an attachment (Content-Disposition), in JSON or one of these text types. */
+  download?: { textTypes: readonly string[] };
   /** Error statuses the route can answer, for the OpenAPI document. */
   errors?: readonly number[];
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import { routes, wsRoutes } from '#functions/routes.ts';
+import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -24,7 +24,7 @@ export interface Api {
 
 /** The local API Gateways (HTTP and WebSocket) with every route of the tables, on ephemeral ports, spoken to over real HTTP. */
 export async function startApi(): Promise<Api> {
-  const gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
+  const gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes, defaultRoute });
   const ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
   useLocalManagementApi(ws);
   return {
