@@ -131,6 +131,9 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     writeResult(res, result);
   }
 
+  // Idle keep-alive connections stay open for a minute, as behind API Gateway; Node's 5 s default races a client
+  // that reuses the connection just then (a reset request), most often in a test whose process was busy.
+  server.keepAliveTimeout = 60_000;
   const { host } = options;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
