@@ -33,15 +33,20 @@ export const asInteger =
     else jsonSchema.maximum = bounds.max;
   };
 
-/** An empty query parameter (`?level=`, as viewers send them) is no filter; a documented pattern admits it too. */
+/** Documents that an empty value is accepted too: as a pattern's alternative, an enum's value, or an integer's. */
+function admitEmpty({ jsonSchema }: { jsonSchema: Record<string, unknown> }) {
+  if (typeof jsonSchema.pattern === 'string') jsonSchema.pattern = `^$|${jsonSchema.pattern}`;
+  else if (Array.isArray(jsonSchema.enum)) jsonSchema.enum = ['', ...jsonSchema.enum];
+  else if (jsonSchema.type === 'integer') {
+    const { description, ...integer } = jsonSchema;
+    for (const key of Object.keys(jsonSchema)) delete jsonSchema[key];
+    Object.assign(jsonSchema, { description, anyOf: [integer, { type: 'string', maxLength: 0 }] });
+  }
+}
+
+/** An empty query parameter (`?level=`, as viewers send them) is no filter; the document admits it too. */
 export const optionalParam = <T extends z.ZodType>(schema: T) =>
-  z
-    .preprocess((v) => (v === '' ? undefined : v), schema.optional())
-    .meta({
-      override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
-        if (typeof jsonSchema.pattern === 'string') jsonSchema.pattern = `^$|${jsonSchema.pattern}`;
-      },
-    });
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional()).meta({ override: admitEmpty });
 
 /** A comma-separated list of enum values in one query parameter (`level=warn,error`), deduplicated; empty: no filter. */
 export function enumList<const T extends readonly [string, ...string[]]>(values: T) {

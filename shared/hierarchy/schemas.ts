@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { agentStatuses } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../http/pagination.ts';
+import { instant } from '../instants.ts';
 import { atLeastOneField } from '../request-values.ts';
 
 const name = z.string().trim().min(1).max(255);
@@ -155,7 +156,7 @@ export const createEnrollmentKey = z
       .optional()
       .meta({ description: "Enroll into this site; without it devices join the organization's first site" }),
     name: name.optional(),
-    expiresAt: timestamp
+    expiresAt: instant()
       .optional()
       .refine((t) => t === undefined || Date.parse(t) > Date.now(), 'expiresAt must lie in the future'),
   })

@@ -83,7 +83,7 @@ describe('request bodies', () => {
       body: Buffer.from('{"name":"Café"}'),
     });
     expect(response.status).toBe(201);
-    expect((await response.json()).name).toBe('Café');
+    expect(((await response.json()) as { name: string }).name).toBe('Café');
   });
 
   it('refuses a change that names no field (minProperties 1)', async () => {
