@@ -84,8 +84,9 @@ export function buildOpenApi(
       responses: {
         [status]: { description: status === '204' ? 'Done' : 'Success', ...successContent(def) },
         ...Object.fromEntries(
-          // Every route with a body has a size limit (shared/http/body-limit.ts).
-          [...new Set([...(def.errors ?? []), ...(def.body ? [413] : [])])]
+          // Any route refuses a query parameter it does not take (400); every route with a body has a size limit
+          // (shared/http/body-limit.ts).
+          [...new Set([...(def.errors ?? []), 400, ...(def.body ? [413] : [])])]
             .sort((a, b) => a - b)
             .map((code) => [
               String(code),
