@@ -11,9 +11,9 @@ const time = '(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?';
 const offset = '(?:Z|[+-](?:(?:0\\d|1[0-3]):[0-5]\\d|14:00))';
 
 /** With an offset (Z or ±hh:mm). */
-export const instantPattern = new RegExp(`^${date}T${time}${offset}$`);
+const instantPattern = new RegExp(`^${date}T${time}${offset}$`);
 /** With an offset, or without one (then UTC, and the seconds optional): what agents send. */
-export const agentInstantPattern = new RegExp(
+const agentInstantPattern = new RegExp(
   `^${date}T(?:${time}${offset}|(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d+)?)?)$`,
 );
 /** A list filter's bound: a date alone, or a date and time with an offset (also ±hhmm) or without one (UTC). */
