@@ -4,6 +4,7 @@
  * unknown fields and malformed path parameters.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadMigrations } from '#shared/db/migrate.ts';
 import { type Agent, agentCall, logEntry } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
@@ -241,5 +242,26 @@ describe('site time zones', () => {
     expect(changed.body.timezone).toBe('America/New_York');
     const { rows } = await t.db.admin.query('SELECT timezone FROM sites WHERE id = :id::uuid', { id: site.body.id });
     expect(rows).toEqual([{ timezone: 'America/New_York' }]);
+  });
+
+  it('are respelled where stored before (migration 0031), unknown spellings left alone', async () => {
+    const sites = await Promise.all(
+      ['Old Paris', 'Old other'].map((name) =>
+        t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/sites`, {
+          token: tenant.orgToken,
+          body: { name },
+        }),
+      ),
+    );
+    const [paris, other] = sites.map((site) => site.body.id as string);
+    await t.db.admin.query(`UPDATE sites SET timezone = 'europe/paris' WHERE id = :id::uuid`, { id: paris });
+    await t.db.admin.query(`UPDATE sites SET timezone = 'nowhere/else' WHERE id = :id::uuid`, { id: other });
+    const respell = loadMigrations().find((m) => m.name.startsWith('0031_'))!;
+    for (const statement of respell.statements) await t.db.admin.query(statement);
+    const { rows } = await t.db.admin.query(
+      'SELECT timezone FROM sites WHERE id IN (:paris::uuid, :other::uuid) ORDER BY name',
+      { paris, other },
+    );
+    expect(rows).toEqual([{ timezone: 'Europe/Paris' }, { timezone: 'nowhere/else' }]);
   });
 });
