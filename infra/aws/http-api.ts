@@ -76,9 +76,10 @@ export class RestApi extends Construct {
     const integrations = new Map<string, HttpLambdaIntegration>();
     const integrationOf = (handler: string) => {
       const fn = props.functionOf(handler);
-      let integration = integrations.get(fn.node.path);
-      if (!integration)
-        integrations.set(fn.node.path, (integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn)));
+      const known = integrations.get(fn.node.path);
+      if (known) return known;
+      const integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn);
+      integrations.set(fn.node.path, integration);
       return integration;
     };
     for (const [key, route] of Object.entries(props.routes)) {

@@ -3,16 +3,22 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { useApi } from '#test/support/api.ts';
 
 const t = useApi();
-let document: any;
+interface Operation {
+  requestBody?: { content: Record<string, { schema: { minProperties?: number } }> };
+  responses: Record<string, { content: Record<string, { schema: unknown }>; headers: Record<string, unknown> }>;
+  parameters: { name: string }[];
+}
+let document: { servers: unknown; paths: Record<string, Record<string, Operation>> };
 
 beforeAll(async () => {
   document = (await t.api.request('GET', '/api/v1/openapi.json')).body;
 });
 
 /** Every schema object in the document, wherever it nests. */
-function* schemas(value: unknown): Generator<Record<string, any>> {
+function* schemas(value: unknown): Generator<{ required?: unknown; properties?: Record<string, unknown> }> {
   if (value === null || typeof value !== 'object') return;
-  if ('type' in value || 'properties' in value || 'required' in value) yield value as Record<string, any>;
+  if ('type' in value || 'properties' in value || 'required' in value)
+    yield value as { required?: unknown; properties?: Record<string, unknown> };
   for (const item of Object.values(value)) yield* schemas(item);
 }
 
@@ -36,9 +42,9 @@ describe('the OpenAPI document', () => {
   });
 
   it('documents the export as JSON or text/csv, an attachment named in Content-Disposition', () => {
-    const reply = document.paths['/api/v1/audit-logs/export'].get.responses['200'];
+    const reply = document.paths['/api/v1/audit-logs/export']!.get!.responses['200']!;
     expect(Object.keys(reply.content).sort()).toEqual(['application/json', 'text/csv']);
-    expect(reply.content['text/csv'].schema).toEqual({ type: 'string' });
+    expect(reply.content['text/csv']!.schema).toEqual({ type: 'string' });
     expect(reply.headers['Content-Disposition']).toMatchObject({ required: true, schema: { type: 'string' } });
   });
 
@@ -48,14 +54,12 @@ describe('the OpenAPI document', () => {
       '/api/v1/orgs/organizations/{id}/sites/{siteId}',
       '/api/v1/devices/{id}',
     ]) {
-      expect(document.paths[path].patch.requestBody.content['application/json'].schema.minProperties).toBe(1);
+      expect(document.paths[path]!.patch!.requestBody!.content['application/json']!.schema.minProperties).toBe(1);
     }
   });
 
   it('enumerates the values of list filters, comma-separated', () => {
-    const level = document.paths['/api/v1/devices/{id}/eventlogs'].get.parameters.find(
-      (p: { name: string }) => p.name === 'level',
-    );
+    const level = document.paths['/api/v1/devices/{id}/eventlogs']!.get!.parameters.find((p) => p.name === 'level');
     expect(level).toMatchObject({
       style: 'form',
       explode: false,
@@ -64,8 +68,8 @@ describe('the OpenAPI document', () => {
   });
 
   it('documents a 413 for every route that takes a body', () => {
-    for (const [path, operations] of Object.entries<Record<string, any>>(document.paths)) {
-      for (const [method, operation] of Object.entries<any>(operations)) {
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
         if (operation.requestBody) expect(operation.responses, `${method} ${path}`).toHaveProperty('413');
       }
     }
