@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { defaultMaxBodyBytes } from './body-limit.ts';
 import type { RouteDef } from './route.ts';
 
 const errorBody = z
@@ -90,7 +91,13 @@ export function buildOpenApi(
             .sort((a, b) => a - b)
             .map((code) => [
               String(code),
-              { description: errorText[code] ?? 'Error', content: { 'application/json': { schema: errorBody } } },
+              {
+                description:
+                  code === 413 && def.body
+                    ? `PAYLOAD_TOO_LARGE: the body exceeds ${def.maxBodyBytes ?? defaultMaxBodyBytes} bytes`
+                    : (errorText[code] ?? 'Error'),
+                content: { 'application/json': { schema: errorBody } },
+              },
             ]),
         ),
       },
