@@ -281,9 +281,10 @@ export const routes = {
     summary:
       'Report audit events that other platform components own (audit:write: org_service keys, platform callers); honours an Idempotency-Key header (1-255 printable characters) for 24 hours; 409 IDEMPOTENCY_KEY_REUSED for the same key with another body',
     body: ingestEvents,
+    maxBodyBytes: 4 * 1024 * 1024,
     status: 201,
     response: ingestReceipt,
-    errors: [400, 401, 403, 404, 409],
+    errors: [400, 401, 403, 404, 409, 413],
   }),
 
   // Reading the trail (seed 4.1): JWT users with audit:read; partner users see all their organizations (soft-deleted too), newest first.
@@ -333,7 +334,7 @@ export const routes = {
       'Export the newest 10,000 rows at most under the filters as an attachment: JSON (verifiable offline) or CSV (text/csv); gzip when the file exceeds 5.5 MiB and the client accepts it, else 413; audited as data.export',
     query: audit.auditExportQuery,
     response: audit.auditExport,
-    download: true,
+    download: { textTypes: ['text/csv'] },
     errors: [400, 401, 403, 413],
   }),
   'GET /api/v1/audit-logs/reports/summary': route({
@@ -1049,6 +1050,12 @@ export const routes = {
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteKey = keyof typeof routes;
+
+/**
+ * What answers a request no route takes: API Gateway's $default route in the CDK stack, the fallback of the local
+ * gateway. 404, or 405 with Allow for a path that exists under other methods, in the error envelope.
+ */
+export const defaultRoute = { handler: 'system/not-found' } as const;
 
 /**
  * The WebSocket API (DESIGN.md "Shape"): agents connect with their token and answer live queries

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
   | 'LAST_SITE'
   | 'SITE_NOT_EMPTY'
   | 'CONFLICT'

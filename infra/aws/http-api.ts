@@ -4,6 +4,8 @@ import {
   DomainName,
   HttpApi,
   HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
   HttpStage,
   LogGroupLogDestination,
   SecurityPolicy,
@@ -19,6 +21,8 @@ import { acknowledge } from './nag.ts';
 export interface RestApiProps {
   /** The route table (functions/routes.ts): `METHOD /path` → its handler module under functions/. */
   routes: Record<string, { handler: string }>;
+  /** What answers a request no route takes (API Gateway's $default route): the service's 404 or 405 with Allow. */
+  defaultRoute: { handler: string };
   /** The Lambda serving a handler module. */
   functionOf: (handler: string) => IFunction;
   /** Browser origins CORS allows (the viewer's); none: no browser origin is. */
@@ -86,13 +90,24 @@ export class RestApi extends Construct {
       ...(domain && { domainMapping: { domainName: domain } }),
     });
     const integrations = new Map<string, HttpLambdaIntegration>();
-    for (const [key, route] of Object.entries(props.routes)) {
-      const fn = props.functionOf(route.handler);
-      const integration = integrations.get(fn.node.path) ?? new HttpLambdaIntegration(`${fn.node.id}Integration`, fn);
+    const integrationOf = (handler: string) => {
+      const fn = props.functionOf(handler);
+      const known = integrations.get(fn.node.path);
+      if (known) return known;
+      const integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn);
       integrations.set(fn.node.path, integration);
+      return integration;
+    };
+    for (const [key, route] of Object.entries(props.routes)) {
       const { method, path } = parseRouteKey(key);
-      this.api.addRoutes({ path, methods: [method], integration });
+      this.api.addRoutes({ path, methods: [method], integration: integrationOf(route.handler) });
     }
+    // Without it API Gateway answers unmatched requests itself, outside the error envelope.
+    new HttpRoute(this, 'DefaultRoute', {
+      httpApi: this.api,
+      routeKey: HttpRouteKey.DEFAULT,
+      integration: integrationOf(props.defaultRoute.handler),
+    });
     acknowledge(
       this,
       'APIG4',

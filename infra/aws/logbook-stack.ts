@@ -8,7 +8,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { routes, wsRoutes } from '#functions/routes.ts';
+import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { AgentChannel } from './agent-channel.ts';
 import { Alarms } from './alarms.ts';
 import { AnchorKey } from './anchor-key.ts';
@@ -141,7 +141,7 @@ export class LogbookStack extends Stack {
       ? Secret.fromSecretCompleteArn(this, 'AgentEnrollmentSecret', settings.agentEnrollmentSecretArn)
       : undefined;
     const functions = new Map<string, LogbookFunction>();
-    for (const [group, handlers] of routeGroups(routes)) {
+    for (const [group, handlers] of routeGroups({ ...routes, $default: defaultRoute })) {
       const enrolls = enrollmentSecret && Object.values(handlers).includes('hierarchy/agents-enroll');
       const fn = apiFunction(group, handlers, 'http', {
         environment: {
@@ -173,6 +173,7 @@ export class LogbookStack extends Stack {
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
     this.restApi = new RestApi(this, 'RestApi', {
       routes,
+      defaultRoute,
       functionOf: (handler) => functions.get(handler)!,
       corsOrigins,
       throttle,

@@ -3,6 +3,7 @@
  * from the route table to the same Lambda handlers the cloud runs, with the events,
  * contexts, limits and error answers API Gateway produces.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,8 @@ export interface HttpGatewayOptions {
   /** Interface to listen on; without one, every interface (Node takes :: where the host has IPv6, else 0.0.0.0). */
   host?: string;
   routes: Record<string, { handler: string }>;
+  /** The handler of API Gateway's $default route: what answers a request no route (and no site file) takes. */
+  defaultRoute?: { handler: string };
   /** Resolves a handler module path (under functions/, no extension) to its handler; defaults to importing it. */
   loadHandler?: (handlerPath: string) => Promise<Handler>;
   /** Static files by URL path (the audit viewer), answered to GET and HEAD when no route matches. */
@@ -52,6 +55,12 @@ interface RouteMatch {
 
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<RunningHttpGateway> {
   const routes = Object.entries(options.routes).map(([routeKey, { handler }]) => compileRoute(routeKey, handler));
+  const defaultRoute: CompiledRoute | undefined = options.defaultRoute && {
+    routeKey: '$default',
+    method: 'ANY',
+    segments: [],
+    handler: options.defaultRoute.handler,
+  };
   const load = options.loadHandler ?? importHandler;
   const handlers = new Map<string, Promise<Handler>>();
   const handlerFor = (path: string): Promise<Handler> => {
@@ -80,19 +89,32 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     const rawQueryString = queryAt === -1 ? '' : target.slice(queryAt + 1);
     const method = (req.method ?? 'GET').toUpperCase();
 
-    const match = matchRoute(routes, method, rawPath);
+    let match = matchRoute(routes, method, rawPath);
     if (!match) {
       // Routes come first: the site never shadows an API path.
       const file = method === 'GET' || method === 'HEAD' ? options.site?.get(rawPath) : undefined;
       if (file) return serveFile(res, file, method);
-      return reply(res, 404, { message: 'Not Found' });
+      if (!defaultRoute) return reply(res, 404, { message: 'Not Found' });
+      match = { route: defaultRoute, pathParameters: {} };
     }
 
     const body = await readBody(req);
     if (body === 'too-large') {
-      // Stop reading: the rest of the upload is never buffered, and the connection is not reused.
+      // Stop reading: the rest of the upload is never buffered, and the connection is not reused. The answer is
+      // the service's own envelope, as for a body beyond a route's limit (README "Conventions").
       req.pause();
-      return reply(res, 413, { message: 'Request Entity Too Large' }, { connection: 'close' });
+      return reply(
+        res,
+        413,
+        {
+          error: {
+            code: 'PAYLOAD_TOO_LARGE',
+            message: `Request body exceeds the limit of ${MAX_BODY_BYTES} bytes`,
+            details: { maxBytes: MAX_BODY_BYTES },
+          },
+        },
+        { connection: 'close' },
+      );
     }
 
     const event = buildEvent({ req, match, rawPath, rawQueryString, method, body, requestId, start });
@@ -109,6 +131,9 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     writeResult(res, result);
   }
 
+  // Idle keep-alive connections stay open for a minute, as behind API Gateway; Node's 5 s default races a client
+  // that reuses the connection just then (a reset request), most often in a test whose process was busy.
+  server.keepAliveTimeout = 60_000;
   const { host } = options;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -247,7 +272,10 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
   });
 }
 
-/** Content types API Gateway passes as text; any other body (or none declared) arrives base64-encoded. */
+/**
+ * Content types API Gateway passes as text; any other body (or none declared) arrives base64-encoded, and so does
+ * a text body that is not UTF-8, so the handler sees the bytes as sent (shared/http/utf8-body.ts).
+ */
 function isTextual(contentType: string | undefined): boolean {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   return (
@@ -306,7 +334,7 @@ function buildEvent(input: {
   }
 
   const domainName = headers.host ?? `127.0.0.1:${port}`;
-  const textual = isTextual(headers['content-type']);
+  const textual = isTextual(headers['content-type']) && isUtf8(body);
   const hasBody = body.length > 0;
   return {
     version: '2.0',

@@ -9,7 +9,7 @@ import { startAgent } from '#demo/agent/agent.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
 import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
-import { routes, wsRoutes } from '#functions/routes.ts';
+import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
@@ -107,7 +107,7 @@ async function main() {
   const { demo, trailRows } = await seedDemo(admin)
     .then(async (demo) => ({ demo, trailRows: await seedDemoTrail(admin, demo) }))
     .finally(() => admin.close());
-  const gateway = await startHttpGateway({ port, host, routes, site: await site });
+  const gateway = await startHttpGateway({ port, host, routes, defaultRoute, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
   useLocalManagementApi(wsGateway);
   // The demo device's simulated Windows agent, so that live queries answer at once (README "Live event-log queries").

@@ -1,9 +1,9 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
-import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import type { Page } from '../db/page.ts';
 import { pagination } from '../db/paging.ts';
+import { asUtc } from '../instants.ts';
 import type { LogEntry, LogLevel } from './schemas.ts';
 
 /**

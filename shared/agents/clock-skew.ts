@@ -3,7 +3,7 @@
  * at the time it is received, with the submitted text kept as `originalTimestamp` in its JSON column
  * (agent_logs.fields, device_event_logs.details), so a device with a wrong clock cannot pin its entries
  * to the top of every newest-first list. SQL over a jsonb_to_recordset row `r` holding "timestamp" (as
- * submitted) and "at" (the same instant as UTC text, shared/agents/schemas.ts asUtc).
+ * submitted) and "at" (the same instant as UTC text, shared/instants.ts asUtc).
  */
 const ahead = `r.at::timestamptz > now() + interval '10 minutes'`;
 

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { agentInstant, asUtc } from '../instants.ts';
+import { atLeastOneField, optionalParam } from '../request-values.ts';
 
 /**
  * Text PostgreSQL can store in jsonb: no lone UTF-16 surrogate (a JSON `\ud800` escape parses in
@@ -34,46 +36,21 @@ export const jsonObject = () =>
     })
     .nullish();
 
-/** ISO 8601 within what PostgreSQL reads: a year from 0001 and an offset within ±15:59. */
-const storableInstant = (v: string) => !v.startsWith('0000') && !/[+-](1[6-9]|2\d):\d\d$/.test(v);
-const instantMessage = 'Give an ISO 8601 date and time with a year from 0001 and an offset within ±15:59';
-
 /**
  * When an agent says something happened (seed 4.3 ISO 8601, 4.4 a string): ISO 8601 date and time,
  * with an offset or Z; without one it is read as UTC.
  */
 export const agentTimestamp = () =>
-  z.iso
-    .datetime({ offset: true, local: true, message: 'Give an ISO 8601 date and time, e.g. 2026-01-15T10:30:00Z' })
-    .refine(storableInstant, instantMessage)
-    .meta({
-      description:
-        'ISO 8601 date and time; without an offset it is UTC. More than 10 minutes ahead of the server it is stored as the receipt time, the text kept as originalTimestamp',
-    });
-
-/** Text of an ISO 8601 date and time that PostgreSQL reads as UTC when it names no offset. */
-export const asUtc = (text: string) => (/(?:z|[+-]\d\d:\d\d)$/i.test(text) ? text : `${text}Z`);
-
-/** An empty query parameter (`?level=`, as viewers send them) is no filter. */
-export const optionalParam = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+  agentInstant().meta({
+    description:
+      'ISO 8601 date and time; without an offset it is UTC. More than 10 minutes ahead of the server it is stored as the receipt time, the text kept as originalTimestamp',
+  });
 
 /** A time filter of a list query (ISO 8601; without an offset it is UTC), as ISO 8601 text with an offset. */
 export const queryInstant = (description: string) =>
-  optionalParam(
-    z.iso.datetime({ offset: true, local: true }).refine(storableInstant, instantMessage).transform(asUtc),
-  ).meta({
+  optionalParam(agentInstant().transform(asUtc)).meta({
     description: `${description} (ISO 8601; without an offset it is UTC)`,
   });
-
-/** A comma-separated list of enum values in one query parameter (`level=warn,error`), deduplicated. */
-export const enumList = <const T extends readonly [string, ...string[]]>(values: T) =>
-  optionalParam(
-    z
-      .string()
-      .transform((text) => [...new Set(text.split(',').map((part) => part.trim()))])
-      .pipe(z.array(z.enum(values))),
-  ).meta({ description: `One or more of ${values.join(', ')}, comma-separated` });
 
 /** The agent routes' path: `/agents/{id}` names the calling agent itself. */
 export const agentParams = z.object({
@@ -107,19 +84,20 @@ export const heartbeatReply = z
 const budget = z.number().int().min(0).max(10_000_000);
 
 /** PUT body: an absent field stays as it is; null returns it to the default. */
-export const updateIngestLimits = z
-  .object({
-    logsPerDeviceHour: budget
-      .nullable()
-      .optional()
-      .meta({ description: 'Diagnostic log entries each device may submit per clock hour; null: the default' }),
-    eventsPerDeviceHour: budget
-      .nullable()
-      .optional()
-      .meta({ description: 'Event log entries each device may store per clock hour; null: the default' }),
-  })
-  .strict()
-  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+export const updateIngestLimits = atLeastOneField(
+  z
+    .object({
+      logsPerDeviceHour: budget
+        .nullable()
+        .optional()
+        .meta({ description: 'Diagnostic log entries each device may submit per clock hour; null: the default' }),
+      eventsPerDeviceHour: budget
+        .nullable()
+        .optional()
+        .meta({ description: 'Event log entries each device may store per clock hour; null: the default' }),
+    })
+    .strict(),
+);
 
 export const ingestLimits = z
   .object({

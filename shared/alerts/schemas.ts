@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { optionalParam, queryInstant } from '../agents/schemas.ts';
+import { queryInstant } from '../agents/schemas.ts';
 import { pageOf, pageQuery, paginationSchema } from '../db/paging.ts';
+import { optionalParam } from '../request-values.ts';
 
 export const severities = ['low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof severities)[number];

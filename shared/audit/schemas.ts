@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { pageQuery, paginationSchema } from '../db/paging.ts';
+import { asUtc, filterInstantPattern, instant } from '../instants.ts';
+import { optionalParam } from '../request-values.ts';
 import { auditCategories } from './categories.ts';
 
 export const actorTypes = ['user', 'api_key', 'agent', 'system', 'ai_agent'] as const;
@@ -12,18 +14,13 @@ const endOfInstants = Date.UTC(10_000, 0, 1);
 /** Only checked once the value is an ISO 8601 date-time, so a malformed value gets one issue. */
 const whenWellFormed = { when: (payload: { issues: readonly unknown[] }) => payload.issues.length === 0 };
 
-/**
- * ISO 8601 with an offset, within what PostgreSQL and audit_logs store: a year from 0001 to 9999 (also once
- * converted to UTC, the table's CHECK) and an offset within ±15:59.
- */
-const strictInstant = z.iso.datetime({ offset: true }).refine(
+/** ISO 8601 with an offset, within what audit_logs stores: also once converted to UTC a year from 0001 to 9999 (its CHECK). */
+const strictInstant = instant().refine(
   (value) => {
     const at = Date.parse(value);
-    return (
-      !value.startsWith('0000') && !/[+-](1[6-9]|2\d):\d\d$/.test(value) && at >= earliestInstant && at < endOfInstants
-    );
+    return at >= earliestInstant && at < endOfInstants;
   },
-  { message: 'Give a year from 0001 to 9999 (also in UTC) and an offset within ±15:59', ...whenWellFormed },
+  { message: 'Give an instant from year 0001 to 9999, also in UTC', ...whenWellFormed },
 );
 
 /**
@@ -120,24 +117,26 @@ export const idempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'Give 1 t
 
 // Reading the trail (seed 4.1, issue 3 "Endpoints"): one filter schema for every list, search, export and report route.
 
-/** In the OpenAPI document a filter instant is any string: the date-time format and pattern are of its normalized form. */
-const anyInstantText = ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
-  delete jsonSchema.format;
-  delete jsonSchema.pattern;
-  jsonSchema.examples = ['2026-03-01T10:00:00Z', '2026-03-01T11:00:00+0100', '2026-03-01T10:00:00', '2026-03-01'];
-};
 /**
  * A from/to filter: ISO 8601 with an offset (Z, +01:00 or +0100), or without one as UTC; a date alone is the
  * start of that UTC day for `from` and its end (23:59:59.999999) for `to`, so from=2026-01-01&to=2026-01-31
- * is all of January. Normalized to ISO 8601 with an offset, then held to the strict instant rules.
+ * is all of January; empty, no bound (as ?until= of the log lists). Normalized to ISO 8601 with an offset, then
+ * held to the range of strictInstant.
  */
 const filterInstant = (bound: 'from' | 'to') =>
-  z.preprocess((value) => {
-    if (typeof value !== 'string') return value;
-    if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return `${value}T${bound === 'from' ? '00:00:00' : '23:59:59.999999'}Z`;
-    if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?$/.test(value)) return `${value}Z`;
-    return value.replace(/^(.*T.*[+-]\d{2})(\d{2})$/, '$1:$2');
-  }, strictInstant);
+  optionalParam(
+    z
+      .string()
+      .regex(
+        filterInstantPattern,
+        'Give an ISO 8601 date, or date and time (a year from 0001, an offset within ±14:00)',
+      )
+      .transform((value) => {
+        if (!value.includes('T')) return `${value}T${bound === 'from' ? '00:00:00' : '23:59:59.999999'}Z`;
+        return asUtc(value).replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
+      })
+      .pipe(strictInstant),
+  );
 /** An empty filter (`?user=`, as viewers send them) is no filter. */
 const filterText = (description: string) =>
   z
@@ -148,15 +147,13 @@ export const auditFilterFields = {
   user: filterText('Case-insensitive substring of the actor e-mail or the actor name'),
   action: filterText('Case-insensitive substring of the action'),
   resource: filterText('Case-insensitive substring of the resource type or the resource name'),
-  from: filterInstant('from').optional().meta({
+  from: filterInstant('from').meta({
     description:
-      'Rows at or after this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (from the start of that UTC day)',
-    override: anyInstantText,
+      'Rows at or after this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (from the start of that UTC day); empty: no bound',
   }),
-  to: filterInstant('to').optional().meta({
+  to: filterInstant('to').meta({
     description:
-      'Rows at or before this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (to the end of that UTC day)',
-    override: anyInstantText,
+      'Rows at or before this instant: ISO 8601 with an offset (Z, +01:00, +0100), without one as UTC, or a date (to the end of that UTC day); empty: no bound',
   }),
   orgId: z.uuid().optional().meta({
     description:
@@ -276,12 +273,15 @@ export const auditCompliancePage = auditDetailedPage.extend({
     .record(z.string(), z.number().int())
     .meta({ description: 'Rows per compliance-tracked action over the filters (every action listed, 0 included)' }),
 });
+/** A count per value, every value a named property (a record over an enum documents its keys as required but not as properties). */
+const countsOf = <const T extends readonly string[]>(values: T) =>
+  z.object(Object.fromEntries(values.map((value) => [value, z.number().int()])) as Record<T[number], z.ZodNumber>);
 export const auditSummary = z
   .object({
     total: z.number().int(),
-    byCategory: z.record(z.enum(auditCategories), z.number().int()),
-    byResult: z.record(z.enum(auditResults), z.number().int()),
-    byActorType: z.record(z.enum(actorTypes), z.number().int()),
+    byCategory: countsOf(auditCategories),
+    byResult: countsOf(auditResults),
+    byActorType: countsOf(actorTypes),
   })
   .meta({ id: 'AuditSummary', description: 'Row counts over from/to and the filters; every key listed, 0 included' });
 

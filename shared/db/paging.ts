@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { asInteger, decimalInteger } from '../request-values.ts';
 
 /**
  * page/limit query parameters: page from 1, limit from 1; a limit above the route's
@@ -6,16 +7,20 @@ import { z } from 'zod';
  */
 export function pageQuery(options: { defaultLimit: number; maxLimit: number }) {
   return {
-    page: z.coerce.number().int().min(1).max(1_000_000).default(1).meta({ description: 'Page number, from 1' }),
-    // Clamped before it is checked, so any number above the maximum (even 1e400) reads as the maximum.
+    page: decimalInteger({ min: 1, max: 1_000_000 }).default(1).meta({ description: 'Page number, from 1' }),
+    // Clamped before it is checked, so any number of digits above the maximum reads as the maximum.
     limit: z
       .preprocess(
-        (value) => (Number(value) > options.maxLimit ? options.maxLimit : value),
-        z.coerce.number().int().min(1),
+        (value) =>
+          typeof value === 'string' && /^\d+$/.test(value) && Number(value) > options.maxLimit
+            ? String(options.maxLimit)
+            : value,
+        decimalInteger({ min: 1, max: options.maxLimit }),
       )
       .default(options.defaultLimit)
       .meta({
         description: `Page size, default ${options.defaultLimit}; above ${options.maxLimit} it is clamped to ${options.maxLimit}`,
+        override: asInteger({ min: 1 }),
       }),
   };
 }

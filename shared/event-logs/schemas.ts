@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { agentTimestamp, enumList, jsonObject, optionalParam, queryInstant, storableText } from '../agents/schemas.ts';
+import { agentTimestamp, jsonObject, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
+import { enumList, optionalParam } from '../request-values.ts';
 
 /** seed 2.6 */
 export const eventLevels = ['info', 'warning', 'error', 'critical'] as const;

@@ -1,7 +1,7 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
-import { asUtc } from '../agents/schemas.ts';
 import type { Db } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
+import { asUtc } from '../instants.ts';
 import type { DeviceEvent, EventCategory, EventLevel } from './schemas.ts';
 
 /**

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { agentStatuses } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
+import { instant } from '../instants.ts';
+import { atLeastOneField } from '../request-values.ts';
 
 const name = z.string().trim().min(1).max(255);
 const listQuery = pageQuery({ defaultLimit: 50, maxLimit: 100 });
@@ -28,13 +30,16 @@ export const site = z
     updatedAt: timestampReply,
   })
   .meta({ id: 'Site' });
-/** An IANA time zone name: Intl refuses (RangeError) any zone it does not know; offsets such as +01:00 are no zone names. */
-function isTimeZone(zone: string): boolean {
+/**
+ * An IANA time zone name in its canonical spelling (`europe/berlin` is `Europe/Berlin`), or undefined: Intl refuses
+ * (RangeError) any zone it does not know; offsets such as +01:00 are no zone names.
+ */
+function canonicalTimeZone(zone: string): string | undefined {
+  if (/^[+-]/.test(zone)) return undefined;
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return !/^[+-]/.test(zone);
+    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
-    return false;
+    return undefined;
   }
 }
 const siteFields = {
@@ -44,16 +49,22 @@ const siteFields = {
     .trim()
     .min(1)
     .max(64)
-    .refine(isTimeZone, 'Unknown time zone; give an IANA name such as Europe/Berlin')
+    .transform((zone, ctx) => {
+      const canonical = canonicalTimeZone(zone);
+      if (!canonical)
+        ctx.addIssue({ code: 'custom', message: 'Unknown time zone; give an IANA name such as Europe/Berlin' });
+      return canonical ?? zone;
+    })
     .optional()
     .meta({ description: 'IANA time zone, e.g. Europe/Berlin' }),
   address: z.string().max(2000).optional(),
 };
 export const createSite = z.object(siteFields).strict();
-export const updateSite = z
-  .object({ name: name.optional(), timezone: siteFields.timezone.nullable(), address: siteFields.address.nullable() })
-  .strict()
-  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+export const updateSite = atLeastOneField(
+  z
+    .object({ name: name.optional(), timezone: siteFields.timezone.nullable(), address: siteFields.address.nullable() })
+    .strict(),
+);
 
 export const organization = z
   .object({
@@ -82,10 +93,9 @@ export const createOrganization = z
       .meta({ description: 'The first site (default name "Main")' }),
   })
   .strict();
-export const updateOrganization = z
-  .object({ name: name.optional(), externalId: z.string().trim().min(1).max(255).nullable().optional() })
-  .strict()
-  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+export const updateOrganization = atLeastOneField(
+  z.object({ name: name.optional(), externalId: z.string().trim().min(1).max(255).nullable().optional() }).strict(),
+);
 export const listOrganizationsQuery = z.object({ ...listQuery, search, partnerId: z.uuid().optional() });
 
 export const device = z
@@ -109,10 +119,9 @@ export const device = z
     updatedAt: timestampReply,
   })
   .meta({ id: 'Device' });
-export const updateDevice = z
-  .object({ displayName: name.nullable().optional(), siteId: z.uuid().optional() })
-  .strict()
-  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+export const updateDevice = atLeastOneField(
+  z.object({ displayName: name.nullable().optional(), siteId: z.uuid().optional() }).strict(),
+);
 export const listDevicesQuery = z.object({
   ...listQuery,
   orgId: z.uuid().optional(),
@@ -147,8 +156,7 @@ export const createEnrollmentKey = z
       .optional()
       .meta({ description: "Enroll into this site; without it devices join the organization's first site" }),
     name: name.optional(),
-    expiresAt: z.iso
-      .datetime({ offset: true })
+    expiresAt: instant()
       .optional()
       .refine((t) => t === undefined || Date.parse(t) > Date.now(), 'expiresAt must lie in the future'),
   })

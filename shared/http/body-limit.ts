@@ -2,6 +2,12 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { DomainError } from '../errors.ts';
 
+/**
+ * The limit of a route that names none: 1 MiB, well within Lambda's 6 MB invocation payload, so every body
+ * beyond a limit is answered in the error envelope (README "Conventions").
+ */
+export const defaultMaxBodyBytes = 1024 * 1024;
+
 /** The size in bytes of the body as the client sent it (a base64 body is measured decoded). */
 export function bodyBytes(event: Pick<APIGatewayProxyEventV2, 'body' | 'isBase64Encoded'>): number {
   if (!event.body) return 0;

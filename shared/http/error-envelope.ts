@@ -1,5 +1,5 @@
 import type { MiddlewareObj } from '@middy/core';
-import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { z } from 'zod';
 import { DomainError, type ErrorCode, issueDetails } from '../errors.ts';
 import { logger } from '../logger.ts';
@@ -9,6 +9,7 @@ const statusOf: Record<ErrorCode, number> = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   LAST_SITE: 409,
   SITE_NOT_EMPTY: 409,
   CONFLICT: 409,
@@ -23,7 +24,12 @@ const statusOf: Record<ErrorCode, number> = {
   INVALID_STATE: 409,
 };
 
-export function errorReply(status: number, code: string, message: string, details?: unknown): APIGatewayProxyResultV2 {
+export function errorReply(
+  status: number,
+  code: string,
+  message: string,
+  details?: unknown,
+): APIGatewayProxyStructuredResultV2 {
   return {
     statusCode: status,
     headers: {

@@ -3,9 +3,10 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { auditWrites } from './audit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
-import { bodyLimit } from './body-limit.ts';
+import { bodyLimit, defaultMaxBodyBytes } from './body-limit.ts';
 import { errorEnvelope } from './error-envelope.ts';
 import { RawReply, type ReplyOf, type RequestOf, type RouteDef } from './route.ts';
+import { utf8Body } from './utf8-body.ts';
 import { type ValidatedContext, validate } from './validate.ts';
 
 export type Handler = (
@@ -24,9 +25,10 @@ export function httpHandler<R extends RouteDef>(
 ): Handler {
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>().use(errorEnvelope());
   // An oversized body is refused first, as API Gateway refuses one above its own limit: no token lookup, no parsing.
-  if (def.maxBodyBytes !== undefined) chain.use(bodyLimit(def.maxBodyBytes));
+  chain.use(bodyLimit(def.maxBodyBytes ?? defaultMaxBodyBytes));
   chain.use(authenticate(def.auth)).use(auditWrites());
   if (def.body) {
+    chain.use(utf8Body());
     // No body at all reads as `{}`: the schema then says what is missing, or accepts it when every field is optional.
     chain.before((request) => {
       request.event.body ||= '{}';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { defaultMaxBodyBytes } from './body-limit.ts';
 import type { RouteDef } from './route.ts';
 
 const errorBody = z
@@ -26,8 +27,36 @@ const security: Record<RouteDef['auth'], ZodOpenApiOperationObject['security']> 
   agent: [{ agentToken: [] }],
 };
 
-/** The OpenAPI 3.1 document of a route table, generated from its zod schemas. */
-export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: string; version: string }) {
+/** A download's headers: the attachment's file name, and gzip when the file is large (shared/http/download.ts). */
+const downloadHeaders = z.object({
+  'Content-Disposition': z
+    .string()
+    .regex(/^attachment; filename="[^"]+"$/)
+    .meta({ description: 'attachment; filename="…", the file name naming the export and its time' }),
+  'Content-Encoding': z
+    .enum(['gzip'])
+    .optional()
+    .meta({ description: 'gzip when the file exceeds 5.5 MiB and the request accepts gzip' }),
+});
+
+/** The content of a success reply: the response schema as JSON, and a download's text types besides. */
+function successContent(def: RouteDef) {
+  if (!def.response) return {};
+  const json = { 'application/json': { schema: def.response } };
+  if (!def.download) return { content: json };
+  const text = Object.fromEntries(def.download.textTypes.map((type) => [type, { schema: z.string() }]));
+  return { headers: downloadHeaders, content: { ...json, ...text } };
+}
+
+/**
+ * The OpenAPI 3.1 document of a route table, generated from its zod schemas; `servers` names where it is served
+ * (the document's own origin, so clients and contract tests reach the same API).
+ */
+export function buildOpenApi(
+  routes: Record<string, RouteDef>,
+  info: { title: string; version: string },
+  servers: { url: string; description: string }[],
+) {
   const paths: ZodOpenApiPathsObject = {};
   const operationIds = new Set<string>();
   for (const [key, def] of Object.entries(routes)) {
@@ -54,15 +83,22 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
           }
         : {}),
       responses: {
-        [status]: {
-          description: status === '204' ? 'Done' : 'Success',
-          ...(def.response ? { content: { 'application/json': { schema: def.response } } } : {}),
-        },
+        [status]: { description: status === '204' ? 'Done' : 'Success', ...successContent(def) },
         ...Object.fromEntries(
-          (def.errors ?? []).map((code) => [
-            String(code),
-            { description: errorText[code] ?? 'Error', content: { 'application/json': { schema: errorBody } } },
-          ]),
+          // Any route refuses a query parameter it does not take (400); every route with a body has a size limit
+          // (shared/http/body-limit.ts).
+          [...new Set([...(def.errors ?? []), 400, ...(def.body ? [413] : [])])]
+            .sort((a, b) => a - b)
+            .map((code) => [
+              String(code),
+              {
+                description:
+                  code === 413 && def.body
+                    ? `PAYLOAD_TOO_LARGE: the body exceeds ${def.maxBodyBytes ?? defaultMaxBodyBytes} bytes`
+                    : (errorText[code] ?? 'Error'),
+                content: { 'application/json': { schema: errorBody } },
+              },
+            ]),
         ),
       },
     };
@@ -71,6 +107,7 @@ export function buildOpenApi(routes: Record<string, RouteDef>, info: { title: st
   return createDocument({
     openapi: '3.1.0',
     info,
+    servers,
     paths,
     components: {
       securitySchemes: {

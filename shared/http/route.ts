@@ -13,13 +13,13 @@ export interface RouteDef {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
-  /** Bodies above this many bytes are refused with 413 before they are parsed (shared/http/body-limit.ts). */
+  /** Bodies above this many bytes (default 1 MiB) are refused with 413 before they are parsed (shared/http/body-limit.ts). */
   maxBodyBytes?: number;
   /** Status of a successful reply (default 200). */
   status?: 200 | 201 | 202 | 204;
   response?: z.ZodType;
-  /** The reply is a file (shared/http/download.ts): the handler returns a RawReply; a JSON file follows `response`. */
-  download?: true;
+  /** A file download: answered as an attachment (Content-Disposition), in JSON or one of these text types. */
+  download?: { textTypes: readonly string[] };
   /** Error statuses the route can answer, for the OpenAPI document. */
   errors?: readonly number[];
 }
@@ -48,7 +48,7 @@ export interface RequestOf<R extends RouteDef, Caller> {
 export type ReplyOf<R extends RouteDef> = Promise<
   R['status'] extends 204
     ? void
-    : R['download'] extends true
+    : R['download'] extends object
       ? RawReply
       : R['response'] extends z.ZodType
         ? z.input<R['response']>

@@ -2,6 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import { type IssueDetail, issueDetails, ValidationFailed } from '../errors.ts';
+import { listParams } from '../request-values.ts';
 import type { AuditHttpContext } from './audit.ts';
 import type { RouteDef } from './route.ts';
 
@@ -67,16 +68,85 @@ function parse(schema: z.ZodType | undefined, value: unknown, location: string):
   return result.data;
 }
 
+/**
+ * The part of a value its schema reads: fields an object schema drops (agents' unknown fields, README "Agents")
+ * are dropped before anything looks at them, so their content (a NUL, deep nesting) never fails a request.
+ */
+function knownFields(schema: z.ZodType, value: unknown): unknown {
+  const def = schema._zod.def as unknown as Record<string, unknown> & { type: string };
+  switch (def.type) {
+    case 'object': {
+      // A strict object (catchall never) refuses unknown fields, a passthrough one keeps them: both see them all.
+      if (def.catchall !== undefined || value === null || typeof value !== 'object' || Array.isArray(value))
+        return value;
+      const shape = def.shape as Record<string, z.ZodType>;
+      return Object.fromEntries(
+        Object.entries(value)
+          .filter(([key]) => Object.hasOwn(shape, key))
+          .map(([key, item]) => [key, knownFields(shape[key]!, item)]),
+      );
+    }
+    case 'array':
+      return Array.isArray(value) ? value.map((item) => knownFields(def.element as z.ZodType, item)) : value;
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+      return knownFields(def.innerType as z.ZodType, value);
+    case 'pipe':
+      return knownFields(def.in as z.ZodType, value);
+    default:
+      return value;
+  }
+}
+
+/**
+ * Query parameters the route does not take are refused like unknown body fields (a typo must not list
+ * everything), and a scalar given twice is refused by name: API Gateway joins repeats with ',', which only a
+ * list parameter reads as meant.
+ */
+function queryIssues(schema: z.ZodObject | undefined, rawQueryString: string): IssueDetail[] {
+  const shape: Record<string, z.ZodType> = schema?.shape ?? {};
+  const seen = new Map<string, number>();
+  for (const [key] of new URLSearchParams(rawQueryString)) seen.set(key, (seen.get(key) ?? 0) + 1);
+  return [...seen].flatMap(([key, count]): IssueDetail[] => {
+    if (!Object.hasOwn(shape, key))
+      return [{ path: `query.${key}`, message: `Unknown query parameter ${key}`, code: 'unrecognized_keys' }];
+    if (count > 1 && !listParams.has(shape[key]!))
+      return [{ path: `query.${key}`, message: `Give ${key} once; it was given ${count} times`, code: 'repeated' }];
+    return [];
+  });
+}
+
+/** Path parameters whose percent-encoding does not decode (`%E0%A4%A`): the gateway passes such a segment on as sent. */
+function pathIssues(rawPath: string, params: Record<string, string | undefined>): IssueDetail[] {
+  const segments = rawPath.split('/');
+  return Object.entries(params).flatMap(([name, value]): IssueDetail[] => {
+    if (value === undefined || !segments.includes(value)) return [];
+    try {
+      decodeURIComponent(value);
+      return [];
+    } catch {
+      return [{ path: `params.${name}`, message: 'Malformed percent-encoding', code: 'invalid_format' }];
+    }
+  });
+}
+
 /** Validates path parameters, query string and body against the route's zod schemas (400 VALIDATION_FAILED). */
 export const validate = (
   def: RouteDef,
 ): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext> => ({
   before: async (request) => {
     const { event } = request;
+    const malformed = pathIssues(event.rawPath ?? '', event.pathParameters ?? {});
+    if (malformed.length > 0) throw ValidationFailed('Invalid params', malformed);
+    const queryProblems = queryIssues(def.query, event.rawQueryString ?? '');
+    if (queryProblems.length > 0) throw ValidationFailed('Invalid query', queryProblems);
     request.context.input = {
       params: parse(def.params, event.pathParameters ?? {}, 'params'),
       query: parse(def.query, event.queryStringParameters ?? {}, 'query'),
-      body: parse(def.body, event.body, 'body'),
+      body: def.body ? parse(def.body, knownFields(def.body, event.body), 'body') : undefined,
     };
   },
 });

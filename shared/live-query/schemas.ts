@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { optionalParam, queryInstant } from '../agents/schemas.ts';
+import { queryInstant } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { decimalInteger, optionalParam } from '../request-values.ts';
 import { liveEventLevels } from './protocol.ts';
 
 /**
@@ -13,12 +14,9 @@ const name = z.string().min(1).max(256).meta({
   description:
     'Event log name (e.g. Security, or Microsoft-Windows-Sysmon%2FOperational with its slash encoded), matched case-insensitively by the agent',
 });
-const recordId = z
-  .string()
-  .regex(/^\d{1,16}$/, 'Give the record id as a whole number')
-  .transform(Number)
-  .pipe(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER))
-  .meta({ description: 'Record id of the event within its log' });
+const recordId = decimalInteger({ min: 1, max: Number.MAX_SAFE_INTEGER }).meta({
+  description: 'Record id of the event within its log',
+});
 
 export const systemToolsDeviceParams = z.object({ deviceId });
 export const systemToolsLogParams = z.object({ deviceId, name });
@@ -35,13 +33,9 @@ export const liveEventsQuery = z.object({
   }),
   startTime: queryInstant('Events created at or after this time'),
   endTime: queryInstant('Events created at or before this time'),
-  eventId: optionalParam(
-    z
-      .string()
-      .regex(/^\d{1,10}$/, 'Give the event id as a whole number')
-      .transform(Number)
-      .pipe(z.number().int().max(4_294_967_295)),
-  ).meta({ description: 'Event id (a number, e.g. 4625)' }),
+  eventId: optionalParam(decimalInteger({ min: 0, max: 4_294_967_295 })).meta({
+    description: 'Event id (a number, e.g. 4625)',
+  }),
 });
 export type LiveEventsQuery = z.output<typeof liveEventsQuery>;
 

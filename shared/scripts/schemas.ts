@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { optionalParam } from '../agents/schemas.ts';
 import { severities } from '../alerts/schemas.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { optionalParam } from '../request-values.ts';
 
 /** Limits of a script (issue 17), README "Scripts". */
 export const scriptLimits = {

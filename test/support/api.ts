@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import { routes, wsRoutes } from '#functions/routes.ts';
+import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { routeMatcher, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -30,7 +30,7 @@ export interface Api {
  * HTTP. Every 2xx reply is held to its route's document (status and response schema): a drift fails the test.
  */
 export async function startApi(): Promise<Api> {
-  const gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
+  const gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes, defaultRoute });
   const ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
   useLocalManagementApi(ws);
   return {

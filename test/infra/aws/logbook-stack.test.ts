@@ -282,13 +282,24 @@ describe('the CDK stack', () => {
     expect(deployed.resources[deployed.functionId('generates the Ed25519 key')]!.Properties.Timeout).toBeLessThan(300);
   });
 
-  it('serves every route of functions/routes.ts, and no other, from the route table', () => {
+  it('serves every route of functions/routes.ts, and no other, from the route table, and $default for the rest', () => {
     const httpApi = deployed.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![0];
     const deployedRoutes = deployed
       .ofType('AWS::ApiGatewayV2::Route')
       .filter(([, r]) => r.Properties.ApiId.Ref === httpApi)
       .map(([, r]) => r.Properties.RouteKey as string);
-    expect(deployedRoutes.sort()).toEqual(Object.keys(routes).sort());
+    expect(deployedRoutes.sort()).toEqual([...Object.keys(routes), '$default'].sort());
+  });
+
+  it("answers unmatched requests with the service's 404 or 405 ($default route to the system Lambda), not API Gateway's own", () => {
+    const httpApi = deployed.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'HTTP')![0];
+    const [, fallback] = deployed
+      .ofType('AWS::ApiGatewayV2::Route')
+      .find(([, r]) => r.Properties.ApiId.Ref === httpApi && r.Properties.RouteKey === '$default')!;
+    const integrationId = (fallback.Properties.Target['Fn::Join'][1] as unknown[])[1] as { Ref: string };
+    const integration = deployed.resources[integrationId.Ref]!;
+    const target = integration.Properties.IntegrationUri['Fn::GetAtt'][0] as string;
+    expect(deployed.resources[target]!.Properties.Description).toMatch(/^Logbook system: .*\$default/);
   });
 
   it('runs each route group in a Lambda of its own: Node.js 22 on arm64, with a log group that expires', () => {

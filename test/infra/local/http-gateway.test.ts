@@ -196,7 +196,13 @@ describe('local HTTP API gateway', () => {
       body: new Uint8Array(11 * 1024 * 1024),
     });
     expect(response.status).toBe(413);
-    expect(await response.json()).toEqual({ message: 'Request Entity Too Large' });
+    expect(await response.json()).toEqual({
+      error: {
+        code: 'PAYLOAD_TOO_LARGE',
+        message: 'Request body exceeds the limit of 10485760 bytes',
+        details: { maxBytes: 10485760 },
+      },
+    });
     expect(calls.length).toBe(before);
   });
 

@@ -10,7 +10,7 @@ const item = route({
   response: z.object({ id: z.uuid(), at: timestampReply, note: z.string().nullable() }),
 });
 const deletion = route({ ...common, status: 204 });
-const download = route({ ...common, response: z.object({ rows: z.array(z.string()) }), download: true });
+const download = route({ ...common, response: z.object({ rows: z.array(z.string()) }), download: { textTypes: [] } });
 const id = '6f1c2f38-53a4-4fd4-9c3b-2f2c3c1b7a10';
 
 describe("a handler's reply", () => {
