@@ -15,7 +15,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { answer, answerFrames, type RunningAgent, startAgent } from '#demo/agent/agent.ts';
+import { answer, type RunningAgent, startAgent } from '#demo/agent/agent.ts';
+import { answerFrames } from '#demo/agent/answer-frames.ts';
 import { type EventStore, generateEventStore } from '#demo/agent/event-store.ts';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';

@@ -5,7 +5,7 @@
  * that parameter is given, to try chunking). A sleep beyond the run's timeout never finishes, as a hung script
  * would not: the service marks the item timed-out.
  */
-import { answerFrames } from './agent.ts';
+import { answerFrames } from './answer-frames.ts';
 
 export interface ScriptRunner {
   /** Takes a `script.run` message (or a chunk of one); `send` posts one text message on the connection. */

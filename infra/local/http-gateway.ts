@@ -9,6 +9,8 @@ import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Serv
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Handler } from '#shared/http/handler.ts';
+import { runJob } from '#shared/queue/jobs.ts';
+import { runJobsLocally } from '#shared/queue/work-queue.ts';
 
 export interface HttpGatewayOptions {
   port: number;
@@ -54,6 +56,8 @@ interface RouteMatch {
 }
 
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<RunningHttpGateway> {
+  // Background jobs run in this process, as the queue worker runs them in AWS (shared/queue/work-queue.ts).
+  runJobsLocally(runJob);
   const routes = Object.entries(options.routes).map(([routeKey, { handler }]) => compileRoute(routeKey, handler));
   const defaultRoute: CompiledRoute | undefined = options.defaultRoute && {
     routeKey: '$default',

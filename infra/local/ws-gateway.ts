@@ -13,6 +13,8 @@ import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
 import { maxMessageBytes } from '#shared/live-query/protocol.ts';
+import { runJob } from '#shared/queue/jobs.ts';
+import { runJobsLocally } from '#shared/queue/work-queue.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';
 
@@ -63,6 +65,8 @@ interface Connection {
 }
 
 export async function startWsGateway(options: WsGatewayOptions): Promise<RunningWsGateway> {
+  // Background jobs run in this process, as the queue worker runs them in AWS (shared/queue/work-queue.ts).
+  runJobsLocally(runJob);
   const load = options.loadHandler ?? importHandler;
   const handlers = new Map<string, Promise<WebSocketHandler>>();
   const handlerFor = (routeKey: RouteKey): Promise<WebSocketHandler> => {

@@ -22,9 +22,12 @@ type Sdk = typeof import('@aws-sdk/client-sqs');
 let sdk: Promise<Sdk> | undefined;
 let client: SQSClient | undefined;
 
-/** Runs a job in this process (set by the local worker, shared/queue/jobs.ts). */
+/**
+ * Runs a job in this process without WORK_QUEUE_URL: the local gateways (infra/local) set it to shared/queue/jobs.ts,
+ * as the queue worker function runs it in AWS; this module never imports the jobs it carries.
+ */
 let localRunner: ((job: Job) => Promise<void>) | undefined;
-export function runLocally(runner: (job: Job) => Promise<void>): void {
+export function runJobsLocally(runner: (job: Job) => Promise<void>): void {
   localRunner = runner;
 }
 
@@ -62,7 +65,7 @@ export async function send(job: QueuedJob): Promise<void> {
 
 async function runInProcess(job: Job): Promise<void> {
   try {
-    if (!localRunner) localRunner = (await import('./jobs.ts')).runJob;
+    if (!localRunner) throw new Error('No local job runner: start the local gateways (infra/local) first');
     await localRunner(job);
   } catch (error) {
     logger.error('A background job failed', { kind: job.kind, error: String(error) });
