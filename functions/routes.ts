@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import * as agentLogs from '#shared/agent-logs/schemas.ts';
 import * as agents from '#shared/agents/schemas.ts';
-import * as anchors from '#shared/audit/anchors.ts';
+import * as anchors from '#shared/audit/anchor-schemas.ts';
 import * as retention from '#shared/audit/retention-schemas.ts';
 import * as audit from '#shared/audit/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';

@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { routes, wsRoutes } from '#functions/routes.ts';
-import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
@@ -14,6 +13,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { findConnection } from '#shared/live-query/store.ts';
 import { startAgent } from './agent/agent.ts';
 import { generateEventStore } from './agent/event-store.ts';
+import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
 import { useLocalDataApi } from './data-api-server.ts';
 import { devServerPort, type LocalRole, prepareDatabase, roleUrls, roleUrlVariables } from './database.ts';
 import { seedDemo, signDemoUserTokens } from './demo.ts';
@@ -100,8 +100,8 @@ async function main() {
   // With a JWKS URL the identity provider signs user tokens; a local secret would sign tokens nobody accepts.
   const jwksUrl = process.env.JWT_JWKS_URL;
   if (!jwksUrl) process.env.JWT_SECRET = localJwtSecret();
-  // The integrity watch's signing key (shared/audit/anchors.ts), generated once and shared with `npm run retention`.
-  process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(`${dataDir}/anchor-key.pem`);
+  // The integrity watch's signing key (shared/audit/anchor-signing.ts), generated once and shared with `npm run retention`.
+  process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const { demo, trailRows } = await seedDemo(admin)

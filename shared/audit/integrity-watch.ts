@@ -1,7 +1,7 @@
 /**
  * The integrity watch (issue 4), run by the daily retention worker after pruning: for every organization with a chain
  * head, verify its chain since its newest anchor, then append a signed anchor of its head, its retention boundary and
- * the set of organizations with a chain (shared/audit/anchors.ts). A break is logged with its organization, seq and
+ * the set of organizations with a chain (shared/audit/anchor-signing.ts). A break is logged with its organization, seq and
  * kind, and that organization gets no anchor. Beyond the chain rules it reports what a hash chain alone cannot tell
  * from retention: a prefix deleted by hand (no checkpoint), a whole chain deleted (an anchored organization without a
  * head), and a head rolled back below the newest anchor (tail truncation).
@@ -10,15 +10,8 @@ import type { KeyObject } from 'node:crypto';
 import { createPublicKey } from 'node:crypto';
 import { type Db, one } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import {
-  type Anchor,
-  type AnchorFields,
-  anchorKeyId,
-  insertAnchor,
-  orgsDigest,
-  readLatestAnchors,
-  signAnchor,
-} from './anchors.ts';
+import { type AnchorFields, anchorKeyId, orgsDigest, signAnchor } from './anchor-signing.ts';
+import { type Anchor, insertAnchor, readLatestAnchors } from './anchor-store.ts';
 import { type ChainLink, readLatestCheckpoint } from './store.ts';
 import { type ChainBreakKind, verifyChain } from './verify.ts';
 

@@ -4,7 +4,8 @@ import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
 import { pagination } from '../http/pagination.ts';
-import { configuredAnchorPublicKey, readLatestAnchor } from './anchors.ts';
+import { configuredAnchorPublicKey } from './anchor-signing.ts';
+import { readLatestAnchor } from './anchor-store.ts';
 import {
   type AuditEntryRow,
   type AuditFilters,

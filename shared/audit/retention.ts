@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import { configuredAnchorKey } from './anchors.ts';
+import { configuredAnchorKey } from './anchor-signing.ts';
 import { type IntegrityWatchRun, runIntegrityWatch } from './integrity-watch.ts';
 import {
   countOrganizationsWithoutPolicy,

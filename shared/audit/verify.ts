@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { type Db, one } from '../db/db.ts';
-import { type AnchorFields, verifyAnchorSignature } from './anchors.ts';
+import { type AnchorFields, verifyAnchorSignature } from './anchor-signing.ts';
 import { auditChecksum } from './canonical.ts';
 import {
   type ChainLink,

@@ -1,7 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler } from '#functions/retention/run.ts';
-import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchors.ts';
+import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { closeAuditAdminDb } from '#shared/db/client.ts';
 import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 import { startStubs } from '#test/support/aws-stubs.ts';

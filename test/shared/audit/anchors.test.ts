@@ -1,15 +1,14 @@
 import { createPublicKey } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
-  type Anchor,
   anchorKeyId,
   anchorPayload,
   generateAnchorKey,
   orgsDigest,
   publicKeyPem,
-  readLatestAnchor,
   verifyAnchorSignature,
-} from '#shared/audit/anchors.ts';
+} from '#shared/audit/anchor-signing.ts';
+import { type Anchor, readLatestAnchor } from '#shared/audit/anchor-store.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { logger } from '#shared/logger.ts';

@@ -26,7 +26,7 @@ interface Run {
 function retention(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: t.db.urls.admin };
   delete childEnv.AUDIT_ADMIN_DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/retention.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/retention.ts', ...args], {
     env: { ...childEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

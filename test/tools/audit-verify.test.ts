@@ -12,7 +12,7 @@ import {
   orgsDigest,
   publicKeyPem,
   signAnchor,
-} from '#shared/audit/anchors.ts';
+} from '#shared/audit/anchor-signing.ts';
 import type { ChainRow } from '#shared/audit/store.ts';
 import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
@@ -33,7 +33,7 @@ interface Run {
 
 /** Runs `npm run audit:verify`'s entry point against this file's database (as its administrator, as an operator would locally). */
 function auditVerify(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/audit-verify.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/audit-verify.ts', ...args], {
     env: { ...process.env, DATABASE_URL: t.db.urls.admin, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

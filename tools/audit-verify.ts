@@ -8,14 +8,15 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
-import { type Anchor, auditAnchor } from '#shared/audit/anchors.ts';
+import { embeddedUrl } from '#infra/local/database.ts';
+import { auditAnchor } from '#shared/audit/anchor-schemas.ts';
+import type { Anchor } from '#shared/audit/anchor-store.ts';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
 import { auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink, ChainRow } from '#shared/audit/store.ts';
 import { type ChainBreak, type ChainBreakKind, verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { location, reason } from './cli.ts';
-import { embeddedUrl } from './database.ts';
 
 const usage = `Usage:
   npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
@@ -279,24 +280,28 @@ function verifyFile(path: string): number {
   return result.ok ? 0 : 1;
 }
 
+/** The command line's options; throws on an unknown or malformed one. */
+const parseOptions = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    options: {
+      org: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      file: { type: 'string' },
+      anchor: { type: 'string' },
+      'public-key': { type: 'string' },
+      progress: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseOptions>['values'];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        org: { type: 'string' },
-        from: { type: 'string' },
-        to: { type: 'string' },
-        file: { type: 'string' },
-        anchor: { type: 'string' },
-        'public-key': { type: 'string' },
-        progress: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
+    ({ values } = parseOptions(argv));
   } catch (error) {
     return usageError(reason(error));
   }

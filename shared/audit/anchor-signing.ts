@@ -1,0 +1,116 @@
+/**
+ * Signed anchors of the audit chain (issue 4 "Integrity watch", DESIGN.md "Audit chain"): the canonical payload, the
+ * Ed25519 signature and the keys from configuration. A bare hash chain proves nothing against whoever can rewrite the
+ * database; an anchor signs, with a key the database never holds, an organization's head, its retention boundary and
+ * the set of organizations with a chain, and the public key is published (GET /api/v1/audit-logs/anchors).
+ */
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+  verify,
+} from 'node:crypto';
+
+export const anchorVersion = 'logbook-anchor-v1';
+
+/** What an anchor signs. */
+export type AnchorFields = {
+  orgId: string;
+  /** The chain head: its seq and checksum. */
+  seq: number;
+  checksum: string;
+  /** The retention boundary: the first position the chain holds, and the checksum the row there links to (null: none). */
+  firstRetainedSeq: number;
+  boundaryChecksum: string | null;
+  /** The organizations with a chain head at the time: how many, and sha256 of their sorted ids joined by '\n'. */
+  orgCount: number;
+  orgsDigest: string;
+  /** ISO 8601 with milliseconds, UTC. */
+  anchoredAt: string;
+  keyId: string;
+};
+
+/** The canonical anchor payload v1: 'logbook-anchor-v1', then per field '\n' and '~' (null) or '<UTF-8 bytes>:<value>'. */
+export function anchorPayload(fields: AnchorFields): string {
+  const values = [
+    fields.orgId,
+    fields.seq,
+    fields.checksum,
+    fields.firstRetainedSeq,
+    fields.boundaryChecksum,
+    fields.orgCount,
+    fields.orgsDigest,
+    fields.anchoredAt,
+    fields.keyId,
+  ];
+  let payload = anchorVersion;
+  for (const value of values)
+    payload += value === null ? '\n~' : `\n${Buffer.byteLength(String(value), 'utf8')}:${value}`;
+  return payload;
+}
+
+/** The digest of the organizations with a chain: sha256 (hex) of their ids, sorted, joined by '\n'. */
+export function orgsDigest(orgIds: readonly string[]): string {
+  return createHash('sha256')
+    .update([...orgIds].sort().join('\n'), 'utf8')
+    .digest('hex');
+}
+
+/** The first 16 hex digits of the SHA-256 of the public key (SPKI DER). */
+export function anchorKeyId(key: KeyObject): string {
+  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+export function publicKeyPem(key: KeyObject): string {
+  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+  return publicKey.export({ type: 'spki', format: 'pem' }).toString();
+}
+
+export function signAnchor(fields: AnchorFields, privateKey: KeyObject): string {
+  return sign(null, Buffer.from(anchorPayload(fields), 'utf8'), privateKey).toString('base64');
+}
+
+/** Whether the anchor's signature is valid for its fields under this (public or private) key. */
+export function verifyAnchorSignature(anchor: AnchorFields & { signature: string }, key: KeyObject): boolean {
+  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+  if (anchor.keyId !== anchorKeyId(publicKey)) return false;
+  try {
+    return verify(null, Buffer.from(anchorPayload(anchor), 'utf8'), publicKey, Buffer.from(anchor.signature, 'base64'));
+  } catch {
+    return false;
+  }
+}
+
+export function generateAnchorKey(): KeyObject {
+  return generateKeyPairSync('ed25519').privateKey;
+}
+
+/**
+ * The signing key from configuration: AUDIT_ANCHOR_PRIVATE_KEY (PKCS#8 PEM; in AWS a Secrets Manager secret the
+ * stack injects, locally one generated once by infra/local). Undefined when unset: no anchor is written.
+ */
+export function configuredAnchorKey(env: NodeJS.ProcessEnv = process.env): KeyObject | undefined {
+  const pem = env.AUDIT_ANCHOR_PRIVATE_KEY;
+  if (!pem) return undefined;
+  const key = createPrivateKey(pem);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new Error(`AUDIT_ANCHOR_PRIVATE_KEY must be an Ed25519 key, not ${key.asymmetricKeyType}`);
+  return key;
+}
+
+/**
+ * The published verification key: AUDIT_ANCHOR_PUBLIC_KEY (SPKI PEM), else the public half of AUDIT_ANCHOR_PRIVATE_KEY.
+ * Undefined when neither is set.
+ */
+export function configuredAnchorPublicKey(env: NodeJS.ProcessEnv = process.env): KeyObject | undefined {
+  if (env.AUDIT_ANCHOR_PUBLIC_KEY) return createPublicKey(env.AUDIT_ANCHOR_PUBLIC_KEY);
+  const key = configuredAnchorKey(env);
+  return key && createPublicKey(key);
+}
