@@ -100,10 +100,10 @@ function report(run: RetentionRun): void {
   if (run.integrity) {
     for (const f of run.integrity.failures)
       console.error(
-        `integrity: organization ${f.orgId}: ${f.reason}, first break at seq ${f.seq} (${f.kind}); no anchor written`,
+        `integrity: organization ${f.orgId}: break at seq ${f.seq}, kind ${f.kind}: ${f.meaning}; no anchor written`,
       );
     console.log(
-      `integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} with a chain verified and anchored.`,
+      `integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} verified in full (${rows(run.integrity.rowsVerified)}) and anchored.`,
     );
   }
 }

@@ -33,9 +33,17 @@ export type AnchorFields = {
   keyId: string;
 };
 
-/** The canonical anchor payload v1: 'logbook-anchor-v1', then per field '\n' and '~' (null) or '<UTF-8 bytes>:<value>'. */
+/** A canonical signed payload: its version, then per value '\n' and '~' (null) or '<UTF-8 bytes>:<value>'. */
+function canonicalPayload(version: string, values: readonly (string | number | boolean | null)[]): string {
+  let payload = version;
+  for (const value of values)
+    payload += value === null ? '\n~' : `\n${Buffer.byteLength(String(value), 'utf8')}:${value}`;
+  return payload;
+}
+
+/** The canonical anchor payload v1: 'logbook-anchor-v1', then its fields in order. */
 export function anchorPayload(fields: AnchorFields): string {
-  const values = [
+  return canonicalPayload(anchorVersion, [
     fields.orgId,
     fields.seq,
     fields.checksum,
@@ -45,11 +53,40 @@ export function anchorPayload(fields: AnchorFields): string {
     fields.orgsDigest,
     fields.anchoredAt,
     fields.keyId,
-  ];
-  let payload = anchorVersion;
-  for (const value of values)
-    payload += value === null ? '\n~' : `\n${Buffer.byteLength(String(value), 'utf8')}:${value}`;
-  return payload;
+  ]);
+}
+
+export const checkpointVersion = 'logbook-checkpoint-v1';
+
+/** What the retention worker signs for each cut (issue 13): the checkpoint and why the cut was allowed. */
+export type CheckpointFields = {
+  orgId: string;
+  /** The last deleted row: its seq, checksum and canonical timestamp (microseconds, UTC). */
+  seq: number;
+  checksum: string;
+  lastTimestamp: string;
+  /** The policy applied, and the instant its window was evaluated at (ISO 8601 with milliseconds, UTC). */
+  retentionDays: number;
+  asOf: string;
+  /** Whether the organization had been anchored at the cut. */
+  anchored: boolean;
+  keyId: string;
+};
+
+export type SignedCheckpoint = CheckpointFields & { signature: string };
+
+/** The canonical checkpoint payload v1: 'logbook-checkpoint-v1', then its fields in order. */
+export function checkpointPayload(fields: CheckpointFields): string {
+  return canonicalPayload(checkpointVersion, [
+    fields.orgId,
+    fields.seq,
+    fields.checksum,
+    fields.lastTimestamp,
+    fields.retentionDays,
+    fields.asOf,
+    fields.anchored,
+    fields.keyId,
+  ]);
 }
 
 /** The digest of the organizations with a chain: sha256 (hex) of their ids, sorted, joined by '\n'. */
@@ -73,20 +110,33 @@ export function publicKeyPem(key: KeyObject): string {
   return publicKey.export({ type: 'spki', format: 'pem' }).toString();
 }
 
-export function signAnchor(fields: AnchorFields, privateKey: KeyObject): string {
-  return sign(null, Buffer.from(anchorPayload(fields), 'utf8'), privateKey).toString('base64');
-}
+const signPayload = (payload: string, privateKey: KeyObject) =>
+  sign(null, Buffer.from(payload, 'utf8'), privateKey).toString('base64');
 
-/** Whether the anchor's signature is valid for its fields under this (public or private) key. */
-export function verifyAnchorSignature(anchor: AnchorFields & { signature: string }, key: KeyObject): boolean {
+/** Whether `signature` is valid for the payload under this (public or private) key, whose id must be `keyId`. */
+function verifyPayload(payload: string, signed: { keyId: string; signature: string }, key: KeyObject): boolean {
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  if (anchor.keyId !== anchorKeyId(publicKey)) return false;
+  if (signed.keyId !== anchorKeyId(publicKey)) return false;
   try {
-    return verify(null, Buffer.from(anchorPayload(anchor), 'utf8'), publicKey, Buffer.from(anchor.signature, 'base64'));
+    return verify(null, Buffer.from(payload, 'utf8'), publicKey, Buffer.from(signed.signature, 'base64'));
   } catch {
     return false;
   }
 }
+
+export const signAnchor = (fields: AnchorFields, privateKey: KeyObject) =>
+  signPayload(anchorPayload(fields), privateKey);
+
+/** Whether the anchor's signature is valid for its fields under this (public or private) key. */
+export const verifyAnchorSignature = (anchor: AnchorFields & { signature: string }, key: KeyObject) =>
+  verifyPayload(anchorPayload(anchor), anchor, key);
+
+export const signCheckpoint = (fields: CheckpointFields, privateKey: KeyObject) =>
+  signPayload(checkpointPayload(fields), privateKey);
+
+/** Whether the checkpoint's signature is valid for its fields under this (public or private) key. */
+export const verifyCheckpointSignature = (checkpoint: SignedCheckpoint, key: KeyObject) =>
+  verifyPayload(checkpointPayload(checkpoint), checkpoint, key);
 
 export function generateAnchorKey(): KeyObject {
   return generateKeyPairSync('ed25519').privateKey;

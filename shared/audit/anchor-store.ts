@@ -34,10 +34,12 @@ export function readLatestAnchor(db: Db, orgId: string): Promise<Anchor | undefi
   );
 }
 
-/** The newest anchor of every organization that has one, by organization id. */
-export async function readLatestAnchors(db: Db): Promise<Map<string, Anchor>> {
+/** The newest anchor of every organization (or of these) that has one, by organization id. */
+export async function readLatestAnchors(db: Db, orgIds?: readonly string[]): Promise<Map<string, Anchor>> {
+  const only = orgIds ? 'WHERE org_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb))' : '';
   const { rows } = await db.query<Anchor>(
-    `SELECT DISTINCT ON (org_id) ${anchorColumns} FROM audit_anchors ORDER BY org_id, anchored_at DESC, seq DESC`,
+    `SELECT DISTINCT ON (org_id) ${anchorColumns} FROM audit_anchors ${only} ORDER BY org_id, anchored_at DESC, seq DESC`,
+    orgIds ? { orgIds: [...orgIds] } : {},
   );
   return new Map(rows.map((row) => [row.orgId, row]));
 }

@@ -8,10 +8,18 @@ import {
   replyBodyBudget,
   tooLarge,
 } from '../http/download.ts';
+import { configuredAnchorPublicKey, publicKeyPem } from './anchor-signing.ts';
+import { readLatestAnchors } from './anchor-store.ts';
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
 import { type AuditFilters, type ExportCursor, readExportPage } from './read-store.ts';
-import { type ChainRow, readChainHeads } from './store.ts';
+import {
+  type ChainEvidence,
+  type ChainRow,
+  readAnchoredRecord,
+  readChainHeads,
+  readLatestCheckpoints,
+} from './store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** seed 8: an export holds at most 10,000 rows. */
@@ -47,7 +55,7 @@ export async function exportAuditLogs(
       : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
   // Reading stops as soon as the file cannot fit Lambda's reply any more (download.ts).
   const budget = acceptsGzip(acceptEncoding) ? gzipInputBudget : replyBodyBudget;
-  const { records, rowsPerOrg, heads } = await db.transaction(
+  const { records, rowsPerOrg, heads, evidence } = await db.transaction(
     async (tx) => {
       const records: string[] = [];
       const rowsPerOrg = new Map<string, number>();
@@ -69,9 +77,12 @@ export async function exportAuditLogs(
         if (bytes > budget) throw tooLarge(acceptsGzip(acceptEncoding));
         after = page.at(-1);
       }
-      // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain.
-      const heads = format === 'json' ? await readChainHeads(tx, [...rowsPerOrg.keys()]) : {};
-      return { records, rowsPerOrg, heads };
+      // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain;
+      // and the signed evidence the offline check applies like the database verifier (issue 13).
+      const orgIds = [...rowsPerOrg.keys()];
+      const heads = format === 'json' ? await readChainHeads(tx, orgIds) : {};
+      const evidence = format === 'json' ? await readExportEvidence(tx, orgIds) : {};
+      return { records, rowsPerOrg, heads, evidence };
     },
     { isolation: 'REPEATABLE READ' },
   );
@@ -81,7 +92,8 @@ export async function exportAuditLogs(
   const body =
     format === 'csv'
       ? [csvRecord(exportColumns), ...records, ''].join('\r\n')
-      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},"rows":[${records.join(',')}]}`;
+      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},` +
+        `"publicKey":${JSON.stringify(publishedKey())},"evidence":${JSON.stringify(evidence)},"rows":[${records.join(',')}]}`;
   const reply = fileDownload(
     { body, contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json', filename },
     acceptEncoding,
@@ -102,6 +114,28 @@ export async function exportAuditLogs(
     });
   }
   return reply;
+}
+
+/** The anchor key's public half, as GET /audit-logs/anchors publishes it; null when none is configured. */
+function publishedKey(): string | null {
+  const key = configuredAnchorPublicKey();
+  return key ? publicKeyPem(key) : null;
+}
+
+/** Per organization: its latest retention checkpoint (with the worker's signature), newest anchor, anchored record. */
+async function readExportEvidence(db: Db, orgIds: readonly string[]): Promise<Record<string, ChainEvidence>> {
+  const checkpoints = await readLatestCheckpoints(db, orgIds);
+  const anchors = await readLatestAnchors(db, orgIds);
+  const evidence: Record<string, ChainEvidence> = {};
+  for (const orgId of orgIds) {
+    const anchoredRecordSeq = await readAnchoredRecord(db, orgId);
+    evidence[orgId] = {
+      checkpoint: checkpoints[orgId] ?? null,
+      anchor: anchors.get(orgId) ?? null,
+      anchoredRecordSeq: anchoredRecordSeq ?? null,
+    };
+  }
+  return evidence;
 }
 
 /**

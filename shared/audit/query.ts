@@ -5,7 +5,7 @@ import type { Page } from '../db/page.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
 import { pagination } from '../http/pagination.ts';
 import { configuredAnchorPublicKey } from './anchor-signing.ts';
-import { readLatestAnchor } from './anchor-store.ts';
+import { chainBreakMeaning } from './chain-break.ts';
 import {
   type AuditEntryRow,
   type AuditFilters,
@@ -99,14 +99,17 @@ export async function verifyAuditChain(
       { path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' },
     ]);
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
-  // Against the newest signed anchor too, when there is one (issue 4): a chain rewritten wholesale verifies on its own.
-  const anchor = await readLatestAnchor(db, orgId);
-  return verifyChain(db, orgId, {
+  // Against the signed evidence too (issue 13): the checkpoint it starts after, the newest anchor, deleted anchors.
+  const verification = await verifyChain(db, orgId, {
     from: query.from,
     to: query.to,
     reportHead: true,
-    ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }),
+    evidence: { publicKey: configuredAnchorPublicKey() },
   });
+  const { firstBreak } = verification;
+  return firstBreak
+    ? { ...verification, firstBreak: { ...firstBreak, meaning: chainBreakMeaning[firstBreak.kind] } }
+    : verification;
 }
 
 type Json = Record<string, unknown>;
