@@ -1,4 +1,5 @@
 import { type Db, one } from '../db/db.ts';
+import type { IdempotencyTable } from '../db/idempotency.ts';
 import type { SignedCheckpoint } from './anchor-signing.ts';
 import { anchoredAction, canonicalTimestampSql } from './store.ts';
 
@@ -170,13 +171,18 @@ export async function recordCleanup(db: Db, orgId: string): Promise<void> {
 }
 
 /**
- * Deletes up to `batchRows` ingestion idempotency keys created before `before` (0012_audit_ingest_purge.sql); the
- * number deleted. Not audit rows: no session flag, no checkpoint.
+ * Deletes up to `batchRows` idempotency keys of `table` created before `before` (0012_audit_ingest_purge.sql,
+ * 0014_agent_log_ingest_requests.sql); the number deleted. Not audit rows: no session flag, no checkpoint.
  */
-export async function deleteStaleIngestKeys(db: Db, before: Date, batchRows: number): Promise<number> {
+export async function deleteStaleIngestKeys(
+  db: Db,
+  table: IdempotencyTable,
+  before: Date,
+  batchRows: number,
+): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM audit_ingest_requests r USING (
-       SELECT principal_type, principal_id, idempotency_key FROM audit_ingest_requests
+    `DELETE FROM ${table} r USING (
+       SELECT principal_type, principal_id, idempotency_key FROM ${table}
         WHERE created_at < :before::timestamptz ORDER BY created_at LIMIT :batchRows::int
      ) old
      WHERE (r.principal_type, r.principal_id, r.idempotency_key) = (old.principal_type, old.principal_id, old.idempotency_key)`,

@@ -119,7 +119,6 @@ export const ingestReceipt = z
   })
   .meta({ id: 'AuditIngestReceipt' });
 /** Idempotency-Key header: a retry within 24 hours gets the first reply and writes nothing. */
-export const idempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'Give 1 to 255 printable ASCII characters');
 
 // Reading the trail (seed 4.1, issue 3 "Endpoints"): one filter schema for every list, search, export and report route.
 
