@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import { useAuditSpool } from '#shared/audit/spool.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -14,6 +15,7 @@ import { findConnection } from '#shared/live-query/store.ts';
 import { startAgent } from './agent/agent.ts';
 import { generateEventStore } from './agent/event-store.ts';
 import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
+import { fileAuditSpool } from './audit-file-spool.ts';
 import { useLocalDataApi } from './data-api-server.ts';
 import { devServerPort, type LocalRole, prepareDatabase, roleUrls, roleUrlVariables } from './database.ts';
 import { seedDemo, signDemoUserTokens } from './demo.ts';
@@ -38,6 +40,28 @@ function localJwtSecret(): string {
     writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
   }
   return readFileSync(file, 'utf8').trim();
+}
+
+/**
+ * The audit spool (issue 13): audit writes that failed are kept in .data/audit-spool and replayed now and every
+ * minute, as the API's role. The returned stop replays once more.
+ */
+function replayAuditSpool(): () => Promise<void> {
+  const spool = fileAuditSpool(`${dataDir}/audit-spool`);
+  useAuditSpool(spool);
+  const replay = () =>
+    spool.replay(appDb()).then(
+      (replayed) => {
+        if (replayed > 0) console.log(`audit spool: ${replayed} audit row(s) written late, with their own timestamps`);
+      },
+      (error: unknown) => console.error('audit spool: replay failed; the rows stay spooled:', error),
+    );
+  void replay();
+  const timer = setInterval(() => void replay(), 60_000).unref();
+  return async () => {
+    clearInterval(timer);
+    await replay();
+  };
 }
 
 /**
@@ -122,6 +146,7 @@ async function main() {
     log: (line) => console.log(`[demo agent] ${line}`),
   });
   const stopRetention = scheduleRetention();
+  const stopSpool = replayAuditSpool();
 
   const origin = `http://localhost:${gateway.port}`;
   const base = `${origin}/api/v1`;
@@ -173,6 +198,7 @@ Try
     await wsGateway.close();
     await gateway.close();
     await stopRetention();
+    await stopSpool();
     await closeAppDb();
     await dataApi?.close();
     await embedded?.stop();

@@ -5,6 +5,7 @@ import { asIp } from '../http/client-ip.ts';
 import { issueDetails } from '../http/error-envelope.ts';
 import { countMetric } from '../observability/metrics.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
+import { spoolAuditRow } from './spool.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
 
 export const zeroUuid = '00000000-0000-0000-0000-000000000000';
@@ -77,6 +78,8 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
+  // The instant of the event, kept if the write has to be spooled and replayed later (issue 13).
+  const happenedAt = new Date().toISOString();
   // One line, the seed's text (seed 6 rule 1), silent in tests; in Lambda console.error lands in CloudWatch, with a metric to alarm on.
   const write = writeAuditEvent(context, event).then(
     () => {
@@ -85,6 +88,16 @@ export function createAuditLogAsync(context: AuditContext, event: AuditEvent): v
     (error: unknown) => {
       countMetric('AuditWriteFailures');
       if (!quiet()) console.error('[audit] Failed to write audit log:', event.action, error);
+      if (!event.orgId) return;
+      // An event the schema refuses would fail again on replay: only a write the database refused is spooled.
+      let row: AuditRowInput;
+      try {
+        row = toAuditRow({ ...event, orgId: event.orgId, timestamp: event.timestamp ?? happenedAt });
+      } catch {
+        countMetric('AuditEventsFailedPermanently');
+        return;
+      }
+      return spoolAuditRow(row);
     },
   );
   context.pending.push(write);
