@@ -329,6 +329,17 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
           query: { page },
           target: targets.listP95Ms,
         })),
+      // issue 13 item 7: filtered lists with exact totals, a selective filter and a broad one.
+      {
+        name: 'list from = 1 hour ago (120 rows), page 1',
+        query: { page: 1, from: new Date(Date.now() - 3_600_000).toISOString() },
+        target: targets.listP95Ms,
+      },
+      {
+        name: 'list action=device.update (1 row in 8), page 1',
+        query: { page: 1, action: 'device.update' },
+        target: targets.listP95Ms,
+      },
       { name: `search q=${rareText} (few rows), page 1`, query: { page: 1, q: rareText }, target: targets.searchP95Ms },
       {
         name: `search q=${commonText} (1 row in 8), page 1`,

@@ -207,9 +207,9 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
       params.set('page', String(wanted.page));
       params.set('limit', String(wanted.limit));
       let pagination: Pagination;
+      // Counting every row in scope is the slow part on a large trail: the viewer asks whether more follow instead.
+      params.set('skipCount', 'true');
       if (wanted.q) {
-        // Counting every match of a search over details is the slow part on a large trail: ask whether more follow instead.
-        params.set('skipCount', 'true');
         const page = await current.api.get<{ data: DetailedEntry[]; pagination: Pagination }>(
           '/audit-logs/search',
           params,
