@@ -13,10 +13,13 @@ let db: Db & { pool: { totalCount: number } };
 let tenant: Tenant;
 
 beforeAll(async () => {
+  // The API's connection is opened on its first request, with this statement timeout (shared/db/timeouts.ts).
+  process.env.DB_STATEMENT_TIMEOUT_MS = '1000';
   db = createPgDb({ connectionString: t.db.urls.app, max: 2 });
   tenant = await createTenant(t.api, 'Faults');
 });
 afterAll(async () => {
+  delete process.env.DB_STATEMENT_TIMEOUT_MS;
   await db?.close();
 });
 
@@ -89,5 +92,35 @@ describe('the API while backends are terminated under load (issue 13)', () => {
     expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
     const after = await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}`, { token: tenant.orgToken });
     expect(after.status).toBe(200);
+  });
+});
+
+describe('a database that does not answer in time (issue 13)', () => {
+  it('answers 503 UNAVAILABLE with Retry-After after the statement timeout, and the write never commits later', async () => {
+    const before = await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}`, { token: tenant.orgToken });
+    // Another session holds the organization's row: the rename waits, as behind a frozen or overloaded server.
+    const reply = await t.db.admin.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM organizations WHERE id = :id::uuid FOR UPDATE', { id: tenant.orgId });
+      return t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
+        token: tenant.partnerToken,
+        body: { name: 'Renamed While Frozen' },
+      });
+    });
+    expect(reply.status).toBe(503);
+    expect(reply.headers.get('retry-after')).toBe('5');
+    expect(reply.body.error.code).toBe('UNAVAILABLE');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const after = await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}`, { token: tenant.orgToken });
+    expect(after.body.name).toBe(before.body.name);
+  });
+
+  it('cancels a statement past the timeout on the server (57014)', async () => {
+    const short = createPgDb({ connectionString: t.db.urls.app, max: 1, statementTimeoutMs: 200 });
+    try {
+      await expect(short.query('SELECT pg_sleep(2)')).rejects.toMatchObject({ code: '57014' });
+      expect((await short.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await short.close();
+    }
   });
 });
