@@ -9,7 +9,7 @@ import { type Db, one } from './db.ts';
 export type IdempotencyTable = 'audit_ingest_requests' | 'agent_log_ingest_requests';
 
 /** Who sent the request with which key, and the hash of its body. */
-export interface IdempotencyClaim {
+interface IdempotencyClaim {
   principalType: string;
   principalId: string;
   key: string;

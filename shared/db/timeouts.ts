@@ -8,7 +8,7 @@
  *   server that stopped answering, by the client 2 s later. Under the Data API the same value bounds each call
  *   (the Data API itself ends a call after 45 s). Below API Gateway's 30 s, so the caller hears a 503, not a 504.
  */
-export interface DbTimeouts {
+interface DbTimeouts {
   connectTimeoutMs: number;
   statementTimeoutMs: number;
 }

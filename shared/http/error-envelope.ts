@@ -35,7 +35,7 @@ export function errorReply(status: number, code: string, message: string, detail
 }
 
 /** Retry-After of a 503 (issue 13): a reconnect attempt plus a statement timeout fit in it. */
-export const unavailableRetrySeconds = 5;
+const unavailableRetrySeconds = 5;
 
 /** A 429's Retry-After header, from the retryAfterSeconds of its details (shared/errors.ts RateLimited). */
 function retryAfter(details: unknown): Record<string, string> {

@@ -204,11 +204,12 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     showLoading(view);
     try {
       const params = filterParams(wanted);
+      // A whole trail is counted from its chain at once; counting a filtered set or a search row by row is the slow
+      // part on a large trail, so for those the viewer asks whether more follow instead (issue 13).
+      if ([...params.keys()].some((name) => name !== 'orgId')) params.set('skipCount', 'true');
       params.set('page', String(wanted.page));
       params.set('limit', String(wanted.limit));
       let pagination: Pagination;
-      // Counting every row in scope is the slow part on a large trail: the viewer asks whether more follow instead.
-      params.set('skipCount', 'true');
       if (wanted.q) {
         const page = await current.api.get<{ data: DetailedEntry[]; pagination: Pagination }>(
           '/audit-logs/search',
