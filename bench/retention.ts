@@ -10,7 +10,8 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
-import { defaultBatchRows, runRetention } from '#shared/audit/retention.ts';
+import { defaultBatchRows } from '#shared/audit/prune.ts';
+import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import * as agentLogs from '#shared/agent-logs/schemas.ts';
 import * as agents from '#shared/agents/schemas.ts';
 import * as alerts from '#shared/alerts/schemas.ts';
-import * as anchors from '#shared/audit/anchors.ts';
+import * as anchors from '#shared/audit/anchor-schemas.ts';
 import * as retention from '#shared/audit/retention-schemas.ts';
 import * as audit from '#shared/audit/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
@@ -426,13 +426,14 @@ export const routes = {
     auth: 'agent',
     tag: 'agent-logs',
     summary:
-      "Submit up to 500 diagnostic log entries (2 MiB), stored 100 per insert; 429 RATE_LIMITED with Retry-After beyond the device's hourly budget",
+      "Submit up to 500 diagnostic log entries (2 MiB), stored 100 per insert; 429 RATE_LIMITED with Retry-After beyond the device's hourly budget; " +
+      'honours an Idempotency-Key header (1-255 printable characters) for 24 hours: a resend gets the first reply and stores nothing, the same key with another body is 409 IDEMPOTENCY_KEY_REUSED',
     params: agents.agentParams,
     body: agentLogs.submitLogs,
     maxBodyBytes: 2 * 1024 * 1024,
     status: 201,
     response: agentLogs.logsReceipt,
-    errors: [400, 401, 403, 404, 413, 429],
+    errors: [400, 401, 403, 404, 409, 413, 429],
   }),
   'PUT /api/v1/agents/{id}/eventlogs': route({
     handler: 'event-logs/ingest',

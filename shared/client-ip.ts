@@ -10,14 +10,22 @@ export function asIp(value: string | undefined): string | null {
 }
 
 /**
- * The client's IP (seed 5 rule 5): with TRUST_PROXY_HEADERS=true the first present of
- * cf-connecting-ip, x-forwarded-for (its first entry) and x-real-ip; otherwise, and when
- * none is present, the connection's source IP as API Gateway reports it.
+ * The client's address as claimed (seed 5 rule 5), not yet checked to be an IP: with TRUST_PROXY_HEADERS=true the
+ * first present of cf-connecting-ip, x-forwarded-for (its first entry) and x-real-ip; otherwise, and when none is
+ * present, the connection's source IP as API Gateway reports it. The audit writer stores a non-IP value in
+ * details.rawIpAddress (issue 13 item 8), so what a proxy claimed is never lost.
  */
-export function clientIp(headers: Record<string, string | undefined>, sourceIp: string | undefined): string | null {
+export function clientAddress(
+  headers: Record<string, string | undefined>,
+  sourceIp: string | undefined,
+): string | null {
   if (process.env.TRUST_PROXY_HEADERS === 'true') {
     const header = proxyHeaders.find((name) => headers[name]?.trim());
-    if (header) return asIp(header === 'x-forwarded-for' ? headers[header]!.split(',')[0] : headers[header]);
+    if (header) return (header === 'x-forwarded-for' ? headers[header]!.split(',')[0]! : headers[header]!).trim();
   }
-  return asIp(sourceIp);
+  return sourceIp ?? null;
 }
+
+/** The client's IP (seed 5 rule 5): clientAddress when it is an IP, else null. */
+export const clientIp = (headers: Record<string, string | undefined>, sourceIp: string | undefined): string | null =>
+  asIp(clientAddress(headers, sourceIp) ?? undefined);

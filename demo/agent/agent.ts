@@ -4,6 +4,7 @@
  * with exponential backoff) on which it answers live event-log queries from its generated event
  * store, in chunks when an answer exceeds about 100 KB (README "Live event-log queries").
  */
+import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
 import { answerFrames } from './answer-frames.ts';
@@ -69,19 +70,29 @@ export function startAgent(options: AgentOptions): RunningAgent {
   let waiters: (() => void)[] = [];
   const scripts = scriptRunner(options.store.computer);
 
-  const call = async (method: string, suffix: string, body: unknown) => {
+  const call = async (method: string, suffix: string, body: unknown, headers: Record<string, string> = {}) => {
     const reply = await fetch(`${options.server}/api/v1/agents/${options.agentId}${suffix}`, {
       method,
-      headers: { ...authorization, 'content-type': 'application/json' },
+      headers: { ...authorization, 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
     });
     if (!reply.ok) throw new Error(`${method} ${suffix}: ${reply.status} ${await reply.text()}`);
   };
 
+  // The upload in flight keeps its Idempotency-Key until acknowledged: a resend after a timeout or a 503 stores
+  // nothing twice (issue 13).
+  let upload: { key: string; logs: object[] } | undefined;
+  const uploadLogs = async () => {
+    if (!upload && diagnostics.length > 0) upload = { key: randomUUID(), logs: diagnostics.splice(0, 500) };
+    if (!upload) return;
+    await call('POST', '/logs', { logs: upload.logs }, { 'idempotency-key': upload.key });
+    upload = undefined;
+  };
+
   const checkIn = async () => {
     try {
       await call('POST', '/heartbeat', { agentVersion, status: 'online' });
-      if (diagnostics.length > 0) await call('POST', '/logs', { logs: diagnostics.splice(0, 500) });
+      await uploadLogs();
     } catch (error) {
       if (!stopped) log(`heartbeat failed: ${String(error)}`);
     }

@@ -1,5 +1,5 @@
 import { routes } from '#functions/routes.ts';
-import { listAuditAnchors } from '#shared/audit/anchors.ts';
+import { listAuditAnchors } from '#shared/audit/anchor-list.ts';
 import { appDb } from '#shared/db/client.ts';
 import { httpHandler } from '#shared/http/handler.ts';
 

@@ -4,7 +4,7 @@
  * the retention worker reads (this function may write it, not read it), and answers the public key and its id as the
  * resource's attributes, which the stack gives the audit function as AUDIT_ANCHOR_PUBLIC_KEY to publish.
  */
-import { anchorKeyId, generateAnchorKey, publicKeyPem } from '#shared/audit/anchors.ts';
+import { anchorKeyId, generateAnchorKey, publicKeyPem } from '#shared/audit/anchor-signing.ts';
 import { writeSecret } from '#shared/secrets-manager.ts';
 import { customResource, setting } from './custom-resource.ts';
 

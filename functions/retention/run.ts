@@ -71,7 +71,7 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
     );
   if (broken.length > 0)
     throw new Error(
-      `audit chain integrity: ${broken.map((f) => `${f.orgId}: ${f.reason} at seq ${f.seq} (${f.kind})`).join('; ')}`,
+      `audit chain integrity: ${broken.map((f) => `${f.orgId}: seq ${f.seq}, kind ${f.kind}: ${f.meaning}`).join('; ')}`,
     );
   return summary;
 });

@@ -79,6 +79,8 @@ interface Transaction {
   busy: boolean;
   timer: NodeJS.Timeout;
   types: Map<number, string>;
+  /** Ends the transaction when its connection fails; removed when the transaction ends. */
+  onError: (error: Error) => void;
 }
 
 const oid = {
@@ -301,6 +303,7 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
     if (!transaction) return;
     transactions.delete(id);
     clearTimeout(transaction.timer);
+    transaction.client.off('error', transaction.onError);
     try {
       await transaction.client.query(sql);
       transaction.client.release();
@@ -488,11 +491,22 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
         throw error;
       }
       const transactionId = randomBytes(48).toString('base64');
+      // A backend terminated while the transaction is idle emits 'error' on its client: the transaction ends (its
+      // next call answers TransactionNotFound) instead of the process (issue 13).
+      const onError = (error: Error) => {
+        const transaction = transactions.get(transactionId);
+        if (!transaction) return;
+        transactions.delete(transactionId);
+        clearTimeout(transaction.timer);
+        client.off('error', onError);
+        client.release(error);
+      };
+      client.on('error', onError);
       const timer = setTimeout(
         () => void endTransaction(transactionId, 'ROLLBACK').catch(() => undefined),
         transactionIdleMs,
       ).unref();
-      transactions.set(transactionId, { client, busy: false, timer, types: typesOf(database) });
+      transactions.set(transactionId, { client, busy: false, timer, types: typesOf(database), onError });
       return { transactionId };
     },
     '/CommitTransaction': async (body) => {

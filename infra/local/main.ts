@@ -10,12 +10,14 @@ import { generateEventStore } from '#demo/agent/event-store.ts';
 import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
-import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import { useAuditSpool } from '#shared/audit/spool.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { findConnection } from '#shared/live-query/store.ts';
+import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
+import { fileAuditSpool } from './audit-file-spool.ts';
 import { useLocalDataApi } from './data-api-server.ts';
 import { devServerPort, type LocalRole, prepareDatabase, roleUrls, roleUrlVariables } from './database.ts';
 import { type RunningPostgres, startEmbeddedPostgres } from './embedded-postgres.ts';
@@ -38,6 +40,28 @@ function localJwtSecret(): string {
     writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
   }
   return readFileSync(file, 'utf8').trim();
+}
+
+/**
+ * The audit spool (issue 13): audit writes that failed are kept in .data/audit-spool and replayed now and every
+ * minute, as the API's role. The returned stop replays once more.
+ */
+function replayAuditSpool(): () => Promise<void> {
+  const spool = fileAuditSpool(`${dataDir}/audit-spool`);
+  useAuditSpool(spool);
+  const replay = () =>
+    spool.replay(appDb()).then(
+      (replayed) => {
+        if (replayed > 0) console.log(`audit spool: ${replayed} audit row(s) written late, with their own timestamps`);
+      },
+      (error: unknown) => console.error('audit spool: replay failed; the rows stay spooled:', error),
+    );
+  void replay();
+  const timer = setInterval(() => void replay(), 60_000).unref();
+  return async () => {
+    clearInterval(timer);
+    await replay();
+  };
 }
 
 /**
@@ -100,8 +124,8 @@ async function main() {
   // With a JWKS URL the identity provider signs user tokens; a local secret would sign tokens nobody accepts.
   const jwksUrl = process.env.JWT_JWKS_URL;
   if (!jwksUrl) process.env.JWT_SECRET = localJwtSecret();
-  // The integrity watch's signing key (shared/audit/anchors.ts), generated once and shared with `npm run retention`.
-  process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(`${dataDir}/anchor-key.pem`);
+  // The integrity watch's signing key (shared/audit/anchor-signing.ts), generated once and shared with `npm run retention`.
+  process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const { demo, trailRows } = await seedDemo(admin)
@@ -122,6 +146,7 @@ async function main() {
     log: (line) => console.log(`[demo agent] ${line}`),
   });
   const stopRetention = scheduleRetention();
+  const stopSpool = replayAuditSpool();
 
   const origin = `http://localhost:${gateway.port}`;
   const base = `${origin}/api/v1`;
@@ -173,6 +198,7 @@ Try
     await wsGateway.close();
     await gateway.close();
     await stopRetention();
+    await stopSpool();
     await closeAppDb();
     await dataApi?.close();
     await embedded?.stop();

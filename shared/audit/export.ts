@@ -1,10 +1,12 @@
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
+import { configuredAnchorPublicKey, publicKeyPem } from './anchor-signing.ts';
+import { readLatestAnchors } from './anchor-store.ts';
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
 import { type AuditFilters, type ExportCursor, readExportPage } from './read-store.ts';
 import type { AuditRow } from './row.ts';
-import { readChainHeads } from './store.ts';
+import { type ChainEvidence, readAnchoredRecord, readChainHeads, readLatestCheckpoints } from './store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** seed 8: an export holds at most 10,000 rows. */
@@ -55,7 +57,7 @@ export async function exportAuditLogs<R>(
     format === 'csv'
       ? csvRecord(exportColumns.map((column) => row[column]))
       : JSON.stringify(Object.fromEntries(exportColumns.map((column) => [column, row[column]])));
-  const { records, rowsPerOrg, heads } = await db.transaction(
+  const { records, rowsPerOrg, heads, evidence } = await db.transaction(
     async (tx) => {
       const records: string[] = [];
       const rowsPerOrg = new Map<string, number>();
@@ -78,9 +80,12 @@ export async function exportAuditLogs<R>(
         if (bytes > delivery.maxBytes) throw delivery.tooLarge();
         after = page.at(-1);
       }
-      // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain.
-      const heads = format === 'json' ? await readChainHeads(tx, [...rowsPerOrg.keys()]) : {};
-      return { records, rowsPerOrg, heads };
+      // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain;
+      // and the signed evidence the offline check applies like the database verifier (issue 13).
+      const orgIds = [...rowsPerOrg.keys()];
+      const heads = format === 'json' ? await readChainHeads(tx, orgIds) : {};
+      const evidence = format === 'json' ? await readExportEvidence(tx, orgIds) : {};
+      return { records, rowsPerOrg, heads, evidence };
     },
     { isolation: 'REPEATABLE READ' },
   );
@@ -90,7 +95,8 @@ export async function exportAuditLogs<R>(
   const body =
     format === 'csv'
       ? [csvRecord(exportColumns), ...records, ''].join('\r\n')
-      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},"rows":[${records.join(',')}]}`;
+      : `{"exportedAt":${JSON.stringify(exportedAt)},"filters":${JSON.stringify(filters)},"heads":${JSON.stringify(heads)},` +
+        `"publicKey":${JSON.stringify(publishedKey())},"evidence":${JSON.stringify(evidence)},"rows":[${records.join(',')}]}`;
   const delivered = delivery.deliver({
     body,
     contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json',
@@ -112,6 +118,28 @@ export async function exportAuditLogs<R>(
     });
   }
   return delivered;
+}
+
+/** The anchor key's public half, as GET /audit-logs/anchors publishes it; null when none is configured. */
+function publishedKey(): string | null {
+  const key = configuredAnchorPublicKey();
+  return key ? publicKeyPem(key) : null;
+}
+
+/** Per organization: its latest retention checkpoint (with the worker's signature), newest anchor, anchored record. */
+async function readExportEvidence(db: Db, orgIds: readonly string[]): Promise<Record<string, ChainEvidence>> {
+  const checkpoints = await readLatestCheckpoints(db, orgIds);
+  const anchors = await readLatestAnchors(db, orgIds);
+  const evidence: Record<string, ChainEvidence> = {};
+  for (const orgId of orgIds) {
+    const anchoredRecordSeq = await readAnchoredRecord(db, orgId);
+    evidence[orgId] = {
+      checkpoint: checkpoints[orgId] ?? null,
+      anchor: anchors.get(orgId) ?? null,
+      anchoredRecordSeq: anchoredRecordSeq ?? null,
+    };
+  }
+  return evidence;
 }
 
 /**

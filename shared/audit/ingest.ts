@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, requirePermission, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
+import { onceForKey, parseIdempotencyKey, requestHash } from '../db/idempotency.ts';
 import { DomainError, issueDetails, ValidationFailed } from '../errors.ts';
-import { idempotencyKey, type ingestEvents, type ingestReceipt } from './schemas.ts';
+import type { ingestEvents, ingestReceipt } from './schemas.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
 import { toAuditRow } from './writer.ts';
 
@@ -40,36 +40,13 @@ export async function ingestAuditEvents(
   });
   if (key === undefined) return append(db);
   // READ COMMITTED (the sealing trigger refuses REPEATABLE READ): a duplicate that waited on the key sees its reply.
-  return db.transaction(async (tx) => {
-    const claim = {
-      principalType: principal.actorType,
-      principalId: principal.id,
-      key,
-      requestHash: requestHash(body),
-    };
-    const replay = await claimKey(tx, claim);
-    if (replay) return replay;
-    const receipt = await append(tx);
-    await storeReply(tx, claim, 201, receipt);
-    return receipt;
-  });
-}
-
-function parseIdempotencyKey(header: string | undefined): string | undefined {
-  const parsed = idempotencyKey.optional().safeParse(header);
-  if (!parsed.success)
-    throw ValidationFailed('Invalid Idempotency-Key header', issueDetails(parsed.error, 'headers.idempotency-key'));
-  return parsed.data;
-}
-
-/** SHA-256 of the validated body with its object keys sorted, so a retry matches however its JSON was ordered. */
-function requestHash(body: IngestRequest): string {
-  const sorted = JSON.stringify(body, (_, value: unknown) =>
-    value && typeof value === 'object' && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : value,
-  );
-  return createHash('sha256').update(sorted).digest('hex');
+  const claim = {
+    principalType: principal.actorType,
+    principalId: principal.id,
+    key,
+    requestHash: requestHash(body),
+  };
+  return db.transaction((tx) => onceForKey(tx, 'audit_ingest_requests', claim, () => append(tx)));
 }
 
 /**
@@ -106,51 +83,4 @@ function inRequestOrder(rows: AuditRowInput[], sealed: { id: string; orgId: stri
   for (const row of [...sealed].sort((a, b) => a.seq - b.seq))
     idsByOrg.set(row.orgId, [...(idsByOrg.get(row.orgId) ?? []), row.id]);
   return rows.map((row) => idsByOrg.get(row.orgId)!.shift()!);
-}
-
-interface Claim {
-  principalType: string;
-  principalId: string;
-  key: string;
-  requestHash: string;
-}
-
-/**
- * Claims the principal's key for this request (a new key, or one older than 24 hours, replaced in
- * place) or returns the reply stored under it. A concurrent claim of the same key waits on the
- * primary key until the first commits, then finds its reply; 409 when the key came with another body.
- */
-async function claimKey(tx: Db, claim: Claim): Promise<IngestReceipt | undefined> {
-  const claimed = await one(
-    tx,
-    `INSERT INTO audit_ingest_requests AS r (principal_type, principal_id, idempotency_key, request_hash)
-     VALUES (:principalType::text, :principalId::uuid, :key::text, :requestHash::text)
-     ON CONFLICT (principal_type, principal_id, idempotency_key) DO UPDATE
-        SET request_hash = excluded.request_hash, status = NULL, response = NULL, created_at = now()
-      WHERE r.created_at < now() - interval '24 hours'
-     RETURNING true AS claimed`,
-    { ...claim },
-  );
-  if (claimed) return undefined;
-  const stored = await one<{ requestHash: string; response: IngestReceipt }>(
-    tx,
-    `SELECT request_hash AS "requestHash", response FROM audit_ingest_requests
-      WHERE principal_type = :principalType::text AND principal_id = :principalId::uuid AND idempotency_key = :key::text`,
-    { principalType: claim.principalType, principalId: claim.principalId, key: claim.key },
-  );
-  if (stored!.requestHash !== claim.requestHash) {
-    throw new DomainError(
-      'IDEMPOTENCY_KEY_REUSED',
-      'This Idempotency-Key came with another request body within the last 24 hours; use a new key',
-    );
-  }
-  return stored!.response;
-}
-
-function storeReply(tx: Db, claim: Claim, status: number, response: IngestReceipt) {
-  return tx.query(
-    `UPDATE audit_ingest_requests SET status = :status::smallint, response = :response::jsonb
-      WHERE principal_type = :principalType::text AND principal_id = :principalId::uuid AND idempotency_key = :key::text`,
-    { principalType: claim.principalType, principalId: claim.principalId, key: claim.key, status, response },
-  );
 }

@@ -1,39 +1,35 @@
 /**
- * The integrity watch (issue 4), run by the daily retention worker after pruning: for every organization with a chain
- * head, verify its chain since its newest anchor, then append a signed anchor of its head, its retention boundary and
- * the set of organizations with a chain (shared/audit/anchors.ts). A break is logged with its organization, seq and
- * kind, and that organization gets no anchor. Beyond the chain rules it reports what a hash chain alone cannot tell
- * from retention: a prefix deleted by hand (no checkpoint), a whole chain deleted (an anchored organization without a
- * head), and a head rolled back below the newest anchor (tail truncation).
+ * The integrity watch (issues 4 and 13), the last step of the daily retention run: every organization with a chain
+ * head or an anchor is verified in full, every retained row, against its signed evidence (shared/audit/evidence.ts:
+ * the signed retention checkpoint it starts after, its newest anchor, the record that it was anchored), exactly as
+ * GET /audit-logs/verify and `npm run audit:verify` verify it. Only a chain that verifies up to its head gets a new
+ * signed anchor of that head; a break is logged with its organization, seq and kind, and counted.
  */
 import type { KeyObject } from 'node:crypto';
 import { createPublicKey } from 'node:crypto';
-import { type Db, one } from '../db/db.ts';
+import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import {
-  type Anchor,
-  type AnchorFields,
-  anchorKeyId,
-  insertAnchor,
-  orgsDigest,
-  readLatestAnchors,
-  signAnchor,
-} from './anchors.ts';
-import { type ChainLink, readLatestCheckpoint } from './store.ts';
-import { type ChainBreakKind, verifyChain } from './verify.ts';
+import { type AnchorFields, anchorKeyId, orgsDigest, signAnchor } from './anchor-signing.ts';
+import { type Anchor, insertAnchor, readLatestAnchors } from './anchor-store.ts';
+import { type ChainBreakKind, chainBreakMeaning } from './chain-break.ts';
+import { anchoredAction, type ChainLink, readAnchoredRecord, readLatestCheckpoint } from './store.ts';
+import { verifyChain } from './verify.ts';
+import { writeAuditEvent, zeroUuid } from './writer.ts';
 
 export interface IntegrityFailure {
   orgId: string;
-  /** Where the first break is; for a deleted chain, the newest anchored head. */
+  /** Where the first break is (0 when the organization could not be verified at all). */
   seq: number;
-  kind: ChainBreakKind;
-  /** What the break means: 'chain' (a break of the chain rules), 'prefix deleted', 'chain deleted', 'tail truncation', 'anchor'. */
-  reason: string;
+  kind: ChainBreakKind | 'unverifiable';
+  /** What the kind means, in the words every verifier uses (chainBreakMeaning). */
+  meaning: string;
 }
 
 export interface IntegrityWatchRun {
-  /** Organizations with a chain head. */
+  /** Organizations verified: those with a chain head or an anchor. */
   organizations: number;
+  /** Rows whose checksum was recomputed, over all organizations. */
+  rowsVerified: number;
   anchors: Anchor[];
   failures: IntegrityFailure[];
 }
@@ -47,66 +43,27 @@ async function readAllHeads(db: Db): Promise<Map<string, ChainLink>> {
 }
 
 /**
- * A prefix deleted by hand: retention records every cut as a checkpoint, so the earliest retained row must sit right
- * after the latest checkpoint (or at 1) and link to it (or to nothing).
+ * Before an organization's first anchor, the chain itself records that anchoring began (issue 13): deleting every
+ * anchor later is then reported by every verifier, and once retention cuts this row its signed checkpoint says so.
  */
-async function prefixBreak(
-  db: Db,
-  orgId: string,
-  checkpoint: ChainLink | undefined,
-): Promise<IntegrityFailure | undefined> {
-  const first = await one<{ seq: number; prevChecksum: string | null }>(
-    db,
-    'SELECT seq, prev_checksum AS "prevChecksum" FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY seq LIMIT 1',
-    { orgId },
-  );
-  if (!first) return undefined;
-  const start = (checkpoint?.seq ?? 0) + 1;
-  if (first.seq !== start || first.prevChecksum !== (checkpoint?.checksum ?? null)) {
-    return {
+async function recordFirstAnchor(db: Db, orgId: string, head: ChainLink, keyId: string): Promise<void> {
+  await writeAuditEvent(
+    { db, pending: [] },
+    {
       orgId,
-      seq: Math.min(start, first.seq),
-      kind: first.seq > start ? 'missing' : first.seq < start ? 'inserted' : 'link',
-      reason: 'prefix deleted',
-    };
-  }
-  return undefined;
-}
-
-/** One organization: its first break, or the anchor fields of its verified head. */
-async function watchOrganization(
-  db: Db,
-  orgId: string,
-  last: Anchor | undefined,
-  publicKey: KeyObject,
-  keyId: string,
-): Promise<{ failure: IntegrityFailure } | { head: ChainLink; checkpoint: ChainLink | undefined }> {
-  const checkpoint = await readLatestCheckpoint(db, orgId);
-  const prefix = await prefixBreak(db, orgId, checkpoint);
-  if (prefix) return { failure: prefix };
-  const verification = await verifyChain(db, orgId, {
-    reportHead: true,
-    ...(last && {
-      since: { seq: last.seq, checksum: last.checksum },
-      // An anchor signed with another (earlier) key is checked without its signature.
-      anchor: { anchor: last, publicKey: last.keyId === keyId ? publicKey : undefined },
-    }),
-  });
-  const head = verification.head;
-  if (!verification.ok || !head) {
-    const firstBreak = verification.firstBreak ?? { seq: (head?.seq ?? 0) + 1, kind: 'missing' as const };
-    let reason = 'chain';
-    if (last && verification.anchor && !verification.anchor.ok) {
-      reason = !head || head.seq < last.seq || firstBreak.seq === last.seq ? 'tail truncation' : 'anchor';
-    } else if (last && (!head || head.seq < last.seq)) reason = 'tail truncation';
-    return { failure: { orgId, seq: firstBreak.seq, kind: firstBreak.kind, reason } };
-  }
-  return { head, checkpoint: await readLatestCheckpoint(db, orgId) };
+      actorType: 'system',
+      actorId: zeroUuid,
+      action: anchoredAction,
+      resourceType: 'organization',
+      resourceId: orgId,
+      details: { firstAnchoredSeq: head.seq, firstAnchoredChecksum: head.checksum, keyId },
+    },
+  );
 }
 
 /**
- * Verifies every chained organization and anchors each intact one, as of `anchoredAt`. `db` is the audit-admin
- * connection (it alone may append anchors); `key` the Ed25519 signing key.
+ * Verifies every organization with a chain or an anchor and anchors each intact head, as of `anchoredAt`. `db` is
+ * the audit-admin connection (it alone may append anchors); `key` the Ed25519 signing key.
  */
 export async function runIntegrityWatch(
   db: Db,
@@ -118,40 +75,47 @@ export async function runIntegrityWatch(
   const keyId = anchorKeyId(publicKey);
   const heads = await readAllHeads(db);
   const anchored = await readLatestAnchors(db);
-  const orgIds = [...heads.keys()];
-  const digest = orgsDigest(orgIds);
-  const run: IntegrityWatchRun = { organizations: orgIds.length, anchors: [], failures: [] };
-  const fail = (failure: IntegrityFailure) => {
-    run.failures.push(failure);
-    logger.error('[integrity-watch] The audit chain of an organization is broken; no anchor written', { ...failure });
-  };
+  const chained = [...heads.keys()];
+  const digest = orgsDigest(chained);
+  // An anchored organization without a head lost its chain: it is verified too, and its anchor reports it.
+  const orgIds = [...new Set([...chained, ...anchored.keys()])].sort();
+  const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: [] };
 
-  // A head is written with the first row and never removed: an anchored organization without one lost its chain.
-  for (const [orgId, last] of anchored) {
-    if (!heads.has(orgId)) fail({ orgId, seq: last.seq, kind: 'missing', reason: 'chain deleted' });
-  }
   for (const orgId of orgIds) {
     try {
-      const watched = await watchOrganization(db, orgId, anchored.get(orgId), publicKey, keyId);
-      if ('failure' in watched) {
-        fail(watched.failure);
+      const verification = await verifyChain(db, orgId, { reportHead: true, evidence: { publicKey } });
+      run.rowsVerified += verification.checked;
+      const head = verification.head;
+      if (verification.firstBreak) {
+        const { seq, kind } = verification.firstBreak;
+        const failure = { orgId, seq, kind, meaning: chainBreakMeaning[kind] };
+        run.failures.push(failure);
+        logger.error('[integrity-watch] The audit chain of an organization is broken; no anchor written', failure);
         continue;
       }
+      if (!head) continue;
+      const checkpoint = await readLatestCheckpoint(db, orgId);
       const fields: AnchorFields = {
         orgId,
-        seq: watched.head.seq,
-        checksum: watched.head.checksum,
-        firstRetainedSeq: (watched.checkpoint?.seq ?? 0) + 1,
-        boundaryChecksum: watched.checkpoint?.checksum ?? null,
-        orgCount: orgIds.length,
+        seq: head.seq,
+        checksum: head.checksum,
+        firstRetainedSeq: (checkpoint?.seq ?? 0) + 1,
+        boundaryChecksum: checkpoint?.checksum ?? null,
+        orgCount: chained.length,
         orgsDigest: digest,
         anchoredAt,
         keyId,
       };
-      run.anchors.push(await insertAnchor(db, { ...fields, signature: signAnchor(fields, key) }));
+      const first = !anchored.has(orgId) && (await readAnchoredRecord(db, orgId)) === undefined;
+      // One transaction: a record of a first anchor that was never written would read as anchors deleted.
+      const anchor = await db.transaction(async (tx) => {
+        if (first) await recordFirstAnchor(tx, orgId, head, keyId);
+        return insertAnchor(tx, { ...fields, signature: signAnchor(fields, key) });
+      });
+      run.anchors.push(anchor);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      run.failures.push({ orgId, seq: 0, kind: 'missing', reason: `error: ${message}` });
+      run.failures.push({ orgId, seq: 0, kind: 'unverifiable', meaning: `could not be verified: ${message}` });
       logger.error('[integrity-watch] Could not verify or anchor an organization', { orgId, error: message });
     }
   }

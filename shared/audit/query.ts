@@ -4,7 +4,8 @@ import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { pagination } from '../db/paging.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
-import { configuredAnchorPublicKey, readLatestAnchor } from './anchors.ts';
+import { configuredAnchorPublicKey } from './anchor-signing.ts';
+import { chainBreakMeaning } from './chain-break.ts';
 import {
   type AuditEntryRow,
   type AuditFilters,
@@ -27,33 +28,25 @@ export function readableScope(principal: Principal, filters: AuditFilters): Audi
 export type AuditListQuery = Page & AuditFilters & { skipCount: boolean };
 
 /**
- * Filtered counts stop here. Counting evaluates the filters on every row it passes: a term in one row of 8 costs
- * ~2.6 µs a row, so 1,000 matches cost ~20 ms and 10,000 cost ~200 ms, over the 250 ms a search may take. Exact
- * counts of any size come from the summary report (/audit-logs/reports/summary).
- */
-export const exactCountLimit = 1_000;
-
-/**
  * One page, newest first, and what is known of the total (seed 4.1). One row more than the page is read, so
- * `hasMore` always says whether a next page exists. Without skipCount the rows in scope are counted: whole trails
- * exactly, from their chains; a filtered set up to `exactCountLimit` rows. With skipCount nothing is counted.
- * `total` is then what the rows prove: a row at some position proves every row before it, so a page with rows
- * gives the rows up to it, plus one when more exist. `totalExact` says whether `total` is the number of rows in
- * scope or only a lower bound (a count that reached its limit; skipCount before the last page).
+ * `hasMore` always says whether a next page exists. Without skipCount the rows in scope are counted exactly (issue
+ * 13 item 7): whole trails from their chains, a filtered set row by row. With skipCount nothing is counted:
+ * `total` is then what the rows prove (a page with rows gives the rows up to it, plus one when more exist), and
+ * `totalExact` says whether it is the number of rows in scope or only a lower bound (skipCount before the last page).
  */
 export async function listAuditEntries(db: Db, principal: Principal, query: AuditListQuery) {
   const scope = readableScope(principal, query);
   const offset = (query.page - 1) * query.limit;
   const [read, counted] = await Promise.all([
     listAuditRows(db, scope, { offset, limit: query.limit + 1 }),
-    query.skipCount ? undefined : countAuditRows(db, scope, exactCountLimit),
+    query.skipCount ? undefined : countAuditRows(db, scope),
   ]);
   const rows = read.slice(0, query.limit);
   const hasMore = read.length > query.limit;
   const proven = rows.length === 0 ? 0 : offset + rows.length + (hasMore ? 1 : 0);
   // The last page, or an empty first page, ends the set where the rows end.
   const endSeen = (rows.length > 0 || offset === 0) && !hasMore;
-  const countExact = counted !== undefined && (!scope.filtered || counted < exactCountLimit);
+  const countExact = counted !== undefined;
   const total = countExact ? counted : Math.max(counted ?? 0, proven);
   return {
     rows,
@@ -98,15 +91,18 @@ export async function verifyAuditChain(
       { path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' },
     ]);
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
-  // Against the newest signed anchor too, when there is one (issue 4): a chain rewritten wholesale verifies on its own.
-  const anchor = await readLatestAnchor(db, orgId);
+  // Against the signed evidence too (issue 13): the checkpoint it starts after, the newest anchor, deleted anchors.
   const verification = await verifyChain(db, orgId, {
     from: query.from,
     to: query.to,
     reportHead: true,
-    ...(anchor && { anchor: { anchor, publicKey: configuredAnchorPublicKey() } }),
+    evidence: { publicKey: configuredAnchorPublicKey() },
   });
-  return { ...verification, head: verification.head ?? null };
+  const { firstBreak, ...rest } = verification;
+  const head = verification.head ?? null;
+  return firstBreak
+    ? { ...rest, head, firstBreak: { ...firstBreak, meaning: chainBreakMeaning[firstBreak.kind] } }
+    : { ...rest, head };
 }
 
 type Json = Record<string, unknown>;

@@ -145,7 +145,7 @@ export async function listAuditRows(
  * where count(*) read a million index entries (~100 ms). A row deleted behind the chain's back is still counted;
  * verification reports it missing.
  */
-export async function countAuditRows(db: Db, scope: AuditScope, limit: number): Promise<number> {
+export async function countAuditRows(db: Db, scope: AuditScope): Promise<number> {
   if (!scope.filtered) {
     const row = await one<{ total: number }>(
       db,
@@ -158,8 +158,8 @@ export async function countAuditRows(db: Db, scope: AuditScope, limit: number): 
   }
   const row = await one<{ total: number }>(
     db,
-    `SELECT count(*) AS total FROM (SELECT FROM organizations o JOIN audit_logs a ON a.org_id = o.id WHERE ${scope.orgs}${scope.rows} LIMIT :countLimit::int) a`,
-    { ...scope.params, countLimit: limit },
+    `SELECT count(*) AS total FROM organizations o JOIN audit_logs a ON a.org_id = o.id WHERE ${scope.orgs}${scope.rows}`,
+    scope.params,
   );
   return row!.total;
 }

@@ -1,4 +1,8 @@
 import { type Db, one } from '../db/db.ts';
+import type { IdempotencyTable } from '../db/idempotency.ts';
+import type { SignedCheckpoint } from './anchor-signing.ts';
+import { canonicalTimestampSql } from './row.ts';
+import { anchoredAction } from './store.ts';
 
 /** An organization's audit retention policy (seed 2.4) as stored. */
 export type RetentionPolicyRow = {
@@ -88,18 +92,45 @@ export async function findExpiredPrefix(db: Db, orgId: string, cutoff: Date) {
   return prefix!;
 }
 
+/** The last row of a cut, and whether its organization had been anchored: what the worker signs with it. */
+export type Cut = { orgId: string; seq: number; checksum: string; lastTimestamp: string; anchored: boolean };
+
 /**
  * Deletes the next batch of the expired prefix: of the organization's `batchRows` oldest rows, those before the first
  * row not older than `cutoff`. Runs in its own short transaction as logbook_audit_admin with the session flag set for
  * that transaction only (SET LOCAL); the database refuses anything but a prefix cut and records the checkpoint itself
- * (0003_audit.sql). Rows appended meanwhile take later positions, so they are never part of the batch.
- * `afterSeq` is the previous batch's last seq: no row is left at or below it, and starting the index scans there skips
- * the dead entries of the batches before (measured: without it, 1,000,000 rows prune at a third of the rate).
+ * (0003_audit.sql), and the worker's signature of that checkpoint (`sign`) is stored in the same transaction, so no
+ * cut is ever left unsigned (issue 13). Rows appended meanwhile take later positions, so they are never part of the
+ * batch. `afterSeq` is the previous batch's last seq: no row is left at or below it, and starting the index scans
+ * there skips the dead entries of the batches before (measured: without it, 1,000,000 rows prune at a third of the
+ * rate).
  */
-export function deleteExpiredBatch(db: Db, orgId: string, cutoff: Date, batchRows: number, afterSeq: number | null) {
+export function deleteExpiredBatch(
+  db: Db,
+  orgId: string,
+  cutoff: Date,
+  batchRows: number,
+  afterSeq: number | null,
+  sign: (cut: Cut) => SignedCheckpoint,
+) {
   return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-    const deleted = await one<{ rows: number; fromSeq: number | null; throughSeq: number | null }>(
+    // Anchored: an anchor, the chain's record of the first one, or the previous signed cut says so.
+    const evidence = await one<{ anchored: boolean }>(
+      tx,
+      `SELECT EXISTS (SELECT 1 FROM audit_anchors WHERE org_id = :orgId::uuid)
+           OR EXISTS (SELECT 1 FROM audit_logs WHERE org_id = :orgId::uuid AND action = '${anchoredAction}')
+           OR coalesce((SELECT s.anchored FROM audit_checkpoint_signatures s WHERE s.org_id = :orgId::uuid
+                         ORDER BY s.seq DESC LIMIT 1), false) AS anchored`,
+      { orgId },
+    );
+    const deleted = await one<{
+      rows: number;
+      fromSeq: number | null;
+      throughSeq: number | null;
+      checksum: string | null;
+      lastTimestamp: string | null;
+    }>(
       tx,
       `WITH oldest AS (
          SELECT o.seq, o.timestamp FROM audit_logs o
@@ -110,12 +141,30 @@ export function deleteExpiredBatch(db: Db, orgId: string, cutoff: Date, batchRow
        ), deleted AS (
          DELETE FROM audit_logs a USING cut
           WHERE a.org_id = :orgId::uuid AND a.seq > coalesce(:afterSeq::bigint, 0) AND a.seq <= cut.through
-          RETURNING a.seq
-       )
-       SELECT count(*)::int AS rows, min(seq) AS "fromSeq", max(seq) AS "throughSeq" FROM deleted`,
+          RETURNING a.seq, a.checksum, ${canonicalTimestampSql('a.timestamp')} AS "lastTimestamp"
+       ), last AS (SELECT l.checksum, l."lastTimestamp" FROM deleted l ORDER BY l.seq DESC LIMIT 1)
+       SELECT count(*)::int AS rows, min(seq) AS "fromSeq", max(seq) AS "throughSeq",
+              (SELECT checksum FROM last) AS checksum, (SELECT "lastTimestamp" FROM last) AS "lastTimestamp"
+         FROM deleted`,
       { orgId, cutoff, batchRows, afterSeq },
     );
-    return deleted!;
+    const { rows, fromSeq, throughSeq, checksum, lastTimestamp } = deleted!;
+    if (rows > 0) {
+      const signed = sign({
+        orgId,
+        seq: throughSeq!,
+        checksum: checksum!,
+        lastTimestamp: lastTimestamp!,
+        anchored: evidence!.anchored,
+      });
+      await tx.query(
+        `INSERT INTO audit_checkpoint_signatures (org_id, seq, last_timestamp, retention_days, as_of, anchored, key_id, signature)
+         VALUES (:orgId::uuid, :seq::bigint, :lastTimestamp::text, :retentionDays::int, :asOf::timestamptz,
+                 :anchored::boolean, :keyId::text, :signature::text)`,
+        { ...signed },
+      );
+    }
+    return { rows, fromSeq, throughSeq };
   });
 }
 
@@ -125,13 +174,18 @@ export async function recordCleanup(db: Db, orgId: string): Promise<void> {
 }
 
 /**
- * Deletes up to `batchRows` ingestion idempotency keys created before `before` (0012_audit_ingest_purge.sql); the
- * number deleted. Not audit rows: no session flag, no checkpoint.
+ * Deletes up to `batchRows` idempotency keys of `table` created before `before` (0012_audit_ingest_purge.sql,
+ * 0014_agent_log_ingest_requests.sql); the number deleted. Not audit rows: no session flag, no checkpoint.
  */
-export async function deleteStaleIngestKeys(db: Db, before: Date, batchRows: number): Promise<number> {
+export async function deleteStaleIngestKeys(
+  db: Db,
+  table: IdempotencyTable,
+  before: Date,
+  batchRows: number,
+): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM audit_ingest_requests r USING (
-       SELECT principal_type, principal_id, idempotency_key FROM audit_ingest_requests
+    `DELETE FROM ${table} r USING (
+       SELECT principal_type, principal_id, idempotency_key FROM ${table}
         WHERE created_at < :before::timestamptz ORDER BY created_at LIMIT :batchRows::int
      ) old
      WHERE (r.principal_type, r.principal_id, r.idempotency_key) = (old.principal_type, old.principal_id, old.idempotency_key)`,

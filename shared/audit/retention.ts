@@ -1,244 +1,55 @@
 import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import { configuredAnchorKey } from './anchors.ts';
+import { configuredAnchorKey } from './anchor-signing.ts';
+import { ingestKeyLifetimeMs, purgeIngestKeys } from './ingest-key-purge.ts';
 import { type IntegrityWatchRun, runIntegrityWatch } from './integrity-watch.ts';
-import {
-  countOrganizationsWithoutPolicy,
-  deleteExpiredBatch,
-  deleteStaleIngestKeys,
-  findExpiredPrefix,
-  listRetentionTargets,
-  type RetentionTarget,
-  recordCleanup,
-} from './retention-store.ts';
-import { writeAuditEvent, zeroUuid } from './writer.ts';
+import { defaultBatchRows, type PruneOptions, type PruneRun, pruneExpiredRows } from './prune.ts';
 
-/** The action of the worker's own audit event; seed 2.3 files it under `system` (no category prefix matches). */
-export const retentionAction = 'system.audit.retention';
+export type { OrganizationRetention, RetentionProgress } from './prune.ts';
+export { retentionAction } from './prune.ts';
 
-/** Rows deleted per transaction: a first run over millions of rows never holds one long transaction or its locks. */
-export const defaultBatchRows = 5_000;
-
-/**
- * Ingestion idempotency keys answer retries for 24 hours (shared/audit/ingest.ts); they are deleted an hour later,
- * so a key never disappears between the two statements of the request that finds it still fresh.
- */
-export const ingestKeyLifetimeMs = 25 * 60 * 60 * 1000;
-
-export interface RetentionOptions {
-  /** The moment the windows are evaluated at (default: now); recorded in the audit event. */
-  asOf?: Date;
-  /** Report what would be deleted, per organization, and write nothing at all. */
-  dryRun?: boolean;
-  batchRows?: number;
-  /** Called (and awaited) after each batch and after each organization. */
-  onProgress?: (progress: RetentionProgress) => void | Promise<void>;
-  /** Stops the run between batches (a server shutting down); what was cut so far is still audited. */
-  signal?: AbortSignal;
+export interface RetentionOptions extends Omit<PruneOptions, 'signingKey'> {
   /**
-   * The integrity watch's signing key (shared/audit/integrity-watch.ts); default: AUDIT_ANCHOR_PRIVATE_KEY. Without
-   * one, the watch is skipped. `false` skips it outright. It never runs in a dry run or a stopped run.
+   * The key that signs each cut and each anchor (shared/audit/anchor-signing.ts); default: AUDIT_ANCHOR_PRIVATE_KEY.
+   * Without one nothing is cut and the integrity watch is skipped.
    */
-  anchorKey?: KeyObject | false;
+  anchorKey?: KeyObject;
+  /** Run the integrity watch after the cuts (default true); it never runs in a dry run or a stopped run. */
+  integrityWatch?: boolean;
 }
 
-export interface RetentionProgress {
-  organizations: number;
-  organizationsDone: number;
-  /** Rows deleted so far (in a dry run: rows that would be). */
-  rowsDeleted: number;
-}
-
-/** What the run did (or, in a dry run, would do) to one organization with a policy. */
-export interface OrganizationRetention {
-  orgId: string;
-  orgName: string;
-  retentionDays: number;
-  /** Rows timestamped before it were older than the window. */
-  cutoff: string;
-  rowsDeleted: number;
-  /** The first and last chain positions cut; null when nothing was. */
-  fromSeq: number | null;
-  throughSeq: number | null;
-  /** Why this organization could not be pruned (the run goes on with the others). */
-  error?: string;
-}
-
-export interface RetentionRun {
-  asOf: string;
-  dryRun: boolean;
-  /** Every organization with a policy, in id order. */
-  organizations: OrganizationRetention[];
-  /** Organizations without a policy, skipped (seed 6 retention rule 2: their rows accumulate until one is saved). */
-  skipped: number;
-  rowsDeleted: number;
-  /** Organizations that could not be pruned (their `error` says why). */
-  failed: number;
-  /** The run was stopped by its signal: organizations may be left uncut, or cut only in part. */
-  stopped: boolean;
-  /** The integrity watch after the cuts: anchors written and breaks found; absent when it did not run. */
-  integrity?: IntegrityWatchRun;
+export interface RetentionRun extends PruneRun {
   /** Ingestion idempotency keys past their lifetime, deleted (0 in a dry run). */
   ingestKeysDeleted: number;
+  /** The integrity watch after the cuts: anchors written and breaks found; absent when it did not run. */
+  integrity?: IntegrityWatchRun;
 }
 
 /**
- * The retention worker (seed 6 "Retention behavior", DESIGN.md "Audit chain"): per organization with a policy, deletes
- * the contiguous oldest segment of audit rows older than retentionDays before `asOf` (a prefix cut by seq: a younger
- * row stops it), in batches of `batchRows` rows each in its own transaction; records last_cleanup_at; and writes one
- * `system.audit.retention` event per organization it pruned. It never touches the chain otherwise: the database
- * records each cut as a checkpoint, and the next row still links to the head. `db` is the audit-admin connection
- * (seed 5 rule 8); a repeated run finds nothing more to delete.
+ * The daily retention run (DESIGN.md "Shape": EventBridge daily ──► functions/retention; locally the dev server's
+ * timer and `npm run retention`), three steps in order: prune each organization's expired rows (signed cuts), purge
+ * stale ingestion idempotency keys, and run the integrity watch over every chain. `db` is the audit-admin connection.
  */
 export async function runRetention(db: Db, options: RetentionOptions = {}): Promise<RetentionRun> {
-  const asOf = options.asOf ?? new Date();
-  const dryRun = options.dryRun ?? false;
-  const batchRows = options.batchRows ?? defaultBatchRows;
-  const targets = await listRetentionTargets(db, asOf);
-  const skipped = await countOrganizationsWithoutPolicy(db);
-  const run: RetentionRun = {
-    asOf: asOf.toISOString(),
-    dryRun,
-    organizations: [],
-    skipped,
-    rowsDeleted: 0,
-    failed: 0,
-    stopped: false,
-    ingestKeysDeleted: 0,
-  };
-  const report = () =>
-    options.onProgress?.({
-      organizations: targets.length,
-      organizationsDone: run.organizations.length,
-      rowsDeleted: run.rowsDeleted,
-    });
+  const { anchorKey = configuredAnchorKey(), integrityWatch = true, ...pruneOptions } = options;
+  const pruned = await pruneExpiredRows(db, { ...pruneOptions, signingKey: anchorKey });
+  if (pruned.dryRun || pruned.stopped) return { ...pruned, ingestKeysDeleted: 0 };
 
-  for (const target of targets) {
-    if (options.signal?.aborted) break;
-    const done: OrganizationRetention = {
-      orgId: target.orgId,
-      orgName: target.orgName,
-      retentionDays: target.retentionDays,
-      cutoff: target.cutoff.toISOString(),
-      rowsDeleted: 0,
-      fromSeq: null,
-      throughSeq: null,
-    };
-    try {
-      if (dryRun) {
-        const prefix = await findExpiredPrefix(db, target.orgId, target.cutoff);
-        Object.assign(done, { rowsDeleted: prefix.rows, fromSeq: prefix.fromSeq, throughSeq: prefix.throughSeq });
-        run.rowsDeleted += prefix.rows;
-      } else {
-        await pruneOrganization(db, target, done, {
-          asOf: run.asOf,
-          batchRows,
-          signal: options.signal,
-          onBatch: (rows) => {
-            run.rowsDeleted += rows;
-            return report();
-          },
-        });
-      }
-    } catch (error) {
-      done.error = error instanceof Error ? error.message : String(error);
-      run.failed += 1;
-      logger.error('[retention] Failed to prune the audit trail of an organization', {
-        orgId: target.orgId,
-        error: done.error,
-      });
-    }
-    run.organizations.push(done);
-    await report();
-  }
-  run.stopped = options.signal?.aborted ?? false;
-  if (!dryRun && !run.stopped)
-    run.ingestKeysDeleted = await purgeIngestKeys(
-      db,
-      new Date(Date.now() - ingestKeyLifetimeMs),
-      batchRows,
-      options.signal,
+  const ingestKeysDeleted = await purgeIngestKeys(
+    db,
+    new Date(Date.now() - ingestKeyLifetimeMs),
+    options.batchRows ?? defaultBatchRows,
+    options.signal,
+  );
+
+  if (!integrityWatch) return { ...pruned, ingestKeysDeleted };
+  if (!anchorKey) {
+    logger.warn(
+      '[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written',
     );
-  if (!dryRun && !run.stopped && options.anchorKey !== false) {
-    const key = options.anchorKey ?? configuredAnchorKey();
-    if (key) run.integrity = await runIntegrityWatch(db, key, { anchoredAt: new Date() });
-    else
-      logger.warn(
-        '[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written',
-      );
+    return { ...pruned, ingestKeysDeleted };
   }
-  return run;
-}
-
-/** Deletes the stale ingestion keys batch by batch; a failure is logged, not fatal to the run. */
-async function purgeIngestKeys(db: Db, before: Date, batchRows: number, signal?: AbortSignal): Promise<number> {
-  let deleted = 0;
-  try {
-    while (!signal?.aborted) {
-      const rows = await deleteStaleIngestKeys(db, before, batchRows);
-      deleted += rows;
-      if (rows < batchRows) break;
-    }
-  } catch (error) {
-    logger.error('[retention] Failed to delete stale ingestion idempotency keys', {
-      error: error instanceof Error ? error.message : String(error),
-    });
-  }
-  return deleted;
-}
-
-/** Cuts one organization's expired prefix batch by batch, audits the cut, then records the cleanup. */
-async function pruneOrganization(
-  db: Db,
-  target: RetentionTarget,
-  done: OrganizationRetention,
-  options: { asOf: string; batchRows: number; signal?: AbortSignal; onBatch: (rows: number) => void | Promise<void> },
-): Promise<void> {
-  let complete = false;
-  let failure: unknown;
-  try {
-    while (!options.signal?.aborted) {
-      const batch = await deleteExpiredBatch(db, target.orgId, target.cutoff, options.batchRows, done.throughSeq);
-      if (batch.rows > 0) {
-        done.rowsDeleted += batch.rows;
-        done.fromSeq ??= batch.fromSeq;
-        done.throughSeq = batch.throughSeq;
-        await options.onBatch(batch.rows);
-      }
-      // A short batch met the first row inside the window, or the end of the chain.
-      if (batch.rows < options.batchRows) {
-        complete = true;
-        break;
-      }
-    }
-  } catch (error) {
-    failure = error;
-  }
-  // Whatever stopped the cut, the rows already deleted are accounted for in the trail.
-  if (done.rowsDeleted > 0) {
-    await writeAuditEvent(
-      { db, pending: [] },
-      {
-        orgId: target.orgId,
-        actorType: 'system',
-        actorId: zeroUuid,
-        action: retentionAction,
-        resourceType: 'organization',
-        resourceId: target.orgId,
-        resourceName: target.orgName,
-        details: {
-          rowsDeleted: done.rowsDeleted,
-          fromSeq: done.fromSeq,
-          throughSeq: done.throughSeq,
-          retentionDays: target.retentionDays,
-          cutoff: done.cutoff,
-          asOf: options.asOf,
-          dryRun: false,
-        },
-      },
-    );
-  }
-  if (failure !== undefined) throw failure;
-  if (complete) await recordCleanup(db, target.orgId);
+  const integrity = await runIntegrityWatch(db, anchorKey, { anchoredAt: new Date() });
+  return { ...pruned, ingestKeysDeleted, integrity };
 }

@@ -13,7 +13,7 @@ import type { auditExportRow } from './schemas.ts';
 export type AuditRow = z.output<typeof auditExportRow>;
 
 /** The canonical timestamp text (DESIGN.md "Audit chain"), formatted by the database from the stored microseconds. */
-const canonicalTimestampSql = (column: string) =>
+export const canonicalTimestampSql = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** `d.details`: the jsonb text of `a.details`, worked out once per row for the SELECT list and the row's size. */

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { pageQuery, paginationSchema } from '../db/paging.ts';
 import { asUtc, filterInstantPattern, instant } from '../instants.ts';
 import { optionalParam } from '../request-values.ts';
+import { auditAnchor } from './anchor-schemas.ts';
 import { auditCategories } from './categories.ts';
+import { chainBreakKinds } from './chain-break.ts';
+import { checkpointVersion } from './signed-versions.ts';
 
 export const actorTypes = ['user', 'api_key', 'agent', 'system', 'ai_agent'] as const;
 export type ActorType = (typeof actorTypes)[number];
@@ -113,7 +116,6 @@ export const ingestReceipt = z
   })
   .meta({ id: 'AuditIngestReceipt' });
 /** Idempotency-Key header: a retry within 24 hours gets the first reply and writes nothing. */
-export const idempotencyKey = z.string().regex(/^[\x20-\x7e]{1,255}$/, 'Give 1 to 255 printable ASCII characters');
 
 // Reading the trail (seed 4.1, issue 3 "Endpoints"): one filter schema for every list, search, export and report route.
 
@@ -312,6 +314,40 @@ export const auditExportRow = z
 const chainHead = z
   .object({ seq: z.number().int(), checksum: z.string() })
   .meta({ id: 'AuditChainHead', description: "An organization's last sealed row: its seq and checksum" });
+const checkpointRecord = z
+  .object({
+    seq: z.number().int().meta({ description: 'The last row the retention cut deleted' }),
+    checksum: z.string(),
+    signed: z
+      .object({
+        lastTimestamp: z.string().meta({ description: "The last deleted row's timestamp (canonical, microseconds)" }),
+        retentionDays: z.number().int(),
+        asOf: z.string().meta({ description: 'The instant the policy window was evaluated at' }),
+        anchored: z.boolean().meta({ description: 'Whether the organization had been anchored at the cut' }),
+        keyId: z.string(),
+        signature: z.string().meta({
+          description: `Ed25519 signature (base64) of '${checkpointVersion}', then per field (orgId, seq, checksum, lastTimestamp, retentionDays, asOf, anchored, keyId) a newline and '<UTF-8 byte length>:<value>'`,
+        }),
+      })
+      .nullable()
+      .meta({
+        description: "The retention worker's signature of the cut; null: unsigned, which every verifier refuses",
+      }),
+  })
+  .meta({ id: 'AuditChainCheckpoint' });
+export const auditChainEvidence = z
+  .object({
+    checkpoint: checkpointRecord
+      .nullable()
+      .meta({ description: 'The latest retention cut: the chain starts after it' }),
+    anchor: auditAnchor.nullable().meta({ description: 'The newest signed anchor' }),
+    anchoredRecordSeq: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'Where the chain records that the organization was anchored (system.audit.anchored)' }),
+  })
+  .meta({ id: 'AuditChainEvidence' });
 export const auditExport = z
   .object({
     exportedAt: z.iso.datetime(),
@@ -321,6 +357,13 @@ export const auditExport = z
         "The chain head of each organization with rows in the file, read in the export's snapshot. The file's rows verify on their own " +
         '(npm run audit:verify -- --file), but so would rows forged with their checksums: compare these heads with the live ones ' +
         '(GET /audit-logs/verify) or with copies kept elsewhere',
+    }),
+    publicKey: z.string().nullable().meta({
+      description: 'The Ed25519 public key (SPKI PEM) anchors and checkpoints are signed with; null: none configured',
+    }),
+    evidence: z.record(z.uuid(), auditChainEvidence).meta({
+      description:
+        "Per organization in the file, read in the export's snapshot: the signed evidence the offline check applies like GET /audit-logs/verify",
     }),
     rows: z.array(auditExportRow),
   })
@@ -337,7 +380,13 @@ export const auditVerification = z
       .object({
         seq: z.number().int(),
         id: storedId.nullable(),
-        kind: z.enum(['altered', 'missing', 'inserted', 'link']),
+        kind: z.enum(chainBreakKinds).meta({
+          description:
+            'altered, missing, inserted, link: the chain rules; checkpoint: the retention checkpoint the chain starts after is unsigned, ' +
+            'signed with another key, or cut rows younger than its policy allowed; anchor: the chain no longer holds its newest signed anchor, ' +
+            'or anchors recorded as written were deleted',
+        }),
+        meaning: z.string().meta({ description: 'What the kind means, in the words of every verifier' }),
       })
       .optional(),
     head: chainHead.nullable().meta({

@@ -1,4 +1,5 @@
 import { type Db, one } from '../db/db.ts';
+import type { AnchorFields, SignedCheckpoint } from './anchor-signing.ts';
 import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
 
 /** A position in an organization's chain: the head, or a retention checkpoint. */
@@ -19,15 +20,56 @@ export async function readChainHeads(db: Db, orgIds: readonly string[]): Promise
   return Object.fromEntries(rows.map(({ orgId, seq, checksum }) => [orgId, { seq, checksum }]));
 }
 
+/** A retention cut as recorded by the database, with the worker's signature of it (`signed` null: none). */
+export type CheckpointRecord = ChainLink & { signed: Omit<SignedCheckpoint, 'orgId' | 'seq' | 'checksum'> | null };
+
+const checkpointSql = (where: string) => `SELECT DISTINCT ON (c.org_id) c.org_id::text AS "orgId", c.seq, c.checksum,
+    CASE WHEN s.signature IS NULL THEN NULL ELSE jsonb_build_object('lastTimestamp', s.last_timestamp,
+      'retentionDays', s.retention_days, 'asOf', to_char(s.as_of AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'anchored', s.anchored, 'keyId', s.key_id, 'signature', s.signature) END AS signed
+  FROM audit_chain_checkpoints c LEFT JOIN audit_checkpoint_signatures s ON s.org_id = c.org_id AND s.seq = c.seq
+  WHERE ${where} ORDER BY c.org_id, c.seq DESC`;
+
 /** The latest retention cut: the earliest retained row links to it (DESIGN.md "Audit chain"). */
-export function readLatestCheckpoint(db: Db, orgId: string) {
-  return one<ChainLink>(
-    db,
-    'SELECT seq, checksum FROM audit_chain_checkpoints WHERE org_id = :orgId::uuid ORDER BY seq DESC LIMIT 1',
-    {
-      orgId,
-    },
+export async function readLatestCheckpoint(db: Db, orgId: string): Promise<CheckpointRecord | undefined> {
+  const row = await one<CheckpointRecord & { orgId: string }>(db, checkpointSql('c.org_id = :orgId::uuid'), { orgId });
+  if (!row) return undefined;
+  const { orgId: _, ...checkpoint } = row;
+  return checkpoint;
+}
+
+/** The latest retention cut of each of these organizations that has one, by organization id. */
+export async function readLatestCheckpoints(
+  db: Db,
+  orgIds: readonly string[],
+): Promise<Record<string, CheckpointRecord>> {
+  if (orgIds.length === 0) return {};
+  const { rows } = await db.query<CheckpointRecord & { orgId: string }>(
+    checkpointSql('c.org_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb))'),
+    { orgIds: [...orgIds] },
   );
+  return Object.fromEntries(rows.map(({ orgId, ...checkpoint }) => [orgId, checkpoint]));
+}
+
+/** The signed evidence of an organization's chain, as an export carries it for the offline check (issue 13). */
+export type ChainEvidence = {
+  checkpoint: CheckpointRecord | null;
+  anchor: (AnchorFields & { id: string; signature: string }) | null;
+  /** Where the retained chain records the organization's first anchor; null when it does not. */
+  anchoredRecordSeq: number | null;
+};
+
+/** The action of the chain's record of an organization's first anchor (written by the integrity watch). */
+export const anchoredAction = 'system.audit.anchored';
+
+/** Where the organization's retained chain records that it was anchored, if it does (0013_audit_signed_checkpoints.sql). */
+export async function readAnchoredRecord(db: Db, orgId: string): Promise<number | undefined> {
+  const found = await one<{ seq: number }>(
+    db,
+    `SELECT seq FROM audit_logs WHERE org_id = :orgId::uuid AND action = '${anchoredAction}' ORDER BY seq LIMIT 1`,
+    { orgId },
+  );
+  return found?.seq;
 }
 
 /** The first and last chain positions among the organization's rows timestamped within [from, to]. */

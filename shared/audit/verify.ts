@@ -1,23 +1,22 @@
 import type { KeyObject } from 'node:crypto';
 import { type Db, one } from '../db/db.ts';
-import { type AnchorFields, verifyAnchorSignature } from './anchors.ts';
+import type { AnchorFields } from './anchor-signing.ts';
+import { readLatestAnchor } from './anchor-store.ts';
 import { auditChecksum } from './canonical.ts';
+import type { ChainBreak, ChainBreakKind } from './chain-break.ts';
+import { anchorBreak, anchorsDeletedBreak, checkpointBreak } from './evidence.ts';
 import type { AuditRow } from './row.ts';
-import { type ChainLink, readChainHead, readChainPage, readLatestCheckpoint, readSeqSpan } from './store.ts';
-
-/**
- * altered: a row's values do not match its checksum; missing: a position of the chain has no row;
- * inserted: a row outside the positions the head and the checkpoint account for;
- * link: a row's prevChecksum (or the head) does not point at the row before it.
- */
-export type ChainBreakKind = 'altered' | 'missing' | 'inserted' | 'link';
-
-export interface ChainBreak {
-  seq: number;
-  /** The row at fault; null when it is missing. */
-  id: string | null;
-  kind: ChainBreakKind;
-}
+import {
+  anchoredAction,
+  type ChainEvidence,
+  type ChainLink,
+  type CheckpointRecord,
+  readAnchoredRecord,
+  readChainHead,
+  readChainPage,
+  readLatestCheckpoint,
+  readSeqSpan,
+} from './store.ts';
 
 export interface ChainVerification {
   ok: boolean;
@@ -46,17 +45,17 @@ export interface VerifyOptions {
   /** Also return the chain head read in the snapshot (`head`). */
   reportHead?: boolean;
   /**
-   * Start after this position, known good (the integrity watch's last anchor): the row at `since.seq` must still
-   * carry `since.checksum`, and the chain is verified from it to the head. A head below it is a truncated tail.
-   * Ignored with from/to; when the position was pruned since, the whole retained chain is verified.
-   */
-  since?: ChainLink;
-  /**
    * Prove the chain up to a signed anchor is unchanged: the row at anchor.seq (or the checkpoint, once pruned) must
    * carry anchor.checksum, the head must not be below it, the boundary not before the anchor's, and, with
    * `publicKey`, the signature must be valid. Reported as `anchor`; a failure makes `ok` false.
    */
   anchor?: { anchor: AnchorFields & { signature: string }; publicKey?: KeyObject };
+  /**
+   * Check the signed evidence in the database too (issue 13): the retention checkpoint the chain starts after
+   * (signed, over rows older than its policy allowed), the newest anchor (unless `anchor` names one), and that an
+   * organization recorded as anchored still has anchors. Signatures are checked with `publicKey` when given.
+   */
+  evidence?: { publicKey?: KeyObject };
 }
 
 const defaultPageRows = 5_000;
@@ -178,51 +177,46 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
       const head = await readChainHead(tx, orgId);
       const checkpoint = await readLatestCheckpoint(tx, orgId);
       const result = await verifyInSnapshot(tx, orgId, options, head, checkpoint);
-      if (!options.anchor) return result;
-      const anchorBreak = await checkAnchor(tx, orgId, options.anchor, head, checkpoint);
-      const anchor = { seq: options.anchor.anchor.seq, ok: anchorBreak === undefined };
-      if (!anchorBreak) return { ...result, anchor };
-      return { ...result, ok: false, firstBreak: result.firstBreak ?? anchorBreak, anchor };
+      const { evidence } = options;
+      const newest = evidence && (await readLatestAnchor(tx, orgId));
+      const newestFault =
+        newest && (await checkAnchor(tx, orgId, { anchor: newest, publicKey: evidence.publicKey }, head, checkpoint));
+      const kept = options.anchor;
+      const keptFault = kept && (await checkAnchor(tx, orgId, kept, head, checkpoint));
+      const evidenceFault = evidence
+        ? (checkpoint && checkpointBreak(orgId, checkpoint, evidence.publicKey)) ||
+          anchorsDeletedBreak(newest, await readAnchoredRecord(tx, orgId), checkpoint)
+        : undefined;
+      // The anchor reported: the one kept outside the database when given, else the newest in it.
+      const reported = kept
+        ? { seq: kept.anchor.seq, ok: !keptFault }
+        : newest
+          ? { seq: newest.seq, ok: !newestFault }
+          : undefined;
+      const checked = reported ? { ...result, anchor: reported } : result;
+      // The chain's own rules first, then the boundary's signature and the anchors' existence, then the anchors.
+      const firstBreak = result.firstBreak ?? evidenceFault ?? newestFault ?? keptFault;
+      return firstBreak ? { ...checked, ok: false, firstBreak } : checked;
     },
     { isolation: 'REPEATABLE READ' },
   );
 }
 
-/**
- * Whether the chain, as read in the snapshot, still holds what a signed anchor recorded; the break when not. A chain
- * forged wholesale with recomputed checksums verifies on its own, but not against an anchor signed before.
- */
+/** The anchor checked against the chain as read in the snapshot (shared/audit/evidence.ts). */
 async function checkAnchor(
   tx: Db,
   orgId: string,
   { anchor, publicKey }: NonNullable<VerifyOptions['anchor']>,
   head: ChainLink | undefined,
-  checkpoint: ChainLink | undefined,
+  checkpoint: CheckpointRecord | undefined,
 ): Promise<ChainBreak | undefined> {
-  if (anchor.orgId !== orgId || (publicKey && !verifyAnchorSignature(anchor, publicKey)))
-    return { seq: anchor.seq, id: null, kind: 'link' };
-  // The head never moves back: below the anchor, the tail was truncated (or the head rolled back).
-  if (!head || head.seq < anchor.seq) return { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' };
-  const start = (checkpoint?.seq ?? 0) + 1;
-  // Retention only moves the boundary forward: positions before the anchor's boundary cannot be held again.
-  if (start < anchor.firstRetainedSeq) return { seq: start, id: null, kind: 'inserted' };
-  if (anchor.seq >= start) {
-    const row = await one<{ id: string; checksum: string }>(
+  const anchoredRow =
+    (await one<{ id: string; checksum: string }>(
       tx,
       'SELECT id::text AS id, checksum FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint',
-      {
-        orgId,
-        seq: anchor.seq,
-      },
-    );
-    if (!row) return { seq: anchor.seq, id: null, kind: 'missing' };
-    if (row.checksum !== anchor.checksum) return { seq: anchor.seq, id: row.id, kind: 'altered' };
-    return undefined;
-  }
-  // Pruned since: the checkpoint of the cut that passed the anchor's position is the only trace of its row.
-  if (checkpoint && checkpoint.seq === anchor.seq && checkpoint.checksum !== anchor.checksum)
-    return { seq: anchor.seq, id: null, kind: 'altered' };
-  return undefined;
+      { orgId, seq: anchor.seq },
+    )) ?? null;
+  return anchorBreak(orgId, anchor, { head, checkpoint, anchoredRow }, publicKey);
 }
 
 async function verifyInSnapshot(
@@ -241,23 +235,12 @@ async function verifyInSnapshot(
   let untilSeq: number | null = null;
   // In a window that does not reach back to `start`: the row whose checksum the first row in range links to.
   let predecessorSeq: number | undefined;
-  // The known-good position the chain is verified from (options.since), while it is still retained.
-  let sinceLink: ChainLink | undefined;
   if (options.from !== undefined || options.to !== undefined) {
     const span = await readSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
     if (!span) return withHead({ ok: true, checked: 0 });
     afterSeq = span.first - 2;
     untilSeq = span.last + 1;
     if (span.first - 1 >= start) predecessorSeq = span.first - 1;
-  } else if (options.since) {
-    const since = options.since;
-    if (!head || head.seq < since.seq)
-      return withHead({ ok: false, checked: 0, firstBreak: { seq: (head?.seq ?? 0) + 1, id: null, kind: 'missing' } });
-    if (since.seq >= start) {
-      afterSeq = since.seq - 1;
-      predecessorSeq = since.seq;
-      sinceLink = since;
-    }
   }
 
   const bounds: ChainBounds = {
@@ -271,11 +254,6 @@ async function verifyInSnapshot(
       : Math.max((head?.seq ?? 0) - (afterSeq !== null ? afterSeq + 1 : start) + 1, 0);
   let scan: ChainScan = { checked: 0 };
   for await (const page of readChainPages(tx, orgId, { afterSeq, untilSeq }, options)) {
-    // The row at the known-good position must still be the one it was.
-    const first = page[0];
-    if (sinceLink && scan.checked === 0 && first?.seq === sinceLink.seq && first.checksum !== sinceLink.checksum) {
-      return withHead({ ok: false, checked: 0, firstBreak: { seq: first.seq, id: first.id, kind: 'altered' } });
-    }
     scan = checkAuditRows(page, bounds, scan);
     if (scan.firstBreak) return withHead({ ok: false, checked: scan.checked, firstBreak: scan.firstBreak });
     await options.onProgress?.({ checked: scan.checked, total });
@@ -341,7 +319,14 @@ export type OfflineVerification =
  */
 export function verifyRowsOffline(
   rows: readonly AuditRow[],
-  options: { complete: boolean; heads?: Readonly<Record<string, ChainLink>> },
+  options: {
+    complete: boolean;
+    heads?: Readonly<Record<string, ChainLink>>;
+    /** The signed evidence the export carried per organization, checked as the database verifier does. */
+    evidence?: Readonly<Record<string, ChainEvidence>>;
+    /** The key signatures are checked with; without one they are not. */
+    publicKey?: KeyObject;
+  },
 ): OfflineVerification {
   const byOrg = new Map<string, AuditRow[]>();
   for (const row of rows) {
@@ -363,18 +348,28 @@ export function verifyRowsOffline(
     const first = own[0]!;
     const last = own.at(-1)!;
     const recordedHead = options.heads?.[orgId];
+    const evidence = options.evidence?.[orgId];
+    const checkpoint = evidence?.checkpoint ?? undefined;
+    // The file starts at the chain's retained start: its first row links to the checkpoint (or is seq 1).
+    const startsChain = first.seq === (checkpoint?.seq ?? 0) + 1;
     const scan = checkAuditRows(own, {
-      anchor: first.seq === 1 ? { start: 1 } : { predecessorSeq: first.seq },
+      anchor:
+        startsChain || (options.complete && evidence)
+          ? { start: (checkpoint?.seq ?? 0) + 1, checkpoint }
+          : { predecessorSeq: first.seq },
       // The recorded head was read in the export's snapshot: no row of that snapshot lies past it.
       ...(recordedHead && { held: { first: 1, last: recordedHead.seq } }),
     });
-    const firstBreak = scan.firstBreak ?? headBreak(last, recordedHead, options.complete);
+    const firstBreak =
+      scan.firstBreak ??
+      headBreak(last, recordedHead, options.complete) ??
+      (evidence && evidenceBreak(orgId, own, evidence, recordedHead, options));
     return {
       orgId,
       firstSeq: first.seq,
       lastSeq: last.seq,
       checked: scan.checked,
-      firstLinkChecked: first.seq === 1,
+      firstLinkChecked: startsChain,
       firstPrevChecksum: first.prevChecksum,
       lastChecksum: last.checksum,
       ...(recordedHead && { recordedHead }),
@@ -387,6 +382,25 @@ export function verifyRowsOffline(
     checked: verified.reduce((sum, chain) => sum + chain.checked, 0),
     chains: verified,
   };
+}
+
+/** The export's signed evidence of one organization against its rows, by the rules of shared/audit/evidence.ts. */
+function evidenceBreak(
+  orgId: string,
+  rows: readonly AuditRow[],
+  evidence: ChainEvidence,
+  head: ChainLink | undefined,
+  options: { complete: boolean; publicKey?: KeyObject },
+): ChainBreak | undefined {
+  const checkpoint = evidence.checkpoint ?? undefined;
+  const recordSeq = evidence.anchoredRecordSeq ?? rows.find((row) => row.action === anchoredAction)?.seq;
+  const fault =
+    (checkpoint && checkpointBreak(orgId, checkpoint, options.publicKey)) ||
+    anchorsDeletedBreak(evidence.anchor, recordSeq, checkpoint);
+  if (fault || !evidence.anchor) return fault;
+  const held = rows.find((row) => row.seq === evidence.anchor!.seq);
+  const anchoredRow = held ? { id: held.id, checksum: held.checksum } : options.complete ? null : 'unknown';
+  return anchorBreak(orgId, evidence.anchor, { head, checkpoint, anchoredRow }, options.publicKey);
 }
 
 /**

@@ -5,6 +5,7 @@ import { issueDetails, ValidationFailed } from '../errors.ts';
 import { specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
+import { spoolAuditRow } from './spool.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
 
 export const zeroUuid = '00000000-0000-0000-0000-000000000000';
@@ -75,7 +76,7 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
-  track(context, event.action, event.orgId ? 1 : 0, writeAuditEvent(context, event));
+  track(context, [event], writeAuditEvent(context, event));
 }
 
 /**
@@ -94,16 +95,32 @@ export function createAuditLogsAsync(context: AuditContext, events: AuditEvent[]
       kept.map((event) => toAuditRow({ ...event, orgId: event.orgId! })),
     ),
   );
-  track(context, kept[0]!.action, kept.length, write);
+  track(context, kept, write);
 }
 
-function track(context: AuditContext, action: string, count: number, write: Promise<unknown>): void {
+function track(context: AuditContext, events: AuditEvent[], write: Promise<unknown>): void {
+  // The instant of the events, kept if the write has to be spooled and replayed later (issue 13).
+  const happenedAt = new Date().toISOString();
+  const stored = events.filter((event) => event.orgId);
   // The seed's line (seed 6 rule 1), and a metric to alarm on.
   const tracked = write.then(
-    () => countMetric('AuditEventsWritten', count),
-    (error: unknown) => {
+    () => {
+      if (stored.length > 0) countMetric('AuditEventsWritten', stored.length);
+    },
+    async (error: unknown) => {
       countMetric('AuditWriteFailures');
-      specifiedLog.auditWriteFailed(action, error);
+      specifiedLog.auditWriteFailed(events[0]!.action, error);
+      for (const event of stored) {
+        // An event the schema refuses would fail again on replay: only a write the database refused is spooled.
+        let row: AuditRowInput;
+        try {
+          row = toAuditRow({ ...event, orgId: event.orgId!, timestamp: event.timestamp ?? happenedAt });
+        } catch {
+          countMetric('AuditEventsFailedPermanently');
+          continue;
+        }
+        await spoolAuditRow(row);
+      }
     },
   );
   context.pending.push(tracked);

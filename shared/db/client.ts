@@ -1,4 +1,5 @@
 import type { Db, Params, Row } from './db.ts';
+import { dbTimeouts } from './timeouts.ts';
 
 /**
  * How a role connects, from the environment. In Lambda, the RDS Data API: DB_CLUSTER_ARN, DB_NAME and the
@@ -67,6 +68,7 @@ function connect(role: RoleConnection): Db {
       connectionString: url,
       max: role.max,
       applicationName: role.applicationName,
+      ...dbTimeouts(),
     }),
   );
 }

@@ -32,6 +32,20 @@ function translate(sql: string): { text: string; names: string[] } {
   return hit;
 }
 
+/** SQLSTATE connection_failure: what callers see of a connection lost or never made (503, shared/http/error-envelope.ts). */
+export const connectionFailure = '08006';
+
+/**
+ * node-postgres reports a lost connection ("Connection terminated unexpectedly", a connect timeout, a client no
+ * longer queryable) as an Error without a SQLSTATE; it becomes a connection failure. Errors from the server keep theirs.
+ */
+function asConnectionFailure(error: unknown): unknown {
+  if (!(error instanceof Error) || typeof (error as { code?: unknown }).code === 'string') return error;
+  return Object.assign(new Error(`database connection lost: ${error.message}`, { cause: error }), {
+    code: connectionFailure,
+  });
+}
+
 async function run<T extends Row>(
   client: pg.Pool | pg.PoolClient,
   sql: string,
@@ -42,8 +56,12 @@ async function run<T extends Row>(
     if (!(name in params)) throw new Error(`missing SQL parameter :${name}`);
     return encodeParam(params[name]);
   });
-  const result = await client.query<T>(text, values);
-  return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+  try {
+    const result = await client.query<T>(text, values);
+    return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+  } catch (error) {
+    throw asConnectionFailure(error);
+  }
 }
 
 function clientDb(client: pg.PoolClient): Db {
@@ -59,33 +77,59 @@ export interface PgDbOptions {
   max?: number;
   /** Name shown in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * How long a connect may take, and a statement may run, before it fails (issue 13: a hung database answers 503
+   * instead of committing after the caller gave up). 0: no limit. Defaults: shared/db/timeouts.ts.
+   */
+  connectTimeoutMs?: number;
+  statementTimeoutMs?: number;
 }
 
 /** The node-postgres executor of `Db`, used locally and in tests. Sessions run in UTC. */
 export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 0;
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'logbook',
-    options: '-c TimeZone=UTC',
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 0,
+    // The server enforces it, so a statement stuck behind a lock or a frozen backend is cancelled and rolled back.
+    options: `-c TimeZone=UTC${statementTimeoutMs > 0 ? ` -c statement_timeout=${statementTimeoutMs}` : ''}`,
+    // A frozen server (SIGSTOP) never answers: the client gives up a little after the server would have.
+    ...(statementTimeoutMs > 0 && { query_timeout: statementTimeoutMs + 2_000 }),
   });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
+  // An idle client losing its connection must not crash the process; the pool discards it and reconnects.
   pool.on('error', () => undefined);
   return {
     pool,
     query: (sql, params) => run(pool, sql, params),
     async transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { isolation?: Isolation }) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((error: unknown) => {
+        throw asConnectionFailure(error);
+      });
+      // A backend terminated while the transaction waits between statements emits 'error' on the checked-out
+      // client; unheard, it would crash the process (issue 13). It fails the transaction instead.
+      let lost: Error | undefined;
+      const onError = (error: Error) => {
+        lost = error;
+      };
+      client.on('error', onError);
       try {
-        await client.query(opts?.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation}` : 'BEGIN');
+        await run(client, opts?.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation}` : 'BEGIN');
         const result = await fn(clientDb(client));
-        await client.query('COMMIT');
+        if (lost) throw asConnectionFailure(lost);
+        await run(client, 'COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        const code = String((error as { code?: unknown }).code ?? '');
+        // A connection lost, or its backend terminated (57P01..57P03), is not rolled back but discarded.
+        if (code.startsWith('08') || code.startsWith('57P')) lost ??= error as Error;
+        if (!lost) await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
-        client.release();
+        client.off('error', onError);
+        // A client whose connection failed is destroyed, not returned to the pool.
+        client.release(lost);
       }
     },
     close: () => pool.end(),

@@ -1,7 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
-import { clientIp } from '../client-ip.ts';
+import { clientAddress, clientIp } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
 import type { HttpContext } from './authenticate.ts';
 
@@ -24,7 +24,7 @@ export const auditWrites = (): MiddlewareObj<
     request.context.audit = {
       db: appDb(),
       caller: request.context.caller,
-      ipAddress: clientIp(headers, request.event.requestContext.http.sourceIp),
+      ipAddress: clientAddress(headers, request.event.requestContext.http.sourceIp),
       userAgent: headers['user-agent'] ?? null,
       pending: [],
     };

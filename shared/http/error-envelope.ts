@@ -36,10 +36,15 @@ export function errorReply(
       'content-type': 'application/json',
       ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
       ...(status === 429 ? retryAfter(details) : {}),
+      // issue 13: every 503 says when to come back; an outage the pool recovers from lasts seconds.
+      ...(status === 503 ? { 'retry-after': String(unavailableRetrySeconds) } : {}),
     },
     body: JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }),
   };
 }
+
+/** Retry-After of a 503 (issue 13): a reconnect attempt plus a statement timeout fit in it. */
+const unavailableRetrySeconds = 5;
 
 /** A 429's Retry-After header, from the retryAfterSeconds of its details (shared/errors.ts RateLimited). */
 function retryAfter(details: unknown): Record<string, string> {
@@ -72,11 +77,26 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   return errorReply(500, 'INTERNAL', 'Internal error');
 }
 
-/** Connection-level failures: SQLSTATE class 08, too many connections, shutdown, and socket errors. */
+/**
+ * Connection-level failures: SQLSTATE class 08 (shared/db/pg.ts gives a lost connection 08006), too many connections,
+ * shutdown, a statement cancelled by statement_timeout or lock_timeout (57014, 55P03: a hung database, issue 13),
+ * and socket errors.
+ */
 function unavailable(code: string): boolean {
   return (
     code.startsWith('08') ||
-    ['53300', '57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code)
+    [
+      '53300',
+      '57P01',
+      '57P02',
+      '57P03',
+      '57014',
+      '55P03',
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'ENOTFOUND',
+    ].includes(code)
   );
 }
 

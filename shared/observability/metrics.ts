@@ -10,6 +10,10 @@ export type BusinessMetric =
   // shared/audit/writer.ts: a route's audit row sealed, or lost (the request still succeeds: seed 6 rule 1).
   | 'AuditEventsWritten'
   | 'AuditWriteFailures'
+  // shared/audit/spool.ts (issue 13): a failed audit write kept durably, replayed later, or lost after all.
+  | 'AuditEventsSpooled'
+  | 'AuditEventsReplayed'
+  | 'AuditEventsFailedPermanently'
   // Agent telemetry stored (seed 4.3, 4.4).
   | 'AgentLogsStored'
   | 'DeviceEventsStored'

@@ -259,3 +259,50 @@ describe('POST /api/v1/agents/{id}/logs', () => {
     expect([await countLogs(one.deviceId), await countLogs(two.deviceId)]).toEqual([2, 1]);
   });
 });
+
+describe('POST /api/v1/agents/{id}/logs with an Idempotency-Key (issue 13)', () => {
+  it('stores a resent upload once and answers the resend with the first reply', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'logs-idempotent');
+    const logs = Array.from({ length: 150 }, (_, i) => logEntry(i));
+    const headers = { 'idempotency-key': 'upload-0001' };
+    const first = await submitLogs(t.api, agent, logs, { headers });
+    expect(first.status).toBe(201);
+    expect(first.body).toEqual({ received: 150 });
+    const resent = await submitLogs(t.api, agent, logs, { headers });
+    expect(resent.status).toBe(201);
+    expect(resent.body).toEqual({ received: 150 });
+    expect(await countLogs(agent.deviceId)).toBe(150);
+  });
+
+  it('stores concurrent resends of one upload once', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'logs-concurrent');
+    const logs = [logEntry(1), logEntry(2)];
+    const headers = { 'idempotency-key': 'upload-concurrent' };
+    const replies = await Promise.all(Array.from({ length: 4 }, () => submitLogs(t.api, agent, logs, { headers })));
+    expect(replies.map((reply) => reply.status)).toEqual([201, 201, 201, 201]);
+    expect(await countLogs(agent.deviceId)).toBe(2);
+  });
+
+  it('refuses the key with another body (409 IDEMPOTENCY_KEY_REUSED) and a malformed key (400), storing nothing', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'logs-reused');
+    const headers = { 'idempotency-key': 'upload-reused' };
+    expect((await submitLogs(t.api, agent, [logEntry(1)], { headers })).status).toBe(201);
+    const reused = await submitLogs(t.api, agent, [logEntry(2)], { headers });
+    expect(reused.status).toBe(409);
+    expect(reused.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    const malformed = await submitLogs(t.api, agent, [logEntry(3)], { headers: { 'idempotency-key': 'é' } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.details).toEqual([expect.objectContaining({ path: 'headers.idempotency-key' })]);
+    expect(await countLogs(agent.deviceId)).toBe(1);
+  });
+
+  it("keeps each agent's keys apart: another agent's same key stores its own upload", async () => {
+    const one = await enrollDevice(t.api, tenant, 'logs-key-a');
+    const two = await enrollDevice(t.api, tenant, 'logs-key-b');
+    const headers = { 'idempotency-key': 'shared-key' };
+    expect((await submitLogs(t.api, one, [logEntry(1)], { headers })).status).toBe(201);
+    expect((await submitLogs(t.api, two, [logEntry(1)], { headers })).status).toBe(201);
+    expect(await countLogs(one.deviceId)).toBe(1);
+    expect(await countLogs(two.deviceId)).toBe(1);
+  });
+});

@@ -1,6 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { generateAnchorKey, publicKeyPem, verifyAnchorSignature } from '#shared/audit/anchors.ts';
+import { generateAnchorKey, publicKeyPem, verifyAnchorSignature } from '#shared/audit/anchor-signing.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';

@@ -123,7 +123,7 @@ describe('GET /audit-logs/export?format=json', () => {
     expect(reply.headers.get('content-type')).toBe('application/json');
     expect(reply.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-logs-\d{8}T\d{6}Z\.json"$/);
     const body = JSON.parse(reply.text);
-    expect(Object.keys(body)).toEqual(['exportedAt', 'filters', 'heads', 'rows']);
+    expect(Object.keys(body)).toEqual(['exportedAt', 'filters', 'heads', 'publicKey', 'evidence', 'rows']);
     expect(body.filters).toEqual({});
     expect(body.heads).toEqual({ [a.orgId]: { seq: rows[2]!.seq, checksum: rows[2]!.checksum } });
     expect(body.rows.map((row: { id: string }) => row.id)).toEqual([rows[2]!.id, rows[1]!.id, rows[0]!.id]);

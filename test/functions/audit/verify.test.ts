@@ -100,7 +100,12 @@ describe('GET /audit-logs/verify', () => {
     expect(reply.body).toEqual({
       ok: false,
       checked: 3,
-      firstBreak: { seq: rows[2]!.seq, id: rows[2]!.id, kind: 'altered' },
+      firstBreak: {
+        seq: rows[2]!.seq,
+        id: rows[2]!.id,
+        kind: 'altered',
+        meaning: "the row's values do not match its checksum",
+      },
       head: head(),
     });
   });

@@ -6,7 +6,7 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler } from '#functions/migrate/anchor-key.ts';
-import { type AnchorFields, anchorKeyId, signAnchor, verifyAnchorSignature } from '#shared/audit/anchors.ts';
+import { type AnchorFields, anchorKeyId, signAnchor, verifyAnchorSignature } from '#shared/audit/anchor-signing.ts';
 import { type Stubs, startStubs } from '#test/support/aws-stubs.ts';
 
 const keySecret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:anchor-key-AbCdEf';

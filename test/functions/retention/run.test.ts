@@ -1,21 +1,26 @@
 import { createPublicKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler } from '#functions/retention/run.ts';
-import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchors.ts';
+import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { closeAuditAdminDb } from '#shared/db/client.ts';
 import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 import { startStubs } from '#test/support/aws-stubs.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
 let db: TestDatabase;
+/** The worker's one signing key: the cuts and anchors of every test here are checked against it. */
+const workerKey = generateAnchorKey();
 beforeAll(async () => {
   db = await createTestDatabase();
   process.env.AUDIT_ADMIN_DATABASE_URL = db.urls.auditAdmin;
+  // Every cut is signed (issue 13): the worker's key, as its secret provides it in AWS.
+  process.env.AUDIT_ANCHOR_PRIVATE_KEY = workerKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   await closeAuditAdminDb();
 });
 afterAll(async () => {
   await closeAuditAdminDb();
   delete process.env.AUDIT_ADMIN_DATABASE_URL;
+  delete process.env.AUDIT_ANCHOR_PRIVATE_KEY;
   await db.close();
 });
 
@@ -60,7 +65,8 @@ describe('the retention Lambda (EventBridge daily)', () => {
   it('prunes on the scheduled event as logbook_audit_admin, and answers what it did (the organization above too)', async () => {
     const orgId = await organization(7, [30, 20, 1]);
     expect(await handler(scheduledEvent)).toMatchObject({ dryRun: false, rowsDeleted: 4, pruned: 2, failed: 0 });
-    expect((await readChain(db.admin, orgId)).map((row) => row.seq)).toEqual([3, 4]);
+    // 3: the recent row; 4: the retention event; 5: the integrity watch's record of the first anchor.
+    expect((await readChain(db.admin, orgId)).map((row) => row.seq)).toEqual([3, 4, 5]);
   });
 
   it('stops between batches before the Lambda deadline, and says so', async () => {
@@ -77,7 +83,7 @@ describe('the retention Lambda (EventBridge daily)', () => {
   });
 
   it('signs its anchors with the key of its secret, read once when the function starts', async () => {
-    const key = generateAnchorKey();
+    const key = workerKey;
     const secretArn = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:anchor-key-AbCdEf';
     const stubs = await startStubs(
       { [secretArn]: key.export({ type: 'pkcs8', format: 'pem' }).toString() },

@@ -1,15 +1,15 @@
 import { createPublicKey } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
-  type Anchor,
   anchorKeyId,
   anchorPayload,
   generateAnchorKey,
   orgsDigest,
   publicKeyPem,
-  readLatestAnchor,
   verifyAnchorSignature,
-} from '#shared/audit/anchors.ts';
+} from '#shared/audit/anchor-signing.ts';
+import { type Anchor, readLatestAnchor } from '#shared/audit/anchor-store.ts';
+import { chainBreakMeaning } from '#shared/audit/chain-break.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { logger } from '#shared/logger.ts';
@@ -120,7 +120,7 @@ describe('the integrity watch (issue 4)', () => {
       tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: sealed[1]!.id }),
     );
     const run = await daily();
-    expect(failureOf(run, orgId)).toMatchObject({ seq: 2, kind: 'altered', reason: 'chain' });
+    expect(failureOf(run, orgId)).toMatchObject({ seq: 2, kind: 'altered', meaning: chainBreakMeaning.altered });
     expect(await anchorsOf(orgId)).toBe(0);
     expect(error).toHaveBeenCalledWith(
       expect.stringContaining('broken'),
@@ -131,11 +131,12 @@ describe('the integrity watch (issue 4)', () => {
   it('an altered row after the newest anchor is found by the next run', async () => {
     const { orgId } = await chained(2);
     await daily();
+    // 3: the record of the first anchor.
     const more = await appendAudit(t.app, [{ orgId }, { orgId }]);
     await tamper(t.db.admin, (tx) =>
       tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: more[1]!.id }),
     );
-    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 4, kind: 'altered' });
+    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 5, kind: 'altered' });
     expect(await anchorsOf(orgId)).toBe(1);
   });
 
@@ -145,7 +146,7 @@ describe('the integrity watch (issue 4)', () => {
     await tamper(t.db.admin, (tx) =>
       tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId }),
     );
-    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 1, kind: 'missing', reason: 'prefix deleted' });
+    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 1, kind: 'missing' });
     expect(await anchorsOf(orgId)).toBe(1);
   });
 
@@ -156,21 +157,22 @@ describe('the integrity watch (issue 4)', () => {
       await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
       await tx.query('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
     });
-    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 2, reason: 'chain deleted' });
+    // The newest anchor holds a head the chain no longer has.
+    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 1, kind: 'anchor' });
   });
 
-  it('a head rolled back below the newest anchor is reported as tail truncation', async () => {
+  it('a head rolled back below the newest anchor is reported against the anchor', async () => {
     const { orgId, sealed } = await chained(3);
     await daily();
     await tamper(t.db.admin, async (tx) => {
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 3', { orgId });
+      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq >= 3', { orgId });
       await tx.query('UPDATE audit_chain_heads SET seq = 2, checksum = :checksum::text WHERE org_id = :orgId::uuid', {
         orgId,
         checksum: sealed[1]!.checksum,
       });
     });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
-    expect(failureOf(await daily(), orgId)).toMatchObject({ reason: 'tail truncation' });
+    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 3, kind: 'anchor' });
     const anchor = (await readLatestAnchor(t.app, orgId))!;
     expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toMatchObject({
       ok: false,
@@ -182,9 +184,10 @@ describe('the integrity watch (issue 4)', () => {
     const { orgId } = await chained(3);
     await daily();
     const anchor = (await readLatestAnchor(t.app, orgId))!;
+    // 4: the record of the first anchor.
     expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toEqual({
       ok: true,
-      checked: 3,
+      checked: 4,
       anchor: { seq: 3, ok: true },
     });
 
@@ -196,7 +199,7 @@ describe('the integrity watch (issue 4)', () => {
       prev = row.checksum;
     }
     await tamper(t.db.admin, (tx) =>
-      tx.query('UPDATE audit_chain_heads SET checksum = :checksum::text WHERE org_id = :orgId::uuid', {
+      tx.query('UPDATE audit_chain_heads SET seq = 3, checksum = :checksum::text WHERE org_id = :orgId::uuid', {
         orgId,
         checksum: prev,
       }),
@@ -206,11 +209,11 @@ describe('the integrity watch (issue 4)', () => {
     const against = await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } });
     expect(against).toMatchObject({
       ok: false,
-      firstBreak: { seq: 3, kind: 'altered' },
+      firstBreak: { seq: 3, kind: 'anchor' },
       anchor: { seq: 3, ok: false },
     });
-    // The watch finds it too, and anchors nothing.
-    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 3 });
+    // The watch finds it too, with the same kind, and anchors nothing.
+    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 3, kind: 'anchor' });
     expect(await anchorsOf(orgId)).toBe(1);
     // A forged anchor (its checksum swapped for the forged head's) fails its signature.
     expect(

@@ -126,7 +126,8 @@ describe('retention by the audit-admin role logbook_audit_admin', () => {
       { orgId },
     );
     expect(rowCount).toBe(2);
-    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum });
+    // A cut by hand is not signed by the worker (issue 13): the verifiers with the evidence refuse it.
+    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum, signed: null });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 

@@ -2,7 +2,9 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { categorySql } from '#shared/audit/categories.ts';
+import { checkpointBreak } from '#shared/audit/evidence.ts';
 import { type RetentionRun, retentionAction, runRetention } from '#shared/audit/retention.ts';
 import { readLatestCheckpoint } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
@@ -38,9 +40,12 @@ const rowsAged = (orgId: string, ages: number[]): Promise<Sealed[]> =>
     ages.map((age) => ({ orgId, timestamp: daysAgo(age) })),
   );
 
+/** Signs the cuts; the integrity watch has tests of its own (anchors.test.ts). */
+const key = generateAnchorKey();
+
 /** A run of the worker as logbook_audit_admin; it also prunes the organizations of earlier tests, whose checks are done. */
 const prune = (options: Parameters<typeof runRetention>[1] = {}): Promise<RetentionRun> =>
-  runRetention(t.auditAdmin, options);
+  runRetention(t.auditAdmin, { anchorKey: key, integrityWatch: false, ...options });
 
 const organizationIn = (run: RetentionRun, orgId: string) => run.organizations.find((org) => org.orgId === orgId);
 const seqs = async (orgId: string) => (await readChain(t.app, orgId)).map((row) => row.seq);
@@ -81,7 +86,21 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     expect(organizationIn(run, orgId)).toMatchObject({ rowsDeleted: 3, fromSeq: 1, throughSeq: 3, retentionDays: 30 });
     // The retained rows, then the worker's own event.
     expect(await seqs(orgId)).toEqual([4, 5, 6]);
-    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 3, checksum: sealed[2]!.checksum });
+    // Signed by the worker in the cut's transaction (issue 13): the policy, the instant and the last row's timestamp.
+    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({
+      seq: 3,
+      checksum: sealed[2]!.checksum,
+      signed: {
+        lastTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/),
+        retentionDays: 30,
+        asOf: expect.any(String),
+        anchored: false,
+        keyId: anchorKeyId(key),
+        signature: expect.any(String),
+      },
+    });
+    const checkpoint = (await readLatestCheckpoint(t.app, orgId))!;
+    expect(checkpointBreak(orgId, checkpoint, key)).toBeUndefined();
     expect((await lastCleanupAt(orgId))!.getTime()).toBeGreaterThanOrEqual(before - 1000);
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 3 });
   });

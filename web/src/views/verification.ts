@@ -48,6 +48,8 @@ const breakWords = {
   missing: 'a row is missing',
   inserted: 'a row was inserted',
   link: 'a link is broken',
+  checkpoint: 'the retention cut it starts after is not a signed one',
+  anchor: 'it no longer holds what its signed anchor recorded',
 } as const;
 
 export function verificationStatus(

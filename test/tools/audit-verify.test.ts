@@ -12,13 +12,15 @@ import {
   orgsDigest,
   publicKeyPem,
   signAnchor,
-} from '#shared/audit/anchors.ts';
+} from '#shared/audit/anchor-signing.ts';
 import type { AuditRow } from '#shared/audit/row.ts';
 import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+/** The key the verifier checks signatures with (AUDIT_ANCHOR_PUBLIC_KEY), as an operator configures it. */
+const evidenceKey = generateAnchorKey();
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'logbook-audit-verify-'));
@@ -33,8 +35,8 @@ interface Run {
 
 /** Runs `npm run audit:verify`'s entry point against this file's database (as its administrator, as an operator would locally). */
 function auditVerify(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/audit-verify.ts', ...args], {
-    env: { ...process.env, DATABASE_URL: t.db.urls.admin, ...env },
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/audit-verify.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: t.db.urls.admin, AUDIT_ANCHOR_PUBLIC_KEY: publicKeyPem(evidenceKey), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -91,7 +93,8 @@ describe('npm run audit:verify -- --org', () => {
     const run = await auditVerify(['--org', orgId]);
     expect(run.stdout).toBe(
       `ok: organization ${orgId}: chain intact, 5 rows checked\n` +
-        `head: organization ${orgId}: seq 5, checksum ${sealed[4]!.checksum} (compare it with a head kept outside the database, e.g. an export's)\n`,
+        `head: organization ${orgId}: seq 5, checksum ${sealed[4]!.checksum} (compare it with a head kept outside the database, e.g. an export's)\n` +
+        'evidence: signatures of checkpoints and anchors checked with AUDIT_ANCHOR_PUBLIC_KEY / AUDIT_ANCHOR_PRIVATE_KEY\n',
     );
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);

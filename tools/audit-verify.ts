@@ -4,24 +4,28 @@
  * or nothing could be verified (database unreachable, file unreadable or not a contiguous range).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
-import { type Anchor, auditAnchor } from '#shared/audit/anchors.ts';
+import { localAnchorKeyFile } from '#infra/local/anchor-key-file.ts';
+import { embeddedUrl } from '#infra/local/database.ts';
+import { auditAnchor } from '#shared/audit/anchor-schemas.ts';
+import { configuredAnchorPublicKey } from '#shared/audit/anchor-signing.ts';
+import type { Anchor } from '#shared/audit/anchor-store.ts';
+import { describeChainBreak } from '#shared/audit/chain-break.ts';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
 import type { AuditRow } from '#shared/audit/row.ts';
-import { auditVerifyQuery } from '#shared/audit/schemas.ts';
+import { auditChainEvidence, auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink } from '#shared/audit/store.ts';
-import { type ChainBreak, type ChainBreakKind, verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
+import { verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { location, reason } from './cli.ts';
-import { embeddedUrl } from './database.ts';
 
 const usage = `Usage:
   npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
   npm run audit:verify -- --org <orgId> --anchor <anchors.json> [--public-key <key.pem>]
-  npm run audit:verify -- --file <export.json>
+  npm run audit:verify -- --file <export.json> [--public-key <key.pem>]
 
   --org <orgId>     verify the organization's chain in the database: DATABASE_URL if set, else the
                     embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329)
@@ -31,8 +35,13 @@ const usage = `Usage:
   --anchor <path>   also prove the chain still holds what a signed anchor recorded: a reply of
                     GET /api/v1/audit-logs/anchors (its newest anchor of --org is used) or one anchor, kept
                     outside the database; catches a chain rewritten wholesale, which verifies on its own
-  --public-key <path>  the Ed25519 public key (SPKI PEM) to check the anchor's signature with; default: the
-                    publicKey of the anchors reply, if it holds one
+  --public-key <path>  the Ed25519 public key (SPKI PEM) that signs anchors and retention checkpoints; default:
+                    for --anchor the publicKey of the anchors reply, for --file the export's publicKey, else
+                    AUDIT_ANCHOR_PUBLIC_KEY, AUDIT_ANCHOR_PRIVATE_KEY or the key file of \`npm start\` (.data/anchor-key.pem)
+
+Every form also checks the signed evidence (issue 13): the retention checkpoint the chain starts after must be
+signed by the retention worker over rows older than its policy allowed (kind checkpoint); the newest signed anchor
+must still hold, and an organization recorded as anchored must still have anchors (kind anchor).
   --file <path>     verify a JSON export (GET /api/v1/audit-logs/export?format=json) offline, without the database
 
 Both print each organization's chain head (seq and checksum). Checksums are unkeyed SHA-256: whoever can
@@ -44,17 +53,8 @@ Exit status: 0 chain intact, 1 break found, 2 usage error or not verifiable.`;
 /** Nothing could be verified: exit status 2. */
 class Unverifiable extends Error {}
 
-const meaning: Record<ChainBreakKind, string> = {
-  altered: "the row's values do not match its checksum",
-  missing: 'no row holds this position of the chain',
-  inserted:
-    'the chain never sealed a row here: past its head, before its retained start, or a second row at one position',
-  link: "the row's prevChecksum (or the chain head) does not point at the row before it",
-};
-
 const count = (n: number) => n.toLocaleString('en-US');
 const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
-const describeBreak = (b: ChainBreak) => `seq ${b.seq}, id ${b.id ?? 'none'}, kind ${b.kind}: ${meaning[b.kind]}`;
 const describeLink = (link: ChainLink) => `seq ${link.seq}, checksum ${link.checksum}`;
 
 /**
@@ -128,9 +128,42 @@ function readKey(path: string): string {
   }
 }
 
+/** A key the signatures of checkpoints and anchors are checked with, and where it came from. */
+type EvidenceKey = { key: KeyObject; from: string } | undefined;
+
+/** Ed25519 public key from a PEM; Unverifiable otherwise. */
+function ed25519Key(pem: string, from: string): KeyObject {
+  let key: KeyObject;
+  try {
+    key = createPublicKey(pem);
+  } catch (error) {
+    throw new Unverifiable(`not a public key (${from}): ${reason(error)}`);
+  }
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new Unverifiable(`anchors and checkpoints are signed with Ed25519, not ${key.asymmetricKeyType}`);
+  return key;
+}
+
+/** --public-key, else AUDIT_ANCHOR_PUBLIC_KEY or the public half of AUDIT_ANCHOR_PRIVATE_KEY, else `npm start`'s key file. */
+function evidenceKey(publicKeyPath: string | undefined): EvidenceKey {
+  if (publicKeyPath !== undefined)
+    return { key: ed25519Key(readKey(publicKeyPath), publicKeyPath), from: publicKeyPath };
+  const configured = configuredAnchorPublicKey();
+  if (configured) return { key: configured, from: 'AUDIT_ANCHOR_PUBLIC_KEY / AUDIT_ANCHOR_PRIVATE_KEY' };
+  if (existsSync(localAnchorKeyFile))
+    return { key: ed25519Key(readKey(localAnchorKeyFile), localAnchorKeyFile), from: localAnchorKeyFile };
+  return undefined;
+}
+
+const signatures = (key: EvidenceKey) =>
+  key
+    ? `signatures of checkpoints and anchors checked with ${key.from}`
+    : 'signatures of checkpoints and anchors NOT checked: no key (give --public-key)';
+
 async function verifyInDatabase(
   query: { orgId: string; from?: string; to?: string },
   showProgress: boolean,
+  key: EvidenceKey,
   kept?: KeptAnchor,
 ): Promise<number> {
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
@@ -143,13 +176,14 @@ async function verifyInDatabase(
       to: query.to,
       onProgress: progress.update,
       reportHead: true,
+      evidence: { publicKey: key?.key },
       ...(kept && { anchor: { anchor: kept.anchor, publicKey: kept.publicKey } }),
     });
     progress.end();
     const window = [query.from && `from ${query.from}`, query.to && `to ${query.to}`].filter(Boolean).join(' ');
     console.log(
       result.firstBreak
-        ? `break: organization ${query.orgId}: ${describeBreak(result.firstBreak)} (${rows(result.checked)} checked)`
+        ? `break: organization ${query.orgId}: ${describeChainBreak(result.firstBreak)} (${rows(result.checked)} checked)`
         : result.checked === 0
           ? `ok: organization ${query.orgId} has no audit rows${window && ` timestamped ${window}`}: nothing to check`
           : `ok: organization ${query.orgId}: chain intact, ${rows(result.checked)} checked${window && ` (the rows timestamped ${window}, and the links around them)`}`,
@@ -160,6 +194,7 @@ async function verifyInDatabase(
         ? `head: organization ${query.orgId}: ${describeLink(result.head)} (compare it with a head kept outside the database, e.g. an export's)`
         : `head: organization ${query.orgId}: none`,
     );
+    console.log(`evidence: ${signatures(key)}`);
     if (kept && result.anchor) {
       const { anchor } = kept;
       const signed = kept.publicKey
@@ -194,6 +229,9 @@ const exportFile = z.object({
   filters: z.record(z.string(), z.unknown()),
   // Exports before heads were recorded have none.
   heads: z.record(z.string(), z.object({ seq: z.number().int(), checksum: z.string() })).optional(),
+  // Exports before issue 13 carry no signed evidence.
+  publicKey: z.string().nullable().optional(),
+  evidence: z.record(z.string(), auditChainEvidence).optional(),
   rows: z.array(
     z.object({
       ...(Object.fromEntries(exportColumns.map((column) => [column, text])) as Record<
@@ -233,12 +271,22 @@ function readExport(path: string): z.output<typeof exportFile> {
   return parsed.data;
 }
 
-function verifyFile(path: string): number {
+function verifyFile(path: string, publicKeyPath: string | undefined): number {
   const file = readExport(path);
+  // The file's own key proves only that the file is consistent with itself; a key kept elsewhere proves more.
+  const key: EvidenceKey =
+    publicKeyPath === undefined && file.publicKey
+      ? { key: ed25519Key(file.publicKey, `the publicKey of ${path}`), from: `the publicKey of ${path}` }
+      : evidenceKey(publicKeyPath);
   const narrowedBy = Object.keys(file.filters).filter((filter) => filter !== 'orgId');
   // Unfiltered and under the row cap, an export holds every row in scope: a gap in it is a row taken out of the file.
   const complete = narrowedBy.length === 0 && file.rows.length < maxExportRows;
-  const result = verifyRowsOffline(file.rows as AuditRow[], { complete, heads: file.heads });
+  const result = verifyRowsOffline(file.rows as AuditRow[], {
+    complete,
+    heads: file.heads,
+    evidence: file.evidence,
+    publicKey: key?.key,
+  });
   if (!result.contiguous) {
     const why =
       narrowedBy.length > 0
@@ -255,7 +303,7 @@ function verifyFile(path: string): number {
   }
   for (const chain of result.chains) {
     const span = `organization ${chain.orgId}: seq ${chain.firstSeq}..${chain.lastSeq}`;
-    if (chain.firstBreak) console.log(`  ${span}: break at ${describeBreak(chain.firstBreak)}`);
+    if (chain.firstBreak) console.log(`  ${span}: break at ${describeChainBreak(chain.firstBreak)}`);
     else if (chain.firstLinkChecked) console.log(`  ${span}: intact, from the chain's first row`);
     else
       console.log(
@@ -271,6 +319,7 @@ function verifyFile(path: string): number {
   console.log(
     `${result.ok ? 'ok' : 'break'}: ${path} (exported ${file.exportedAt}): ${scope}${result.ok ? '' : '; the break is shown above'}`,
   );
+  if (file.evidence) console.log(`evidence: ${signatures(key)}`);
   // Anyone can recompute unkeyed SHA-256 checksums: the file proves itself consistent, not authentic.
   console.log(
     'note: the file is checked against itself only, and a forged file can be made consistent: compare each recorded head with the live head ' +
@@ -280,24 +329,28 @@ function verifyFile(path: string): number {
   return result.ok ? 0 : 1;
 }
 
+/** The command line's options; throws on an unknown or malformed one. */
+const parseOptions = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    options: {
+      org: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      file: { type: 'string' },
+      anchor: { type: 'string' },
+      'public-key': { type: 'string' },
+      progress: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseOptions>['values'];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        org: { type: 'string' },
-        from: { type: 'string' },
-        to: { type: 'string' },
-        file: { type: 'string' },
-        anchor: { type: 'string' },
-        'public-key': { type: 'string' },
-        progress: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
+    ({ values } = parseOptions(argv));
   } catch (error) {
     return usageError(reason(error));
   }
@@ -314,7 +367,7 @@ async function main(argv: string[]): Promise<number> {
     ) {
       return usageError('--file takes no --org, --from, --to or --anchor: the file is the range');
     }
-    return verifyFile(values.file);
+    return verifyFile(values.file, values['public-key']);
   }
   if (values.org === undefined) return usageError('give --org <orgId> or --file <export.json>');
   const query = auditVerifyQuery.safeParse({ orgId: values.org, from: values.from, to: values.to });
@@ -322,12 +375,15 @@ async function main(argv: string[]): Promise<number> {
     const issue = query.error.issues[0]!;
     return usageError(`--${issue.path[0] === 'orgId' ? 'org' : String(issue.path[0])}: ${issue.message}`);
   }
-  if (values['public-key'] !== undefined && values.anchor === undefined)
-    return usageError('--public-key checks an anchor: give --anchor too');
   if (values.anchor !== undefined && (values.from !== undefined || values.to !== undefined))
     return usageError('--anchor proves the whole chain: it takes no --from or --to');
   const kept = values.anchor === undefined ? undefined : readAnchor(values.anchor, values.org, values['public-key']);
-  return verifyInDatabase({ orgId: values.org, from: query.data.from, to: query.data.to }, values.progress, kept);
+  return verifyInDatabase(
+    { orgId: values.org, from: query.data.from, to: query.data.to },
+    values.progress,
+    evidenceKey(values['public-key']),
+    kept,
+  );
 }
 
 function usageError(message: string): number {

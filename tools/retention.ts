@@ -6,7 +6,9 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { configuredAnchorKey, localAnchorKeyPem } from '#shared/audit/anchors.ts';
+import { localAnchorKeyFile, localAnchorKeyPem } from '#infra/local/anchor-key-file.ts';
+import { embeddedUrl, roleUrls } from '#infra/local/database.ts';
+import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
 import {
   type OrganizationRetention,
   type RetentionProgress,
@@ -15,7 +17,6 @@ import {
 } from '#shared/audit/retention.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { location, reason } from './cli.ts';
-import { embeddedUrl, roleUrls } from './database.ts';
 
 const usage = `Usage:
   npm run retention [-- --dry-run] [--as-of <instant>] [--progress]
@@ -32,9 +33,6 @@ const usage = `Usage:
   else the embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329).
 
 Exit status: 0 done, 2 usage error or failure.`;
-
-/** The local signing key of the integrity watch, shared with `npm start` (infra/local/main.ts). */
-const localAnchorKeyFile = '.data/anchor-key.pem';
 
 const count = (n: number) => n.toLocaleString('en-US');
 const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
@@ -102,28 +100,32 @@ function report(run: RetentionRun): void {
   if (run.integrity) {
     for (const f of run.integrity.failures)
       console.error(
-        `integrity: organization ${f.orgId}: ${f.reason}, first break at seq ${f.seq} (${f.kind}); no anchor written`,
+        `integrity: organization ${f.orgId}: break at seq ${f.seq}, kind ${f.kind}: ${f.meaning}; no anchor written`,
       );
     console.log(
-      `integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} with a chain verified and anchored.`,
+      `integrity: ${count(run.integrity.anchors.length)} of ${organizations(run.integrity.organizations)} verified in full (${rows(run.integrity.rowsVerified)}) and anchored.`,
     );
   }
 }
 
+/** The command line's options; throws on an unknown or malformed one. */
+const parseOptions = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    options: {
+      'dry-run': { type: 'boolean', default: false },
+      'as-of': { type: 'string' },
+      progress: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseOptions>['values'];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        'dry-run': { type: 'boolean', default: false },
-        'as-of': { type: 'string' },
-        progress: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
+    ({ values } = parseOptions(argv));
   } catch (error) {
     return usageError(reason(error));
   }

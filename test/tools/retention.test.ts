@@ -26,7 +26,7 @@ interface Run {
 function retention(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: t.db.urls.admin };
   delete childEnv.AUDIT_ADMIN_DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/retention.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/retention.ts', ...args], {
     env: { ...childEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -100,11 +100,12 @@ describe('npm run retention', { timeout: 60_000 }, () => {
       /^done: [\d,]+ rows? deleted from \d+ of \d+ organizations with a policy; \d+ organizations? without one skipped; as of \S+\.$/m,
     );
     expect(run.status).toBe(0);
-    expect(await seqs(orgId)).toEqual([3, 4, 5]);
-    expect(await verifyChain(t.db.admin, orgId)).toEqual({ ok: true, checked: 3 });
+    // 5: the retention event; 6: the integrity watch's record of the organization's first anchor.
+    expect(await seqs(orgId)).toEqual([3, 4, 5, 6]);
+    expect(await verifyChain(t.db.admin, orgId)).toEqual({ ok: true, checked: 4 });
     const again = await retention([]);
     expect(again.stdout).not.toContain(orgId);
-    expect(await seqs(orgId)).toEqual([3, 4, 5]);
+    expect(await seqs(orgId)).toEqual([3, 4, 5, 6]);
   });
 
   it('evaluates the windows as of --as-of, and the system event records it', async () => {
@@ -115,10 +116,11 @@ describe('npm run retention', { timeout: 60_000 }, () => {
     expect(run.status).toBe(0);
     // As of then, both rows are older than 30 days; the PUT's row of today is not.
     expect(run.stdout).toContain(`pruned organization ${orgId} (Kept 30 days): 2 rows, seq 1..2 (older than`);
+    // 4: the first run's record of the first anchor; 5: the retention event.
     const chain = await readChain(t.db.admin, orgId);
-    expect(chain.map((row) => row.seq)).toEqual([3, 4]);
-    expect(chain[1]).toMatchObject({ action: retentionAction, actorType: 'system' });
-    expect(JSON.parse(chain[1]!.details)).toMatchObject({
+    expect(chain.map((row) => row.seq)).toEqual([3, 4, 5]);
+    expect(chain[2]).toMatchObject({ action: retentionAction, actorType: 'system' });
+    expect(JSON.parse(chain[2]!.details)).toMatchObject({
       rowsDeleted: 2,
       fromSeq: 1,
       throughSeq: 2,

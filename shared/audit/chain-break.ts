@@ -1,0 +1,29 @@
+/** The breaks of an audit chain, named and worded once for every verifier (API, CLI, daily watch, offline check). */
+
+/** The kinds of break every verifier reports (the API, `npm run audit:verify`, the daily integrity watch). */
+export const chainBreakKinds = ['altered', 'missing', 'inserted', 'link', 'checkpoint', 'anchor'] as const;
+export type ChainBreakKind = (typeof chainBreakKinds)[number];
+
+/** What each kind means, in the same words wherever a break is reported. */
+export const chainBreakMeaning: Record<ChainBreakKind, string> = {
+  altered: "the row's values do not match its checksum",
+  missing: 'no row holds this position of the chain',
+  inserted:
+    'the chain never sealed a row here: past its head, before its retained start, or a second row at one position',
+  link: "the row's prevChecksum (or the chain head) does not point at the row before it",
+  checkpoint:
+    'the retention checkpoint the chain starts after is not signed by the retention worker, or cut rows younger than its policy allowed',
+  anchor:
+    'the chain no longer holds what its newest signed anchor recorded (rewritten or rolled back), or its anchors were deleted',
+};
+
+/** A break in one line: "seq 3, id …, kind altered: the row's values do not match its checksum". */
+export const describeChainBreak = (b: ChainBreak) =>
+  `seq ${b.seq}, id ${b.id ?? 'none'}, kind ${b.kind}: ${chainBreakMeaning[b.kind]}`;
+
+export interface ChainBreak {
+  seq: number;
+  /** The row at fault; null when it is missing. */
+  id: string | null;
+  kind: ChainBreakKind;
+}
