@@ -98,7 +98,7 @@ async function deriveRows(db: Db, orgId: string, given: Record<string, unknown>[
       await store.selectContactsByKeys(
         db,
         orgId,
-        keyed.map((row) => row.values as never),
+        keyed.map((row) => ({ sourceSystem: row.values!.sourceSystem!, externalId: row.values!.externalId! })),
       )
     ).map((c) => [keyOf(c), c]),
   );
