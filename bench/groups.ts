@@ -22,7 +22,7 @@ import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import type { DeviceFilter } from '#shared/device-groups/filter.ts';
 import { filterCondition, listGroupsOfDevice, listMembers, previewFilter } from '#shared/device-groups/groups.ts';
-import { insertGroups } from '#shared/device-groups/store.ts';
+import { insertGroupRows } from '#shared/device-groups/store.ts';
 import { insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
@@ -181,7 +181,7 @@ async function groupsAtScale(admin: Db, url: string): Promise<string[][]> {
   const org = await insertOrganization(admin, { partnerId: partner.id, name: 'Fleet Corp' }, { name: 'HQ' });
   status(`loading ${number(deviceCount)} devices ...`);
   await loadDevices(admin, org.id);
-  const [measured] = await insertGroups(admin, org.id, [
+  const [measured] = await insertGroupRows(admin, org.id, [
     {
       name: 'Recent Windows workstations',
       type: 'dynamic',
@@ -192,7 +192,7 @@ async function groupsAtScale(admin: Db, url: string): Promise<string[][]> {
       externalId: null,
     },
   ]);
-  await insertGroups(
+  await insertGroupRows(
     admin,
     org.id,
     Array.from({ length: dynamicGroups - 1 }, (_, i) => ({

@@ -113,7 +113,7 @@ export async function commitGroupImport(
     const decisions = derived.map((row) => decide(row, input.groups[row.row]!.acknowledge));
     const toCreate = derived.filter((_, i) => decisions[i]!.apply === 'create');
     const toUpdate = derived.filter((_, i) => decisions[i]!.apply === 'update');
-    const created = await store.insertGroups(
+    const created = await store.insertGroupRows(
       tx,
       orgId,
       toCreate.map((row) => {
@@ -129,7 +129,7 @@ export async function commitGroupImport(
         };
       }),
     );
-    const updated = await store.updateImportedGroups(
+    const updated = await store.updateImportedGroupRows(
       tx,
       toUpdate.map((row) => ({
         id: row.targetId!,
