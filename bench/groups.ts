@@ -22,7 +22,7 @@ import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import type { DeviceFilter } from '#shared/device-groups/filter.ts';
 import { filterCondition, listGroupsOfDevice, listMembers, previewFilter } from '#shared/device-groups/groups.ts';
-import { insertGroups } from '#shared/device-groups/store.ts';
+import { insertGroupRows } from '#shared/device-groups/store.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
@@ -182,7 +182,7 @@ async function groupsAtScale(admin: Db, url: string): Promise<string[][]> {
   const org = await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Fleet Corp' }, { name: 'HQ' });
   status(`loading ${number(deviceCount)} devices ...`);
   await loadDevices(admin, org.id);
-  const [measured] = await insertGroups(admin, org.id, [
+  const [measured] = await insertGroupRows(admin, org.id, [
     {
       name: 'Recent Windows workstations',
       type: 'dynamic',
@@ -193,7 +193,7 @@ async function groupsAtScale(admin: Db, url: string): Promise<string[][]> {
       externalId: null,
     },
   ]);
-  await insertGroups(
+  await insertGroupRows(
     admin,
     org.id,
     Array.from({ length: dynamicGroups - 1 }, (_, i) => ({

@@ -85,7 +85,7 @@ export async function createContact(
   const [created] = await db.transaction(async (tx) => {
     await store.lockContactsOf(tx, orgId);
     await checkContact(tx, orgId, null, input);
-    return store.insertContacts(tx, orgId, [{ ...input, id: randomUUID() }]);
+    return store.insertContactRows(tx, orgId, [{ ...input, id: randomUUID() }]);
   });
   writeRouteAudit(audit, {
     orgId,
@@ -113,7 +113,7 @@ export async function updateContact(
       sourceSystem: key.sourceSystem,
       externalId: key.externalId,
     });
-    const [updated] = await store.updateContacts(tx, before.orgId, [{ id: contactId, change }]);
+    const [updated] = await store.updateContactRows(tx, before.orgId, [{ id: contactId, change }]);
     if (!updated) throw NotFound('Contact');
     return updated;
   });
@@ -131,7 +131,7 @@ export async function deleteContact(db: Db, principal: Principal, contactId: str
   const contact = await reachableContact(db, principal, contactId, contactsWrite);
   const deleted = await db.transaction(async (tx) => {
     await store.lockContactsOf(tx, contact.orgId);
-    return store.deleteContact(tx, contactId);
+    return store.deleteContactRow(tx, contactId);
   });
   if (!deleted) throw NotFound('Contact');
   writeRouteAudit(audit, {

@@ -98,7 +98,7 @@ async function deriveRows(db: Db, orgId: string, given: Record<string, unknown>[
       await store.selectContactsByKeys(
         db,
         orgId,
-        keyed.map((row) => row.values as never),
+        keyed.map((row) => ({ sourceSystem: row.values!.sourceSystem!, externalId: row.values!.externalId! })),
       )
     ).map((c) => [keyOf(c), c]),
   );
@@ -255,12 +255,12 @@ export async function commitContactImport(
       decisions[i]!.apply === 'create' ? [{ row: row.row, values: { ...row.values!, id: randomUUID() } }] : [],
     );
     const updates = derived.filter((_, i) => decisions[i]!.apply === 'update');
-    const created = await store.insertContacts(
+    const created = await store.insertContactRows(
       tx,
       orgId,
       creates.map((create) => create.values),
     );
-    const updated = await store.updateContacts(
+    const updated = await store.updateContactRows(
       tx,
       orgId,
       updates.map((row) => ({ id: row.targetId!, change: row.values! })),

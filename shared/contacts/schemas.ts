@@ -13,7 +13,7 @@ export const contactFields = {
   phone: z.string().trim().min(1).max(50),
   title: z.string().trim().min(1).max(255),
   roles: z
-    .array(z.enum(contactRoles))
+    .array(z.preprocess((role) => (typeof role === 'string' ? role.trim().toLowerCase() : role), z.enum(contactRoles)))
     .max(contactRoles.length)
     .refine((roles) => new Set(roles).size === roles.length, 'Each role at most once'),
   notes: z.string().max(4000),

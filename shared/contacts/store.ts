@@ -71,7 +71,7 @@ export function selectContactByKey(
 }
 
 /** Inserts contacts (their ids chosen by the caller) in one statement. */
-export async function insertContacts(tx: Db, orgId: string, contacts: (ContactValues & { id: string })[]) {
+export async function insertContactRows(tx: Db, orgId: string, contacts: (ContactValues & { id: string })[]) {
   const { rows } = await tx.query<ContactRecord>(
     `WITH c AS (
        INSERT INTO contacts (id, org_id, site_id, name, email, phone, title, roles, notes, source_system, external_id)
@@ -91,7 +91,7 @@ export async function insertContacts(tx: Db, orgId: string, contacts: (ContactVa
  * Changes contacts of one organization in one statement: each change sets only the fields it names (a field
  * named with null clears it).
  */
-export async function updateContacts(tx: Db, orgId: string, changes: { id: string; change: ContactValues }[]) {
+export async function updateContactRows(tx: Db, orgId: string, changes: { id: string; change: ContactValues }[]) {
   const { rows } = await tx.query<ContactRecord>(
     `WITH c AS (
        UPDATE contacts c SET
@@ -115,7 +115,7 @@ export async function updateContacts(tx: Db, orgId: string, changes: { id: strin
   return rows;
 }
 
-export async function deleteContact(tx: Db, contactId: string) {
+export async function deleteContactRow(tx: Db, contactId: string) {
   const { rowCount } = await tx.query('DELETE FROM contacts WHERE id = :contactId::uuid', { contactId });
   return rowCount > 0;
 }

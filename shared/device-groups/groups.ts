@@ -96,7 +96,7 @@ export async function createGroup(
   const [group] = await db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, orgId);
     await checkPlacement(tx, orgId, null, input);
-    return store.insertGroups(tx, orgId, [
+    return store.insertGroupRows(tx, orgId, [
       {
         name: input.name,
         type: input.type,
@@ -131,7 +131,7 @@ export async function updateGroup(
   const after = await db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, before.orgId);
     await checkPlacement(tx, before.orgId, groupId, change);
-    const updated = await store.updateGroup(tx, groupId, change);
+    const updated = await store.updateGroupRow(tx, groupId, change);
     if (!updated) throw NotFound('Device group');
     return updated;
   });
@@ -152,7 +152,7 @@ export async function deleteGroup(db: Db, principal: Principal, groupId: string,
   const group = await reachableGroup(db, principal, groupId, groupsWrite);
   const deleted = await db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, group.orgId);
-    return store.deleteGroup(tx, groupId);
+    return store.deleteGroupRow(tx, groupId);
   });
   if (!deleted) throw NotFound('Device group');
   writeRouteAudit(audit, {

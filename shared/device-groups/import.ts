@@ -26,7 +26,8 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const keyOf = (row: { sourceSystem: string; externalId: string }) => JSON.stringify([row.sourceSystem, row.externalId]);
+const keyOf = (row: { sourceSystem: string | null; externalId: string | null }) =>
+  JSON.stringify([row.sourceSystem, row.externalId]);
 
 /**
  * Annotates each row against the organization's groups (seed 2.1: saved filters of another RMM map to dynamic
@@ -35,9 +36,7 @@ const keyOf = (row: { sourceSystem: string; externalId: string }) => JSON.string
  * or `unchanged` when the key is already imported, `create` otherwise.
  */
 async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
-  const existing = new Map(
-    (await store.selectImportedGroups(db, orgId, rows)).map((group) => [keyOf(group as never), group]),
-  );
+  const existing = new Map((await store.selectImportedGroups(db, orgId, rows)).map((group) => [keyOf(group), group]));
   const named = new Map(
     (
       await store.selectGroupsNamed(
@@ -114,7 +113,7 @@ export async function commitGroupImport(
     const decisions = derived.map((row) => decide(row, input.groups[row.row]!.acknowledge));
     const toCreate = derived.filter((_, i) => decisions[i]!.apply === 'create');
     const toUpdate = derived.filter((_, i) => decisions[i]!.apply === 'update');
-    const created = await store.insertGroups(
+    const created = await store.insertGroupRows(
       tx,
       orgId,
       toCreate.map((row) => {
@@ -130,7 +129,7 @@ export async function commitGroupImport(
         };
       }),
     );
-    const updated = await store.updateImportedGroups(
+    const updated = await store.updateImportedGroupRows(
       tx,
       toUpdate.map((row) => ({
         id: row.targetId!,

@@ -84,7 +84,7 @@ export async function isAncestorOrSelf(db: Db, groupId: string, ancestorOf: stri
 }
 
 /** Inserts groups of one organization in one statement; returns them in input order. */
-export async function insertGroups(tx: Db, orgId: string, groups: GroupInput[]) {
+export async function insertGroupRows(tx: Db, orgId: string, groups: GroupInput[]) {
   const { rows } = await tx.query<GroupRow>(
     `WITH g AS (
        INSERT INTO device_groups (org_id, name, type, site_id, parent_id, filter, source_system, external_id)
@@ -101,7 +101,7 @@ export async function insertGroups(tx: Db, orgId: string, groups: GroupInput[]) 
   return groups.map((group) => byName.get(group.name.toLowerCase())!);
 }
 
-export function updateGroup(
+export function updateGroupRow(
   db: Db,
   groupId: string,
   change: { name?: string; siteId?: string | null; parentId?: string | null; filter?: DeviceFilter },
@@ -129,7 +129,7 @@ export function updateGroup(
 }
 
 /** Renames and refilters imported groups in one statement. */
-export async function updateImportedGroups(tx: Db, changes: { id: string; name: string; filter: DeviceFilter }[]) {
+export async function updateImportedGroupRows(tx: Db, changes: { id: string; name: string; filter: DeviceFilter }[]) {
   const { rows } = await tx.query<GroupRow>(
     `UPDATE device_groups g SET name = r.name, filter = r.filter, updated_at = now()
        FROM jsonb_to_recordset(:changes::jsonb) AS r(id uuid, name text, filter jsonb)
@@ -140,7 +140,7 @@ export async function updateImportedGroups(tx: Db, changes: { id: string; name: 
   return rows;
 }
 
-export async function deleteGroup(tx: Db, groupId: string) {
+export async function deleteGroupRow(tx: Db, groupId: string) {
   const { rowCount } = await tx.query('DELETE FROM device_groups WHERE id = :groupId::uuid', { groupId });
   return rowCount > 0;
 }

@@ -30,7 +30,7 @@ describe('contacts', () => {
         email: ' ada@acme.test ',
         phone: '+44 20 7946 0000',
         title: 'CTO',
-        roles: ['primary', 'technical'],
+        roles: ['Primary', ' technical'],
         siteId: tenant.siteId,
       },
     });
@@ -71,6 +71,7 @@ describe('contacts', () => {
     for (const [body, path] of [
       [{ name: 'X', email: 'not-an-email' }, 'body.email'],
       [{ name: 'X', roles: ['janitor'] }, 'body.roles.0'],
+      [{ name: 'X', roles: ['Billing', 'billing'] }, 'body.roles'],
       [{ name: '' }, 'body.name'],
       [{ name: 'X', externalId: '7' }, 'body.externalId'],
       [{ name: 'X', shoeSize: 44 }, 'body.shoeSize'],
