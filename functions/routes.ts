@@ -12,6 +12,7 @@ import * as audit from '#shared/audit/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
 import * as keys from '#shared/auth/schemas.ts';
 import * as contacts from '#shared/contacts/schemas.ts';
+import * as fields from '#shared/custom-fields/schemas.ts';
 import * as groups from '#shared/device-groups/schemas.ts';
 import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
@@ -749,6 +750,59 @@ export const routes = {
     params: contacts.contactParams,
     status: 204,
     errors: [400, 401, 403, 404],
+  }),
+  // Custom fields (seed 2.8, issue 16; README "Custom fields"): read with devices:read, written with devices:write;
+  // partner-wide definitions (no orgId) only by partner and platform users. Audited as custom_field.create, .update
+  // and .delete on the owning organization, or on every organization of the partner for a partner-wide one.
+  'POST /api/v1/custom-fields': route({
+    handler: 'custom-fields/definitions-create',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      "Create a custom field definition: an organization's (orgId) or partner-wide (without it); a key a visible definition holds is 409 CONFLICT naming it",
+    body: fields.createDefinition,
+    status: 201,
+    response: fields.definition,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'GET /api/v1/custom-fields': route({
+    handler: 'custom-fields/definitions-list',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: 'The custom field definitions the caller sees, by key (devices:read)',
+    query: fields.listDefinitionsQuery,
+    response: fields.definitionPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/custom-fields/{fieldId}': route({
+    handler: 'custom-fields/definitions-get',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: 'Get a custom field definition (devices:read)',
+    params: fields.fieldParams,
+    response: fields.definition,
+    errors: [400, 401, 403, 404],
+  }),
+  'PATCH /api/v1/custom-fields/{fieldId}': route({
+    handler: 'custom-fields/definitions-update',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: 'Change a custom field definition (devices:write); its type only while it holds no values (409 otherwise)',
+    params: fields.fieldParams,
+    body: fields.updateDefinition,
+    response: fields.definition,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'DELETE /api/v1/custom-fields/{fieldId}': route({
+    handler: 'custom-fields/definitions-delete',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Delete a custom field definition (devices:write); one holding values needs ?force=true (409 otherwise) and its values go with it',
+    params: fields.fieldParams,
+    query: fields.deleteDefinitionQuery,
+    status: 204,
+    errors: [400, 401, 403, 404, 409],
   }),
 } as const satisfies Record<string, RouteDef>;
 

@@ -1,0 +1,184 @@
+import type { Principal } from '../auth/principal.ts';
+import { type Db, one } from '../db/db.ts';
+import { type Page, selectPage } from '../db/page.ts';
+import type { FieldType, FieldValue } from './schemas.ts';
+
+const definitionColumns = `f.id, f.partner_id AS "partnerId", f.org_id AS "orgId", f.scope, f.key, f.name, f.type,
+  f.choices, f.min, f.max, f.required, f.default_value AS "defaultValue", f.description, f.os_types AS "osTypes",
+  f.script_writable AS "scriptWritable", f.source_system AS "sourceSystem", f.external_id AS "externalId",
+  f.created_at AS "createdAt", f.updated_at AS "updatedAt"`;
+
+export type DefinitionRecord = {
+  id: string;
+  partnerId: string;
+  orgId: string | null;
+  scope: 'device';
+  key: string;
+  name: string;
+  type: FieldType;
+  choices: string[] | null;
+  min: number | null;
+  max: number | null;
+  required: boolean;
+  defaultValue: FieldValue | null;
+  description: string | null;
+  osTypes: string[] | null;
+  scriptWritable: boolean;
+  sourceSystem: string | null;
+  externalId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+/** Every column a write sets. */
+export type DefinitionValues = Omit<DefinitionRecord, 'id' | 'createdAt' | 'updatedAt'>;
+
+/**
+ * The definitions a principal sees: every one (platform), its partner's (partner scope), its organization's and
+ * its partner's partner-wide ones (organization scope). Uses the parameters of `definitionTenantParams`.
+ */
+const definitionTenantSql = `(:tenantScope::text = 'platform'
+  OR (:tenantScope::text = 'partner' AND f.partner_id = :tenantPartnerId::uuid)
+  OR (:tenantScope::text = 'organization' AND f.partner_id = :tenantPartnerId::uuid
+      AND (f.org_id IS NULL OR f.org_id = :tenantOrgId::uuid)))`;
+
+const definitionTenantParams = (principal: Principal) => ({
+  tenantScope: principal.scope,
+  tenantPartnerId: principal.partnerId,
+  tenantOrgId: principal.orgId,
+});
+
+/** Definition writes of one partner take turns on this transaction lock: the key rule spans its owners. */
+export async function lockDefinitionsOf(tx: Db, partnerId: string) {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('custom-fields:' || :partnerId::text, 0))`, {
+    partnerId,
+  });
+}
+
+export function selectDefinition(db: Db, principal: Principal, id: string) {
+  return one<DefinitionRecord>(
+    db,
+    `SELECT ${definitionColumns} FROM custom_field_definitions f WHERE f.id = :id::uuid AND ${definitionTenantSql}`,
+    { id, ...definitionTenantParams(principal) },
+  );
+}
+
+export function selectDefinitions(
+  db: Db,
+  principal: Principal,
+  filter: { visibleTo?: { partnerId: string; orgId: string }; key?: string },
+  page: Page,
+) {
+  return selectPage<DefinitionRecord>(
+    db,
+    definitionColumns,
+    `custom_field_definitions f WHERE ${definitionTenantSql}
+       AND (:visiblePartnerId::uuid IS NULL
+            OR (f.partner_id = :visiblePartnerId::uuid AND (f.org_id IS NULL OR f.org_id = :visibleOrgId::uuid)))
+       AND (:key::text IS NULL OR f.key = :key::text)`,
+    'f.key, f.org_id NULLS FIRST, f.id',
+    {
+      ...definitionTenantParams(principal),
+      visiblePartnerId: filter.visibleTo?.partnerId ?? null,
+      visibleOrgId: filter.visibleTo?.orgId ?? null,
+      key: filter.key ?? null,
+    },
+    page,
+  );
+}
+
+/**
+ * The definitions devices of an organization see (its own and its partner's partner-wide ones), optionally only
+ * those with one of `keys`.
+ */
+export async function selectVisibleDefinitions(db: Db, partnerId: string, orgId: string | null) {
+  const { rows } = await db.query<DefinitionRecord>(
+    `SELECT ${definitionColumns} FROM custom_field_definitions f
+      WHERE f.partner_id = :partnerId::uuid AND (f.org_id IS NULL OR f.org_id = :orgId::uuid)
+      ORDER BY f.key`,
+    { partnerId, orgId },
+  );
+  return rows;
+}
+
+/**
+ * The definition that already holds `key` where a definition owned by `orgId` (null: partner-wide) would collide
+ * with it (issue 16): the same owner's, the partner-wide one for an organization's, any organization's for a
+ * partner-wide one.
+ */
+export function selectKeyHolder(tx: Db, partnerId: string, orgId: string | null, key: string) {
+  return one<{ id: string; name: string; orgId: string | null }>(
+    tx,
+    `SELECT f.id, f.name, f.org_id AS "orgId" FROM custom_field_definitions f
+      WHERE f.partner_id = :partnerId::uuid AND f.key = :key::text
+        AND (:orgId::uuid IS NULL OR f.org_id IS NULL OR f.org_id = :orgId::uuid)
+      ORDER BY f.org_id NULLS FIRST LIMIT 1`,
+    { partnerId, orgId, key },
+  );
+}
+
+const definitionParams = (values: DefinitionValues) => ({
+  ...values,
+  choices: values.choices && JSON.stringify(values.choices),
+  defaultValue: values.defaultValue === null ? null : JSON.stringify(values.defaultValue),
+  osTypes: values.osTypes && JSON.stringify(values.osTypes),
+});
+
+export async function insertDefinition(tx: Db, values: DefinitionValues) {
+  const created = await one<DefinitionRecord>(
+    tx,
+    `INSERT INTO custom_field_definitions AS f (partner_id, org_id, scope, key, name, type, choices, min, max, required,
+       default_value, description, os_types, script_writable, source_system, external_id)
+     VALUES (:partnerId::uuid, :orgId::uuid, :scope::text, :key::text, :name::text, :type::text, :choices::jsonb,
+       :min::float8, :max::float8, :required::boolean, :defaultValue::jsonb, :description::text, :osTypes::jsonb,
+       :scriptWritable::boolean, :sourceSystem::text, :externalId::text)
+     RETURNING ${definitionColumns}`,
+    definitionParams(values),
+  );
+  return created!;
+}
+
+export async function updateDefinition(tx: Db, id: string, values: DefinitionValues) {
+  const updated = await one<DefinitionRecord>(
+    tx,
+    `UPDATE custom_field_definitions f SET name = :name::text, type = :type::text, choices = :choices::jsonb,
+        min = :min::float8, max = :max::float8, required = :required::boolean, default_value = :defaultValue::jsonb,
+        description = :description::text, os_types = :osTypes::jsonb, script_writable = :scriptWritable::boolean,
+        updated_at = now()
+      WHERE f.id = :id::uuid
+      RETURNING ${definitionColumns}`,
+    { id, ...definitionParams(values) },
+  );
+  return updated!;
+}
+
+/** How many values the definition holds, per organization of the devices holding them. */
+export async function countValuesByOrg(db: Db, fieldId: string) {
+  const { rows } = await db.query<{ orgId: string; values: number }>(
+    `SELECT d.org_id AS "orgId", count(*)::int AS values FROM device_custom_field_values v
+       JOIN devices d ON d.id = v.device_id WHERE v.field_id = :fieldId::uuid GROUP BY d.org_id`,
+    { fieldId },
+  );
+  return rows;
+}
+
+/** Deletes the definition with its values; how many values went. */
+export async function deleteDefinition(tx: Db, id: string) {
+  const row = await one<{ values: number }>(
+    tx,
+    `WITH v AS (DELETE FROM device_custom_field_values WHERE field_id = :id::uuid RETURNING 1),
+          f AS (DELETE FROM custom_field_definitions WHERE id = :id::uuid AND (SELECT count(*) FROM v) >= 0 RETURNING 1)
+     SELECT (SELECT count(*) FROM v)::int AS values`,
+    { id },
+  );
+  return row!.values;
+}
+
+/** The live organizations of a partner: a partner-wide definition's audit rows go to each. */
+export async function selectPartnerOrganizations(db: Db, partnerId: string) {
+  const { rows } = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY id',
+    { partnerId },
+  );
+  return rows;
+}
