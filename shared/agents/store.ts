@@ -66,7 +66,7 @@ export function recordHeartbeat(
   );
 }
 
-export type IngestKind = 'logs' | 'events';
+export type IngestKind = 'logs' | 'events' | 'fields';
 
 export interface Reservation {
   /** The clock hour the entries were charged to; null when the budget refused them. */
@@ -90,7 +90,7 @@ export async function upsertIngestUsage(
     db,
     `WITH budget AS (
        SELECT COALESCE(
-                (SELECT CASE :kind::text WHEN 'logs' THEN l.logs_per_device_hour ELSE l.events_per_device_hour END
+                (SELECT CASE :kind::text WHEN 'logs' THEN l.logs_per_device_hour WHEN 'events' THEN l.events_per_device_hour END
                    FROM agent_ingest_limits l WHERE l.org_id = :orgId::uuid),
                 :defaultBudget::int) AS entries,
               date_trunc('hour', now()) AS window_start

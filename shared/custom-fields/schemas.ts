@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { device } from '../hierarchy/schemas.ts';
 
 const timestamp = z.iso.datetime({ offset: true });
 
@@ -139,3 +140,29 @@ export const deviceFieldValue = z
   .object({ deviceId: z.uuid(), fieldId: z.uuid(), key: z.string(), type: z.enum(fieldTypes), value: fieldValue })
   .strict()
   .meta({ id: 'CustomFieldValue' });
+
+/** GET /devices/{id}: the device with its custom fields (issue 16). */
+export const deviceDetail = device
+  .extend({
+    customFields: z
+      .record(z.string(), fieldValue)
+      .meta({ description: 'key → value of every field with a value (or a default) on the device' }),
+    customFieldDetails: z.array(
+      z
+        .object({
+          key: z.string(),
+          fieldId: z.uuid(),
+          type: z.enum(fieldTypes),
+          value: fieldValue,
+          source: z
+            .enum(['value', 'default'])
+            .meta({ description: "default: no value stored, the field's defaultValue" }),
+        })
+        .strict(),
+    ),
+  })
+  .meta({ id: 'DeviceDetail' });
+export const agentFieldParams = z.object({
+  id: z.uuid().meta({ description: 'The agent id (enrollment reply agentId); only the agent itself may use it' }),
+  key: fieldKey,
+});

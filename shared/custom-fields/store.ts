@@ -182,3 +182,113 @@ export async function selectPartnerOrganizations(db: Db, partnerId: string) {
   );
   return rows;
 }
+
+/** What a value write needs of its device: its organization, partner and operating system. */
+export type ValueTarget = {
+  id: string;
+  orgId: string;
+  partnerId: string;
+  hostname: string;
+  displayName: string | null;
+  osType: string | null;
+};
+
+export function selectValueTarget(db: Db, deviceId: string) {
+  return one<ValueTarget>(
+    db,
+    `SELECT d.id, d.org_id AS "orgId", o.partner_id AS "partnerId", d.hostname, d.display_name AS "displayName",
+            d.os_type AS "osType"
+       FROM devices d JOIN organizations o ON o.id = d.org_id
+      WHERE d.id = :deviceId::uuid AND d.deleted_at IS NULL`,
+    { deviceId },
+  );
+}
+
+/** The definition with `key` that devices of the organization see (one at most: the key rule). */
+export function selectVisibleDefinition(db: Db, partnerId: string, orgId: string, key: string) {
+  return one<DefinitionRecord>(
+    db,
+    `SELECT ${definitionColumns} FROM custom_field_definitions f
+      WHERE f.partner_id = :partnerId::uuid AND (f.org_id IS NULL OR f.org_id = :orgId::uuid) AND f.key = :key::text`,
+    { partnerId, orgId, key },
+  );
+}
+
+/** The stored values of the devices, with their definition's key and type. */
+export async function selectDeviceValues(db: Db, deviceIds: string[]) {
+  const { rows } = await db.query<{
+    deviceId: string;
+    fieldId: string;
+    key: string;
+    type: FieldType;
+    value: FieldValue;
+  }>(
+    `SELECT v.device_id AS "deviceId", v.field_id AS "fieldId", f.key, f.type, v.value
+       FROM device_custom_field_values v JOIN custom_field_definitions f ON f.id = v.field_id
+      WHERE v.device_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:deviceIds::jsonb))
+      ORDER BY f.key`,
+    { deviceIds: JSON.stringify(deviceIds) },
+  );
+  return rows;
+}
+
+export type ValueWrite = { deviceId: string; fieldId: string; value: FieldValue };
+
+/**
+ * Stores values in one statement (a batch travels as one JSON parameter); a value equal to the stored one is not
+ * rewritten. Returns the rows written with the value each replaced (null: none was stored).
+ */
+export async function upsertValues(tx: Db, values: ValueWrite[]) {
+  const { rows } = await tx.query<{ deviceId: string; fieldId: string; before: FieldValue | null }>(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset(:values::jsonb) AS r("deviceId" uuid, "fieldId" uuid, value jsonb)
+     ), old AS (
+       SELECT v.device_id, v.field_id, v.value FROM device_custom_field_values v
+         JOIN input i ON v.device_id = i."deviceId" AND v.field_id = i."fieldId"
+     ), written AS (
+       INSERT INTO device_custom_field_values AS v (device_id, field_id, value)
+       SELECT "deviceId", "fieldId", value FROM input
+       ON CONFLICT (device_id, field_id) DO UPDATE SET value = excluded.value, updated_at = now()
+        WHERE v.value IS DISTINCT FROM excluded.value
+       RETURNING v.device_id, v.field_id
+     )
+     SELECT w.device_id AS "deviceId", w.field_id AS "fieldId", o.value AS before
+       FROM written w LEFT JOIN old o ON o.device_id = w.device_id AND o.field_id = w.field_id`,
+    { values: JSON.stringify(values) },
+  );
+  return rows;
+}
+
+/** Deletes a device's value; the value it held, if any. */
+export function deleteValue(tx: Db, deviceId: string, fieldId: string) {
+  return one<{ before: FieldValue }>(
+    tx,
+    `DELETE FROM device_custom_field_values WHERE device_id = :deviceId::uuid AND field_id = :fieldId::uuid
+     RETURNING value AS before`,
+    { deviceId, fieldId },
+  );
+}
+
+/**
+ * SQL conditions keeping the devices (alias d) holding each value of `filters` (GET /devices?cf.<key>=<value>): a
+ * scalar value whose text form is the given text, or a multi-select holding it. Parameters cfKey<i>, cfValue<i>.
+ */
+export function customFieldFilterSql(filters: Record<string, string>) {
+  const entries = Object.entries(filters);
+  return {
+    sql: entries
+      .map(
+        (_, i) => `AND d.id IN (SELECT v.device_id FROM device_custom_field_values v
+           JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
+          WHERE (v.value #>> '{}') = :cfValue${i}::text
+             OR (jsonb_typeof(v.value) = 'array' AND v.value @> jsonb_build_array(:cfValue${i}::text)))`,
+      )
+      .join('\n'),
+    params: Object.fromEntries(
+      entries.flatMap(([key, value], i) => [
+        [`cfKey${i}`, key],
+        [`cfValue${i}`, value],
+      ]),
+    ),
+  };
+}

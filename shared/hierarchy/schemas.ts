@@ -113,7 +113,9 @@ export const updateDevice = z
   .object({ displayName: name.nullable().optional(), siteId: z.uuid().optional() })
   .strict()
   .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
-export const listDevicesQuery = z.object({
+/** `cf.<key>` query parameters filter devices by a custom field's value (issue 16): the one family of names beyond the listed ones. */
+export const customFieldParam = /^cf\.([a-z][a-z0-9_]{0,63})$/;
+const listDevicesFields = {
   ...listQuery,
   orgId: z.uuid().optional(),
   siteId: z.uuid().optional(),
@@ -123,7 +125,20 @@ export const listDevicesQuery = z.object({
     .max(255)
     .optional()
     .meta({ description: 'Case-insensitive substring of hostname or display name' }),
-});
+};
+export const listDevicesQuery = z
+  .object(listDevicesFields)
+  .catchall(
+    z.string().max(10_000).meta({
+      description:
+        'cf.<key>=<value>: devices whose custom field <key> holds <value> (a scalar in its text form, or one choice of a multi-select); any other name is refused',
+    }),
+  )
+  .superRefine((query: Record<string, unknown>, ctx) => {
+    for (const name of Object.keys(query))
+      if (!(name in listDevicesFields) && !customFieldParam.test(name))
+        ctx.addIssue({ code: 'custom', path: [name], message: `Unknown query parameter ${name}` });
+  });
 
 export const enrollmentKey = z
   .object({

@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { customFieldFilterSql } from '../custom-fields/store.ts';
 import { type Db, one } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
@@ -256,19 +257,22 @@ export function findDevice(db: Db, principal: Principal, id: string) {
 export function selectDevices(
   db: Db,
   principal: Principal,
-  filter: { orgId?: string; siteId?: string; search?: string },
+  filter: { orgId?: string; siteId?: string; search?: string; customFields?: Record<string, string> },
   page: Page,
 ) {
+  const customFields = customFieldFilterSql(filter.customFields ?? {});
   return selectPage(
     db,
     deviceColumns,
     `${deviceFrom} WHERE d.deleted_at IS NULL AND ${orgTenantSql('o')}
        AND (:orgId::uuid IS NULL OR d.org_id = :orgId::uuid)
        AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid)
-       AND (:search::text IS NULL OR d.hostname ILIKE :search::text OR d.display_name ILIKE :search::text)`,
+       AND (:search::text IS NULL OR d.hostname ILIKE :search::text OR d.display_name ILIKE :search::text)
+       ${customFields.sql}`,
     'd.hostname, d.id',
     {
       ...tenantParams(principal),
+      ...customFields.params,
       orgId: filter.orgId ?? null,
       siteId: filter.siteId ?? null,
       search: filter.search && likePattern(filter.search),
