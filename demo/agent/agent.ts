@@ -7,6 +7,7 @@
 import WebSocket from 'ws';
 import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
+import { simulatedSerial } from './identity.ts';
 
 export interface AgentOptions {
   /** The HTTP API's base, e.g. http://localhost:3000 */
@@ -79,7 +80,11 @@ export function startAgent(options: AgentOptions): RunningAgent {
 
   const checkIn = async () => {
     try {
-      await call('POST', '/heartbeat', { agentVersion, status: 'online' });
+      await call('POST', '/heartbeat', {
+        agentVersion,
+        status: 'online',
+        serialNumber: simulatedSerial(options.store.computer),
+      });
       if (diagnostics.length > 0) await call('POST', '/logs', { logs: diagnostics.splice(0, 500) });
     } catch (error) {
       if (!stopped) log(`heartbeat failed: ${String(error)}`);

@@ -41,7 +41,7 @@ export function findDeviceNames(db: Db, deviceId: string) {
 export function recordHeartbeat(
   db: Db,
   deviceId: string,
-  report: { ip: string | null; agentVersion: string | null; status: string | null },
+  report: { ip: string | null; agentVersion: string | null; status: string | null; serialNumber: string | null },
 ) {
   return one<{
     previousIp: string | null;
@@ -58,7 +58,8 @@ export function recordHeartbeat(
         last_seen_at = now(),
         last_ip = COALESCE(:ip::text, d.last_ip),
         agent_version = COALESCE(:agentVersion::text, d.agent_version),
-        agent_status = COALESCE(:status::text, d.agent_status)
+        agent_status = COALESCE(:status::text, d.agent_status),
+        serial_number = COALESCE(:serialNumber::text, d.serial_number)
        FROM previous p
       WHERE d.id = p.id
       RETURNING p.last_ip AS "previousIp", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,

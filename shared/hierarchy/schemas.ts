@@ -96,6 +96,7 @@ export const device = z
     agentId: z.uuid().nullable(),
     hostname: z.string(),
     displayName: z.string().nullable(),
+    serialNumber: z.string().nullable(),
     osType: z.string().nullable(),
     osVersion: z.string().nullable(),
     agentVersion: z.string().nullable(),
@@ -173,6 +174,14 @@ export const enroll = z.object({
   enrollmentKey: z.string().min(1).max(255),
   enrollmentSecret: z.string().max(1024).optional(),
   hostname: z.string().trim().min(1).max(255),
+  serialNumber: z
+    .string()
+    .max(255)
+    .optional()
+    .meta({
+      description:
+        'The machine serial number; placeholders ("To be filled by O.E.M.", "Default string", "0" …) are not stored',
+    }),
   osType: z.string().trim().min(1).max(50).optional(),
   osVersion: z.string().trim().min(1).max(255).optional(),
   agentVersion: z.string().trim().min(1).max(50).optional(),

@@ -10,7 +10,7 @@ const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS 
 const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
 /** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
 export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
-  d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
+  d.serial_number AS "serialNumber",  d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
   d.last_ip AS "lastIp", d.agent_status AS "agentStatus", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
 const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
 
@@ -63,6 +63,7 @@ export type DeviceRow = {
   agentId: string | null;
   hostname: string;
   displayName: string | null;
+  serialNumber: string | null;
   osType: string | null;
   osVersion: string | null;
   agentVersion: string | null;
@@ -229,6 +230,7 @@ export function insertDevice(
     orgId: string;
     siteId: string;
     hostname: string;
+    serialNumber?: string | null;
     osType?: string;
     osVersion?: string;
     agentVersion?: string;
@@ -236,10 +238,11 @@ export function insertDevice(
 ) {
   return one<{ id: string }>(
     db,
-    `INSERT INTO devices (org_id, site_id, hostname, os_type, os_version, agent_version, last_seen_at)
-     VALUES (:orgId::uuid, :siteId::uuid, :hostname::text, :osType::text, :osVersion::text, :agentVersion::text, now())
+    `INSERT INTO devices (org_id, site_id, hostname, serial_number, os_type, os_version, agent_version, last_seen_at)
+     VALUES (:orgId::uuid, :siteId::uuid, :hostname::text, :serialNumber::text, :osType::text, :osVersion::text,
+             :agentVersion::text, now())
      RETURNING id`,
-    { osType: null, osVersion: null, agentVersion: null, ...device },
+    { serialNumber: null, osType: null, osVersion: null, agentVersion: null, ...device },
   );
 }
 
