@@ -804,6 +804,50 @@ export const routes = {
     status: 204,
     errors: [400, 401, 403, 404, 409],
   }),
+  'POST /api/v1/custom-fields/import/definitions/preview': route({
+    handler: 'custom-fields/import-definitions-preview',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      "Import wizard, pass 1: another RMM's field list (Datto RMM UDFs, NinjaOne, ConnectWise Automate EDFs, generic CSV) as partner-wide definitions, each with its proposed key and type and any collision; stores nothing",
+    body: fields.definitionsImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.definitionsImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/custom-fields/import/definitions': route({
+    handler: 'custom-fields/import-definitions-commit',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Import wizard, pass 1: create or update the definitions, idempotent on (sourceSystem, externalId); rows whose status changed since preview are refused; one summary audit row',
+    body: fields.definitionsImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.definitionsImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/custom-fields/import/values/preview': route({
+    handler: 'custom-fields/import-values-preview',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Import wizard, pass 2: up to 10,000 device rows resolved (mapped device id, serial number, hostname) and each field derived: set, unchanged, invalid, no-device, ambiguous, no-definition; stores nothing',
+    body: fields.valuesImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.valuesImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/custom-fields/import/values': route({
+    handler: 'custom-fields/import-values-commit',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Import wizard, pass 2: apply the set fields in chunks of 1,000 (resumable, idempotent); rows whose digest changed since preview are refused; device.update per device and one summary row per organization',
+    body: fields.valuesImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.valuesImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
   'PUT /api/v1/devices/{id}/custom-fields/{key}': route({
     handler: 'custom-fields/values-put',
     auth: 'userOrApiKey',

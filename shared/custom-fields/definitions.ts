@@ -32,13 +32,14 @@ const auditedFields = [
   'sourceSystem',
   'externalId',
 ] as const;
-const snapshot = (field: DefinitionRecord) => Object.fromEntries(auditedFields.map((name) => [name, field[name]]));
+export const snapshot = (field: DefinitionRecord) =>
+  Object.fromEntries(auditedFields.map((name) => [name, field[name]]));
 
 /**
  * A definition's audit rows: on its organization, or for a partner-wide one on every organization of the partner,
  * since each sees it (audit rows belong to an organization, seed 2.2).
  */
-async function auditDefinition(
+export async function auditDefinition(
   db: Db,
   audit: AuditContext,
   field: DefinitionRecord,
@@ -63,7 +64,7 @@ const invalid = (field: string, message: string) =>
   ValidationFailed(`Invalid ${field}`, [{ path: `body.${field}`, message, code: 'custom' }]);
 
 /** A definition is consistent in itself: choices only (and always) for choice types, min ≤ max, a valid default. */
-function checkDefinition(values: DefinitionValues) {
+export function checkDefinition(values: DefinitionValues) {
   const choiceType = values.type === 'dropdown' || values.type === 'multi-select';
   if (choiceType && !values.choices) throw invalid('choices', `A ${values.type} field needs its choices`);
   if (!choiceType && values.choices) throw invalid('choices', 'Only dropdown and multi-select fields have choices');

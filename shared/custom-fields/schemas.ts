@@ -166,3 +166,127 @@ export const agentFieldParams = z.object({
   id: z.uuid().meta({ description: 'The agent id (enrollment reply agentId); only the agent itself may use it' }),
   key: fieldKey,
 });
+
+/** The other RMMs whose exports the import wizard reads (docs/custom-fields.md "What the exports look like"). */
+export const sourceSystems = ['datto-rmm', 'ninjaone', 'connectwise-automate', 'generic'] as const;
+export const maxImportRows = 10_000;
+
+const importInput = {
+  sourceSystem: z.enum(sourceSystems),
+  rows: z
+    .array(z.record(z.string(), z.unknown()))
+    .min(1)
+    .max(maxImportRows)
+    .optional()
+    .meta({ description: 'JSON rows, one per field (definitions) or per device (values)' }),
+  csv: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: `RFC 4180 CSV with a header row; up to ${maxImportRows.toLocaleString('en')} data rows` }),
+  fileName: z.string().trim().min(1).max(255).optional().meta({ description: 'Named in the summary audit row' }),
+};
+const oneSource = (body: { rows?: unknown; csv?: unknown }) => (body.rows === undefined) !== (body.csv === undefined);
+const oneSourceMessage = { message: 'Give either rows or csv', path: ['rows'] };
+
+export const definitionsImport = z
+  .object({
+    ...importInput,
+    partnerId: z.uuid().optional().meta({ description: 'Platform administrators name the partner' }),
+    expected: z
+      .array(z.object({ row: z.number().int().min(0), status: z.string() }).strict())
+      .max(maxImportRows)
+      .optional()
+      .meta({ description: "Commit: each row's status at preview; a row whose status changed since is refused" }),
+  })
+  .strict()
+  .refine(oneSource, oneSourceMessage);
+
+export const definitionStatuses = ['create', 'update', 'unchanged', 'conflict', 'invalid'] as const;
+export const definitionsImportReply = z
+  .object({
+    committed: z.boolean(),
+    sourceSystem: z.enum(sourceSystems),
+    sha256: z.string(),
+    summary: z.record(z.enum([...definitionStatuses, 'refused']), z.number().int()),
+    rows: z.array(
+      z
+        .object({
+          row: z.number().int(),
+          externalId: z.string().nullable(),
+          name: z.string().nullable(),
+          key: z.string().nullable().meta({ description: 'The proposed key' }),
+          type: z.enum(fieldTypes).nullable().meta({ description: 'The proposed type' }),
+          choices: z.array(z.string()).nullable(),
+          status: z.enum(definitionStatuses),
+          outcome: z.enum(['created', 'updated', 'unchanged', 'refused']).nullable(),
+          reason: z.string().optional(),
+          fieldId: z.uuid().optional().meta({ description: 'The definition created, updated or collided with' }),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+
+export const valueStatuses = ['set', 'unchanged', 'invalid', 'no-device', 'ambiguous', 'no-definition'] as const;
+export type ValueStatus = (typeof valueStatuses)[number];
+const columnRole = z.union([
+  z.enum(['hostname', 'serialNumber', 'deviceExternalId']),
+  z.string().regex(/^field:[a-z][a-z0-9_]*$/, 'field:<key>'),
+]);
+
+export const valuesImport = z
+  .object({
+    ...importInput,
+    orgId: z.uuid().optional().meta({ description: 'Resolve hostnames within this organization only' }),
+    partnerId: z.uuid().optional().meta({ description: 'Platform administrators name the partner' }),
+    mapping: z.record(z.string().min(1).max(255), columnRole).optional().meta({
+      description:
+        'column → hostname | serialNumber | deviceExternalId | field:<key>; without it, headers with those names or a definition key (or its name, or its externalId) map themselves',
+    }),
+    expected: z
+      .array(z.object({ row: z.number().int().min(0), digest: z.string().max(64) }).strict())
+      .max(maxImportRows)
+      .optional()
+      .meta({ description: "Commit: each row's digest at preview; a row whose derivation changed since is refused" }),
+  })
+  .strict()
+  .refine(oneSource, oneSourceMessage);
+
+export const valuesImportReply = z
+  .object({
+    committed: z.boolean(),
+    sourceSystem: z.enum(sourceSystems),
+    sha256: z.string(),
+    columns: z
+      .record(z.string(), columnRole.nullable())
+      .meta({ description: 'How each column was read (null: ignored)' }),
+    summary: z.record(z.enum([...valueStatuses, 'refused']), z.number().int()).meta({
+      description:
+        'Counts of fields by status (no-device and ambiguous count the row once); refused: rows changed since preview',
+    }),
+    rows: z.array(
+      z
+        .object({
+          row: z.number().int(),
+          deviceId: z.uuid().nullable(),
+          resolvedBy: z.enum(['deviceExternalId', 'serialNumber', 'hostname']).nullable(),
+          status: z.enum(['resolved', 'no-device', 'ambiguous', 'refused']),
+          reason: z.string().optional(),
+          digest: z.string().meta({ description: 'Echo it at commit (expected) to refuse the row if it changed' }),
+          fields: z.array(
+            z
+              .object({
+                column: z.string(),
+                key: z.string(),
+                status: z.enum(valueStatuses),
+                value: fieldValue.nullable(),
+                reason: z.string().optional(),
+              })
+              .strict(),
+          ),
+        })
+        .strict(),
+    ),
+  })
+  .strict();

@@ -292,3 +292,49 @@ export function customFieldFilterSql(filters: Record<string, string>) {
     ),
   };
 }
+
+/** Every definition of the partner (partner-wide and each organization's): an import resolves keys per device. */
+export async function selectPartnerDefinitions(db: Db, partnerId: string) {
+  const { rows } = await db.query<DefinitionRecord>(
+    `SELECT ${definitionColumns} FROM custom_field_definitions f WHERE f.partner_id = :partnerId::uuid ORDER BY f.key`,
+    { partnerId },
+  );
+  return rows;
+}
+
+/** The live devices of the partner's live organizations, as an import resolves its rows to them. */
+export async function selectImportDevices(db: Db, partnerId: string) {
+  const { rows } = await db.query<ValueTarget & { serialNumber: string | null }>(
+    `SELECT d.id, d.org_id AS "orgId", o.partner_id AS "partnerId", d.hostname, d.display_name AS "displayName",
+            d.os_type AS "osType", d.serial_number AS "serialNumber"
+       FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
+      WHERE o.partner_id = :partnerId::uuid AND d.deleted_at IS NULL`,
+    { partnerId },
+  );
+  return rows;
+}
+
+/** The other RMM's device ids mapped to devices by earlier imports. */
+export async function selectDeviceMappings(db: Db, partnerId: string, sourceSystem: string) {
+  const { rows } = await db.query<{ externalId: string; deviceId: string }>(
+    `SELECT external_id AS "externalId", device_id AS "deviceId" FROM custom_field_device_mappings
+      WHERE partner_id = :partnerId::uuid AND source_system = :sourceSystem::text`,
+    { partnerId, sourceSystem },
+  );
+  return rows;
+}
+
+export async function upsertDeviceMappings(
+  tx: Db,
+  partnerId: string,
+  sourceSystem: string,
+  mappings: { externalId: string; deviceId: string }[],
+) {
+  await tx.query(
+    `INSERT INTO custom_field_device_mappings (partner_id, source_system, external_id, device_id)
+     SELECT :partnerId::uuid, :sourceSystem::text, r."externalId", r."deviceId"
+       FROM jsonb_to_recordset(:mappings::jsonb) AS r("externalId" text, "deviceId" uuid)
+     ON CONFLICT (partner_id, source_system, external_id) DO UPDATE SET device_id = excluded.device_id`,
+    { partnerId, sourceSystem, mappings: JSON.stringify(mappings) },
+  );
+}
