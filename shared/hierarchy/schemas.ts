@@ -174,14 +174,10 @@ export const enroll = z.object({
   enrollmentKey: z.string().min(1).max(255),
   enrollmentSecret: z.string().max(1024).optional(),
   hostname: z.string().trim().min(1).max(255),
-  serialNumber: z
-    .string()
-    .max(255)
-    .optional()
-    .meta({
-      description:
-        'The machine serial number; placeholders ("To be filled by O.E.M.", "Default string", "0" …) are not stored',
-    }),
+  serialNumber: z.string().max(255).optional().meta({
+    description:
+      'The machine serial number; placeholders ("To be filled by O.E.M.", "Default string", "0" …) are not stored',
+  }),
   osType: z.string().trim().min(1).max(50).optional(),
   osVersion: z.string().trim().min(1).max(255).optional(),
   agentVersion: z.string().trim().min(1).max(50).optional(),
