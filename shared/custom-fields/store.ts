@@ -278,10 +278,15 @@ export function customFieldFilterSql(filters: Record<string, string>) {
   return {
     sql: entries
       .map(
-        (_, i) => `AND d.id IN (SELECT v.device_id FROM device_custom_field_values v
-           JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
-          WHERE (v.value #>> '{}') = :cfValue${i}::text
-             OR (jsonb_typeof(v.value) = 'array' AND v.value @> jsonb_build_array(:cfValue${i}::text)))`,
+        // Two branches, each answered by its own index (0040); an OR in one WHERE would read every value.
+        (_, i) => `AND d.id IN (
+           SELECT v.device_id FROM device_custom_field_values v
+             JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
+            WHERE (v.value #>> '{}') = :cfValue${i}::text
+           UNION ALL
+           SELECT v.device_id FROM device_custom_field_values v
+             JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
+            WHERE jsonb_typeof(v.value) = 'array' AND v.value @> jsonb_build_array(:cfValue${i}::text))`,
       )
       .join('\n'),
     params: Object.fromEntries(
