@@ -166,7 +166,7 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(11);
+    expect(apiFunctions.length).toBe(12);
     for (const [id] of apiFunctions) expect(secretsReadBy(id)).toEqual([appSecret]);
     expect(secretsReadBy(deployed.functionId('applies the SQL migrations'))).toEqual(
       [refOf('DatabaseClusterSecretAttachment'), appSecret].sort(),
@@ -295,7 +295,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(14);
+    expect(logbookFunctions.length).toBe(15);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
