@@ -207,6 +207,30 @@ describe('the values pass', () => {
     expect(web.body.customFields.asset_tag).toBe('HQ-100');
   });
 
+  it('resumes: a commit interrupted after part of its values, repeated, ends as one whole commit', async () => {
+    const rows = [
+      { hostname: 'WEB-01', asset_tag: 'R-1', bit_locker_key_id: 'B-1' },
+      { hostname: 'DB-01', asset_tag: 'R-2', bit_locker_key_id: 'B-2' },
+    ];
+    const preview = await post('values/preview', acme.partnerToken, { sourceSystem: 'generic', rows });
+    const expected = preview.body.rows.map((r: { row: number; digest: string }) => ({ row: r.row, digest: r.digest }));
+    // The first pass stopped after its first chunk: the first row's values are stored, the second's are not.
+    await post('values', acme.partnerToken, {
+      sourceSystem: 'generic',
+      rows: rows.slice(0, 1),
+      expected: expected.slice(0, 1),
+    });
+    const resumed = await post('values', acme.partnerToken, { sourceSystem: 'generic', rows, expected });
+    expect(resumed.body.summary).toMatchObject({ set: 2, unchanged: 2, refused: 0 });
+    for (const [device, tag] of [
+      [devices.web, 'R-1'],
+      [devices.db, 'R-2'],
+    ] as const) {
+      const reply = await t.api.request('GET', `/api/v1/devices/${device}`, { token: acme.orgToken });
+      expect(reply.body.customFields.asset_tag).toBe(tag);
+    }
+  });
+
   it('maps columns explicitly, and resolves hostnames within the named organization only', async () => {
     const reply = await post('values/preview', acme.orgToken, {
       sourceSystem: 'generic',
