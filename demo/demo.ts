@@ -6,6 +6,7 @@ import { one } from '#shared/db/db.ts';
 import { enrollAgent } from '#shared/hierarchy/enrollment.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey } from '#shared/hierarchy/store.ts';
+import { simulatedSerial } from './agent/identity.ts';
 
 /** Fixed ids of the demo tenant, so restarts find it again. */
 export const demoIds = {
@@ -71,6 +72,7 @@ export async function seedDemo(admin: Db): Promise<Demo> {
         enrollmentKey: key,
         enrollmentSecret: process.env.AGENT_ENROLLMENT_SECRET,
         hostname: 'demo-device',
+        serialNumber: simulatedSerial('demo-device'),
         osType: 'linux',
         osVersion: 'Debian 12',
         agentVersion: '1.0.0',

@@ -13,6 +13,7 @@ import * as audit from '#shared/audit/schemas.ts';
 import { ingestEvents, ingestReceipt } from '#shared/audit/schemas.ts';
 import * as keys from '#shared/auth/schemas.ts';
 import * as contacts from '#shared/contacts/schemas.ts';
+import * as fields from '#shared/custom-fields/schemas.ts';
 import * as groups from '#shared/device-groups/schemas.ts';
 import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
@@ -240,7 +241,7 @@ export const routes = {
     handler: 'hierarchy/devices-list',
     auth: 'userOrApiKey',
     tag: 'devices',
-    summary: 'List devices the caller may reach',
+    summary: 'List devices the caller may reach; cf.<key>=<value> keeps those whose custom field holds the value',
     query: h.listDevicesQuery,
     response: h.devicePage,
     errors: [400, 401, 403],
@@ -249,9 +250,9 @@ export const routes = {
     handler: 'hierarchy/devices-get',
     auth: 'userOrApiKey',
     tag: 'devices',
-    summary: 'Get a device',
+    summary: 'Get a device, with its custom fields (customFields: { key: value })',
     params: h.idParams,
-    response: h.device,
+    response: fields.deviceDetail,
     errors: [400, 401, 403, 404],
   }),
   'PATCH /api/v1/devices/{id}': route({
@@ -1047,6 +1048,136 @@ export const routes = {
     body: alerts.putAlertBinding,
     response: alerts.alertBinding,
     errors: [400, 401, 403, 404],
+  }),
+
+  // Custom fields (seed 2.8, issue 16; README "Custom fields"): read with devices:read, written with devices:write;
+  // partner-wide definitions (no orgId) only by partner and platform users. Audited as custom_field.create, .update
+  // and .delete on the owning organization, or on every organization of the partner for a partner-wide one.
+  'POST /api/v1/custom-fields': route({
+    handler: 'custom-fields/definitions-create',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      "Create a custom field definition: an organization's (orgId) or partner-wide (without it); a key a visible definition holds is 409 CONFLICT naming it",
+    body: fields.createDefinition,
+    status: 201,
+    response: fields.definition,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'GET /api/v1/custom-fields': route({
+    handler: 'custom-fields/definitions-list',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: 'The custom field definitions the caller sees, by key (devices:read)',
+    query: fields.listDefinitionsQuery,
+    response: fields.definitionPage,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/custom-fields/{fieldId}': route({
+    handler: 'custom-fields/definitions-get',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: 'Get a custom field definition (devices:read)',
+    params: fields.fieldParams,
+    response: fields.definition,
+    errors: [400, 401, 403, 404],
+  }),
+  'PATCH /api/v1/custom-fields/{fieldId}': route({
+    handler: 'custom-fields/definitions-update',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: 'Change a custom field definition (devices:write); its type only while it holds no values (409 otherwise)',
+    params: fields.fieldParams,
+    body: fields.updateDefinition,
+    response: fields.definition,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'DELETE /api/v1/custom-fields/{fieldId}': route({
+    handler: 'custom-fields/definitions-delete',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Delete a custom field definition (devices:write); one holding values needs ?force=true (409 otherwise) and its values go with it',
+    params: fields.fieldParams,
+    query: fields.deleteDefinitionQuery,
+    status: 204,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'POST /api/v1/custom-fields/import/definitions/preview': route({
+    handler: 'custom-fields/import-definitions-preview',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      "Import wizard, pass 1: another RMM's field list (Datto RMM UDFs, NinjaOne, ConnectWise Automate EDFs, generic CSV) as partner-wide definitions, each with its proposed key and type and any collision; stores nothing",
+    body: fields.definitionsImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.definitionsImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/custom-fields/import/definitions': route({
+    handler: 'custom-fields/import-definitions-commit',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Import wizard, pass 1: create or update the definitions, idempotent on (sourceSystem, externalId); rows whose status changed since preview are refused; one summary audit row',
+    body: fields.definitionsImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.definitionsImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/custom-fields/import/values/preview': route({
+    handler: 'custom-fields/import-values-preview',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Import wizard, pass 2: up to 10,000 device rows resolved (mapped device id, serial number, hostname) and each field derived: set, unchanged, invalid, no-device, ambiguous, no-definition; stores nothing',
+    body: fields.valuesImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.valuesImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/custom-fields/import/values': route({
+    handler: 'custom-fields/import-values-commit',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Import wizard, pass 2: apply the set fields in chunks of 1,000 (resumable, idempotent); rows whose digest changed since preview are refused; device.update per device and one summary row per organization',
+    body: fields.valuesImport,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.valuesImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'PUT /api/v1/devices/{id}/custom-fields/{key}': route({
+    handler: 'custom-fields/values-put',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      "Set a device's custom field value, validated against its definition and never coerced (devices:write); audited as device.update with before and after",
+    params: fields.deviceFieldParams,
+    body: fields.putValue,
+    response: fields.deviceFieldValue,
+    errors: [400, 401, 403, 404],
+  }),
+  'DELETE /api/v1/devices/{id}/custom-fields/{key}': route({
+    handler: 'custom-fields/values-delete',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary: "Clear a device's custom field value (devices:write); a required field's is 409; audited as device.update",
+    params: fields.deviceFieldParams,
+    status: 204,
+    errors: [400, 401, 403, 404, 409],
+  }),
+  'PUT /api/v1/agents/{id}/custom-fields/{key}': route({
+    handler: 'custom-fields/agent-values-put',
+    auth: 'agent',
+    tag: 'custom-fields',
+    summary:
+      "A script on the device sets a custom field of its own device (seed 2.8): scriptWritable fields only (403 otherwise); 429 RATE_LIMITED beyond the device's hourly budget; audited as device.update with the agent as actor",
+    params: fields.agentFieldParams,
+    body: fields.putValue,
+    maxBodyBytes: 64 * 1024,
+    response: fields.deviceFieldValue,
+    errors: [400, 401, 403, 404, 413, 429],
   }),
 } as const satisfies Record<string, RouteDef>;
 

@@ -10,6 +10,7 @@ import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-que
 import { answerFrames } from './answer-frames.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
 import { scriptRunner } from './script-runner.ts';
+import { simulatedSerial } from './identity.ts';
 
 export interface AgentOptions {
   /** The HTTP API's base, e.g. http://localhost:3000 */
@@ -91,7 +92,11 @@ export function startAgent(options: AgentOptions): RunningAgent {
 
   const checkIn = async () => {
     try {
-      await call('POST', '/heartbeat', { agentVersion, status: 'online' });
+      await call('POST', '/heartbeat', {
+        agentVersion,
+        status: 'online',
+        serialNumber: simulatedSerial(options.store.computer),
+      });
       await uploadLogs();
     } catch (error) {
       if (!stopped) log(`heartbeat failed: ${String(error)}`);

@@ -2,6 +2,7 @@
  * The simulated agent's identity in agent.yaml, as a real deployment keeps it: enrollment runs only
  * when the file does not exist (seed 1: the deployment job is a no-op once agent.yaml exists).
  */
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -40,6 +41,10 @@ export function writeIdentity(path: string, identity: AgentIdentity): void {
   );
 }
 
+/** The simulated machine's serial number, reported at enrollment and heartbeat: the same for the same hostname. */
+export const simulatedSerial = (hostname: string) =>
+  `SIM${createHash('sha256').update(hostname).digest('hex').slice(0, 12).toUpperCase()}`;
+
 /** Enrolls with an enrollment key (and secret, when the server requires one) and returns the new identity. */
 export async function enroll(options: {
   server: string;
@@ -55,6 +60,7 @@ export async function enroll(options: {
       enrollmentKey: options.enrollmentKey,
       enrollmentSecret: options.enrollmentSecret,
       hostname: options.hostname,
+      serialNumber: simulatedSerial(options.hostname),
       osType: 'windows',
       osVersion: 'Windows Server 2022 Standard 10.0.20348',
       agentVersion: options.agentVersion,

@@ -4,6 +4,7 @@ import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
+import { reportedSerial } from '../hierarchy/serial-number.ts';
 import { deviceOfAgent } from './log-access.ts';
 import type { heartbeat as heartbeatSchema } from './schemas.ts';
 import { recordHeartbeat } from './store.ts';
@@ -27,6 +28,7 @@ export async function heartbeat(
     ip,
     agentVersion: report.agentVersion ?? null,
     status: report.status ?? null,
+    serialNumber: reportedSerial(report.serialNumber),
   });
   if (!seen) throw NotFound('Agent');
   if (ip && seen.previousIp && seen.previousIp !== ip) {

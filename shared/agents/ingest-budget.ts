@@ -12,6 +12,8 @@ import * as store from './store.ts';
 const defaults: Record<IngestKind, { value: number; variable: string }> = {
   logs: { value: 100_000, variable: 'INGEST_LOGS_PER_DEVICE_HOUR' },
   events: { value: 50_000, variable: 'INGEST_EVENTS_PER_DEVICE_HOUR' },
+  // Custom field values scripts write (issue 16): no per-organization override, only the variable.
+  fields: { value: 1_000, variable: 'INGEST_FIELDS_PER_DEVICE_HOUR' },
 };
 
 export function defaultBudget(kind: IngestKind): number {
@@ -19,7 +21,11 @@ export function defaultBudget(kind: IngestKind): number {
   return Number.isInteger(configured) && configured >= 0 ? configured : defaults[kind].value;
 }
 
-const what: Record<IngestKind, string> = { logs: 'diagnostic log entries', events: 'event log entries' };
+const what: Record<IngestKind, string> = {
+  logs: 'diagnostic log entries',
+  events: 'event log entries',
+  fields: 'custom field writes',
+};
 
 /**
  * Charges `count` entries to the device's hourly budget; beyond it, 429 RATE_LIMITED with Retry-After

@@ -65,6 +65,11 @@ export type AgentStatus = (typeof agentStatuses)[number];
 export const heartbeat = z
   .object({
     agentVersion: z.string().trim().min(1).max(50).nullish(),
+    serialNumber: z
+      .string()
+      .max(255)
+      .nullish()
+      .meta({ description: 'The machine serial number; placeholders are ignored, the stored one kept' }),
     status: z.enum(agentStatuses).nullish().meta({
       description:
         'online: working normally; degraded: running with a failing subsystem; maintenance: updating or paused on purpose',

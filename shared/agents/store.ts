@@ -41,7 +41,7 @@ export function findDeviceNames(db: Db, deviceId: string) {
 export function recordHeartbeat(
   db: Db,
   deviceId: string,
-  report: { ip: string | null; agentVersion: string | null; status: string | null },
+  report: { ip: string | null; agentVersion: string | null; status: string | null; serialNumber: string | null },
 ) {
   return one<{
     previousIp: string | null;
@@ -58,7 +58,8 @@ export function recordHeartbeat(
         last_seen_at = now(),
         last_ip = COALESCE(:ip::text, d.last_ip),
         agent_version = COALESCE(:agentVersion::text, d.agent_version),
-        agent_status = COALESCE(:status::text, d.agent_status)
+        agent_status = COALESCE(:status::text, d.agent_status),
+        serial_number = COALESCE(:serialNumber::text, d.serial_number)
        FROM previous p
       WHERE d.id = p.id
       RETURNING p.last_ip AS "previousIp", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
@@ -66,7 +67,7 @@ export function recordHeartbeat(
   );
 }
 
-export type IngestKind = 'logs' | 'events';
+export type IngestKind = 'logs' | 'events' | 'fields';
 
 export interface Reservation {
   /** The clock hour the entries were charged to; null when the budget refused them. */
@@ -90,7 +91,7 @@ export async function upsertIngestUsage(
     db,
     `WITH budget AS (
        SELECT COALESCE(
-                (SELECT CASE :kind::text WHEN 'logs' THEN l.logs_per_device_hour ELSE l.events_per_device_hour END
+                (SELECT CASE :kind::text WHEN 'logs' THEN l.logs_per_device_hour WHEN 'events' THEN l.events_per_device_hour END
                    FROM agent_ingest_limits l WHERE l.org_id = :orgId::uuid),
                 :defaultBudget::int) AS entries,
               date_trunc('hour', now()) AS window_start

@@ -3,9 +3,9 @@ import { agentStatuses } from '../agents/schemas.ts';
 /**
  * The fields a dynamic group's filter may test (issue 15), one entry each. A field names its value type, which
  * decides the operators it takes and how a value is checked (filter.ts), and the SQL expression of its value for
- * the device row `d`. A new field is one more entry: a custom field is `{ type: 'text', keyed: true, sql: (bind,
- * key) => (SELECT … WHERE device_id = d.id AND key = ${bind(key, 'text')}) }`, read as `customField:<key>`; a
- * management-posture detection is keyed by `<category>/<product>` with an `enum` of statuses. docs/device-groups.md.
+ * the device row `d`. A new field is one more entry: a custom field (`customField:<key>`, below) takes a key bound
+ * as a parameter; a management-posture detection is keyed by `<category>/<product>` with an `enum` of statuses.
+ * docs/device-groups.md.
  */
 export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean';
 
@@ -44,4 +44,13 @@ export const filterFields: Readonly<Record<string, FilterField>> = {
   createdAt: { type: 'timestamp', sql: () => 'd.created_at' },
   // last_ip holds only what node:net's isIP accepted (the heartbeat's client IP), so the cast cannot fail.
   lastIp: { type: 'ip', sql: () => 'd.last_ip::inet' },
+  // A custom field's value in its text form (issue 16), read as `customField:<key>`: a device holds values only of
+  // definitions it sees, and those hold each key once, so the subquery yields one row at most.
+  customField: {
+    type: 'text',
+    keyed: true,
+    sql: (bind, key) => `(SELECT v.value #>> '{}' FROM device_custom_field_values v
+      JOIN custom_field_definitions f ON f.id = v.field_id
+      WHERE v.device_id = d.id AND f.key = ${bind(key!, 'text')})`,
+  },
 };

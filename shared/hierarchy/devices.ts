@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import type { updateDevice as updateSchema } from './schemas.ts';
+import { customFieldParam, type updateDevice as updateSchema } from './schemas.ts';
 import { holdLiveSite } from './sites.ts';
 import * as store from './store.ts';
 
@@ -14,13 +14,19 @@ export async function getDevice(db: Db, principal: Principal, id: string) {
   return assertReachable(await store.findDevice(db, principal, id), 'Device');
 }
 
+/** Devices the principal reaches; `cf.<key>` parameters of the query filter by custom field values (issue 16). */
 export function listDevices(
   db: Db,
   principal: Principal,
-  query: Page & { orgId?: string; siteId?: string; search?: string },
+  query: Page & { orgId?: string; siteId?: string; search?: string } & Record<string, unknown>,
 ) {
   requirePermission(principal, 'devices:read');
-  return store.selectDevices(db, principal, query, query);
+  const customFields: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const key = customFieldParam.exec(name)?.[1];
+    if (key && typeof value === 'string') customFields[key] = value;
+  }
+  return store.selectDevices(db, principal, { ...query, customFields }, query);
 }
 
 /** Renames a device or moves it to another live site of its own organization; audited as device.update. */

@@ -8,6 +8,7 @@ import { NotFound, Unauthenticated } from '../errors.ts';
 import { deviceResource } from './devices.ts';
 import { reachableOrganization } from './organizations.ts';
 import type { createEnrollmentKey as createSchema, enroll as enrollSchema } from './schemas.ts';
+import { reportedSerial } from './serial-number.ts';
 import { holdLiveSite } from './sites.ts';
 import * as store from './store.ts';
 
@@ -65,6 +66,7 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
       orgId: key.orgId,
       siteId: key.siteId,
       hostname: input.hostname,
+      serialNumber: reportedSerial(input.serialNumber),
       osType: input.osType,
       osVersion: input.osVersion,
       agentVersion: input.agentVersion,

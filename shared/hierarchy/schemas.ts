@@ -106,6 +106,7 @@ export const device = z
     agentId: z.uuid().nullable(),
     hostname: z.string(),
     displayName: z.string().nullable(),
+    serialNumber: z.string().nullable(),
     osType: z.string().nullable(),
     osVersion: z.string().nullable(),
     agentVersion: z.string().nullable(),
@@ -122,7 +123,9 @@ export const device = z
 export const updateDevice = atLeastOneField(
   z.object({ displayName: name.nullable().optional(), siteId: z.uuid().optional() }).strict(),
 );
-export const listDevicesQuery = z.object({
+/** `cf.<key>` query parameters filter devices by a custom field's value (issue 16): the one family of names beyond the listed ones. */
+export const customFieldParam = /^cf\.([a-z][a-z0-9_]{0,63})$/;
+const listDevicesFields = {
   ...listQuery,
   orgId: z.uuid().optional(),
   siteId: z.uuid().optional(),
@@ -132,7 +135,20 @@ export const listDevicesQuery = z.object({
     .max(255)
     .optional()
     .meta({ description: 'Case-insensitive substring of hostname or display name' }),
-});
+};
+export const listDevicesQuery = z
+  .object(listDevicesFields)
+  .catchall(
+    z.string().max(10_000).meta({
+      description:
+        'cf.<key>=<value>: devices whose custom field <key> holds <value> (a scalar in its text form, or one choice of a multi-select); any other name is refused',
+    }),
+  )
+  .superRefine((query: Record<string, unknown>, ctx) => {
+    for (const name of Object.keys(query))
+      if (!(name in listDevicesFields) && !customFieldParam.test(name))
+        ctx.addIssue({ code: 'custom', path: [name], message: `Unknown query parameter ${name}` });
+  });
 
 export const enrollmentKey = z
   .object({
@@ -167,6 +183,10 @@ export const enroll = z.object({
   enrollmentKey: z.string().min(1).max(255),
   enrollmentSecret: z.string().max(1024).optional(),
   hostname: z.string().trim().min(1).max(255),
+  serialNumber: z.string().max(255).optional().meta({
+    description:
+      'The machine serial number; placeholders ("To be filled by O.E.M.", "Default string", "0" …) are not stored',
+  }),
   osType: z.string().trim().min(1).max(50).optional(),
   osVersion: z.string().trim().min(1).max(255).optional(),
   agentVersion: z.string().trim().min(1).max(50).optional(),

@@ -1,6 +1,7 @@
 import type { AgentStatus } from '../agents/schemas.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { customFieldFilterSql } from '../custom-fields/store.ts';
 import { type Db, one } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
@@ -33,6 +34,7 @@ export type DeviceRow = {
   agentId: string | null;
   hostname: string;
   displayName: string | null;
+  serialNumber: string | null;
   osType: string | null;
   osVersion: string | null;
   agentVersion: string | null;
@@ -60,7 +62,7 @@ const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS 
 const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
 /** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
 export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
-  d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
+  d.serial_number AS "serialNumber", d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
   d.last_ip AS "lastIp", d.agent_status AS "agentStatus", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
 const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
 
@@ -263,6 +265,7 @@ export function insertDevice(
     orgId: string;
     siteId: string;
     hostname: string;
+    serialNumber?: string | null;
     osType?: string;
     osVersion?: string;
     agentVersion?: string;
@@ -270,10 +273,11 @@ export function insertDevice(
 ) {
   return one<{ id: string }>(
     db,
-    `INSERT INTO devices (org_id, site_id, hostname, os_type, os_version, agent_version, last_seen_at)
-     VALUES (:orgId::uuid, :siteId::uuid, :hostname::text, :osType::text, :osVersion::text, :agentVersion::text, now())
+    `INSERT INTO devices (org_id, site_id, hostname, serial_number, os_type, os_version, agent_version, last_seen_at)
+     VALUES (:orgId::uuid, :siteId::uuid, :hostname::text, :serialNumber::text, :osType::text, :osVersion::text,
+             :agentVersion::text, now())
      RETURNING id`,
-    { osType: null, osVersion: null, agentVersion: null, ...device },
+    { serialNumber: null, osType: null, osVersion: null, agentVersion: null, ...device },
   );
 }
 
@@ -291,19 +295,22 @@ export function findDevice(db: Db, principal: Principal, id: string) {
 export function selectDevices(
   db: Db,
   principal: Principal,
-  filter: { orgId?: string; siteId?: string; search?: string },
+  filter: { orgId?: string; siteId?: string; search?: string; customFields?: Record<string, string> },
   page: Page,
 ) {
+  const customFields = customFieldFilterSql(filter.customFields ?? {});
   return selectPage<DeviceRow>(
     db,
     deviceColumns,
     `${deviceFrom} WHERE d.deleted_at IS NULL AND ${orgTenantSql('o')}
        AND (:orgId::uuid IS NULL OR d.org_id = :orgId::uuid)
        AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid)
-       AND (:search::text IS NULL OR d.hostname ILIKE :search::text OR d.display_name ILIKE :search::text)`,
+       AND (:search::text IS NULL OR d.hostname ILIKE :search::text OR d.display_name ILIKE :search::text)
+       ${customFields.sql}`,
     'd.hostname, d.id',
     {
       ...tenantParams(principal),
+      ...customFields.params,
       orgId: filter.orgId ?? null,
       siteId: filter.siteId ?? null,
       search: filter.search && likePattern(filter.search),

@@ -108,10 +108,13 @@ function knownFields(schema: z.ZodType, value: unknown): unknown {
  */
 function queryIssues(schema: z.ZodObject | undefined, rawQueryString: string): IssueDetail[] {
   const shape: Record<string, z.ZodType> = schema?.shape ?? {};
+  // A schema with a catchall takes a family of names beyond its shape (GET /devices: cf.<key>) and names the rest itself.
+  const catchall = schema?._zod.def.catchall;
+  const open = catchall !== undefined && catchall._zod.def.type !== 'never';
   const seen = new Map<string, number>();
   for (const [key] of new URLSearchParams(rawQueryString)) seen.set(key, (seen.get(key) ?? 0) + 1);
   return [...seen].flatMap(([key, count]): IssueDetail[] => {
-    if (!Object.hasOwn(shape, key))
+    if (!Object.hasOwn(shape, key) && !open)
       return [{ path: `query.${key}`, message: `Unknown query parameter ${key}`, code: 'unrecognized_keys' }];
     if (count > 1 && !listParams.has(shape[key]!))
       return [{ path: `query.${key}`, message: `Give ${key} once; it was given ${count} times`, code: 'repeated' }];

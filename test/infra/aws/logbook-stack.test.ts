@@ -170,7 +170,7 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(11);
+    expect(apiFunctions.length).toBe(12);
     for (const [id] of apiFunctions) expect(secretsReadBy(id)).toEqual([appSecret]);
     expect(secretsReadBy(deployed.functionId('signs the audit anchors'))).toEqual([]);
   });

@@ -1,0 +1,304 @@
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { reportedSerial } from '../hierarchy/serial-number.ts';
+import { importPartner, importRecords, looseName } from './import-source.ts';
+import {
+  maxImportRows,
+  type ValueStatus,
+  type valuesImportReply,
+  type valuesImport as valuesImportSchema,
+} from './schemas.ts';
+import type { DefinitionRecord, ValueTarget } from './store.ts';
+import * as store from './store.ts';
+import { readValue, sameValue } from './value.ts';
+import { appliesTo, type ValueChange, valueChangeEvents } from './values.ts';
+
+type Input = z.output<typeof valuesImportSchema>;
+type Reply = z.output<typeof valuesImportReply>;
+type Row = Reply['rows'][number];
+type Role = NonNullable<Reply['columns'][string]>;
+type Device = ValueTarget & { serialNumber: string | null };
+
+/** Values written per transaction at commit: each chunk stands alone, so an interrupted commit keeps what it wrote. */
+const chunkValues = 1000;
+
+/** Headers that name a device column by themselves (case, spaces, - and _ ignored), as the presets' exports write them. */
+const deviceColumns: Record<string, Role> = {
+  hostname: 'hostname',
+  devicehostname: 'hostname',
+  devicename: 'hostname',
+  computername: 'hostname',
+  systemname: 'hostname',
+  serialnumber: 'serialNumber',
+  serial: 'serialNumber',
+  biosserialnumber: 'serialNumber',
+  deviceexternalid: 'deviceExternalId',
+  deviceuid: 'deviceExternalId',
+  deviceid: 'deviceExternalId',
+  computerid: 'deviceExternalId',
+};
+
+/** How each column is read: the caller's mapping, else a device column's name, a definition's key, name or externalId. */
+function columnRoles(header: string[], input: Input, definitions: DefinitionRecord[]): Reply['columns'] {
+  if (input.mapping) return Object.fromEntries(header.map((column) => [column, input.mapping![column] ?? null]));
+  return Object.fromEntries(
+    header.map((column) => {
+      const loose = looseName(column);
+      const device = deviceColumns[loose];
+      if (device) return [column, device];
+      const field =
+        definitions.find((d) => d.key === column) ??
+        definitions.find(
+          (d) => d.sourceSystem === input.sourceSystem && d.externalId?.toLowerCase() === column.toLowerCase(),
+        ) ??
+        definitions.find((d) => looseName(d.name) === loose);
+      return [column, field ? (`field:${field.key}` as Role) : null];
+    }),
+  );
+}
+
+const cellText = (cell: unknown) => (cell === null || cell === undefined ? '' : String(cell).trim());
+const digestOf = (row: Pick<Row, 'deviceId' | 'status' | 'fields'>) =>
+  createHash('sha256')
+    .update(
+      JSON.stringify([
+        row.deviceId,
+        row.status,
+        // A value already stored reads as set: a resumed commit finds its own earlier writes unchanged.
+        row.fields.map((f) => [f.key, f.status === 'unchanged' ? 'set' : f.status, f.value]),
+      ]),
+    )
+    .digest('hex')
+    .slice(0, 16);
+
+/**
+ * Derives every row of a values file against the stored devices, definitions and values (issue 16): the device
+ * by the other RMM's device id mapped by an earlier import, else its serial number, else its hostname (ignoring
+ * case, within the organization when the request names one); two devices matching is `ambiguous`, never a guess.
+ * Then each field: `no-definition`, `invalid` (with the reason), `unchanged` or `set`.
+ */
+async function deriveValues(db: Db, partnerId: string, orgId: string | undefined, input: Input) {
+  const { header, records, sha256 } = importRecords(input, maxImportRows);
+  const definitions = await store.selectPartnerDefinitions(db, partnerId);
+  const columns = columnRoles(header, input, definitions);
+  const [devices, mappings] = await Promise.all([
+    store.selectImportDevices(db, partnerId),
+    store.selectDeviceMappings(db, partnerId, input.sourceSystem),
+  ]);
+  const inScope = devices.filter((device) => !orgId || device.orgId === orgId);
+  const byId = new Map(inScope.map((device) => [device.id, device]));
+  const index = (key: (device: Device) => string | null) => {
+    const map = new Map<string, Device[]>();
+    for (const device of inScope) {
+      const k = key(device);
+      if (k) map.set(k, [...(map.get(k) ?? []), device]);
+    }
+    return map;
+  };
+  const bySerial = index((device) => device.serialNumber?.toLowerCase() ?? null);
+  const byHostname = index((device) => device.hostname.toLowerCase());
+  const mapped = new Map(mappings.map((m) => [m.externalId, m.deviceId]));
+  const columnOf = (role: Role) => Object.entries(columns).find(([, r]) => r === role)?.[0];
+  const [hostColumn, serialColumn, idColumn] = [
+    columnOf('hostname'),
+    columnOf('serialNumber'),
+    columnOf('deviceExternalId'),
+  ];
+  const fieldColumns = Object.entries(columns).flatMap(([column, role]) =>
+    role?.startsWith('field:') ? [{ column, key: role.slice('field:'.length) }] : [],
+  );
+
+  const resolve = (record: Record<string, unknown>) => {
+    const externalId = idColumn ? cellText(record[idColumn]) : '';
+    const mappedDevice = externalId ? byId.get(mapped.get(externalId) ?? '') : undefined;
+    if (mappedDevice) return { device: mappedDevice, by: 'deviceExternalId' as const, externalId };
+    const serial = serialColumn ? reportedSerial(cellText(record[serialColumn])) : null;
+    const serialMatches = serial ? (bySerial.get(serial.toLowerCase()) ?? []) : [];
+    if (serialMatches.length > 1) return { ambiguous: `${serialMatches.length} devices have serial number ${serial}` };
+    if (serialMatches.length === 1) return { device: serialMatches[0]!, by: 'serialNumber' as const, externalId };
+    const hostname = hostColumn ? cellText(record[hostColumn]) : '';
+    const hostMatches = hostname ? (byHostname.get(hostname.toLowerCase()) ?? []) : [];
+    if (hostMatches.length > 1) return { ambiguous: `${hostMatches.length} devices are named ${hostname}` };
+    if (hostMatches.length === 1) return { device: hostMatches[0]!, by: 'hostname' as const, externalId };
+    return {
+      missing: `No enrolled device matches ${[externalId && `id ${externalId}`, serial && `serial ${serial}`, hostname && `hostname ${hostname}`].filter(Boolean).join(', ') || 'this row (no device column)'}`,
+    };
+  };
+
+  const resolved = records.map(resolve);
+  const deviceIds = [...new Set(resolved.flatMap((r) => ('device' in r && r.device ? [r.device.id] : [])))];
+  const stored = new Map(
+    (deviceIds.length ? await store.selectDeviceValues(db, deviceIds) : []).map((v) => [
+      `${v.deviceId}:${v.fieldId}`,
+      v.value,
+    ]),
+  );
+  const seen = new Set<string>();
+  const rows: (Row & { device?: Device; externalId?: string; writes: ValueChange[] })[] = resolved.map((r, row) => {
+    if (!('device' in r) || !r.device) {
+      const status = 'ambiguous' in r ? ('ambiguous' as const) : ('no-device' as const);
+      const base = {
+        row,
+        deviceId: null,
+        resolvedBy: null,
+        status,
+        reason: r.ambiguous ?? r.missing,
+        fields: [],
+        writes: [],
+      };
+      return { ...base, digest: digestOf(base) };
+    }
+    const device = r.device;
+    const writes: ValueChange[] = [];
+    const fields = fieldColumns.flatMap(({ column, key }): Row['fields'] => {
+      const cell = records[row]![column];
+      const field = definitions.find((d) => d.key === key && (d.orgId === null || d.orgId === device.orgId));
+      if (!field)
+        return [
+          { column, key, status: 'no-definition', value: null, reason: `No custom field ${key} for this device` },
+        ];
+      const read = readValue(field, cell);
+      if ('blank' in read) return [];
+      const fail = (reason: string) => [{ column, key, status: 'invalid' as ValueStatus, value: null, reason }];
+      if (read.value === undefined) return fail(read.reason);
+      const notApplicable = appliesTo(field, device);
+      if (notApplicable) return fail(notApplicable);
+      const slot = `${device.id}:${field.id}`;
+      if (seen.has(slot)) return fail('An earlier row of the file sets this field of this device');
+      seen.add(slot);
+      const before = stored.get(slot) ?? null;
+      if (sameValue(before, read.value)) return [{ column, key, status: 'unchanged', value: read.value }];
+      writes.push({ device, field, before, after: read.value });
+      return [{ column, key, status: 'set', value: read.value }];
+    });
+    const base = { row, deviceId: device.id, resolvedBy: r.by, status: 'resolved' as const, fields };
+    return { ...base, digest: digestOf(base), device, externalId: r.externalId || undefined, writes };
+  });
+  return { columns, rows, sha256 };
+}
+
+function summarize(rows: Row[]) {
+  const summary: Reply['summary'] = {
+    set: 0,
+    unchanged: 0,
+    invalid: 0,
+    'no-device': 0,
+    ambiguous: 0,
+    'no-definition': 0,
+    refused: 0,
+  };
+  const count = (status: keyof Reply['summary']) => {
+    summary[status] += 1;
+  };
+  for (const row of rows) {
+    if (row.status !== 'resolved') count(row.status);
+    for (const field of row.fields) count(field.status);
+  }
+  return summary;
+}
+
+const reply = (
+  committed: boolean,
+  input: Input,
+  derived: { columns: Reply['columns']; sha256: string },
+  rows: Row[],
+) => ({
+  committed,
+  sourceSystem: input.sourceSystem,
+  sha256: derived.sha256,
+  columns: derived.columns,
+  summary: summarize(rows),
+  rows: rows.map(({ row, deviceId, resolvedBy, status, reason, digest, fields }) => ({
+    row,
+    deviceId,
+    resolvedBy,
+    status,
+    ...(reason === undefined ? {} : { reason }),
+    digest,
+    fields,
+  })),
+});
+
+/** POST /custom-fields/import/values/preview: every row and field derived, nothing stored. */
+export async function previewValuesImport(db: Db, principal: Principal, input: Input) {
+  const { partnerId, orgId } = await importPartner(db, principal, input, true);
+  const derived = await deriveValues(db, partnerId, orgId, input);
+  return reply(false, input, derived, derived.rows);
+}
+
+/**
+ * POST /custom-fields/import/values: re-derives every row and applies only `set` fields, in transactions of
+ * 1,000 values, each audited as it commits (per device: one device.update row with its fields before and after),
+ * so an interrupted commit repeated ends in the same state and a second run finds every field `unchanged`. A row
+ * whose digest differs from the one echoed from preview (`expected`) is refused whole. The other RMM's device id
+ * of every resolved row is kept for the next import. One summary row per organization touched closes the pass.
+ */
+export async function commitValuesImport(db: Db, principal: Principal, input: Input, audit: AuditContext) {
+  const { partnerId, orgId } = await importPartner(db, principal, input, true);
+  const derived = await deriveValues(db, partnerId, orgId, input);
+  const expected = new Map(input.expected?.map((e) => [e.row, e.digest]));
+  const rows = derived.rows.map((row) => {
+    const digest = expected.get(row.row);
+    if (digest === undefined || digest === row.digest) return row;
+    return {
+      ...row,
+      status: 'refused' as const,
+      reason: 'Changed since preview; preview again',
+      fields: [],
+      writes: [],
+    };
+  });
+  const writes = rows.flatMap((row) => row.writes);
+  for (let start = 0; start < writes.length; start += chunkValues) {
+    const chunk = writes.slice(start, start + chunkValues);
+    const written = await db.transaction((tx) =>
+      store.upsertValues(
+        tx,
+        chunk.map((w) => ({ deviceId: w.device.id, fieldId: w.field.id, value: w.after! })),
+      ),
+    );
+    const before = new Map(written.map((w) => [`${w.deviceId}:${w.fieldId}`, w.before]));
+    writeRouteAudits(
+      audit,
+      valueChangeEvents(
+        chunk
+          .filter((w) => before.has(`${w.device.id}:${w.field.id}`))
+          .map((w) => ({ ...w, before: before.get(`${w.device.id}:${w.field.id}`) ?? null })),
+      ),
+    );
+  }
+  const mappings = rows.flatMap((row) =>
+    row.device && row.externalId && row.status === 'resolved'
+      ? [{ externalId: row.externalId, deviceId: row.device.id }]
+      : [],
+  );
+  if (mappings.length > 0)
+    await db.transaction((tx) => store.upsertDeviceMappings(tx, partnerId, input.sourceSystem, mappings));
+  const result = reply(true, input, derived, rows);
+  const orgs = [...new Set(rows.flatMap((row) => (row.device ? [row.device.orgId] : [])).concat(orgId ? [orgId] : []))];
+  writeRouteAudits(
+    audit,
+    orgs.map((org) => {
+      const own = rows.filter((row) => row.device?.orgId === org);
+      return {
+        orgId: org,
+        action: 'custom_field.import.values',
+        resourceType: 'organization',
+        resourceId: org,
+        details: {
+          sourceSystem: input.sourceSystem,
+          fileName: input.fileName ?? null,
+          sha256: derived.sha256,
+          rows: rows.length,
+          rowsOfOrganization: own.length,
+          summary: summarize(own),
+          summaryOfFile: result.summary,
+        },
+      };
+    }),
+  );
+  return result;
+}

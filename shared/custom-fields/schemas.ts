@@ -1,0 +1,291 @@
+import { z } from 'zod';
+import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
+import { device } from '../hierarchy/schemas.ts';
+
+/** The value types of a custom field (issue 16): text up to 10,000 characters, and what an MSP's fields hold. */
+export const fieldTypes = ['text', 'number', 'boolean', 'date', 'dropdown', 'multi-select', 'url'] as const;
+export type FieldType = (typeof fieldTypes)[number];
+export const fieldScopes = ['device'] as const;
+export const maxTextLength = 10_000;
+export const maxUrlLength = 2048;
+
+export const fieldKey = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]*$/, 'A key starts with a lowercase letter and holds lowercase letters, digits and _')
+  .max(64);
+
+/** A stored value: a string (text, date, dropdown, url), a number, a boolean, or the choices of a multi-select. */
+export const fieldValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]);
+export type FieldValue = z.infer<typeof fieldValue>;
+
+const choice = z.string().trim().min(1).max(255);
+const definitionFields = {
+  name: z.string().trim().min(1).max(100),
+  choices: z
+    .array(choice)
+    .min(1)
+    .max(500)
+    .refine((choices) => new Set(choices).size === choices.length, 'Each choice at most once')
+    .meta({ description: 'The allowed values of a dropdown or multi-select' }),
+  min: z.number().meta({ description: 'Smallest allowed number (number fields)' }),
+  max: z.number().meta({ description: 'Largest allowed number (number fields)' }),
+  required: z
+    .boolean()
+    .meta({ description: "A device's value cannot be cleared, and an import cannot leave it blank" }),
+  defaultValue: fieldValue.meta({ description: 'Shown in customFields of a device without a stored value' }),
+  description: z.string().trim().max(2000),
+  osTypes: z
+    .array(z.string().trim().min(1).max(50))
+    .min(1)
+    .max(20)
+    .meta({ description: 'The device osType values the field applies to; without it, every device' }),
+  scriptWritable: z
+    .boolean()
+    .meta({ description: 'Scripts on the device may set it through PUT /agents/{id}/custom-fields/{key}' }),
+  sourceSystem: z.string().trim().min(1).max(100),
+  externalId: z.string().trim().min(1).max(255),
+};
+
+export const createDefinition = z
+  .object({
+    orgId: z.uuid().optional().meta({ description: 'The owning organization; without it the field is partner-wide' }),
+    partnerId: z
+      .uuid()
+      .optional()
+      .meta({ description: 'Platform administrators name the partner of a partner-wide field' }),
+    key: fieldKey,
+    type: z.enum(fieldTypes),
+    scope: z.enum(fieldScopes).default('device'),
+    name: definitionFields.name,
+    choices: definitionFields.choices.optional(),
+    min: definitionFields.min.optional(),
+    max: definitionFields.max.optional(),
+    required: definitionFields.required.default(false),
+    defaultValue: definitionFields.defaultValue.optional(),
+    description: definitionFields.description.optional(),
+    osTypes: definitionFields.osTypes.optional(),
+    scriptWritable: definitionFields.scriptWritable.default(false),
+    sourceSystem: definitionFields.sourceSystem.optional(),
+    externalId: definitionFields.externalId.optional(),
+  })
+  .strict();
+
+export const updateDefinition = z
+  .object({
+    name: definitionFields.name.optional(),
+    type: z.enum(fieldTypes).optional().meta({ description: 'Refused with 409 while the field has values' }),
+    choices: definitionFields.choices.nullable().optional(),
+    min: definitionFields.min.nullable().optional(),
+    max: definitionFields.max.nullable().optional(),
+    required: definitionFields.required.optional(),
+    defaultValue: definitionFields.defaultValue.nullable().optional(),
+    description: definitionFields.description.nullable().optional(),
+    osTypes: definitionFields.osTypes.nullable().optional(),
+    scriptWritable: definitionFields.scriptWritable.optional(),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+
+export const definition = z
+  .object({
+    id: z.uuid(),
+    partnerId: z.uuid(),
+    orgId: z
+      .uuid()
+      .nullable()
+      .meta({ description: 'null: partner-wide, visible to every organization of the partner' }),
+    scope: z.enum(fieldScopes),
+    key: z.string(),
+    name: z.string(),
+    type: z.enum(fieldTypes),
+    choices: z.array(z.string()).nullable(),
+    min: z.number().nullable(),
+    max: z.number().nullable(),
+    required: z.boolean(),
+    defaultValue: fieldValue.nullable(),
+    description: z.string().nullable(),
+    osTypes: z.array(z.string()).nullable(),
+    scriptWritable: z.boolean(),
+    sourceSystem: z.string().nullable(),
+    externalId: z.string().nullable(),
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
+  })
+  .strict()
+  .meta({ id: 'CustomFieldDefinition' });
+
+export const definitionPage = pageOf(definition);
+export const listDefinitionsQuery = z.object({
+  ...pageQuery({ defaultLimit: 100, maxLimit: 500 }),
+  orgId: z
+    .uuid()
+    .optional()
+    .meta({ description: "The definitions an organization's devices see: its own and its partner's" }),
+  key: fieldKey.optional(),
+});
+export const fieldParams = z.object({ fieldId: z.uuid() });
+export const deleteDefinitionQuery = z.object({
+  force: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((force) => force === 'true')
+    .meta({ description: 'Required (true) when values exist: they are deleted with the definition' }),
+});
+
+export const deviceFieldParams = z.object({ id: z.uuid(), key: fieldKey });
+export const putValue = z.object({ value: fieldValue }).strict();
+export const deviceFieldValue = z
+  .object({ deviceId: z.uuid(), fieldId: z.uuid(), key: z.string(), type: z.enum(fieldTypes), value: fieldValue })
+  .strict()
+  .meta({ id: 'CustomFieldValue' });
+
+/** GET /devices/{id}: the device with its custom fields (issue 16). */
+export const deviceDetail = device
+  .extend({
+    customFields: z
+      .record(z.string(), fieldValue)
+      .meta({ description: 'key → value of every field with a value (or a default) on the device' }),
+    customFieldDetails: z.array(
+      z
+        .object({
+          key: z.string(),
+          fieldId: z.uuid(),
+          type: z.enum(fieldTypes),
+          value: fieldValue,
+          source: z
+            .enum(['value', 'default'])
+            .meta({ description: "default: no value stored, the field's defaultValue" }),
+        })
+        .strict(),
+    ),
+  })
+  .meta({ id: 'DeviceDetail' });
+export const agentFieldParams = z.object({
+  id: z.uuid().meta({ description: 'The agent id (enrollment reply agentId); only the agent itself may use it' }),
+  key: fieldKey,
+});
+
+/** The other RMMs whose exports the import wizard reads (docs/custom-fields.md "What the exports look like"). */
+export const sourceSystems = ['datto-rmm', 'ninjaone', 'connectwise-automate', 'generic'] as const;
+export const maxImportRows = 10_000;
+
+const importInput = {
+  sourceSystem: z.enum(sourceSystems),
+  rows: z
+    .array(z.record(z.string(), z.unknown()))
+    .min(1)
+    .max(maxImportRows)
+    .optional()
+    .meta({ description: 'JSON rows, one per field (definitions) or per device (values)' }),
+  csv: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: `RFC 4180 CSV with a header row; up to ${maxImportRows.toLocaleString('en')} data rows` }),
+  fileName: z.string().trim().min(1).max(255).optional().meta({ description: 'Named in the summary audit row' }),
+};
+const oneSource = (body: { rows?: unknown; csv?: unknown }) => (body.rows === undefined) !== (body.csv === undefined);
+const oneSourceMessage = { message: 'Give either rows or csv', path: ['rows'] };
+
+export const definitionsImport = z
+  .object({
+    ...importInput,
+    partnerId: z.uuid().optional().meta({ description: 'Platform administrators name the partner' }),
+    expected: z
+      .array(z.object({ row: z.number().int().min(0), status: z.string() }).strict())
+      .max(maxImportRows)
+      .optional()
+      .meta({ description: "Commit: each row's status at preview; a row whose status changed since is refused" }),
+  })
+  .strict()
+  .refine(oneSource, oneSourceMessage);
+
+export const definitionStatuses = ['create', 'update', 'unchanged', 'conflict', 'invalid'] as const;
+export const definitionsImportReply = z
+  .object({
+    committed: z.boolean(),
+    sourceSystem: z.enum(sourceSystems),
+    sha256: z.string(),
+    summary: z.record(z.enum([...definitionStatuses, 'refused']), z.number().int()),
+    rows: z.array(
+      z
+        .object({
+          row: z.number().int(),
+          externalId: z.string().nullable(),
+          name: z.string().nullable(),
+          key: z.string().nullable().meta({ description: 'The proposed key' }),
+          type: z.enum(fieldTypes).nullable().meta({ description: 'The proposed type' }),
+          choices: z.array(z.string()).nullable(),
+          status: z.enum(definitionStatuses),
+          outcome: z.enum(['created', 'updated', 'unchanged', 'refused']).nullable(),
+          reason: z.string().optional(),
+          fieldId: z.uuid().optional().meta({ description: 'The definition created, updated or collided with' }),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+
+export const valueStatuses = ['set', 'unchanged', 'invalid', 'no-device', 'ambiguous', 'no-definition'] as const;
+export type ValueStatus = (typeof valueStatuses)[number];
+const columnRole = z.union([
+  z.enum(['hostname', 'serialNumber', 'deviceExternalId']),
+  z.string().regex(/^field:[a-z][a-z0-9_]*$/, 'field:<key>'),
+]);
+
+export const valuesImport = z
+  .object({
+    ...importInput,
+    orgId: z.uuid().optional().meta({ description: 'Resolve hostnames within this organization only' }),
+    partnerId: z.uuid().optional().meta({ description: 'Platform administrators name the partner' }),
+    mapping: z.record(z.string().min(1).max(255), columnRole).optional().meta({
+      description:
+        'column → hostname | serialNumber | deviceExternalId | field:<key>; without it, headers with those names or a definition key (or its name, or its externalId) map themselves',
+    }),
+    expected: z
+      .array(z.object({ row: z.number().int().min(0), digest: z.string().max(64) }).strict())
+      .max(maxImportRows)
+      .optional()
+      .meta({ description: "Commit: each row's digest at preview; a row whose derivation changed since is refused" }),
+  })
+  .strict()
+  .refine(oneSource, oneSourceMessage);
+
+export const valuesImportReply = z
+  .object({
+    committed: z.boolean(),
+    sourceSystem: z.enum(sourceSystems),
+    sha256: z.string(),
+    columns: z
+      .record(z.string(), columnRole.nullable())
+      .meta({ description: 'How each column was read (null: ignored)' }),
+    summary: z.record(z.enum([...valueStatuses, 'refused']), z.number().int()).meta({
+      description:
+        'Counts of fields by status (no-device and ambiguous count the row once); refused: rows changed since preview',
+    }),
+    rows: z.array(
+      z
+        .object({
+          row: z.number().int(),
+          deviceId: z.uuid().nullable(),
+          resolvedBy: z.enum(['deviceExternalId', 'serialNumber', 'hostname']).nullable(),
+          status: z.enum(['resolved', 'no-device', 'ambiguous', 'refused']),
+          reason: z.string().optional(),
+          digest: z.string().meta({ description: 'Echo it at commit (expected) to refuse the row if it changed' }),
+          fields: z.array(
+            z
+              .object({
+                column: z.string(),
+                key: z.string(),
+                status: z.enum(valueStatuses),
+                value: fieldValue.nullable(),
+                reason: z.string().optional(),
+              })
+              .strict(),
+          ),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
