@@ -15,6 +15,7 @@ import {
   type Bundle,
   type ImportBundle,
   type PreviewBundle,
+  type PreviewStatus,
   type ScriptDefinition,
   scriptDefinition,
 } from './schemas.ts';
@@ -62,7 +63,8 @@ async function readBundle(db: Db, library: Library, bundle: Bundle): Promise<Ent
   return entries;
 }
 
-const statusOf = (entry: Entry) => (!entry.definition ? 'invalid' : entry.existing ? 'name-conflict' : 'new');
+const statusOf = (entry: Entry): PreviewStatus =>
+  !entry.definition ? 'invalid' : entry.existing ? 'name-conflict' : 'new';
 
 /** POST /scripts/bundle/preview (issue 17): each script `new`, `name-conflict` or `invalid` with its reasons; nothing stored. */
 export async function previewBundle(db: Db, principal: Principal, input: PreviewBundle) {
@@ -75,7 +77,7 @@ export async function previewBundle(db: Db, principal: Principal, input: Preview
     existingScriptId: e.existing?.id ?? null,
     errors: e.errors,
   }));
-  const count = (status: string) => scripts.filter((s) => s.status === status).length;
+  const count = (status: PreviewStatus) => scripts.filter((s) => s.status === status).length;
   return {
     bundleVersion: 1 as const,
     scripts,

@@ -3,6 +3,7 @@ import { optionalParam } from '../agents/schemas.ts';
 import { severities } from '../alerts/schemas.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 
 /** Limits of a script (issue 17), README "Scripts". */
 export const scriptLimits = {
@@ -180,8 +181,8 @@ const summaryFields = {
   category: z.string().nullable(),
   tags: z.array(z.string()),
   version: z.number().int(),
-  createdAt: timestamp,
-  updatedAt: timestamp,
+  createdAt: timestampReply,
+  updatedAt: timestampReply,
 };
 export const scriptSummary = z.object(summaryFields).strict().meta({ id: 'ScriptSummary' });
 export const script = z
@@ -197,7 +198,7 @@ export const scriptVersion = z
     content: z.string(),
     parameters: z.array(scriptParameter),
     createdBy: z.uuid().nullable(),
-    createdAt: timestamp,
+    createdAt: timestampReply,
   })
   .strict()
   .meta({ id: 'ScriptVersion' });
@@ -278,9 +279,14 @@ export const scriptRun = z
       .meta({ description: "Names of the script's secret parameters: their values are never stored" }),
     timeoutSeconds: z.number().int(),
     startedBy: z
-      .object({ actorType: z.string(), id: z.string(), email: z.string().nullable(), name: z.string().nullable() })
+      .object({
+        actorType: z.enum(['user', 'api_key']),
+        id: z.string(),
+        email: z.string().nullable(),
+        name: z.string().nullable(),
+      })
       .strict(),
-    createdAt: timestamp,
+    createdAt: timestampReply,
     deviceCount: z.number().int(),
     counts: counts.meta({ description: 'Items by status' }),
     done: z.boolean().meta({ description: 'Every item reached a final status' }),
@@ -296,10 +302,10 @@ export const runItem = z
     orgId: z.uuid(),
     hostname: z.string(),
     status: z.enum(runItemStatuses),
-    expiresAt: timestamp.meta({ description: 'A pending item expires then' }),
-    sentAt: timestamp.nullable(),
-    startedAt: timestamp.nullable(),
-    finishedAt: timestamp.nullable(),
+    expiresAt: timestampReply.meta({ description: 'A pending item expires then' }),
+    sentAt: timestampReply.nullable(),
+    startedAt: timestampReply.nullable(),
+    finishedAt: timestampReply.nullable(),
     exitCode: z.number().int().nullable(),
     durationMs: z.number().int().nullable(),
     stdout: z.string().nullable(),
@@ -322,6 +328,8 @@ export type RunItemsQuery = z.output<typeof runItemsQuery>;
 export const bundleLimits = { scripts: 200, bytes: 20 * 1024 * 1024 } as const;
 export const importModes = ['skip', 'rename', 'new-version'] as const;
 export type ImportMode = (typeof importModes)[number];
+export const previewStatuses = ['new', 'name-conflict', 'invalid'] as const;
+export type PreviewStatus = (typeof previewStatuses)[number];
 
 /** The envelope is checked strictly; each script is checked on its own, so one bad entry is reported, not fatal. */
 export const bundle = z
@@ -371,7 +379,7 @@ const previewEntry = z
   .object({
     index: z.number().int(),
     name: z.string().nullable(),
-    status: z.enum(['new', 'name-conflict', 'invalid']),
+    status: z.enum(previewStatuses),
     existingScriptId: z.uuid().nullable(),
     errors: z.array(z.object({ path: z.string(), message: z.string() }).strict()),
   })
