@@ -1,8 +1,9 @@
+import type { Role } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import type { RunItemStatus, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
+import type { MappedSeverity, RunItemStatus, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
 
 export type ScriptRow = {
   id: string;
@@ -272,7 +273,7 @@ export type RunActor = {
   id: string;
   email: string | null;
   name: string | null;
-  role: string;
+  role: Role;
 };
 
 /** A run and one pending item per device, expiring after `pendingHours`; secret values kept apart until delivered. */
@@ -501,7 +502,7 @@ export type FinishedItem = {
   scriptId: string;
   scriptName: string;
   scriptVersion: number;
-  mapping: Record<string, string> | null;
+  mapping: Record<string, MappedSeverity> | null;
   parameters: Record<string, unknown>;
   startedBy: RunActor;
 };
