@@ -14,6 +14,7 @@ import {
 import {
   type Bundle,
   type ImportBundle,
+  type ImportResult,
   type PreviewBundle,
   type PreviewStatus,
   type ScriptDefinition,
@@ -104,7 +105,7 @@ export async function importBundle(db: Db, principal: Principal, input: ImportBu
       scripts.push({ ...base, result: 'changed-since-preview' as const });
     else scripts.push({ ...base, ...(await applyEntry(db, principal, library, entry, input, audit)) });
   }
-  const summary: Record<string, number> = {};
+  const summary: Partial<Record<ImportResult, number>> = {};
   for (const s of scripts) summary[s.result] = (summary[s.result] ?? 0) + 1;
   const event = {
     action: 'script.import',

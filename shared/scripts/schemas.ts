@@ -330,6 +330,16 @@ export const importModes = ['skip', 'rename', 'new-version'] as const;
 export type ImportMode = (typeof importModes)[number];
 export const previewStatuses = ['new', 'name-conflict', 'invalid'] as const;
 export type PreviewStatus = (typeof previewStatuses)[number];
+export const importResults = [
+  'created',
+  'renamed',
+  'new-version',
+  'unchanged',
+  'skipped',
+  'invalid',
+  'changed-since-preview',
+] as const;
+export type ImportResult = (typeof importResults)[number];
 
 /** The envelope is checked strictly; each script is checked on its own, so one bad entry is reported, not fatal. */
 export const bundle = z
@@ -406,22 +416,16 @@ export const bundleImportResult = z
         .object({
           index: z.number().int(),
           name: z.string().nullable(),
-          result: z.enum([
-            'created',
-            'renamed',
-            'new-version',
-            'unchanged',
-            'skipped',
-            'invalid',
-            'changed-since-preview',
-          ]),
+          result: z.enum(importResults),
           scriptId: z.uuid().nullable(),
           version: z.number().int().nullable(),
           errors: z.array(z.object({ path: z.string(), message: z.string() }).strict()),
         })
         .strict(),
     ),
-    summary: z.record(z.string(), z.number().int()),
+    summary: z
+      .partialRecord(z.enum(importResults), z.number().int())
+      .meta({ description: 'Scripts by result; a result no script had is left out' }),
   })
   .strict()
   .meta({ id: 'ScriptBundleImport' });
