@@ -12,7 +12,8 @@ export type DeliveryEvent = (typeof deliveryEvents)[number];
 
 /** A time kept inside a jsonb value: text as PostgreSQL writes it (+00:00), never a Date. */
 const jsonbTimestamp = z.iso.datetime({ offset: true });
-const actor = z
+/** Who acted on an alert or started a script run: the principal as it was then (users and API keys act). */
+export const actorReply = z
   .object({
     actorType: z.enum(['user', 'api_key']),
     id: z.string(),
@@ -40,9 +41,9 @@ export const alert = z
     occurrences: z.number().int().meta({ description: 'Repeats of the same failure while the alert was unresolved' }),
     lastOccurredAt: timestampReply,
     acknowledgedAt: timestampReply.nullable(),
-    acknowledgedBy: actor.nullable(),
+    acknowledgedBy: actorReply.nullable(),
     resolvedAt: timestampReply.nullable(),
-    resolvedBy: actor.nullable(),
+    resolvedBy: actorReply.nullable(),
     binding: z
       .object({
         target: z.enum(['tickets', 'psa', 'none']),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { optionalParam } from '../agents/schemas.ts';
-import { severities } from '../alerts/schemas.ts';
+import { actorReply, severities } from '../alerts/schemas.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
@@ -278,14 +278,7 @@ export const scriptRun = z
       .array(z.string())
       .meta({ description: "Names of the script's secret parameters: their values are never stored" }),
     timeoutSeconds: z.number().int(),
-    startedBy: z
-      .object({
-        actorType: z.enum(['user', 'api_key']),
-        id: z.string(),
-        email: z.string().nullable(),
-        name: z.string().nullable(),
-      })
-      .strict(),
+    startedBy: actorReply,
     createdAt: timestampReply,
     deviceCount: z.number().int(),
     counts: counts.meta({ description: 'Items by status' }),
