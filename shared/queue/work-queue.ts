@@ -22,12 +22,6 @@ type Sdk = typeof import('@aws-sdk/client-sqs');
 let sdk: Promise<Sdk> | undefined;
 let client: SQSClient | undefined;
 
-/** Runs a job in this process (set by the local worker, shared/queue/jobs.ts). */
-let localRunner: ((job: Job) => Promise<void>) | undefined;
-export function runLocally(runner: (job: Job) => Promise<void>): void {
-  localRunner = runner;
-}
-
 /** Queues a job to run in `delaySeconds`; never throws (a job that cannot be queued is logged). */
 export async function enqueue(job: Job, delaySeconds = 0): Promise<void> {
   const queued: QueuedJob = { ...job, dueAt: Date.now() + delaySeconds * 1000 };
@@ -62,8 +56,8 @@ export async function send(job: QueuedJob): Promise<void> {
 
 async function runInProcess(job: Job): Promise<void> {
   try {
-    if (!localRunner) localRunner = (await import('./jobs.ts')).runJob;
-    await localRunner(job);
+    const { runJob } = await import('./jobs.ts');
+    await runJob(job);
   } catch (error) {
     logger.error('A background job failed', { kind: job.kind, error: String(error) });
   }

@@ -320,7 +320,6 @@ export type RunItemsQuery = z.output<typeof runItemsQuery>;
 /** Bundles (seed 1, issue 17): JSON, bundleVersion 1, up to 200 scripts and 20 MB. */
 export const bundleLimits = { scripts: 200, bytes: 20 * 1024 * 1024 } as const;
 export const importModes = ['skip', 'rename', 'new-version'] as const;
-export type ImportMode = (typeof importModes)[number];
 export const previewStatuses = ['new', 'name-conflict', 'invalid'] as const;
 export type PreviewStatus = (typeof previewStatuses)[number];
 export const importResults = [
