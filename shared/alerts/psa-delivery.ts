@@ -47,9 +47,9 @@ export async function queueAlertEvent(
       status: alert.status,
       occurrences: alert.occurrences,
       createdAt: alert.createdAt,
-      acknowledgedAt: alert.acknowledgedAt ?? null,
-      resolvedAt: alert.resolvedAt ?? null,
-      psaTicketId: (alert.binding as { psaTicketId?: string | null }).psaTicketId ?? null,
+      acknowledgedAt: alert.acknowledgedAt,
+      resolvedAt: alert.resolvedAt,
+      psaTicketId: alert.binding.psaTicketId,
     },
   });
   try {

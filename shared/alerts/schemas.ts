@@ -1,17 +1,26 @@
 import { z } from 'zod';
 import { queryInstant } from '../agents/schemas.ts';
 import { pageOf, pageQuery, paginationSchema } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 import { optionalParam } from '../request-values.ts';
 
 export const severities = ['low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof severities)[number];
 export const alertStatuses = ['open', 'acknowledged', 'resolved'] as const;
+export type AlertStatus = (typeof alertStatuses)[number];
 export const deliveryEvents = ['alert.created', 'alert.acknowledged', 'alert.resolved'] as const;
 export type DeliveryEvent = (typeof deliveryEvents)[number];
 
-const timestamp = z.iso.datetime({ offset: true });
-const actor = z
-  .object({ actorType: z.string(), id: z.string(), email: z.string().nullable(), name: z.string().nullable() })
+/** A time kept inside a jsonb value: text as PostgreSQL writes it (+00:00), never a Date. */
+const jsonbTimestamp = z.iso.datetime({ offset: true });
+/** Who acted on an alert or started a script run: the principal as it was then (users and API keys act). */
+export const actorReply = z
+  .object({
+    actorType: z.enum(['user', 'api_key']),
+    id: z.string(),
+    email: z.string().nullable(),
+    name: z.string().nullable(),
+  })
   .strict();
 
 export const alert = z
@@ -31,11 +40,11 @@ export const alert = z
     details: z.record(z.string(), z.unknown()),
     status: z.enum(alertStatuses),
     occurrences: z.number().int().meta({ description: 'Repeats of the same failure while the alert was unresolved' }),
-    lastOccurredAt: timestamp,
-    acknowledgedAt: timestamp.nullable(),
-    acknowledgedBy: actor.nullable(),
-    resolvedAt: timestamp.nullable(),
-    resolvedBy: actor.nullable(),
+    lastOccurredAt: timestampReply,
+    acknowledgedAt: timestampReply.nullable(),
+    acknowledgedBy: actorReply.nullable(),
+    resolvedAt: timestampReply.nullable(),
+    resolvedBy: actorReply.nullable(),
     binding: z
       .object({
         target: z.enum(['tickets', 'psa', 'none']),
@@ -44,7 +53,7 @@ export const alert = z
         psaTicketId: z.string().nullable().meta({ description: "The PSA's ticket id, when its answer carried one" }),
       })
       .strict(),
-    createdAt: timestamp,
+    createdAt: timestampReply,
   })
   .strict()
   .meta({ id: 'Alert' });
@@ -83,8 +92,8 @@ export const ticket = z
     title: z.string(),
     status: z.enum(['open', 'closed']),
     alertIds: z.array(z.uuid()),
-    createdAt: timestamp,
-    closedAt: timestamp.nullable(),
+    createdAt: timestampReply,
+    closedAt: timestampReply.nullable(),
   })
   .strict()
   .meta({ id: 'Ticket' });
@@ -143,8 +152,8 @@ export const integration = z
     name: z.string(),
     url: z.string(),
     severities: z.array(z.enum(severities)),
-    createdAt: timestamp,
-    updatedAt: timestamp,
+    createdAt: timestampReply,
+    updatedAt: timestampReply,
   })
   .strict()
   .meta({ id: 'PsaIntegration' });
@@ -160,21 +169,21 @@ export const delivery = z
     event: z.enum(deliveryEvents),
     status: z.enum(['pending', 'delivered', 'failed']),
     attempts: z.number().int(),
-    nextAttemptAt: timestamp.nullable(),
+    nextAttemptAt: timestampReply.nullable(),
     lastStatusCode: z.number().int().nullable(),
     lastError: z.string().nullable(),
     log: z.array(
       z
         .object({
-          at: timestamp,
+          at: jsonbTimestamp,
           statusCode: z.number().int().nullable(),
           error: z.string().nullable(),
           durationMs: z.number().int(),
         })
         .strict(),
     ),
-    deliveredAt: timestamp.nullable(),
-    createdAt: timestamp,
+    deliveredAt: timestampReply.nullable(),
+    createdAt: timestampReply,
   })
   .strict()
   .meta({ id: 'AlertDelivery' });

@@ -2,14 +2,15 @@ import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import type { CreateIntegration, DeliveryEvent, Severity, UpdateIntegration } from './schemas.ts';
+import type { AlertStatus, CreateIntegration, DeliveryEvent, Severity, UpdateIntegration } from './schemas.ts';
 
-export interface Actor {
-  actorType: string;
+/** Who acknowledged or resolved an alert: the principal's identity as it was then. */
+type Actor = {
+  actorType: 'user' | 'api_key';
   id: string;
   email: string | null;
   name: string | null;
-}
+};
 
 const alertColumns = `a.id, a.org_id AS "orgId", a.device_id AS "deviceId",
   jsonb_build_object('type', a.source_type, 'id', a.source_id, 'lastId', a.last_source_id) AS source,
@@ -21,7 +22,7 @@ const alertColumns = `a.id, a.org_id AS "orgId", a.device_id AS "deviceId",
                      'ticketId', a.ticket_id, 'integrationId', a.psa_integration_id, 'psaTicketId', a.psa_ticket_id) AS binding,
   a.created_at AS "createdAt"`;
 
-export interface AlertRow {
+export type AlertRow = {
   id: string;
   orgId: string;
   deviceId: string | null;
@@ -29,12 +30,21 @@ export interface AlertRow {
   severity: Severity;
   title: string;
   details: Record<string, unknown>;
-  status: 'open' | 'acknowledged' | 'resolved';
+  status: AlertStatus;
   occurrences: number;
-  binding: { target: 'tickets' | 'psa' | 'none'; ticketId: string | null; integrationId: string | null };
+  lastOccurredAt: Date;
+  acknowledgedAt: Date | null;
+  acknowledgedBy: Actor | null;
+  resolvedAt: Date | null;
+  resolvedBy: Actor | null;
+  binding: {
+    target: 'tickets' | 'psa' | 'none';
+    ticketId: string | null;
+    integrationId: string | null;
+    psaTicketId: string | null;
+  };
   createdAt: Date;
-  [column: string]: unknown;
-}
+};
 
 /**
  * Opens an alert, or, while one for the same failure (organization, device, source key) is unresolved, counts one
@@ -67,8 +77,8 @@ export async function upsertAlert(
      SELECT ${alertColumns}, a.partner_id AS "partnerId", a.created FROM a`,
     alert,
   );
-  const { created, partnerId, ...rest } = row!;
-  return { alert: rest as AlertRow, partnerId, created };
+  const { created, partnerId, ...alertRow } = row!;
+  return { alert: alertRow, partnerId, created };
 }
 
 /**
@@ -192,6 +202,16 @@ export async function setPsaTicketId(db: Db, alertId: string, psaTicketId: strin
 const ticketColumns = `t.id, t.org_id AS "orgId", t.number, t.title, t.status,
   coalesce((SELECT jsonb_agg(x.id ORDER BY x.created_at) FROM alerts x WHERE x.ticket_id = t.id), '[]') AS "alertIds",
   t.created_at AS "createdAt", t.closed_at AS "closedAt"`;
+type TicketRow = {
+  id: string;
+  orgId: string;
+  number: number;
+  title: string;
+  status: 'open' | 'closed';
+  alertIds: string[];
+  createdAt: Date;
+  closedAt: Date | null;
+};
 const reachableTicket = `EXISTS (SELECT 1 FROM organizations o WHERE o.id = t.org_id AND o.deleted_at IS NULL AND ${orgTenantSql('o')})`;
 
 /** A ticket numbered next for its partner (the counter row serializes concurrent tickets of one partner). */
@@ -219,14 +239,14 @@ export async function closeTicket(db: Db, id: string): Promise<{ number: number 
 }
 
 export function selectTicket(db: Db, principal: Principal, id: string) {
-  return one(db, `SELECT ${ticketColumns} FROM tickets t WHERE t.id = :id::uuid AND ${reachableTicket}`, {
+  return one<TicketRow>(db, `SELECT ${ticketColumns} FROM tickets t WHERE t.id = :id::uuid AND ${reachableTicket}`, {
     id,
     ...tenantParams(principal),
   });
 }
 
 export function selectTickets(db: Db, principal: Principal, filter: { orgId?: string; status?: string }, page: Page) {
-  return selectPage(
+  return selectPage<TicketRow>(
     db,
     ticketColumns,
     `tickets t WHERE ${reachableTicket}
@@ -281,14 +301,15 @@ const integrationColumns = `i.id, i.partner_id AS "partnerId", i.name, i.url, i.
   i.updated_at AS "updatedAt"`;
 const reachableIntegration = `i.deleted_at IS NULL AND (:tenantScope::text = 'platform' OR i.partner_id = :tenantPartnerId::uuid)`;
 
-export interface IntegrationRow {
+export type IntegrationRow = {
   id: string;
   partnerId: string;
   name: string;
   url: string;
   severities: Severity[];
-  [column: string]: unknown;
-}
+  createdAt: Date;
+  updatedAt: Date;
+};
 
 export async function insertIntegration(db: Db, partnerId: string, input: CreateIntegration) {
   const row = await one<IntegrationRow>(
@@ -416,8 +437,24 @@ export async function recordAttempt(
   );
 }
 
+/** A delivery; its log's times are text, as jsonb keeps them. */
+type DeliveryRow = {
+  id: string;
+  alertId: string;
+  integrationId: string;
+  event: DeliveryEvent;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  log: { at: string; statusCode: number | null; error: string | null; durationMs: number }[];
+  deliveredAt: Date | null;
+  createdAt: Date;
+};
+
 export function selectDeliveries(db: Db, alertId: string, page: Page) {
-  return selectPage(
+  return selectPage<DeliveryRow>(
     db,
     `d.id, d.alert_id AS "alertId", d.integration_id AS "integrationId", d.event, d.status, d.attempts,
      d.next_attempt_at AS "nextAttemptAt", d.last_status_code AS "lastStatusCode", d.last_error AS "lastError", d.log,

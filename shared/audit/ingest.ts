@@ -1,9 +1,9 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, requirePermission, tenantParams } from '../auth/tenancy.ts';
-import { type Db, } from '../db/db.ts';
+import type { Db } from '../db/db.ts';
 import { onceForKey, parseIdempotencyKey, requestHash } from '../db/idempotency.ts';
-import { DomainError, } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import type { ingestEvents, ingestReceipt } from './schemas.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
 import { toAuditRow } from './writer.ts';

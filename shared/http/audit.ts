@@ -1,7 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
-import { clientAddress, } from '../client-ip.ts';
+import { clientAddress } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
 import type { HttpContext } from './authenticate.ts';
 

@@ -14,7 +14,9 @@ import {
 import {
   type Bundle,
   type ImportBundle,
+  type ImportResult,
   type PreviewBundle,
+  type PreviewStatus,
   type ScriptDefinition,
   scriptDefinition,
 } from './schemas.ts';
@@ -62,7 +64,8 @@ async function readBundle(db: Db, library: Library, bundle: Bundle): Promise<Ent
   return entries;
 }
 
-const statusOf = (entry: Entry) => (!entry.definition ? 'invalid' : entry.existing ? 'name-conflict' : 'new');
+const statusOf = (entry: Entry): PreviewStatus =>
+  !entry.definition ? 'invalid' : entry.existing ? 'name-conflict' : 'new';
 
 /** POST /scripts/bundle/preview (issue 17): each script `new`, `name-conflict` or `invalid` with its reasons; nothing stored. */
 export async function previewBundle(db: Db, principal: Principal, input: PreviewBundle) {
@@ -75,7 +78,7 @@ export async function previewBundle(db: Db, principal: Principal, input: Preview
     existingScriptId: e.existing?.id ?? null,
     errors: e.errors,
   }));
-  const count = (status: string) => scripts.filter((s) => s.status === status).length;
+  const count = (status: PreviewStatus) => scripts.filter((s) => s.status === status).length;
   return {
     bundleVersion: 1 as const,
     scripts,
@@ -102,7 +105,7 @@ export async function importBundle(db: Db, principal: Principal, input: ImportBu
       scripts.push({ ...base, result: 'changed-since-preview' as const });
     else scripts.push({ ...base, ...(await applyEntry(db, principal, library, entry, input, audit)) });
   }
-  const summary: Record<string, number> = {};
+  const summary: Partial<Record<ImportResult, number>> = {};
   for (const s of scripts) summary[s.result] = (summary[s.result] ?? 0) + 1;
   const event = {
     action: 'script.import',

@@ -53,7 +53,7 @@ function runStarter(actor: RunActor): Principal {
     id: actor.id,
     email: actor.email,
     name: actor.name,
-    role: actor.role as Principal['role'],
+    role: actor.role,
     scope: 'organization',
     partnerId: null,
     orgId: null,
@@ -65,9 +65,7 @@ function runStarter(actor: RunActor): Principal {
  * The severity an exit code raises (issue 17): the script's mapping when it lists the code, else the default,
  * 0 nothing and any other code `medium`. A run item that failed or timed out has no exit code and raises nothing.
  */
-export function severityOf(mapping: Record<string, string> | null, exitCode: number | null): MappedSeverity {
+export function severityOf(mapping: Record<string, MappedSeverity> | null, exitCode: number | null): MappedSeverity {
   if (exitCode === null) return 'none';
-  const mapped = mapping?.[String(exitCode)];
-  if (mapped) return mapped as MappedSeverity;
-  return exitCode === 0 ? 'none' : 'medium';
+  return mapping?.[String(exitCode)] ?? (exitCode === 0 ? 'none' : 'medium');
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { severities } from '../alerts/schemas.ts';
+import { actorReply, severities } from '../alerts/schemas.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
+import { timestampReply } from '../db/timestamp.ts';
 import { optionalParam } from '../request-values.ts';
 
 /** Limits of a script (issue 17), README "Scripts". */
@@ -180,8 +181,8 @@ const summaryFields = {
   category: z.string().nullable(),
   tags: z.array(z.string()),
   version: z.number().int(),
-  createdAt: timestamp,
-  updatedAt: timestamp,
+  createdAt: timestampReply,
+  updatedAt: timestampReply,
 };
 export const scriptSummary = z.object(summaryFields).strict().meta({ id: 'ScriptSummary' });
 export const script = z
@@ -197,7 +198,7 @@ export const scriptVersion = z
     content: z.string(),
     parameters: z.array(scriptParameter),
     createdBy: z.uuid().nullable(),
-    createdAt: timestamp,
+    createdAt: timestampReply,
   })
   .strict()
   .meta({ id: 'ScriptVersion' });
@@ -277,10 +278,8 @@ export const scriptRun = z
       .array(z.string())
       .meta({ description: "Names of the script's secret parameters: their values are never stored" }),
     timeoutSeconds: z.number().int(),
-    startedBy: z
-      .object({ actorType: z.string(), id: z.string(), email: z.string().nullable(), name: z.string().nullable() })
-      .strict(),
-    createdAt: timestamp,
+    startedBy: actorReply,
+    createdAt: timestampReply,
     deviceCount: z.number().int(),
     counts: counts.meta({ description: 'Items by status' }),
     done: z.boolean().meta({ description: 'Every item reached a final status' }),
@@ -296,10 +295,10 @@ export const runItem = z
     orgId: z.uuid(),
     hostname: z.string(),
     status: z.enum(runItemStatuses),
-    expiresAt: timestamp.meta({ description: 'A pending item expires then' }),
-    sentAt: timestamp.nullable(),
-    startedAt: timestamp.nullable(),
-    finishedAt: timestamp.nullable(),
+    expiresAt: timestampReply.meta({ description: 'A pending item expires then' }),
+    sentAt: timestampReply.nullable(),
+    startedAt: timestampReply.nullable(),
+    finishedAt: timestampReply.nullable(),
     exitCode: z.number().int().nullable(),
     durationMs: z.number().int().nullable(),
     stdout: z.string().nullable(),
@@ -321,7 +320,18 @@ export type RunItemsQuery = z.output<typeof runItemsQuery>;
 /** Bundles (seed 1, issue 17): JSON, bundleVersion 1, up to 200 scripts and 20 MB. */
 export const bundleLimits = { scripts: 200, bytes: 20 * 1024 * 1024 } as const;
 export const importModes = ['skip', 'rename', 'new-version'] as const;
-export type ImportMode = (typeof importModes)[number];
+export const previewStatuses = ['new', 'name-conflict', 'invalid'] as const;
+export type PreviewStatus = (typeof previewStatuses)[number];
+export const importResults = [
+  'created',
+  'renamed',
+  'new-version',
+  'unchanged',
+  'skipped',
+  'invalid',
+  'changed-since-preview',
+] as const;
+export type ImportResult = (typeof importResults)[number];
 
 /** The envelope is checked strictly; each script is checked on its own, so one bad entry is reported, not fatal. */
 export const bundle = z
@@ -371,7 +381,7 @@ const previewEntry = z
   .object({
     index: z.number().int(),
     name: z.string().nullable(),
-    status: z.enum(['new', 'name-conflict', 'invalid']),
+    status: z.enum(previewStatuses),
     existingScriptId: z.uuid().nullable(),
     errors: z.array(z.object({ path: z.string(), message: z.string() }).strict()),
   })
@@ -398,22 +408,16 @@ export const bundleImportResult = z
         .object({
           index: z.number().int(),
           name: z.string().nullable(),
-          result: z.enum([
-            'created',
-            'renamed',
-            'new-version',
-            'unchanged',
-            'skipped',
-            'invalid',
-            'changed-since-preview',
-          ]),
+          result: z.enum(importResults),
           scriptId: z.uuid().nullable(),
           version: z.number().int().nullable(),
           errors: z.array(z.object({ path: z.string(), message: z.string() }).strict()),
         })
         .strict(),
     ),
-    summary: z.record(z.string(), z.number().int()),
+    summary: z
+      .partialRecord(z.enum(importResults), z.number().int())
+      .meta({ description: 'Scripts by result; a result no script had is left out' }),
   })
   .strict()
   .meta({ id: 'ScriptBundleImport' });

@@ -1,10 +1,11 @@
+import type { Role } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
-import type { ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
+import type { MappedSeverity, RunItemStatus, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
 
-export interface ScriptRow {
+export type ScriptRow = {
   id: string;
   partnerId: string;
   orgId: string | null;
@@ -22,7 +23,7 @@ export interface ScriptRow {
   version: number;
   createdAt: Date;
   updatedAt: Date;
-}
+};
 
 const scriptColumns = `s.id, s.partner_id AS "partnerId", s.org_id AS "orgId",
   CASE WHEN s.org_id IS NULL THEN 'partner' ELSE 'organization' END AS availability,
@@ -42,7 +43,7 @@ const scriptTenantSql = `(:tenantScope::text = 'platform'
   AND (s.org_id IS NULL OR EXISTS (SELECT 1 FROM organizations o WHERE o.id = s.org_id AND o.deleted_at IS NULL))`;
 
 export function selectScript(db: Db, principal: Principal, id: string) {
-  return one<ScriptRow & Record<string, unknown>>(
+  return one<ScriptRow>(
     db,
     `SELECT ${scriptColumns} FROM scripts s WHERE s.id = :id::uuid AND s.deleted_at IS NULL AND ${scriptTenantSql}`,
     { id, ...tenantParams(principal) },
@@ -115,7 +116,7 @@ export async function insertScript(
   db: Db,
   script: ScriptDefinition & { partnerId: string; orgId: string | null; createdBy: string | null },
 ): Promise<ScriptRow> {
-  const row = await one<ScriptRow & Record<string, unknown>>(
+  const row = await one<ScriptRow>(
     db,
     `WITH s AS (
        INSERT INTO scripts (partner_id, org_id, name, description, language, os_types, category, tags, run_as,
@@ -159,7 +160,7 @@ export async function updateScriptRow(
   newVersion: boolean,
   changedBy: string | null,
 ): Promise<ScriptRow> {
-  const row = await one<ScriptRow & Record<string, unknown>>(
+  const row = await one<ScriptRow>(
     db,
     `WITH s AS (
        UPDATE scripts SET
@@ -208,13 +209,13 @@ export async function softDeleteScript(db: Db, id: string): Promise<void> {
   await db.query('UPDATE scripts SET deleted_at = now() WHERE id = :id::uuid AND deleted_at IS NULL', { id });
 }
 
-export interface VersionRow {
+type VersionRow = {
   version: number;
   language: ScriptDefinition['language'];
   parameters: ScriptParameter[];
   createdBy: string | null;
   createdAt: Date;
-}
+};
 
 export function selectScriptVersions(db: Db, scriptId: string, page: Page) {
   return selectPage<VersionRow>(
@@ -267,13 +268,13 @@ export async function selectRunDevices(db: Db, principal: Principal, ids: string
   return rows;
 }
 
-export interface RunActor {
+export type RunActor = {
   actorType: 'user' | 'api_key';
   id: string;
   email: string | null;
   name: string | null;
-  role: string;
-}
+  role: Role;
+};
 
 /** A run and one pending item per device, expiring after `pendingHours`; secret values kept apart until delivered. */
 export async function insertRun(
@@ -321,7 +322,7 @@ export async function insertRun(
   });
 }
 
-export interface ClaimedItem {
+export type ClaimedItem = {
   runItemId: string;
   connectionId: string;
   runId: string;
@@ -332,7 +333,7 @@ export interface ClaimedItem {
   timeoutSeconds: number;
   parameters: Record<string, string | number | boolean>;
   secrets: Record<string, string | number | boolean> | null;
-}
+};
 
 /**
  * Marks items `sent` on their device's live connection and returns what their messages need. Either a run's
@@ -346,7 +347,7 @@ export async function claimItems(
   graceSeconds: number,
 ): Promise<ClaimedItem[]> {
   const byRun = 'runId' in target;
-  const { rows } = await db.query<ClaimedItem & Record<string, unknown>>(
+  const { rows } = await db.query<ClaimedItem>(
     `WITH claimed AS (
        UPDATE script_run_items i
           SET status = 'sent', connection_id = c.connection_id, sent_at = now(),
@@ -398,18 +399,21 @@ export async function deleteDeliveredSecrets(db: Db, runIds: string[]): Promise<
 /** Run items of organizations the principal reaches. */
 const itemTenantSql = `EXISTS (SELECT 1 FROM organizations o WHERE o.id = i.org_id AND ${orgTenantSql('o')})`;
 
+/** A run; `counts` names only the statuses some item has. */
+type RunRow = {
+  id: string;
+  scriptId: string;
+  scriptName: string;
+  scriptVersion: number;
+  parameters: Record<string, unknown>;
+  timeoutSeconds: number;
+  startedBy: RunActor;
+  createdAt: Date;
+  counts: Partial<Record<RunItemStatus, number>>;
+};
+
 export async function selectRun(db: Db, principal: Principal, runId: string) {
-  return one<{
-    id: string;
-    scriptId: string;
-    scriptName: string;
-    scriptVersion: number;
-    parameters: Record<string, unknown>;
-    timeoutSeconds: number;
-    startedBy: RunActor;
-    createdAt: Date;
-    counts: Record<string, number>;
-  }>(
+  return one<RunRow>(
     db,
     `SELECT r.id, r.script_id AS "scriptId", s.name AS "scriptName", r.script_version AS "scriptVersion", r.parameters,
             r.timeout_seconds AS "timeoutSeconds", r.started_by AS "startedBy", r.created_at AS "createdAt", counts.counts
@@ -429,8 +433,28 @@ const itemColumns = `i.id, i.run_id AS "runId", i.device_id AS "deviceId", i.org
   i.exit_code AS "exitCode", i.duration_ms AS "durationMs", i.stdout, i.stderr, i.stdout_truncated AS "stdoutTruncated",
   i.stderr_truncated AS "stderrTruncated", i.error`;
 
+type RunItemRow = {
+  id: string;
+  runId: string;
+  deviceId: string;
+  orgId: string;
+  hostname: string;
+  status: RunItemStatus;
+  expiresAt: Date;
+  sentAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  exitCode: number | null;
+  durationMs: number | null;
+  stdout: string | null;
+  stderr: string | null;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  error: { code: string; message: string } | null;
+};
+
 export function selectRunItems(db: Db, principal: Principal, runId: string, filter: { status?: string }, page: Page) {
-  return selectPage(
+  return selectPage<RunItemRow>(
     db,
     itemColumns,
     `script_run_items i JOIN devices d ON d.id = i.device_id
@@ -464,7 +488,7 @@ export async function markItemRunning(db: Db, runItemId: string, connectionId: s
 }
 
 /** A finished item with what its audit row and alert need. */
-export interface FinishedItem {
+export type FinishedItem = {
   id: string;
   runId: string;
   deviceId: string;
@@ -478,10 +502,10 @@ export interface FinishedItem {
   scriptId: string;
   scriptName: string;
   scriptVersion: number;
-  mapping: Record<string, string> | null;
+  mapping: Record<string, MappedSeverity> | null;
   parameters: Record<string, unknown>;
   startedBy: RunActor;
-}
+};
 
 const finishedSelect = (cte: string) => `
   SELECT f.id, f.run_id AS "runId", f.device_id AS "deviceId", f.org_id AS "orgId", r.partner_id AS "partnerId",
@@ -493,7 +517,7 @@ const finishedSelect = (cte: string) => `
     JOIN scripts s ON s.id = r.script_id
     JOIN devices d ON d.id = f.device_id`;
 
-export interface ItemOutcome {
+export type ItemOutcome = {
   status: 'completed' | 'failed';
   exitCode: number | null;
   durationMs: number | null;
@@ -502,7 +526,7 @@ export interface ItemOutcome {
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   error: { code: string; message: string } | null;
-}
+};
 
 /** The agent's final answer, kept once: only for an item of the connection's device that is still sent or running. */
 export function finishItem(
@@ -511,7 +535,7 @@ export function finishItem(
   connectionId: string,
   outcome: ItemOutcome,
 ): Promise<FinishedItem | undefined> {
-  return one<FinishedItem & Record<string, unknown>>(
+  return one<FinishedItem>(
     db,
     `WITH f AS (
        UPDATE script_run_items i
@@ -541,7 +565,7 @@ export async function sweepItems(db: Db, runId: string | null, limit: number): P
         AND status = 'pending'`,
     { runId, limit },
   );
-  const { rows } = await db.query<FinishedItem & Record<string, unknown>>(
+  const { rows } = await db.query<FinishedItem>(
     `WITH f AS (
        UPDATE script_run_items SET status = 'timed-out', finished_at = now(),
               error = jsonb_build_object('code', 'TIMED_OUT', 'message', 'The agent did not finish the script in time')

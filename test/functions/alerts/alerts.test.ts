@@ -117,6 +117,9 @@ describe('alerts from exit codes', () => {
     const ticket = await t.api.request('GET', `/api/v1/tickets/${alert.binding.ticketId}`, { token: tenant.orgToken });
     expect(ticket.body.status).toBe('closed');
     expect(await auditRowsOf(t.db.admin, 'ticket.close', alert.binding.ticketId)).toHaveLength(1);
+    const closed = await t.api.request('GET', '/api/v1/tickets?status=closed', { token: tenant.orgToken });
+    expect(closed.body.data).toEqual([ticket.body]);
+    expect(ticket.body.closedAt).not.toBeNull();
 
     await runWithExit(tenant.orgToken, 2);
     await eventually(
@@ -169,6 +172,12 @@ describe('PSA binding', () => {
     const created = await createIntegration(receiver.url('ok'));
     integrationId = created.body.id;
     expect(created.body).not.toHaveProperty('secret');
+    const read = await t.api.request('GET', `/api/v1/integrations/psa/${integrationId}`, {
+      token: psaTenant.partnerToken,
+    });
+    expect(read.body).toEqual(created.body);
+    const listed = await t.api.request('GET', '/api/v1/integrations/psa', { token: psaTenant.partnerToken });
+    expect(listed.body.data).toContainEqual(created.body);
     const bound = await t.api.request('PUT', `/api/v1/orgs/organizations/${psaTenant.orgId}/alert-binding`, {
       token: psaTenant.partnerToken,
       body: { target: 'psa', integrationId },
