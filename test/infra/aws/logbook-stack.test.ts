@@ -170,7 +170,7 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(12);
+    expect(apiFunctions.length).toBe(14);
     for (const [id] of apiFunctions) expect(secretsReadBy(id)).toEqual([appSecret]);
     expect(secretsReadBy(deployed.functionId('signs the audit anchors'))).toEqual([]);
   });
@@ -307,7 +307,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(15);
+    expect(logbookFunctions.length).toBe(18);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -456,8 +456,9 @@ describe('the CDK stack', () => {
   });
 
   it('queues script deliveries and PSA events on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {
+    // The work queue and its dead-letter queue, beside the daily run's failure queue.
     const queues = deployed.ofType('AWS::SQS::Queue');
-    expect(queues).toHaveLength(2);
+    expect(queues).toHaveLength(3);
     const queue = queues.find(([, q]) => q.Properties.RedrivePolicy)!;
     expect(queue[1].Properties).toMatchObject({ SqsManagedSseEnabled: true, RedrivePolicy: { maxReceiveCount: 5 } });
     deployed.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
@@ -466,7 +467,15 @@ describe('the CDK stack', () => {
     });
     const senders = deployed
       .ofType('AWS::Lambda::Function')
-      .filter(([id]) => deployed.statementsOf(id).some((s) => [s.Action].flat().includes('sqs:SendMessage')))
+      .filter(([id]) =>
+        deployed
+          .statementsOf(id)
+          .some(
+            (s) =>
+              [s.Action].flat().includes('sqs:SendMessage') &&
+              JSON.stringify(s.Resource) === JSON.stringify({ 'Fn::GetAtt': [queue[0], 'Arn'] }),
+          ),
+      )
       .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? 'worker');
     expect(senders.sort()).toEqual(['alerts', 'scripts', 'worker', 'ws']);
   });
