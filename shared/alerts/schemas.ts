@@ -111,9 +111,10 @@ const loopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
 const endpoint = z
   .url()
   .max(2048)
+  // zod runs this check even when .url() refused the text: a text no URL parses is left to that refusal.
   .refine((text) => {
-    const url = new URL(text);
-    return url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHosts.has(url.hostname));
+    const url = URL.canParse(text) ? new URL(text) : undefined;
+    return !url || url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHosts.has(url.hostname));
   }, 'Give an https:// URL (http:// only to a loopback address)');
 
 export const createIntegration = z
