@@ -17,6 +17,7 @@ import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { type RouteDef, route } from '#shared/http/route.ts';
 import * as live from '#shared/live-query/schemas.ts';
+import * as posture from '#shared/posture/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
 const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
@@ -434,6 +435,47 @@ export const routes = {
     maxBodyBytes: 4 * 1024 * 1024,
     response: eventLogs.eventsReceipt,
     errors: [400, 401, 403, 404, 413, 429],
+  }),
+  'PUT /api/v1/agents/{id}/management-posture': route({
+    handler: 'posture/snapshot-put',
+    auth: 'agent',
+    tag: 'posture',
+    summary:
+      "The device's management-posture snapshot (issue 18): replaces the stored one unless that one is newer; audited as device.posture.changed only when the detections changed",
+    params: agents.agentParams,
+    body: posture.postureSnapshot,
+    maxBodyBytes: 256 * 1024,
+    response: posture.postureReceipt,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/agents/{id}/posture-catalog': route({
+    handler: 'posture/catalog-get',
+    auth: 'agent',
+    tag: 'posture',
+    summary: 'The catalogue of management products an agent detects: service and process names per platform',
+    params: agents.agentParams,
+    response: posture.postureCatalogReply,
+    errors: [401, 403, 404],
+  }),
+  'GET /api/v1/reports/management-posture': route({
+    handler: 'posture/report-get',
+    auth: 'userOrApiKey',
+    tag: 'posture',
+    summary:
+      'Management-posture report (devices:read): coverage as never scanned, stale, clean and with a detection, and per product the devices active and installed; format=csv downloads it',
+    query: posture.postureReportQuery,
+    response: posture.postureReport,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/reports/management-posture/devices': route({
+    handler: 'posture/report-devices',
+    auth: 'userOrApiKey',
+    tag: 'posture',
+    summary:
+      'The devices whose latest snapshot detected a product with a status (devices:read), paged; format=csv downloads up to 10,000',
+    query: posture.postureDevicesQuery,
+    response: posture.postureDevicePage,
+    errors: [400, 401, 403, 404, 413],
   }),
   'GET /api/v1/devices/{id}/diagnostic-logs': route({
     handler: 'agent-logs/list',

@@ -1,4 +1,5 @@
 import { agentStatuses } from '../agents/schemas.ts';
+import type { PostureCategory, PostureStatus } from '../posture/catalog.ts';
 
 /**
  * The fields a dynamic group's filter may test (issue 15), one entry each. A field names its value type, which
@@ -7,7 +8,7 @@ import { agentStatuses } from '../agents/schemas.ts';
  * key) => (SELECT … WHERE device_id = d.id AND key = ${bind(key, 'text')}) }`, read as `customField:<key>`; a
  * management-posture detection is keyed by `<category>/<product>` with an `enum` of statuses. docs/device-groups.md.
  */
-export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean';
+export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean' | 'posture';
 
 /** SQL types a filter value may be bound as. */
 export type SqlCast = 'text' | 'uuid' | 'timestamptz' | 'inet' | 'boolean' | 'int';
@@ -44,4 +45,20 @@ export const filterFields: Readonly<Record<string, FilterField>> = {
   createdAt: { type: 'timestamp', sql: () => 'd.created_at' },
   // last_ip holds only what node:net's isIP accepted (the heartbeat's client IP), so the cast cannot fail.
   lastIp: { type: 'ip', sql: () => 'd.last_ip::inet' },
+  // The device id: the `has` operator looks for a detection of its latest posture snapshot (postureMatchSql).
+  posture: { type: 'posture', sql: () => 'd.id' },
 };
+
+/** The value of a posture condition (issue 18): `{ category, product?, status? }`. */
+export interface PostureMatch {
+  category: PostureCategory;
+  product?: string;
+  status?: PostureStatus;
+}
+
+/** Whether the latest posture snapshot of the device `deviceId` detected a product of the category (issue 18). */
+export function postureMatchSql(deviceId: string, match: PostureMatch, bind: Bind): string {
+  const product = match.product === undefined ? '' : ` AND lower(x.product) = lower(${bind(match.product, 'text')})`;
+  const status = match.status === undefined ? '' : ` AND x.status = ${bind(match.status, 'text')}`;
+  return `EXISTS (SELECT 1 FROM device_posture_detections x WHERE x.device_id = ${deviceId} AND x.category = ${bind(match.category, 'text')}${product}${status})`;
+}
