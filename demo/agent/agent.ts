@@ -29,6 +29,9 @@ export interface AgentOptions {
   mayResume?: () => Promise<boolean>;
   resumeCheckMs?: number;
   log?: (line: string) => void;
+  /** The device's management-posture snapshot (issue 18), uploaded at start and every `postureEvery` heartbeats; none: never scans. */
+  posture?: () => object;
+  postureEvery?: number;
 }
 
 export interface RunningAgent {
@@ -77,9 +80,12 @@ export function startAgent(options: AgentOptions): RunningAgent {
     if (!reply.ok) throw new Error(`${method} ${suffix}: ${reply.status} ${await reply.text()}`);
   };
 
+  let beats = 0;
   const checkIn = async () => {
     try {
       await call('POST', '/heartbeat', { agentVersion, status: 'online' });
+      if (options.posture && beats++ % (options.postureEvery ?? 60) === 0)
+        await call('PUT', '/management-posture', options.posture());
       if (diagnostics.length > 0) await call('POST', '/logs', { logs: diagnostics.splice(0, 500) });
     } catch (error) {
       if (!stopped) log(`heartbeat failed: ${String(error)}`);

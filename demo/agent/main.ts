@@ -1,6 +1,7 @@
 /**
  * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001]
- *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]`
+ *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]
+ *   [--posture 'rmm/Datto RMM=active,remote-access/TeamViewer=installed' | --posture none]`
  *
  * A simulated Windows agent: enrolls once (a later run finds agent.yaml and reuses its identity, as the
  * deployment job does), then heartbeats, posts diagnostic logs, submits stored event logs and answers
@@ -24,6 +25,8 @@ const { values: args } = parseArgs({
     state: { type: 'string', default: '.data/agent/agent.yaml' },
     hostname: { type: 'string' },
     'heartbeat-seconds': { type: 'string', default: '60' },
+    // What the management-posture scan finds (issue 18): `<category>/<product>=<status>,…`; empty: a clean scan; none: no scan.
+    posture: { type: 'string', default: '' },
   },
   strict: true,
 });
@@ -75,6 +78,7 @@ async function main() {
     agentVersion,
     heartbeatSeconds,
     log: (line) => console.log(`[agent ${identity.hostname}] ${line}`),
+    posture: args.posture === 'none' ? undefined : () => postureSnapshot(args.posture),
   });
   console.log(`heartbeat every ${heartbeatSeconds} s to ${server}; live queries over ${wsUrl}. Ctrl-C stops.`);
   const stop = async () => {
@@ -83,6 +87,17 @@ async function main() {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
+}
+
+/** A management-posture snapshot from `<category>/<product>=<status>,…`, collected now. */
+function postureSnapshot(spec: string) {
+  const categories: Record<string, { name: string; status: string }[]> = {};
+  for (const item of spec.split(',').filter(Boolean)) {
+    const [path = '', status = 'active'] = item.split('=');
+    const [category = '', ...name] = path.split('/');
+    categories[category] = [...(categories[category] ?? []), { name: name.join('/'), status }];
+  }
+  return { collectedAt: new Date().toISOString(), categories };
 }
 
 main().catch((error: unknown) => {

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { startAgent } from '#demo/agent/agent.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
 import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
+import { seedDemoPostureFleet } from '#demo/demo-posture.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { localAnchorKeyPem } from '#shared/audit/anchors.ts';
@@ -105,7 +106,10 @@ async function main() {
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const { demo, trailRows } = await seedDemo(admin)
-    .then(async (demo) => ({ demo, trailRows: await seedDemoTrail(admin, demo) }))
+    .then(async (demo) => {
+      await seedDemoPostureFleet(admin, demo);
+      return { demo, trailRows: await seedDemoTrail(admin, demo) };
+    })
     .finally(() => admin.close());
   const gateway = await startHttpGateway({ port, host, routes, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
