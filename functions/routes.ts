@@ -186,6 +186,16 @@ export const routes = {
     status: 204,
     errors: [400, 401, 403, 404],
   }),
+  'GET /api/v1/orgs/organizations/{id}/enrollment-keys/{keyId}/deployment-script': route({
+    handler: 'hierarchy/enrollment-keys-script',
+    auth: 'userOrApiKey',
+    tag: 'enrollment',
+    summary:
+      "The key's deployment script (enrollment:manage): PowerShell or POSIX sh, a no-op once agent.yaml exists, locked against concurrent runs, exit codes 0 enrolled or already, 2 refused, 3 unreachable, 1 other (docs/enrollment-scripts.md)",
+    params: h.keyParams,
+    query: h.deploymentScriptQuery,
+    errors: [400, 401, 403, 404, 413],
+  }),
   'POST /api/v1/agents/enroll': route({
     handler: 'hierarchy/agents-enroll',
     auth: 'none',

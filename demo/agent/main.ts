@@ -1,4 +1,9 @@
 /**
+ * `npm run agent -- enroll --url http://localhost:3000 --state <dir>/agent.yaml [--enrollment-key lbe_…]`: enrolls
+ *   only (the deployment scripts' install step, docs/enrollment-scripts.md); the key and secret may come from
+ *   LOGBOOK_ENROLLMENT_KEY / LOGBOOK_ENROLLMENT_SECRET. Exits 0 enrolled (or agent.yaml already there), 2 refused,
+ *   3 server unreachable, 1 anything else.
+ *
  * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001]
  *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]
  *   [--posture 'rmm/Datto RMM=active,remote-access/TeamViewer=installed' | --posture none]`
@@ -12,11 +17,11 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startAgent } from './agent.ts';
 import { generateEventStore } from './event-store.ts';
-import { enroll, readIdentity, writeIdentity } from './identity.ts';
+import { EnrollmentRefused, enroll, readIdentity, ServerUnreachable, writeIdentity } from './identity.ts';
 
 const agentVersion = '2.4.1-sim';
 
-const { values: args } = parseArgs({
+const { values: args, positionals } = parseArgs({
   options: {
     url: { type: 'string', default: `http://localhost:${process.env.PORT ?? 3000}` },
     'ws-url': { type: 'string' },
@@ -29,6 +34,7 @@ const { values: args } = parseArgs({
     posture: { type: 'string', default: '' },
   },
   strict: true,
+  allowPositionals: true,
 });
 
 /** The WebSocket API beside the HTTP API: the same host, WS_PORT (3001 by default). */
@@ -41,6 +47,8 @@ function defaultWsUrl(server: string): string {
 }
 
 async function main() {
+  if (positionals.length > 0 && positionals.join(' ') !== 'enroll')
+    throw new Error(`Unknown command ${positionals.join(' ')}; known: enroll`);
   const server = args.url.replace(/\/+$/, '');
   const statePath = resolve(args.state);
   let identity = readIdentity(statePath);
@@ -49,7 +57,7 @@ async function main() {
       `agent.yaml found at ${statePath}: agent ${identity.agentId} (device ${identity.deviceId}); not enrolling again`,
     );
   } else {
-    const enrollmentKey = args['enrollment-key'];
+    const enrollmentKey = args['enrollment-key'] ?? process.env.LOGBOOK_ENROLLMENT_KEY;
     if (!enrollmentKey) throw new Error(`No agent.yaml at ${statePath}: give --enrollment-key to enroll`);
     // A stable default name per state file, in the style of a Windows machine name.
     const hostname =
@@ -57,7 +65,7 @@ async function main() {
     identity = await enroll({
       server,
       enrollmentKey,
-      enrollmentSecret: args['enrollment-secret'],
+      enrollmentSecret: args['enrollment-secret'] || process.env.LOGBOOK_ENROLLMENT_SECRET || undefined,
       hostname,
       agentVersion,
     });
@@ -66,6 +74,7 @@ async function main() {
       `enrolled as ${hostname}: agent ${identity.agentId}, device ${identity.deviceId}; identity saved to ${statePath}`,
     );
   }
+  if (positionals[0] === 'enroll') return;
   const wsUrl = args['ws-url'] ?? defaultWsUrl(server);
   const heartbeatSeconds = Number(args['heartbeat-seconds']);
   if (!(heartbeatSeconds > 0)) throw new Error('--heartbeat-seconds takes a positive number');
@@ -102,5 +111,5 @@ function postureSnapshot(spec: string) {
 
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
+  process.exit(error instanceof EnrollmentRefused ? 2 : error instanceof ServerUnreachable ? 3 : 1);
 });
