@@ -18,6 +18,7 @@ import * as h from '#shared/hierarchy/schemas.ts';
 import { type RouteDef, route } from '#shared/http/route.ts';
 import * as live from '#shared/live-query/schemas.ts';
 import * as posture from '#shared/posture/schemas.ts';
+import * as reconciliation from '#shared/reconciliation/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
 const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
@@ -195,6 +196,28 @@ export const routes = {
     params: h.keyParams,
     query: h.deploymentScriptQuery,
     errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/reconciliation': route({
+    handler: 'reconciliation/upload',
+    auth: 'userOrApiKey',
+    tag: 'enrollment',
+    summary:
+      "Reconcile the other RMM's device list (up to 10,000) with the enrolled devices (enrollment:manage): enrolled, missing, extra, ambiguous per device; kept, audited as organization.reconciliation.upload",
+    params: h.idParams,
+    body: reconciliation.reconciliationUpload,
+    maxBodyBytes: 6 * 1024 * 1024,
+    status: 201,
+    response: reconciliation.reconciliation,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/orgs/organizations/{id}/reconciliation': route({
+    handler: 'reconciliation/progress',
+    auth: 'userOrApiKey',
+    tag: 'enrollment',
+    summary: "The latest reconciliation's states and every upload's counts over time (devices:read)",
+    params: h.idParams,
+    response: reconciliation.reconciliationProgress,
+    errors: [400, 401, 403, 404],
   }),
   'POST /api/v1/agents/enroll': route({
     handler: 'hierarchy/agents-enroll',
