@@ -19,6 +19,7 @@ import { type RouteDef, route } from '#shared/http/route.ts';
 import * as live from '#shared/live-query/schemas.ts';
 import * as posture from '#shared/posture/schemas.ts';
 import * as reconciliation from '#shared/reconciliation/schemas.ts';
+import * as tree from '#shared/tenancy-import/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
 const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
@@ -77,6 +78,28 @@ export const routes = {
     query: h.listOrganizationsQuery,
     response: h.organizationPage,
     errors: [400, 401, 403],
+  }),
+  'POST /api/v1/orgs/import/preview': route({
+    handler: 'tenancy-import/preview',
+    auth: 'user',
+    tag: 'hierarchy',
+    summary:
+      'Preview a tenancy-tree import (partner users, orgs:write): up to 1,000 organization/site rows annotated create, matched, name-match (held), conflict or invalid; nothing stored',
+    body: tree.treeImport,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: tree.treeImportReply,
+    errors: [400, 401, 403, 413],
+  }),
+  'POST /api/v1/orgs/import': route({
+    handler: 'tenancy-import/commit',
+    auth: 'user',
+    tag: 'hierarchy',
+    summary:
+      'Commit a tenancy-tree import: re-derives every row, refuses rows changed since preview, applies name-matches only when acknowledged; audited per organization and site created and with a summary (organization.import)',
+    body: tree.treeImport,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: tree.treeImportReply,
+    errors: [400, 401, 403, 413],
   }),
   'GET /api/v1/orgs/organizations/{id}': route({
     handler: 'hierarchy/organizations-get',
