@@ -18,8 +18,6 @@ export type PostureCategory = (typeof postureCategories)[number];
 export const postureStatuses = ['active', 'installed'] as const;
 export type PostureStatus = (typeof postureStatuses)[number];
 
-export const posturePlatforms = ['windows', 'macos', 'linux'] as const;
-
 export interface PlatformSignature {
   services: readonly string[];
   processes: readonly string[];

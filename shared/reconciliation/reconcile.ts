@@ -14,7 +14,7 @@ const hostKey = (hostname: string) => hostname.trim().toLowerCase();
  * The states of an uploaded device list against the organization's enrolled devices (issue 18): `enrolled` when
  * exactly one device has the row's hostname (ignoring case) and no other row names it, `ambiguous` when several
  * devices or several rows share it, `missing` when none has it; devices no row names are `extra`. Devices carry no
- * serial number yet: matching by serial, then hostname, follows once they do (docs/management-posture.md).
+ * serial number yet: matching by serial, then hostname, follows once they do (README "Moving a fleet in").
  */
 export function reconcile(
   listed: z.output<typeof reconciliationUpload>['devices'],
