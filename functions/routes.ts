@@ -80,7 +80,7 @@ export const routes = {
     errors: [400, 401, 403],
   }),
   'POST /api/v1/orgs/import/preview': route({
-    handler: 'tenancy-import/preview',
+    handler: 'hierarchy/tree-import-preview',
     auth: 'user',
     tag: 'hierarchy',
     summary:
@@ -91,7 +91,7 @@ export const routes = {
     errors: [400, 401, 403, 413],
   }),
   'POST /api/v1/orgs/import': route({
-    handler: 'tenancy-import/commit',
+    handler: 'hierarchy/tree-import-commit',
     auth: 'user',
     tag: 'hierarchy',
     summary:
@@ -221,7 +221,7 @@ export const routes = {
     errors: [400, 401, 403, 404, 413],
   }),
   'POST /api/v1/orgs/organizations/{id}/reconciliation': route({
-    handler: 'reconciliation/upload',
+    handler: 'hierarchy/reconciliation-upload',
     auth: 'userOrApiKey',
     tag: 'enrollment',
     summary:
@@ -234,7 +234,7 @@ export const routes = {
     errors: [400, 401, 403, 404, 413],
   }),
   'GET /api/v1/orgs/organizations/{id}/reconciliation': route({
-    handler: 'reconciliation/progress',
+    handler: 'hierarchy/reconciliation-get',
     auth: 'userOrApiKey',
     tag: 'enrollment',
     summary: "The latest reconciliation's states and every upload's counts over time (devices:read)",
@@ -493,7 +493,7 @@ export const routes = {
     errors: [400, 401, 403, 404, 413, 429],
   }),
   'PUT /api/v1/agents/{id}/management-posture': route({
-    handler: 'posture/snapshot-put',
+    handler: 'agents/posture-upload',
     auth: 'agent',
     tag: 'posture',
     summary:
@@ -505,7 +505,7 @@ export const routes = {
     errors: [400, 401, 403, 404, 413],
   }),
   'GET /api/v1/agents/{id}/posture-catalog': route({
-    handler: 'posture/catalog-get',
+    handler: 'agents/posture-catalog',
     auth: 'agent',
     tag: 'posture',
     summary: 'The catalogue of management products an agent detects: service and process names per platform',
@@ -514,7 +514,7 @@ export const routes = {
     errors: [401, 403, 404],
   }),
   'GET /api/v1/reports/management-posture': route({
-    handler: 'posture/report-get',
+    handler: 'hierarchy/posture-report',
     auth: 'userOrApiKey',
     tag: 'posture',
     summary:
@@ -524,7 +524,7 @@ export const routes = {
     errors: [400, 401, 403, 404, 413],
   }),
   'GET /api/v1/reports/management-posture/devices': route({
-    handler: 'posture/report-devices',
+    handler: 'hierarchy/posture-devices',
     auth: 'userOrApiKey',
     tag: 'posture',
     summary:
