@@ -58,7 +58,8 @@ export interface PostureMatch {
 
 /** Whether the latest posture snapshot of the device `deviceId` detected a product of the category (issue 18). */
 export function postureMatchSql(deviceId: string, match: PostureMatch, bind: Bind): string {
+  const category = ` AND x.category = ${bind(match.category, 'text')}`;
   const product = match.product === undefined ? '' : ` AND lower(x.product) = lower(${bind(match.product, 'text')})`;
   const status = match.status === undefined ? '' : ` AND x.status = ${bind(match.status, 'text')}`;
-  return `EXISTS (SELECT 1 FROM device_posture_detections x WHERE x.device_id = ${deviceId} AND x.category = ${bind(match.category, 'text')}${product}${status})`;
+  return `EXISTS (SELECT 1 FROM device_posture_detections x WHERE x.device_id = ${deviceId}${category}${product}${status})`;
 }
