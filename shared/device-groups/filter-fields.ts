@@ -5,8 +5,8 @@ import type { PostureCategory, PostureStatus } from '../posture/catalog.ts';
  * The fields a dynamic group's filter may test (issue 15), one entry each. A field names its value type, which
  * decides the operators it takes and how a value is checked (filter.ts), and the SQL expression of its value for
  * the device row `d`. A new field is one more entry: a custom field is `{ type: 'text', keyed: true, sql: (bind,
- * key) => (SELECT … WHERE device_id = d.id AND key = ${bind(key, 'text')}) }`, read as `customField:<key>`; a
- * management-posture detection is keyed by `<category>/<product>` with an `enum` of statuses. docs/device-groups.md.
+ * key) => (SELECT … WHERE device_id = d.id AND key = ${bind(key, 'text')}) }`, read as `customField:<key>`.
+ * Management posture is a type of its own, tested with `has` (postureMatchSql). docs/device-groups.md.
  */
 export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean' | 'posture';
 
