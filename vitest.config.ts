@@ -9,6 +9,7 @@ export default defineConfig({
       JWT_SECRET: 'logbook-test-secret-0123456789abcdef',
       JWT_ISSUER: 'logbook-local',
       JWT_AUDIENCE: 'logbook',
+      ENROLLMENT_KEY_SEAL_KEY: 'bG9nYm9vay10ZXN0LXNlYWwta2V5LTAxMjM0NTY3ODk=',
     },
     testTimeout: 20_000,
     hookTimeout: 60_000,

@@ -19,7 +19,10 @@ import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { type RouteDef, route } from '#shared/http/route.ts';
 import * as live from '#shared/live-query/schemas.ts';
+import * as posture from '#shared/posture/schemas.ts';
+import * as reconciliation from '#shared/reconciliation/schemas.ts';
 import * as scripts from '#shared/scripts/schemas.ts';
+import * as tree from '#shared/tenancy-import/schemas.ts';
 
 const health = z.object({ status: z.literal('ok') });
 const liveErrors = [400, 401, 403, 404, 409, 502, 504] as const;
@@ -85,6 +88,28 @@ export const routes = {
     query: h.listOrganizationsQuery,
     response: h.organizationPage,
     errors: [400, 401, 403],
+  }),
+  'POST /api/v1/orgs/import/preview': route({
+    handler: 'hierarchy/tree-import-preview',
+    auth: 'user',
+    tag: 'hierarchy',
+    summary:
+      'Preview a tenancy-tree import (partner users, orgs:write): up to 1,000 organization/site rows annotated create, matched, name-match (held), conflict or invalid; nothing stored',
+    body: tree.treeImport,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: tree.treeImportReply,
+    errors: [400, 401, 403, 413],
+  }),
+  'POST /api/v1/orgs/import': route({
+    handler: 'hierarchy/tree-import-commit',
+    auth: 'user',
+    tag: 'hierarchy',
+    summary:
+      'Commit a tenancy-tree import: re-derives every row, refuses rows changed since preview, applies name-matches only when acknowledged; audited per organization and site created and with a summary (organization.import)',
+    body: tree.treeImport,
+    maxBodyBytes: 2 * 1024 * 1024,
+    response: tree.treeImportReply,
+    errors: [400, 401, 403, 413],
   }),
   'GET /api/v1/orgs/organizations/{id}': route({
     handler: 'hierarchy/organizations-get',
@@ -193,6 +218,38 @@ export const routes = {
     summary: 'Revoke an enrollment key',
     params: h.keyParams,
     status: 204,
+    errors: [400, 401, 403, 404],
+  }),
+  'GET /api/v1/orgs/organizations/{id}/enrollment-keys/{keyId}/deployment-script': route({
+    handler: 'hierarchy/enrollment-keys-script',
+    auth: 'userOrApiKey',
+    tag: 'enrollment',
+    summary:
+      "The key's deployment script (enrollment:manage): PowerShell or POSIX sh, a no-op once agent.yaml exists, locked against concurrent runs, exit codes 0 enrolled or already, 2 refused, 3 unreachable, 1 other (docs/enrollment-scripts.md)",
+    params: h.keyParams,
+    query: h.deploymentScriptQuery,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'POST /api/v1/orgs/organizations/{id}/reconciliation': route({
+    handler: 'hierarchy/reconciliation-upload',
+    auth: 'userOrApiKey',
+    tag: 'enrollment',
+    summary:
+      "Reconcile the other RMM's device list (up to 10,000) with the enrolled devices (enrollment:manage): enrolled, missing, extra, ambiguous per device; kept, audited as organization.reconciliation.upload",
+    params: h.idParams,
+    body: reconciliation.reconciliationUpload,
+    maxBodyBytes: 6 * 1024 * 1024,
+    status: 201,
+    response: reconciliation.reconciliation,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/orgs/organizations/{id}/reconciliation': route({
+    handler: 'hierarchy/reconciliation-get',
+    auth: 'userOrApiKey',
+    tag: 'enrollment',
+    summary: "The latest reconciliation's states and every upload's counts over time (devices:read)",
+    params: h.idParams,
+    response: reconciliation.reconciliationProgress,
     errors: [400, 401, 403, 404],
   }),
   'POST /api/v1/agents/enroll': route({
@@ -447,6 +504,49 @@ export const routes = {
     maxBodyBytes: 4 * 1024 * 1024,
     response: eventLogs.eventsReceipt,
     errors: [400, 401, 403, 404, 413, 429],
+  }),
+  'PUT /api/v1/agents/{id}/management-posture': route({
+    handler: 'agents/posture-upload',
+    auth: 'agent',
+    tag: 'posture',
+    summary:
+      "The device's management-posture snapshot (issue 18): replaces the stored one unless that one is newer; audited as device.posture.changed only when the detections changed",
+    params: agents.agentParams,
+    body: posture.postureSnapshot,
+    maxBodyBytes: 256 * 1024,
+    response: posture.postureReceipt,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/agents/{id}/posture-catalog': route({
+    handler: 'agents/posture-catalog',
+    auth: 'agent',
+    tag: 'posture',
+    summary: 'The catalogue of management products an agent detects: service and process names per platform',
+    params: agents.agentParams,
+    response: posture.postureCatalogReply,
+    errors: [401, 403, 404],
+  }),
+  'GET /api/v1/reports/management-posture': route({
+    handler: 'hierarchy/posture-report',
+    auth: 'userOrApiKey',
+    tag: 'posture',
+    summary:
+      'Management-posture report (devices:read): coverage as never scanned, stale, clean and with a detection, and per product the devices active and installed; format=csv downloads it',
+    query: posture.postureReportQuery,
+    download: { textTypes: ['text/csv'], jsonReply: true },
+    response: posture.postureReport,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'GET /api/v1/reports/management-posture/devices': route({
+    handler: 'hierarchy/posture-devices',
+    auth: 'userOrApiKey',
+    tag: 'posture',
+    summary:
+      'The devices whose latest snapshot detected a product with a status (devices:read), paged; format=csv downloads up to 10,000',
+    query: posture.postureDevicesQuery,
+    download: { textTypes: ['text/csv'], jsonReply: true },
+    response: posture.postureDevicePage,
+    errors: [400, 401, 403, 404, 413],
   }),
   'GET /api/v1/devices/{id}/diagnostic-logs': route({
     handler: 'agent-logs/list',

@@ -9,8 +9,8 @@ import WebSocket from 'ws';
 import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-query/protocol.ts';
 import { answerFrames } from './answer-frames.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
-import { scriptRunner } from './script-runner.ts';
 import { simulatedSerial } from './identity.ts';
+import { scriptRunner } from './script-runner.ts';
 
 export interface AgentOptions {
   /** The HTTP API's base, e.g. http://localhost:3000 */
@@ -33,6 +33,9 @@ export interface AgentOptions {
   mayResume?: () => Promise<boolean>;
   resumeCheckMs?: number;
   log?: (line: string) => void;
+  /** The device's management-posture snapshot (issue 18), uploaded at start and every `postureEvery` heartbeats; none: never scans. */
+  posture?: () => object;
+  postureEvery?: number;
 }
 
 export interface RunningAgent {
@@ -90,6 +93,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
     upload = undefined;
   };
 
+  let beats = 0;
   const checkIn = async () => {
     try {
       await call('POST', '/heartbeat', {
@@ -97,6 +101,8 @@ export function startAgent(options: AgentOptions): RunningAgent {
         status: 'online',
         serialNumber: simulatedSerial(options.store.computer),
       });
+      if (options.posture && beats++ % (options.postureEvery ?? 60) === 0)
+        await call('PUT', '/management-posture', options.posture());
       await uploadLogs();
     } catch (error) {
       if (!stopped) log(`heartbeat failed: ${String(error)}`);

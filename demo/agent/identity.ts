@@ -45,6 +45,11 @@ export function writeIdentity(path: string, identity: AgentIdentity): void {
 export const simulatedSerial = (hostname: string) =>
   `SIM${createHash('sha256').update(hostname).digest('hex').slice(0, 12).toUpperCase()}`;
 
+/** The server answered and refused the enrollment (401/403: key or secret invalid, expired, revoked or used up). */
+export class EnrollmentRefused extends Error {}
+/** The server could not be reached at all. */
+export class ServerUnreachable extends Error {}
+
 /** Enrolls with an enrollment key (and secret, when the server requires one) and returns the new identity. */
 export async function enroll(options: {
   server: string;
@@ -65,6 +70,8 @@ export async function enroll(options: {
       osVersion: 'Windows Server 2022 Standard 10.0.20348',
       agentVersion: options.agentVersion,
     }),
+  }).catch((error: unknown) => {
+    throw new ServerUnreachable(`Cannot reach ${options.server}: ${String(error)}`);
   });
   const body = (await reply.json().catch(() => ({}))) as {
     agentId?: string;
@@ -72,6 +79,8 @@ export async function enroll(options: {
     token?: string;
     error?: { message?: string };
   };
+  if (reply.status === 401 || reply.status === 403)
+    throw new EnrollmentRefused(`Enrollment refused: ${reply.status} ${body.error?.message ?? ''}`);
   if (reply.status !== 201 || !body.agentId || !body.deviceId || !body.token) {
     throw new Error(`Enrollment failed: ${reply.status} ${body.error?.message ?? JSON.stringify(body)}`);
   }

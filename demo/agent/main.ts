@@ -1,6 +1,12 @@
 /**
+ * `npm run agent -- enroll --url http://localhost:3000 --state <dir>/agent.yaml [--enrollment-key lbe_…]`: enrolls
+ *   only (the deployment scripts' install step, docs/enrollment-scripts.md); the key and secret may come from
+ *   LOGBOOK_ENROLLMENT_KEY / LOGBOOK_ENROLLMENT_SECRET. Exits 0 enrolled (or agent.yaml already there), 2 refused,
+ *   3 server unreachable, 1 anything else.
+ *
  * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001]
- *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]`
+ *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]
+ *   [--posture 'rmm/Datto RMM=active,remote-access/TeamViewer=installed' | --posture none]`
  *
  * A simulated Windows agent: enrolls once (a later run finds agent.yaml and reuses its identity, as the
  * deployment job does), then heartbeats, posts diagnostic logs, submits stored event logs and answers
@@ -11,11 +17,11 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startAgent } from './agent.ts';
 import { generateEventStore } from './event-store.ts';
-import { enroll, readIdentity, writeIdentity } from './identity.ts';
+import { EnrollmentRefused, enroll, readIdentity, ServerUnreachable, writeIdentity } from './identity.ts';
 
 const agentVersion = '2.4.1-sim';
 
-const { values: args } = parseArgs({
+const { values: args, positionals } = parseArgs({
   options: {
     url: { type: 'string', default: `http://localhost:${process.env.PORT ?? 3000}` },
     'ws-url': { type: 'string' },
@@ -24,8 +30,11 @@ const { values: args } = parseArgs({
     state: { type: 'string', default: '.data/agent/agent.yaml' },
     hostname: { type: 'string' },
     'heartbeat-seconds': { type: 'string', default: '60' },
+    // What the management-posture scan finds (issue 18): `<category>/<product>=<status>,…`; empty: a clean scan; none: no scan.
+    posture: { type: 'string', default: '' },
   },
   strict: true,
+  allowPositionals: true,
 });
 
 /** The WebSocket API beside the HTTP API: the same host, WS_PORT (3001 by default). */
@@ -38,6 +47,8 @@ function defaultWsUrl(server: string): string {
 }
 
 async function main() {
+  if (positionals.length > 0 && positionals.join(' ') !== 'enroll')
+    throw new Error(`Unknown command ${positionals.join(' ')}; known: enroll`);
   const server = args.url.replace(/\/+$/, '');
   const statePath = resolve(args.state);
   let identity = readIdentity(statePath);
@@ -46,7 +57,7 @@ async function main() {
       `agent.yaml found at ${statePath}: agent ${identity.agentId} (device ${identity.deviceId}); not enrolling again`,
     );
   } else {
-    const enrollmentKey = args['enrollment-key'];
+    const enrollmentKey = args['enrollment-key'] ?? process.env.LOGBOOK_ENROLLMENT_KEY;
     if (!enrollmentKey) throw new Error(`No agent.yaml at ${statePath}: give --enrollment-key to enroll`);
     // A stable default name per state file, in the style of a Windows machine name.
     const hostname =
@@ -54,7 +65,7 @@ async function main() {
     identity = await enroll({
       server,
       enrollmentKey,
-      enrollmentSecret: args['enrollment-secret'],
+      enrollmentSecret: args['enrollment-secret'] || process.env.LOGBOOK_ENROLLMENT_SECRET || undefined,
       hostname,
       agentVersion,
     });
@@ -63,6 +74,7 @@ async function main() {
       `enrolled as ${hostname}: agent ${identity.agentId}, device ${identity.deviceId}; identity saved to ${statePath}`,
     );
   }
+  if (positionals[0] === 'enroll') return;
   const wsUrl = args['ws-url'] ?? defaultWsUrl(server);
   const heartbeatSeconds = Number(args['heartbeat-seconds']);
   if (!(heartbeatSeconds > 0)) throw new Error('--heartbeat-seconds takes a positive number');
@@ -75,6 +87,7 @@ async function main() {
     agentVersion,
     heartbeatSeconds,
     log: (line) => console.log(`[agent ${identity.hostname}] ${line}`),
+    posture: args.posture === 'none' ? undefined : () => postureSnapshot(args.posture),
   });
   console.log(`heartbeat every ${heartbeatSeconds} s to ${server}; live queries over ${wsUrl}. Ctrl-C stops.`);
   const stop = async () => {
@@ -85,7 +98,18 @@ async function main() {
   process.once('SIGTERM', () => void stop());
 }
 
+/** A management-posture snapshot from `<category>/<product>=<status>,…`, collected now. */
+function postureSnapshot(spec: string) {
+  const categories: Record<string, { name: string; status: string }[]> = {};
+  for (const item of spec.split(',').filter(Boolean)) {
+    const [path = '', status = 'active'] = item.split('=');
+    const [category = '', ...name] = path.split('/');
+    categories[category] = [...(categories[category] ?? []), { name: name.join('/'), status }];
+  }
+  return { collectedAt: new Date().toISOString(), categories };
+}
+
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
+  process.exit(error instanceof EnrollmentRefused ? 2 : error instanceof ServerUnreachable ? 3 : 1);
 });

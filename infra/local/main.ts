@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { startAgent } from '#demo/agent/agent.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
 import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
+import { seedDemoPostureFleet } from '#demo/demo-posture.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { runRetention } from '#shared/audit/retention.ts';
@@ -33,11 +34,15 @@ const host = process.env.HOST || undefined;
 
 /** JWT_SECRET, or one generated once and kept in .data/ so tokens survive restarts. */
 function localJwtSecret(): string {
-  if (process.env.JWT_SECRET) return process.env.JWT_SECRET;
-  const file = `${dataDir}/jwt-secret`;
+  return process.env.JWT_SECRET || localSecret('jwt-secret', 'base64url');
+}
+
+/** A random 32-byte secret generated once and kept in .data/<name>. */
+function localSecret(name: string, encoding: 'base64' | 'base64url'): string {
+  const file = `${dataDir}/${name}`;
   if (!existsSync(file)) {
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
+    writeFileSync(file, randomBytes(32).toString(encoding), { mode: 0o600 });
   }
   return readFileSync(file, 'utf8').trim();
 }
@@ -124,12 +129,17 @@ async function main() {
   // With a JWKS URL the identity provider signs user tokens; a local secret would sign tokens nobody accepts.
   const jwksUrl = process.env.JWT_JWKS_URL;
   if (!jwksUrl) process.env.JWT_SECRET = localJwtSecret();
+  // Enrollment keys sealed for their deployment scripts (shared/auth/key-seal.ts).
+  process.env.ENROLLMENT_KEY_SEAL_KEY ||= localSecret('enrollment-key-seal-key', 'base64');
   // The integrity watch's signing key (shared/audit/anchor-signing.ts), generated once and shared with `npm run retention`.
   process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const { demo, trailRows } = await seedDemo(admin)
-    .then(async (demo) => ({ demo, trailRows: await seedDemoTrail(admin, demo) }))
+    .then(async (demo) => {
+      await seedDemoPostureFleet(admin, demo);
+      return { demo, trailRows: await seedDemoTrail(admin, demo) };
+    })
     .finally(() => admin.close());
   const gateway = await startHttpGateway({ port, host, routes, defaultRoute, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });

@@ -147,7 +147,7 @@ async function readExportEvidence(db: Db, orgIds: readonly string[]): Promise<Re
  * empty field, an empty string "" (as PostgreSQL's COPY reads CSV). Against formula injection a field starting
  * with = + - @ tab, CR or ' gets a leading ' (reversible: a reader drops one leading ').
  */
-function csvRecord(values: readonly (string | number | null)[]): string {
+export function csvRecord(values: readonly (string | number | null)[]): string {
   return values
     .map((value) => {
       if (value === null) return '';

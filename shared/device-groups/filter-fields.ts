@@ -1,13 +1,13 @@
 import { agentStatuses } from '../agents/schemas.ts';
+import type { PostureCategory, PostureStatus } from '../posture/catalog.ts';
 
 /**
  * The fields a dynamic group's filter may test (issue 15), one entry each. A field names its value type, which
  * decides the operators it takes and how a value is checked (filter.ts), and the SQL expression of its value for
  * the device row `d`. A new field is one more entry: a custom field (`customField:<key>`, below) takes a key bound
- * as a parameter; a management-posture detection is keyed by `<category>/<product>` with an `enum` of statuses.
- * docs/device-groups.md.
+ * as a parameter; management posture is a type of its own, tested with `has` (postureMatchSql). docs/device-groups.md.
  */
-export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean';
+export type FieldType = 'text' | 'enum' | 'uuid' | 'timestamp' | 'ip' | 'boolean' | 'posture';
 
 /** SQL types a filter value may be bound as. */
 export type SqlCast = 'text' | 'uuid' | 'timestamptz' | 'inet' | 'boolean' | 'int';
@@ -53,4 +53,21 @@ export const filterFields: Readonly<Record<string, FilterField>> = {
       JOIN custom_field_definitions f ON f.id = v.field_id
       WHERE v.device_id = d.id AND f.key = ${bind(key!, 'text')})`,
   },
+  // The device id: the `has` operator looks for a detection of its latest posture snapshot (postureMatchSql).
+  posture: { type: 'posture', sql: () => 'd.id' },
 };
+
+/** The value of a posture condition (issue 18): `{ category, product?, status? }`. */
+export interface PostureMatch {
+  category: PostureCategory;
+  product?: string;
+  status?: PostureStatus;
+}
+
+/** Whether the latest posture snapshot of the device `deviceId` detected a product of the category (issue 18). */
+export function postureMatchSql(deviceId: string, match: PostureMatch, bind: Bind): string {
+  const category = ` AND x.category = ${bind(match.category, 'text')}`;
+  const product = match.product === undefined ? '' : ` AND lower(x.product) = lower(${bind(match.product, 'text')})`;
+  const status = match.status === undefined ? '' : ` AND x.status = ${bind(match.status, 'text')}`;
+  return `EXISTS (SELECT 1 FROM device_posture_detections x WHERE x.device_id = ${deviceId}${category}${product}${status})`;
+}

@@ -2,7 +2,16 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { Params } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
-import { type Bind, type FieldType, type FilterField, filterFields, type SqlCast } from './filter-fields.ts';
+import { postureCategories, postureStatuses } from '../posture/catalog.ts';
+import {
+  type Bind,
+  type FieldType,
+  type FilterField,
+  filterFields,
+  type PostureMatch,
+  postureMatchSql,
+  type SqlCast,
+} from './filter-fields.ts';
 
 /**
  * The filter language of dynamic groups (issue 15): a typed JSON tree
@@ -58,6 +67,15 @@ const types: Record<FieldType, { value: (field: FilterField) => z.ZodType; cast:
   timestamp: { value: () => timestamp, cast: 'timestamptz' },
   ip: { value: () => ip, cast: 'inet' },
   boolean: { value: () => z.boolean(), cast: 'boolean' },
+  posture: {
+    value: () =>
+      z.strictObject({
+        category: z.enum(postureCategories),
+        product: text.optional(),
+        status: z.enum(postureStatuses).optional(),
+      }),
+    cast: 'text',
+  },
 };
 
 type Compile = (column: string, value: never, bind: Bind, type: FieldType) => string;
@@ -122,6 +140,11 @@ const operators = {
     types: ['ip'],
     value: () => cidr,
     sql: (column, value: string, bind) => `${column} <<= ${bind(value, 'inet')}`,
+  },
+  // issue 18: "devices still running Datto RMM" is { field: 'posture', op: 'has', value: { category: 'rmm', product: 'Datto RMM', status: 'active' } }.
+  has: {
+    types: ['posture'],
+    sql: (column, value: PostureMatch, bind) => postureMatchSql(column, value, bind),
   },
   exists: {
     types: ['text', 'enum', 'uuid', 'timestamp', 'ip'],

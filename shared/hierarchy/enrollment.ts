@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { sealSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '../auth/secrets.ts';
 import type { Db } from '../db/db.ts';
@@ -31,6 +32,8 @@ export async function createEnrollmentKey(
       keyPrefix: shownPart(key),
       expiresAt: input.expiresAt ?? null,
       createdBy: principal.id,
+      maxUsage: input.maxUsage,
+      keySealed: sealSecret(key),
     });
   });
   return { ...created, key };
@@ -62,6 +65,11 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
     const key =
       (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
     if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
+    // issue 18: a key enrolls at most maxUsage devices.
+    if (!(await store.claimEnrollmentKeyUse(tx, key.keyId)))
+      throw Unauthenticated(
+        'Enrollment key has reached its usage limit (maxUsage); create a new key or one with a higher maxUsage',
+      );
     const device = await store.insertDevice(tx, {
       orgId: key.orgId,
       siteId: key.siteId,

@@ -12,6 +12,13 @@ const search = z.string().min(1).max(255).optional().meta({ description: 'Case-i
 export const idParams = z.object({ id: z.uuid() });
 export const siteParams = z.object({ id: z.uuid(), siteId: z.uuid() });
 export const keyParams = z.object({ id: z.uuid(), keyId: z.uuid() });
+export const deploymentScriptQuery = z
+  .object({
+    platform: z
+      .enum(['windows', 'macos', 'linux'])
+      .meta({ description: 'windows: PowerShell; macos, linux: POSIX sh' }),
+  })
+  .strict();
 
 export const partner = z
   .object({ id: z.uuid(), name: z.string(), createdAt: timestampReply, updatedAt: timestampReply })
@@ -159,6 +166,8 @@ export const enrollmentKey = z
     keyPrefix: z.string(),
     expiresAt: timestampReply.nullable(),
     revokedAt: timestampReply.nullable(),
+    maxUsage: z.number().int().meta({ description: 'Devices the key enrolls at most' }),
+    usageCount: z.number().int().meta({ description: 'Devices it enrolled so far' }),
     createdAt: timestampReply,
   })
   .meta({ id: 'EnrollmentKey' });
@@ -175,6 +184,9 @@ export const createEnrollmentKey = z
     expiresAt: instant()
       .optional()
       .refine((t) => t === undefined || Date.parse(t) > Date.now(), 'expiresAt must lie in the future'),
+    maxUsage: z.number().int().min(1).max(100_000).default(1).meta({
+      description: 'Devices the key may enroll: 1 (default) for a single install, up to 100,000 for a fleet key',
+    }),
   })
   .strict();
 

@@ -54,6 +54,8 @@ type EnrollmentKeyRow = {
   keyPrefix: string;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  maxUsage: number;
+  usageCount: number;
   createdAt: Date;
 };
 
@@ -354,7 +356,8 @@ export async function softDeleteDevice(tx: Db, id: string) {
 // Enrollment keys and agents
 
 const keyColumns = `k.id, k.org_id AS "orgId", k.site_id AS "siteId", k.name, k.key_prefix AS "keyPrefix",
-  k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.created_at AS "createdAt"`;
+  k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.max_usage AS "maxUsage", k.usage_count AS "usageCount",
+  k.created_at AS "createdAt"`;
 
 export async function insertEnrollmentKey(
   db: Db,
@@ -366,14 +369,17 @@ export async function insertEnrollmentKey(
     keyPrefix: string;
     expiresAt: string | null;
     createdBy: string;
+    maxUsage?: number;
+    keySealed?: string | null;
   },
 ): Promise<EnrollmentKeyRow> {
   const created = await one<EnrollmentKeyRow>(
     db,
-    `INSERT INTO enrollment_keys AS k (org_id, site_id, name, key_hash, key_prefix, expires_at, created_by)
-     VALUES (:orgId::uuid, :siteId::uuid, :name::text, :keyHash::text, :keyPrefix::text, :expiresAt::timestamptz, :createdBy::uuid)
+    `INSERT INTO enrollment_keys AS k (org_id, site_id, name, key_hash, key_prefix, expires_at, created_by, max_usage, key_sealed)
+     VALUES (:orgId::uuid, :siteId::uuid, :name::text, :keyHash::text, :keyPrefix::text, :expiresAt::timestamptz, :createdBy::uuid,
+             :maxUsage::int, :keySealed::text)
      RETURNING ${keyColumns}`,
-    key,
+    { ...key, maxUsage: key.maxUsage ?? 1, keySealed: key.keySealed ?? null },
   );
   return created!;
 }
@@ -426,6 +432,34 @@ export function findUsableEnrollmentKey(tx: Db, keyHash: string) {
       WHERE k.key_hash = :keyHash::text AND k.revoked_at IS NULL AND o.deleted_at IS NULL
         AND (k.expires_at IS NULL OR k.expires_at > now())`,
     { keyHash },
+  );
+}
+
+/**
+ * Counts one use of the key unless that would pass its cap. The UPDATE takes the key's row lock, and a concurrent
+ * enrollment waiting on it re-reads the count once the first commits, so the cap holds under any concurrency.
+ */
+export async function claimEnrollmentKeyUse(tx: Db, keyId: string) {
+  const { rowCount } = await tx.query(
+    'UPDATE enrollment_keys SET usage_count = usage_count + 1 WHERE id = :keyId::uuid AND usage_count < max_usage',
+    { keyId },
+  );
+  return rowCount > 0;
+}
+
+/** An organization's enrollment key with its sealed form, for its deployment script. */
+export function findEnrollmentKey(db: Db, orgId: string, keyId: string) {
+  return one<{
+    id: string;
+    keySealed: string | null;
+    revokedAt: Date | null;
+    expiresAt: Date | null;
+    name: string | null;
+  }>(
+    db,
+    `SELECT k.id, k.key_sealed AS "keySealed", k.revoked_at AS "revokedAt", k.expires_at AS "expiresAt", k.name
+       FROM enrollment_keys k WHERE k.id = :keyId::uuid AND k.org_id = :orgId::uuid`,
+    { orgId, keyId },
   );
 }
 

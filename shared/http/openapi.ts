@@ -45,7 +45,11 @@ function successContent(def: RouteDef) {
   const json = { 'application/json': { schema: def.response } };
   if (!def.download) return { content: json };
   const text = Object.fromEntries(def.download.textTypes.map((type) => [type, { schema: z.string() }]));
-  return { headers: downloadHeaders, content: { ...json, ...text } };
+  // A report whose JSON is its ordinary reply names a file only for its text types.
+  return {
+    headers: def.download.jsonReply ? downloadHeaders.partial() : downloadHeaders,
+    content: { ...json, ...text },
+  };
 }
 
 /**

@@ -18,8 +18,11 @@ export interface RouteDef {
   /** Status of a successful reply (default 200). */
   status?: 200 | 201 | 202 | 204;
   response?: z.ZodType;
-  /** A file download: answered as an attachment (Content-Disposition), in JSON or one of these text types. */
-  download?: { textTypes: readonly string[] };
+  /**
+   * A file download: answered as an attachment (Content-Disposition), in JSON or one of these text types. With
+   * `jsonReply` only the text types are attachments and JSON is the route's ordinary reply (a report and its CSV).
+   */
+  download?: { textTypes: readonly string[]; jsonReply?: true };
   /** Error statuses the route can answer, for the OpenAPI document. */
   errors?: readonly number[];
 }
@@ -48,11 +51,13 @@ export interface RequestOf<R extends RouteDef, Caller> {
 export type ReplyOf<R extends RouteDef> = Promise<
   R['status'] extends 204
     ? void
-    : R['download'] extends object
-      ? RawReply
-      : R['response'] extends z.ZodType
-        ? z.input<R['response']>
-        : unknown
+    : R['download'] extends { jsonReply: true }
+      ? RawReply | (R['response'] extends z.ZodType ? z.input<R['response']> : unknown)
+      : R['download'] extends object
+        ? RawReply
+        : R['response'] extends z.ZodType
+          ? z.input<R['response']>
+          : unknown
 >;
 
 /**

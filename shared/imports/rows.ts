@@ -26,7 +26,7 @@ export const isHeld = (annotation: Annotation) => heldAnnotations.includes(annot
 export function plannedOutcome(annotation: Annotation): Outcome {
   if (annotation === 'create') return 'created';
   if (annotation === 'update') return 'updated';
-  if (annotation === 'unchanged') return 'unchanged';
+  if (annotation === 'unchanged' || annotation === 'matched') return 'unchanged';
   return isHeld(annotation) ? 'held' : 'refused';
 }
 

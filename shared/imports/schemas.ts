@@ -8,6 +8,8 @@ export const annotations = [
   'create',
   'update',
   'unchanged',
+  // A row whose record is linked by externalId and would change nothing (issue 18's tree import).
+  'matched',
   'email-match',
   'name-match',
   'conflict',

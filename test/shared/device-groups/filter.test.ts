@@ -31,6 +31,27 @@ describe('compileFilter', () => {
   });
 });
 
+describe('the posture field (issue 18)', () => {
+  it('compiles { category, product?, status? } to a bound EXISTS over the latest snapshot', () => {
+    const { params, bind } = filterParams();
+    const sql = compileFilter(
+      { field: 'posture', op: 'has', value: { category: 'rmm', product: "Datto RMM'--", status: 'active' } },
+      bind,
+    );
+    expect(sql).toBe(
+      '(EXISTS (SELECT 1 FROM device_posture_detections x WHERE x.device_id = d.id AND x.category = :f0::text AND lower(x.product) = lower(:f1::text) AND x.status = :f2::text))',
+    );
+    expect(Object.values(params)).toEqual(['rmm', "Datto RMM'--", 'active']);
+  });
+
+  it('names the path of a posture value of the wrong shape', () => {
+    expect(filterIssues({ field: 'posture', op: 'has', value: { category: 'antivirus', extra: 1 } })).toEqual([
+      { path: ['value', 'category'], message: expect.any(String) },
+      { path: ['value'], message: expect.stringContaining('extra') },
+    ]);
+  });
+});
+
 describe('filterIssues', () => {
   it('names each fault by its path', () => {
     expect(

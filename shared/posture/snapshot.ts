@@ -1,0 +1,72 @@
+import type { z } from 'zod';
+import { deviceOfAgent } from '../agents/log-access.ts';
+import { findDeviceNames } from '../agents/store.ts';
+import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import type { AgentPrincipal } from '../auth/principal.ts';
+import type { Db } from '../db/db.ts';
+import { deviceResource } from '../hierarchy/devices.ts';
+import { catalogVersion, type PostureCategory, postureCatalog, postureCategories } from './catalog.ts';
+import type { postureSnapshot } from './schemas.ts';
+import { type DetectionRow, deleteDetections, insertDetections, upsertPostureSnapshot } from './store.ts';
+
+/** GET /agents/{id}/posture-catalog: the detection rules, for the calling agent only. */
+export async function postureCatalogFor(db: Db, caller: AgentPrincipal, agentId: string) {
+  await deviceOfAgent(db, caller, agentId);
+  return {
+    version: catalogVersion,
+    categories: [...postureCategories],
+    products: postureCatalog.map((p) => ({ ...p })),
+  };
+}
+
+/** `category/product status` per detection, sorted: how two snapshots are compared and shown in the trail. */
+const summary = (rows: readonly DetectionRow[]) => rows.map((r) => `${r.category}/${r.product} ${r.status}`).sort();
+
+/**
+ * PUT /agents/{id}/management-posture: the device's latest snapshot replaces the one stored, unless the stored
+ * one is newer (a late upload never overwrites a current scan). Scans are telemetry and write no audit row
+ * (DESIGN.md), except device.posture.changed when what manages the device changed, with before and after.
+ */
+export async function uploadPosture(
+  db: Db,
+  caller: AgentPrincipal,
+  agentId: string,
+  snapshot: z.output<typeof postureSnapshot>,
+  audit: AuditContext,
+) {
+  const device = await deviceOfAgent(db, caller, agentId);
+  const detections: DetectionRow[] = Object.entries(snapshot.categories).flatMap(([category, list]) =>
+    (list ?? []).map((d) => ({
+      category: category as PostureCategory,
+      product: d.name,
+      version: d.version ?? null,
+      status: d.status,
+    })),
+  );
+  const result = await db.transaction(async (tx) => {
+    const stored = await upsertPostureSnapshot(tx, device.id, device.orgId, snapshot.collectedAt);
+    if (!stored) return { applied: false, before: [], collectedAt: snapshot.collectedAt };
+    const before = await deleteDetections(tx, device.id);
+    await insertDetections(tx, device.id, device.orgId, detections);
+    return { applied: true, before, collectedAt: stored.collectedAt.toISOString() };
+  });
+  const [before, after] = [summary(result.before), summary(detections)];
+  if (result.applied && JSON.stringify(before) !== JSON.stringify(after)) {
+    const names = await findDeviceNames(db, device.id);
+    writeRouteAudit(
+      { ...audit, actorName: names?.hostname },
+      {
+        orgId: device.orgId,
+        action: 'device.posture.changed',
+        ...deviceResource({ id: device.id, hostname: names?.hostname ?? device.id, displayName: names?.displayName }),
+        details: { before: { detections: before }, after: { detections: after }, collectedAt: result.collectedAt },
+      },
+    );
+  }
+  return {
+    deviceId: device.id,
+    collectedAt: new Date(result.collectedAt).toISOString(),
+    detections: detections.length,
+    applied: result.applied,
+  };
+}
