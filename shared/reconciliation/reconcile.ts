@@ -3,47 +3,73 @@ import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
+import { reportedSerial } from '../hierarchy/serial-number.ts';
 import type { reconciledDevice, reconciliationUpload } from './schemas.ts';
-import { type Counts, insertReconciliation, selectDevicesOf, selectHistory, selectOrgDevices } from './store.ts';
+import {
+  type Counts,
+  type EnrolledDevice,
+  insertReconciliation,
+  selectDevicesOf,
+  selectHistory,
+  selectOrgDevices,
+} from './store.ts';
 
 type Reconciled = z.output<typeof reconciledDevice>;
 
 const hostKey = (hostname: string) => hostname.trim().toLowerCase();
+/** A serial that identifies a machine (placeholders never do), compared ignoring case. */
+const serialKey = (serial: string | null | undefined) => reportedSerial(serial)?.toLowerCase() ?? null;
+
+/** Ids per key, and how many listed rows name each key. */
+function tally<T>(items: readonly T[], key: (item: T) => string | null): Map<string, T[]> {
+  const byKey = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    if (k !== null) byKey.set(k, [...(byKey.get(k) ?? []), item]);
+  }
+  return byKey;
+}
 
 /**
- * The states of an uploaded device list against the organization's enrolled devices (issue 18): `enrolled` when
- * exactly one device has the row's hostname (ignoring case) and no other row names it, `ambiguous` when several
- * devices or several rows share it, `missing` when none has it; devices no row names are `extra`. Devices carry no
- * serial number yet: matching by serial, then hostname, follows once they do (README "Moving a fleet in").
+ * The states of an uploaded device list against the organization's enrolled devices (issue 18), matched by serial
+ * number, then by hostname (ignoring case): `enrolled` when exactly one device matches and no other row names the
+ * same serial or hostname, `ambiguous` when several devices or rows share it (never guessed), `missing` when none
+ * matches; devices no row matches are `extra`. A placeholder serial ("To be filled by O.E.M.") matches nothing.
  */
 export function reconcile(
   listed: z.output<typeof reconciliationUpload>['devices'],
-  enrolled: readonly { id: string; hostname: string }[],
+  enrolled: readonly EnrolledDevice[],
 ): { devices: Reconciled[]; counts: Counts } {
-  const byHost = new Map<string, string[]>();
-  for (const device of enrolled)
-    byHost.set(hostKey(device.hostname), [...(byHost.get(hostKey(device.hostname)) ?? []), device.id]);
-  const rowsPerHost = new Map<string, number>();
-  for (const row of listed) rowsPerHost.set(hostKey(row.hostname), (rowsPerHost.get(hostKey(row.hostname)) ?? 0) + 1);
+  const devicesBySerial = tally(enrolled, (device) => serialKey(device.serialNumber));
+  const devicesByHost = tally(enrolled, (device) => hostKey(device.hostname));
+  const rowsBySerial = tally(listed, (row) => serialKey(row.serial));
+  const rowsByHost = tally(listed, (row) => hostKey(row.hostname));
+  const named = new Set<string>();
   const devices: Reconciled[] = listed.map((row) => {
-    const candidates = byHost.get(hostKey(row.hostname)) ?? [];
     const base = {
       hostname: row.hostname,
       serial: row.serial ?? null,
       externalId: row.externalId ?? null,
       organization: row.organization ?? null,
     };
-    if (candidates.length === 0) return { ...base, state: 'missing', deviceId: null, candidates: [] };
-    if (candidates.length > 1 || rowsPerHost.get(hostKey(row.hostname))! > 1)
-      return { ...base, state: 'ambiguous', deviceId: null, candidates };
-    return { ...base, state: 'enrolled', deviceId: candidates[0]!, candidates: [] };
+    const serial = serialKey(row.serial);
+    const bySerial = serial === null ? [] : (devicesBySerial.get(serial) ?? []);
+    const [matches, rowsSharing] =
+      bySerial.length > 0
+        ? [bySerial, rowsBySerial.get(serial!)!.length]
+        : [devicesByHost.get(hostKey(row.hostname)) ?? [], rowsByHost.get(hostKey(row.hostname))!.length];
+    const ids = matches.map((device) => device.id);
+    for (const id of ids) named.add(id);
+    if (ids.length === 0) return { ...base, state: 'missing', deviceId: null, candidates: [] };
+    if (ids.length > 1 || rowsSharing > 1) return { ...base, state: 'ambiguous', deviceId: null, candidates: ids };
+    return { ...base, state: 'enrolled', deviceId: ids[0]!, candidates: [] };
   });
   for (const device of enrolled)
-    if (!rowsPerHost.has(hostKey(device.hostname)))
+    if (!named.has(device.id))
       devices.push({
         state: 'extra',
         hostname: device.hostname,
-        serial: null,
+        serial: device.serialNumber,
         externalId: null,
         organization: null,
         deviceId: device.id,

@@ -1,10 +1,13 @@
 import { type Db, one } from '../db/db.ts';
 import type { ReconciliationState } from './schemas.ts';
 
+/** An enrolled device as reconciliation matches it: serial number first, then hostname. */
+export type EnrolledDevice = { id: string; hostname: string; serialNumber: string | null };
+
 export function selectOrgDevices(db: Db, orgId: string) {
   return db
-    .query<{ id: string; hostname: string }>(
-      'SELECT id, hostname FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL',
+    .query<EnrolledDevice>(
+      'SELECT id, hostname, serial_number AS "serialNumber" FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL',
       { orgId },
     )
     .then((r) => r.rows);

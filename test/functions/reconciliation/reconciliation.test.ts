@@ -73,9 +73,38 @@ describe('enrollment reconciliation', () => {
   });
 
   it('reconciles a 10,000-device list by hostname', () => {
-    const enrolled = Array.from({ length: 10_000 }, (_, i) => ({ id: `${i}`, hostname: `host-${i}` }));
+    const enrolled = Array.from({ length: 10_000 }, (_, i) => ({
+      id: `${i}`,
+      hostname: `host-${i}`,
+      serialNumber: null,
+    }));
     const listed = Array.from({ length: 10_000 }, (_, i) => ({ hostname: `host-${i + 500}` }));
     const { counts } = reconcile(listed, enrolled);
     expect(counts).toEqual({ enrolled: 9_500, missing: 500, extra: 500, ambiguous: 0 });
+  });
+
+  it('matches by serial number before hostname, never on a placeholder serial, and holds a shared serial as ambiguous', () => {
+    const enrolled = [
+      { id: 'renamed', hostname: 'new-name', serialNumber: 'SN-1' },
+      { id: 'by-host', hostname: 'print-01', serialNumber: 'To be filled by O.E.M.' },
+      { id: 'twin-a', hostname: 'twin-a', serialNumber: 'SN-2' },
+      { id: 'twin-b', hostname: 'twin-b', serialNumber: 'SN-2' },
+      { id: 'left-over', hostname: 'old-box', serialNumber: 'SN-9' },
+    ];
+    const listed = [
+      { hostname: 'OLD-NAME', serial: 'sn-1' },
+      { hostname: 'PRINT-01', serial: 'Default string' },
+      { hostname: 'twin', serial: 'SN-2' },
+      { hostname: 'never-seen', serial: 'SN-7' },
+    ];
+    const { devices, counts } = reconcile(listed, enrolled);
+    expect(devices.map((d) => [d.hostname, d.state, d.deviceId, d.candidates])).toEqual([
+      ['OLD-NAME', 'enrolled', 'renamed', []],
+      ['PRINT-01', 'enrolled', 'by-host', []],
+      ['twin', 'ambiguous', null, ['twin-a', 'twin-b']],
+      ['never-seen', 'missing', null, []],
+      ['old-box', 'extra', 'left-over', []],
+    ]);
+    expect(counts).toEqual({ enrolled: 2, missing: 1, extra: 1, ambiguous: 1 });
   });
 });
