@@ -178,6 +178,17 @@ export async function listMembers(db: Db, principal: Principal, groupId: string,
     : store.selectMatchingDevices(db, group, filterCondition(group.filter!), query.sort, query);
 }
 
+/**
+ * The ids of a group's member devices now, for work that targets the group (a script run, issue 17): at most `limit`,
+ * else a 400 naming `path`, so a run never reaches part of a group silently.
+ */
+export async function memberDeviceIds(db: Db, principal: Principal, groupId: string, limit: number, path: string) {
+  const members = await listMembers(db, principal, groupId, { page: 1, limit, sort: 'newest' });
+  if (members.pagination.total > limit)
+    throw invalid(path, `The group holds ${members.pagination.total} devices; a run takes at most ${limit}`);
+  return members.data.map((device) => device.id);
+}
+
 /** What a filter matches now, without saving it (issue 15): a first page and the count. */
 export async function previewFilter(
   db: Db,

@@ -1,12 +1,13 @@
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
+import { memberDeviceIds } from '../device-groups/groups.ts';
 import { DomainError, ValidationFailed } from '../errors.ts';
 import { dispatchRun } from './dispatch.ts';
 import { reachableScript } from './library.ts';
 import { recordFinishedItems } from './outcome.ts';
 import { resolveParameters } from './parameters.ts';
-import { type RunItemsQuery, runItemStatuses, type StartRun } from './schemas.ts';
+import { maxRunDevices, type RunItemsQuery, runItemStatuses, type StartRun } from './schemas.ts';
 import * as store from './store.ts';
 
 /** A pending item (its device offline) expires after this long (README "Script runs"). */
@@ -23,7 +24,14 @@ export async function startRun(db: Db, principal: Principal, scriptId: string, i
   requirePermission(principal, 'scripts:run');
   const script = await reachableScript(db, principal, scriptId);
   const parameters = resolveParameters(script.parameters, input.parameters);
-  const deviceIds = input.deviceIds!;
+  // A group's members are read now (a dynamic group's filter evaluated once): the run targets these devices.
+  const deviceIds = input.groupId
+    ? await memberDeviceIds(db, principal, input.groupId, maxRunDevices, 'groupId')
+    : input.deviceIds!;
+  if (deviceIds.length === 0)
+    throw ValidationFailed('The group has no devices', [
+      { path: 'body.groupId', message: 'The group has no devices', code: 'custom' },
+    ]);
   const devices = await store.selectRunDevices(db, principal, deviceIds);
   const found = new Set(devices.map((d) => d.id));
   const missing = deviceIds.filter((id) => !found.has(id));

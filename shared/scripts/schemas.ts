@@ -232,16 +232,24 @@ export const runItemStatuses = [
 ] as const;
 export type RunItemStatus = (typeof runItemStatuses)[number];
 
-/** POST /scripts/{scriptId}/runs. Device groups (groupId) follow the groups issue (issue 15). */
+/** Devices one run reaches at most, by id or as a group's members. */
+export const maxRunDevices = 5000;
+
+/** POST /scripts/{scriptId}/runs: devices by id, or a device group's members at the time of the run. */
 export const startRun = z
   .object({
     deviceIds: z
       .array(z.uuid())
       .min(1)
-      .max(5000)
+      .max(maxRunDevices)
       .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))])
       .optional(),
-    groupId: z.uuid().optional().meta({ description: 'Not yet accepted: device groups follow issue 15 (400)' }),
+    groupId: z
+      .uuid()
+      .optional()
+      .meta({
+        description: 'A device group (issue 15) whose members, static or matching its filter now, the run targets',
+      }),
     parameters: z.record(z.string(), z.unknown()).default({}),
     timeoutSeconds: z
       .number()
@@ -253,13 +261,10 @@ export const startRun = z
   })
   .strict()
   .superRefine((body, ctx) => {
-    if (body.groupId)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['groupId'],
-        message: 'Runs on a device group follow the device groups issue (issue 15); give deviceIds',
-      });
-    else if (!body.deviceIds) ctx.addIssue({ code: 'custom', path: ['deviceIds'], message: 'Give deviceIds' });
+    if (body.groupId && body.deviceIds)
+      ctx.addIssue({ code: 'custom', path: ['groupId'], message: 'Give deviceIds or groupId, not both' });
+    else if (!body.groupId && !body.deviceIds)
+      ctx.addIssue({ code: 'custom', path: ['deviceIds'], message: 'Give deviceIds or groupId' });
   });
 export type StartRun = z.output<typeof startRun>;
 

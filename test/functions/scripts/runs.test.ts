@@ -57,13 +57,38 @@ describe('script runs', () => {
     expect(await runCount()).toBe(before);
   });
 
-  it('names a device group as following issue 15, and refuses devices the caller does not reach with 404', async () => {
-    const group = await startRun({ groupId: crypto.randomUUID(), parameters: { days: 1 } });
-    expect(group.status).toBe(400);
-    expect(group.body.error.details[0]).toMatchObject({ path: 'body.groupId' });
+  it("runs on a device group's members, and answers 404 for another tenant's group or device", async () => {
+    const a = await enrollDevice(t.api, tenant, 'group-a');
+    const b = await enrollDevice(t.api, tenant, 'group-b');
+    await enrollDevice(t.api, tenant, 'not-in-group');
+    const group = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, {
+      token: tenant.orgToken,
+      body: { name: 'Run targets', type: 'static' },
+    });
+    await t.api.request('POST', `/api/v1/device-groups/${group.body.id}/members`, {
+      token: tenant.orgToken,
+      body: { deviceIds: [a.deviceId, b.deviceId] },
+    });
+    const reply = await startRun({ groupId: group.body.id, parameters: { days: 1 } });
+    expect(reply.status).toBe(202);
+    expect((await items(reply.body.id)).map((item) => item.deviceId).sort()).toEqual([a.deviceId, b.deviceId].sort());
+    const both = await startRun({ groupId: group.body.id, deviceIds: [a.deviceId], parameters: { days: 1 } });
+    expect(both.status).toBe(400);
+    const empty = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, {
+      token: tenant.orgToken,
+      body: { name: 'Empty', type: 'static' },
+    });
+    const none = await startRun({ groupId: empty.body.id, parameters: { days: 1 } });
+    expect(none.status).toBe(400);
+    expect(none.body.error.details[0]).toMatchObject({ path: 'body.groupId' });
+    const theirs = await t.api.request('POST', `/api/v1/orgs/organizations/${other.orgId}/device-groups`, {
+      token: other.orgToken,
+      body: { name: 'Theirs', type: 'dynamic', filter: { field: 'hostname', op: 'contains', value: 'x' } },
+    });
+    expect((await startRun({ groupId: theirs.body.id, parameters: { days: 1 } })).status).toBe(404);
     const foreign = await enrollDevice(t.api, other, 'foreign');
-    const reply = await startRun({ deviceIds: [foreign.deviceId], parameters: { days: 1 } });
-    expect(reply.status).toBe(404);
+    const refused = await startRun({ deviceIds: [foreign.deviceId], parameters: { days: 1 } });
+    expect(refused.status).toBe(404);
     const script = await t.api.request('GET', `/api/v1/scripts/${scriptId}`, { token: other.orgToken });
     expect(script.status).toBe(404);
   });
