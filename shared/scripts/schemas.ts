@@ -244,12 +244,9 @@ export const startRun = z
       .max(maxRunDevices)
       .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))])
       .optional(),
-    groupId: z
-      .uuid()
-      .optional()
-      .meta({
-        description: 'A device group (issue 15) whose members, static or matching its filter now, the run targets',
-      }),
+    groupId: z.uuid().optional().meta({
+      description: 'A device group (issue 15) whose members, static or matching its filter now, the run targets',
+    }),
     parameters: z.record(z.string(), z.unknown()).default({}),
     timeoutSeconds: z
       .number()
