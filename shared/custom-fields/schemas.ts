@@ -201,13 +201,17 @@ export const definitionsImport = z
   .strict()
   .refine(oneSource, oneSourceMessage);
 
+/** A count for every status: an object with each status a property, as the document lists it. */
+const countsOf = <const S extends string>(statuses: readonly S[]) =>
+  z.object(Object.fromEntries(statuses.map((status) => [status, z.number().int()])) as Record<S, z.ZodNumber>).strict();
+
 export const definitionStatuses = ['create', 'update', 'unchanged', 'conflict', 'invalid'] as const;
 export const definitionsImportReply = z
   .object({
     committed: z.boolean(),
     sourceSystem: z.enum(sourceSystems),
     sha256: z.string(),
-    summary: z.record(z.enum([...definitionStatuses, 'refused']), z.number().int()),
+    summary: countsOf([...definitionStatuses, 'refused']),
     rows: z.array(
       z
         .object({
@@ -260,7 +264,7 @@ export const valuesImportReply = z
     columns: z
       .record(z.string(), columnRole.nullable())
       .meta({ description: 'How each column was read (null: ignored)' }),
-    summary: z.record(z.enum([...valueStatuses, 'refused']), z.number().int()).meta({
+    summary: countsOf([...valueStatuses, 'refused']).meta({
       description:
         'Counts of fields by status (no-device and ambiguous count the row once); refused: rows changed since preview',
     }),

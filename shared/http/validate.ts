@@ -1,6 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { type IssueDetail, issueDetails, ValidationFailed } from '../errors.ts';
 import { listParams } from '../request-values.ts';
 import type { AuditHttpContext } from './audit.ts';
@@ -108,13 +108,14 @@ function knownFields(schema: z.ZodType, value: unknown): unknown {
  */
 function queryIssues(schema: z.ZodObject | undefined, rawQueryString: string): IssueDetail[] {
   const shape: Record<string, z.ZodType> = schema?.shape ?? {};
-  // A schema with a catchall takes a family of names beyond its shape (GET /devices: cf.<key>) and names the rest itself.
+  // A catchall takes a family of names beyond the shape (GET /devices: cf.<key>), given by its `keyPattern` meta.
   const catchall = schema?._zod.def.catchall;
-  const open = catchall !== undefined && catchall._zod.def.type !== 'never';
+  const keyPattern = catchall ? z.globalRegistry.get(catchall)?.keyPattern : undefined;
+  const family = typeof keyPattern === 'string' ? new RegExp(keyPattern) : undefined;
   const seen = new Map<string, number>();
   for (const [key] of new URLSearchParams(rawQueryString)) seen.set(key, (seen.get(key) ?? 0) + 1);
   return [...seen].flatMap(([key, count]): IssueDetail[] => {
-    if (!Object.hasOwn(shape, key) && !open)
+    if (!Object.hasOwn(shape, key) && !family?.test(key))
       return [{ path: `query.${key}`, message: `Unknown query parameter ${key}`, code: 'unrecognized_keys' }];
     if (count > 1 && !listParams.has(shape[key]!))
       return [{ path: `query.${key}`, message: `Give ${key} once; it was given ${count} times`, code: 'repeated' }];

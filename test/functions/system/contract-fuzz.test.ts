@@ -182,7 +182,12 @@ describe('a contract fuzz over the OpenAPI document', () => {
         if (reply.status >= 500 || !documented.includes(reply.status)) failures.push(`${where} (undocumented)`);
         else if (reply.status >= 400 && !envelope.safeParse(reply.body).success)
           failures.push(`${where} (no envelope)`);
-        else if (reply.status < 300 && def.download && !response.headers.get('content-disposition'))
+        else if (
+          reply.status < 300 &&
+          def.download &&
+          !(def.download.jsonReply && type.startsWith('application/json')) &&
+          !response.headers.get('content-disposition')
+        )
           failures.push(`${where} (a download without Content-Disposition)`);
         else if (reply.status < 300 && def.response && typeof reply.body !== 'string') {
           if (!def.response.safeParse(reply.body).success) failures.push(`${where} (outside the response schema)`);
