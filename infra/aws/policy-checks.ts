@@ -44,7 +44,7 @@ export const guardExceptions: Record<string, string> = {
   rds_cluster_iam_authentication_enabled_check:
     'Nothing connects to the cluster directly: the Data API authenticates with IAM and then with the role secret, which IAM database authentication cannot replace',
   sqs_dlq_check:
-    "The only queue is itself the dead-letter destination of the daily run (Lambda's on-failure destination and EventBridge's dead-letter queue)",
+    "The queues without a dead-letter queue are dead-letter destinations themselves: the daily run's failure queue (Lambda's on-failure destination and EventBridge's dead-letter queue) and the work queue's dead-letter queue",
 };
 
 /** cdk-nag's AwsSolutions checks and the Control Tower rules on every synth of `app`, the exceptions above acknowledged. */
