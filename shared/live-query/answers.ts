@@ -1,10 +1,8 @@
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { receiveRunMessage } from '../scripts/answers.ts';
-import { maxChunks } from './protocol.ts';
+import { type AnswerChunk, answerId, chunkOf, isChunk, parseObject } from './protocol.ts';
 import * as store from './store.ts';
-
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * $default: a message from an agent. An answer (or a chunk of one) is stored for the query that waits
@@ -19,7 +17,7 @@ export async function receiveAgentMessage(db: Db, connectionId: string, body: st
   if (message && typeof message.runItemId === 'string') return receiveRunMessage(db, connectionId, message);
   // An answer that is not even JSON still fails its query at once (502) when its requestId can be made out.
   const requestId = message ? message.requestId : /"requestId"\s*:\s*"([^"]+)"/.exec(body)?.[1];
-  if (typeof requestId !== 'string' || !uuid.test(requestId)) return;
+  if (typeof requestId !== 'string' || !answerId.test(requestId)) return;
   const kept = await store.insertChunk(db, { requestId, connectionId, ...piece(message, body) });
   if (!kept)
     logger.info('Ignored an agent message for a query its connection does not own', { connectionId, requestId });
@@ -30,31 +28,8 @@ export async function receiveAgentMessage(db: Db, connectionId: string, body: st
  * answer's text; any other message is the whole answer, one piece. A chunk that makes no sense is
  * taken as the whole answer, so that its query fails as unreadable instead of waiting out its time.
  */
-function piece(
-  message: Record<string, unknown> | undefined,
-  body: string,
-): { chunk: number; chunks: number; data: string } {
+function piece(message: Record<string, unknown> | undefined, body: string): AnswerChunk {
   const whole = { chunk: 0, chunks: 1, data: body };
-  if (!message || (message.chunk === undefined && message.chunks === undefined)) return whole;
-  const { chunk, chunks, data } = message;
-  const valid =
-    Number.isInteger(chunks) &&
-    (chunks as number) >= 1 &&
-    (chunks as number) <= maxChunks &&
-    Number.isInteger(chunk) &&
-    (chunk as number) >= 0 &&
-    (chunk as number) <= (chunks as number) &&
-    typeof data === 'string';
-  return valid ? { chunk: chunk as number, chunks: chunks as number, data: data as string } : whole;
-}
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value = JSON.parse(text) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  if (!message || !isChunk(message)) return whole;
+  return chunkOf(message) ?? whole;
 }

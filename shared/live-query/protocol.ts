@@ -10,6 +10,46 @@ export const maxMessageBytes = 128 * 1024;
 /** At most this many chunks make one answer (64 x 100 KB, about Lambda's 6 MB response limit). */
 export const maxChunks = 64;
 
+/** An answer's id (a live query's requestId, a script run's runItemId) must be a UUID to be looked up. */
+export const answerId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One piece of a chunked answer: `data` of all chunks, concatenated in chunk order, is the answer's JSON text. */
+export interface AnswerChunk {
+  chunk: number;
+  chunks: number;
+  data: string;
+}
+
+/** Whether an agent's message is a piece of a chunked answer (it names chunk or chunks). */
+export const isChunk = (message: Record<string, unknown>) =>
+  message.chunk !== undefined || message.chunks !== undefined;
+
+/** A chunk's fields when they make sense (at most maxChunks chunks, an index within them, text data), else undefined. */
+export function chunkOf(message: Record<string, unknown>): AnswerChunk | undefined {
+  const { chunk, chunks, data } = message;
+  const valid =
+    Number.isInteger(chunks) &&
+    (chunks as number) >= 1 &&
+    (chunks as number) <= maxChunks &&
+    Number.isInteger(chunk) &&
+    (chunk as number) >= 0 &&
+    (chunk as number) <= (chunks as number) &&
+    typeof data === 'string';
+  return valid ? { chunk: chunk as number, chunks: chunks as number, data: data as string } : undefined;
+}
+
+/** An agent message's JSON object, or undefined when the text is not one. */
+export function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Levels of a live event (seed 2.7). */
 export const liveEventLevels = ['information', 'warning', 'error', 'critical', 'verbose'] as const;
 export type LiveEventLevel = (typeof liveEventLevels)[number];

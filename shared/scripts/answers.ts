@@ -1,14 +1,11 @@
 import type { Db } from '../db/db.ts';
+import { answerId, chunkOf, isChunk, parseObject } from '../live-query/protocol.ts';
 import { logger } from '../logger.ts';
 import { recordFinishedItems } from './outcome.ts';
 import * as store from './store.ts';
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** stdout and stderr of a run item are each kept up to this many characters (README "Script runs"). */
 export const outputChars = 8_000;
-/** At most this many chunks make one answer, as for live queries. */
-const maxChunks = 64;
 
 /**
  * An agent's message about a run item ($default; README "Script runs"): `started`, `finished` with its exit code,
@@ -17,26 +14,11 @@ const maxChunks = 64;
  */
 export async function receiveRunMessage(db: Db, connectionId: string, message: Record<string, unknown>): Promise<void> {
   const runItemId = message.runItemId;
-  if (typeof runItemId !== 'string' || !uuid.test(runItemId)) return;
-  if (message.chunk === undefined && message.chunks === undefined)
-    return applyAnswer(db, connectionId, runItemId, message);
-  const { chunk, chunks, data } = message;
-  const valid =
-    Number.isInteger(chunks) &&
-    (chunks as number) >= 1 &&
-    (chunks as number) <= maxChunks &&
-    Number.isInteger(chunk) &&
-    (chunk as number) >= 0 &&
-    (chunk as number) <= (chunks as number) &&
-    typeof data === 'string';
-  if (!valid) return finish(db, connectionId, runItemId, badAnswer('a chunk without a valid chunk, chunks and data'));
-  const state = await store.insertItemChunk(db, {
-    runItemId,
-    connectionId,
-    chunk: chunk as number,
-    chunks: chunks as number,
-    data: data as string,
-  });
+  if (typeof runItemId !== 'string' || !answerId.test(runItemId)) return;
+  if (!isChunk(message)) return applyAnswer(db, connectionId, runItemId, message);
+  const piece = chunkOf(message);
+  if (!piece) return finish(db, connectionId, runItemId, badAnswer('a chunk without a valid chunk, chunks and data'));
+  const state = await store.insertItemChunk(db, { runItemId, connectionId, ...piece });
   if (!state) return ignored(connectionId, runItemId);
   if (state.received < state.chunks) return;
   const whole = parseObject(await store.takeItemChunks(db, runItemId));
@@ -129,14 +111,3 @@ function output(value: unknown): { text: string | null; truncated: boolean } {
 
 const duration = (value: unknown) =>
   typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.min(Math.round(value), 2 ** 31 - 1) : null;
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value = JSON.parse(text) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
