@@ -1,7 +1,8 @@
 /**
- * The audit viewer as a static site: index.html and content-hashed assets (assets/app-<hash>.js,
- * assets/styles-<hash>.css), bundled and minified by esbuild. Nothing depends on where it is served: the page
- * reads the API's address from a config.json beside index.html, which the deployment writes (same origin without one).
+ * The web pages as a static site: one HTML file per page (`sitePages`) and content-hashed assets (each page's
+ * script assets/<entry>-<hash>.js, the code pages share in assets/chunk-<hash>.js, assets/styles-<hash>.css), bundled
+ * and minified by esbuild. Nothing depends on where it is served: a page reads the API's address from a config.json
+ * beside it, which the deployment writes (same origin without one).
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -19,6 +20,9 @@ export interface WebFile {
   immutable: boolean;
 }
 
+/** Each page: its HTML file in web/ (which names %SCRIPT% and %STYLESHEET%) and its script's entry point. */
+export const sitePages = [{ html: 'index.html', entry: 'app', script: 'src/main.ts' }] as const;
+
 const contentTypes: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -31,8 +35,13 @@ export async function bundleWeb(): Promise<WebFile[]> {
   const outdir = join(webDir, 'out');
   const result = await build({
     absWorkingDir: webDir,
-    entryPoints: { app: 'src/main.ts', styles: 'src/styles.css' },
+    entryPoints: {
+      ...Object.fromEntries(sitePages.map((page) => [page.entry, page.script])),
+      styles: 'src/styles.css',
+    },
     entryNames: 'assets/[name]-[hash]',
+    chunkNames: 'assets/chunk-[hash]',
+    splitting: true,
     outdir,
     bundle: true,
     minify: true,
@@ -49,29 +58,31 @@ export async function bundleWeb(): Promise<WebFile[]> {
     body: file.contents,
     immutable: true,
   }));
-  const asset = (extension: string) => {
-    const found = assets.find((file) => file.path.endsWith(extension));
-    if (!found) throw new Error(`esbuild wrote no ${extension} file`);
+  const asset = (prefix: string, extension: string) => {
+    const found = assets.find((file) => file.path.startsWith(`assets/${prefix}-`) && file.path.endsWith(extension));
+    if (!found) throw new Error(`esbuild wrote no ${prefix} ${extension} file`);
     return found.path;
   };
-  const html = (await readFile(join(webDir, 'index.html'), 'utf8'))
-    .replace('%SCRIPT%', asset('.js'))
-    .replace('%STYLESHEET%', asset('.css'))
-    .replace(/>\s+</g, '><');
-  return [
-    {
-      path: 'index.html',
-      contentType: contentTypeOf('index.html'),
-      body: new TextEncoder().encode(html),
-      immutable: false,
-    },
-    ...assets,
-  ];
+  const pages = await Promise.all(
+    sitePages.map(async (page) => {
+      const html = (await readFile(join(webDir, page.html), 'utf8'))
+        .replace('%SCRIPT%', asset(page.entry, '.js'))
+        .replace('%STYLESHEET%', asset('styles', '.css'))
+        .replace(/>\s+</g, '><');
+      return {
+        path: page.html,
+        contentType: contentTypeOf(page.html),
+        body: new TextEncoder().encode(html),
+        immutable: false,
+      };
+    }),
+  );
+  return [...pages, ...assets];
 }
 
 /**
- * Writes the complete static site into outDir: index.html and assets/ (the previous assets/ is replaced, so old
- * hashed files do not linger). No config.json: whoever deploys the site writes one beside index.html.
+ * Writes the complete static site into outDir: the pages and assets/ (the previous assets/ is replaced, so old
+ * hashed files do not linger). No config.json: whoever deploys the site writes one beside the pages.
  */
 export async function buildWeb(outDir: string): Promise<void> {
   const files = await bundleWeb();
@@ -87,5 +98,5 @@ export async function buildWeb(outDir: string): Promise<void> {
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const outDir = resolve(process.argv[2] ?? join(webDir, 'dist'));
   await buildWeb(outDir);
-  console.log(`audit viewer written to ${outDir}`);
+  console.log(`web pages written to ${outDir}`);
 }

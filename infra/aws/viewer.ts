@@ -187,7 +187,7 @@ export class Viewer extends Construct {
 
   /**
    * Deploys the site, built from web/ when the stack is synthesized, and its config.json naming the API. The hashed
-   * assets may be cached for a year; index.html and config.json are revalidated, so a deploy shows at once.
+   * assets may be cached for a year; the HTML pages and config.json are revalidated, so a deploy shows at once.
    */
   publish(apiBaseUrl: string): void {
     const site = Source.asset(webDir, {
@@ -207,7 +207,7 @@ export class Viewer extends Construct {
       retention: this.props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    const revalidated = ['index.html', 'config.json'];
+    const revalidated = ['*.html', 'config.json'];
     const assets = new BucketDeployment(this, 'Assets', {
       destinationBucket: this.bucket,
       sources: [site],
@@ -221,7 +221,7 @@ export class Viewer extends Construct {
       exclude: ['*'],
       include: revalidated,
       cacheControl: [CacheControl.noCache()],
-      // Two files, replaced on each deploy; the deployment above prunes the rest (these two excluded).
+      // The pages and config.json, replaced on each deploy; the deployment above prunes the rest (these excluded).
       prune: false,
       logGroup,
     });

@@ -1,7 +1,7 @@
 /**
- * The audit viewer as the local server serves it at / (README "Audit-log viewer"): built once at start into
- * memory by the same buildWeb toolchain as the deployment, no config.json (the page then calls its own origin).
- * The viewer keeps its view in the query string, so it has one page: any other path is 404.
+ * The web pages as the local server serves them (the audit viewer at / too; README "Audit-log viewer"): built once
+ * at start into memory by the same buildWeb toolchain as the deployment, no config.json (pages then call their own
+ * origin). Pages keep their view in the query string: paths other than the pages and their assets are 404.
  */
 import { bundleWeb } from '../../web/build.ts';
 import type { StaticFile } from './http-gateway.ts';

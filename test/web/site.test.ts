@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import { loadWebSite } from '#infra/local/web-site.ts';
-import { buildWeb } from '../../web/build.ts';
+import { buildWeb, sitePages } from '../../web/build.ts';
 
 describe('buildWeb(outDir): the viewer as a static site', () => {
   let outDir: string;
@@ -16,26 +16,38 @@ describe('buildWeb(outDir): the viewer as a static site', () => {
   });
   afterAll(() => rm(outDir, { recursive: true, force: true }));
 
-  it('writes index.html and the content-hashed script and stylesheet it names, and nothing else', async () => {
-    expect((await readdir(outDir)).sort()).toEqual(['assets', 'index.html']);
-    const assets = (await readdir(join(outDir, 'assets'))).sort();
-    expect(assets).toEqual([
-      expect.stringMatching(/^app-[A-Z0-9]{8}\.js$/),
-      expect.stringMatching(/^styles-[A-Z0-9]{8}\.css$/),
-    ]);
-    const html = await readFile(join(outDir, 'index.html'), 'utf8');
-    expect(html).toContain(`<script type="module" src="assets/${assets[0]}"></script>`);
-    expect(html).toContain(`<link rel="stylesheet" href="assets/${assets[1]}">`);
+  it('writes each page and the content-hashed scripts and stylesheet it names, and nothing else', async () => {
+    expect((await readdir(outDir)).sort()).toEqual(['assets', ...sitePages.map((page) => page.html)].sort());
+    const assets = await readdir(join(outDir, 'assets'));
+    expect(assets).not.toContain('app-STALE.js');
+    const stylesheet = assets.find((name) => /^styles-[A-Z0-9]{8}\.css$/.test(name));
+    expect(stylesheet).toBeDefined();
+    for (const page of sitePages) {
+      const html = await readFile(join(outDir, page.html), 'utf8');
+      const script = assets.find((name) => new RegExp(`^${page.entry}-[A-Z0-9]{8}\\.js$`).test(name));
+      expect(script, page.entry).toBeDefined();
+      expect(html).toContain(`<script type="module" src="assets/${script}"></script>`);
+      expect(html).toContain(`<link rel="stylesheet" href="assets/${stylesheet}">`);
+    }
+    // Besides the pages' scripts and the stylesheet, only the chunks of code the pages share.
+    const others = assets.filter(
+      (name) => name !== stylesheet && !sitePages.some((page) => name.startsWith(`${page.entry}-`)),
+    );
+    for (const name of others) expect(name).toMatch(/^chunk-[A-Z0-9]{8}\.js$/);
   });
 
   it('minifies, and bakes in no address: the page finds the API through config.json', async () => {
-    const [script, stylesheet] = (await readdir(join(outDir, 'assets'))).sort();
-    const js = await readFile(join(outDir, 'assets', script!), 'utf8');
-    const css = await readFile(join(outDir, 'assets', stylesheet!), 'utf8');
-    expect(js.split('\n').length).toBeLessThan(5);
+    const assets = await readdir(join(outDir, 'assets'));
+    const read = (name: string) => readFile(join(outDir, name), 'utf8');
+    const scripts = await Promise.all(
+      assets.filter((name) => name.endsWith('.js')).map((name) => read(`assets/${name}`)),
+    );
+    const css = await read(`assets/${assets.find((name) => name.startsWith('styles-'))}`);
+    for (const script of scripts) expect(script.split('\n').length).toBeLessThan(5);
     expect(css.split('\n').length).toBeLessThan(5);
-    expect(js).toContain('config.json');
-    for (const text of [js, css, await readFile(join(outDir, 'index.html'), 'utf8')])
+    expect(scripts.join('')).toContain('config.json');
+    const pages = await Promise.all(sitePages.map((page) => read(page.html)));
+    for (const text of [...scripts, css, ...pages])
       expect(text).not.toMatch(/localhost|127\.0\.0\.1|execute-api|\/work\//);
   });
 });

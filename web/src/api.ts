@@ -1,4 +1,4 @@
-/** The audit API as the page calls it: Bearer token, JSON, the error envelope read into an ApiError. */
+/** The API as the pages call it: Bearer token, JSON, the error envelope read into an ApiError. */
 
 export class ApiError extends Error {
   constructor(
@@ -14,6 +14,8 @@ export class ApiError extends Error {
 export interface ApiClient {
   readonly baseUrl: string;
   get<T>(path: string, params?: URLSearchParams, signal?: AbortSignal): Promise<T>;
+  /** A write (POST, PUT, PATCH, DELETE) with an optional JSON body; the reply's JSON, or undefined for 204. */
+  send<T>(method: string, path: string, body?: unknown, params?: URLSearchParams): Promise<T>;
   download(path: string, params: URLSearchParams): Promise<{ blob: Blob; filename: string }>;
 }
 
@@ -38,12 +40,13 @@ const filenameOf = (disposition: string | null, fallback: string) =>
   /filename="?([^";]+)"?/.exec(disposition ?? '')?.[1] ?? fallback;
 
 export function apiClient(baseUrl: string, token: string): ApiClient {
-  const call = async (path: string, params: URLSearchParams | undefined, signal?: AbortSignal) => {
+  const call = async (path: string, params: URLSearchParams | undefined, signal?: AbortSignal, init?: RequestInit) => {
     const query = params?.toString();
     let response: Response;
     try {
       response = await fetch(`${baseUrl}/api/v1${path}${query ? `?${query}` : ''}`, {
-        headers: { authorization: `Bearer ${token}` },
+        ...init,
+        headers: { authorization: `Bearer ${token}`, ...(init?.body ? { 'content-type': 'application/json' } : {}) },
         signal,
       });
     } catch (error) {
@@ -57,6 +60,13 @@ export function apiClient(baseUrl: string, token: string): ApiClient {
     baseUrl,
     async get<T>(path: string, params?: URLSearchParams, signal?: AbortSignal) {
       return (await (await call(path, params, signal)).json()) as T;
+    },
+    async send<T>(method: string, path: string, body?: unknown, params?: URLSearchParams) {
+      const response = await call(path, params, undefined, {
+        method,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return (response.status === 204 ? undefined : await response.json()) as T;
     },
     async download(path, params) {
       const response = await call(path, params);
@@ -82,7 +92,7 @@ export function describeError(error: unknown, baseUrl: string): string {
     case 401:
       return `The server refused the token (401: ${error.message}). It may have expired; sign in with a fresh one.`;
     case 403:
-      return `This token may not read the audit trail (403: ${error.message}).`;
+      return `This token may not do that (403: ${error.message}).`;
     case 404:
       return `Not found (404): ${error.message}.`;
     case 400:

@@ -8,7 +8,6 @@ import type { OrganizationPage } from '../../shared/hierarchy/schemas.ts';
 import { type ApiClient, ApiError, apiClient, describeError } from './api.ts';
 import { fill, h } from './element.ts';
 import { type Row, rowOfDetailedEntry, rowOfViewerEntry } from './entries.ts';
-import { codeWords } from './humanize.ts';
 import { rowsSummary } from './paging.ts';
 import { type Claims, claimsOf, forgetToken, keepToken } from './session.ts';
 import {
@@ -19,6 +18,7 @@ import {
   type ViewState,
   viewStateSearch,
 } from './view-state.ts';
+import { accountBar } from './views/account.ts';
 import { entryDetail } from './views/entry-detail.ts';
 import { exportButtons } from './views/export-buttons.ts';
 import { filterForm } from './views/filter-form.ts';
@@ -74,16 +74,9 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
   function signIn(token: string) {
     keepToken(token);
     session = { api: apiClient(apiBaseUrl, token), claims: claimsOf(token) ?? {} };
-    const { name, email, role } = session.claims;
     fill(
       elements.account,
-      h(
-        'span',
-        { class: 'who' },
-        name || email || 'Signed in',
-        role ? h('span', { class: 'secondary' }, ` ${codeWords(role)}`) : null,
-      ),
-      h('button', { type: 'button', class: 'secondary-button', onclick: () => signOut() }, 'Sign out'),
+      accountBar(session.claims, () => signOut()),
     );
     layout = undefined;
     shownList = undefined;

@@ -1,6 +1,7 @@
 import { startViewer } from './app.ts';
 import { loadApiBaseUrl } from './config.ts';
 import { fill, h } from './element.ts';
+import { pageNav } from './pages.ts';
 import { storedToken, takeTokenFromFragment } from './session.ts';
 
 const required = (id: string) => {
@@ -10,6 +11,7 @@ const required = (id: string) => {
 };
 
 async function boot() {
+  required('pages').replaceWith(pageNav('index.html'));
   const apiBaseUrl = await loadApiBaseUrl();
   const viewer = startViewer(apiBaseUrl, {
     main: required('main'),

@@ -628,13 +628,13 @@ describe('the audit viewer on S3 and CloudFront', () => {
     expect(logs.LifecycleConfiguration.Rules).toEqual([{ ExpirationInDays: 30, Status: 'Enabled' }]);
   });
 
-  it('deploys the built site and a config.json naming the HTTP API, index.html and config.json revalidated', () => {
+  it('deploys the built site and a config.json naming the HTTP API, the HTML pages and config.json revalidated', () => {
     const deployments = deployed.ofType('Custom::CDKBucketDeployment');
     expect(deployments).toHaveLength(2);
     for (const [, d] of deployments) expect(d.Properties.DestinationBucketName).toEqual({ Ref: bucket });
     const pages = deployments.find(([id]) => id.startsWith('ViewerPages'))![1].Properties;
     expect(pages).toMatchObject({
-      Include: ['index.html', 'config.json'],
+      Include: ['*.html', 'config.json'],
       Exclude: ['*'],
       SystemMetadata: { 'cache-control': 'no-cache' },
     });
@@ -644,7 +644,7 @@ describe('the audit viewer on S3 and CloudFront', () => {
     expect(markers).toContain(`{"Ref":"${httpApi}"}`);
     const assets = deployments.find(([id]) => id.startsWith('ViewerAssets'))![1].Properties;
     expect(assets).toMatchObject({
-      Exclude: ['index.html', 'config.json'],
+      Exclude: ['*.html', 'config.json'],
       SystemMetadata: { 'cache-control': 'public, max-age=31536000, immutable' },
     });
     expect(assets.Prune).not.toBe(false);
