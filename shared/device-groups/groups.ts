@@ -212,6 +212,29 @@ export async function previewFilter(
 const notDynamic = () =>
   invalid('deviceIds', "A dynamic group's members follow its filter; they cannot be added or removed by id");
 
+/** A static group the principal may change: a dynamic group's members follow its filter. */
+async function staticGroupToChange(db: Db, principal: Principal, groupId: string) {
+  const group = await reachableGroup(db, principal, groupId, groupsWrite);
+  if (group.type === 'dynamic') throw notDynamic();
+  return group;
+}
+
+/** One audit row naming the devices a member change touched; none when it touched none. */
+function auditMemberChange(
+  audit: AuditContext,
+  group: GroupRow,
+  action: 'device_group.member.add' | 'device_group.member.remove',
+  changed: { deviceId: string }[],
+) {
+  if (changed.length === 0) return;
+  writeRouteAudit(audit, {
+    orgId: group.orgId,
+    action,
+    ...groupResource(group),
+    details: { deviceIds: changed.map((row) => row.deviceId) },
+  });
+}
+
 /**
  * Adds devices to a static group, each id on its own: added, skipped (already a member, or named twice), or
  * refused (no live device of the group's organization, which is all another tenant's device ever reads as, or
@@ -224,8 +247,7 @@ export async function addMembers(
   deviceIds: string[],
   audit: AuditContext,
 ) {
-  const group = await reachableGroup(db, principal, groupId, groupsWrite);
-  if (group.type === 'dynamic') throw notDynamic();
+  const group = await staticGroupToChange(db, principal, groupId);
   const rows = await db.transaction((tx) => store.insertMembers(tx, group, deviceIds));
   const byId = new Map(rows.map((row) => [row.deviceId, row]));
   const reply = {
@@ -243,14 +265,12 @@ export async function addMembers(
     else reply.skipped += 1;
     seen.add(id);
   }
-  const added = rows.filter((row) => row.added).map((row) => row.deviceId);
-  if (added.length > 0)
-    writeRouteAudit(audit, {
-      orgId: group.orgId,
-      action: 'device_group.member.add',
-      ...groupResource(group),
-      details: { deviceIds: added },
-    });
+  auditMemberChange(
+    audit,
+    group,
+    'device_group.member.add',
+    rows.filter((row) => row.added),
+  );
   return reply;
 }
 
@@ -262,8 +282,7 @@ export async function removeMembers(
   deviceIds: string[],
   audit: AuditContext,
 ) {
-  const group = await reachableGroup(db, principal, groupId, groupsWrite);
-  if (group.type === 'dynamic') throw notDynamic();
+  const group = await staticGroupToChange(db, principal, groupId);
   const rows = await db.transaction((tx) => store.deleteMembers(tx, group, deviceIds));
   const byId = new Map(rows.map((row) => [row.deviceId, row]));
   const reply = { removed: 0, skipped: 0, refused: [] as { deviceId: string; code: 'NOT_FOUND'; message: string }[] };
@@ -275,14 +294,12 @@ export async function removeMembers(
     else reply.skipped += 1;
     seen.add(id);
   }
-  const removed = rows.filter((row) => row.removed).map((row) => row.deviceId);
-  if (removed.length > 0)
-    writeRouteAudit(audit, {
-      orgId: group.orgId,
-      action: 'device_group.member.remove',
-      ...groupResource(group),
-      details: { deviceIds: removed },
-    });
+  auditMemberChange(
+    audit,
+    group,
+    'device_group.member.remove',
+    rows.filter((row) => row.removed),
+  );
   return reply;
 }
 
