@@ -20,7 +20,7 @@ import { auditChainEvidence, auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink } from '#shared/audit/store.ts';
 import { verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { location, reason } from './cli.ts';
+import { count, location, progressLine, reason, rows, runCommand, usageError } from './cli.ts';
 
 const usage = `Usage:
   npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
@@ -53,32 +53,21 @@ Exit status: 0 chain intact, 1 break found, 2 usage error or not verifiable.`;
 /** Nothing could be verified: exit status 2. */
 class Unverifiable extends Error {}
 
-const count = (n: number) => n.toLocaleString('en-US');
-const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
 const describeLink = (link: ChainLink) => `seq ${link.seq}, checksum ${link.checksum}`;
 
-/**
- * "rows checked / total" on stderr, rewritten in place at most 10 times a second; only for ranges longer than
- * one page (verifyChain reports after each page). Off the terminal, with --progress, one line per update.
- */
-function progressLine(label: string, enabled: boolean) {
-  const inPlace = process.stderr.isTTY === true;
-  let shownAt = -Infinity;
-  let shown = false;
+/** "rows checked / total" while a range longer than one page is verified (verifyChain reports after each page). */
+function verifyProgress(label: string, enabled: boolean) {
+  const line = progressLine(enabled);
   return {
     update({ checked, total }: { checked: number; total: number }) {
       const done = checked >= total;
-      if (!enabled || (!shown && done)) return;
-      const now = performance.now();
-      if (!done && now - shownAt < 100) return;
-      shown = true;
-      shownAt = now;
-      const line = `${label}: ${count(checked)} / ${rows(total)} (${Math.floor((checked / Math.max(total, 1)) * 100)}%)`;
-      process.stderr.write(inPlace ? `\r${line}\x1b[K` : `${line}\n`);
+      if (!line.shown && done) return;
+      line.show(
+        `${label}: ${count(checked)} / ${rows(total)} (${Math.floor((checked / Math.max(total, 1)) * 100)}%)`,
+        done,
+      );
     },
-    end() {
-      if (shown && inPlace) process.stderr.write('\n');
-    },
+    end: line.end,
   };
 }
 
@@ -169,7 +158,10 @@ async function verifyInDatabase(
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
   const url = process.env.DATABASE_URL || embeddedUrl();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-audit-verify' });
-  const progress = progressLine(`verifying organization ${query.orgId}`, showProgress || process.stderr.isTTY === true);
+  const progress = verifyProgress(
+    `verifying organization ${query.orgId}`,
+    showProgress || process.stderr.isTTY === true,
+  );
   try {
     const result = await verifyChain(db, query.orgId, {
       from: query.from,
@@ -352,7 +344,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     ({ values } = parseOptions(argv));
   } catch (error) {
-    return usageError(reason(error));
+    return usageError(usage, reason(error));
   }
   if (values.help) {
     console.log(usage);
@@ -365,18 +357,18 @@ async function main(argv: string[]): Promise<number> {
       values.to !== undefined ||
       values.anchor !== undefined
     ) {
-      return usageError('--file takes no --org, --from, --to or --anchor: the file is the range');
+      return usageError(usage, '--file takes no --org, --from, --to or --anchor: the file is the range');
     }
     return verifyFile(values.file, values['public-key']);
   }
-  if (values.org === undefined) return usageError('give --org <orgId> or --file <export.json>');
+  if (values.org === undefined) return usageError(usage, 'give --org <orgId> or --file <export.json>');
   const query = auditVerifyQuery.safeParse({ orgId: values.org, from: values.from, to: values.to });
   if (!query.success) {
     const issue = query.error.issues[0]!;
-    return usageError(`--${issue.path[0] === 'orgId' ? 'org' : String(issue.path[0])}: ${issue.message}`);
+    return usageError(usage, `--${issue.path[0] === 'orgId' ? 'org' : String(issue.path[0])}: ${issue.message}`);
   }
   if (values.anchor !== undefined && (values.from !== undefined || values.to !== undefined))
-    return usageError('--anchor proves the whole chain: it takes no --from or --to');
+    return usageError(usage, '--anchor proves the whole chain: it takes no --from or --to');
   const kept = values.anchor === undefined ? undefined : readAnchor(values.anchor, values.org, values['public-key']);
   return verifyInDatabase(
     { orgId: values.org, from: query.data.from, to: query.data.to },
@@ -386,17 +378,8 @@ async function main(argv: string[]): Promise<number> {
   );
 }
 
-function usageError(message: string): number {
-  console.error(`usage error: ${message}\n\n${usage}`);
-  return 2;
-}
-
-main(process.argv.slice(2))
-  .catch((error: unknown) => {
-    // Whatever went wrong, nothing was verified: never exit 1, which means a break was found.
-    console.error(error instanceof Unverifiable ? `error: ${error.message}` : error);
-    return 2;
-  })
-  .then((status) => {
-    process.exitCode = status;
-  });
+runCommand(
+  () => main(process.argv.slice(2)),
+  // Whatever went wrong, nothing was verified: never exit 1, which means a break was found.
+  (error) => (error instanceof Unverifiable ? `error: ${error.message}` : error),
+);

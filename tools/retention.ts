@@ -16,7 +16,7 @@ import {
   runRetention,
 } from '#shared/audit/retention.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { location, reason } from './cli.ts';
+import { count, location, progressLine, reason, rows, runCommand, usageError } from './cli.ts';
 
 const usage = `Usage:
   npm run retention [-- --dry-run] [--as-of <instant>] [--progress]
@@ -34,8 +34,6 @@ const usage = `Usage:
 
 Exit status: 0 done, 2 usage error or failure.`;
 
-const count = (n: number) => n.toLocaleString('en-US');
-const rows = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
 const organizations = (n: number) => `${count(n)} organization${n === 1 ? '' : 's'}`;
 
 /** Where the worker connects, and how that was decided (the message of a connection failure names it). */
@@ -55,24 +53,17 @@ function auditAdminConnection(): { url: string; source: string } {
   };
 }
 
-/** "organizations done / total, rows deleted" on stderr: in place on a terminal (at most 10 times a second), else one line per update. */
-function progressLine(dryRun: boolean, enabled: boolean) {
-  const inPlace = process.stderr.isTTY === true;
-  let shownAt = -Infinity;
-  let shown = false;
+/** "organizations done / total, rows deleted" while the run goes on. */
+function retentionProgress(dryRun: boolean, enabled: boolean) {
+  const line = progressLine(enabled);
   return {
     update({ organizations: total, organizationsDone, rowsDeleted }: RetentionProgress) {
-      if (!enabled) return;
-      const now = performance.now();
-      if (inPlace && organizationsDone < total && now - shownAt < 100) return;
-      shown = true;
-      shownAt = now;
-      const line = `retention: ${count(organizationsDone)} / ${organizations(total)} done, ${rows(rowsDeleted)} ${dryRun ? 'to delete' : 'deleted'}`;
-      process.stderr.write(inPlace ? `\r${line}\x1b[K` : `${line}\n`);
+      line.show(
+        `retention: ${count(organizationsDone)} / ${organizations(total)} done, ${rows(rowsDeleted)} ${dryRun ? 'to delete' : 'deleted'}`,
+        organizationsDone >= total,
+      );
     },
-    end() {
-      if (shown && inPlace) process.stderr.write('\n');
-    },
+    end: line.end,
   };
 }
 
@@ -127,7 +118,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     ({ values } = parseOptions(argv));
   } catch (error) {
-    return usageError(reason(error));
+    return usageError(usage, reason(error));
   }
   if (values.help) {
     console.log(usage);
@@ -136,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
   let asOf: Date | undefined;
   if (values['as-of'] !== undefined) {
     if (!z.iso.datetime({ offset: true }).safeParse(values['as-of']).success)
-      return usageError(`--as-of: give an ISO 8601 instant with offset, such as 2026-01-31T00:00:00Z`);
+      return usageError(usage, `--as-of: give an ISO 8601 instant with offset, such as 2026-01-31T00:00:00Z`);
     asOf = new Date(values['as-of']);
   }
   const dryRun = values['dry-run'];
@@ -146,7 +137,7 @@ async function main(argv: string[]): Promise<number> {
   const anchorKey = configuredAnchorKey();
   const { url, source } = auditAdminConnection();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-retention' });
-  const progress = progressLine(dryRun, values.progress || process.stderr.isTTY === true);
+  const progress = retentionProgress(dryRun, values.progress || process.stderr.isTTY === true);
   try {
     let run: RetentionRun;
     try {
@@ -166,16 +157,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-function usageError(message: string): number {
-  console.error(`usage error: ${message}\n\n${usage}`);
-  return 2;
-}
-
-main(process.argv.slice(2))
-  .catch((error: unknown) => {
-    console.error(error);
-    return 2;
-  })
-  .then((status) => {
-    process.exitCode = status;
-  });
+runCommand(() => main(process.argv.slice(2)));
