@@ -46,6 +46,10 @@ afterEach(() => {
 
 const context = { functionName: 'logbook-work', awsRequestId: 'r1', getRemainingTimeInMillis: () => 60_000 } as Context;
 
+/** Invokes a worker handler as Lambda does, with its context. */
+const invoke = (handler: typeof worker, event: SQSEvent) =>
+  (handler as unknown as (event: SQSEvent, context: Context) => ReturnType<typeof worker>)(event, context);
+
 /** The messages as Lambda's SQS event source hands them to the worker, on their `receive`th receive. */
 const sqsEvent = (messages: SqsStub['messages'], receive = 1): SQSEvent => ({
   Records: messages.map((message) => ({
@@ -107,14 +111,14 @@ describe('the audit spool through the work queue (issue 13 item 6)', () => {
 
     await new Promise((resolve) => setTimeout(resolve, 50));
     const replayedAt = Date.now();
-    expect(await worker(sqsEvent(sqs.messages), context)).toEqual({ batchItemFailures: [] });
+    expect(await invoke(worker, sqsEvent(sqs.messages))).toEqual({ batchItemFailures: [] });
     const rows = await rowsOf(tenant.orgId, 'organization.update');
     expect(rows).toHaveLength(1);
     expect(rows[0]!.name).toBe('Queued Renamed');
     expect(rows[0]!.timestamp.getTime()).toBeGreaterThanOrEqual(before - 5);
     expect(rows[0]!.timestamp.getTime()).toBeLessThan(replayedAt);
     // SQS delivers at least once: the same message again (and a concurrent copy) adds nothing.
-    await Promise.all([worker(sqsEvent(sqs.messages), context), worker(sqsEvent(sqs.messages), context)]);
+    await Promise.all([invoke(worker, sqsEvent(sqs.messages)), invoke(worker, sqsEvent(sqs.messages))]);
     expect(await rowsOf(tenant.orgId, 'organization.update')).toHaveLength(1);
     expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
   });
@@ -166,7 +170,7 @@ describe('the audit spool through the work queue (issue 13 item 6)', () => {
 
         // Its fifth receive fails too: SQS moves it to the dead-letter queue, and that is counted.
         write.mockClear();
-        const result = await lambdaWorker(sqsEvent(sqs.messages, 5), context);
+        const result = await invoke(lambdaWorker, sqsEvent(sqs.messages, 5));
         expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: sqs.messages[0]!.messageId }] });
         expect(counted()).toEqual(['AuditEventsFailedPermanently']);
       });
@@ -174,8 +178,8 @@ describe('the audit spool through the work queue (issue 13 item 6)', () => {
 
       // A redrive from the dead-letter queue receives it afresh once the database takes it.
       write.mockClear();
-      expect(await lambdaWorker(sqsEvent(sqs.messages, 1), context)).toEqual({ batchItemFailures: [] });
-      expect(await lambdaWorker(sqsEvent(sqs.messages, 2), context)).toEqual({ batchItemFailures: [] });
+      expect(await invoke(lambdaWorker, sqsEvent(sqs.messages, 1))).toEqual({ batchItemFailures: [] });
+      expect(await invoke(lambdaWorker, sqsEvent(sqs.messages, 2))).toEqual({ batchItemFailures: [] });
       expect(counted()).toEqual(['AuditEventsReplayed']);
       const rows = await rowsOf(tenant.orgId, 'organization.archive-report');
       expect(rows.map((row) => row.name)).toEqual(['Spooled In Lambda']);
