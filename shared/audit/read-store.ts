@@ -158,7 +158,7 @@ export async function countAuditRows(db: Db, scope: AuditScope): Promise<number>
   }
   // The bitmap of the matching rows is kept exact (a bit per row, not per page): under the default 4 MB work_mem a
   // broad filter's bitmap over a million rows turns lossy, and every row of those pages is rechecked (a search's five
-  // ILIKEs, details::text included): 8.9 s instead of 1.2 s for one row in 8 of 1,000,000 (README "Benchmarks").
+  // ILIKEs, details::text included): p95 17.0 s instead of 1.8 s for one row in 8 of 1,000,000 (README "Benchmarks").
   return db.transaction(async (tx) => {
     await tx.query(`SELECT set_config('work_mem', '${countWorkMem}', true)`);
     const row = await one<{ total: number }>(
