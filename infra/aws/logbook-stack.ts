@@ -159,7 +159,9 @@ export class LogbookStack extends Stack {
       });
       if (enrolls) enrollmentSecret.grantRead(fn);
       if (group === 'live-query' || group === 'scripts') this.agentChannel.grantRelay(fn);
-      if (group === 'scripts' || group === 'alerts') workQueue.grantSend(fn);
+      // Every API function may spool an audit row whose write failed (shared/audit/spool.ts); scripts and alerts
+      // also queue their deliveries.
+      workQueue.grantSend(fn);
       for (const handler of Object.values(handlers)) functions.set(handler, fn);
     }
     const domain = (name?: string, certificateArn?: string) =>
@@ -314,6 +316,14 @@ export class LogbookStack extends Stack {
       threshold: 1,
       meaning: "A route's audit row could not be written (the request itself succeeded).",
       action: "Read the function's log for the action and the error; check the database's health and capacity.",
+    });
+    alarms.add('AuditEventsFailedPermanently', {
+      metric: alarms.metric('AuditEventsFailedPermanently'),
+      threshold: 1,
+      meaning:
+        "An audit event is missing from the trail: its write failed and it could not be spooled, or its spooled replay failed five times and waits in the work queue's dead-letter queue.",
+      action:
+        'Read the function\'s log ([audit] lines) for the action and the error; fix the database, then redrive the work queue\'s dead-letter queue (README "Audit spool").',
     });
     alarms.add('UnhandledErrors', {
       metric: alarms.metric('UnhandledErrors'),

@@ -5,6 +5,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { maxReceives } from '#shared/queue/work-queue.ts';
 import { LogbookFunction, projectRoot } from './functions.ts';
 import { acknowledge } from './nag.ts';
 
@@ -16,7 +17,7 @@ export interface WorkQueueProps {
 
 /**
  * The service's background work (shared/queue/work-queue.ts): script runs waiting for an agent that just connected,
- * and PSA deliveries with their retries (issue 17). An SQS queue and a worker function polled by Lambda's event
+ * PSA deliveries with their retries (issue 17), and audit rows whose write failed (issue 13, shared/audit/spool.ts). An SQS queue and a worker function polled by Lambda's event
  * source mapping: nothing is billed while no job is queued. A job that keeps failing ends in the dead-letter queue
  * after five receives; its delivery row still says where it stood.
  */
@@ -37,11 +38,12 @@ export class WorkQueue extends Construct {
       enforceSSL: true,
       // Six times the worker's timeout, as Lambda's SQS event source asks.
       visibilityTimeout: Duration.minutes(6),
-      deadLetterQueue: { queue: deadLetters, maxReceiveCount: 5 },
+      deadLetterQueue: { queue: deadLetters, maxReceiveCount: maxReceives },
     });
     this.worker = new LogbookFunction(scope, 'WorkQueueWorker', {
       entry: join(projectRoot, 'functions/queue/worker.ts'),
-      description: 'Logbook: the work queue worker (script runs for agents that connect, PSA deliveries)',
+      description:
+        'Logbook: the work queue worker (script runs for agents that connect, PSA deliveries, audit replays)',
       timeout: Duration.minutes(1),
       logRetention: props.logRetention,
       environment: { ...props.environment, WORK_QUEUE_URL: this.queue.queueUrl },

@@ -634,6 +634,8 @@ export async function useLocalDataApi(): Promise<RunningDataApiServer> {
       ]),
     ),
     port: Number(process.env.DATA_API_PORT ?? 0),
+    // The Data API ends a call after 45 s (the statement cancelled, unless continueAfterTimeout).
+    callTimeoutMs: 45_000,
   });
   Object.assign(process.env, {
     DB_CLUSTER_ARN: localClusterArn,

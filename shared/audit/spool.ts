@@ -2,12 +2,16 @@
  * The durable audit spool (issue 13 item 6): an audit write that fails after the request succeeded (seed 6 rule 1
  * lets the request go on) is not dropped but kept, with the instant it happened, and replayed later. The store is
  * the deployment's: locally a file under .data/ (infra/local/audit-file-spool.ts), replayed on start and every
- * minute. A replayed row keeps its original timestamp; its seq is where the replay appends it, so it is later than
- * the timestamp suggests (the chain order stays insertion order, seed 2.2).
+ * minute; in AWS (WORK_QUEUE_URL set) an `audit.replay` job of the work queue, which its worker inserts once only
+ * however often SQS delivers it. A replayed row keeps its original timestamp; its seq is where the replay appends
+ * it, so it is later than the timestamp suggests (the chain order stays insertion order, seed 2.2).
  */
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/db.ts';
+import { onceForKey, requestHash } from '../db/idempotency.ts';
 import { logger } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
+import { send } from '../queue/work-queue.ts';
 import { type AuditRowInput, insertAuditRows } from './store.ts';
 
 /** Where failed audit rows are kept until replayed. */
@@ -23,14 +27,25 @@ export function useAuditSpool(spool: AuditSpool | undefined): void {
   configured = spool;
 }
 
+/** The work queue as the spool (AWS): one message per row, with an id by which its replay happens once. */
+const queueSpool: AuditSpool = {
+  put: (row) => send({ kind: 'audit.replay', spoolId: randomUUID(), row, dueAt: Date.now() }),
+};
+
+/** The process's spool: the one set, else the work queue when there is one (WORK_QUEUE_URL, in Lambda). */
+function currentSpool(): AuditSpool | undefined {
+  return configured ?? (process.env.WORK_QUEUE_URL ? queueSpool : undefined);
+}
+
 /** Keeps a row whose write failed; counts it spooled, or permanently failed when it could not be kept. */
 export async function spoolAuditRow(row: AuditRowInput): Promise<void> {
-  if (!configured) {
+  const spool = currentSpool();
+  if (!spool) {
     countMetric('AuditEventsFailedPermanently');
     return;
   }
   try {
-    await configured.put(row);
+    await spool.put(row);
     countMetric('AuditEventsSpooled');
   } catch (error) {
     countMetric('AuditEventsFailedPermanently');
@@ -47,4 +62,38 @@ export async function replayAuditRows(db: Db, rows: AuditRowInput[]): Promise<vo
   if (rows.length === 0) return;
   await insertAuditRows(db, rows);
   countMetric('AuditEventsReplayed', rows.length);
+}
+
+/**
+ * Appends one row spooled to the work queue, once: its spool id is claimed in audit ingestion's idempotency table in
+ * the transaction that appends it, so a message SQS delivers twice (or receives again after a lost delete) adds
+ * nothing the second time. Counts it replayed when this call appended it.
+ */
+export async function replayQueuedAuditRow(db: Db, job: { spoolId: string; row: AuditRowInput }): Promise<void> {
+  let appended = false;
+  const claim = {
+    principalType: 'audit_spool',
+    principalId: job.spoolId,
+    key: 'replay',
+    requestHash: requestHash(job.row),
+  };
+  await db.transaction((tx) =>
+    onceForKey(tx, 'audit_ingest_requests', claim, async () => {
+      const [sealed] = await insertAuditRows(tx, [job.row]);
+      appended = true;
+      return { id: sealed!.id, seq: sealed!.seq };
+    }),
+  );
+  if (appended) countMetric('AuditEventsReplayed');
+}
+
+/** A spooled row whose last replay failed: SQS moves its message to the dead-letter queue, where it waits for a redrive. */
+export function auditReplayAbandoned(job: { spoolId: string; row: AuditRowInput }, error: unknown): void {
+  countMetric('AuditEventsFailedPermanently');
+  logger.error('[audit] A spooled audit event failed its last replay; it waits in the dead-letter queue', {
+    spoolId: job.spoolId,
+    action: job.row.action,
+    orgId: job.row.orgId,
+    error: error instanceof Error ? error.message : String(error),
+  });
 }

@@ -58,7 +58,8 @@ function connect(role: RoleConnection): Db {
         import('./rds-data-client.ts'),
       ]);
       const client = createRdsDataClient({ endpoint: process.env.DATA_API_ENDPOINT || undefined });
-      return createDataApiDb({ client, resourceArn, secretArn, database, resumeDeadlineMs });
+      const { statementTimeoutMs } = dbTimeouts();
+      return createDataApiDb({ client, resourceArn, secretArn, database, resumeDeadlineMs, statementTimeoutMs });
     });
   }
   const url = process.env[role.urlVariable];

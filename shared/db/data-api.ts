@@ -60,6 +60,12 @@ export interface DataApiDbOptions {
    */
   continueAfterTimeout?: boolean;
   pollMs?: number;
+  /**
+   * DB_STATEMENT_TIMEOUT_MS (shared/db/timeouts.ts; 0 or none: no bound): each transaction starts with `SET LOCAL
+   * statement_timeout` to it, and every call (but a continueAfterTimeout one) is abandoned 2 s after it, as
+   * node-postgres abandons a query to a server that stopped answering. Either way the caller hears 57014 (503).
+   */
+  statementTimeoutMs?: number;
 }
 
 const defaultResumeDeadlineMs = 20_000;
@@ -173,6 +179,9 @@ function translate(error: unknown): unknown {
   if (name === 'DatabaseUnavailableException' || name === 'ServiceUnavailableError')
     return new DataApiError(message || name, '08006', { cause: error });
   if (name === 'StatementTimeoutException') return new DataApiError(message, '57014', { cause: error });
+  // The call abandoned by the executor's own bound (statementTimeoutMs): the database did not answer in time.
+  if (name === 'AbortError' || name === 'TimeoutError')
+    return new DataApiError(`The Data API did not answer in time (${message})`, '57014', { cause: error });
   return error;
 }
 
@@ -189,6 +198,10 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
   const { client, resourceArn, secretArn, database } = options;
   const deadlineMs = options.resumeDeadlineMs ?? defaultResumeDeadlineMs;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const statementTimeoutMs = options.statementTimeoutMs ?? 0;
+  /** A call's options: abandoned 2 s past the statement timeout, unless its statement may outlive it. */
+  const bounded = (outlives = false) =>
+    statementTimeoutMs > 0 && !outlives ? { abortSignal: AbortSignal.timeout(statementTimeoutMs + 2_000) } : {};
 
   /** One Data API call; a resuming cluster never ran the statement, so the call is repeated until the deadline. */
   async function call<T>(send: () => Promise<T>): Promise<T> {
@@ -248,6 +261,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
           includeResultMetadata: true,
           resultSetOptions: { decimalReturnType: 'STRING', longReturnType: 'LONG' },
         }),
+        bounded(Boolean(session)),
       );
     let output: Awaited<ReturnType<typeof send>>;
     try {
@@ -275,7 +289,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
     query: (sql, params) => execute(sql, params),
     async transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { isolation?: Isolation }) {
       const { transactionId } = await call(() =>
-        client.send(new BeginTransactionCommand({ resourceArn, secretArn, database })),
+        client.send(new BeginTransactionCommand({ resourceArn, secretArn, database }), bounded()),
       );
       // The Data API refuses a second statement while one of the transaction runs: statements take turns.
       let tail: Promise<unknown> = Promise.resolve();
@@ -295,16 +309,19 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
       try {
         // BeginTransaction takes no isolation level: it is set by the transaction's first statement.
         if (opts?.isolation) await tx.query(`SET TRANSACTION ISOLATION LEVEL ${opts.isolation}`);
+        // The server cancels a statement past the timeout (57014): the transaction then rolls back, never commits late.
+        if (statementTimeoutMs > 0)
+          await tx.query("SELECT set_config('statement_timeout', :ms::text, true)", { ms: String(statementTimeoutMs) });
         if (options.continueAfterTimeout)
           session = { pid: Number((await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid) };
         const result = await fn(tx);
         await inTurn(() =>
-          call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))),
+          call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }), bounded())),
         );
         return result;
       } catch (error) {
         await inTurn(() =>
-          client.send(new RollbackTransactionCommand({ resourceArn, secretArn, transactionId })),
+          client.send(new RollbackTransactionCommand({ resourceArn, secretArn, transactionId }), bounded()),
         ).catch(() => undefined);
         throw error;
       }

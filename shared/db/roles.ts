@@ -1,4 +1,5 @@
 import type { Db } from './db.ts';
+import { dbTimeouts } from './timeouts.ts';
 
 export interface RolePasswords {
   app: string;
@@ -12,12 +13,21 @@ const quoteLiteral = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 /**
  * Gives the named roles (the API's, the retention worker's) a login with these passwords
- * (locally; in AWS the migration custom resource does it from their secrets).
+ * (locally; in AWS the migration custom resource does it from their secrets). The API's role gets the statement
+ * timeout (DB_STATEMENT_TIMEOUT_MS, shared/db/timeouts.ts) as its default: a session the Data API opens takes no
+ * startup option, so this is what bounds a statement outside a transaction there (node-postgres sets its own).
  */
 export async function grantRoleLogins(admin: Db, passwords: Partial<RolePasswords>): Promise<void> {
   for (const [role, password] of Object.entries(passwords) as [keyof RolePasswords, string][]) {
     await admin.query(`ALTER ROLE ${roleNames[role]} LOGIN PASSWORD ${quoteLiteral(password)}`);
   }
+  if (passwords.app === undefined) return;
+  const { statementTimeoutMs } = dbTimeouts();
+  await admin.query(
+    statementTimeoutMs > 0
+      ? `ALTER ROLE ${roleNames.app} SET statement_timeout = ${statementTimeoutMs}`
+      : `ALTER ROLE ${roleNames.app} RESET statement_timeout`,
+  );
 }
 
 /** The connection string of `url` with another user and password. */

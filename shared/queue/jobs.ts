@@ -1,4 +1,5 @@
 import { attemptDelivery } from '../alerts/psa-delivery.ts';
+import { replayQueuedAuditRow } from '../audit/spool.ts';
 import { appDb } from '../db/client.ts';
 import { deliverPendingItems } from '../scripts/dispatch.ts';
 import type { Job } from './work-queue.ts';
@@ -11,5 +12,7 @@ export async function runJob(job: Job): Promise<void> {
     case 'psa.deliver':
       await attemptDelivery(appDb(), job.deliveryId);
       return;
+    case 'audit.replay':
+      return replayQueuedAuditRow(appDb(), job);
   }
 }

@@ -1,22 +1,28 @@
 /**
  * Background work of the service (issue 17): delivering pending script runs to an agent that just connected (API
- * Gateway takes no message on a connection before its $connect returns) and PSA event deliveries with their retries.
+ * Gateway takes no message on a connection before its $connect returns), PSA event deliveries with their retries, and
+ * audit rows whose write failed, spooled for a replay (issue 13, shared/audit/spool.ts).
  * In AWS a job is an SQS message handled by the queue worker function (functions/queue/worker.ts; no idle cost);
  * without WORK_QUEUE_URL (npm start, tests) the same job runs in this process after its delay.
  * The one adapter of the SQS client (DESIGN.md: one module per AWS SDK client).
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { AuditRowInput } from '../audit/store.ts';
 import { logger } from '../logger.ts';
 
 export type Job =
   | { kind: 'script-runs.deliver'; deviceId: string; connectionId: string; attempt: number }
-  | { kind: 'psa.deliver'; deliveryId: string };
+  | { kind: 'psa.deliver'; deliveryId: string }
+  | { kind: 'audit.replay'; spoolId: string; row: AuditRowInput };
 
 /** A job not due yet (SQS delays a message by at most 15 minutes): the worker sends it on again until then. */
 export type QueuedJob = Job & { dueAt: number };
 
 /** SQS's longest DelaySeconds. */
 export const maxDelaySeconds = 900;
+
+/** Receives of a message before SQS moves it to the dead-letter queue (infra/aws/work-queue.ts). */
+export const maxReceives = 5;
 
 type Sdk = typeof import('@aws-sdk/client-sqs');
 let sdk: Promise<Sdk> | undefined;

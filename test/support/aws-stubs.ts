@@ -1,8 +1,9 @@
 /**
- * Local stand-ins for what a custom resource Lambda talks to besides the database: Secrets Manager (the awsJson1_1
- * operations GetSecretValue and PutSecretValue, with a per-secret access list like IAM's) and CloudFormation's
- * ResponseURL.
+ * Local stand-ins for the AWS services a function talks to besides the database: Secrets Manager (the awsJson1_1
+ * operations GetSecretValue and PutSecretValue, with a per-secret access list like IAM's), CloudFormation's
+ * ResponseURL, and SQS's SendMessage.
  */
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -71,4 +72,41 @@ export async function startStubs(
       for (const server of servers) server.close();
     },
   };
+}
+
+export interface SqsStub {
+  /** The endpoint (AWS_ENDPOINT_URL_SQS) and the URL of its one queue. */
+  endpoint: string;
+  queueUrl: string;
+  /** The messages sent so far, in order. */
+  messages: { messageId: string; body: string; delaySeconds: number }[];
+  close(): void;
+}
+
+/**
+ * A local stand-in for SQS's SendMessage (the awsJson1_0 protocol of @aws-sdk/client-sqs, with the MD5 of the body
+ * the client checks): it keeps what is sent; the test hands the messages to a worker as Lambda's event source would.
+ */
+export async function startSqsStub(): Promise<SqsStub> {
+  const messages: SqsStub['messages'] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const target = String(req.headers['x-amz-target']);
+      const reply = (status: number, value: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify(value));
+      if (target !== 'AmazonSQS.SendMessage') return reply(400, { __type: 'InvalidAction', message: target });
+      const request = JSON.parse(body) as { MessageBody: string; DelaySeconds?: number };
+      const messageId = randomUUID();
+      messages.push({ messageId, body: request.MessageBody, delaySeconds: request.DelaySeconds ?? 0 });
+      reply(200, {
+        MessageId: messageId,
+        MD5OfMessageBody: createHash('md5').update(request.MessageBody).digest('hex'),
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { endpoint, queueUrl: `${endpoint}/000000000000/logbook-work`, messages, close: () => server.close() };
 }

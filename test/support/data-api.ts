@@ -20,6 +20,7 @@ export interface LocalDataApi {
       sleep?: (ms: number) => Promise<void>;
       continueAfterTimeout?: boolean;
       pollMs?: number;
+      statementTimeoutMs?: number;
     },
   ): Db;
   /** The variables with which shared/db/client.ts connects through this endpoint, as a Lambda does. */

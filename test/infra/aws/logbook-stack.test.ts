@@ -455,7 +455,7 @@ describe('the CDK stack', () => {
     }
   });
 
-  it('queues script deliveries and PSA events on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {
+  it('queues script deliveries, PSA events and spooled audit rows on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {
     // The work queue and its dead-letter queue, beside the daily run's failure queue.
     const queues = deployed.ofType('AWS::SQS::Queue');
     expect(queues).toHaveLength(3);
@@ -477,7 +477,13 @@ describe('the CDK stack', () => {
           ),
       )
       .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? 'worker');
-    expect(senders.sort()).toEqual(['alerts', 'scripts', 'worker', 'ws']);
+    // Every API function spools an audit row whose write failed to the queue (issue 13); scripts and alerts also
+    // queue deliveries. The retention and migration functions do not send.
+    const apiGroups = deployed
+      .ofType('AWS::Lambda::Function')
+      .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
+    expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
+    expect(senders.sort()).toEqual([...apiGroups, 'worker'].sort());
   });
 
   it('runs the retention worker daily from an EventBridge schedule, on a configurable schedule', () => {

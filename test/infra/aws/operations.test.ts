@@ -51,6 +51,7 @@ describe('alarms', () => {
         'RetentionDidNotRun',
         'RetentionFailuresQueued',
         'AuditWriteFailures',
+        'AuditEventsFailedPermanently',
         'UnhandledErrors',
         'DatabaseUnavailable',
         'HttpApi5xxRate',
@@ -58,7 +59,13 @@ describe('alarms', () => {
         'LambdaThrottles',
       ].sort(),
     );
-    for (const name of ['AuditChainBreaks', 'AuditRetentionFailures', 'AuditWriteFailures', 'UnhandledErrors']) {
+    for (const name of [
+      'AuditChainBreaks',
+      'AuditRetentionFailures',
+      'AuditWriteFailures',
+      'AuditEventsFailedPermanently',
+      'UnhandledErrors',
+    ]) {
       expect(alarmNamed(name)).toMatchObject({
         MetricName: name,
         Namespace: 'Logbook',

@@ -1,0 +1,192 @@
+/**
+ * The audit spool in AWS (issue 13 item 6): an audit write the database refuses is sent, with its original timestamp,
+ * to the work queue through the real @aws-sdk/client-sqs client (against a local SendMessage endpoint), and the queue
+ * worker appends it once however often SQS delivers it; its last failed receive is counted permanently failed.
+ */
+import type { Context, SQSEvent } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { handler as worker } from '#functions/queue/worker.ts';
+import { verifyChain } from '#shared/audit/verify.ts';
+import { useApi } from '#test/support/api.ts';
+import { type SqsStub, startSqsStub } from '#test/support/aws-stubs.ts';
+import { createTenant, type Tenant } from '#test/support/tenants.ts';
+
+const t = useApi();
+let sqs: SqsStub;
+let tenant: Tenant;
+const saved: Record<string, string | undefined> = {};
+
+beforeAll(async () => {
+  sqs = await startSqsStub();
+  const env = {
+    WORK_QUEUE_URL: sqs.queueUrl,
+    AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+  };
+  for (const [name, value] of Object.entries(env)) {
+    saved[name] = process.env[name];
+    process.env[name] = value;
+  }
+  tenant = await createTenant(t.api, 'Queued Spool');
+});
+afterAll(() => {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  sqs?.close();
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.unstubAllEnvs();
+  vi.resetModules();
+});
+
+const context = { functionName: 'logbook-work', awsRequestId: 'r1', getRemainingTimeInMillis: () => 60_000 } as Context;
+
+/** Invokes a worker handler as Lambda does, with its context. */
+const invoke = (handler: typeof worker, event: SQSEvent) =>
+  (handler as unknown as (event: SQSEvent, context: Context) => ReturnType<typeof worker>)(event, context);
+
+/** The messages as Lambda's SQS event source hands them to the worker, on their `receive`th receive. */
+const sqsEvent = (messages: SqsStub['messages'], receive = 1): SQSEvent => ({
+  Records: messages.map((message) => ({
+    messageId: message.messageId,
+    receiptHandle: `handle-${message.messageId}`,
+    body: message.body,
+    attributes: {
+      ApproximateReceiveCount: String(receive),
+      SentTimestamp: String(Date.now()),
+      SenderId: 'local',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:logbook-work',
+    awsRegion: 'us-east-1',
+  })),
+});
+
+const rowsOf = (orgId: string, action: string) =>
+  t.db.admin
+    .query<{ seq: number; timestamp: Date; name: unknown }>(
+      `SELECT seq, timestamp, coalesce(details->'after'->>'name', resource_name) AS name FROM audit_logs
+        WHERE org_id = :orgId::uuid AND action = :action::text ORDER BY seq`,
+      { orgId, action },
+    )
+    .then((r) => r.rows);
+
+/** Runs `work` while the API's role may not append to the trail (the request itself still succeeds). */
+async function withoutAuditInserts<T>(work: () => Promise<T>): Promise<T> {
+  await t.db.admin.query('REVOKE INSERT ON audit_logs FROM logbook_app');
+  try {
+    return await work();
+  } finally {
+    await t.db.admin.query('GRANT INSERT ON audit_logs TO logbook_app');
+  }
+}
+
+describe('the audit spool through the work queue (issue 13 item 6)', () => {
+  it('sends a refused audit row to SQS and the worker appends it once, with its original timestamp', async () => {
+    sqs.messages.length = 0;
+    const before = Date.now();
+    const reply = await withoutAuditInserts(() =>
+      t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
+        token: tenant.partnerToken,
+        body: { name: 'Queued Renamed' },
+      }),
+    );
+    expect(reply.status).toBe(200);
+    expect(await rowsOf(tenant.orgId, 'organization.update')).toEqual([]);
+    expect(sqs.messages).toHaveLength(1);
+    expect(sqs.messages[0]!.delaySeconds).toBe(0);
+    expect(JSON.parse(sqs.messages[0]!.body)).toMatchObject({
+      kind: 'audit.replay',
+      spoolId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      row: { orgId: tenant.orgId, action: 'organization.update', timestamp: expect.any(String) },
+    });
+
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const replayedAt = Date.now();
+    expect(await invoke(worker, sqsEvent(sqs.messages))).toEqual({ batchItemFailures: [] });
+    const rows = await rowsOf(tenant.orgId, 'organization.update');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.name).toBe('Queued Renamed');
+    expect(rows[0]!.timestamp.getTime()).toBeGreaterThanOrEqual(before - 5);
+    expect(rows[0]!.timestamp.getTime()).toBeLessThan(replayedAt);
+    // SQS delivers at least once: the same message again (and a concurrent copy) adds nothing.
+    await Promise.all([invoke(worker, sqsEvent(sqs.messages)), invoke(worker, sqsEvent(sqs.messages))]);
+    expect(await rowsOf(tenant.orgId, 'organization.update')).toHaveLength(1);
+    expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
+  });
+
+  it('in Lambda counts the row spooled, permanently failed on its last receive, and replayed after a redrive', async () => {
+    sqs.messages.length = 0;
+    // The modules as a Lambda loads them: metrics are written to stdout in the embedded metric format.
+    vi.resetModules();
+    vi.stubEnv('AWS_LAMBDA_FUNCTION_NAME', 'logbook-work');
+    vi.stubEnv('POWERTOOLS_METRICS_NAMESPACE', 'LogbookTest');
+    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', undefined);
+    vi.stubEnv('POWERTOOLS_DEV', undefined);
+    // Outside tests, so that the seed's line is printed.
+    vi.stubEnv('NODE_ENV', 'production');
+    const writer = await import('#shared/audit/writer.ts');
+    const { publishMetrics } = await import('#shared/observability/metrics.ts');
+    const { appDb, closeAppDb } = await import('#shared/db/client.ts');
+    const lambdaWorker = (await import('#functions/queue/worker.ts')).handler;
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const counted = () =>
+      write.mock.calls
+        .map(([chunk]) => String(chunk))
+        .filter((text) => text.includes('"_aws"'))
+        .flatMap((text) => {
+          const line = JSON.parse(text) as { _aws: { CloudWatchMetrics: { Metrics: { Name: string }[] }[] } };
+          return line._aws.CloudWatchMetrics[0]!.Metrics.map((metric) => metric.Name).filter((n) => n !== 'ColdStart');
+        });
+    try {
+      await withoutAuditInserts(async () => {
+        const audit = { db: appDb(), pending: [] as Promise<void>[] };
+        writer.writeRouteAudit(audit, {
+          orgId: tenant.orgId,
+          action: 'organization.archive-report',
+          resourceType: 'organization',
+          resourceId: tenant.orgId,
+          resourceName: 'Spooled In Lambda',
+        });
+        await writer.flushAudit(audit);
+        publishMetrics();
+        expect(counted()).toEqual(['AuditWriteFailures', 'AuditEventsSpooled']);
+        // The seed's line stays.
+        expect(error).toHaveBeenCalledWith(
+          '[audit] Failed to write audit log:',
+          'organization.archive-report',
+          expect.anything(),
+        );
+        expect(sqs.messages).toHaveLength(1);
+
+        // Its fifth receive fails too: SQS moves it to the dead-letter queue, and that is counted.
+        write.mockClear();
+        const result = await invoke(lambdaWorker, sqsEvent(sqs.messages, 5));
+        expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: sqs.messages[0]!.messageId }] });
+        expect(counted()).toEqual(['AuditEventsFailedPermanently']);
+      });
+      expect(await rowsOf(tenant.orgId, 'organization.archive-report')).toEqual([]);
+
+      // A redrive from the dead-letter queue receives it afresh once the database takes it.
+      write.mockClear();
+      expect(await invoke(lambdaWorker, sqsEvent(sqs.messages, 1))).toEqual({ batchItemFailures: [] });
+      expect(await invoke(lambdaWorker, sqsEvent(sqs.messages, 2))).toEqual({ batchItemFailures: [] });
+      expect(counted()).toEqual(['AuditEventsReplayed']);
+      const rows = await rowsOf(tenant.orgId, 'organization.archive-report');
+      expect(rows.map((row) => row.name)).toEqual(['Spooled In Lambda']);
+    } finally {
+      write.mockRestore();
+      error.mockRestore();
+      await closeAppDb();
+    }
+  });
+});
