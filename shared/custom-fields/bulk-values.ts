@@ -38,21 +38,23 @@ export async function setFieldValues(
   const devices = await store.selectReachableValueTargets(db, principal, [...firstIndex.keys()]);
   if (devices.length !== firstIndex.size) throw NotFound('Device');
   const byId = new Map(devices.map((device) => [device.id, device]));
-  input.values.forEach((item, i) => {
+  for (const [i, item] of input.values.entries()) {
     const device = byId.get(item.deviceId)!;
     const fail = (at: 'deviceId' | 'value', message: string) =>
       issues.push({ path: `body.values.${i}.${at}`, message, code: 'custom' });
-    if (device.partnerId !== field.partnerId || (field.orgId !== null && field.orgId !== device.orgId))
-      return fail('deviceId', `The custom field ${field.key} is not defined for this device's organization`);
+    if (device.partnerId !== field.partnerId || (field.orgId !== null && field.orgId !== device.orgId)) {
+      fail('deviceId', `The custom field ${field.key} is not defined for this device's organization`);
+      continue;
+    }
     if (item.value === null) {
       if (field.required) fail('value', `The custom field ${field.key} is required: its value cannot be cleared`);
-      return;
+      continue;
     }
     const checked = checkValue(field, item.value);
-    if (checked.value === undefined) return fail('value', checked.reason);
     const notApplicable = appliesTo(field, device);
-    if (notApplicable) fail('value', notApplicable);
-  });
+    if (checked.value === undefined) fail('value', checked.reason);
+    else if (notApplicable) fail('value', notApplicable);
+  }
   if (issues.length > 0) throw ValidationFailed(`Invalid item values.${issues[0]!.path.split('.')[2]}`, issues);
 
   const sets = input.values.flatMap((item) =>

@@ -253,9 +253,14 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
       writes: [],
     };
   });
-  const writes = rows.flatMap((row) => row.writes);
-  for (let start = 0; start < writes.length; start += chunkValues) {
-    const chunk = writes.slice(start, start + chunkValues);
+  // Transactions of about chunkValues values that never split a device: one device.update row per device.
+  const chunks: ValueChange[][] = [[]];
+  for (const row of rows) {
+    if (row.writes.length === 0) continue;
+    if (chunks.at(-1)!.length > 0 && chunks.at(-1)!.length + row.writes.length > chunkValues) chunks.push([]);
+    chunks.at(-1)!.push(...row.writes);
+  }
+  for (const chunk of chunks.filter((writes) => writes.length > 0)) {
     const written = await db.transaction((tx) =>
       store.upsertValues(
         tx,

@@ -350,3 +350,8 @@ export const valuesImportReply = z
     ),
   })
   .strict();
+
+/** The replies as the import wizard page reads them (web/src/custom-fields-import). */
+export type DefinitionsImportReply = z.output<typeof definitionsImportReply>;
+export type ValuesImportReply = z.output<typeof valuesImportReply>;
+export type CustomFieldDefinitionPage = z.output<typeof definitionPage>;
