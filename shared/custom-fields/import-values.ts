@@ -24,7 +24,7 @@ type Role = NonNullable<Reply['columns'][string]>;
 type Device = ValueTarget & { serialNumber: string | null };
 
 /** Values written per transaction at commit: each chunk stands alone, so an interrupted commit keeps what it wrote. */
-const chunkValues = 1000;
+const chunkValues = 5000;
 
 /** Headers that name a device column by themselves (case, spaces, - and _ ignored), as the presets' exports write them. */
 const deviceColumns: Record<string, Role> = {
@@ -232,7 +232,7 @@ export async function previewValuesImport(db: Db, principal: Principal, input: I
 
 /**
  * POST /custom-fields/import/values: re-derives every row and applies only `set` fields, in transactions of
- * 1,000 values, each audited as it commits (per device: one device.update row with its fields before and after),
+ * about 5,000 values, each audited as it commits (per device: one device.update row with its fields before and after),
  * so an interrupted commit repeated ends in the same state and a second run finds every field `unchanged`. A row
  * whose digest differs from the one echoed from preview (`expected`) is refused whole. The other RMM's device id
  * of every resolved row is kept for the next import. The request is the pass, or one part of `pass`: the pass's

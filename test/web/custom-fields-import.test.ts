@@ -176,4 +176,55 @@ describe.runIf(browserAvailable())('the custom-field import wizard', () => {
     // One row per device changed, also where a request's transactions of 1,000 values end.
     expect(updates[0]).toEqual({ count: 4999, devices: 4999 });
   }, 180_000);
+
+  it('resumes a commit whose request failed halfway: "Commit again" sends the rest, and the pass has one summary', async () => {
+    const globex = await createTenant(viewer.api, 'Globex');
+    await viewer.db.admin.query(
+      `INSERT INTO devices (org_id, site_id, hostname, os_type)
+       SELECT :orgId::uuid, :siteId::uuid, 'g-' || i, 'linux' FROM generate_series(0, 2499) AS i`,
+      { orgId: globex.orgId, siteId: globex.siteId },
+    );
+    const created = await viewer.api.request('POST', '/api/v1/custom-fields', {
+      token: globex.partnerToken,
+      body: { name: 'Rack', key: 'rack', type: 'text' },
+    });
+    expect(created.status).toBe(201);
+    const csv = ['hostname,rack', ...Array.from({ length: 2500 }, (_, i) => `G-${i},R${i}`)].join('\n');
+    const page = await openWizard(globex);
+    let commits = 0;
+    await page.route('**/api/v1/custom-fields/import/values', (route) =>
+      ++commits === 2 ? route.abort('connectionreset') : route.continue(),
+    );
+    await page.getByLabel('Source system').selectOption('generic');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await upload(page, 'racks.csv', csv);
+    await page.getByText('racks.csv: 2,500 rows').waitFor(slow);
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByRole('heading', { name: 'Map columns' }).waitFor(slow);
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByRole('button', { name: 'Commit 2,500 values' }).click(slow);
+    await page.getByText('Stopped after 1 of 3 requests').waitFor(slow);
+    expect(await page.getByRole('alert').textContent()).toContain('Cannot reach the API');
+    const { rows: half } = await viewer.db.admin.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM device_custom_field_values v JOIN devices d ON d.id = v.device_id
+        WHERE d.org_id = :orgId::uuid`,
+      { orgId: globex.orgId },
+    );
+    expect(half[0]!.count).toBe(1000);
+    await page.getByRole('button', { name: 'Commit again' }).click();
+    await page.getByRole('heading', { name: 'Result' }).waitFor(slow);
+    await page.getByText('2,500 rows applied in full, 0 not applied').waitFor();
+    expect(commits).toBe(4);
+    const { rows: summaries } = await viewer.db.admin.query<{ details: Record<string, unknown> }>(
+      `SELECT details FROM audit_logs WHERE action = 'custom_field.import.values' AND org_id = :orgId::uuid`,
+      { orgId: globex.orgId },
+    );
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]!.details).toMatchObject({
+      fileName: 'racks.csv',
+      rows: 2500,
+      requests: 3,
+      summary: { set: 2500 },
+    });
+  }, 120_000);
 });

@@ -10,6 +10,11 @@ export interface ImportFile {
   records: Record<string, unknown>[];
 }
 
+// Line breaks by code or escape: the minifier would write "\n" as a literal line break in a template string.
+const lf = 10;
+const cr = 13;
+const crlf = decodeURIComponent('%0D%0A');
+
 /** Rows per request, and bytes of JSON per request: well within API Gateway's 30 s and 6 MB. */
 export const chunkRows = 1000;
 const chunkBytes = 4 * 1024 * 1024;
@@ -23,6 +28,7 @@ export function parseCsv(text: string): { header: string[]; rows: string[][] } {
   const source = text.replace(/^\uFEFF/, '');
   for (let i = 0; i < source.length; i++) {
     const c = source[i]!;
+    const code = source.charCodeAt(i);
     if (quoted) {
       if (c === '"' && source[i + 1] === '"') {
         cell += '"';
@@ -33,8 +39,8 @@ export function parseCsv(text: string): { header: string[]; rows: string[][] } {
     else if (c === ',') {
       row.push(cell);
       cell = '';
-    } else if (c === '\n' || c === '\r') {
-      if (c === '\r' && source[i + 1] === '\n') i++;
+    } else if (code === lf || code === cr) {
+      if (code === cr && source.charCodeAt(i + 1) === lf) i++;
       row.push(cell);
       cell = '';
       if (row.some((value) => value !== '')) rows.push(row);
@@ -124,5 +130,5 @@ const csvCell = (value: unknown) => {
 
 /** A CSV file of rows: the given columns first, then the file's own. */
 export function toCsv(header: string[], rows: unknown[][]): string {
-  return `${[header, ...rows].map((row) => row.map(csvCell).join(',')).join('\r\n')}\r\n`;
+  return `${[header, ...rows].map((row) => row.map(csvCell).join(',')).join(crlf)}${crlf}`;
 }

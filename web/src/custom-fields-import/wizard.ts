@@ -65,6 +65,9 @@ export function importWizard({ api, main, report, fail }: PageContext) {
   let previews: (ValuesImportReply | DefinitionsImportReply)[] = [];
   let shown: ShownRow[] = [];
   let filter = 'all';
+  /** The pass of this preview's commit, and the replies of its requests so far: "Commit again" resumes there. */
+  let passId = '';
+  let committed: (ValuesImportReply | DefinitionsImportReply)[] = [];
 
   const stepList = h('ol', { class: 'wizard-steps', 'aria-label': 'Steps' });
   const body = h('section', { class: 'wizard-body', 'aria-live': 'polite' });
@@ -155,6 +158,7 @@ export function importWizard({ api, main, report, fail }: PageContext) {
         try {
           file = await readImportFile(chosen);
           chunks = chunksOf(file.records);
+          columns = {};
           if (kind === 'definitions' && file.records.length > maxDefinitionRows)
             throw new Error(`A definitions file holds at most ${number(maxDefinitionRows)} rows`);
           fill(
@@ -191,7 +195,9 @@ export function importWizard({ api, main, report, fail }: PageContext) {
     });
     if (!suggested || !definitions) return;
     fieldKeys = [...new Set(definitions.data.map((field) => field.key))];
-    columns = Object.fromEntries(file!.header.map((column) => [column, suggested.columns[column] ?? null]));
+    // The server's suggestion, unless the user has mapped this file already (Back from the preview).
+    if (Object.keys(columns).length === 0)
+      columns = Object.fromEntries(file!.header.map((column) => [column, suggested.columns[column] ?? null]));
     const sample = (column: string) =>
       String(file!.records.find((record) => String(record[column] ?? '').trim() !== '')?.[column] ?? '');
     const rows = file!.header.map((column, i) =>
@@ -386,6 +392,8 @@ export function importWizard({ api, main, report, fail }: PageContext) {
     const bar = h('div', {});
     show('Preview', bar);
     previews = [];
+    passId = crypto.randomUUID();
+    committed = [];
     try {
       for (const [i, chunk] of requests.entries()) {
         fill(
@@ -426,12 +434,12 @@ export function importWizard({ api, main, report, fail }: PageContext) {
 
   async function commit() {
     const requests = kind === 'values' ? chunks : [{ firstRow: 0, rows: file!.records }];
-    const passId = crypto.randomUUID();
-    const replies: (ValuesImportReply | DefinitionsImportReply)[] = [];
+    const replies = committed;
     const bar = h('div', {});
     show('Commit', bar);
     try {
       for (const [i, chunk] of requests.entries()) {
+        if (i < replies.length) continue;
         fill(
           bar,
           progress(
