@@ -1241,7 +1241,7 @@ export const routes = {
     auth: 'userOrApiKey',
     tag: 'custom-fields',
     summary:
-      'Import wizard, pass 2: apply the set fields in chunks of 1,000 (resumable, idempotent); rows whose digest changed since preview are refused; device.update per device and one summary row per pass (a file sent as several requests names the pass)',
+      'Import wizard, pass 2: apply the set fields in transactions of about 5,000 values (resumable, idempotent); rows whose digest changed since preview are refused; device.update per device and one summary row per pass (a file sent as several requests names the pass)',
     body: fields.valuesImport,
     maxBodyBytes: 6 * 1024 * 1024,
     response: fields.valuesImportReply,

@@ -253,6 +253,8 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
       writes: [],
     };
   });
+  if (input.pass)
+    checkPart(await store.selectPass(db, input.pass.id), partnerId, orgId, input, derived.sha256, derived.rows.length);
   // Transactions of about chunkValues values that never split a device: one device.update row per device.
   const chunks: ValueChange[][] = [[]];
   for (const row of rows) {
@@ -328,6 +330,47 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
 type Summary = Reply['summary'];
 
 /**
+ * Whether the request is a part of the pass it names (before anything is written, and again under the pass's lock):
+ * within the file, the same file, the same rows as when the part was sent before, overlapping no other part.
+ */
+function checkPart(
+  pass: store.PassRecord | undefined,
+  partnerId: string,
+  orgId: string | undefined,
+  input: Input,
+  sha256: string,
+  rowCount: number,
+) {
+  const spec = input.pass!;
+  if (spec.firstRow + rowCount > spec.rows)
+    throw ValidationFailed('The part ends after the last row of the file', [
+      {
+        path: 'body.pass.firstRow',
+        message: `Rows ${spec.firstRow}–${spec.firstRow + rowCount - 1} do not fit a file of ${spec.rows} rows`,
+        code: 'too_big',
+      },
+    ]);
+  if (!pass) return;
+  if (pass.partnerId !== partnerId) throw NotFound('Import pass');
+  if (
+    pass.fileSha256 !== spec.sha256 ||
+    pass.fileRows !== spec.rows ||
+    pass.sourceSystem !== input.sourceSystem ||
+    pass.orgId !== (orgId ?? null)
+  )
+    throw Conflict('The import pass was opened for another file (sha256, rows, sourceSystem or orgId differ)');
+  const key = String(spec.firstRow);
+  const earlier = pass.parts[key];
+  if (earlier && (earlier.sha256 !== sha256 || earlier.rows !== rowCount))
+    throw Conflict(`Part ${spec.firstRow} of the import pass was committed with other rows`);
+  const overlaps = Object.entries(pass.parts).some(
+    ([first, part]) =>
+      first !== key && Number(first) < spec.firstRow + rowCount && spec.firstRow < Number(first) + part.rows,
+  );
+  if (overlaps) throw Conflict('The part overlaps another part of the import pass');
+}
+
+/**
  * Records one request's part of a pass and closes the pass when its parts cover every row of the file. A part sent
  * again (a retry) must hold the same rows; the values its earlier run wrote then read `unchanged` and are counted
  * as set. Another partner's pass is 404; one opened for another file is 409.
@@ -342,14 +385,6 @@ async function recordPart(
   summary: Summary,
 ) {
   const spec = input.pass!;
-  if (spec.firstRow + rowCount > spec.rows)
-    throw ValidationFailed('The part ends after the last row of the file', [
-      {
-        path: 'body.pass.firstRow',
-        message: `Rows ${spec.firstRow}–${spec.firstRow + rowCount - 1} do not fit a file of ${spec.rows} rows`,
-        code: 'too_big',
-      },
-    ]);
   return db.transaction(async (tx) => {
     const pass = await store.lockPass(tx, {
       id: spec.id,
@@ -360,23 +395,9 @@ async function recordPart(
       fileSha256: spec.sha256,
       fileRows: spec.rows,
     });
-    if (pass.partnerId !== partnerId) throw NotFound('Import pass');
-    if (
-      pass.fileSha256 !== spec.sha256 ||
-      pass.fileRows !== spec.rows ||
-      pass.sourceSystem !== input.sourceSystem ||
-      pass.orgId !== (orgId ?? null)
-    )
-      throw Conflict('The import pass was opened for another file (sha256, rows, sourceSystem or orgId differ)');
+    checkPart(pass, partnerId, orgId, input, sha256, rowCount);
     const key = String(spec.firstRow);
     const earlier = pass.parts[key];
-    if (earlier && (earlier.sha256 !== sha256 || earlier.rows !== rowCount))
-      throw Conflict(`Part ${spec.firstRow} of the import pass was committed with other rows`);
-    const overlaps = Object.entries(pass.parts).some(
-      ([first, part]) =>
-        first !== key && Number(first) < spec.firstRow + rowCount && spec.firstRow < Number(first) + part.rows,
-    );
-    if (overlaps) throw Conflict('The part overlaps another part of the import pass');
     const set = (earlier?.set ?? 0) + summary.set;
     const parts = {
       ...pass.parts,

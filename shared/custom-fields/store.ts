@@ -373,6 +373,13 @@ export type PassRecord = {
   closedAt: Date | null;
 };
 
+const passColumns = `id, partner_id AS "partnerId", org_id AS "orgId", source_system AS "sourceSystem",
+  file_name AS "fileName", file_sha256 AS "fileSha256", file_rows AS "fileRows", parts, closed_at AS "closedAt"`;
+
+export function selectPass(db: Db, id: string) {
+  return one<PassRecord>(db, `SELECT ${passColumns} FROM custom_field_import_passes WHERE id = :id::uuid`, { id });
+}
+
 /** The pass, opened by its first request, locked for this transaction. */
 export async function lockPass(tx: Db, pass: Omit<PassRecord, 'parts' | 'closedAt'>): Promise<PassRecord> {
   await tx.query(
@@ -384,10 +391,7 @@ export async function lockPass(tx: Db, pass: Omit<PassRecord, 'parts' | 'closedA
   );
   const locked = await one<PassRecord>(
     tx,
-    `SELECT id, partner_id AS "partnerId", org_id AS "orgId", source_system AS "sourceSystem",
-            file_name AS "fileName", file_sha256 AS "fileSha256", file_rows AS "fileRows", parts,
-            closed_at AS "closedAt"
-       FROM custom_field_import_passes WHERE id = :id::uuid FOR UPDATE`,
+    `SELECT ${passColumns} FROM custom_field_import_passes WHERE id = :id::uuid FOR UPDATE`,
     { id: pass.id },
   );
   return locked!;

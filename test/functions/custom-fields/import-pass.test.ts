@@ -114,10 +114,16 @@ describe('one summary audit row per committed pass', () => {
     expect(open.status).toBe(200);
     const otherFile = await post('values', acme.partnerToken, {
       sourceSystem: 'generic',
-      csv: part(2, 4),
+      csv: `${header}\nHOST-2,CHANGED,3`,
       pass: { id, sha256: 'a'.repeat(64), rows: 9, firstRow: 2 },
     });
     expect(otherFile.status).toBe(409);
+    // Refused before anything is written.
+    const { rows: tag } = await t.db.admin.query<{ value: string }>(
+      `SELECT v.value FROM device_custom_field_values v JOIN devices d ON d.id = v.device_id
+         JOIN custom_field_definitions f ON f.id = v.field_id WHERE d.hostname = 'HOST-2' AND f.key = 'asset_tag'`,
+    );
+    expect(tag).toEqual([{ value: 'TAG-2' }]);
     const changedPart = await post('values', acme.partnerToken, {
       sourceSystem: 'generic',
       csv: part(1, 3),
