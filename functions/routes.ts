@@ -1241,10 +1241,22 @@ export const routes = {
     auth: 'userOrApiKey',
     tag: 'custom-fields',
     summary:
-      'Import wizard, pass 2: apply the set fields in chunks of 1,000 (resumable, idempotent); rows whose digest changed since preview are refused; device.update per device and one summary row per organization',
+      'Import wizard, pass 2: apply the set fields in transactions of about 5,000 values (resumable, idempotent); rows whose digest changed since preview are refused; device.update per device and one summary row per pass (a file sent as several requests names the pass)',
     body: fields.valuesImport,
     maxBodyBytes: 6 * 1024 * 1024,
     response: fields.valuesImportReply,
+    errors: [400, 401, 403, 404, 413],
+  }),
+  'PUT /api/v1/custom-fields/{fieldId}/values': route({
+    handler: 'custom-fields/values-bulk-put',
+    auth: 'userOrApiKey',
+    tag: 'custom-fields',
+    summary:
+      'Set (or clear, with null) one custom field on up to 1,000 devices (devices:write): every item validated before anything is written (400 naming the item), a device the caller does not reach is 404; one device.update row with before and after per changed device, nothing for an unchanged one',
+    params: fields.fieldParams,
+    body: fields.bulkValues,
+    maxBodyBytes: 6 * 1024 * 1024,
+    response: fields.bulkValuesReply,
     errors: [400, 401, 403, 404, 413],
   }),
   'PUT /api/v1/devices/{id}/custom-fields/{key}': route({

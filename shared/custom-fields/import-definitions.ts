@@ -219,7 +219,7 @@ export async function previewDefinitionsImport(db: Db, principal: Principal, inp
  * Creates and updates the definitions inside the partner's lock, re-deriving every row there; a row whose status
  * differs from the one echoed from preview (`expected`) is refused. Idempotent: a second run finds every row
  * `unchanged`. Each definition is audited as custom_field.create or .update; one custom_field.import.definitions
- * summary row per organization of the partner closes the pass.
+ * summary row (on the partner's oldest organization: partner users read every organization's trail) closes the pass.
  */
 export async function commitDefinitionsImport(db: Db, principal: Principal, input: Input, audit: AuditContext) {
   const { partnerId } = await importPartner(db, principal, input, false);
@@ -258,23 +258,23 @@ export async function commitDefinitionsImport(db: Db, principal: Principal, inpu
         : { after: snapshot(change.after) },
     );
   const reply = toReply(true, input, sha256, rows);
-  const orgs = await store.selectPartnerOrganizations(db, partnerId);
-  writeRouteAudits(
-    audit,
-    orgs.map((org) => ({
-      orgId: org.id,
-      action: 'custom_field.import.definitions',
-      resourceType: 'organization',
-      resourceId: org.id,
-      resourceName: org.name,
-      details: {
-        sourceSystem: input.sourceSystem,
-        fileName: input.fileName ?? null,
-        sha256,
-        rows: rows.length,
-        summary: reply.summary,
+  const org = await store.selectSummaryOrganization(db, partnerId, undefined);
+  if (org)
+    writeRouteAudits(audit, [
+      {
+        orgId: org.id,
+        action: 'custom_field.import.definitions',
+        resourceType: 'organization',
+        resourceId: org.id,
+        resourceName: org.name,
+        details: {
+          sourceSystem: input.sourceSystem,
+          fileName: input.fileName ?? null,
+          sha256,
+          rows: rows.length,
+          summary: reply.summary,
+        },
       },
-    })),
-  );
+    ]);
   return reply;
 }

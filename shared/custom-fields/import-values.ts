@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
+import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
 import { importPartner, importRecords, looseName } from './import-source.ts';
 import {
@@ -23,7 +24,7 @@ type Role = NonNullable<Reply['columns'][string]>;
 type Device = ValueTarget & { serialNumber: string | null };
 
 /** Values written per transaction at commit: each chunk stands alone, so an interrupted commit keeps what it wrote. */
-const chunkValues = 1000;
+const chunkValues = 5000;
 
 /** Headers that name a device column by themselves (case, spaces, - and _ ignored), as the presets' exports write them. */
 const deviceColumns: Record<string, Role> = {
@@ -231,10 +232,11 @@ export async function previewValuesImport(db: Db, principal: Principal, input: I
 
 /**
  * POST /custom-fields/import/values: re-derives every row and applies only `set` fields, in transactions of
- * 1,000 values, each audited as it commits (per device: one device.update row with its fields before and after),
+ * about 5,000 values, each audited as it commits (per device: one device.update row with its fields before and after),
  * so an interrupted commit repeated ends in the same state and a second run finds every field `unchanged`. A row
  * whose digest differs from the one echoed from preview (`expected`) is refused whole. The other RMM's device id
- * of every resolved row is kept for the next import. One summary row per organization touched closes the pass.
+ * of every resolved row is kept for the next import. The request is the pass, or one part of `pass`: the pass's
+ * one summary row (on the organization named, else the partner's oldest) is written when its last row commits.
  */
 export async function commitValuesImport(db: Db, principal: Principal, input: Input, audit: AuditContext) {
   const { partnerId, orgId } = await importPartner(db, principal, input, true);
@@ -251,9 +253,16 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
       writes: [],
     };
   });
-  const writes = rows.flatMap((row) => row.writes);
-  for (let start = 0; start < writes.length; start += chunkValues) {
-    const chunk = writes.slice(start, start + chunkValues);
+  if (input.pass)
+    checkPart(await store.selectPass(db, input.pass.id), partnerId, orgId, input, derived.sha256, derived.rows.length);
+  // Transactions of about chunkValues values that never split a device: one device.update row per device.
+  const chunks: ValueChange[][] = [[]];
+  for (const row of rows) {
+    if (row.writes.length === 0) continue;
+    if (chunks.at(-1)!.length > 0 && chunks.at(-1)!.length + row.writes.length > chunkValues) chunks.push([]);
+    chunks.at(-1)!.push(...row.writes);
+  }
+  for (const chunk of chunks.filter((writes) => writes.length > 0)) {
     const written = await db.transaction((tx) =>
       store.upsertValues(
         tx,
@@ -278,27 +287,142 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
   if (mappings.length > 0)
     await db.transaction((tx) => store.upsertDeviceMappings(tx, partnerId, input.sourceSystem, mappings));
   const result = reply(true, input, derived, rows);
-  const orgs = [...new Set(rows.flatMap((row) => (row.device ? [row.device.orgId] : [])).concat(orgId ? [orgId] : []))];
-  writeRouteAudits(
-    audit,
-    orgs.map((org) => {
-      const own = rows.filter((row) => row.device?.orgId === org);
-      return {
-        orgId: org,
-        action: 'custom_field.import.values',
-        resourceType: 'organization',
-        resourceId: org,
-        details: {
-          sourceSystem: input.sourceSystem,
-          fileName: input.fileName ?? null,
-          sha256: derived.sha256,
-          rows: rows.length,
-          rowsOfOrganization: own.length,
-          summary: summarize(own),
-          summaryOfFile: result.summary,
-        },
-      };
-    }),
+  const summaryOrg = await store.selectSummaryOrganization(db, partnerId, orgId);
+  // A partner without a live organization has no device either: nothing to summarize.
+  const summaryEvent = (details: Record<string, unknown>) =>
+    summaryOrg
+      ? [
+          {
+            orgId: summaryOrg.id,
+            action: 'custom_field.import.values',
+            resourceType: 'organization',
+            resourceId: summaryOrg.id,
+            resourceName: summaryOrg.name,
+            details: {
+              sourceSystem: input.sourceSystem,
+              fileName: input.fileName ?? null,
+              orgId: orgId ?? null,
+              ...details,
+            },
+          },
+        ]
+      : [];
+  if (!input.pass) {
+    writeRouteAudits(audit, summaryEvent({ sha256: derived.sha256, rows: rows.length, summary: result.summary }));
+    return result;
+  }
+  const pass = await recordPart(db, partnerId, orgId, input, derived.sha256, rows.length, result.summary);
+  if (pass.summaryWritten)
+    writeRouteAudits(
+      audit,
+      summaryEvent({
+        passId: pass.id,
+        sha256: input.pass.sha256,
+        rows: input.pass.rows,
+        requests: pass.requests,
+        summary: pass.summary,
+      }),
+    );
+  const { summary: _summary, requests: _requests, ...passReply } = pass;
+  return { ...result, pass: passReply };
+}
+
+type Summary = Reply['summary'];
+
+/**
+ * Whether the request is a part of the pass it names (before anything is written, and again under the pass's lock):
+ * within the file, the same file, the same rows as when the part was sent before, overlapping no other part.
+ */
+function checkPart(
+  pass: store.PassRecord | undefined,
+  partnerId: string,
+  orgId: string | undefined,
+  input: Input,
+  sha256: string,
+  rowCount: number,
+) {
+  const spec = input.pass!;
+  if (spec.firstRow + rowCount > spec.rows)
+    throw ValidationFailed('The part ends after the last row of the file', [
+      {
+        path: 'body.pass.firstRow',
+        message: `Rows ${spec.firstRow}–${spec.firstRow + rowCount - 1} do not fit a file of ${spec.rows} rows`,
+        code: 'too_big',
+      },
+    ]);
+  if (!pass) return;
+  if (pass.partnerId !== partnerId) throw NotFound('Import pass');
+  if (
+    pass.fileSha256 !== spec.sha256 ||
+    pass.fileRows !== spec.rows ||
+    pass.sourceSystem !== input.sourceSystem ||
+    pass.orgId !== (orgId ?? null)
+  )
+    throw Conflict('The import pass was opened for another file (sha256, rows, sourceSystem or orgId differ)');
+  const key = String(spec.firstRow);
+  const earlier = pass.parts[key];
+  if (earlier && (earlier.sha256 !== sha256 || earlier.rows !== rowCount))
+    throw Conflict(`Part ${spec.firstRow} of the import pass was committed with other rows`);
+  const overlaps = Object.entries(pass.parts).some(
+    ([first, part]) =>
+      first !== key && Number(first) < spec.firstRow + rowCount && spec.firstRow < Number(first) + part.rows,
   );
-  return result;
+  if (overlaps) throw Conflict('The part overlaps another part of the import pass');
+}
+
+/**
+ * Records one request's part of a pass and closes the pass when its parts cover every row of the file. A part sent
+ * again (a retry) must hold the same rows; the values its earlier run wrote then read `unchanged` and are counted
+ * as set. Another partner's pass is 404; one opened for another file is 409.
+ */
+async function recordPart(
+  db: Db,
+  partnerId: string,
+  orgId: string | undefined,
+  input: Input,
+  sha256: string,
+  rowCount: number,
+  summary: Summary,
+) {
+  const spec = input.pass!;
+  return db.transaction(async (tx) => {
+    const pass = await store.lockPass(tx, {
+      id: spec.id,
+      partnerId,
+      orgId: orgId ?? null,
+      sourceSystem: input.sourceSystem,
+      fileName: input.fileName ?? null,
+      fileSha256: spec.sha256,
+      fileRows: spec.rows,
+    });
+    checkPart(pass, partnerId, orgId, input, sha256, rowCount);
+    const key = String(spec.firstRow);
+    const earlier = pass.parts[key];
+    const set = (earlier?.set ?? 0) + summary.set;
+    const parts = {
+      ...pass.parts,
+      [key]: {
+        rows: rowCount,
+        sha256,
+        set,
+        summary: { ...summary, unchanged: Math.max(0, summary.unchanged - (earlier?.set ?? 0)) },
+      },
+    };
+    const rowsCommitted = Object.values(parts).reduce((sum, part) => sum + part.rows, 0);
+    const summaryWritten = pass.closedAt === null && rowsCommitted === spec.rows;
+    await store.updatePass(tx, pass.id, parts, summaryWritten);
+    const total = Object.fromEntries(Object.keys(summary).map((status) => [status, 0])) as Summary;
+    for (const part of Object.values(parts))
+      for (const status of Object.keys(total) as (keyof Summary)[])
+        total[status] += status === 'set' ? part.set : (part.summary[status] ?? 0);
+    return {
+      id: pass.id,
+      rows: spec.rows,
+      rowsCommitted,
+      closed: pass.closedAt !== null || summaryWritten,
+      summaryWritten,
+      requests: Object.keys(parts).length,
+      summary: total,
+    };
+  });
 }

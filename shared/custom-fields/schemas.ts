@@ -140,6 +140,35 @@ export const deviceFieldValue = z
   .strict()
   .meta({ id: 'CustomFieldValue' });
 
+/** PUT /custom-fields/{fieldId}/values: at most this many devices per call (one transaction, well within 30 s). */
+export const maxBulkValues = 1000;
+export const bulkValues = z
+  .object({
+    values: z
+      .array(
+        z
+          .object({
+            deviceId: z.uuid(),
+            value: fieldValue.nullable().meta({ description: "The device's new value; null clears it" }),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(maxBulkValues)
+      .meta({ description: `One item per device, at most ${maxBulkValues.toLocaleString('en')}, each device once` }),
+  })
+  .strict();
+export const bulkValuesReply = z
+  .object({
+    fieldId: z.uuid(),
+    key: z.string(),
+    type: z.enum(fieldTypes),
+    changed: z.number().int().meta({ description: 'Devices whose value changed (each audited as device.update)' }),
+    unchanged: z.number().int().meta({ description: 'Devices that already held the value: nothing written' }),
+    values: z.array(z.object({ deviceId: z.uuid(), value: fieldValue.nullable(), changed: z.boolean() }).strict()),
+  })
+  .strict();
+
 /** GET /devices/{id}: the device with its custom fields (issue 16). */
 export const deviceDetail = device
   .extend({
@@ -238,6 +267,32 @@ const columnRole = z.union([
   z.string().regex(/^field:[a-z][a-z0-9_]*$/, 'field:<key>'),
 ]);
 
+/**
+ * A file larger than one request is committed as several requests of one pass: the pass's one summary audit row is
+ * written by the request that completes the file (docs/custom-fields.md "Audit trail").
+ */
+const importPass = z
+  .object({
+    id: z.uuid().meta({ description: 'Chosen by the client; the same for every request of the file' }),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'A SHA-256 as 64 lowercase hexadecimal digits')
+      .meta({ description: 'SHA-256 of the whole file as the client read it' }),
+    rows: z.number().int().min(1).max(10_000_000).meta({ description: 'Data rows of the whole file' }),
+    firstRow: z.number().int().min(0).meta({ description: "Index in the file of this request's first row" }),
+  })
+  .strict()
+  .meta({ description: 'Commit only: this request is the part of a file starting at firstRow' });
+export const passReply = z
+  .object({
+    id: z.uuid(),
+    rows: z.number().int().meta({ description: 'Data rows of the whole file' }),
+    rowsCommitted: z.number().int().meta({ description: 'Rows of the file committed so far, by every request' }),
+    closed: z.boolean().meta({ description: 'Every row of the file is committed and the summary row written' }),
+    summaryWritten: z.boolean().meta({ description: 'This request completed the file and wrote the summary row' }),
+  })
+  .strict();
+
 export const valuesImport = z
   .object({
     ...importInput,
@@ -247,6 +302,7 @@ export const valuesImport = z
       description:
         'column → hostname | serialNumber | deviceExternalId | field:<key>; without it, headers with those names or a definition key (or its name, or its externalId) map themselves',
     }),
+    pass: importPass.optional(),
     expected: z
       .array(z.object({ row: z.number().int().min(0), digest: z.string().max(64) }).strict())
       .max(maxImportRows)
@@ -264,6 +320,7 @@ export const valuesImportReply = z
     columns: z
       .record(z.string(), columnRole.nullable())
       .meta({ description: 'How each column was read (null: ignored)' }),
+    pass: passReply.optional(),
     summary: countsOf([...valueStatuses, 'refused']).meta({
       description:
         'Counts of fields by status (no-device and ambiguous count the row once); refused: rows changed since preview',
@@ -293,3 +350,8 @@ export const valuesImportReply = z
     ),
   })
   .strict();
+
+/** The replies as the import wizard page reads them (web/src/custom-fields-import). */
+export type DefinitionsImportReply = z.output<typeof definitionsImportReply>;
+export type ValuesImportReply = z.output<typeof valuesImportReply>;
+export type CustomFieldDefinitionPage = z.output<typeof definitionPage>;

@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/principal.ts';
+import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { FieldType, FieldValue } from './schemas.ts';
@@ -342,4 +343,90 @@ export async function upsertDeviceMappings(
      ON CONFLICT (partner_id, source_system, external_id) DO UPDATE SET device_id = excluded.device_id`,
     { partnerId, sourceSystem, mappings: JSON.stringify(mappings) },
   );
+}
+
+/**
+ * The organization whose trail holds an import pass's one summary row (an audit row belongs to one organization,
+ * seed 2.2): the one the import names, else the partner's oldest live organization.
+ */
+export function selectSummaryOrganization(db: Db, partnerId: string, orgId: string | undefined) {
+  return one<{ id: string; name: string }>(
+    db,
+    `SELECT id, name FROM organizations
+      WHERE partner_id = :partnerId::uuid AND (:orgId::uuid IS NULL OR id = :orgId::uuid)
+      ORDER BY deleted_at IS NULL DESC, created_at, id LIMIT 1`,
+    { partnerId, orgId: orgId ?? null },
+  );
+}
+
+/** One request's share of a values import pass. */
+export type PassPart = { rows: number; sha256: string; set: number; summary: Record<string, number> };
+export type PassRecord = {
+  id: string;
+  partnerId: string;
+  orgId: string | null;
+  sourceSystem: string;
+  fileName: string | null;
+  fileSha256: string;
+  fileRows: number;
+  parts: Record<string, PassPart>;
+  closedAt: Date | null;
+};
+
+const passColumns = `id, partner_id AS "partnerId", org_id AS "orgId", source_system AS "sourceSystem",
+  file_name AS "fileName", file_sha256 AS "fileSha256", file_rows AS "fileRows", parts, closed_at AS "closedAt"`;
+
+export function selectPass(db: Db, id: string) {
+  return one<PassRecord>(db, `SELECT ${passColumns} FROM custom_field_import_passes WHERE id = :id::uuid`, { id });
+}
+
+/** The pass, opened by its first request, locked for this transaction. */
+export async function lockPass(tx: Db, pass: Omit<PassRecord, 'parts' | 'closedAt'>): Promise<PassRecord> {
+  await tx.query(
+    `INSERT INTO custom_field_import_passes (id, partner_id, org_id, source_system, file_name, file_sha256, file_rows)
+     VALUES (:id::uuid, :partnerId::uuid, :orgId::uuid, :sourceSystem::text, :fileName::text, :fileSha256::text,
+             :fileRows::int)
+     ON CONFLICT (id) DO NOTHING`,
+    pass,
+  );
+  const locked = await one<PassRecord>(
+    tx,
+    `SELECT ${passColumns} FROM custom_field_import_passes WHERE id = :id::uuid FOR UPDATE`,
+    { id: pass.id },
+  );
+  return locked!;
+}
+
+export async function updatePass(tx: Db, id: string, parts: Record<string, PassPart>, close: boolean) {
+  await tx.query(
+    `UPDATE custom_field_import_passes
+        SET parts = :parts::jsonb, closed_at = CASE WHEN :close::boolean THEN now() ELSE closed_at END
+      WHERE id = :id::uuid`,
+    { id, parts: JSON.stringify(parts), close },
+  );
+}
+
+/** The live devices among `deviceIds` that the principal reaches, as value writes need them. */
+export async function selectReachableValueTargets(db: Db, principal: Principal, deviceIds: string[]) {
+  const { rows } = await db.query<ValueTarget>(
+    `SELECT d.id, d.org_id AS "orgId", o.partner_id AS "partnerId", d.hostname, d.display_name AS "displayName",
+            d.os_type AS "osType"
+       FROM devices d JOIN organizations o ON o.id = d.org_id
+      WHERE d.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:deviceIds::jsonb))
+        AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`,
+    { deviceIds: JSON.stringify(deviceIds), ...tenantParams(principal) },
+  );
+  return rows;
+}
+
+/** Deletes one field's values of the devices; the values deleted. */
+export async function deleteValues(tx: Db, fieldId: string, deviceIds: string[]) {
+  const { rows } = await tx.query<{ deviceId: string; before: FieldValue }>(
+    `DELETE FROM device_custom_field_values
+      WHERE field_id = :fieldId::uuid
+        AND device_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:deviceIds::jsonb))
+     RETURNING device_id AS "deviceId", value AS before`,
+    { fieldId, deviceIds: JSON.stringify(deviceIds) },
+  );
+  return rows;
 }
