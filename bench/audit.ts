@@ -18,6 +18,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { generateAnchorKey } from '#shared/audit/anchor-signing.ts';
+import { appendAuditRows } from '#shared/audit/grouped-append.ts';
 import { ingestAuditEvents } from '#shared/audit/ingest.ts';
 import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
 import { type AuditListQuery, listAuditEntries } from '#shared/audit/query.ts';
@@ -110,6 +111,7 @@ function deviceUpdate(orgId: string, n: number): AuditRowInput {
 /** How a workload's writers hand their rows over: one statement per call, or the grouping writer of one process. */
 type Append = (db: Db, rows: AuditRowInput[]) => Promise<unknown>;
 const direct: Append = insertAuditRows;
+const grouped: Append = appendAuditRows;
 
 /** A write workload: `concurrency` writers each appending `batch`-row calls; `orgOf` picks each row's organization. */
 interface Workload {
@@ -217,6 +219,15 @@ async function sealingCost(sealed: Db, unsealed: Db): Promise<string[][]> {
       share: 0.4,
     },
     {
+      name: `single rows, ${writers} writers, one organization, grouped (appendAuditRows)`,
+      concurrency: writers,
+      batch: 1,
+      append: grouped,
+      orgOf: oneOrg,
+      rowsPerSecond: 1_582,
+      share: 0.4,
+    },
+    {
       name: 'single rows, 1 writer',
       concurrency: 1,
       batch: 1,
@@ -237,6 +248,15 @@ async function sealingCost(sealed: Db, unsealed: Db): Promise<string[][]> {
       concurrency: writers,
       batch: 100,
       append: direct,
+      orgOf: oneOrg,
+      rowsPerSecond: 12_886,
+      share: 0.7,
+    },
+    {
+      name: `100-row batches, ${writers} writers, one organization, grouped (appendAuditRows)`,
+      concurrency: writers,
+      batch: 100,
+      append: grouped,
       orgOf: oneOrg,
       rowsPerSecond: 12_886,
       share: 0.7,
