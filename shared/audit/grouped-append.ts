@@ -12,7 +12,7 @@ const queues = new WeakMap<Db, Map<string, Waiting[]>>();
 
 /**
  * Appends rows of one organization as insertAuditRows does, grouping the concurrent writes of this process
- * (DESIGN.md "Audit chain", group sealing): while a statement of the organization is in flight, later writes
+ * (docs/ARCHITECTURE.md "Audit writes"): while a statement of the organization is in flight, later writes
  * wait and then go together in one statement, one chain lock and one commit. A write finding none in flight
  * goes at once, so grouping adds no latency; each caller resolves once its own rows are committed. When a
  * grouped statement fails, each write is retried alone, so one refused row fails only its own caller. Rows of

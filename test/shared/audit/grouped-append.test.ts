@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { appendAuditRows } from '#shared/audit/grouped-append.ts';
-import type { AuditRowInput } from '#shared/audit/store.ts';
+import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { readChain, useAuditDatabase } from './audit-rows.ts';
@@ -112,6 +112,25 @@ describe('grouped audit appends of one process', () => {
         { a, b },
       );
       expect(rows[0]!.n).toBe(1);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('the audit insert', () => {
+  it('is a named prepared statement of the connection, on its generic plan from the sixth insert on', async () => {
+    const orgId = randomUUID();
+    const db = createPgDb({ connectionString: t.db.urls.app, max: 1 });
+    try {
+      for (let n = 0; n < 7; n++) await insertAuditRows(db, [row(orgId, n)]);
+      // Five custom plans, then the generic one, planned once and reused.
+      const { rows } = await db.query<{ name: string; generic: number; custom: number }>(
+        `SELECT name, generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements
+          WHERE name = 'logbook_audit_insert'`,
+      );
+      expect(rows).toEqual([{ name: 'logbook_audit_insert', generic: 2, custom: 5 }]);
+      expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 7 });
     } finally {
       await db.close();
     }
