@@ -82,7 +82,7 @@ describe('grouped audit appends of one process', () => {
     }
   });
 
-  it('seal one organization from several processes into one unforked chain', async () => {
+  it('seal one organization from 16 writers in 4 processes into one unforked, gap-free chain', async () => {
     const orgId = randomUUID();
     const processes = Array.from({ length: 4 }, () => createPgDb({ connectionString: t.db.urls.app, max: 4 }));
     try {
