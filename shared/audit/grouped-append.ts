@@ -14,9 +14,9 @@ const queues = new WeakMap<Db, Map<string, Waiting[]>>();
  * Appends rows of one organization as insertAuditRows does, grouping the concurrent writes of this process
  * (docs/ARCHITECTURE.md "Audit writes"): while a statement of the organization is in flight, later writes
  * wait and then go together in one statement, one chain lock and one commit. A write finding none in flight
- * goes at once, so grouping adds no latency; each caller resolves once its own rows are committed. When a
- * grouped statement fails, each write is retried alone, so one refused row fails only its own caller. Rows of
- * several organizations go straight to insertAuditRows.
+ * goes at once, so grouping adds no latency; each caller resolves once its own rows are committed. When the
+ * database refuses a grouped statement's data, each write is retried alone, so one refused row fails only its own
+ * caller. Rows of several organizations go straight to insertAuditRows.
  */
 export function appendAuditRows(db: Db, rows: AuditRowInput[]): Promise<Sealed[]> {
   const orgId = rows[0]?.orgId;
@@ -58,7 +58,13 @@ async function sendGroup(db: Db, group: Waiting[]): Promise<void> {
       group.flatMap((waiting) => waiting.rows),
     );
   } catch (error) {
-    if (group.length === 1) return group[0]!.reject(error);
+    // A row the database refuses (a data or constraint error) fails only its own write; any other failure (the
+    // connection lost, a timeout) would fail each write again, one after the other, so it fails them all at once.
+    const sqlState = String((error as { code?: unknown }).code ?? '');
+    if (group.length === 1 || !(sqlState.startsWith('22') || sqlState.startsWith('23'))) {
+      for (const waiting of group) waiting.reject(error);
+      return;
+    }
     for (const waiting of group) await insertAuditRows(db, waiting.rows).then(waiting.resolve, waiting.reject);
     return;
   }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { appendAuditRows } from '#shared/audit/grouped-append.ts';
 import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
+import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { readChain, useAuditDatabase } from './audit-rows.ts';
 
@@ -79,6 +80,37 @@ describe('grouped audit appends of one process', () => {
       expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 5 });
     } finally {
       await db.close();
+    }
+  });
+
+  it('fail every write of a group at once when the database is unreachable, without retrying each', async () => {
+    // Nothing listens on this port: every statement fails with a refused connection.
+    const unreachable = createPgDb({ connectionString: 'postgres://logbook_app@127.0.0.1:3419/none', max: 2 });
+    let statements = 0;
+    const counted: Db = {
+      ...unreachable,
+      query: (sql, params) => {
+        statements++;
+        return unreachable.query(sql, params);
+      },
+    };
+    try {
+      const settled = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, n) => appendAuditRows(counted, [row(randomUUID(), n)])),
+      );
+      expect(settled.every((s) => s.status === 'rejected')).toBe(true);
+      expect(statements).toBe(6);
+      const orgId = randomUUID();
+      const grouped = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, n) => appendAuditRows(counted, [row(orgId, n)])),
+      );
+      expect(grouped.map((s) => s.status === 'rejected' && (s.reason as { code?: string }).code)).toEqual(
+        Array(6).fill('ECONNREFUSED'),
+      );
+      // The first write alone, then the five that waited for it as one statement: none retried alone.
+      expect(statements).toBe(8);
+    } finally {
+      await unreachable.close();
     }
   });
 
