@@ -1,22 +1,29 @@
 /**
- * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40]`: the audit trail's figures of issue 3
- * "Performance", each printed beside a baseline measured in the same run on the same server, with its target:
+ * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40 --bulk 1000000 --writes-only]`: the audit
+ * trail's figures of issues 3 and 19, each printed beside a baseline measured in the same run on the same server,
+ * with its target:
  *
- * - sealing cost: inserts into audit_logs (sealed by its trigger) against an unsealed copy of the table (same
- *   columns and indexes, no trigger), written by the same production function (insertAuditRows);
+ * - writing: inserts into audit_logs (sealed by its trigger) against an unsealed copy of the table (same
+ *   columns and indexes, no trigger), written by the same production function, interleaved: single rows and
+ *   100-row batches from 1 and 8 writers, batches spread over 16 organizations or rotating among them, and a bulk
+ *   history load (--bulk rows, 0: none) through the ingestion path;
  * - reading at scale: with --rows rows in one organization, the list and search queries of the API
  *   (listAuditEntries) against a bare SELECT … ORDER BY … LIMIT, and verifying every row (verifyChain)
  *   against only reading the same pages.
  *
- * Runs on a scratch database (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops it.
+ * Runs on scratch databases (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops them.
  */
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import type { z } from 'zod';
 import { generateAnchorKey } from '#shared/audit/anchor-signing.ts';
+import { appendAuditRows } from '#shared/audit/grouped-append.ts';
+import { ingestAuditEvents } from '#shared/audit/ingest.ts';
 import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
 import { type AuditListQuery, listAuditEntries } from '#shared/audit/query.ts';
 import { auditScope, countAuditRows } from '#shared/audit/read-store.ts';
+import { ingestEvents, type ingestedEvent } from '#shared/audit/schemas.ts';
 import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
 import { readChainPages, verifyChain } from '#shared/audit/verify.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
@@ -33,6 +40,8 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '1000000' },
     seconds: { type: 'string', default: '5' },
     samples: { type: 'string', default: '40' },
+    bulk: { type: 'string', default: '1000000' },
+    'writes-only': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -44,6 +53,9 @@ const positive = (name: string, text: string) => {
 const totalRows = positive('rows', args.rows);
 const seconds = positive('seconds', args.seconds);
 const samples = positive('samples', args.samples);
+/** Rows of the bulk history load (issue 19); 0 skips it. */
+const bulkRows = args.bulk === '0' ? 0 : positive('bulk', args.bulk);
+const bulkTransaction = 10_000;
 
 // issue 3 "Performance".
 const targets = { sealedShare: 0.6, batchRowsPerSecond: 20_000, listP95Ms: 50, searchP95Ms: 250, verifySeconds: 10 };
@@ -97,25 +109,44 @@ function deviceUpdate(orgId: string, n: number): AuditRowInput {
   };
 }
 
-/** Rows/s of `concurrency` writers each appending `batch`-row statements into one new organization for `duration` seconds. */
-async function insertRate(
-  db: Db,
-  concurrency: number,
-  batch: number,
-  duration: number,
-): Promise<{ rows: number; seconds: number }> {
-  const orgId = randomUUID();
+/** How a workload's writers hand their rows over: one statement per call, or the grouping writer of one process. */
+type Append = (db: Db, rows: AuditRowInput[]) => Promise<unknown>;
+const direct: Append = insertAuditRows;
+const grouped: Append = appendAuditRows;
+
+/** A write workload: `concurrency` writers each appending `batch`-row calls; `orgOf` picks each row's organization. */
+interface Workload {
+  name: string;
+  concurrency: number;
+  batch: number;
+  append: Append;
+  /** The organization of row `row` of the writer's `call`-th call (calls numbered across all writers). */
+  orgOf: (orgs: readonly string[], call: number, row: number) => string;
+  /** Issue 19's targets (issue 3's for the 1-writer batches): sealed rows/s, and share of the unsealed copy. */
+  rowsPerSecond: number;
+  share?: number;
+}
+
+const oneOrg = (orgs: readonly string[]) => orgs[0]!;
+const spread = (orgs: readonly string[], _call: number, row: number) => orgs[row % orgs.length]!;
+const rotation = (orgs: readonly string[], call: number) => orgs[call % orgs.length]!;
+
+/** Rows/s of a workload's writers over `duration` seconds, into fresh organizations. */
+async function insertRate(db: Db, w: Workload, duration: number): Promise<{ rows: number; seconds: number }> {
+  const orgs = Array.from({ length: 16 }, () => randomUUID()).sort();
   let rows = 0;
+  let calls = 0;
   const started = performance.now();
   const deadline = started + duration * 1000;
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
+    Array.from({ length: w.concurrency }, async () => {
       while (performance.now() < deadline) {
-        await insertAuditRows(
+        const call = calls++;
+        await w.append(
           db,
-          Array.from({ length: batch }, (_, i) => deviceUpdate(orgId, rows + i)),
+          Array.from({ length: w.batch }, (_, i) => deviceUpdate(w.orgOf(orgs, call, i), rows + i)),
         );
-        rows += batch;
+        rows += w.batch;
       }
     }),
   );
@@ -123,9 +154,10 @@ async function insertRate(
 }
 
 /**
- * The unsealed baseline: a copy of audit_logs with the same columns, constraints and indexes, and no trigger, in
- * schema bench_unsealed. Its writer's sessions put that schema first on the search_path, so the very same
- * INSERT of insertAuditRows lands there; seq and the checksums get defaults of the same width.
+ * The unsealed baseline: a copy of audit_logs with the same columns, constraints and indexes (storage parameters
+ * included), and no trigger, in schema bench_unsealed. Its writer's sessions put that schema first on the
+ * search_path, so the very same INSERT of insertAuditRows lands there; seq and the checksums get defaults of the
+ * same width.
  */
 async function unsealedWriter(admin: Db, url: string): Promise<Db> {
   await admin.query('CREATE SCHEMA bench_unsealed');
@@ -133,6 +165,11 @@ async function unsealedWriter(admin: Db, url: string): Promise<Db> {
   await admin.query('CREATE SEQUENCE bench_unsealed.audit_logs_seq OWNED BY bench_unsealed.audit_logs.seq');
   await admin.query(`ALTER TABLE bench_unsealed.audit_logs ALTER seq SET DEFAULT nextval('bench_unsealed.audit_logs_seq'),
     ALTER checksum SET DEFAULT repeat('0', 64), ALTER prev_checksum SET DEFAULT repeat('0', 64)`);
+  // The table's own storage parameters (autovacuum settings) too: LIKE copies only the indexes'.
+  const { rows: options } = await admin.query<{ options: string | null }>(
+    `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = 'public.audit_logs'::regclass`,
+  );
+  if (options[0]?.options) await admin.query(`ALTER TABLE bench_unsealed.audit_logs SET (${options[0].options})`);
   const unsealedUrl = new URL(url);
   // A connection string's options replace createPgDb's, so they repeat its UTC session.
   unsealedUrl.searchParams.set('options', '-c TimeZone=UTC -c search_path=bench_unsealed,public');
@@ -149,76 +186,229 @@ async function unsealedWriter(admin: Db, url: string): Promise<Db> {
   return db;
 }
 
-async function sealingCost(admin: Db, url: string): Promise<string[][]> {
-  const sealed = createPgDb({ connectionString: url, max: writers, applicationName: 'logbook-bench-sealed' });
-  const unsealed = await unsealedWriter(admin, url);
-  const cases = [
+const perSecond = (n: number) => `${number(n)}/s`;
+
+/** One table row: the sealed rate beside the unsealed copy's, the share, issue 19's target and the load average. */
+function workloadLine(
+  name: string,
+  sealed: number,
+  unsealed: number,
+  target: { rowsPerSecond: number; share?: number },
+) {
+  const share = sealed / unsealed;
+  const pass = sealed >= target.rowsPerSecond && (target.share === undefined || share >= target.share);
+  return [
+    `  ${name}`,
+    `${number(sealed)} sealed`,
+    `${number(unsealed)} unsealed`,
+    `${Math.round(share * 100)}%`,
+    `>= ${perSecond(target.rowsPerSecond)}${target.share === undefined ? '' : `, >= ${target.share * 100}%`}`,
+    `${verdict(pass)} (load ${loadAverage()})`,
+  ];
+}
+
+/** Every workload, sealed and unsealed interleaved: a warm-up each, then two alternating rounds each. */
+async function sealingCost(sealed: Db, unsealed: Db): Promise<string[][]> {
+  const workloads: Workload[] = [
     {
-      name: `single-row inserts, ${writers} writers, one organization`,
+      name: `single rows, ${writers} writers, one organization`,
       concurrency: writers,
       batch: 1,
-      target: 'sealedShare' as const,
+      append: direct,
+      orgOf: oneOrg,
+      rowsPerSecond: 1_582,
+      share: 0.4,
+    },
+    {
+      name: `single rows, ${writers} writers, one organization, grouped (appendAuditRows)`,
+      concurrency: writers,
+      batch: 1,
+      append: grouped,
+      orgOf: oneOrg,
+      rowsPerSecond: 1_582,
+      share: 0.4,
+    },
+    {
+      name: 'single rows, 1 writer',
+      concurrency: 1,
+      batch: 1,
+      append: direct,
+      orgOf: oneOrg,
+      rowsPerSecond: 803,
     },
     {
       name: '100-row batches, 1 writer, one organization',
       concurrency: 1,
       batch: 100,
-      target: 'batchRowsPerSecond' as const,
+      append: direct,
+      orgOf: oneOrg,
+      rowsPerSecond: 20_000,
     },
     {
       name: `100-row batches, ${writers} writers, one organization`,
       concurrency: writers,
       batch: 100,
-      target: 'batchRowsPerSecond' as const,
+      append: direct,
+      orgOf: oneOrg,
+      rowsPerSecond: 12_886,
+      share: 0.7,
+    },
+    {
+      name: `100-row batches, ${writers} writers, one organization, grouped (appendAuditRows)`,
+      concurrency: writers,
+      batch: 100,
+      append: grouped,
+      orgOf: oneOrg,
+      rowsPerSecond: 12_886,
+      share: 0.7,
+    },
+    {
+      name: `100-row batches, ${writers} writers, each spread over 16 organizations`,
+      concurrency: writers,
+      batch: 100,
+      append: direct,
+      orgOf: spread,
+      rowsPerSecond: 11_741,
+      share: 0.6,
+    },
+    {
+      name: `100-row batches, ${writers} writers, each one of 16 organizations (rotation)`,
+      concurrency: writers,
+      batch: 100,
+      append: direct,
+      orgOf: rotation,
+      rowsPerSecond: 18_786,
+      share: 0.7,
     },
   ];
-  const lines: string[][] = [['Sealing cost (rows/s)']];
-  try {
-    for (const c of cases) {
-      status(`sealing cost: ${c.name} ...`);
-      await insertRate(sealed, c.concurrency, c.batch, 1);
-      await insertRate(unsealed, c.concurrency, c.batch, 1);
-      // Two interleaved rounds each, so drift (table growth, checkpoints, autovacuum) falls on both alike.
-      const total = { sealed: { rows: 0, seconds: 0 }, unsealed: { rows: 0, seconds: 0 } };
-      for (let round = 0; round < 2; round++) {
-        for (const [which, db] of [
-          ['unsealed', unsealed],
-          ['sealed', sealed],
-        ] as const) {
-          const run = await insertRate(db, c.concurrency, c.batch, seconds);
-          total[which].rows += run.rows;
-          total[which].seconds += run.seconds;
-        }
+  const lines: string[][] = [['Writing (rows/s; baseline: the unsealed copy, same function, interleaved)']];
+  for (const w of workloads) {
+    status(`sealing cost: ${w.name} ...`);
+    await insertRate(sealed, w, 1);
+    await insertRate(unsealed, w, 1);
+    // Two interleaved rounds each, so drift (table growth, checkpoints, autovacuum) falls on both alike.
+    const total = { sealed: { rows: 0, seconds: 0 }, unsealed: { rows: 0, seconds: 0 } };
+    for (let round = 0; round < 2; round++) {
+      for (const [which, db] of [
+        ['unsealed', unsealed],
+        ['sealed', sealed],
+      ] as const) {
+        const run = await insertRate(db, w, seconds);
+        total[which].rows += run.rows;
+        total[which].seconds += run.seconds;
       }
-      const sealedRate = total.sealed.rows / total.sealed.seconds;
-      const unsealedRate = total.unsealed.rows / total.unsealed.seconds;
-      const share = sealedRate / unsealedRate;
-      lines.push(
-        c.target === 'sealedShare'
-          ? [
-              `  ${c.name}`,
-              `${number(sealedRate)} sealed`,
-              `${number(unsealedRate)} unsealed`,
-              `${Math.round(share * 100)}%`,
-              `>= ${targets.sealedShare * 100}% of unsealed`,
-              verdict(share >= targets.sealedShare),
-            ]
-          : [
-              `  ${c.name}`,
-              `${number(sealedRate)} sealed`,
-              `${number(unsealedRate)} unsealed`,
-              `${Math.round(share * 100)}%`,
-              `>= ${number(targets.batchRowsPerSecond)} rows/s sealed`,
-              verdict(sealedRate >= targets.batchRowsPerSecond),
-            ],
-      );
     }
+    lines.push(
+      workloadLine(w.name, total.sealed.rows / total.sealed.seconds, total.unsealed.rows / total.unsealed.seconds, w),
+    );
+  }
+  statusDone();
+  return lines;
+}
+
+/** A history import's events (the ingestion route's actions), `count` of them ending `last` minutes before now. */
+function historyEvents(orgId: string, first: number, count: number, total: number): z.input<typeof ingestedEvent>[] {
+  const actions = ['user.login', 'script.execute', 'policy.update', 'alert.acknowledge', 'user.logout'];
+  return Array.from({ length: count }, (_, k) => {
+    const n = first + k;
+    return {
+      orgId,
+      // One event a minute, oldest first, the newest a minute ago.
+      timestamp: new Date(Date.now() - (total - n + 1) * 60_000).toISOString(),
+      actorType: 'user' as const,
+      actorId: actorIds[n % actorIds.length]!,
+      actorEmail: `tech${n % actorIds.length}@contoso.example`,
+      action: actions[n % actions.length]!,
+      resourceType: 'device',
+      resourceId: resourceIds[n % resourceIds.length]!,
+      resourceName: `WS-${String(n % resourceIds.length).padStart(5, '0')}`,
+      details: { importedFrom: 'previous RMM', originalId: `evt-${n}`, actor: { name: `Technician ${n % 50}` } },
+      ipAddress: `10.0.${n % 256}.${n % 250}`,
+      userAgent: 'LegacyRMM/9.4 (import)',
+      result: 'success' as const,
+    };
+  });
+}
+
+/**
+ * Bulk history load (issue 19): `bulkRows` events with explicit timestamps into one organization through the
+ * ingestion path (ingestAuditEvents: validation, organization check, insertAuditRows), `bulkTransaction` rows per
+ * transaction, into the sealed table and the unsealed copy in alternating blocks of ten transactions.
+ */
+async function bulkLoad(admin: Db, sealed: Db, unsealed: Db): Promise<string[]> {
+  const partner = (await insertPartner(admin, 'Bench import MSP')) as { id: string };
+  const org = await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Import' }, { name: 'HQ' });
+  const principal: Principal = {
+    actorType: 'user',
+    id: randomUUID(),
+    email: 'importer@bench.example',
+    name: 'Bench Importer',
+    role: 'platform_admin',
+    scope: 'platform',
+    partnerId: null,
+    orgId: null,
+    permissions: scopedPermissions('platform', rolePermissions.platform_admin),
+  };
+  const done = { sealed: 0, unsealed: 0 };
+  const spent = { sealed: 0, unsealed: 0 };
+  const block = bulkTransaction * 10;
+  while (done.sealed < bulkRows || done.unsealed < bulkRows) {
+    for (const [which, db] of [
+      ['unsealed', unsealed],
+      ['sealed', sealed],
+    ] as const) {
+      const until = Math.min(done[which] + block, bulkRows);
+      while (done[which] < until) {
+        const count = Math.min(bulkTransaction, until - done[which]);
+        // Validated as the route validates a request (500 events at most), before the clock starts.
+        const events = historyEvents(org.id, done[which] + 1, count, bulkRows);
+        const body = {
+          events: events.flatMap((_, i) =>
+            i % 500 === 0 ? ingestEvents.parse({ events: events.slice(i, i + 500) }).events : [],
+          ),
+        };
+        const started = performance.now();
+        await db.transaction((tx) => ingestAuditEvents(tx, principal, body, undefined));
+        spent[which] += (performance.now() - started) / 1000;
+        done[which] += count;
+      }
+      status(`bulk history load: ${number(done.sealed)} sealed, ${number(done.unsealed)} unsealed`, true);
+    }
+  }
+  statusDone();
+  const { rows } = await admin.query<{ n: number }>(
+    'SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid',
+    {
+      orgId: org.id,
+    },
+  );
+  if (rows[0]!.n !== bulkRows) throw new Error(`the bulk load stored ${rows[0]!.n} rows, not ${bulkRows}`);
+  return workloadLine(
+    `bulk history load, ${number(bulkRows)} rows, ${number(bulkTransaction)}-row transactions (ingestion path)`,
+    bulkRows / spent.sealed,
+    bulkRows / spent.unsealed,
+    { rowsPerSecond: 20_000 },
+  );
+}
+
+/** The write figures, on a scratch database of their own (so the reading figures below see only their trail). */
+async function writing(): Promise<{ lines: string[][]; server: string }> {
+  const scratch = await createScratchDatabase('audit_write');
+  const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
+  const sealed = createPgDb({ connectionString: scratch.url, max: writers, applicationName: 'logbook-bench-sealed' });
+  let unsealed: Db | undefined;
+  try {
+    unsealed = await unsealedWriter(admin, scratch.url);
+    const lines = await sealingCost(sealed, unsealed);
+    if (bulkRows > 0) lines.push(await bulkLoad(admin, sealed, unsealed));
+    return { lines, server: await serverSettings(admin, scratch.server) };
   } finally {
     statusDone();
     await sealed.close();
-    await unsealed.close();
+    await unsealed?.close();
+    await admin.close();
+    await scratch.drop();
   }
-  return lines;
 }
 
 // ---- Reading at scale ----
@@ -452,37 +642,45 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
   return lines;
 }
 
+/** The server's version and the settings that move write figures (fsync: the embedded server runs without it). */
+async function serverSettings(admin: Db, where: string): Promise<string> {
+  const { rows } = await admin.query<{
+    version: string;
+    fsync: string;
+    synchronous_commit: string;
+    shared_buffers: string;
+  }>(
+    `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
+            current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
+  );
+  const server = rows[0]!;
+  return `PostgreSQL ${server.version} on ${where},
+fsync ${server.fsync}, synchronous_commit ${server.synchronous_commit}, shared_buffers ${server.shared_buffers}`;
+}
+
 async function main() {
   const started = performance.now();
   const loadAtStart = loadAverage();
-  const scratch = await createScratchDatabase('audit');
-  const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
-  try {
-    const { rows } = await admin.query<{
-      version: string;
-      fsync: string;
-      synchronous_commit: string;
-      shared_buffers: string;
-    }>(
-      `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
-              current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
-    );
-    const server = rows[0]!;
-    const sealing = await sealingCost(admin, scratch.url);
-    const reading = await readingAtScale(admin, scratch.url);
-    console.log(`
-Logbook audit benchmark (${new Date().toISOString().slice(0, 16)}Z): PostgreSQL ${server.version} on ${scratch.server},
-fsync ${server.fsync}, synchronous_commit ${server.synchronous_commit}, shared_buffers ${server.shared_buffers}; ${availableParallelism()} CPUs shared by the server and this client,
+  const written = await writing();
+  let reading: string[][] = [];
+  if (!args['writes-only']) {
+    const scratch = await createScratchDatabase('audit');
+    const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
+    try {
+      reading = [[''], ...(await readingAtScale(admin, scratch.url))];
+    } finally {
+      await admin.close();
+      await scratch.drop();
+    }
+  }
+  console.log(`
+Logbook audit benchmark (${new Date().toISOString().slice(0, 16)}Z): ${written.server}; ${availableParallelism()} CPUs shared by the server and this client,
 load average ${loadAtStart} at the start and ${loadAverage()} at the end.
-Insert figures: ${seconds} s per round, two interleaved rounds per table.
+Insert figures: ${seconds} s per round, two interleaved rounds per table, each workload into fresh organizations.
 
-${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], [...sealing, [''], ...reading])}
+${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], [...written.lines, ...reading])}
 
 Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);
-  } finally {
-    await admin.close();
-    await scratch.drop();
-  }
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import { type Db, one } from '../db/db.ts';
+import { type Db, one, prepared } from '../db/db.ts';
 import type { AnchorFields, SignedCheckpoint } from './anchor-signing.ts';
 import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
 
@@ -121,6 +121,19 @@ export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details
   details: Record<string, unknown>;
 };
 
+/** Prepared once per connection: parsed once, and planned once after its first five runs (issue 19). */
+const insertSql = prepared(
+  'logbook_audit_insert',
+  `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
+                             resource_name, details, ip_address, user_agent, result, error_message)
+     SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
+            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
+       FROM jsonb_to_recordset(:rows::jsonb) AS r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type,
+            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
+            "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
+     RETURNING id::text AS id, org_id::text AS "orgId", seq`,
+);
+
 /**
  * Appends rows in one statement of its own transaction (DESIGN.md "Audit chain": never inside
  * the business transaction). Rows are sorted by organization so concurrent batches take the
@@ -131,16 +144,6 @@ export async function insertAuditRows(
   rows: AuditRowInput[],
 ): Promise<{ id: string; orgId: string; seq: number }[]> {
   const sorted = [...rows].sort((a, b) => (a.orgId < b.orgId ? -1 : a.orgId > b.orgId ? 1 : 0));
-  const { rows: sealed } = await db.query<{ id: string; orgId: string; seq: number }>(
-    `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
-                             resource_name, details, ip_address, user_agent, result, error_message)
-     SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
-            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
-       FROM jsonb_to_recordset(:rows::jsonb) AS r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type,
-            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
-            "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
-     RETURNING id::text AS id, org_id::text AS "orgId", seq`,
-    { rows: sorted },
-  );
+  const { rows: sealed } = await db.query<{ id: string; orgId: string; seq: number }>(insertSql, { rows: sorted });
   return sealed;
 }

@@ -4,9 +4,10 @@ import type { Db } from '../db/db.ts';
 import { issueDetails, ValidationFailed } from '../errors.ts';
 import { specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
+import { appendAuditRows } from './grouped-append.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
 import { spoolAuditRow } from './spool.ts';
-import { type AuditRowInput, insertAuditRows } from './store.ts';
+import type { AuditRowInput } from './store.ts';
 
 export const zeroUuid = '00000000-0000-0000-0000-000000000000';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -60,14 +61,15 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
 
 /**
  * The low-level writer (seed 6 rule 2): validates and appends one event and resolves once it
- * is sealed. An event without orgId is dropped with a warning (silent in tests).
+ * is sealed (grouped with this process's concurrent writes of the organization, grouped-append.ts).
+ * An event without orgId is dropped with a warning (silent in tests).
  */
 export async function writeAuditEvent(context: AuditContext, event: AuditEvent): Promise<void> {
   if (!event.orgId) {
     specifiedLog.auditEventDropped(event.action);
     return;
   }
-  await insertAuditRows(context.db, [toAuditRow({ ...event, orgId: event.orgId })]);
+  await appendAuditRows(context.db, [toAuditRow({ ...event, orgId: event.orgId })]);
 }
 
 /**
@@ -90,7 +92,7 @@ export function createAuditLogsAsync(context: AuditContext, events: AuditEvent[]
   });
   if (kept.length === 0) return;
   const write = Promise.resolve().then(() =>
-    insertAuditRows(
+    appendAuditRows(
       context.db,
       kept.map((event) => toAuditRow({ ...event, orgId: event.orgId! })),
     ),

@@ -32,6 +32,21 @@ export interface Db {
   readonly maxResultBytes?: number;
 }
 
+const preparedNames = new Map<string, string>();
+
+/**
+ * Marks a statement text for a named prepared statement: node-postgres parses and plans it once per connection
+ * instead of on every call (the Data API, which has no such statements, runs it as it is). Only for hot statements
+ * whose plan does not depend on their parameters.
+ */
+export function prepared(name: string, sql: string): string {
+  preparedNames.set(sql, name);
+  return sql;
+}
+
+/** The prepared statement name of a statement text, if it has one. */
+export const preparedName = (sql: string) => preparedNames.get(sql);
+
 /** First row or undefined. */
 export async function one<T extends Row>(db: Db, sql: string, params?: Params): Promise<T | undefined> {
   return (await db.query<T>(sql, params)).rows[0];

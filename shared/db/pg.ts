@@ -5,6 +5,7 @@ import {
   type Isolation,
   type Params,
   parseNamedParams,
+  preparedName,
   type QueryResult,
   type Row,
 } from './db.ts';
@@ -57,7 +58,8 @@ async function run<T extends Row>(
     return encodeParam(params[name]);
   });
   try {
-    const result = await client.query<T>(text, values);
+    const name = preparedName(sql);
+    const result = await client.query<T>(name ? { name, text, values } : { text, values });
     return { rows: result.rows, rowCount: result.rowCount ?? 0 };
   } catch (error) {
     throw asConnectionFailure(error);
