@@ -41,8 +41,8 @@ type Snapshot = { collectedAt: string; detections: DetectionRow[] };
 /**
  * Replaces the device's snapshot (under lockStoredSnapshot's lock) and moves the counts the report reads in the same
  * transaction: the stored snapshot's rows down by one, the new one's up (posture_count_keys, migration 0059), netted
- * so a rescan finding the same in the same hour writes no count. Count rows are locked in key order, as the
- * deletion triggers lock them; a count down to 0 is removed.
+ * so a rescan finding the same in the same hour writes no count. Count rows are locked the organization's first,
+ * then the partner's, each in key order, as the deletion triggers lock them; a count down to 0 is removed.
  */
 export async function replaceSnapshot(
   tx: Db,
@@ -73,33 +73,39 @@ export async function replaceSnapshot(
       at: snapshot.collectedAt,
       detections: snapshot.detections.map(({ category, product, status }) => ({ category, product, status })),
     };
-  const { rows } = await tx.query<{ devices: number; key: unknown[] }>(
-    `WITH change AS (
-       SELECT k.scope_id, k.span, k.bucket, k.category, k.product, k.status, sum(k.delta)::int AS delta
-         FROM (SELECT c.*, -1 AS delta FROM posture_count_keys(:orgId::uuid, :partnerId::uuid,
-                 (:before::jsonb ->> 'at')::timestamptz, :before::jsonb -> 'detections') c
-                WHERE :before::jsonb IS NOT NULL
-               UNION ALL
-               SELECT c.*, 1 FROM posture_count_keys(:orgId::uuid, :partnerId::uuid,
-                 (:after::jsonb ->> 'at')::timestamptz, :after::jsonb -> 'detections') c) k
-        GROUP BY 1, 2, 3, 4, 5, 6
-       HAVING sum(k.delta) <> 0
-     )
-     INSERT INTO posture_counts AS c (scope_id, span, bucket, category, product, status, devices)
-     SELECT scope_id, span, bucket, category, product, status, delta FROM change
-      ORDER BY scope_id, span, bucket, category, product, status
-     ON CONFLICT (scope_id, span, bucket, category, product, status) DO UPDATE SET devices = c.devices + excluded.devices
-     RETURNING c.devices, jsonb_build_array(c.scope_id, c.span, c.bucket, c.category, c.product, c.status) AS key`,
-    { orgId: device.orgId, partnerId: device.partnerId, before: keys(before), after: keys(after) },
-  );
-  const emptied = rows.filter((r) => r.devices <= 0).map((r) => r.key);
-  if (emptied.length)
-    await tx.query(
-      `DELETE FROM posture_counts c USING jsonb_array_elements(:keys::jsonb) k
-        WHERE c.devices <= 0 AND c.scope_id = (k ->> 0)::uuid AND c.span = k ->> 1 AND c.bucket = (k ->> 2)::timestamptz
-          AND c.category = k ->> 3 AND c.product = k ->> 4 AND c.status = k ->> 5`,
-      { keys: emptied },
+  // The organization's rows first, then the partner's, which every upload of the fleet shares: they stay locked
+  // for one statement and the commit only.
+  for (const scopeId of [device.orgId, device.partnerId]) {
+    const { rows } = await tx.query<{ devices: number; key: unknown[] }>(
+      `WITH change AS (
+         SELECT k.scope_id, k.span, k.bucket, k.category, k.product, k.status, sum(k.delta)::int AS delta
+           FROM (SELECT c.*, -1 AS delta FROM posture_count_keys(:orgId::uuid, :partnerId::uuid,
+                   (:before::jsonb ->> 'at')::timestamptz, :before::jsonb -> 'detections') c
+                  WHERE :before::jsonb IS NOT NULL
+                 UNION ALL
+                 SELECT c.*, 1 FROM posture_count_keys(:orgId::uuid, :partnerId::uuid,
+                   (:after::jsonb ->> 'at')::timestamptz, :after::jsonb -> 'detections') c) k
+          WHERE k.scope_id = :scopeId::uuid
+          GROUP BY 1, 2, 3, 4, 5, 6
+         HAVING sum(k.delta) <> 0
+       )
+       INSERT INTO posture_counts AS c (scope_id, span, bucket, category, product, status, devices)
+       SELECT scope_id, span, bucket, category, product, status, delta FROM change
+        ORDER BY scope_id, span, bucket, category, product, status
+       ON CONFLICT (scope_id, span, bucket, category, product, status) DO UPDATE SET devices = c.devices + excluded.devices
+       RETURNING c.devices, jsonb_build_array(c.scope_id, c.span, c.bucket, c.category, c.product, c.status) AS key`,
+      { orgId: device.orgId, partnerId: device.partnerId, scopeId, before: keys(before), after: keys(after) },
     );
+    const emptied = rows.filter((r) => r.devices <= 0).map((r) => r.key);
+    if (emptied.length)
+      await tx.query(
+        `DELETE FROM posture_counts c USING jsonb_array_elements(:keys::jsonb) k
+          WHERE c.devices <= 0 AND c.scope_id = (k ->> 0)::uuid AND c.span = k ->> 1
+            AND c.bucket = (k ->> 2)::timestamptz AND c.category = k ->> 3 AND c.product = k ->> 4
+            AND c.status = k ->> 5`,
+        { keys: emptied },
+      );
+  }
 }
 
 /** The staleness boundary: a snapshot collected before it is stale at the time of the request (`asOf`). */
@@ -152,48 +158,57 @@ export async function selectCounts(
     category: string | null;
   },
 ) {
+  // The boundary, its UTC day and hour, and the bucket read row by row: computed here, so that the planner sees
+  // constants and reads each table by its index.
+  const at = new Date(scope.asOf.getTime() - scope.staleDays * 86_400_000);
+  const day = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
+  const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000);
+  const [lo, hi] = scope.hourly
+    ? [hour, new Date(hour.getTime() + 3_600_000)]
+    : [day, new Date(day.getTime() + 86_400_000)];
+  const ids = (name: string) => `ARRAY(SELECT jsonb_array_elements_text(:${name}::jsonb)::uuid)`;
   const { rows } = await db.query<CountRow>(
-    `WITH edge AS (
-       SELECT b.at, date_trunc('day', b.at, 'UTC') AS day, date_trunc('hour', b.at, 'UTC') AS hour
-         FROM (SELECT ${boundarySql} AS at) b
-     ), win AS (
-       SELECT e.*, CASE WHEN :hourly::boolean THEN e.hour ELSE e.day END AS lo,
-              CASE WHEN :hourly::boolean THEN e.hour + interval '1 hour' ELSE e.day + interval '1 day' END AS hi
-         FROM edge e
-     ), keyed AS (
+    `WITH keyed AS (
        SELECT c.category, c.product, c.status,
-              sum(c.devices) FILTER (WHERE c.bucket > CASE c.span WHEN 'day' THEN w.day ELSE w.hour END) AS current,
-              sum(c.devices) FILTER (WHERE c.bucket < CASE c.span WHEN 'day' THEN w.day ELSE w.hour END) AS stale
-         FROM posture_counts c CROSS JOIN win w
-        WHERE c.scope_id IN (SELECT jsonb_array_elements_text(:scopeIds::jsonb)::uuid)
-          AND ((c.span = 'day' AND c.bucket <> w.day)
-            OR (:hourly::boolean AND c.span = 'hour' AND c.bucket >= w.day AND c.bucket < w.day + interval '1 day'
-                AND c.bucket <> w.hour))
+              sum(c.devices) FILTER (WHERE c.bucket > CASE c.span WHEN 'day' THEN :day::timestamptz ELSE :hour::timestamptz END) AS current,
+              sum(c.devices) FILTER (WHERE c.bucket < CASE c.span WHEN 'day' THEN :day::timestamptz ELSE :hour::timestamptz END) AS stale
+         FROM posture_counts c
+        WHERE c.scope_id = ANY (${ids('scopeIds')})
+          AND ((c.span = 'day' AND c.bucket <> :day::timestamptz)
+            OR (:hourly::boolean AND c.span = 'hour' AND c.bucket >= :day::timestamptz
+                AND c.bucket < :day::timestamptz + interval '1 day' AND c.bucket <> :hour::timestamptz))
           AND (:category::text IS NULL OR c.category IN ('', :category::text))
         GROUP BY 1, 2, 3
      ), snapshots AS (
-       SELECT p.collected_at, p.categories FROM device_posture p CROSS JOIN win w
-        WHERE p.org_id IN (SELECT jsonb_array_elements_text(:orgIds::jsonb)::uuid)
-          AND p.collected_at >= w.lo AND p.collected_at < w.hi
+       SELECT p.collected_at, p.categories FROM device_posture p
+        WHERE p.org_id = ANY (${ids('orgIds')}) AND p.collected_at >= :lo::timestamptz AND p.collected_at < :hi::timestamptz
      ), detail AS (
        SELECT '' AS category, '' AS product, 'scanned' AS status, s.collected_at FROM snapshots s
        UNION ALL SELECT '', '', 'detected', s.collected_at FROM snapshots s WHERE cardinality(s.categories) > 0
        UNION ALL SELECT c, '', 'detected', s.collected_at FROM snapshots s CROSS JOIN unnest(s.categories) c
-       UNION ALL SELECT x.category, x.product, x.status, x.collected_at
-         FROM device_posture_detections x CROSS JOIN win w
-        WHERE x.org_id IN (SELECT jsonb_array_elements_text(:orgIds::jsonb)::uuid)
-          AND x.collected_at >= w.lo AND x.collected_at < w.hi
+       UNION ALL SELECT x.category, x.product, x.status, x.collected_at FROM device_posture_detections x
+        WHERE x.org_id = ANY (${ids('orgIds')}) AND x.collected_at >= :lo::timestamptz AND x.collected_at < :hi::timestamptz
      ), edged AS (
-       SELECT d.category, d.product, d.status, count(*) FILTER (WHERE d.collected_at >= w.at) AS current,
-              count(*) FILTER (WHERE d.collected_at < w.at) AS stale
-         FROM detail d CROSS JOIN win w
+       SELECT d.category, d.product, d.status, count(*) FILTER (WHERE d.collected_at >= :at::timestamptz) AS current,
+              count(*) FILTER (WHERE d.collected_at < :at::timestamptz) AS stale
+         FROM detail d
         WHERE :category::text IS NULL OR d.category IN ('', :category::text)
         GROUP BY 1, 2, 3
      )
      SELECT category, product, status, coalesce(sum(current), 0)::int AS current, coalesce(sum(stale), 0)::int AS stale
        FROM (SELECT * FROM keyed UNION ALL SELECT * FROM edged) t
       GROUP BY 1, 2, 3`,
-    { ...scope },
+    {
+      scopeIds: scope.scopeIds,
+      orgIds: scope.orgIds,
+      hourly: scope.hourly,
+      category: scope.category,
+      at,
+      day,
+      hour,
+      lo,
+      hi,
+    },
   );
   return rows;
 }

@@ -78,14 +78,15 @@ LANGUAGE sql STABLE AS $$
 $$;
 --> statement-breakpoint
 -- Takes a device's snapshot out of the counts and removes it: a deleted device, or one of a deleted organization.
--- Locks as an upload does (the organization's lock shared, then the device's; counts in key order), so the two never
--- deadlock and an upload either finishes first or finds the device gone.
+-- Locks as an upload does (the organization's lock shared, then the device's; the organization's counts, then the
+-- partner's, each in key order), so the two never deadlock and an upload either finishes first or finds the device gone.
 CREATE FUNCTION device_posture_forget(device uuid) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended('device_posture:' || device::text, 0));
   PERFORM 1 FROM posture_counts c
    WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status) IN (SELECT * FROM device_posture_keys(device))
-   ORDER BY c.scope_id, c.span, c.bucket, c.category, c.product, c.status
+   ORDER BY c.scope_id <> (SELECT org_id FROM device_posture WHERE device_id = device), c.scope_id, c.span, c.bucket,
+            c.category, c.product, c.status
      FOR UPDATE;
   UPDATE posture_counts c SET devices = c.devices - 1
    WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status) IN (SELECT * FROM device_posture_keys(device));
