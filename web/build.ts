@@ -21,7 +21,10 @@ export interface WebFile {
 }
 
 /** Each page: its HTML file in web/ (which names %SCRIPT% and %STYLESHEET%) and its script's entry point. */
-export const sitePages = [{ html: 'index.html', entry: 'app', script: 'src/main.ts' }] as const;
+export const sitePages = [
+  { html: 'index.html', entry: 'app', script: 'src/main.ts' },
+  { html: 'migration.html', entry: 'migration', script: 'src/migration/main.ts' },
+] as const;
 
 const contentTypes: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -1,7 +1,10 @@
 import { h } from './element.ts';
 
 /** The site's pages, in the order the header lists them. A page adds itself here and to `sitePages` in build.ts. */
-const pages = [{ href: 'index.html', label: 'Audit log' }] as const;
+const pages = [
+  { href: 'index.html', label: 'Audit log' },
+  { href: 'migration.html', label: 'Migration' },
+] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */
 export function pageNav(current: string) {
