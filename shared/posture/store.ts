@@ -73,48 +73,36 @@ export async function replaceSnapshot(
       at: snapshot.collectedAt,
       detections: snapshot.detections.map(({ category, product, status }) => ({ category, product, status })),
     };
-  // The organization's rows first, then the partner's, which every upload of the fleet shares: they stay locked
-  // for one statement and the commit only.
-  for (const scopeId of [device.orgId, device.partnerId]) {
-    const { rows } = await tx.query<{ devices: number; key: unknown[] }>(
-      `WITH change AS (
-         SELECT k.scope_id, k.span, k.bucket, k.category, k.product, k.status, k.shard, sum(k.delta)::int AS delta
-           FROM (SELECT c.*, -1 AS delta FROM posture_count_keys(:deviceId::uuid, :orgId::uuid, :partnerId::uuid,
-                   (:before::jsonb ->> 'at')::timestamptz, :before::jsonb -> 'detections') c
-                  WHERE :before::jsonb IS NOT NULL
-                 UNION ALL
-                 SELECT c.*, 1 FROM posture_count_keys(:deviceId::uuid, :orgId::uuid, :partnerId::uuid,
-                   (:after::jsonb ->> 'at')::timestamptz, :after::jsonb -> 'detections') c) k
-          WHERE k.scope_id = :scopeId::uuid
-          GROUP BY 1, 2, 3, 4, 5, 6, 7
-         HAVING sum(k.delta) <> 0
-       )
-       INSERT INTO posture_counts AS c (scope_id, span, bucket, category, product, status, shard, devices)
-       SELECT scope_id, span, bucket, category, product, status, shard, delta FROM change
-        ORDER BY scope_id, span, bucket, category, product, status, shard
-       ON CONFLICT (scope_id, span, bucket, category, product, status, shard)
-         DO UPDATE SET devices = c.devices + excluded.devices
-       RETURNING c.devices,
-                 jsonb_build_array(c.scope_id, c.span, c.bucket, c.category, c.product, c.status, c.shard) AS key`,
-      {
-        deviceId: device.id,
-        orgId: device.orgId,
-        partnerId: device.partnerId,
-        scopeId,
-        before: keys(before),
-        after: keys(after),
-      },
+  // One statement: the organization's rows locked first, then the partner's (which every upload of the fleet
+  // shares), each in key order; they stay locked to the commit.
+  const { rows } = await tx.query<{ devices: number; key: unknown[] }>(
+    `WITH change AS (
+       SELECT k.scope_id, k.span, k.bucket, k.category, k.product, k.status, sum(k.delta)::int AS delta
+         FROM (SELECT c.*, -1 AS delta FROM posture_count_keys(:orgId::uuid, :partnerId::uuid,
+                 (:before::jsonb ->> 'at')::timestamptz, :before::jsonb -> 'detections') c
+                WHERE :before::jsonb IS NOT NULL
+               UNION ALL
+               SELECT c.*, 1 FROM posture_count_keys(:orgId::uuid, :partnerId::uuid,
+                 (:after::jsonb ->> 'at')::timestamptz, :after::jsonb -> 'detections') c) k
+        GROUP BY 1, 2, 3, 4, 5, 6
+       HAVING sum(k.delta) <> 0
+     )
+     INSERT INTO posture_counts AS c (scope_id, span, bucket, category, product, status, devices)
+     SELECT scope_id, span, bucket, category, product, status, delta FROM change
+      ORDER BY scope_id <> :orgId::uuid, scope_id, span, bucket, category, product, status
+     ON CONFLICT (scope_id, span, bucket, category, product, status) DO UPDATE SET devices = c.devices + excluded.devices
+     RETURNING c.devices, jsonb_build_array(c.scope_id, c.span, c.bucket, c.category, c.product, c.status) AS key`,
+    { orgId: device.orgId, partnerId: device.partnerId, before: keys(before), after: keys(after) },
+  );
+  const emptied = rows.filter((r) => r.devices <= 0).map((r) => r.key);
+  if (emptied.length)
+    await tx.query(
+      `DELETE FROM posture_counts c USING jsonb_array_elements(:keys::jsonb) k
+        WHERE c.devices <= 0 AND c.scope_id = (k ->> 0)::uuid AND c.span = k ->> 1
+          AND c.bucket = (k ->> 2)::timestamptz AND c.category = k ->> 3 AND c.product = k ->> 4
+          AND c.status = k ->> 5`,
+      { keys: emptied },
     );
-    const emptied = rows.filter((r) => r.devices <= 0).map((r) => r.key);
-    if (emptied.length)
-      await tx.query(
-        `DELETE FROM posture_counts c USING jsonb_array_elements(:keys::jsonb) k
-          WHERE c.devices <= 0 AND c.scope_id = (k ->> 0)::uuid AND c.span = k ->> 1
-            AND c.bucket = (k ->> 2)::timestamptz AND c.category = k ->> 3 AND c.product = k ->> 4
-            AND c.status = k ->> 5 AND c.shard = (k ->> 6)::smallint`,
-        { keys: emptied },
-      );
-  }
 }
 
 /** The staleness boundary: a snapshot collected before it is stale at the time of the request (`asOf`). */

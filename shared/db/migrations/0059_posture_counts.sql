@@ -4,8 +4,6 @@
 -- organization by UTC day of collection, and per partner by UTC day and by UTC hour. The report sums whole buckets on
 -- either side of the staleness boundary and reads row by row only the snapshots of the one bucket that holds it
 -- (a day for one organization, an hour for a partner's fleet), so stale counts are exact for any window and time.
--- A partner's rows are split in 8 shards by device, so that a burst of uploads across the fleet does not queue on
--- one row; an organization's rows have shard 0.
 -- Invariant: a snapshot is counted exactly when its device and organization are live.
 ALTER TABLE device_posture_detections ADD COLUMN collected_at timestamptz;
 --> statement-breakpoint
@@ -32,16 +30,13 @@ CREATE TABLE posture_counts (
   category  varchar(50) NOT NULL,
   product   varchar(255) NOT NULL,
   status    varchar(16) NOT NULL,
-  shard     smallint NOT NULL,
   devices   integer NOT NULL,
-  PRIMARY KEY (scope_id, span, bucket, category, product, status, shard)
+  PRIMARY KEY (scope_id, span, bucket, category, product, status)
 );
 --> statement-breakpoint
 -- The rows one snapshot counts under (`detections`: a JSON array of { category, product, status }).
-CREATE FUNCTION posture_count_keys(device uuid, org uuid, partner uuid, collected timestamptz, detections jsonb)
-RETURNS TABLE (
-  scope_id uuid, span varchar, bucket timestamptz, category varchar, product varchar, status varchar, shard smallint
-)
+CREATE FUNCTION posture_count_keys(org uuid, partner uuid, collected timestamptz, detections jsonb)
+RETURNS TABLE (scope_id uuid, span varchar, bucket timestamptz, category varchar, product varchar, status varchar)
 LANGUAGE sql STABLE AS $$
   WITH found AS (SELECT d->>'category' AS category, d->>'product' AS product, d->>'status' AS status
                    FROM jsonb_array_elements(coalesce(detections, '[]')) d),
@@ -50,37 +45,33 @@ LANGUAGE sql STABLE AS $$
     UNION ALL SELECT '', '', 'detected' WHERE EXISTS (SELECT 1 FROM found)
     UNION ALL SELECT DISTINCT f.category, '', 'detected' FROM found f
     UNION ALL SELECT f.category, f.product, f.status FROM found f
-  ), s (scope_id, span, bucket, shard) AS (
-    VALUES (org, 'day', date_trunc('day', collected, 'UTC'), 0),
-           (partner, 'day', date_trunc('day', collected, 'UTC'), hashtext(device::text) & 7),
-           (partner, 'hour', date_trunc('hour', collected, 'UTC'), hashtext(device::text) & 7)
+  ), s (scope_id, span, bucket) AS (
+    VALUES (org, 'day', date_trunc('day', collected, 'UTC')), (partner, 'day', date_trunc('day', collected, 'UTC')),
+           (partner, 'hour', date_trunc('hour', collected, 'UTC'))
   )
-  SELECT s.scope_id, s.span, s.bucket, k.category, k.product, k.status, s.shard::smallint FROM s CROSS JOIN k
+  SELECT s.scope_id, s.span, s.bucket, k.category, k.product, k.status FROM s CROSS JOIN k
 $$;
 --> statement-breakpoint
 -- The counts of the snapshots stored (this migration's backfill; the benchmark's bulk load).
 CREATE FUNCTION posture_recount() RETURNS TABLE (
-  scope_id uuid, span varchar, bucket timestamptz, category varchar, product varchar, status varchar, shard smallint,
-  devices integer
+  scope_id uuid, span varchar, bucket timestamptz, category varchar, product varchar, status varchar, devices integer
 ) LANGUAGE sql STABLE AS $$
-  SELECT k.scope_id, k.span, k.bucket, k.category, k.product, k.status, k.shard, count(*)::int
+  SELECT k.scope_id, k.span, k.bucket, k.category, k.product, k.status, count(*)::int
     FROM device_posture p JOIN organizations o ON o.id = p.org_id
-   CROSS JOIN LATERAL posture_count_keys(p.device_id, p.org_id, o.partner_id, p.collected_at, (
+   CROSS JOIN LATERAL posture_count_keys(p.org_id, o.partner_id, p.collected_at, (
      SELECT jsonb_agg(jsonb_build_object('category', x.category, 'product', x.product, 'status', x.status))
        FROM device_posture_detections x WHERE x.device_id = p.device_id)) k
-   GROUP BY 1, 2, 3, 4, 5, 6, 7
+   GROUP BY 1, 2, 3, 4, 5, 6
 $$;
 --> statement-breakpoint
 INSERT INTO posture_counts SELECT * FROM posture_recount();
 --> statement-breakpoint
 -- The rows a device's stored snapshot is counted under.
 CREATE FUNCTION device_posture_keys(device uuid)
-RETURNS TABLE (
-  scope_id uuid, span varchar, bucket timestamptz, category varchar, product varchar, status varchar, shard smallint
-)
+RETURNS TABLE (scope_id uuid, span varchar, bucket timestamptz, category varchar, product varchar, status varchar)
 LANGUAGE sql STABLE AS $$
   SELECT k.* FROM device_posture p JOIN organizations o ON o.id = p.org_id
-   CROSS JOIN LATERAL posture_count_keys(p.device_id, p.org_id, o.partner_id, p.collected_at, (
+   CROSS JOIN LATERAL posture_count_keys(p.org_id, o.partner_id, p.collected_at, (
      SELECT jsonb_agg(jsonb_build_object('category', x.category, 'product', x.product, 'status', x.status))
        FROM device_posture_detections x WHERE x.device_id = p.device_id)) k
    WHERE p.device_id = device
@@ -93,14 +84,14 @@ CREATE FUNCTION device_posture_forget(device uuid) RETURNS void LANGUAGE plpgsql
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended('device_posture:' || device::text, 0));
   PERFORM 1 FROM posture_counts c
-   WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status, c.shard) IN (SELECT * FROM device_posture_keys(device))
+   WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status) IN (SELECT * FROM device_posture_keys(device))
    ORDER BY c.scope_id <> (SELECT org_id FROM device_posture WHERE device_id = device), c.scope_id, c.span, c.bucket,
-            c.category, c.product, c.status, c.shard
+            c.category, c.product, c.status
      FOR UPDATE;
   UPDATE posture_counts c SET devices = c.devices - 1
-   WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status, c.shard) IN (SELECT * FROM device_posture_keys(device));
+   WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status) IN (SELECT * FROM device_posture_keys(device));
   DELETE FROM posture_counts c
-   WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status, c.shard) IN (SELECT * FROM device_posture_keys(device))
+   WHERE (c.scope_id, c.span, c.bucket, c.category, c.product, c.status) IN (SELECT * FROM device_posture_keys(device))
      AND c.devices <= 0;
   DELETE FROM device_posture WHERE device_id = device;
 END
