@@ -1,10 +1,13 @@
 import { type AuditContext, flushAudit } from '#shared/audit/writer.ts';
+import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
+import type { Principal } from '#shared/auth/principal.ts';
 import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import type { Db } from '#shared/db/db.ts';
 import { one } from '#shared/db/db.ts';
-import { enrollAgent } from '#shared/hierarchy/enrollment.ts';
+import { createEnrollmentKey, enrollAgent } from '#shared/hierarchy/enrollment.ts';
 import { insertEnrollmentKey } from '#shared/hierarchy/store.ts';
 import { uploadPosture } from '#shared/posture/snapshot.ts';
+import { uploadReconciliation } from '#shared/reconciliation/reconcile.ts';
 import { type Demo, demoIds } from './demo.ts';
 
 type Scan = {
@@ -49,7 +52,16 @@ const fleet: [hostname: string, scan: Scan | null][] = [
   ['MIG-WS-10', { daysAgo: 12, categories: { rmm: [datto('active')] } }],
 ];
 
-/** Seeds the migration fleet into the demo organization once, through the enrollment and posture code paths. */
+/** The other RMM's device list: the fleet above and three laptops not enrolled yet. */
+const oldRmmList = [...fleet.map(([hostname]) => hostname), 'MIG-LT-01', 'MIG-LT-02', 'MIG-LT-03'].map(
+  (hostname, i) => ({ hostname, externalId: `datto-${1000 + i}` }),
+);
+
+/**
+ * Seeds the migration fleet into the demo organization once, through the enrollment, posture and reconciliation
+ * code paths: the other RMM's list reconciled half-way through the enrollments and again at the end (two points of
+ * progress), and a fleet key whose deployment script carries the key.
+ */
 export async function seedDemoPostureFleet(admin: Db, demo: Demo): Promise<void> {
   const seeded = await one(
     admin,
@@ -60,7 +72,20 @@ export async function seedDemoPostureFleet(admin: Db, demo: Demo): Promise<void>
   );
   if (seeded) return;
   const audit: AuditContext = { db: admin, pending: [] };
-  for (const [hostname, scan] of fleet) {
+  const partnerAdmin: Principal = {
+    actorType: 'user',
+    id: demoIds.partnerAdmin,
+    email: 'admin@demo-msp.local',
+    name: 'Demo Partner Admin',
+    role: 'partner_admin',
+    scope: 'partner',
+    partnerId: demo.partnerId,
+    orgId: null,
+    permissions: scopedPermissions('partner', rolePermissions.partner_admin),
+  };
+  const reconcile = () => uploadReconciliation(admin, partnerAdmin, demo.orgId, { devices: oldRmmList }, audit);
+  for (const [i, [hostname, scan]] of fleet.entries()) {
+    if (i === 6) await reconcile();
     const key = newSecret(secretPrefixes.enrollmentKey);
     await insertEnrollmentKey(admin, {
       orgId: demo.orgId,
@@ -92,5 +117,7 @@ export async function seedDemoPostureFleet(admin: Db, demo: Demo): Promise<void>
     const collectedAt = new Date(Date.now() - scan.daysAgo * 86_400_000).toISOString();
     await uploadPosture(admin, caller, enrolled.agentId, { collectedAt, categories: scan.categories }, audit);
   }
+  await reconcile();
+  await createEnrollmentKey(admin, partnerAdmin, demo.orgId, { name: 'Migration wave 2', maxUsage: 1500 });
   await flushAudit(audit);
 }

@@ -140,24 +140,45 @@ export class LogbookStack extends Stack {
     const enrollmentSecret = settings.agentEnrollmentSecretArn
       ? Secret.fromSecretCompleteArn(this, 'AgentEnrollmentSecret', settings.agentEnrollmentSecretArn)
       : undefined;
+    // Seals enrollment keys so that their deployment scripts can carry them (shared/auth/key-seal.ts): 43 random
+    // letters and digits, which decode as base64 to the 32 bytes of an AES-256 key (about 252 bits of entropy).
+    // Generated on the first deploy and kept: a new value leaves the keys sealed before it without a script key.
+    const sealKey = new Secret(this, 'EnrollmentKeySealKey', {
+      description:
+        'Logbook: ENROLLMENT_KEY_SEAL_KEY, the AES-256 key (base64) sealing enrollment keys for their deployment scripts; read by the hierarchy function alone',
+      generateSecretString: { passwordLength: 43, excludePunctuation: true, includeSpace: false },
+    });
+    acknowledge(
+      sealKey,
+      'SMG4',
+      'Not rotated: keys sealed under the old value could no longer be opened, and their deployment scripts would carry a placeholder instead of the key',
+    );
     const functions = new Map<string, LogbookFunction>();
     for (const [group, handlers] of routeGroups({ ...routes, $default: defaultRoute })) {
       const enrolls = enrollmentSecret && Object.values(handlers).includes('hierarchy/agents-enroll');
+      // Creating a key seals it; its deployment script opens it.
+      const seals = Object.values(handlers).includes('hierarchy/enrollment-keys-create');
+      const secretSettings = [
+        ...(enrolls ? ['AGENT_ENROLLMENT_SECRET'] : []),
+        ...(seals ? ['ENROLLMENT_KEY_SEAL_KEY'] : []),
+      ];
       const fn = apiFunction(group, handlers, 'http', {
         environment: {
           ...((group === 'live-query' || group === 'scripts') && relayEnvironment),
           ...(enrolls && { AGENT_ENROLLMENT_SECRET_ARN: enrollmentSecret.secretArn }),
+          ...(seals && { ENROLLMENT_KEY_SEAL_KEY_ARN: sealKey.secretArn }),
           // GET /audit-logs/anchors publishes the public key; the private key stays with the retention worker.
           ...(Object.values(handlers).includes('audit/anchors-list') && {
             AUDIT_ANCHOR_PUBLIC_KEY: this.anchorKey.publicKey,
           }),
         },
-        // The enrollment secret is read from Secrets Manager at cold start, never kept in the function's configuration.
-        ...(enrolls && {
-          prelude: `import { loadSecretSettings } from ${JSON.stringify(join(projectRoot, 'shared/secrets-manager.ts'))};\nawait loadSecretSettings(['AGENT_ENROLLMENT_SECRET']);`,
+        // Secrets are read from Secrets Manager at cold start, never kept in the function's configuration.
+        ...(secretSettings.length && {
+          prelude: `import { loadSecretSettings } from ${JSON.stringify(join(projectRoot, 'shared/secrets-manager.ts'))};\nawait loadSecretSettings(${JSON.stringify(secretSettings)});`,
         }),
       });
       if (enrolls) enrollmentSecret.grantRead(fn);
+      if (seals) sealKey.grantRead(fn);
       if (group === 'live-query' || group === 'scripts') this.agentChannel.grantRelay(fn);
       // Every API function may spool an audit row whose write failed (shared/audit/spool.ts); scripts and alerts
       // also queue their deliveries.

@@ -215,7 +215,7 @@ try {
     Say "the agent command cannot run: $AgentCommand"
     exit 1
   } finally {
-    Remove-Item Env:LOGBOOK_ENROLLMENT_KEY, Env:LOGBOOK_ENROLLMENT_SECRET -ErrorAction SilentlyContinue
+    Remove-Item -Path 'Env:LOGBOOK_ENROLLMENT_KEY', 'Env:LOGBOOK_ENROLLMENT_SECRET' -ErrorAction SilentlyContinue
   }
   switch ($Code) {
     0 {

@@ -5,7 +5,14 @@ import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
 import type { PostureCategory, PostureStatus } from './catalog.ts';
-import { type ReportScope, selectCoverage, selectPostureDevices, selectProductCounts } from './store.ts';
+import {
+  type CountRow,
+  countDevices,
+  type ReportScope,
+  selectCounts,
+  selectPostureDevices,
+  selectReportOrganizations,
+} from './store.ts';
 
 /** seed 8: a CSV download holds at most 10,000 rows, like an audit export. */
 const maxCsvRows = 10_000;
@@ -23,6 +30,49 @@ const csvFile = (name: string, header: readonly string[], rows: readonly (string
   body: [csvRecord(header), ...rows.map(csvRecord), ''].join('\r\n'),
 });
 
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The report from the counts per key: coverage from the `scanned` and `detected` keys (in the category, or any),
+ * whatever no snapshot counts being never scanned; per product its active and installed current snapshots and its
+ * stale ones.
+ */
+function fromCounts(devices: number, counts: CountRow[], category: PostureCategory | null) {
+  const at = (c: string, p: string, s: string) =>
+    counts.find((r) => r.category === c && r.product === p && r.status === s) ?? { current: 0, stale: 0 };
+  const scanned = at('', '', 'scanned');
+  const detected = at(category ?? '', '', 'detected');
+  const coverage = {
+    devices,
+    neverScanned: devices - scanned.current - scanned.stale,
+    stale: scanned.stale,
+    clean: scanned.current - detected.current,
+    withDetection: detected.current,
+  };
+  const byProduct = new Map<
+    string,
+    { category: PostureCategory; product: string; active: number; installed: number; stale: number }
+  >();
+  for (const r of counts) {
+    if (r.product === '' || (r.status !== 'active' && r.status !== 'installed')) continue;
+    const key = `${r.category}\u0000${r.product}`;
+    const row = byProduct.get(key) ?? {
+      category: r.category as PostureCategory,
+      product: r.product,
+      active: 0,
+      installed: 0,
+      stale: 0,
+    };
+    row[r.status] += r.current;
+    row.stale += r.stale;
+    byProduct.set(key, row);
+  }
+  const products = [...byProduct.values()]
+    .filter((p) => p.active + p.installed + p.stale > 0)
+    .sort((a, b) => (a.category === b.category ? compare(a.product, b.product) : compare(a.category, b.category)));
+  return { coverage, products };
+}
+
 /**
  * GET /reports/management-posture (issue 18): coverage in four disjoint populations (never scanned, stale, clean,
  * with a detection) and per detected product the devices active and installed; `?format=csv` the product rows
@@ -34,14 +84,22 @@ export async function postureReport<R>(
   query: { orgId?: string; category?: PostureCategory; staleDays: number; format: 'json' | 'csv' },
   delivery: FileDelivery<R>,
 ) {
-  const scope = { orgId: await reportScope(db, principal, query.orgId), staleDays: query.staleDays };
-  const filter = { ...scope, category: query.category ?? null };
-  const [coverage, products] = await Promise.all([
-    selectCoverage(db, principal, filter),
-    selectProductCounts(db, principal, filter),
+  const asOf = new Date();
+  const orgId = await reportScope(db, principal, query.orgId);
+  const organizations = await selectReportOrganizations(db, principal, orgId);
+  const orgIds = organizations.map((o) => o.id);
+  // One organization (or an organization user's): its own counts, by day. A fleet: its partners' counts, by day
+  // and hour, so the boundary's bucket read row by row is an hour of the fleet's snapshots.
+  const fleet = orgId === null && principal.scope !== 'organization';
+  const scopeIds = fleet ? [...new Set(organizations.map((o) => o.partnerId))] : orgIds;
+  const category = query.category ?? null;
+  const [devices, counts] = await Promise.all([
+    countDevices(db, orgIds),
+    selectCounts(db, { scopeIds, orgIds, hourly: fleet, staleDays: query.staleDays, asOf, category }),
   ]);
+  const { coverage, products } = fromCounts(devices, counts, category);
   const report = {
-    generatedAt: new Date().toISOString(),
+    generatedAt: asOf.toISOString(),
     staleDays: query.staleDays,
     category: query.category ?? null,
     coverage,
@@ -70,6 +128,7 @@ export async function postureDevices<R>(
   const filter: ReportScope & { product: string; status: PostureStatus } = {
     orgId: await reportScope(db, principal, query.orgId),
     staleDays: query.staleDays,
+    asOf: new Date(),
     product: query.product,
     status: query.status,
   };

@@ -7,7 +7,7 @@ import type { Db } from '../db/db.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
 import { catalogVersion, type PostureCategory, postureCatalog, postureCategories } from './catalog.ts';
 import type { postureSnapshot } from './schemas.ts';
-import { type DetectionRow, deleteDetections, insertDetections, upsertPostureSnapshot } from './store.ts';
+import { type DetectionRow, lockStoredSnapshot, replaceSnapshot } from './store.ts';
 
 /** GET /agents/{id}/posture-catalog: the detection rules, for the calling agent only. */
 export async function postureCatalogFor(db: Db, caller: AgentPrincipal, agentId: string) {
@@ -44,11 +44,18 @@ export async function uploadPosture(
     })),
   );
   const result = await db.transaction(async (tx) => {
-    const stored = await upsertPostureSnapshot(tx, device.id, device.orgId, snapshot.collectedAt);
-    if (!stored) return { applied: false, before: [], collectedAt: snapshot.collectedAt };
-    const before = await deleteDetections(tx, device.id);
-    await insertDetections(tx, device.id, device.orgId, detections);
-    return { applied: true, before, collectedAt: stored.collectedAt.toISOString() };
+    const stored = await lockStoredSnapshot(tx, device.id, device.orgId);
+    const newer = stored?.collectedAt && stored.collectedAt > new Date(snapshot.collectedAt);
+    if (!stored || newer) return { applied: false, before: [], collectedAt: snapshot.collectedAt };
+    const before = stored.collectedAt && {
+      collectedAt: stored.collectedAt.toISOString(),
+      detections: stored.detections,
+    };
+    await replaceSnapshot(tx, { id: device.id, orgId: device.orgId, partnerId: stored.partnerId }, before, {
+      collectedAt: snapshot.collectedAt,
+      detections,
+    });
+    return { applied: true, before: stored.detections, collectedAt: snapshot.collectedAt };
   });
   const [before, after] = [summary(result.before), summary(detections)];
   if (result.applied && JSON.stringify(before) !== JSON.stringify(after)) {

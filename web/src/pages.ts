@@ -4,6 +4,7 @@ import { h } from './element.ts';
 const pages = [
   { href: 'index.html', label: 'Audit log' },
   { href: 'custom-fields-import.html', label: 'Import custom fields' },
+  { href: 'migration.html', label: 'Migration' },
 ] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */

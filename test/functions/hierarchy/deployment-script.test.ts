@@ -1,10 +1,34 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Language, type Node, Parser } from 'web-tree-sitter';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, platformAdmin, type Tenant } from '#test/support/tenants.ts';
+
+/**
+ * The syntax errors the tree-sitter PowerShell grammar finds in a script (its WebAssembly build: no native code).
+ * pwsh cannot be installed here; a third-party grammar, not PowerShell's own parser, but a parse all the same.
+ */
+async function powershellSyntaxErrors(script: string) {
+  await Parser.init();
+  const wasm = createRequire(import.meta.url).resolve('tree-sitter-powershell/tree-sitter-powershell.wasm');
+  const parser = new Parser();
+  parser.setLanguage(await Language.load(wasm));
+  const tree = parser.parse(script)!;
+  const errors: string[] = [];
+  const walk = (node: Node) => {
+    if (node.isError || node.isMissing)
+      errors.push(
+        `${node.type} at ${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.text.slice(0, 60)}`,
+      );
+    for (const child of node.children) if (child) walk(child);
+  };
+  walk(tree.rootNode);
+  return errors;
+}
 
 const t = useApi();
 let tenant: Tenant;
@@ -154,7 +178,8 @@ describe('GET …/enrollment-keys/{keyId}/deployment-script', () => {
     const key = await createKey();
     const { status, text } = await script(key.id, 'windows');
     expect(status).toBe(200);
-    // pwsh is not installed here: the structure is checked, and the brackets and quotes balance.
+    // pwsh is not installed here: the structure is checked, the brackets and quotes balance, and a PowerShell
+    // grammar parses it.
     for (const part of [
       'if (Test-Path -LiteralPath $StateFile)',
       'exit 0',
@@ -179,6 +204,13 @@ describe('GET …/enrollment-keys/{keyId}/deployment-script', () => {
     ] as const)
       expect(code.split(open).length, open).toBe(code.split(close).length);
     expect(text).not.toMatch(/Write-Output[^\n]*\$EnrollmentKey/);
+    // Parsed: no syntax error; and the same parse finds one in a script with a parenthesis missing.
+    expect(await powershellSyntaxErrors(text)).toEqual([]);
+    expect(
+      await powershellSyntaxErrors(
+        text.replace('if (Test-Path -LiteralPath $StateFile)', 'if (Test-Path -LiteralPath $StateFile'),
+      ),
+    ).not.toEqual([]);
   });
 
   it("is 404 for another tenant's organization or key, 400 for an unknown platform", async () => {

@@ -259,3 +259,99 @@ describe('the posture field of the dynamic-group filter language', () => {
     expect(JSON.stringify(reply.body)).toContain('body.filter.op');
   });
 });
+
+describe('the report reads counts kept at upload time', () => {
+  /** The product figures recomputed from the stored detections, row by row, for a window and a time. */
+  async function recount(orgId: string, staleDays: number, asOf: string) {
+    const { rows } = await t.db.admin.query(
+      `SELECT x.category, x.product,
+              count(*) FILTER (WHERE x.status = 'active' AND p.collected_at >= :asOf::timestamptz - make_interval(days => :staleDays::int))::int AS active,
+              count(*) FILTER (WHERE x.status = 'installed' AND p.collected_at >= :asOf::timestamptz - make_interval(days => :staleDays::int))::int AS installed,
+              count(*) FILTER (WHERE p.collected_at < :asOf::timestamptz - make_interval(days => :staleDays::int))::int AS stale
+         FROM device_posture_detections x JOIN device_posture p ON p.device_id = x.device_id
+         JOIN devices d ON d.id = x.device_id AND d.deleted_at IS NULL
+        WHERE x.org_id = :orgId::uuid GROUP BY 1, 2 ORDER BY 1, 2`,
+      { orgId, staleDays, asOf },
+    );
+    return rows;
+  }
+
+  it('splits the day of the staleness boundary exactly, at the time of the request', async () => {
+    const edge = await createTenant(t.api, 'Edge');
+    const week = 7 * 86_400_000;
+    // Minutes either side of the 7-day boundary, and whole days either side of it.
+    const offsets = {
+      justFresh: -10 * 60_000,
+      justStale: 10 * 60_000,
+      dayFresh: -2 * 86_400_000,
+      dayStale: 86_400_000 * 2,
+    };
+    for (const [name, offset] of Object.entries(offsets)) {
+      const agent = await enrollDevice(t.api, edge, name);
+      const collectedAt = new Date(Date.now() - week - offset).toISOString();
+      expect((await upload(agent, { collectedAt, categories: datto('active') })).status).toBe(200);
+    }
+    const reply = await report(edge.orgToken);
+    expect(reply.body.coverage).toEqual({ devices: 4, neverScanned: 0, stale: 2, clean: 0, withDetection: 2 });
+    expect(reply.body.products).toEqual([{ category: 'rmm', product: 'Datto RMM', active: 2, installed: 0, stale: 2 }]);
+    expect(reply.body.products).toEqual(await recount(edge.orgId, 7, reply.body.generatedAt));
+    // The partner's fleet: counts by hour around the boundary, the boundary's hour read row by row.
+    const fleet = await report(edge.partnerToken);
+    expect(fleet.body.coverage).toEqual(reply.body.coverage);
+    expect(fleet.body.products).toEqual(reply.body.products);
+  });
+
+  it('follows snapshots that change, move days and go, and equals a recount for any window', async () => {
+    const moving = await createTenant(t.api, 'Moving');
+    const fleet: Agent[] = [];
+    for (let i = 0; i < 12; i++) fleet.push(await enrollDevice(t.api, moving, `mover-${i}`));
+    const products = [
+      { rmm: [{ name: 'Datto RMM', status: 'active' }] },
+      { rmm: [{ name: 'Datto RMM', status: 'installed' }], 'remote-access': [{ name: 'AnyDesk', status: 'active' }] },
+      { 'remote-access': [{ name: 'AnyDesk', status: 'installed' }] },
+      {},
+    ];
+    // Three rounds of snapshots, each newer than the last, with days and detections changing per device.
+    for (let round = 0; round < 3; round++)
+      for (const [i, agent] of fleet.entries()) {
+        const collectedAt = daysAgo(((i * 7 + round * 5) % 13) / 2 + (2 - round) * 0.01 + 3 - round);
+        const body = { collectedAt, categories: products[(i + round) % products.length] };
+        expect((await upload(agent, body)).status).toBe(200);
+      }
+    expect(
+      (await t.api.request('DELETE', `/api/v1/devices/${fleet[0]!.deviceId}`, { token: moving.orgToken })).status,
+    ).toBe(204);
+    for (const staleDays of [1, 2, 3, 4, 5, 7, 30]) {
+      // One organization (counts by day) and its partner's fleet (counts by day and hour).
+      for (const [token, query] of [
+        [moving.orgToken, ''],
+        [moving.partnerToken, ''],
+        [moving.partnerToken, `&orgId=${moving.orgId}`],
+      ] as const) {
+        const reply = await report(token, `?staleDays=${staleDays}${query}`);
+        expect(reply.body.products).toEqual(await recount(moving.orgId, staleDays, reply.body.generatedAt));
+        expect(reply.body.coverage.devices).toBe(11);
+      }
+    }
+    // The deleted device's snapshot is gone, no count is kept at zero, and the counts are a recount's.
+    const { rows } = await t.db.admin.query(
+      `SELECT (SELECT count(*)::int FROM device_posture WHERE device_id = :id::uuid) AS snapshots,
+              (SELECT count(*)::int FROM posture_counts WHERE devices <= 0) AS zeros,
+              (SELECT count(*)::int FROM ((SELECT * FROM posture_counts EXCEPT SELECT * FROM posture_recount())
+                UNION ALL (SELECT * FROM posture_recount() EXCEPT SELECT * FROM posture_counts)) d) AS drift`,
+      { id: fleet[0]!.deviceId },
+    );
+    expect(rows[0]).toEqual({ snapshots: 0, zeros: 0, drift: 0 });
+    // A deleted organization's snapshots leave its partner's counts.
+    const gone = await t.api.request('DELETE', `/api/v1/orgs/organizations/${moving.orgId}`, {
+      token: moving.partnerToken,
+    });
+    expect(gone.status).toBe(204);
+    const { rows: left } = await t.db.admin.query(
+      'SELECT count(*)::int AS n FROM posture_counts WHERE scope_id IN (:orgId::uuid, :partnerId::uuid)',
+      { orgId: moving.orgId, partnerId: moving.partnerId },
+    );
+    expect(left[0]).toEqual({ n: 0 });
+    expect((await report(moving.partnerToken)).body.coverage).toMatchObject({ devices: 0, stale: 0, withDetection: 0 });
+  });
+});

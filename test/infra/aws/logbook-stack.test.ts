@@ -112,7 +112,7 @@ describe('the CDK stack', () => {
     for (const [, fn] of deployed.ofType('AWS::Lambda::Function')) expect(fn.Properties.VpcConfig).toBeUndefined();
   });
 
-  it("keeps one secret per database role (the owner's managed by RDS; logbook_app; logbook_audit_admin) and one for the anchor signing key", () => {
+  it("keeps one secret per database role (the owner's managed by RDS; logbook_app; logbook_audit_admin), one for the anchor signing key and one for the enrollment-key seal", () => {
     const logins = deployed
       .ofType('AWS::SecretsManager::Secret')
       .filter(([, s]) => s.Properties.GenerateSecretString?.SecretStringTemplate)
@@ -124,7 +124,7 @@ describe('the CDK stack', () => {
         .map(([id]) => id)
         .filter((id) => id.startsWith('AnchorKeyPrivateKey')),
     ).toHaveLength(1);
-    expect(deployed.ofType('AWS::SecretsManager::Secret')).toHaveLength(3);
+    expect(deployed.ofType('AWS::SecretsManager::Secret')).toHaveLength(4);
     for (const [, s] of deployed.ofType('AWS::SecretsManager::Secret')) expect(s.Properties.KmsKeyId).toBeUndefined();
   });
 
@@ -171,7 +171,11 @@ describe('the CDK stack', () => {
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
     expect(apiFunctions.length).toBe(14);
-    for (const [id] of apiFunctions) expect(secretsReadBy(id)).toEqual([appSecret]);
+    const hierarchy = deployed.functionId('Logbook hierarchy:');
+    for (const [id] of apiFunctions)
+      expect(secretsReadBy(id)).toEqual(
+        id === hierarchy ? [appSecret, refOf('EnrollmentKeySealKey')].sort() : [appSecret],
+      );
     expect(secretsReadBy(deployed.functionId('signs the audit anchors'))).toEqual([]);
   });
 
@@ -202,6 +206,26 @@ describe('the CDK stack', () => {
     }
     // No resource policy on a secret widens that.
     deployed.template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+  });
+
+  it('generates the enrollment-key seal at deploy, readable by the hierarchy function alone, which loads it at cold start', () => {
+    const seal = refOf('EnrollmentKeySealKey');
+    // 43 letters and digits: base64 for 32 bytes, what shared/auth/key-seal.ts takes.
+    expect(deployed.resources[seal]!.Properties.GenerateSecretString).toEqual({
+      PasswordLength: 43,
+      ExcludePunctuation: true,
+      IncludeSpace: false,
+    });
+    const hierarchy = deployed.functionId('Logbook hierarchy:');
+    const readers = readersOf(seal);
+    expect(readers).toHaveLength(1);
+    expect(readers[0]).toMatch(new RegExp(`^${roleOf(hierarchy)} `));
+    // Its ARN in the hierarchy function's configuration only (the value never is, in any function's).
+    for (const [id, fn] of deployed.ofType('AWS::Lambda::Function')) {
+      const variables = fn.Properties.Environment?.Variables ?? {};
+      expect(variables.ENROLLMENT_KEY_SEAL_KEY).toBeUndefined();
+      expect(variables.ENROLLMENT_KEY_SEAL_KEY_ARN).toEqual(id === hierarchy ? { Ref: seal } : undefined);
+    }
   });
 
   it('lets the migration write the audit-admin login and the generator write the anchor key, without reading either back', () => {

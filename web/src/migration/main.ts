@@ -1,0 +1,96 @@
+/**
+ * The Migration page: per organization, enrollment progress against the other RMM's device list, the management
+ * posture (where the old agents still run), the devices behind each figure, and the deployment script of a key.
+ * The organization and the staleness window are kept in the address (?org=&staleDays=).
+ */
+import { fill, h } from '../element.ts';
+import { type PageContext, startPage } from '../page-shell.ts';
+import { showProgress, showScripts } from './enrollment.ts';
+import { showPosture } from './posture.ts';
+
+/** The report's default window (shared/posture/schemas.ts). */
+const defaultStaleDays = 7;
+
+interface Organization {
+  id: string;
+  name: string;
+}
+
+async function render({ api, main, fail }: PageContext) {
+  fill(main, h('p', { class: 'muted', role: 'status' }, 'Loading the organizations…'));
+  const { data: organizations } = await api.get<{ data: Organization[] }>(
+    '/orgs/organizations',
+    new URLSearchParams({ limit: '100' }),
+  );
+  if (organizations.length === 0) {
+    fill(main, h('p', { class: 'empty' }, 'No organization to show.'));
+    return;
+  }
+  const address = new URLSearchParams(location.search);
+  const chosen = organizations.find((o) => o.id === address.get('org')) ?? organizations[0]!;
+  const orgSelect = h(
+    'select',
+    { id: 'org', name: 'org' },
+    organizations.map((o) => h('option', { value: o.id, selected: o.id === chosen.id }, o.name)),
+  );
+  const staleInput = h('input', {
+    id: 'stale-days',
+    name: 'staleDays',
+    type: 'number',
+    min: 1,
+    max: 365,
+    value: Number(address.get('staleDays')) || defaultStaleDays,
+  });
+  const progress = h('div', { class: 'slot', id: 'progress' });
+  const posture = h('div', { class: 'slot', id: 'posture' });
+  const scripts = h('div', { class: 'slot', id: 'scripts' });
+
+  const show = () => {
+    const staleDays = Math.min(365, Math.max(1, Math.trunc(Number(staleInput.value)) || defaultStaleDays));
+    const orgId = orgSelect.value;
+    history.replaceState(null, '', `?${new URLSearchParams({ org: orgId, staleDays: String(staleDays) })}`);
+    for (const part of [
+      showProgress(api, progress, orgId),
+      showPosture(api, posture, orgId, staleDays),
+      showScripts(api, scripts, orgId),
+    ])
+      part.catch(fail);
+  };
+  orgSelect.addEventListener('change', show);
+  staleInput.addEventListener('change', show);
+
+  fill(
+    main,
+    h(
+      'div',
+      { class: 'migration' },
+      h(
+        'form',
+        { class: 'filters migration-filters', onsubmit: (event: Event) => event.preventDefault() },
+        h('label', { class: 'field' }, h('span', { class: 'label' }, 'Organization'), orgSelect),
+        h('label', { class: 'field' }, h('span', { class: 'label' }, 'Stale after (days)'), staleInput),
+      ),
+      h(
+        'section',
+        { class: 'panel', 'aria-labelledby': 'progress-title' },
+        h('h2', { id: 'progress-title' }, 'Enrollment progress'),
+        progress,
+      ),
+      h(
+        'section',
+        { class: 'panel', 'aria-labelledby': 'posture-title' },
+        h('h2', { id: 'posture-title' }, 'Management posture'),
+        posture,
+      ),
+      h(
+        'section',
+        { class: 'panel', 'aria-labelledby': 'scripts-title' },
+        h('h2', { id: 'scripts-title' }, 'Deployment script'),
+        scripts,
+      ),
+    ),
+  );
+  show();
+}
+
+startPage('migration.html', render);
