@@ -33,6 +33,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
+import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
 
 const { values: args } = parseArgs({
@@ -640,22 +641,6 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
     await db.close();
   }
   return lines;
-}
-
-/** The server's version and the settings that move write figures (fsync: the embedded server runs without it). */
-async function serverSettings(admin: Db, where: string): Promise<string> {
-  const { rows } = await admin.query<{
-    version: string;
-    fsync: string;
-    synchronous_commit: string;
-    shared_buffers: string;
-  }>(
-    `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
-            current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
-  );
-  const server = rows[0]!;
-  return `PostgreSQL ${server.version} on ${where},
-fsync ${server.fsync}, synchronous_commit ${server.synchronous_commit}, shared_buffers ${server.shared_buffers}`;
 }
 
 async function main() {

@@ -33,6 +33,7 @@ import { insertEventBatch } from '#shared/event-logs/store.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
+import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
 
 const { values: args } = parseArgs({
@@ -363,16 +364,7 @@ async function main() {
     process.env.APP_DATABASE_URL = appUrl;
     process.env.JWT_SECRET ??= randomBytes(32).toString('base64url');
     process.env.LOG_LEVEL ??= 'WARN';
-    const { rows } = await admin.query<{
-      version: string;
-      fsync: string;
-      synchronous_commit: string;
-      shared_buffers: string;
-    }>(
-      `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
-              current_setting('synchronous_commit') AS synchronous_commit, current_setting('shared_buffers') AS shared_buffers`,
-    );
-    const server = rows[0]!;
+    const server = await serverSettings(admin, scratch.server);
 
     // One organization; its ingest budgets raised so the benchmark measures throughput, not flood protection.
     const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
@@ -415,8 +407,7 @@ async function main() {
     const queries = await diagnosticQueries(url, admin, appUrl, { ...queried, partnerId: partner.id });
 
     console.log(`
-Logbook ingest benchmark (${new Date().toISOString().slice(0, 16)}Z): PostgreSQL ${server.version} on ${scratch.server},
-fsync ${server.fsync}, synchronous_commit ${server.synchronous_commit}, shared_buffers ${server.shared_buffers}; ${availableParallelism()} CPUs shared by the server, the gateway and this client.
+Logbook ingest benchmark (${new Date().toISOString().slice(0, 16)}Z): ${server}; ${availableParallelism()} CPUs shared by the server, the gateway and this client.
 Ingest: HTTP end to end through the local API Gateway (this process) against the same INSERT statements sent straight to the
 database by as many writers; ${seconds} s per round, two interleaved rounds each. Queries: p95 of ${samples} requests, baseline a bare
 SELECT ... ORDER BY timestamp DESC LIMIT 50 with count(*) over the device.

@@ -4,8 +4,8 @@
  */
 import { type ApiClient, describeError } from '../api.ts';
 import { fill, h } from '../element.ts';
+import { saveFile } from '../save-file.ts';
 import { stackedBar } from './charts.ts';
-import { saveFile } from './save.ts';
 
 interface PostureReport {
   generatedAt: string;

@@ -2,20 +2,11 @@ import type { AuditPagination } from '../../../shared/audit/schemas.ts';
 import { type ApiClient, describeError } from '../api.ts';
 import { fill, h } from '../element.ts';
 import { count } from '../paging.ts';
+import { saveFile } from '../save-file.ts';
 import { type Filters, filterParams } from '../view-state.ts';
 
 /** seed 8: an export holds at most the newest 10,000 rows. */
 const maxExportRows = 10_000;
-
-/** Saves a downloaded file under its name, as a link the browser follows. */
-function save(blob: Blob, filename: string) {
-  const url = URL.createObjectURL(blob);
-  const link = h('a', { href: url, download: filename, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
-}
 
 /** CSV and JSON exports of the current view (GET /audit-logs/export?format=), with the same filters and search. */
 export function exportButtons(api: ApiClient, filters: Filters, pagination: AuditPagination) {
@@ -30,7 +21,7 @@ export function exportButtons(api: ApiClient, filters: Filters, pagination: Audi
       const params = filterParams(filters);
       params.set('format', format);
       const { blob, filename } = await api.download('/audit-logs/export', params);
-      save(blob, filename);
+      saveFile(blob, filename);
       const cut = beyondExport ? ` (the newest ${count(maxExportRows)} rows)` : '';
       fill(status, `Downloaded ${filename}${cut}.`);
     } catch (error) {

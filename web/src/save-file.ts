@@ -1,4 +1,4 @@
-import { h } from '../element.ts';
+import { h } from './element.ts';
 
 /** Saves a downloaded file under its name, as a link the browser follows. */
 export function saveFile(blob: Blob, filename: string): void {
