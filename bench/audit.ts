@@ -14,7 +14,7 @@
  * Runs on scratch databases (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops them.
  */
 import { randomUUID } from 'node:crypto';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { generateAnchorKey } from '#shared/audit/anchor-signing.ts';
@@ -32,6 +32,7 @@ import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
+import { loadAverage, ms, number, positive, ratio, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
@@ -46,11 +47,6 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const positive = (name: string, text: string) => {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${text}`);
-  return n;
-};
 const totalRows = positive('rows', args.rows);
 const seconds = positive('seconds', args.seconds);
 const samples = positive('samples', args.samples);
@@ -67,19 +63,6 @@ const deepPages = [100, 1_000];
 /** A text in about one row of 100,000, and one in one row of 8 (the generated trail below). */
 const rareText = 'quarantined';
 const commonText = 'script.execute';
-
-const number = (n: number) => Math.round(n).toLocaleString('en-US');
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
-const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-/** The 1-minute load average: other work on the machine moves every figure. */
-const loadAverage = () => loadavg()[0]!.toFixed(1);
-/** What the bench is doing, on stderr: rewritten in place on a terminal; elsewhere one line per phase, no counters. */
-const status = (line: string, counter = false) => {
-  if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
-  else if (!counter) process.stderr.write(`${line}\n`);
-};
-const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
 
 // ---- Sealing cost ----
 

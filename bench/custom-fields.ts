@@ -14,7 +14,7 @@
  * Runs on a scratch database (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops it.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { routes } from '#functions/routes.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
@@ -28,6 +28,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
+import { loadAverage, ms, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -54,13 +55,8 @@ const enrolled = 10_000;
 const importDevices = 5_000;
 const fieldCount = 10;
 
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
 const s = (n: number) => `${(n / 1000).toFixed(2)} s`;
-const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-const loadAverage = () => loadavg()[0]!.toFixed(1);
-const status = (line: string) => process.stderr.write(`${line}\n`);
 
 async function timed<T>(call: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();

@@ -12,7 +12,7 @@
  * server, or an embedded PostgreSQL it starts) and drops it.
  */
 import { randomUUID } from 'node:crypto';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
@@ -25,6 +25,7 @@ import { filterCondition, listGroupsOfDevice, listMembers, previewFilter } from 
 import { insertGroupRows } from '#shared/device-groups/store.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
+import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -36,11 +37,6 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const positive = (name: string, text: string) => {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${text}`);
-  return n;
-};
 const deviceCount = positive('devices', args.devices);
 const contactCount = positive('contacts', args.contacts);
 const samples = positive('samples', args.samples);
@@ -49,13 +45,6 @@ const samples = positive('samples', args.samples);
 const targets = { memberPageMs: 50, countMs: 150, deviceGroupsMs: 20, previewS: 1, commitS: 2, reimportS: 1 };
 const dynamicGroups = 200;
 const importRows = 1000;
-
-const number = (n: number) => Math.round(n).toLocaleString('en-US');
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
-const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-const loadAverage = () => loadavg()[0]!.toFixed(1);
-const status = (line: string) => process.stderr.write(`${line}\n`);
 
 /** p50 and p95 of `samples` timed calls, after three untimed ones. */
 async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {

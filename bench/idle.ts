@@ -24,6 +24,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
+import { positive, status } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -38,18 +39,11 @@ const { values: args } = parseArgs({
   },
   strict: false,
 });
-const positive = (name: string, text: unknown) => {
-  const n = Number(String(text).replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${String(text)}`);
-  return n;
-};
 const agentCount = positive('agents', args.agents);
 const windowSeconds = positive('seconds', args.seconds);
 const heartbeatSeconds = positive('heartbeat-seconds', args['heartbeat-seconds']);
 const pingSeconds = positive('ping-seconds', args['ping-seconds']);
 const calls = positive('calls', args.calls);
-
-const status = (line: string) => process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
 
 /** Statements per call of `call`, over `count` calls. */
 async function perCall(count: number, call: (i: number) => Promise<unknown>): Promise<number> {

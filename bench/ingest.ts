@@ -32,6 +32,7 @@ import type { DeviceEvent } from '#shared/event-logs/schemas.ts';
 import { insertEventBatch } from '#shared/event-logs/store.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
+import { ms, number, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
@@ -45,11 +46,6 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const positive = (name: string, text: string) => {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${text}`);
-  return n;
-};
 const seconds = positive('seconds', args.seconds);
 const agentCount = positive('agents', args.agents);
 const deviceRows = positive('rows', args.rows);
@@ -61,12 +57,6 @@ const logsPerRequest = 500;
 const eventsPerRequest = 1000;
 const repeatedEvents = 200;
 const loadChunk = 100_000;
-
-const number = (n: number) => Math.round(n).toLocaleString('en-US');
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-const status = (line: string) => process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
-const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
 
 interface Agent {
   agentId: string;

@@ -30,6 +30,7 @@ import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
 import { polling } from '#shared/live-query/relay.ts';
+import { ms, percentiles, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -43,11 +44,6 @@ const { values: args } = parseArgs({
   },
   strict: false,
 });
-const positive = (name: string, text: unknown) => {
-  const n = Number(String(text).replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${String(text)}`);
-  return n;
-};
 const queries = positive('queries', args.queries);
 const agentCount = positive('agents', args.agents);
 const concurrent = positive('concurrent', args.concurrent);
@@ -55,11 +51,6 @@ const rounds = positive('rounds', args.rounds);
 
 // issue 6 "Performance" sets no latency figure; these are what a technician clicking through logs should get locally.
 const targets = { smallP95Ms: 100, chunkedP95Ms: 400 };
-
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-const status = (line: string) => process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
-const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
 
 interface Enrolled {
   agentId: string;
@@ -77,12 +68,6 @@ async function latency(count: number, call: () => Promise<unknown>): Promise<{ p
     times.push(performance.now() - started);
   }
   return percentiles(times);
-}
-
-function percentiles(times: number[]): { p50: number; p95: number } {
-  const sorted = [...times].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
 }
 
 async function main() {

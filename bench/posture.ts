@@ -14,7 +14,7 @@
  * Runs the production use cases (shared/posture, shared/reconciliation) on a scratch database and drops it.
  */
 import { randomUUID } from 'node:crypto';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
@@ -27,6 +27,7 @@ import { postureCatalog } from '#shared/posture/catalog.ts';
 import { postureReport } from '#shared/posture/report.ts';
 import { uploadPosture } from '#shared/posture/snapshot.ts';
 import { uploadReconciliation } from '#shared/reconciliation/reconcile.ts';
+import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -42,11 +43,6 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const positive = (name: string, text: string) => {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${text}`);
-  return n;
-};
 const orgCount = positive('orgs', args.orgs);
 const deviceCount = positive('devices', args.devices);
 const detectionCount = positive('detections', args.detections);
@@ -56,13 +52,6 @@ const samples = positive('samples', args.samples);
 
 // issue 18 "Performance".
 const targets = { reportP95Ms: 150, reconcileS: 3 };
-
-const number = (n: number) => Math.round(n).toLocaleString('en-US');
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
-const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-const loadAverage = () => loadavg()[0]!.toFixed(1);
-const status = (line: string) => process.stderr.write(`${line}\n`);
 
 async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
   for (let i = 0; i < 3; i++) await call();

@@ -7,9 +7,10 @@
  *
  * Runs on a scratch database (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops it.
  */
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
+import { generateAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { defaultBatchRows } from '#shared/audit/prune.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
@@ -17,6 +18,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
+import { loadAverage, number, positive, status, statusDone } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -27,23 +29,12 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const positive = (name: string, text: string) => {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${text}`);
-  return n;
-};
 const expiredRows = positive('rows', args.rows);
 const batchRows = positive('batch', args.batch);
 const recentRows = 1_000;
 const loadStatementRows = 100_000;
 // issue 4 "Performance": 1,000,000 expired rows pruned; 10,000 rows/s fits about 8 million rows into one 15-minute Lambda run.
 const targetRowsPerSecond = 10_000;
-
-const number = (n: number) => Math.round(n).toLocaleString('en-US');
-const loadAverage = () => loadavg()[0]!.toFixed(1);
-const status = (line: string) =>
-  process.stderr.isTTY ? process.stderr.write(`\r${line}\x1b[K`) : process.stderr.write(`${line}\n`);
-const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
 
 async function main() {
   const started = performance.now();
@@ -92,8 +83,11 @@ async function main() {
 
     status('pruning with the retention worker ...');
     const pruneStarted = performance.now();
+    // The cut is signed (as the deployed worker signs it); the daily integrity watch is measured by bench:audit.
     const run = await runRetention(worker, {
       batchRows,
+      anchorKey: generateAnchorKey(),
+      integrityWatch: false,
       onProgress: ({ rowsDeleted }) =>
         void (process.stderr.isTTY && status(`pruning with the retention worker: ${number(rowsDeleted)} rows ...`)),
     });

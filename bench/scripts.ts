@@ -28,6 +28,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
+import { ms, percentiles, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
@@ -39,27 +40,12 @@ const { values: args } = parseArgs({
   },
   strict: false,
 });
-const positive = (name: string, text: unknown) => {
-  const n = Number(String(text).replaceAll('_', ''));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${String(text)}`);
-  return n;
-};
 const deviceCount = positive('devices', args.devices);
 const alertCount = positive('alerts', args.alerts);
 const lists = positive('lists', args.lists);
 
 const targets = { alertListP95Ms: 50 };
-const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
 const seconds = (n: number) => `${(n / 1000).toFixed(1)} s`;
-const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-const status = (line: string) => process.stderr.write(process.stderr.isTTY ? `\r${line}\x1b[K` : `${line}\n`);
-const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
-
-function percentiles(times: number[]): { p50: number; p95: number } {
-  const sorted = [...times].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
 
 /** Runs `task` over `items`, `width` at a time. */
 async function pool<T>(items: T[], width: number, task: (item: T, index: number) => Promise<void>): Promise<void> {

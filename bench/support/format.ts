@@ -1,0 +1,30 @@
+/** How the benchmarks read their arguments, word their figures and show what they are doing. */
+import { loadavg } from 'node:os';
+
+/** A positive integer option (`_` allowed as a digit separator), or an error naming the option. */
+export function positive(name: string, text: unknown): number {
+  const n = Number(String(text).replaceAll('_', ''));
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a positive integer, not ${String(text)}`);
+  return n;
+}
+
+export const number = (n: number) => Math.round(n).toLocaleString('en-US');
+export const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
+export const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
+export const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
+/** The 1-minute load average: other work on the machine moves every figure. */
+export const loadAverage = () => loadavg()[0]!.toFixed(1);
+
+/** The median and 95th percentile of some timings (nearest rank). */
+export function percentiles(times: number[]): { p50: number; p95: number } {
+  const sorted = [...times].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+  return { p50: at(0.5), p95: at(0.95) };
+}
+
+/** What the bench is doing, on stderr: rewritten in place on a terminal; elsewhere one line per phase, no counters. */
+export function status(line: string, counter = false): void {
+  if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
+  else if (!counter) process.stderr.write(`${line}\n`);
+}
+export const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
