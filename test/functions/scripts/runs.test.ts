@@ -225,7 +225,8 @@ describe('script runs', () => {
     const device = await enrollDevice(t.api, tenant, 'sim-host');
     const agent = await startSimulatedAgent(t.api, device, 'SIM-HOST');
     const reply = await startRun({ deviceIds: [device.deviceId], parameters: { days: 1, exitCode: 3 } });
-    await eventually(async () => (await items(reply.body.id))[0]!.status === 'completed');
+    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+    await eventually(async () => (await items(reply.body.id))?.[0]?.status === 'completed');
     expect((await items(reply.body.id))[0]).toMatchObject({
       exitCode: 3,
       stderr: 'Simulated failure with exit code 3\n',
