@@ -8,7 +8,7 @@
  * Each figure is printed beside its baseline, measured in the same run: readiness (what GET /health did before) for
  * liveness, a key of the right shape for garbage credentials.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
@@ -18,12 +18,13 @@ import { routes, wsRoutes } from '#functions/routes.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
-import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
+import { newSecret, secretPrefixes } from '#shared/auth/secrets.ts';
 import { appStatementCount, closeAppDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertPartner } from '#shared/hierarchy/store.ts';
+import { insertFleetKey } from './support/fleet-key.ts';
 import { positive, status } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
@@ -69,16 +70,7 @@ async function main() {
     const org = await admin.transaction((tx) =>
       insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
     );
-    const key = newSecret(secretPrefixes.enrollmentKey);
-    await insertEnrollmentKey(admin, {
-      orgId: org.id,
-      siteId: null,
-      name: 'bench',
-      keyHash: hashSecret(key),
-      keyPrefix: shownPart(key),
-      expiresAt: null,
-      createdBy: randomUUID(),
-    });
+    const key = await insertFleetKey(admin, org.id);
     http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
     ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
     useLocalManagementApi(ws);

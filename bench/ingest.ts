@@ -22,7 +22,6 @@ import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
 import type { LogEntry } from '#shared/agent-logs/schemas.ts';
 import { insertLogBatch } from '#shared/agent-logs/store.ts';
-import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
 import { batchesOf } from '#shared/db/insert-batch.ts';
@@ -31,7 +30,8 @@ import { grantRoleLogins } from '#shared/db/roles.ts';
 import type { DeviceEvent } from '#shared/event-logs/schemas.ts';
 import { insertEventBatch } from '#shared/event-logs/store.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertPartner } from '#shared/hierarchy/store.ts';
+import { insertFleetKey } from './support/fleet-key.ts';
 import { ms, number, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
@@ -365,16 +365,7 @@ async function main() {
       'INSERT INTO agent_ingest_limits (org_id, logs_per_device_hour, events_per_device_hour) VALUES (:orgId::uuid, 10000000, 10000000)',
       { orgId: org.id },
     );
-    const key = newSecret(secretPrefixes.enrollmentKey);
-    await insertEnrollmentKey(admin, {
-      orgId: org.id,
-      siteId: null,
-      name: 'bench',
-      keyHash: hashSecret(key),
-      keyPrefix: shownPart(key),
-      expiresAt: null,
-      createdBy: randomUUID(),
-    });
+    const key = await insertFleetKey(admin, org.id);
 
     gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
     const url = gateway.url;

@@ -23,13 +23,13 @@ import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
-import { hashSecret, newSecret, secretPrefixes, shownPart } from '#shared/auth/secrets.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertEnrollmentKey, insertPartner } from '#shared/hierarchy/store.ts';
+import { insertPartner } from '#shared/hierarchy/store.ts';
 import { polling } from '#shared/live-query/relay.ts';
+import { insertFleetKey } from './support/fleet-key.ts';
 import { ms, percentiles, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
@@ -88,16 +88,7 @@ async function main() {
     const org = await admin.transaction((tx) =>
       insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
     );
-    const key = newSecret(secretPrefixes.enrollmentKey);
-    await insertEnrollmentKey(admin, {
-      orgId: org.id,
-      siteId: null,
-      name: 'bench',
-      keyHash: hashSecret(key),
-      keyPrefix: shownPart(key),
-      expiresAt: null,
-      createdBy: randomUUID(),
-    });
+    const key = await insertFleetKey(admin, org.id);
     const token = await signUserToken({
       sub: randomUUID(),
       email: 'tech@bench.example',

@@ -253,8 +253,7 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
       writes: [],
     };
   });
-  if (input.pass)
-    checkPart(await store.selectPass(db, input.pass.id), partnerId, orgId, input, derived.sha256, derived.rows.length);
+  if (input.pass) await claimPart(db, partnerId, orgId, input, derived.sha256, derived.rows.length);
   // Transactions of about chunkValues values that never split a device: one device.update row per device.
   const chunks: ValueChange[][] = [[]];
   for (const row of rows) {
@@ -263,12 +262,14 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
     chunks.at(-1)!.push(...row.writes);
   }
   for (const chunk of chunks.filter((writes) => writes.length > 0)) {
-    const written = await db.transaction((tx) =>
-      store.upsertValues(
+    const written = await db.transaction(async (tx) => {
+      const changed = await store.upsertValues(
         tx,
         chunk.map((w) => ({ deviceId: w.device.id, fieldId: w.field.id, value: w.after! })),
-      ),
-    );
+      );
+      if (input.pass) await store.addPartSet(tx, input.pass.id, input.pass.firstRow, changed.length);
+      return changed;
+    });
     const before = new Map(written.map((w) => [`${w.deviceId}:${w.fieldId}`, w.before]));
     writeRouteAudits(
       audit,
@@ -371,9 +372,42 @@ function checkPart(
 }
 
 /**
+ * Claims a request's part of a pass before any value is written, so a part that overlaps another (even one still
+ * being written) is refused with nothing written. A claimed part counts no rows until it is recorded.
+ */
+async function claimPart(
+  db: Db,
+  partnerId: string,
+  orgId: string | undefined,
+  input: Input,
+  sha256: string,
+  rowCount: number,
+) {
+  const spec = input.pass!;
+  // A part past the file's end is refused before the pass is opened.
+  checkPart(undefined, partnerId, orgId, input, sha256, rowCount);
+  await db.transaction(async (tx) => {
+    const pass = await store.lockPass(tx, {
+      id: spec.id,
+      partnerId,
+      orgId: orgId ?? null,
+      sourceSystem: input.sourceSystem,
+      fileName: input.fileName ?? null,
+      fileSha256: spec.sha256,
+      fileRows: spec.rows,
+    });
+    checkPart(pass, partnerId, orgId, input, sha256, rowCount);
+    const key = String(spec.firstRow);
+    if (pass.parts[key]) return;
+    const claimed = { rows: rowCount, sha256, set: 0, summary: {}, done: false };
+    await store.updatePass(tx, pass.id, { ...pass.parts, [key]: claimed }, false);
+  });
+}
+
+/**
  * Records one request's part of a pass and closes the pass when its parts cover every row of the file. A part sent
- * again (a retry) must hold the same rows; the values its earlier run wrote then read `unchanged` and are counted
- * as set. Another partner's pass is 404; one opened for another file is 409.
+ * again (a retry) must hold the same rows; the values its earlier runs wrote (counted as each chunk was written) then
+ * read `unchanged` and are counted as set. Another partner's pass is 404; one opened for another file is 409.
  */
 async function recordPart(
   db: Db,
@@ -397,18 +431,22 @@ async function recordPart(
     });
     checkPart(pass, partnerId, orgId, input, sha256, rowCount);
     const key = String(spec.firstRow);
-    const earlier = pass.parts[key];
-    const set = (earlier?.set ?? 0) + summary.set;
+    // Every value this part wrote, in this run and in runs cut short before it, was counted as it was written.
+    const set = pass.parts[key]?.set ?? summary.set;
+    const writtenBefore = Math.max(0, set - summary.set);
     const parts = {
       ...pass.parts,
       [key]: {
         rows: rowCount,
         sha256,
         set,
-        summary: { ...summary, unchanged: Math.max(0, summary.unchanged - (earlier?.set ?? 0)) },
+        summary: { ...summary, unchanged: Math.max(0, summary.unchanged - writtenBefore) },
+        done: true,
       },
     };
-    const rowsCommitted = Object.values(parts).reduce((sum, part) => sum + part.rows, 0);
+    const rowsCommitted = Object.values(parts)
+      .filter((part) => part.done !== false)
+      .reduce((sum, part) => sum + part.rows, 0);
     const summaryWritten = pass.closedAt === null && rowsCommitted === spec.rows;
     await store.updatePass(tx, pass.id, parts, summaryWritten);
     const total = Object.fromEntries(Object.keys(summary).map((status) => [status, 0])) as Summary;
@@ -421,7 +459,7 @@ async function recordPart(
       rowsCommitted,
       closed: pass.closedAt !== null || summaryWritten,
       summaryWritten,
-      requests: Object.keys(parts).length,
+      requests: Object.values(parts).filter((part) => part.done !== false).length,
       summary: total,
     };
   });

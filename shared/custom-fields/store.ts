@@ -353,14 +353,15 @@ export function selectSummaryOrganization(db: Db, partnerId: string, orgId: stri
   return one<{ id: string; name: string }>(
     db,
     `SELECT id, name FROM organizations
-      WHERE partner_id = :partnerId::uuid AND (:orgId::uuid IS NULL OR id = :orgId::uuid)
-      ORDER BY deleted_at IS NULL DESC, created_at, id LIMIT 1`,
+      WHERE partner_id = :partnerId::uuid AND (:orgId::uuid IS NULL OR id = :orgId::uuid) AND deleted_at IS NULL
+      ORDER BY created_at, id LIMIT 1`,
     { partnerId, orgId: orgId ?? null },
   );
 }
 
 /** One request's share of a values import pass. */
-export type PassPart = { rows: number; sha256: string; set: number; summary: Record<string, number> };
+/** A part of a pass: claimed before its values are written (`done` false), `set` counted with each chunk written. */
+export type PassPart = { rows: number; sha256: string; set: number; summary: Record<string, number>; done?: boolean };
 export type PassRecord = {
   id: string;
   partnerId: string;
@@ -375,10 +376,6 @@ export type PassRecord = {
 
 const passColumns = `id, partner_id AS "partnerId", org_id AS "orgId", source_system AS "sourceSystem",
   file_name AS "fileName", file_sha256 AS "fileSha256", file_rows AS "fileRows", parts, closed_at AS "closedAt"`;
-
-export function selectPass(db: Db, id: string) {
-  return one<PassRecord>(db, `SELECT ${passColumns} FROM custom_field_import_passes WHERE id = :id::uuid`, { id });
-}
 
 /** The pass, opened by its first request, locked for this transaction. */
 export async function lockPass(tx: Db, pass: Omit<PassRecord, 'parts' | 'closedAt'>): Promise<PassRecord> {
@@ -403,6 +400,17 @@ export async function updatePass(tx: Db, id: string, parts: Record<string, PassP
         SET parts = :parts::jsonb, closed_at = CASE WHEN :close::boolean THEN now() ELSE closed_at END
       WHERE id = :id::uuid`,
     { id, parts: JSON.stringify(parts), close },
+  );
+}
+
+/** Counts values a part wrote, in the transaction that wrote them: a part cut short keeps what it did write. */
+export async function addPartSet(tx: Db, id: string, firstRow: number, written: number) {
+  await tx.query(
+    `UPDATE custom_field_import_passes
+        SET parts = jsonb_set(parts, ARRAY[:key::text, 'set'],
+                              to_jsonb(COALESCE((parts #>> ARRAY[:key::text, 'set'])::int, 0) + :written::int))
+      WHERE id = :id::uuid`,
+    { id, key: String(firstRow), written },
   );
 }
 

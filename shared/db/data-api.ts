@@ -315,8 +315,11 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
         if (options.continueAfterTimeout)
           session = { pid: Number((await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid) };
         const result = await fn(tx);
+        // The commit is never abandoned: the cluster may still commit it, and what follows (the audit) must run.
         await inTurn(() =>
-          call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }), bounded())),
+          call(() =>
+            client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }), bounded(true)),
+          ),
         );
         return result;
       } catch (error) {

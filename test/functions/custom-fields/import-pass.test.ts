@@ -165,4 +165,59 @@ describe('one summary audit row per committed pass', () => {
     expect(rows).toHaveLength(before + 1);
     expect(rows.at(-1)).toMatchObject({ orgId: branchOrgId, details: { orgId: branchOrgId, rows: 1 } });
   });
+
+  it('counts what a part cut short had written as set when it is sent again', async () => {
+    const csv = 'hostname,asset_tag,deviceExternalId\nHOST-7,CUT-7,old-7\nHOST-8,CUT-8,old-8';
+    const pass = { id: randomUUID(), sha256: createHash('sha256').update(csv).digest('hex'), rows: 2, firstRow: 0 };
+    const send = () => post('values', acme.partnerToken, { sourceSystem: 'generic', csv, fileName: 'cut.csv', pass });
+    // The device mappings are stored after the values: refusing them cuts the request short once its values are in.
+    await t.db.admin.query(`CREATE FUNCTION refuse_mapping() RETURNS trigger LANGUAGE plpgsql
+      AS $$ BEGIN RAISE EXCEPTION 'mapping refused'; END $$`);
+    await t.db.admin.query(`CREATE TRIGGER refuse_mapping BEFORE INSERT ON custom_field_device_mappings
+      FOR EACH ROW EXECUTE FUNCTION refuse_mapping()`);
+    try {
+      expect((await send()).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      await t.db.admin.query('DROP TRIGGER refuse_mapping ON custom_field_device_mappings');
+      await t.db.admin.query('DROP FUNCTION refuse_mapping()');
+    }
+    const { rows: tags } = await t.db.admin.query<{ value: string }>(
+      `SELECT v.value FROM device_custom_field_values v JOIN devices d ON d.id = v.device_id
+         JOIN custom_field_definitions f ON f.id = v.field_id
+        WHERE d.hostname IN ('HOST-7', 'HOST-8') AND f.key = 'asset_tag' ORDER BY v.value`,
+    );
+    expect(tags).toEqual([{ value: 'CUT-7' }, { value: 'CUT-8' }]);
+    const again = await send();
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.summary).toMatchObject({ set: 0, unchanged: 2 });
+    expect(again.body.pass).toMatchObject({ rowsCommitted: 2, summaryWritten: true });
+    const summary = (await summaries('custom_field.import.values', acme.partnerId)).find(
+      (row) => row.details.passId === pass.id,
+    );
+    expect(summary?.details).toMatchObject({ requests: 1, summary: { set: 2, unchanged: 0 } });
+  });
+
+  it('refuses a part overlapping one still being written, before writing anything', async () => {
+    const id = randomUUID();
+    const pass = { id, sha256: fileSha, rows: 9 };
+    // A part claimed by a request that has not finished (as a concurrent request leaves it while it writes).
+    await t.db.admin.query(
+      `INSERT INTO custom_field_import_passes (id, partner_id, source_system, file_sha256, file_rows, parts)
+       VALUES (:id::uuid, :partnerId::uuid, 'generic', :sha::text, 9,
+               jsonb_build_object('0', jsonb_build_object('rows', 3, 'sha256', 'x', 'set', 0, 'summary', '{}'::jsonb,
+                                                          'done', false)))`,
+      { id, partnerId: acme.partnerId, sha: fileSha },
+    );
+    const overlapping = await post('values', acme.partnerToken, {
+      sourceSystem: 'generic',
+      csv: `${header}\nHOST-2,RACED,3`,
+      pass: { ...pass, firstRow: 2 },
+    });
+    expect(overlapping.status).toBe(409);
+    const { rows: tag } = await t.db.admin.query<{ value: string }>(
+      `SELECT v.value FROM device_custom_field_values v JOIN devices d ON d.id = v.device_id
+         JOIN custom_field_definitions f ON f.id = v.field_id WHERE d.hostname = 'HOST-2' AND f.key = 'asset_tag'`,
+    );
+    expect(tag).not.toEqual([{ value: 'RACED' }]);
+  });
 });
