@@ -354,4 +354,37 @@ describe('the report reads counts kept at upload time', () => {
     expect(left[0]).toEqual({ n: 0 });
     expect((await report(moving.partnerToken)).body.coverage).toMatchObject({ devices: 0, stale: 0, withDetection: 0 });
   });
+
+  it('keeps counts equal to a recount under concurrent uploads racing a device deletion', async () => {
+    const busy = await createTenant(t.api, 'Busy');
+    const fleet: Agent[] = [];
+    for (let i = 0; i < 8; i++) fleet.push(await enrollDevice(t.api, busy, `busy-${i}`));
+    const shapes = [
+      datto('active'),
+      datto('installed'),
+      { 'remote-access': [{ name: 'AnyDesk', status: 'active' }] },
+      {},
+    ];
+    // Each device uploads three snapshots at once (the newest wins), while one device is deleted meanwhile.
+    const uploads = fleet.flatMap((agent, i) =>
+      [0, 1, 2].map((round) =>
+        upload(agent, { collectedAt: daysAgo(3 - round), categories: shapes[(i + round) % shapes.length] }),
+      ),
+    );
+    const deletion = t.api.request('DELETE', `/api/v1/devices/${fleet[0]!.deviceId}`, { token: busy.orgToken });
+    const replies = await Promise.all([...uploads, deletion]);
+    expect((await deletion).status).toBe(204);
+    // Uploads of the deleted device may be refused; every other upload is stored.
+    for (const reply of replies.slice(3, uploads.length)) expect(reply.status).toBe(200);
+    const { rows } = await t.db.admin.query(
+      `SELECT (SELECT count(*)::int FROM ((SELECT * FROM posture_counts EXCEPT SELECT * FROM posture_recount())
+                UNION ALL (SELECT * FROM posture_recount() EXCEPT SELECT * FROM posture_counts)) d) AS drift,
+              (SELECT count(*)::int FROM device_posture WHERE device_id = :id::uuid) AS snapshots`,
+      { id: fleet[0]!.deviceId },
+    );
+    expect(rows[0]).toEqual({ drift: 0, snapshots: 0 });
+    const reply = await report(busy.orgToken, '?staleDays=30');
+    expect(reply.body.coverage).toMatchObject({ devices: 7 });
+    expect(reply.body.products).toEqual(await recount(busy.orgId, 30, reply.body.generatedAt));
+  });
 });
