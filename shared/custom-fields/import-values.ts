@@ -371,6 +371,29 @@ function checkPart(
   if (overlaps) throw Conflict('The part overlaps another part of the import pass');
 }
 
+/** The request's pass (opened by its first request), locked, with the request's part checked against it. */
+async function lockCheckedPass(
+  tx: Db,
+  partnerId: string,
+  orgId: string | undefined,
+  input: Input,
+  sha256: string,
+  rowCount: number,
+) {
+  const spec = input.pass!;
+  const pass = await store.lockPass(tx, {
+    id: spec.id,
+    partnerId,
+    orgId: orgId ?? null,
+    sourceSystem: input.sourceSystem,
+    fileName: input.fileName ?? null,
+    fileSha256: spec.sha256,
+    fileRows: spec.rows,
+  });
+  checkPart(pass, partnerId, orgId, input, sha256, rowCount);
+  return pass;
+}
+
 /**
  * Claims a request's part of a pass before any value is written, so a part that overlaps another (even one still
  * being written) is refused with nothing written. A claimed part counts no rows until it is recorded.
@@ -387,16 +410,7 @@ async function claimPart(
   // A part past the file's end is refused before the pass is opened.
   checkPart(undefined, partnerId, orgId, input, sha256, rowCount);
   await db.transaction(async (tx) => {
-    const pass = await store.lockPass(tx, {
-      id: spec.id,
-      partnerId,
-      orgId: orgId ?? null,
-      sourceSystem: input.sourceSystem,
-      fileName: input.fileName ?? null,
-      fileSha256: spec.sha256,
-      fileRows: spec.rows,
-    });
-    checkPart(pass, partnerId, orgId, input, sha256, rowCount);
+    const pass = await lockCheckedPass(tx, partnerId, orgId, input, sha256, rowCount);
     const key = String(spec.firstRow);
     if (pass.parts[key]) return;
     const claimed = { rows: rowCount, sha256, set: 0, summary: {}, done: false };
@@ -420,16 +434,7 @@ async function recordPart(
 ) {
   const spec = input.pass!;
   return db.transaction(async (tx) => {
-    const pass = await store.lockPass(tx, {
-      id: spec.id,
-      partnerId,
-      orgId: orgId ?? null,
-      sourceSystem: input.sourceSystem,
-      fileName: input.fileName ?? null,
-      fileSha256: spec.sha256,
-      fileRows: spec.rows,
-    });
-    checkPart(pass, partnerId, orgId, input, sha256, rowCount);
+    const pass = await lockCheckedPass(tx, partnerId, orgId, input, sha256, rowCount);
     const key = String(spec.firstRow);
     // Every value this part wrote, in this run and in runs cut short before it, was counted as it was written.
     const set = pass.parts[key]?.set ?? summary.set;
