@@ -98,6 +98,7 @@ async function main() {
       });
       const text = await reply.text();
       if (reply.status >= 300) throw new Error(`${method} ${path}: ${reply.status} ${text.slice(0, 300)}`);
+      // biome-ignore lint/suspicious/noExplicitAny: the replies of several routes, each read by a field or two
       return text ? (JSON.parse(text) as Record<string, any>) : {};
     };
 
