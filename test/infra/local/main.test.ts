@@ -41,7 +41,7 @@ async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   const base = `http://127.0.0.1:${port}/api/v1`;
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`exited early:\n${output}`);
-    const ok = await fetch(`${base}/health`).then(
+    const ok = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) }).then(
       (r) => r.ok,
       () => false,
     );
@@ -49,14 +49,22 @@ async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');
-  throw new Error(`no health within 20 s:\n${output}`);
+  throw new Error(`no health within 200 tries:\n${output}`);
 }
 
 const printed = (output: string, name: string) => new RegExp(`export ${name}=(\\S+)`).exec(output)?.[1];
 
+/** Ctrl-C, and the exit code; a server still running 15 s later is killed and the test fails with its output. */
 function stop(started: Started): Promise<number | null> {
-  return new Promise((done) => {
-    started.child.once('exit', (code) => done(code));
+  return new Promise((done, fail) => {
+    const timer = setTimeout(() => {
+      started.child.kill('SIGKILL');
+      fail(new Error(`still running 15 s after Ctrl-C:\n${started.output().slice(-4_000)}`));
+    }, 15_000);
+    started.child.once('exit', (code) => {
+      clearTimeout(timer);
+      done(code);
+    });
     started.child.kill('SIGINT');
   });
 }
@@ -145,8 +153,14 @@ describe('npm start', { timeout: 60_000 }, () => {
     const started = await start({ LOGBOOK_DB_DRIVER: 'data-api' });
     expect(started.output()).toMatch(/Data API +http:\/\/127\.0\.0\.1:\d+ \(LOGBOOK_DB_DRIVER=data-api\)/);
     const orgToken = printed(started.output(), 'ORG_ADMIN_TOKEN')!;
-    const devices = (await fetch(`${started.base}/devices`, { headers: { authorization: `Bearer ${orgToken}` } }).then(
+    const devices = (await fetch(`${started.base}/devices`, {
+      headers: { authorization: `Bearer ${orgToken}` },
+      signal: AbortSignal.timeout(15_000),
+    }).then(
       (r) => r.json(),
+      (error: unknown) => {
+        throw new Error(`GET /devices through the Data API: ${String(error)}\n${started.output().slice(-4_000)}`);
+      },
     )) as { data: { hostname: string }[] };
     // The demo organization also holds the migration fleet of demo/demo-posture.ts (MIG-*).
     expect(devices.data.map((d) => d.hostname).filter((h) => !h.startsWith('MIG-'))).toEqual(['demo-device']);
