@@ -36,6 +36,7 @@ import { loadAverage, ms, number, positive, ratio, status, statusDone, verdict }
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
+import { latency } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -436,20 +437,6 @@ async function loadTrail(db: Db, orgId: string, count: number): Promise<{ second
   return { seconds: (performance.now() - started) / 1000 };
 }
 
-/** p50 and p95 of `runs` timed calls (default --samples), after three untimed ones. */
-async function latency(call: () => Promise<unknown>, runs = samples): Promise<{ p50: number; p95: number }> {
-  for (let i = 0; i < 3; i++) await call();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now();
-    await call();
-    times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.ceil(q * times.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
-
 async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
   const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
   const org = await insertOrganizationWithSite(
@@ -496,7 +483,10 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
       const key = `${page}/${skipCount}`;
       if (!baselines.has(key)) {
         const offset = (page - 1) * pageLimit;
-        baselines.set(key, await latency(() => (skipCount ? bare(offset) : Promise.all([bare(offset), bareCount()]))));
+        baselines.set(
+          key,
+          await latency(() => (skipCount ? bare(offset) : Promise.all([bare(offset), bareCount()])), samples),
+        );
       }
       return baselines.get(key)!;
     };
@@ -532,7 +522,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
         const name = `  ${c.name}, ${skipCount ? 'skipCount' : 'with count'}`;
         status(`${name.trim()} ...`);
         const query: AuditListQuery = { limit: pageLimit, skipCount, ...c.query };
-        const measured = await latency(() => listAuditEntries(db, principal, query));
+        const measured = await latency(() => listAuditEntries(db, principal, query), samples);
         const base = await baseline(c.query.page, skipCount);
         lines.push([
           name,

@@ -31,6 +31,7 @@ import { insertPartner } from '#shared/hierarchy/store.ts';
 import { loadAverage, ms, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
+import { latency, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -57,20 +58,6 @@ const fieldCount = 10;
 
 const s = (n: number) => `${(n / 1000).toFixed(2)} s`;
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-
-async function timed<T>(call: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const started = performance.now();
-  const value = await call();
-  return { ms: performance.now() - started, value };
-}
-
-async function p95(call: () => Promise<unknown>) {
-  for (let i = 0; i < 3; i++) await call();
-  const times: number[] = [];
-  for (let i = 0; i < samples; i++) times.push((await timed(call)).ms);
-  times.sort((a, b) => a - b);
-  return times[Math.min(times.length - 1, Math.ceil(0.95 * times.length) - 1)]!;
-}
 
 async function loadDevices(admin: Db, orgId: string, from: number, to: number) {
   const { rows } = await admin.query<{ id: string }>('SELECT id FROM sites WHERE org_id = :orgId::uuid', { orgId });
@@ -242,21 +229,27 @@ async function main() {
     await admin.query('ANALYZE devices');
     await admin.query('ANALYZE device_custom_field_values');
     const wanted = `asset_tag-${String(Math.floor(fleet / 2)).padStart(6, '0')}`;
-    const filter = await p95(async () => {
-      const reply = await call<{ data: { hostname: string }[] }>(
-        'GET',
-        `/devices?cf.asset_tag=${encodeURIComponent(wanted)}&limit=50`,
-      );
-      if (reply.data.length !== 1) throw new Error(`cf.asset_tag found ${reply.data.length} devices`);
-    });
-    const hand = await p95(() =>
-      admin.query(
-        `SELECT d.id, d.hostname FROM devices d JOIN device_custom_field_values v ON v.device_id = d.id
+    const filter = (
+      await latency(async () => {
+        const reply = await call<{ data: { hostname: string }[] }>(
+          'GET',
+          `/devices?cf.asset_tag=${encodeURIComponent(wanted)}&limit=50`,
+        );
+        if (reply.data.length !== 1) throw new Error(`cf.asset_tag found ${reply.data.length} devices`);
+      }, samples)
+    ).p95;
+    const hand = (
+      await latency(
+        () =>
+          admin.query(
+            `SELECT d.id, d.hostname FROM devices d JOIN device_custom_field_values v ON v.device_id = d.id
            JOIN custom_field_definitions f ON f.id = v.field_id
           WHERE f.key = 'asset_tag' AND v.value #>> '{}' = :wanted::text AND d.deleted_at IS NULL ORDER BY d.hostname LIMIT 50`,
-        { wanted },
-      ),
-    );
+            { wanted },
+          ),
+        samples,
+      )
+    ).p95;
     const { rows: version } = await admin.query<{ version: string }>(
       `SELECT current_setting('server_version') AS version`,
     );

@@ -28,6 +28,7 @@ import { insertPartner } from '#shared/hierarchy/store.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
+import { latency, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,26 +46,6 @@ const samples = positive('samples', args.samples);
 const targets = { memberPageMs: 50, countMs: 150, deviceGroupsMs: 20, previewS: 1, commitS: 2, reimportS: 1 };
 const dynamicGroups = 200;
 const importRows = 1000;
-
-/** p50 and p95 of `samples` timed calls, after three untimed ones. */
-async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
-  for (let i = 0; i < 3; i++) await call();
-  const times: number[] = [];
-  for (let i = 0; i < samples; i++) {
-    const started = performance.now();
-    await call();
-    times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.ceil(q * times.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
-
-async function timed<T>(call: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const started = performance.now();
-  const value = await call();
-  return { ms: performance.now() - started, value };
-}
 
 function adminOf(partnerId: string, orgId: string): Principal {
   return {
@@ -238,8 +219,8 @@ async function groupsAtScale(admin: Db, url: string): Promise<string[][]> {
     target: number,
   ) => {
     status(`${name} ...`);
-    const figure = await latency(call);
-    const baseline = await latency(base);
+    const figure = await latency(call, samples);
+    const baseline = await latency(base, samples);
     lines.push([
       `  ${name}`,
       `p95 ${ms(figure.p95)} (p50 ${ms(figure.p50)})`,

@@ -36,6 +36,7 @@ import { ms, number, positive, status, statusDone, verdict } from './support/for
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
+import { latency } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -254,20 +255,6 @@ async function loadDevice(admin: Db, device: { id: string; orgId: string }, coun
   statusDone();
 }
 
-/** p50 and p95 of `samples` timed calls, after three untimed ones. */
-async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
-  for (let i = 0; i < 3; i++) await call();
-  const times: number[] = [];
-  for (let i = 0; i < samples; i++) {
-    const started = performance.now();
-    await call();
-    times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.ceil(q * times.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
-
 async function diagnosticQueries(
   url: string,
   admin: Db,
@@ -316,7 +303,7 @@ async function diagnosticQueries(
     ]);
   const lines: string[][] = [];
   try {
-    const baseline = await latency(bare);
+    const baseline = await latency(bare, samples);
     for (const c of cases) {
       status(`diagnostic-log query: ${c.name} ...`);
       const path = `${url}/api/v1/devices/${device.deviceId}/diagnostic-logs${c.query ? `?${c.query}` : ''}`;
@@ -326,7 +313,7 @@ async function diagnosticQueries(
         const page = (await reply.json()) as { pagination?: { total: number } };
         if (reply.status !== 200) throw new Error(`diagnostic-logs: ${reply.status} ${JSON.stringify(page)}`);
         total = page.pagination!.total;
-      });
+      }, samples);
       lines.push([
         `  ${c.name}, total ${number(total)}`,
         `p95 ${ms(measured.p95)} (p50 ${ms(measured.p50)})`,

@@ -30,9 +30,10 @@ import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { polling } from '#shared/live-query/relay.ts';
 import { insertFleetKey } from './support/fleet-key.ts';
-import { ms, percentiles, positive, status, statusDone, verdict } from './support/format.ts';
+import { ms, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
+import { latency, percentiles } from './support/timing.ts';
 
 // `npm run bench` passes its arguments to every benchmark: options of the others are ignored here.
 const { values: args } = parseArgs({
@@ -56,18 +57,6 @@ interface Enrolled {
   agentId: string;
   deviceId: string;
   token: string;
-}
-
-/** p50 and p95 of `count` timed calls, after five untimed ones. */
-async function latency(count: number, call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
-  for (let i = 0; i < 5; i++) await call();
-  const times: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    await call();
-    times.push(performance.now() - started);
-  }
-  return percentiles(times);
 }
 
 async function main() {
@@ -165,8 +154,8 @@ async function main() {
     ];
     const lines: string[][] = [];
     status('baselines: GET /health and the stored event list ...');
-    const health = await latency(queries, () => get('/api/v1/health'));
-    const stored = await latency(queries, () => get(`/api/v1/devices/${device}/eventlogs?limit=50`));
+    const health = await latency(() => get('/api/v1/health'), queries, 5);
+    const stored = await latency(() => get(`/api/v1/devices/${device}/eventlogs?limit=50`), queries, 5);
     lines.push([
       '  bare HTTP round trip: GET /health',
       `p50 ${ms(health.p50)}, p95 ${ms(health.p95)}`,
@@ -183,8 +172,8 @@ async function main() {
     ]);
     for (const c of cases) {
       status(`live query: ${c.name}, ${queries} sequential ...`);
-      const measured = await latency(queries, () => get(c.path));
-      const memory = await latency(queries, c.memory);
+      const measured = await latency(() => get(c.path), queries, 5);
+      const memory = await latency(c.memory, queries, 5);
       lines.push([
         `  ${c.name}`,
         `p50 ${ms(measured.p50)}, p95 ${ms(measured.p95)}`,

@@ -30,6 +30,7 @@ import { uploadReconciliation } from '#shared/reconciliation/reconcile.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
+import { latency, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -52,25 +53,6 @@ const samples = positive('samples', args.samples);
 
 // issue 18 "Performance".
 const targets = { reportP95Ms: 150, reconcileS: 3 };
-
-async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
-  for (let i = 0; i < 3; i++) await call();
-  const times: number[] = [];
-  for (let i = 0; i < samples; i++) {
-    const started = performance.now();
-    await call();
-    times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.ceil(q * times.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
-
-async function timed<T>(call: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const started = performance.now();
-  const value = await call();
-  return { ms: performance.now() - started, value };
-}
 
 const partnerAdmin = (partnerId: string): Principal => ({
   actorType: 'user',
@@ -169,12 +151,17 @@ async function main() {
     }
 
     status('posture report ...');
-    const fleet = await latency(() => postureReport(db, principal, { staleDays: 7, format: 'json' }, jsonOnly));
-    const oneOrg = await latency(() =>
-      postureReport(db, principal, { orgId: orgIds[0], staleDays: 7, format: 'json' }, jsonOnly),
+    const fleet = await latency(
+      () => postureReport(db, principal, { staleDays: 7, format: 'json' }, jsonOnly),
+      samples,
     );
-    const bare = await latency(() =>
-      db.query('SELECT category, product, status, count(*) FROM device_posture_detections GROUP BY 1, 2, 3'),
+    const oneOrg = await latency(
+      () => postureReport(db, principal, { orgId: orgIds[0], staleDays: 7, format: 'json' }, jsonOnly),
+      samples,
+    );
+    const bare = await latency(
+      () => db.query('SELECT category, product, status, count(*) FROM device_posture_detections GROUP BY 1, 2, 3'),
+      samples,
     );
     lines.push(
       [

@@ -28,9 +28,10 @@ import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { insertFleetKey } from './support/fleet-key.ts';
-import { ms, percentiles, positive, status, statusDone, verdict } from './support/format.ts';
+import { ms, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
+import { percentiles } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {

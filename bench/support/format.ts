@@ -15,13 +15,6 @@ export const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
 /** The 1-minute load average: other work on the machine moves every figure. */
 export const loadAverage = () => loadavg()[0]!.toFixed(1);
 
-/** The median and 95th percentile of some timings (nearest rank). */
-export function percentiles(times: number[]): { p50: number; p95: number } {
-  const sorted = [...times].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
-
 /** What the bench is doing, on stderr: rewritten in place on a terminal; elsewhere one line per phase, no counters. */
 export function status(line: string, counter = false): void {
   if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
