@@ -139,22 +139,19 @@ async function insertRate(db: Db, w: Workload, duration: number): Promise<{ rows
 }
 
 /**
- * The unsealed baseline: a copy of audit_logs with the same columns, constraints and indexes (storage parameters
- * included), and no trigger, in schema bench_unsealed. Its writer's sessions put that schema first on the
- * search_path, so the very same INSERT of insertAuditRows lands there; seq and the checksums get defaults of the
- * same width.
+ * The unsealed baseline: a copy of audit_entries (the wide row of the trail) with the same columns, constraints,
+ * identity and indexes (storage parameters included), without the sealing trigger and so without any chain link, in
+ * schema bench_unsealed. Its writer's sessions put that schema first on the search_path, so the very same INSERT of
+ * insertAuditRows lands there.
  */
 async function unsealedWriter(admin: Db, url: string): Promise<Db> {
   await admin.query('CREATE SCHEMA bench_unsealed');
-  await admin.query('CREATE TABLE bench_unsealed.audit_logs (LIKE public.audit_logs INCLUDING ALL)');
-  await admin.query('CREATE SEQUENCE bench_unsealed.audit_logs_seq OWNED BY bench_unsealed.audit_logs.seq');
-  await admin.query(`ALTER TABLE bench_unsealed.audit_logs ALTER seq SET DEFAULT nextval('bench_unsealed.audit_logs_seq'),
-    ALTER checksum SET DEFAULT repeat('0', 64), ALTER prev_checksum SET DEFAULT repeat('0', 64)`);
+  await admin.query('CREATE TABLE bench_unsealed.audit_entries (LIKE public.audit_entries INCLUDING ALL)');
   // The table's own storage parameters (autovacuum settings) too: LIKE copies only the indexes'.
   const { rows: options } = await admin.query<{ options: string | null }>(
-    `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = 'public.audit_logs'::regclass`,
+    `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = 'public.audit_entries'::regclass`,
   );
-  if (options[0]?.options) await admin.query(`ALTER TABLE bench_unsealed.audit_logs SET (${options[0].options})`);
+  if (options[0]?.options) await admin.query(`ALTER TABLE bench_unsealed.audit_entries SET (${options[0].options})`);
   const unsealedUrl = new URL(url);
   // A connection string's options replace createPgDb's, so they repeat its UTC session.
   unsealedUrl.searchParams.set('options', '-c TimeZone=UTC -c search_path=bench_unsealed,public');
@@ -164,10 +161,10 @@ async function unsealedWriter(admin: Db, url: string): Promise<Db> {
     applicationName: 'logbook-bench-unsealed',
   });
   await insertAuditRows(db, [deviceUpdate(randomUUID(), 0)]);
-  const { rows } = await admin.query<{ n: number }>('SELECT count(*) AS n FROM bench_unsealed.audit_logs');
+  const { rows } = await admin.query<{ n: number }>('SELECT count(*) AS n FROM bench_unsealed.audit_entries');
   const { rows: session } = await db.query<{ timezone: string }>(`SELECT current_setting('TimeZone') AS timezone`);
   if (rows[0]!.n !== 1 || session[0]!.timezone !== 'UTC')
-    throw new Error('the unsealed writer does not write into bench_unsealed.audit_logs in UTC');
+    throw new Error('the unsealed writer does not write into bench_unsealed.audit_entries in UTC');
   return db;
 }
 
@@ -407,7 +404,7 @@ async function loadTrail(db: Db, orgId: string, count: number): Promise<{ second
   const started = performance.now();
   for (let first = 1; first <= count; first += loadBatch) {
     await db.query(
-      `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name,
+      `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name,
                                details, ip_address, user_agent, result, error_message)
        SELECT :orgId::uuid, now() - (:count::int - i) * interval '30 seconds', 'user', md5('actor' || i % 200)::uuid,
               'tech' || i % 200 || '@contoso.example', a.action, split_part(a.action, '.', 1), md5('resource' || i % 5000)::uuid,
@@ -445,8 +442,8 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
     { name: 'Headquarters' },
   );
   const loaded = await loadTrail(admin, org.id, totalRows);
-  status('VACUUM ANALYZE audit_logs ...');
-  await admin.query('VACUUM ANALYZE audit_logs');
+  status('VACUUM ANALYZE audit_entries, audit_chain_links ...');
+  await admin.query('VACUUM ANALYZE audit_entries, audit_chain_links');
   statusDone();
 
   const db = createPgDb({ connectionString: url, max: 4, applicationName: 'logbook-bench-read' });

@@ -64,7 +64,7 @@ async function main() {
     const loadStarted = performance.now();
     const load = (count: number, age: string) =>
       admin.query(
-        `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name, details, ip_address)
+        `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name, details, ip_address)
          SELECT :orgId::uuid, now() - :age::interval + g * interval '1 second', 'user', gen_random_uuid(), 'tech@contoso.example', 'device.update',
                 'device', gen_random_uuid(), 'WS-' || g, jsonb_build_object('before', jsonb_build_object('displayName', 'old'), 'after', jsonb_build_object('displayName', 'new ' || g)), '203.0.113.7'
            FROM generate_series(1, :count::int) g`,
@@ -76,9 +76,12 @@ async function main() {
     }
     await load(recentRows, '1 day');
     const loadSeconds = (performance.now() - loadStarted) / 1000;
-    await admin.query('CREATE TABLE audit_logs_unsealed (LIKE audit_logs INCLUDING ALL)');
-    await admin.query('INSERT INTO audit_logs_unsealed SELECT * FROM audit_logs');
-    await admin.query('VACUUM ANALYZE audit_logs');
+    // The baseline: the entries' table with its indexes, the link's columns in the same row, no trigger.
+    await admin.query(`CREATE TABLE audit_logs_unsealed (LIKE audit_entries INCLUDING ALL,
+      seq bigint NOT NULL, checksum varchar(128) NOT NULL, prev_checksum varchar(128), UNIQUE (org_id, seq))`);
+    await admin.query(`INSERT INTO audit_logs_unsealed OVERRIDING SYSTEM VALUE
+      SELECT e.*, l.seq, l.checksum, l.prev_checksum FROM audit_entries e JOIN audit_chain_links l ON l.pos = e.pos`);
+    await admin.query('VACUUM ANALYZE audit_entries, audit_chain_links');
     await admin.query('VACUUM ANALYZE audit_logs_unsealed');
 
     status('pruning with the retention worker ...');

@@ -735,7 +735,7 @@ function history(
 /** Appends the rows in one statement, in their order, so the sealing trigger chains them oldest first. */
 async function appendTrail(admin: Db, orgId: string, rows: Row[]): Promise<void> {
   await admin.query(
-    `INSERT INTO audit_logs (id, org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name, details, ip_address, user_agent, result, error_message)
+    `INSERT INTO audit_entries (id, org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id, resource_name, details, ip_address, user_agent, result, error_message)
      SELECT gen_random_uuid(), :orgId::uuid, r.timestamp, r.actor_type, r.actor_id, r.actor_email, r.action, r.resource_type, r.resource_id, r.resource_name,
             r.details, r.ip_address, r.user_agent, r.result, r.error_message
        FROM jsonb_to_recordset(:rows::jsonb) AS r(n int, timestamp timestamptz, actor_type audit_actor_type, actor_id uuid, actor_email text,

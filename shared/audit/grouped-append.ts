@@ -1,7 +1,6 @@
 import type { Db } from '../db/db.ts';
-import { type AuditRowInput, insertAuditRows } from './store.ts';
+import { type AppendedRow as Sealed, type AuditRowInput, insertAuditRows } from './store.ts';
 
-type Sealed = { id: string; orgId: string; seq: number };
 type Waiting = { rows: AuditRowInput[]; resolve: (sealed: Sealed[]) => void; reject: (error: unknown) => void };
 
 /** At most this many rows in one grouped statement; a longer queue goes in several, one after another. */
@@ -68,8 +67,8 @@ async function sendGroup(db: Db, group: Waiting[]): Promise<void> {
     for (const waiting of group) await insertAuditRows(db, waiting.rows).then(waiting.resolve, waiting.reject);
     return;
   }
-  // One organization, sealed in the order sent: ascending seq hands each write its own rows back.
-  sealed.sort((a, b) => a.seq - b.seq);
+  // One organization, sealed in the order sent: ascending pos hands each write its own rows back.
+  sealed.sort((a, b) => a.pos - b.pos);
   let at = 0;
   for (const waiting of group) {
     waiting.resolve(sealed.slice(at, at + waiting.rows.length));

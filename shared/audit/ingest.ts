@@ -5,7 +5,7 @@ import type { Db } from '../db/db.ts';
 import { onceForKey, parseIdempotencyKey, requestHash } from '../db/idempotency.ts';
 import { DomainError } from '../errors.ts';
 import type { ingestEvents, ingestReceipt } from './schemas.ts';
-import { type AuditRowInput, insertAuditRows } from './store.ts';
+import { type AppendedRow, type AuditRowInput, insertAuditRows } from './store.ts';
 import { toAuditRow } from './writer.ts';
 
 type IngestRequest = z.output<typeof ingestEvents>;
@@ -75,12 +75,12 @@ async function assertOrganizations(db: Db, principal: Principal, rows: AuditRowI
 }
 
 /**
- * The ids in request order. insertAuditRows sorts rows stably by organization and the chain seals
- * them in that order, so within an organization ascending seq is request order.
+ * The ids in request order. insertAuditRows sorts rows stably by organization and inserts (and the chain seals)
+ * them in that order, so within an organization ascending pos is request order.
  */
-function inRequestOrder(rows: AuditRowInput[], sealed: { id: string; orgId: string; seq: number }[]): string[] {
+function inRequestOrder(rows: AuditRowInput[], sealed: AppendedRow[]): string[] {
   const idsByOrg = new Map<string, string[]>();
-  for (const row of [...sealed].sort((a, b) => a.seq - b.seq))
+  for (const row of [...sealed].sort((a, b) => a.pos - b.pos))
     idsByOrg.set(row.orgId, [...(idsByOrg.get(row.orgId) ?? []), row.id]);
   return rows.map((row) => idsByOrg.get(row.orgId)!.shift()!);
 }

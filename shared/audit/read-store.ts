@@ -3,7 +3,7 @@ import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Params } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type AuditCategory, actionInSql, categorySql, complianceActions, securityEventActions } from './categories.ts';
-import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
+import { type AuditRow, auditDetailsJoin, auditRowColumns, linkedSql, sizedAuditRowsSql } from './row.ts';
 import type { ActorType, AuditResult } from './schemas.ts';
 
 /** The filters every list, search, export and report route takes (seed 4.1); `only` narrows to a list of seed 2.3. */
@@ -21,7 +21,8 @@ export interface AuditFilters {
 /**
  * Which rows a query reads: `orgs`, a condition on `organizations o` (the principal's tenancy and the
  * orgId filter), and `rows`, conditions on `audit_logs a` to append (each ` AND ...`). Only the filters
- * given become SQL, so every plan sees plain conditions the indexes of 0005_audit_search.sql serve.
+ * given become SQL, so every plan sees plain conditions the indexes of 0060_audit_chain_links.sql serve. The
+ * conditions read only the entry's columns, so they apply to audit_entries as to the audit_logs view.
  */
 export interface AuditScope {
   orgs: string;
@@ -92,32 +93,36 @@ const entryColumns = `${auditRowColumns}, ${categorySql('a.action')} AS category
 const entryJoins = `${auditDetailsJoin} LEFT JOIN agents ag ON a.actor_type = 'agent' AND ag.id = a.actor_id
   LEFT JOIN devices dv ON dv.id = ag.device_id AND dv.org_id = a.org_id`;
 
-/** Newest first, stable (seed 4.1): seq orders rows of one instant, org_id rows of different organizations. */
-const newestFirst = 'a.timestamp DESC, a.seq DESC, a.org_id DESC';
+/**
+ * Newest first, stable (seed 4.1): pos (insertion order, unique over all organizations) orders rows of one instant;
+ * within an organization that is the order the chain sealed them in.
+ */
+const newestFirst = 'a.timestamp DESC, a.pos DESC';
 
 /**
- * The newest `limit` rows in scope (after `offset`, or `after` a keyset cursor), with `columns` selected from
- * them. Each organization hands over only its own newest `offset + limit` rows, read off its
- * (org_id, timestamp, seq) index, and only those are merged: a page never sorts a whole trail, and a
- * partner's view costs one short index scan per organization.
+ * The newest `limit` entries in scope (after `offset`, or `after` a keyset cursor). Each organization hands over
+ * only its own newest `offset + limit` entries, read off its (org_id, timestamp, pos) index, and only those are
+ * merged: a page never sorts a whole trail, and a partner's view costs one short index scan per organization. The
+ * page is cut from audit_entries alone; its rows' links are joined after (linkedSql), so a deep page skips index
+ * entries instead of looking up the link of every row it skips.
  */
 function newestSql(scope: AuditScope, page: { after?: boolean }): string {
   const cursor = page.after
-    ? ' AND a.timestamp <= :afterTimestamp::timestamptz AND (a.timestamp, a.seq, a.org_id) < (:afterTimestamp::timestamptz, :afterSeq::bigint, :afterOrgId::uuid)'
+    ? ' AND a.timestamp <= :afterTimestamp::timestamptz AND (a.timestamp, a.pos) < (:afterTimestamp::timestamptz, :afterPos::bigint)'
     : '';
   // One organization: its index answers the page directly, OFFSET included (a deep page skips index entries instead
   // of handing tens of thousands of rows to a merge). The organization check runs once, not per row.
   if (scope.single) {
-    return `SELECT a.* FROM audit_logs a
+    return `SELECT a.* FROM audit_entries a
      WHERE EXISTS (SELECT FROM organizations o WHERE ${scope.orgs})${scope.rows}${cursor}
-     ORDER BY a.timestamp DESC, a.seq DESC
+     ORDER BY ${newestFirst}
      LIMIT :limit::int OFFSET :offset::int`;
   }
   return `SELECT a.* FROM organizations o
     CROSS JOIN LATERAL (
-      SELECT a.* FROM audit_logs a
+      SELECT a.* FROM audit_entries a
        WHERE a.org_id = o.id${scope.rows}${cursor}
-       ORDER BY a.timestamp DESC, a.seq DESC
+       ORDER BY ${newestFirst}
        LIMIT :window::int
     ) a
    WHERE ${scope.orgs}
@@ -131,7 +136,7 @@ export async function listAuditRows(
   page: { offset: number; limit: number },
 ): Promise<AuditEntryRow[]> {
   const { rows } = await db.query<AuditEntryRow>(
-    `SELECT ${entryColumns} FROM (${newestSql(scope, {})}) a ${entryJoins} ORDER BY ${newestFirst}`,
+    `SELECT ${entryColumns} FROM (${linkedSql(newestSql(scope, {}))}) a ${entryJoins} ORDER BY ${newestFirst}`,
     { ...scope.params, window: page.offset + page.limit, limit: page.limit, offset: page.offset },
   );
   return rows;
@@ -187,7 +192,7 @@ export function findScopedOrganization(db: Db, scope: AuditScope) {
 }
 
 /** A position in the newest-first order, to read on after it. */
-export type ExportCursor = Pick<AuditRow, 'timestamp' | 'seq' | 'orgId'>;
+export type ExportCursor = Pick<AuditRow, 'timestamp'> & { pos: number };
 
 /**
  * The next rows of an export after `after` (none: from the newest), newest first, with the canonical values
@@ -197,9 +202,9 @@ export async function readExportPage(
   db: Db,
   scope: AuditScope,
   page: { after?: ExportCursor; rows: number; bytes: number },
-): Promise<AuditRow[]> {
-  const { rows } = await db.query<AuditRow>(
-    sizedAuditRowsSql(newestSql(scope, { after: page.after !== undefined }), newestFirst),
+): Promise<(AuditRow & ExportCursor)[]> {
+  const { rows } = await db.query<AuditRow & ExportCursor>(
+    sizedAuditRowsSql(linkedSql(newestSql(scope, { after: page.after !== undefined })), newestFirst, ', a.pos'),
     {
       ...scope.params,
       window: page.rows,
@@ -207,7 +212,7 @@ export async function readExportPage(
       offset: 0,
       bytes: page.bytes,
       ...(page.after
-        ? { afterTimestamp: page.after.timestamp, afterSeq: page.after.seq, afterOrgId: page.after.orgId }
+        ? { afterTimestamp: page.after.timestamp, afterPos: page.after.pos }
         : {}),
     },
   );

@@ -98,8 +98,9 @@ export type Cut = { orgId: string; seq: number; checksum: string; lastTimestamp:
 /**
  * Deletes the next batch of the expired prefix: of the organization's `batchRows` oldest rows, those before the first
  * row not older than `cutoff`. Runs in its own short transaction as logbook_audit_admin with the session flag set for
- * that transaction only (SET LOCAL); the database refuses anything but a prefix cut and records the checkpoint itself
- * (0003_audit.sql), and the worker's signature of that checkpoint (`sign`) is stored in the same transaction, so no
+ * that transaction only (SET LOCAL). The links and their entries go in one statement: the database refuses anything
+ * but a prefix cut of the links, and an entry deleted without its link, and records the checkpoint itself
+ * (0003_audit.sql, 0060_audit_chain_links.sql), and the worker's signature of that checkpoint (`sign`) is stored in the same transaction, so no
  * cut is ever left unsigned (issue 13). Rows appended meanwhile take later positions, so they are never part of the
  * batch. `afterSeq` is the previous batch's last seq: no row is left at or below it, and starting the index scans
  * there skips the dead entries of the batches before (measured: without it, 1,000,000 rows prune at a third of the
@@ -139,10 +140,15 @@ export function deleteExpiredBatch(
        ), cut AS (
          SELECT coalesce((SELECT min(y.seq) - 1 FROM oldest y WHERE y.timestamp >= :cutoff::timestamptz), (SELECT max(x.seq) FROM oldest x)) AS through
        ), deleted AS (
-         DELETE FROM audit_logs a USING cut
-          WHERE a.org_id = :orgId::uuid AND a.seq > coalesce(:afterSeq::bigint, 0) AND a.seq <= cut.through
-          RETURNING a.seq, a.checksum, ${canonicalTimestampSql('a.timestamp')} AS "lastTimestamp"
-       ), last AS (SELECT l.checksum, l."lastTimestamp" FROM deleted l ORDER BY l.seq DESC LIMIT 1)
+         DELETE FROM audit_chain_links l USING cut
+          WHERE l.org_id = :orgId::uuid AND l.seq > coalesce(:afterSeq::bigint, 0) AND l.seq <= cut.through
+          RETURNING l.seq, l.pos, l.checksum
+       ), removed AS (
+         DELETE FROM audit_entries e USING deleted d WHERE e.pos = d.pos AND e.org_id = :orgId::uuid
+          RETURNING e.pos, ${canonicalTimestampSql('e.timestamp')} AS "lastTimestamp"
+       ), last AS (
+         SELECT l.checksum, r."lastTimestamp" FROM deleted l LEFT JOIN removed r ON r.pos = l.pos ORDER BY l.seq DESC LIMIT 1
+       )
        SELECT count(*)::int AS rows, min(seq) AS "fromSeq", max(seq) AS "throughSeq",
               (SELECT checksum FROM last) AS checksum, (SELECT "lastTimestamp" FROM last) AS "lastTimestamp"
          FROM deleted`,

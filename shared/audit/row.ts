@@ -19,7 +19,7 @@ export const canonicalTimestampSql = (column: string) =>
 /** `d.details`: the jsonb text of `a.details`, worked out once per row for the SELECT list and the row's size. */
 export const auditDetailsJoin = 'CROSS JOIN LATERAL (SELECT a.details::text AS details) d';
 
-/** The SELECT list of an AuditRow, over `a` (audit_logs rows) and `d` (auditDetailsJoin). */
+/** The SELECT list of an AuditRow, over `a` (audit_logs rows: entries with their links) and `d` (auditDetailsJoin). */
 export const auditRowColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.seq, ${canonicalTimestampSql('a.timestamp')} AS timestamp,
   a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
   a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", d.details,
@@ -31,11 +31,20 @@ const auditRowBytesSql = `octet_length(d.details) + coalesce(octet_length(a.user
   + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
 
 /**
- * The AuditRows of `source` (a query of audit_logs rows, limited) in `order`, cut where their running size passes
- * `:bytes`: always at least one row. The running sum costs about as much again as reading the rows.
+ * `source`, a query of audit_entries rows (a page of them), with each entry's chain link: audit_logs rows. Joining
+ * after the page is cut keeps the link lookups to the page's rows; an entry without a link was never sealed, and no
+ * reader shows it (DESIGN.md "Audit chain").
  */
-export function sizedAuditRowsSql(source: string, order: string): string {
-  return `SELECT ${auditRowColumns}
+export const linkedSql = (source: string) => `SELECT p.*, l.seq, l.checksum, l.prev_checksum
+  FROM (${source}) p JOIN audit_chain_links l ON l.pos = p.pos AND l.org_id = p.org_id`;
+
+/**
+ * The AuditRows of `source` (a query of audit_logs rows, limited) in `order`, cut where their running size passes
+ * `:bytes`: always at least one row. The running sum costs about as much again as reading the rows. `extra` is
+ * added to the SELECT list.
+ */
+export function sizedAuditRowsSql(source: string, order: string, extra = ''): string {
+  return `SELECT ${auditRowColumns}${extra}
        FROM (
          SELECT a.*, d.details AS details_text,
                 sum(${auditRowBytesSql}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - (${auditRowBytesSql}) AS before

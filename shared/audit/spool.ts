@@ -81,7 +81,7 @@ export async function replayQueuedAuditRow(db: Db, job: { spoolId: string; row: 
     onceForKey(tx, 'audit_ingest_requests', claim, async () => {
       const [sealed] = await insertAuditRows(tx, [job.row]);
       appended = true;
-      return { id: sealed!.id, seq: sealed!.seq };
+      return { id: sealed!.id };
     }),
   );
   if (appended) countMetric('AuditEventsReplayed');

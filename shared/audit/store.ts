@@ -113,8 +113,8 @@ export async function readChainPage(
 }
 
 /**
- * A row ready for audit_logs: its details as an object, its timestamp null for now(); the database adds the id, the
- * sealing trigger seq, checksum and prevChecksum.
+ * A row ready for audit_entries: its details as an object, its timestamp null for now(); the database adds the id and
+ * pos, and the sealing trigger its link (seq, checksum and prevChecksum) at the end of the statement.
  */
 export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details' | 'prevChecksum' | 'checksum'> & {
   timestamp: string | null;
@@ -124,26 +124,26 @@ export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details
 /** Prepared once per connection: parsed once, and planned once after its first five runs (issue 19). */
 const insertSql = prepared(
   'logbook_audit_insert',
-  `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
+  `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
                              resource_name, details, ip_address, user_agent, result, error_message)
      SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
             r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
        FROM jsonb_to_recordset(:rows::jsonb) AS r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type,
             "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
             "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
-     RETURNING id::text AS id, org_id::text AS "orgId", seq`,
+     RETURNING id::text AS id, org_id::text AS "orgId", pos`,
 );
+
+/** A row as appended: pos orders the rows of one statement as they were sent, and as the chain seals them. */
+export type AppendedRow = { id: string; orgId: string; pos: number };
 
 /**
  * Appends rows in one statement of its own transaction (DESIGN.md "Audit chain": never inside
- * the business transaction). Rows are sorted by organization so concurrent batches take the
- * organizations' locks in one order and cannot deadlock.
+ * the business transaction), sealed by the database when the statement ends. Rows are sorted by
+ * organization (stably), as the seal takes them, so the rows of each organization keep their order.
  */
-export async function insertAuditRows(
-  db: Db,
-  rows: AuditRowInput[],
-): Promise<{ id: string; orgId: string; seq: number }[]> {
+export async function insertAuditRows(db: Db, rows: AuditRowInput[]): Promise<AppendedRow[]> {
   const sorted = [...rows].sort((a, b) => (a.orgId < b.orgId ? -1 : a.orgId > b.orgId ? 1 : 0));
-  const { rows: sealed } = await db.query<{ id: string; orgId: string; seq: number }>(insertSql, { rows: sorted });
+  const { rows: sealed } = await db.query<AppendedRow>(insertSql, { rows: sorted });
   return sealed;
 }

@@ -49,7 +49,7 @@ describe('grouped audit appends of one process', () => {
       const byId = new Map(chain.map((stored) => [stored.id, stored]));
       sealed.forEach((rows, n) => {
         expect(rows.map((r) => byId.get(r.id)?.resourceName)).toEqual([`WS-${n}`, `WS-${n + 100}`]);
-        expect(rows[1]!.seq).toBe(rows[0]!.seq + 1);
+        expect(byId.get(rows[1]!.id)!.seq).toBe(byId.get(rows[0]!.id)!.seq + 1);
       });
       expect(await transactions(orgId)).toBeLessThan(40);
       expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 80 });

@@ -438,7 +438,7 @@ describe('the stores through the Data API', () => {
       auditRow(other.orgId),
       auditRow(tenant.orgId, { action: 'device.delete', details: { text: 'ünïcødé ✓', n: 1.5 } }),
     ]);
-    expect(sealed.map((row) => typeof row.seq)).toEqual(['number', 'number', 'number']);
+    expect(sealed.map((row) => typeof row.pos)).toEqual(['number', 'number', 'number']);
 
     const listed = await listAuditEntries(app, platform, { page: 1, limit: 50, skipCount: false, orgId: tenant.orgId });
     const viaPg = await listAuditEntries(test.admin, platform, {
