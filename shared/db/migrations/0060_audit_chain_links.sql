@@ -188,7 +188,33 @@ $$;
 --> statement-breakpoint
 CREATE TRIGGER audit_entries_seal AFTER INSERT ON audit_entries REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION audit_entries_seal();
 --> statement-breakpoint
--- seed 5 rule 8: entries and links are append-only but for retention (audit_logs_refuse_change, 0003_audit.sql).
+-- seed 5 rule 8: entries and links are append-only but for retention (0003_audit.sql), and say which table refused.
+CREATE OR REPLACE FUNCTION audit_logs_refuse_change() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF TG_OP = 'DELETE' AND current_user = 'logbook_audit_admin' AND session_user = 'logbook_audit_admin'
+     AND current_setting('logbook.audit_retention', true) = 'on' THEN
+    RETURN NULL;
+  END IF;
+  RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+--> statement-breakpoint
+-- Heads, checkpoints and links are written only by the triggers of audit_entries and audit_chain_links (0003_audit.sql).
+CREATE OR REPLACE FUNCTION audit_chain_refuse_change() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'audit_chain_heads') THEN
+    IF pg_trigger_depth() > 1 THEN
+      RETURN NULL;
+    END IF;
+  END IF;
+  RAISE EXCEPTION '% is written only by the audit triggers: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+--> statement-breakpoint
 CREATE TRIGGER audit_entries_refuse_change BEFORE UPDATE OR DELETE ON audit_entries FOR EACH STATEMENT EXECUTE FUNCTION audit_logs_refuse_change();
 --> statement-breakpoint
 CREATE TRIGGER audit_entries_refuse_truncate BEFORE TRUNCATE ON audit_entries FOR EACH STATEMENT EXECUTE FUNCTION audit_logs_refuse_change();

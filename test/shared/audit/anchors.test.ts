@@ -13,7 +13,15 @@ import { chainBreakMeaning } from '#shared/audit/chain-break.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { logger } from '#shared/logger.ts';
-import { appendAudit, forgedRow, insertForged, type Sealed, tamper, useAuditDatabase } from './audit-rows.ts';
+import {
+  appendAudit,
+  deleteChainRows,
+  forgedRow,
+  insertForged,
+  type Sealed,
+  tamper,
+  useAuditDatabase,
+} from './audit-rows.ts';
 
 const t = useAuditDatabase();
 const key = generateAnchorKey();
@@ -117,7 +125,7 @@ describe('the integrity watch (issue 4)', () => {
   it('an altered row: the break is logged and no anchor is written for the organization', async () => {
     const { orgId, sealed } = await chained(3);
     await tamper(t.db.admin, (tx) =>
-      tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: sealed[1]!.id }),
+      tx.query(`UPDATE audit_entries SET action = 'device.view' WHERE id = :id::uuid`, { id: sealed[1]!.id }),
     );
     const run = await daily();
     expect(failureOf(run, orgId)).toMatchObject({ seq: 2, kind: 'altered', meaning: chainBreakMeaning.altered });
@@ -134,7 +142,7 @@ describe('the integrity watch (issue 4)', () => {
     // 3: the record of the first anchor.
     const more = await appendAudit(t.app, [{ orgId }, { orgId }]);
     await tamper(t.db.admin, (tx) =>
-      tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE id = :id::uuid`, { id: more[1]!.id }),
+      tx.query(`UPDATE audit_entries SET action = 'device.view' WHERE id = :id::uuid`, { id: more[1]!.id }),
     );
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 5, kind: 'altered' });
     expect(await anchorsOf(orgId)).toBe(1);
@@ -143,9 +151,7 @@ describe('the integrity watch (issue 4)', () => {
   it('a prefix deleted by hand (no checkpoint) is reported, not taken for retention', async () => {
     const { orgId } = await chained(4);
     await daily();
-    await tamper(t.db.admin, (tx) =>
-      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId }),
-    );
+    await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid AND seq <= 2', { orgId }));
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 1, kind: 'missing' });
     expect(await anchorsOf(orgId)).toBe(1);
   });
@@ -154,7 +160,7 @@ describe('the integrity watch (issue 4)', () => {
     const { orgId } = await chained(2);
     await daily();
     await tamper(t.db.admin, async (tx) => {
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+      await deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId });
       await tx.query('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
     });
     // The newest anchor holds a head the chain no longer has.
@@ -165,7 +171,7 @@ describe('the integrity watch (issue 4)', () => {
     const { orgId, sealed } = await chained(3);
     await daily();
     await tamper(t.db.admin, async (tx) => {
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq >= 3', { orgId });
+      await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq >= 3', { orgId });
       await tx.query('UPDATE audit_chain_heads SET seq = 2, checksum = :checksum::text WHERE org_id = :orgId::uuid', {
         orgId,
         checksum: sealed[1]!.checksum,
@@ -191,7 +197,7 @@ describe('the integrity watch (issue 4)', () => {
       anchor: { seq: 3, ok: true },
     });
 
-    await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId }));
+    await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId }));
     let prev: string | null = null;
     for (const seq of [1, 2, 3]) {
       const row = forgedRow(orgId, seq, prev);

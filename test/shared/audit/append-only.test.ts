@@ -25,6 +25,10 @@ const asOwner = (sql: string, params = {}) =>
     return tx.query(sql, params);
   });
 
+/** Deletes the links `where` selects (on org_id and seq) and their entries, in one statement, as retention does. */
+const cutSql = (where: string) =>
+  `WITH link AS (DELETE FROM audit_chain_links WHERE ${where} RETURNING pos) DELETE FROM audit_entries WHERE pos IN (SELECT pos FROM link)`;
+
 /** Runs `sql` on `db` with the retention flag set for the transaction (SET LOCAL). */
 const withRetentionFlag = (db: Db, sql: string, params = {}) =>
   db.transaction(async (tx) => {
@@ -33,10 +37,10 @@ const withRetentionFlag = (db: Db, sql: string, params = {}) =>
   });
 
 describe('the API role logbook_app (seed 5 rule 8)', () => {
-  it('holds only SELECT and INSERT on audit_logs and only SELECT on heads and checkpoints', async () => {
+  it('holds only SELECT and INSERT on audit entries, and only SELECT on links, the view, heads and checkpoints', async () => {
     const { rows } = await t.db.admin.query<{ table: string; privilege: string }>(
       `SELECT t AS table, p AS privilege
-         FROM unnest(ARRAY['audit_logs', 'audit_chain_heads', 'audit_chain_checkpoints']) t,
+         FROM unnest(ARRAY['audit_entries', 'audit_chain_links', 'audit_logs', 'audit_chain_heads', 'audit_chain_checkpoints']) t,
               unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p
         WHERE has_table_privilege('logbook_app', t, p)
         ORDER BY 1, 2`,
@@ -44,24 +48,32 @@ describe('the API role logbook_app (seed 5 rule 8)', () => {
     expect(rows).toEqual([
       { table: 'audit_chain_checkpoints', privilege: 'SELECT' },
       { table: 'audit_chain_heads', privilege: 'SELECT' },
-      { table: 'audit_logs', privilege: 'INSERT' },
+      { table: 'audit_chain_links', privilege: 'SELECT' },
+      { table: 'audit_entries', privilege: 'INSERT' },
+      { table: 'audit_entries', privilege: 'SELECT' },
       { table: 'audit_logs', privilege: 'SELECT' },
     ]);
   });
 
-  it('cannot update, delete or truncate audit rows', async () => {
+  it('cannot update, delete or truncate audit rows, entries or links', async () => {
     const { orgId } = await chainOf(2);
     const params = { orgId };
-    await expect(
-      t.app.query(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, params),
-    ).rejects.toThrow(/permission denied/);
-    await expect(t.app.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params)).rejects.toThrow(
-      /permission denied/,
+    for (const table of ['audit_entries', 'audit_chain_links']) {
+      await expect(
+        t.app.query(`UPDATE ${table} SET org_id = gen_random_uuid() WHERE org_id = :orgId::uuid`, params),
+      ).rejects.toThrow(/permission denied/);
+      await expect(t.app.query(`DELETE FROM ${table} WHERE org_id = :orgId::uuid`, params)).rejects.toThrow(
+        /permission denied/,
+      );
+      await expect(t.app.query(`TRUNCATE ${table}`)).rejects.toThrow(/permission denied/);
+      await expect(
+        withRetentionFlag(t.app, `DELETE FROM ${table} WHERE org_id = :orgId::uuid`, params),
+      ).rejects.toThrow(/permission denied/);
+    }
+    // The view of both is read-only.
+    await expect(t.app.query('INSERT INTO audit_logs (org_id) VALUES (:orgId::uuid)', params)).rejects.toThrow(
+      /cannot insert into view "audit_logs"/,
     );
-    await expect(t.app.query('TRUNCATE audit_logs')).rejects.toThrow(/permission denied/);
-    await expect(
-      withRetentionFlag(t.app, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid', params),
-    ).rejects.toThrow(/permission denied/);
     expect(await readChain(t.app, orgId)).toHaveLength(2);
   });
 
@@ -79,21 +91,31 @@ describe('the API role logbook_app (seed 5 rule 8)', () => {
 });
 
 describe('the owner logbook_owner', () => {
-  it('is refused UPDATE, DELETE and TRUNCATE of audit rows by the triggers', async () => {
+  it('is refused UPDATE, DELETE and TRUNCATE of entries and links by the triggers', async () => {
     const { orgId } = await chainOf(2);
     await expect(
-      asOwner(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid`, { orgId }),
-    ).rejects.toThrow(/audit_logs is append-only: UPDATE refused/);
-    await expect(asOwner('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(
-      /audit_logs is append-only: DELETE refused/,
+      asOwner(`UPDATE audit_entries SET action = 'device.create' WHERE org_id = :orgId::uuid`, { orgId }),
+    ).rejects.toThrow(/audit_entries is append-only: UPDATE refused/);
+    await expect(
+      asOwner(`UPDATE audit_chain_links SET checksum = checksum WHERE org_id = :orgId::uuid`, { orgId }),
+    ).rejects.toThrow(/audit_chain_links is append-only: UPDATE refused/);
+    await expect(asOwner('DELETE FROM audit_entries WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(
+      /audit_entries is append-only: DELETE refused/,
     );
-    await expect(asOwner('TRUNCATE audit_logs')).rejects.toThrow(/audit_logs is append-only: TRUNCATE refused/);
+    await expect(asOwner('DELETE FROM audit_chain_links WHERE org_id = :orgId::uuid', { orgId })).rejects.toThrow(
+      /audit_chain_links is append-only: DELETE refused/,
+    );
+    await expect(asOwner('TRUNCATE audit_entries')).rejects.toThrow(/audit_entries is append-only: TRUNCATE refused/);
+    await expect(asOwner('TRUNCATE audit_chain_links')).rejects.toThrow(
+      /audit_chain_links is append-only: TRUNCATE refused/,
+    );
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 
-  it('is refused any direct write to heads and checkpoints', async () => {
+  it('is refused any direct write to links, heads and checkpoints', async () => {
     const { orgId } = await chainOf(1);
     for (const sql of [
+      `INSERT INTO audit_chain_links (org_id, seq, pos, checksum) VALUES (:orgId::uuid, 2, 0, 'x')`,
       'UPDATE audit_chain_heads SET seq = 7 WHERE org_id = :orgId::uuid',
       'DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid',
       'TRUNCATE audit_chain_heads',
@@ -104,7 +126,7 @@ describe('the owner logbook_owner', () => {
       'TRUNCATE audit_chain_checkpoints',
     ]) {
       await expect(asOwner(sql, sql.includes(':orgId') ? { orgId } : {}), sql).rejects.toThrow(
-        /is written only by the audit_logs triggers/,
+        /is written only by the audit triggers/,
       );
     }
   });
@@ -113,18 +135,16 @@ describe('the owner logbook_owner', () => {
 describe('retention by the audit-admin role logbook_audit_admin', () => {
   it('is refused without the session flag', async () => {
     const { orgId } = await chainOf(3);
-    await expect(
-      t.auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 1', { orgId }),
-    ).rejects.toThrow(/audit_logs is append-only: DELETE refused/);
+    await expect(t.auditAdmin.query(cutSql('org_id = :orgId::uuid AND seq = 1'), { orgId })).rejects.toThrow(
+      /is append-only: DELETE refused/,
+    );
   });
 
   it('deletes the oldest rows with SET LOCAL logbook.audit_retention and records the cut as a checkpoint', async () => {
     const { orgId, sealed } = await chainOf(4);
-    const { rowCount } = await withRetentionFlag(
-      t.auditAdmin,
-      'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2',
-      { orgId },
-    );
+    const { rowCount } = await withRetentionFlag(t.auditAdmin, cutSql('org_id = :orgId::uuid AND seq <= 2'), {
+      orgId,
+    });
     expect(rowCount).toBe(2);
     // A cut by hand is not signed by the worker (issue 13): the verifiers with the evidence refuse it.
     expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum, signed: null });
@@ -134,12 +154,20 @@ describe('retention by the audit-admin role logbook_audit_admin', () => {
   it('cannot cut anything but the oldest contiguous rows, even with the flag (seed 6 retention rule 1)', async () => {
     const { orgId } = await chainOf(4);
     await expect(
-      withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 2', { orgId }),
+      withRetentionFlag(t.auditAdmin, cutSql('org_id = :orgId::uuid AND seq = 2'), { orgId }),
     ).rejects.toThrow(/only the oldest contiguous audit rows/);
     await expect(
-      withRetentionFlag(t.auditAdmin, `UPDATE audit_logs SET action = 'x' WHERE org_id = :orgId::uuid`, { orgId }),
+      withRetentionFlag(t.auditAdmin, `UPDATE audit_entries SET action = 'x' WHERE org_id = :orgId::uuid`, { orgId }),
     ).rejects.toThrow(/permission denied/);
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 4 });
+  });
+
+  it('cannot delete an entry and keep its link: entries go only with their links', async () => {
+    const { orgId } = await chainOf(2);
+    await expect(
+      withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_entries WHERE org_id = :orgId::uuid', { orgId }),
+    ).rejects.toThrow(/deletes an audit entry only with its chain link/);
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 
   it('is not granted to a session that merely SET ROLEs to it', async () => {
@@ -147,14 +175,14 @@ describe('retention by the audit-admin role logbook_audit_admin', () => {
     const attempt = t.db.admin.transaction(async (tx) => {
       await tx.query('SET LOCAL ROLE logbook_audit_admin');
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-      return tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 1', { orgId });
+      return tx.query(cutSql('org_id = :orgId::uuid AND seq = 1'), { orgId });
     });
-    await expect(attempt).rejects.toThrow(/audit_logs is append-only: DELETE refused/);
+    await expect(attempt).rejects.toThrow(/is append-only: DELETE refused/);
   });
 
   it('may cut a whole chain; the next row continues it from the head', async () => {
     const { orgId, sealed } = await chainOf(3);
-    await withRetentionFlag(t.auditAdmin, 'DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+    await withRetentionFlag(t.auditAdmin, cutSql('org_id = :orgId::uuid'), { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 0 });
     const next = await appendOne(t.app, { orgId });
     expect(next).toMatchObject({ seq: 4, prevChecksum: sealed[2]!.checksum });

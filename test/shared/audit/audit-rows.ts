@@ -54,17 +54,22 @@ const record = (input: AuditInput) => ({
  * parameter expanded with jsonb_to_recordset), and returns them as sealed, in chain order.
  */
 export async function appendAudit(db: Db, inputs: AuditInput[]): Promise<Sealed[]> {
-  const { rows } = await db.query<Sealed>(
-    `INSERT INTO audit_logs (${inputColumns})
+  const { rows: appended } = await db.query<{ pos: number }>(
+    `INSERT INTO audit_entries (${inputColumns})
      SELECT r.id, r.org_id, coalesce(r.timestamp, now()), r.actor_type, r.actor_id, r.actor_email, r.action, r.resource_type, r.resource_id,
             r.resource_name, r.details, r.ip_address, r.user_agent, r.result, r.error_message
        FROM jsonb_to_recordset(:rows::jsonb) AS r(id uuid, org_id uuid, timestamp timestamptz, actor_type audit_actor_type,
             actor_id uuid, actor_email text, action text, resource_type text, resource_id uuid, resource_name text, details jsonb,
             ip_address text, user_agent text, result audit_result, error_message text)
-     RETURNING ${sealedColumns}`,
+     RETURNING pos`,
     { rows: inputs.map(record) },
   );
-  return rows.sort((a, b) => a.seq - b.seq);
+  // Sealed when the statement ended: the links are there for the next one to read.
+  const { rows } = await db.query<Sealed>(
+    `SELECT ${sealedColumns} FROM audit_logs WHERE pos IN (SELECT value::bigint FROM jsonb_array_elements_text(:positions::jsonb)) ORDER BY seq`,
+    { positions: appended.map((row) => row.pos) },
+  );
+  return rows;
 }
 
 export async function appendOne(db: Db, input: AuditInput): Promise<Sealed> {
@@ -113,15 +118,45 @@ export function forgedRow(
   return { ...row, checksum: auditChecksum(row) };
 }
 
-/** Stores a forged row with triggers off, bypassing the sealing. */
+/** Stores a forged row with triggers off, bypassing the sealing: its entry and a link with its own values. */
 export function insertForged(admin: Db, row: CanonicalAuditRow & { checksum: string }) {
   return tamper(admin, (tx) =>
     tx.query(
-      `INSERT INTO audit_logs (id, org_id, seq, timestamp, actor_type, actor_id, actor_email, action, details, result, checksum, prev_checksum)
-       VALUES (:id::uuid, :orgId::uuid, :seq::bigint, :timestamp::timestamptz, :actorType::audit_actor_type, :actorId::uuid, :actorEmail::text,
-               :action::text, :details::jsonb, :result::audit_result, :checksum::text, :prevChecksum::text)`,
+      `WITH entry AS (
+         INSERT INTO audit_entries (id, org_id, timestamp, actor_type, actor_id, actor_email, action, details, result)
+         VALUES (:id::uuid, :orgId::uuid, :timestamp::timestamptz, :actorType::audit_actor_type, :actorId::uuid, :actorEmail::text,
+                 :action::text, :details::jsonb, :result::audit_result)
+         RETURNING pos
+       )
+       INSERT INTO audit_chain_links (org_id, seq, pos, checksum, prev_checksum)
+       SELECT :orgId::uuid, :seq::bigint, entry.pos, :checksum::text, :prevChecksum::text FROM entry`,
       row,
     ),
+  );
+}
+
+/** Columns of audit_logs that are the link's (audit_chain_links); the others are the entry's (audit_entries). */
+const linkColumns = /^\s*(seq|checksum|prev_checksum)\s*=/;
+
+/**
+ * Changes rows of audit_logs as a tamperer would, on the table that holds the column: `set` is one assignment, `where`
+ * a condition on org_id and seq (the link's columns).
+ */
+export function updateChainRows(tx: Db, set: string, where: string, params: Record<string, unknown>) {
+  return tx.query(
+    linkColumns.test(set)
+      ? `UPDATE audit_chain_links SET ${set} WHERE ${where}`
+      : `UPDATE audit_entries SET ${set} WHERE pos IN (SELECT pos FROM audit_chain_links WHERE ${where})`,
+    params,
+  );
+}
+
+/** Deletes rows of audit_logs, entry and link, as a tamperer (or retention) would: `where` is on org_id and seq. */
+export function deleteChainRows(tx: Db, where: string, params: Record<string, unknown>) {
+  return tx.query(
+    `WITH link AS (DELETE FROM audit_chain_links WHERE ${where} RETURNING pos)
+     DELETE FROM audit_entries WHERE pos IN (SELECT pos FROM link)`,
+    params,
   );
 }
 

@@ -30,7 +30,7 @@ const row = (orgId: string, n: number, overrides: Partial<AuditRowInput> = {}): 
 /** How many transactions wrote the organization's rows (rows of one statement share their xmin). */
 async function transactions(orgId: string): Promise<number> {
   const { rows } = await t.db.admin.query<{ n: number }>(
-    'SELECT count(DISTINCT xmin::text) AS n FROM audit_logs WHERE org_id = :orgId::uuid',
+    'SELECT count(DISTINCT xmin::text) AS n FROM audit_entries WHERE org_id = :orgId::uuid',
     { orgId },
   );
   return rows[0]!.n;
@@ -140,7 +140,7 @@ describe('grouped audit appends of one process', () => {
       const sealed = await appendAuditRows(db, [row(a, 1), row(b, 2), row(a, 3)]);
       expect(sealed.map((r) => r.orgId).sort()).toEqual([a, a, b].sort());
       const { rows } = await t.db.admin.query<{ n: number }>(
-        'SELECT count(DISTINCT xmin::text) AS n FROM audit_logs WHERE org_id IN (:a::uuid, :b::uuid)',
+        'SELECT count(DISTINCT xmin::text) AS n FROM audit_entries WHERE org_id IN (:a::uuid, :b::uuid)',
         { a, b },
       );
       expect(rows[0]!.n).toBe(1);

@@ -11,7 +11,15 @@ import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
 import { loadMigrations, migrate, migrationsDir } from '#shared/db/migrate.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { appendAudit, appendOne, readChain, type Sealed, tamper, useAuditDatabase } from './audit-rows.ts';
+import {
+  appendAudit,
+  deleteChainRows,
+  appendOne,
+  readChain,
+  type Sealed,
+  tamper,
+  useAuditDatabase,
+} from './audit-rows.ts';
 
 const t = useAuditDatabase();
 const day = 86_400_000;
@@ -300,9 +308,7 @@ describe('the verifier after a retention cut (DESIGN.md "Audit chain")', () => {
     return { orgId, sealed };
   }
   const removeRow = (orgId: string, seq: number) =>
-    tamper(t.db.admin, (tx) =>
-      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }),
-    );
+    tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }));
 
   it('reports the earliest retained row deleted by hand as missing: it is no retention cut', async () => {
     const { orgId } = await prunedChain();
@@ -341,7 +347,7 @@ describe('who may delete audit rows and change policies (seed 5 rule 8)', () => 
     await rowsAged(orgId, [100]);
     const attempt = t.auditAdmin.transaction(async (tx) => {
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-      return tx.query('TRUNCATE audit_logs');
+      return tx.query('TRUNCATE audit_entries, audit_chain_links');
     });
     await expect(attempt).rejects.toThrow(/permission denied|append-only/);
     expect(await seqs(orgId)).toEqual([1]);

@@ -54,17 +54,35 @@ describe('sealing an audit row', () => {
     expect(await readChainHead(t.app, orgId)).toEqual({ seq: 3, checksum: sealed[2]!.checksum });
   });
 
-  it('overwrites a seq, checksum and prev_checksum supplied by the writer', async () => {
+  it('leaves the seal to the database: a writer can set no seq, checksum or position, nor write a link', async () => {
     const orgId = randomUUID();
     const first = await appendOne(t.app, { orgId });
-    const { rows } = await t.app.query<{ seq: number; checksum: string; prevChecksum: string | null }>(
-      `INSERT INTO audit_logs (org_id, actor_type, actor_id, action, seq, checksum, prev_checksum)
-       VALUES (:orgId::uuid, 'user', :actorId::uuid, 'device.delete', 99::bigint, :forged::text, :forged::text)
-       RETURNING seq, checksum, prev_checksum AS "prevChecksum"`,
-      { orgId, actorId: randomUUID(), forged: 'f'.repeat(64) },
-    );
-    expect(rows[0]).toEqual({ seq: 2, checksum: expect.not.stringMatching(/^f+$/), prevChecksum: first.checksum });
-    expect((await verifyChain(t.app, orgId)).ok).toBe(true);
+    const params = { orgId, actorId: randomUUID(), forged: 'f'.repeat(64) };
+    await expect(
+      t.app.query(
+        `INSERT INTO audit_entries (org_id, actor_type, actor_id, action, seq, checksum)
+         VALUES (:orgId::uuid, 'user', :actorId::uuid, 'device.delete', 99::bigint, :forged::text)`,
+        params,
+      ),
+    ).rejects.toThrow(/column "seq" of relation "audit_entries" does not exist/);
+    // A position the identity did not hand out yet would collide with a later writer's.
+    await expect(
+      t.app.query(
+        `INSERT INTO audit_entries (pos, org_id, actor_type, actor_id, action) OVERRIDING SYSTEM VALUE
+         VALUES (9000000000000, :orgId::uuid, 'user', :actorId::uuid, 'device.delete')`,
+        params,
+      ),
+    ).rejects.toThrow(/audit_entries.pos is set by the database only/);
+    await expect(
+      t.app.query(
+        `INSERT INTO audit_chain_links (org_id, seq, pos, checksum, prev_checksum)
+         VALUES (:orgId::uuid, 2, 1, :forged::text, :forged::text)`,
+        params,
+      ),
+    ).rejects.toThrow(/permission denied for table audit_chain_links/);
+    const second = await appendOne(t.app, { orgId });
+    expect(second).toMatchObject({ seq: 2, prevChecksum: first.checksum });
+    expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 
   it('rejects an actorType or result outside its enumeration (seed 7)', async () => {
@@ -88,7 +106,7 @@ describe('sealing an audit row', () => {
     const orgId = randomUUID();
     const first = await appendOne(t.app, { orgId });
     await t.app.query(
-      `INSERT INTO audit_logs (id, org_id, actor_type, actor_id, action)
+      `INSERT INTO audit_entries (id, org_id, actor_type, actor_id, action)
        VALUES (:duplicate::uuid, :orgId::uuid, 'user', :actorId::uuid, 'device.update'), (:fresh::uuid, :orgId::uuid, 'user', :actorId::uuid, 'device.update')
        ON CONFLICT (id) DO NOTHING`,
       { duplicate: first.id, fresh: randomUUID(), orgId, actorId: randomUUID() },

@@ -44,7 +44,12 @@ describe('the sealing functions on a database where PUBLIC may create in schema 
         WHERE n.nspname = 'public' AND p.prosecdef ORDER BY p.proname`,
     );
     expect(rows.map((row) => row.name)).toEqual(
-      expect.arrayContaining(['agent_logs_count', 'audit_logs_checkpoint', 'audit_logs_move_heads', 'audit_logs_seal']),
+      expect.arrayContaining([
+        'agent_logs_count',
+        'audit_entries_refuse_linked_delete',
+        'audit_entries_seal',
+        'audit_logs_checkpoint',
+      ]),
     );
     for (const row of rows) expect(row.config, row.name).toEqual(['search_path=pg_catalog, pg_temp']);
   });

@@ -5,7 +5,7 @@ import { verifyChain } from '#shared/audit/verify.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
 import type { Principal } from '#shared/auth/principal.ts';
 import { insertOrganization, insertPartner } from '#shared/hierarchy/store.ts';
-import { appendAudit, tamper, useAuditDatabase } from './audit-rows.ts';
+import { appendAudit, deleteChainRows, tamper, useAuditDatabase } from './audit-rows.ts';
 
 const t = useAuditDatabase();
 /** More device.update rows than the 1,000 a filtered count once stopped at, then a few logins. */
@@ -45,7 +45,7 @@ beforeAll(async () => {
   } as Principal;
   // Through the sealing trigger in one statement: a chain of 1,050 updates.
   await t.db.admin.query(
-    `INSERT INTO audit_logs (org_id, actor_type, actor_id, action, resource_type, details)
+    `INSERT INTO audit_entries (org_id, actor_type, actor_id, action, resource_type, details)
      SELECT :orgId::uuid, 'user', gen_random_uuid(), 'device.update', 'device', jsonb_build_object('n', i) FROM generate_series(1, :n::int) i`,
     { orgId, n: updates },
   );
@@ -101,7 +101,7 @@ describe('list totals at scale', () => {
   it('counts only the retained rows after a retention cut', async () => {
     await t.auditAdmin.transaction(async (tx) => {
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 100', { orgId });
+      await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq <= 100', { orgId });
     });
     const after = await page(orgAdmin(orgId, partner.partnerId!), {});
     expect(after).toMatchObject({ total: updates + logins - 100, totalExact: true });
@@ -114,9 +114,7 @@ describe('list totals at scale', () => {
 
   it('counts the positions the chain holds: a row deleted behind its back still counts, and verification reports it', async () => {
     const before = (await page(partner, { orgId: otherOrgId })).total;
-    await tamper(t.db.admin, (tx) =>
-      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: otherOrgId }),
-    );
+    await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId: otherOrgId }));
     expect(await page(partner, { orgId: otherOrgId })).toMatchObject({ total: before, hasMore: false });
     expect(await verifyChain(t.app, otherOrgId)).toMatchObject({ ok: false, firstBreak: { seq: 1, kind: 'missing' } });
   });

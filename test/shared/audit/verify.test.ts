@@ -4,10 +4,12 @@ import { verifyChain } from '#shared/audit/verify.ts';
 import {
   appendAudit,
   appendOne,
+  deleteChainRows,
   forgedRow,
   insertForged,
   type Sealed,
   tamper,
+  updateChainRows,
   useAuditDatabase,
 } from './audit-rows.ts';
 
@@ -28,10 +30,14 @@ async function chainOf(length: number, dated = false): Promise<{ orgId: string; 
 }
 
 const run = (sql: string, params: Record<string, string | number>) => tamper(t.db.admin, (tx) => tx.query(sql, params));
+const runDelete = (where: string, params: Record<string, string | number>) =>
+  tamper(t.db.admin, (tx) => deleteChainRows(tx, where, params));
+const runUpdate = (set: string, where: string, params: Record<string, string | number>) =>
+  tamper(t.db.admin, (tx) => updateChainRows(tx, set, where, params));
 
 /** Replaces row `seq` by a forged row that is consistent in itself and links to the row before it. */
 async function replaceRow(orgId: string, sealed: Sealed[], seq: number) {
-  await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq });
+  await runDelete('org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq });
   await insertForged(t.db.admin, forgedRow(orgId, seq, sealed[seq - 2]?.checksum ?? null));
 }
 
@@ -55,7 +61,7 @@ describe('verifying a chain', () => {
     ['checksum', `checksum = repeat('0', 64)`],
   ])('finds an altered %s at the row that was changed', async (_field, change) => {
     const { orgId, sealed } = await chainOf(5);
-    await run(`UPDATE audit_logs SET ${change} WHERE org_id = :orgId::uuid AND seq = 3`, { orgId });
+    await runUpdate(change, 'org_id = :orgId::uuid AND seq = 3', { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
       checked: 3,
@@ -65,7 +71,7 @@ describe('verifying a chain', () => {
 
   it('finds a deleted middle row missing at its position', async () => {
     const { orgId } = await chainOf(5);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 3', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq = 3', { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
       checked: 2,
@@ -102,7 +108,7 @@ describe('verifying a chain', () => {
 
   it('finds a deleted tail through the head', async () => {
     const { orgId } = await chainOf(5);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq >= 4', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq >= 4', { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
       checked: 3,
@@ -112,7 +118,7 @@ describe('verifying a chain', () => {
 
   it('finds a chain whose rows were all deleted', async () => {
     const { orgId } = await chainOf(3);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+    await runDelete('org_id = :orgId::uuid', { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
       checked: 0,
@@ -122,7 +128,7 @@ describe('verifying a chain', () => {
 
   it('finds oldest rows deleted without a retention checkpoint missing', async () => {
     const { orgId } = await chainOf(5);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq <= 2', { orgId });
     expect(await verifyChain(t.app, orgId)).toMatchObject({
       ok: false,
       firstBreak: { seq: 1, id: null, kind: 'missing' },
@@ -141,7 +147,7 @@ describe('verifying a chain', () => {
 
   it('finds a tail deleted together with the head missing after the last remaining row', async () => {
     const { orgId } = await chainOf(5);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq >= 4', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq >= 4', { orgId });
     await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
@@ -154,7 +160,7 @@ describe('verifying a chain', () => {
     const { orgId } = await chainOf(3);
     await t.auditAdmin.transaction(async (tx) => {
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId });
+      await deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId });
     });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 0 });
     await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
@@ -169,7 +175,7 @@ describe('verifying a chain', () => {
     const { orgId } = await chainOf(5);
     await t.auditAdmin.transaction(async (tx) => {
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId });
+      await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq <= 2', { orgId });
     });
     await run('DELETE FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
     expect(await verifyChain(t.app, orgId)).toEqual({
@@ -187,7 +193,7 @@ describe('verifying a chain', () => {
       head: { seq: 3, checksum: sealed[2]!.checksum },
     });
     expect(await verifyChain(t.app, randomUUID(), { reportHead: true })).toEqual({ ok: true, checked: 0, head: null });
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 3', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq = 3', { orgId });
     expect(await verifyChain(t.app, orgId, { reportHead: true })).toEqual({
       ok: false,
       checked: 2,
@@ -200,7 +206,7 @@ describe('verifying a chain', () => {
     const { orgId } = await chainOf(5);
     await t.auditAdmin.transaction(async (tx) => {
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= 2', { orgId });
+      await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq <= 2', { orgId });
     });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 3 });
     const forged = forgedRow(orgId, 2, null);
@@ -270,7 +276,7 @@ describe('verifying a time window', () => {
 
   it('does not report a break outside the window and its neighbours', async () => {
     const { orgId, sealed } = await chainOf(10, true);
-    await run(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid AND seq = 9`, { orgId });
+    await runUpdate(`action = 'device.create'`, `org_id = :orgId::uuid AND seq = 9`, { orgId });
     expect(await verifyChain(t.app, orgId, { from: day(4), to: day(6) })).toEqual({ ok: true, checked: 5 });
     expect(await verifyChain(t.app, orgId)).toMatchObject({
       firstBreak: { seq: 9, id: sealed[8]!.id, kind: 'altered' },
@@ -279,7 +285,7 @@ describe('verifying a time window', () => {
 
   it('finds the last row of the window deleted', async () => {
     const { orgId } = await chainOf(10, true);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 6', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq = 6', { orgId });
     expect(await verifyChain(t.app, orgId, { from: day(4), to: day(6) })).toMatchObject({
       ok: false,
       firstBreak: { seq: 6, id: null, kind: 'missing' },
@@ -288,7 +294,7 @@ describe('verifying a time window', () => {
 
   it('finds the first row of the window deleted', async () => {
     const { orgId } = await chainOf(10, true);
-    await run('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 4', { orgId });
+    await runDelete('org_id = :orgId::uuid AND seq = 4', { orgId });
     expect(await verifyChain(t.app, orgId, { from: day(4), to: day(6) })).toMatchObject({
       ok: false,
       firstBreak: { seq: 4, id: null, kind: 'missing' },
@@ -312,7 +318,7 @@ describe('verifying a time window', () => {
       ok: true,
       checked: 2,
     });
-    await run(`UPDATE audit_logs SET action = 'device.create' WHERE org_id = :orgId::uuid AND seq = 6`, { orgId });
+    await runUpdate(`action = 'device.create'`, `org_id = :orgId::uuid AND seq = 6`, { orgId });
     expect(await verifyChain(t.app, orgId, { from: '2024-04-01T00:00:00Z', to: '2024-04-30T00:00:00Z' })).toMatchObject(
       {
         firstBreak: { seq: 6, id: late.id, kind: 'altered' },

@@ -110,7 +110,7 @@ describe('audit writes of a request', () => {
     const lockHeld = new Promise<void>((resolve) => (locked = resolve));
     const held = t.db.admin.transaction(async (tx) => {
       await tx.query(
-        `INSERT INTO audit_logs (org_id, actor_type, actor_id, action, checksum) VALUES (:orgId::uuid, 'system', :zero::uuid, 'test.blocker', '')`,
+        `INSERT INTO audit_entries (org_id, actor_type, actor_id, action) VALUES (:orgId::uuid, 'system', :zero::uuid, 'test.blocker')`,
         {
           orgId,
           zero: zeroUuid,
@@ -144,7 +144,7 @@ describe('audit writes of a request', () => {
   });
 
   it('never change the reply when the insert fails', async () => {
-    await t.db.admin.query('REVOKE INSERT ON audit_logs FROM logbook_app');
+    await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
     try {
       const reply = await auditingHandler('test.failing')(
         httpEvent({ headers: { authorization: `Bearer ${token}` } }),
@@ -152,7 +152,7 @@ describe('audit writes of a request', () => {
       );
       expect(reply).toMatchObject({ statusCode: 200, body: JSON.stringify({ done: true }) });
     } finally {
-      await t.db.admin.query('GRANT INSERT ON audit_logs TO logbook_app');
+      await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
     }
     expect(await rowsOf('test.failing')).toEqual([]);
   });
