@@ -14,7 +14,15 @@ import {
   signAnchor,
 } from '#shared/audit/anchor-signing.ts';
 import type { AuditRow } from '#shared/audit/row.ts';
-import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
+import {
+  appendAudit,
+  deleteChainRows,
+  forgedRow,
+  insertForged,
+  readChain,
+  tamper,
+  updateChainRows,
+} from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant } from '#test/support/tenants.ts';
 
@@ -56,9 +64,7 @@ async function chainOf(length: number, timestamp?: (i: number) => string) {
 }
 
 const removeRow = (orgId: string, seq: number) =>
-  tamper(t.db.admin, (tx) =>
-    tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }),
-  );
+  tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid AND seq = :seq::bigint', { orgId, seq }));
 
 /**
  * A file shaped like GET /audit-logs/export?format=json: rows newest first, each with its canonical values and checksums,
@@ -110,7 +116,7 @@ describe('npm run audit:verify -- --org', () => {
   it('reports an altered row with its seq, id and kind, and exits 1', async () => {
     const { orgId, sealed } = await chainOf(5);
     await tamper(t.db.admin, (tx) =>
-      tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE org_id = :orgId::uuid AND seq = 3`, { orgId }),
+      updateChainRows(tx, `action = 'device.delete'`, `org_id = :orgId::uuid AND seq = 3`, { orgId }),
     );
     const run = await auditVerify(['--org', orgId]);
     expect(run.stdout).toContain(`break: organization ${orgId}: seq 3, id ${sealed[2]!.id}, kind altered`);
@@ -350,7 +356,7 @@ describe('npm run audit:verify -- --anchor', () => {
   it('finds a chain rewritten wholesale, which verifies on its own, and exits 1', async () => {
     const { orgId } = await chainOf(2);
     const { path } = await keptAnchor(orgId);
-    await tamper(t.db.admin, (tx) => tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId }));
+    await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId }));
     let prev: string | null = null;
     for (const seq of [1, 2]) {
       const row = forgedRow(orgId, seq, prev);

@@ -14,7 +14,15 @@ import { runRetention } from '#shared/audit/retention.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { logger } from '#shared/logger.ts';
-import { appendAudit, forgedRow, insertForged, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
+import {
+  appendAudit,
+  deleteChainRows,
+  forgedRow,
+  insertForged,
+  readChain,
+  tamper,
+  updateChainRows,
+} from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
 
@@ -119,7 +127,7 @@ describe('tampering as database superuser, reported by every verifier with the s
   it('a row altered before the newest anchor: altered, and no anchor is signed over it', async () => {
     const tenant = await anchoredTenant('Altered');
     await tamper(t.db.admin, (tx) =>
-      tx.query(`UPDATE audit_logs SET action = 'device.view' WHERE org_id = :orgId::uuid AND seq = 3`, {
+      updateChainRows(tx, `action = 'device.view'`, `org_id = :orgId::uuid AND seq = 3`, {
         orgId: tenant.orgId,
       }),
     );
@@ -128,9 +136,7 @@ describe('tampering as database superuser, reported by every verifier with the s
 
   it('a row deleted before the newest anchor: missing', async () => {
     const tenant = await anchoredTenant('Deleted');
-    await tamper(t.db.admin, (tx) =>
-      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq = 3', { orgId: tenant.orgId }),
-    );
+    await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid AND seq = 3', { orgId: tenant.orgId }));
     expect(await verdicts(tenant)).toEqual({ ...everywhere('missing'), anchored: false });
   });
 
@@ -139,7 +145,7 @@ describe('tampering as database superuser, reported by every verifier with the s
     const chain = await readChain(t.db.admin, tenant.orgId);
     const last = chain[2]!;
     await tamper(t.db.admin, async (tx) => {
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq <= :seq::bigint', {
+      await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq <= :seq::bigint', {
         orgId: tenant.orgId,
         seq: last.seq,
       });
@@ -164,7 +170,7 @@ describe('tampering as database superuser, reported by every verifier with the s
     const chain = await readChain(t.db.admin, tenant.orgId);
     const kept = chain.filter((row) => row.seq < 3);
     await tamper(t.db.admin, (tx) =>
-      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq >= 3', { orgId: tenant.orgId }),
+      deleteChainRows(tx, 'org_id = :orgId::uuid AND seq >= 3', { orgId: tenant.orgId }),
     );
     let prev = kept.at(-1)!.checksum;
     for (let seq = 3; seq <= chain.at(-1)!.seq; seq++) {
@@ -186,7 +192,7 @@ describe('tampering as database superuser, reported by every verifier with the s
     const chain = await readChain(t.db.admin, tenant.orgId);
     const newHead = chain.at(-4)!;
     await tamper(t.db.admin, async (tx) => {
-      await tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid AND seq > :seq::bigint', {
+      await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq > :seq::bigint', {
         orgId: tenant.orgId,
         seq: newHead.seq,
       });

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type AuditInput, appendAudit, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
+import { appendAudit, type AuditInput, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 import { browserAvailable, useViewer } from './support/viewer.ts';
 
@@ -441,7 +441,7 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
 
     const altered = auditor.byKind.unknownCode;
     await tamper(viewer.db.admin, (tx) =>
-      tx.query(`UPDATE audit_logs SET resource_name = 'Patch ring 2' WHERE id = :id::uuid`, { id: altered.id }),
+      tx.query(`UPDATE audit_entries SET resource_name = 'Patch ring 2' WHERE id = :id::uuid`, { id: altered.id }),
     );
     await page.reload();
     await shown(page);

@@ -5,7 +5,7 @@ import { runRetention } from '#shared/audit/retention.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { logger } from '#shared/logger.ts';
-import { appendAudit, forgedRow, insertForged, tamper } from '#test/shared/audit/audit-rows.ts';
+import { appendAudit, deleteChainRows, forgedRow, insertForged, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
@@ -70,9 +70,7 @@ describe('GET /audit-logs/anchors', () => {
     const anchoredSeq = before.body.anchor.seq;
     expect(before.body).toMatchObject({ ok: true, anchor: { seq: anchoredSeq, ok: true } });
 
-    await tamper(t.db.admin, (tx) =>
-      tx.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: a.orgId }),
-    );
+    await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId: a.orgId }));
     let prev: string | null = null;
     for (let seq = 1; seq <= anchoredSeq; seq++) {
       const row = forgedRow(a.orgId, seq, prev);

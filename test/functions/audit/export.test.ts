@@ -102,13 +102,13 @@ beforeAll(async () => {
   await appendAudit(t.db.admin, [{ orgId: b.orgId, timestamp: at(5), action: 'device.create' }]);
   // 10,050 rows of compressible padding, and 5,000 of random text that gzip cannot shrink enough.
   await t.db.admin.query(
-    `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, action, details)
+    `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, action, details)
      SELECT :orgId::uuid, timestamp '2027-01-01' + g * interval '1 second', 'system', gen_random_uuid(), 'bulk.row', jsonb_build_object('pad', repeat('x', 600), 'n', g)
        FROM generate_series(1, 10050) g`,
     { orgId: bulk },
   );
   await t.db.admin.query(
-    `INSERT INTO audit_logs (org_id, timestamp, actor_type, actor_id, action, details)
+    `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, action, details)
      SELECT :orgId::uuid, timestamp '2027-01-01' + g * interval '1 second', 'system', gen_random_uuid(), 'noise.row',
             jsonb_build_object('noise', (SELECT string_agg(md5(random()::text || g || k), '') FROM generate_series(1, 80) k))
        FROM generate_series(1, 5000) g`,

@@ -94,7 +94,7 @@ describe('GET /audit-logs/verify', () => {
 
   it('reports the first break of a tampered chain', async () => {
     await tamper(t.db.admin, (tx) =>
-      tx.query(`UPDATE audit_logs SET action = 'device.delete' WHERE id = :id::uuid`, { id: rows[2]!.id }),
+      tx.query(`UPDATE audit_entries SET action = 'device.delete' WHERE id = :id::uuid`, { id: rows[2]!.id }),
     );
     const reply = await verify('', a.orgToken);
     expect(reply.body).toEqual({

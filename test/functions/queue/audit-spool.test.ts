@@ -81,11 +81,11 @@ const rowsOf = (orgId: string, action: string) =>
 
 /** Runs `work` while the API's role may not append to the trail (the request itself still succeeds). */
 async function withoutAuditInserts<T>(work: () => Promise<T>): Promise<T> {
-  await t.db.admin.query('REVOKE INSERT ON audit_logs FROM logbook_app');
+  await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
   try {
     return await work();
   } finally {
-    await t.db.admin.query('GRANT INSERT ON audit_logs TO logbook_app');
+    await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
   }
 }
 

@@ -41,7 +41,7 @@ const updates = (orgId: string) =>
 describe('the audit spool (issue 13 item 6)', () => {
   it('keeps an audit write the database refused, and the replay appends it with its original timestamp', async () => {
     // The fault: the API's role may not append to the trail for a while (the request itself still succeeds).
-    await t.db.admin.query('REVOKE INSERT ON audit_logs FROM logbook_app');
+    await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
     const before = Date.now();
     let reply: Awaited<ReturnType<typeof t.api.request>>;
     try {
@@ -50,7 +50,7 @@ describe('the audit spool (issue 13 item 6)', () => {
         body: { name: 'Spooled Renamed' },
       });
     } finally {
-      await t.db.admin.query('GRANT INSERT ON audit_logs TO logbook_app');
+      await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
     }
     expect(reply.status).toBe(200);
     expect(await updates(tenant.orgId)).toEqual([]);
@@ -72,7 +72,7 @@ describe('the audit spool (issue 13 item 6)', () => {
   });
 
   it('leaves the rows spooled when the replay fails, and appends them on a later replay', async () => {
-    await t.db.admin.query('REVOKE INSERT ON audit_logs FROM logbook_app');
+    await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
     try {
       const reply = await t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
         token: tenant.partnerToken,
@@ -81,7 +81,7 @@ describe('the audit spool (issue 13 item 6)', () => {
       expect(reply.status).toBe(200);
       await expect(spool.replay(app)).rejects.toThrow(/permission denied/);
     } finally {
-      await t.db.admin.query('GRANT INSERT ON audit_logs TO logbook_app');
+      await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
     }
     expect(await spool.replay(app)).toBe(1);
     expect((await updates(tenant.orgId)).map((row) => row.name)).toEqual(['Spooled Renamed', 'Spooled Twice']);

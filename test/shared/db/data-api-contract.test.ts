@@ -485,7 +485,7 @@ describe('the stores through the Data API', () => {
     // Each call outside a transaction is a transaction of its own: a flag set by one is gone for the next.
     await auditAdmin.query(`SET LOCAL logbook.audit_retention = 'on'`);
     await expect(
-      auditAdmin.query('DELETE FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: pruned.orgId }),
+      auditAdmin.query('DELETE FROM audit_chain_links WHERE org_id = :orgId::uuid', { orgId: pruned.orgId }),
     ).rejects.toMatchObject({ name: 'DataApiError' });
 
     const run = await runRetention(auditAdmin, { batchRows: 1, anchorKey: generateAnchorKey(), integrityWatch: false });
