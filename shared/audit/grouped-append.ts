@@ -1,5 +1,5 @@
 import type { Db } from '../db/db.ts';
-import { type AppendedRow as Sealed, type AuditRowInput, insertAuditRows } from './store.ts';
+import { type AuditRowInput, insertAuditRows, type AppendedRow as Sealed } from './store.ts';
 
 type Waiting = { rows: AuditRowInput[]; resolve: (sealed: Sealed[]) => void; reject: (error: unknown) => void };
 

@@ -211,9 +211,7 @@ export async function readExportPage(
       limit: page.rows,
       offset: 0,
       bytes: page.bytes,
-      ...(page.after
-        ? { afterTimestamp: page.after.timestamp, afterPos: page.after.pos }
-        : {}),
+      ...(page.after ? { afterTimestamp: page.after.timestamp, afterPos: page.after.pos } : {}),
     },
   );
   return rows;

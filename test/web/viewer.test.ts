@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { appendAudit, type AuditInput, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
+import { type AuditInput, appendAudit, type Sealed, tamper } from '#test/shared/audit/audit-rows.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 import { browserAvailable, useViewer } from './support/viewer.ts';
 

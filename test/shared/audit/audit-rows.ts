@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { auditChecksum, type CanonicalAuditRow } from '#shared/audit/canonical.ts';
 import type { AuditRow } from '#shared/audit/row.ts';
 import { readChainPage } from '#shared/audit/store.ts';
-import type { Db } from '#shared/db/db.ts';
+import type { Db, Params } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
@@ -142,7 +142,7 @@ const linkColumns = /^\s*(seq|checksum|prev_checksum)\s*=/;
  * Changes rows of audit_logs as a tamperer would, on the table that holds the column: `set` is one assignment, `where`
  * a condition on org_id and seq (the link's columns).
  */
-export function updateChainRows(tx: Db, set: string, where: string, params: Record<string, unknown>) {
+export function updateChainRows(tx: Db, set: string, where: string, params: Params) {
   return tx.query(
     linkColumns.test(set)
       ? `UPDATE audit_chain_links SET ${set} WHERE ${where}`
@@ -152,7 +152,7 @@ export function updateChainRows(tx: Db, set: string, where: string, params: Reco
 }
 
 /** Deletes rows of audit_logs, entry and link, as a tamperer (or retention) would: `where` is on org_id and seq. */
-export function deleteChainRows(tx: Db, where: string, params: Record<string, unknown>) {
+export function deleteChainRows(tx: Db, where: string, params: Params) {
   return tx.query(
     `WITH link AS (DELETE FROM audit_chain_links WHERE ${where} RETURNING pos)
      DELETE FROM audit_entries WHERE pos IN (SELECT pos FROM link)`,

@@ -13,8 +13,8 @@ import { loadMigrations, migrate, migrationsDir } from '#shared/db/migrate.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import {
   appendAudit,
-  deleteChainRows,
   appendOne,
+  deleteChainRows,
   readChain,
   type Sealed,
   tamper,
