@@ -3,8 +3,9 @@
  * trail's figures of issues 3 and 19, each printed beside a baseline measured in the same run on the same server,
  * with its target:
  *
- * - writing: inserts into audit_logs (sealed by its trigger) against an unsealed copy of the table (same
- *   columns and indexes, no trigger), written by the same production function, interleaved: single rows and
+ * - writing: inserts into audit_entries (sealed into audit_chain_links by its trigger) against an unsealed copy of
+ *   the entries (same columns and indexes, no trigger, no links), written by the same production function,
+ *   interleaved: single rows and
  *   100-row batches from 1 and 8 writers, batches spread over 16 organizations or rotating among them, and a bulk
  *   history load (--bulk rows, 0: none) through the ingestion path;
  * - reading at scale: with --rows rows in one organization, the list and search queries of the API
@@ -460,7 +461,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
   };
   const bare = (offset: number) =>
     db.query(
-      'SELECT * FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY timestamp DESC, seq DESC LIMIT :limit::int OFFSET :offset::int',
+      'SELECT * FROM audit_entries WHERE org_id = :orgId::uuid ORDER BY timestamp DESC, pos DESC LIMIT :limit::int OFFSET :offset::int',
       {
         orgId: org.id,
         limit: pageLimit,
@@ -468,7 +469,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
       },
     );
   const bareCount = () =>
-    db.query('SELECT count(*) AS total FROM audit_logs WHERE org_id = :orgId::uuid', { orgId: org.id });
+    db.query('SELECT count(*) AS total FROM audit_entries WHERE org_id = :orgId::uuid', { orgId: org.id });
   const lines: string[][] = [
     [
       `Reading ${number(totalRows)} rows of one organization (p95 of ${samples}; baseline: bare SELECT … ORDER BY … LIMIT, no filter)`,

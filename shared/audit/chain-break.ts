@@ -9,7 +9,7 @@ export const chainBreakMeaning: Record<ChainBreakKind, string> = {
   altered: "the row's values do not match its checksum",
   missing: 'no row holds this position of the chain',
   inserted:
-    'the chain never sealed a row here: past its head, before its retained start, or a second row at one position',
+    'the chain never sealed a row here: past its head, before its retained start, a second row at one position, or at no position (seq 0)',
   link: "the row's prevChecksum (or the chain head) does not point at the row before it",
   checkpoint:
     'the retention checkpoint the chain starts after is not signed by the retention worker, or cut rows younger than its policy allowed',

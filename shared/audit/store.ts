@@ -72,6 +72,28 @@ export async function readAnchoredRecord(db: Db, orgId: string): Promise<number 
   return found?.seq;
 }
 
+/**
+ * An entry of the organization that no link seals (one written with the triggers off): no reader shows it, and the
+ * verifier reports it. Only looked for when the organization has more entries than `linked`, the entries its chain
+ * walk found (one count off the organization's index, not a join of the whole trail).
+ */
+export async function findUnsealedEntry(db: Db, orgId: string, linked: number): Promise<string | undefined> {
+  const counted = await one<{ n: number }>(
+    db,
+    'SELECT count(*)::bigint AS n FROM audit_entries WHERE org_id = :orgId::uuid',
+    { orgId },
+  );
+  if (counted!.n <= linked) return undefined;
+  const found = await one<{ id: string }>(
+    db,
+    `SELECT e.id::text AS id FROM audit_entries e
+      WHERE e.org_id = :orgId::uuid AND NOT EXISTS (SELECT FROM audit_chain_links l WHERE l.pos = e.pos AND l.org_id = e.org_id)
+      ORDER BY e.pos LIMIT 1`,
+    { orgId },
+  );
+  return found?.id;
+}
+
 /** The first and last chain positions among the organization's rows timestamped within [from, to]. */
 export async function readSeqSpan(db: Db, orgId: string, from: Date | string | null, to: Date | string | null) {
   const span = await one<{ first: number | null; last: number | null }>(

@@ -13,6 +13,7 @@ import {
   type CheckpointRecord,
   readAnchoredRecord,
   readChainHead,
+  findUnsealedEntry,
   readChainPage,
   readLatestCheckpoint,
   readSeqSpan,
@@ -262,6 +263,12 @@ async function verifyInSnapshot(
   const { checked, last } = scan;
   const broken = (seq: number, id: string | null, kind: ChainBreakKind): ChainVerification =>
     withHead({ ok: false, checked, firstBreak: { seq, id, kind } });
+  // A whole chain that holds: every entry of the organization must be one of its rows (seq 0: a row at no position).
+  const intact = async (): Promise<ChainVerification> => {
+    if (afterSeq !== null || untilSeq !== null) return withHead({ ok: true, checked });
+    const unsealed = await findUnsealedEntry(tx, orgId, checked);
+    return unsealed ? broken(0, unsealed, 'inserted') : withHead({ ok: true, checked });
+  };
   if (!head) {
     // The head is written with the first row and never removed: rows, or a retention checkpoint, without one mean
     // it was deleted, and whatever followed the last row it accounted for with it (a deleted tail cannot be told
@@ -275,14 +282,14 @@ async function verifyInSnapshot(
   if (!last) {
     // Nothing retained: the whole chain was cut by retention, or its rows are gone.
     if (checkpoint?.seq === head.seq)
-      return checkpoint.checksum === head.checksum ? withHead({ ok: true, checked }) : broken(head.seq, null, 'link');
+      return checkpoint.checksum === head.checksum ? intact() : broken(head.seq, null, 'link');
     return broken(start, null, 'missing');
   }
   // A deleted tail shows against the head (DESIGN.md "Audit chain"); a window only needs the row after it.
   const end = untilSeq === null ? head.seq : Math.min(untilSeq, head.seq);
   if (last.seq < end) return broken(last.seq + 1, null, 'missing');
   if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
-  return withHead({ ok: true, checked });
+  return intact();
 }
 
 /** One organization's rows of an export, checked without the database. */

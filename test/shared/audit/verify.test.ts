@@ -90,6 +90,28 @@ describe('verifying a chain', () => {
     });
   });
 
+  it('finds an entry stored without a link (the sealing trigger off) as inserted at no position', async () => {
+    const { orgId } = await chainOf(3);
+    const id = randomUUID();
+    await run(
+      `INSERT INTO audit_entries (id, org_id, actor_type, actor_id, action) VALUES (:id::uuid, :orgId::uuid, 'user', :id::uuid, 'device.delete')`,
+      { id, orgId },
+    );
+    expect(await verifyChain(t.app, orgId)).toEqual({
+      ok: false,
+      checked: 3,
+      firstBreak: { seq: 0, id, kind: 'inserted' },
+    });
+    // It is no row of the trail: readers, which read entries with their links, do not show it.
+    const { rows } = await t.app.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM audit_logs WHERE org_id = :orgId::uuid',
+      {
+        orgId,
+      },
+    );
+    expect(rows[0]!.n).toBe(3);
+  });
+
   it('finds a forged replacement of a middle row through the link of the next row', async () => {
     const { orgId, sealed } = await chainOf(5);
     await replaceRow(orgId, sealed, 3);
