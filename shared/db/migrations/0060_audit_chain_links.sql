@@ -120,6 +120,7 @@ DECLARE
   org uuid;
   latest_seq bigint;
   latest_checksum text;
+  foreign_position boolean;
 BEGIN
   -- Only a fresh snapshot taken after the lock sees the previous writer's head; a REPEATABLE READ
   -- snapshot would predate it and fork the chain under load, so it is refused outright.
@@ -127,8 +128,10 @@ BEGIN
     RAISE EXCEPTION 'audit rows are written in READ COMMITTED transactions, not %', current_setting('transaction_isolation'::text)
       USING ERRCODE = 'invalid_transaction_state';
   END IF;
-  SELECT array_agg(s.org_id), array_agg(s.pos), array_agg(s.lead), array_agg(s.fields)
-    INTO orgs, positions, leads, fields
+  -- A position the identity did not hand out (OVERRIDING SYSTEM VALUE) could later collide with one it does.
+  SELECT array_agg(s.org_id), array_agg(s.pos), array_agg(s.lead), array_agg(s.fields),
+         max(s.pos) > (SELECT q.last_value FROM public.audit_entries_pos_seq q)
+    INTO orgs, positions, leads, fields, foreign_position
     FROM (
       SELECT a.org_id, a.pos,
              concat_ws(E'\n'::text, 'logbook-audit-v1'::text, public.audit_canonical_field(a.id::text),
@@ -153,8 +156,7 @@ BEGIN
   IF orgs IS NULL THEN
     RETURN NULL;
   END IF;
-  -- A position the identity did not hand out (OVERRIDING SYSTEM VALUE) could later collide with one it does.
-  IF (SELECT max(p) FROM unnest(positions) p) > (SELECT last_value FROM public.audit_entries_pos_seq) THEN
+  IF foreign_position THEN
     RAISE EXCEPTION 'audit_entries.pos is set by the database only' USING ERRCODE = 'insufficient_privilege';
   END IF;
   seqs := array_fill(NULL::bigint, ARRAY[cardinality(orgs)]);
@@ -176,8 +178,10 @@ BEGIN
       public.audit_canonical_field(latest_seq::text), fields[i], public.audit_canonical_field(latest_checksum)), 'UTF8'::name)), 'hex'::text);
     checksums[i] := latest_checksum;
   END LOOP;
-  INSERT INTO public.audit_chain_links (org_id, seq, pos, checksum, prev_checksum)
-  SELECT * FROM unnest(orgs, seqs, positions, checksums, prevs);
+  WITH linked AS (
+    INSERT INTO public.audit_chain_links (org_id, seq, pos, checksum, prev_checksum)
+    SELECT * FROM unnest(orgs, seqs, positions, checksums, prevs)
+  )
   INSERT INTO public.audit_chain_heads AS h (org_id, seq, checksum, updated_at)
   SELECT DISTINCT ON (s.org_id) s.org_id, s.seq, s.checksum, now()
     FROM unnest(orgs, seqs, checksums) AS s(org_id, seq, checksum) ORDER BY s.org_id, s.seq DESC
