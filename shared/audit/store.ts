@@ -109,7 +109,10 @@ export async function readSeqSpan(db: Db, orgId: string, from: Date | string | n
 
 /**
  * The next page of the chain after `afterSeq` (null: from its very start) up to `untilSeq` (null: its end),
- * in seq order, at most `rows` rows and, given `bytes`, about that many bytes (always at least one row).
+ * in seq order, at most `rows` rows and, given `bytes`, about that many bytes (always at least one row). Read
+ * through the audit_logs view: the links in seq order, each joined to its entry by one probe of (org_id, pos);
+ * joining a page's entries as one range instead measured slower (a hash join of the page, 54 against 48 ms per
+ * 5,000 rows).
  */
 export async function readChainPage(
   db: Db,

@@ -64,7 +64,8 @@ DROP FUNCTION audit_logs_move_heads();
 --> statement-breakpoint
 ALTER TABLE audit_entries ADD CONSTRAINT audit_entries_pkey PRIMARY KEY (id);
 --> statement-breakpoint
-ALTER TABLE audit_entries ADD CONSTRAINT audit_entries_pos_key UNIQUE (pos);
+-- Links find their entries by (org_id, pos): one probe per row, or one range per verified page.
+ALTER TABLE audit_entries ADD CONSTRAINT audit_entries_org_pos_key UNIQUE (org_id, pos);
 --> statement-breakpoint
 -- Lists are newest first in a stable order (timestamp desc, pos desc), read off this index (0005_audit_search.sql).
 CREATE INDEX audit_entries_org_time_idx ON audit_entries (org_id, timestamp DESC, pos DESC);
