@@ -27,7 +27,7 @@ describe('migrating an existing trail into entries and links (0060_audit_chain_l
       const admin = createPgDb({ connectionString: databaseName(inject('serverUrl'), name), max: 1 });
       try {
         await migrate(admin, { dir: before });
-        const [a, b] = [randomUUID(), randomUUID()].sort();
+        const [a, b] = [randomUUID(), randomUUID()].sort() as [string, string];
         // Written by the sealing trigger of 0003: rows of two organizations, several in one instant.
         const insert = (orgId: string, count: number) =>
           admin.query(
