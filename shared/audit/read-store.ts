@@ -95,7 +95,7 @@ const entryJoins = `${auditDetailsJoin} LEFT JOIN agents ag ON a.actor_type = 'a
 
 /**
  * Newest first, stable (seed 4.1): pos (insertion order, unique over all organizations) orders rows of one instant;
- * within an organization that is the order the chain sealed them in.
+ * for the rows of one statement that is the order the chain sealed them in.
  */
 const newestFirst = 'a.timestamp DESC, a.pos DESC';
 

@@ -12,8 +12,8 @@
 ALTER TABLE audit_logs RENAME TO audit_logs_v1;
 --> statement-breakpoint
 -- The wide row. pos is the order of insertion over all organizations (an identity, never reused): it joins the
--- entry to its link, and orders the rows of one instant newest first (within an organization, the rows of one
--- statement take pos in the order they are sealed).
+-- entry to its link, and orders the rows of one instant newest first (the seal takes an organization's rows of a
+-- statement in pos order, so within a statement pos and seq rise together).
 CREATE TABLE audit_entries (
   pos            bigint GENERATED ALWAYS AS IDENTITY,
   id             uuid NOT NULL DEFAULT gen_random_uuid(),
@@ -101,7 +101,7 @@ SELECT e.id, e.org_id, e.timestamp, e.actor_type, e.actor_id, e.actor_email, e.a
 -- their indexes. The canonical payloads are put together first; then, organization by organization in id order
 -- (so two statements take their locks in one order and cannot deadlock), the organization's transaction-scoped lock
 -- is taken, its head read in a fresh snapshot, and each entry gets the next seq, the previous checksum and its own;
--- the links and the moved heads are written in one statement each. The lock is held to commit, so the chain order
+-- the links and the moved heads are written in one statement. The lock is held to commit, so the chain order
 -- is commit order and the next writer's fresh snapshot sees this head.
 --
 -- SECURITY DEFINER (owner logbook_owner) with a pinned search_path (0010_audit_search_path.sql): the writer holds
