@@ -130,7 +130,9 @@ BEGIN
       USING ERRCODE = 'invalid_transaction_state';
   END IF;
   -- A position the identity did not hand out (OVERRIDING SYSTEM VALUE) could later collide with one it does.
-  SELECT array_agg(s.org_id), array_agg(s.pos), array_agg(s.lead), array_agg(s.fields),
+  -- Each array in the order the rows are sealed: by organization, then as inserted ((org_id, pos) is unique).
+  SELECT array_agg(s.org_id ORDER BY s.org_id, s.pos), array_agg(s.pos ORDER BY s.org_id, s.pos),
+         array_agg(s.lead ORDER BY s.org_id, s.pos), array_agg(s.fields ORDER BY s.org_id, s.pos),
          max(s.pos) > (SELECT q.last_value FROM public.audit_entries_pos_seq q)
     INTO orgs, positions, leads, fields, foreign_position
     FROM (
@@ -152,7 +154,6 @@ BEGIN
                public.audit_canonical_field(a.result::text),
                public.audit_canonical_field(a.error_message)) AS fields
         FROM added a
-       ORDER BY a.org_id, a.pos
     ) s;
   IF orgs IS NULL THEN
     RETURN NULL;
