@@ -12,7 +12,13 @@ import { logger } from '../logger.ts';
 import { type AnchorFields, anchorKeyId, orgsDigest, signAnchor } from './anchor-signing.ts';
 import { type Anchor, insertAnchor, readLatestAnchors } from './anchor-store.ts';
 import { type ChainBreakKind, chainBreakMeaning } from './chain-break.ts';
-import { anchoredAction, type ChainLink, readAnchoredRecord, readLatestCheckpoint } from './store.ts';
+import {
+  anchoredAction,
+  type ChainLink,
+  readAnchoredRecord,
+  readHeadlessOrganizations,
+  readLatestCheckpoint,
+} from './store.ts';
 import { verifyChain } from './verify.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
@@ -77,8 +83,9 @@ export async function runIntegrityWatch(
   const anchored = await readLatestAnchors(db);
   const chained = [...heads.keys()];
   const digest = orgsDigest(chained);
-  // An anchored organization without a head lost its chain: it is verified too, and its anchor reports it.
-  const orgIds = [...new Set([...chained, ...anchored.keys()])].sort();
+  // An anchored organization without a head lost its chain: it is verified too, and its anchor reports it. So is one
+  // with entries and no head: they were never sealed.
+  const orgIds = [...new Set([...chained, ...anchored.keys(), ...(await readHeadlessOrganizations(db))])].sort();
   const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: [] };
 
   for (const orgId of orgIds) {

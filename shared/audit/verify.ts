@@ -277,7 +277,8 @@ async function verifyInSnapshot(
       return untilSeq === null || last.seq < untilSeq
         ? broken(last.seq + 1, null, 'missing')
         : withHead({ ok: true, checked });
-    return checkpoint ? broken(checkpoint.seq + 1, null, 'missing') : withHead({ ok: true, checked });
+    // No chain at all: still, no entry of the organization may be there unsealed.
+    return checkpoint ? broken(checkpoint.seq + 1, null, 'missing') : intact();
   }
   if (!last) {
     // Nothing retained: the whole chain was cut by retention, or its rows are gone.

@@ -64,8 +64,9 @@ DROP FUNCTION audit_logs_move_heads();
 --> statement-breakpoint
 ALTER TABLE audit_entries ADD CONSTRAINT audit_entries_pkey PRIMARY KEY (id);
 --> statement-breakpoint
--- Links find their entries by (org_id, pos): one probe per row, or one range per verified page.
-ALTER TABLE audit_entries ADD CONSTRAINT audit_entries_org_pos_key UNIQUE (org_id, pos);
+-- pos is unique over all organizations (a position reused in another organization would wait for, then fail, the
+-- writer that holds it); links find their entries by it.
+ALTER TABLE audit_entries ADD CONSTRAINT audit_entries_pos_key UNIQUE (pos);
 --> statement-breakpoint
 -- Lists are newest first in a stable order (timestamp desc, pos desc), read off this index (0005_audit_search.sql).
 CREATE INDEX audit_entries_org_time_idx ON audit_entries (org_id, timestamp DESC, pos DESC);
@@ -129,11 +130,11 @@ BEGIN
     RAISE EXCEPTION 'audit rows are written in READ COMMITTED transactions, not %', current_setting('transaction_isolation'::text)
       USING ERRCODE = 'invalid_transaction_state';
   END IF;
-  -- A position the identity did not hand out (OVERRIDING SYSTEM VALUE) could later collide with one it does.
+  -- A position beyond what the identity has handed out (OVERRIDING SYSTEM VALUE) would collide with a later writer's.
   -- Each array in the order the rows are sealed: by organization, then as inserted ((org_id, pos) is unique).
   SELECT array_agg(s.org_id ORDER BY s.org_id, s.pos), array_agg(s.pos ORDER BY s.org_id, s.pos),
          array_agg(s.lead ORDER BY s.org_id, s.pos), array_agg(s.fields ORDER BY s.org_id, s.pos),
-         max(s.pos) > (SELECT q.last_value FROM public.audit_entries_pos_seq q)
+         max(s.pos) > (SELECT q.last_value FROM public.audit_entries_pos_seq q) OR min(s.pos) < 1
     INTO orgs, positions, leads, fields, foreign_position
     FROM (
       SELECT a.org_id, a.pos,

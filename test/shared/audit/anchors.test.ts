@@ -167,6 +167,18 @@ describe('the integrity watch (issue 4)', () => {
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 1, kind: 'anchor' });
   });
 
+  it('entries stored unsealed for an organization without any chain are reported: no head hides them', async () => {
+    const orgId = await organization();
+    await tamper(t.db.admin, (tx) =>
+      tx.query(
+        `INSERT INTO audit_entries (org_id, actor_type, actor_id, action) VALUES (:orgId::uuid, 'user', gen_random_uuid(), 'device.delete')`,
+        { orgId },
+      ),
+    );
+    expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 0, kind: 'inserted' });
+    expect(await anchorsOf(orgId)).toBe(0);
+  });
+
   it('a head rolled back below the newest anchor is reported against the anchor', async () => {
     const { orgId, sealed } = await chained(3);
     await daily();

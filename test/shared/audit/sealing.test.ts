@@ -75,6 +75,21 @@ describe('sealing an audit row', () => {
     ).rejects.toThrow(/audit_entries.pos is set by the database only/);
     await expect(
       t.app.query(
+        `INSERT INTO audit_entries (pos, org_id, actor_type, actor_id, action) OVERRIDING SYSTEM VALUE
+         VALUES (0, :orgId::uuid, 'user', :actorId::uuid, 'device.delete')`,
+        params,
+      ),
+    ).rejects.toThrow(/audit_entries.pos is set by the database only/);
+    // Nor can it take a position another organization's entry holds.
+    await expect(
+      t.app.query(
+        `INSERT INTO audit_entries (pos, org_id, actor_type, actor_id, action) OVERRIDING SYSTEM VALUE
+         SELECT pos, gen_random_uuid(), 'user', :actorId::uuid, 'device.delete' FROM audit_logs WHERE id = :id::uuid`,
+        { ...params, id: first.id },
+      ),
+    ).rejects.toThrow(/audit_entries_pos_key/);
+    await expect(
+      t.app.query(
         `INSERT INTO audit_chain_links (org_id, seq, pos, checksum, prev_checksum)
          VALUES (:orgId::uuid, 2, 1, :forged::text, :forged::text)`,
         params,

@@ -112,6 +112,20 @@ describe('verifying a chain', () => {
     expect(rows[0]!.n).toBe(3);
   });
 
+  it('finds entries stored without links for an organization that has no chain at all', async () => {
+    const orgId = randomUUID();
+    const id = randomUUID();
+    await run(
+      `INSERT INTO audit_entries (id, org_id, actor_type, actor_id, action) VALUES (:id::uuid, :orgId::uuid, 'user', :id::uuid, 'device.delete')`,
+      { id, orgId },
+    );
+    expect(await verifyChain(t.app, orgId)).toEqual({
+      ok: false,
+      checked: 0,
+      firstBreak: { seq: 0, id, kind: 'inserted' },
+    });
+  });
+
   it('finds a forged replacement of a middle row through the link of the next row', async () => {
     const { orgId, sealed } = await chainOf(5);
     await replaceRow(orgId, sealed, 3);
