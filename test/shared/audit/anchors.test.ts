@@ -18,6 +18,7 @@ import {
   deleteChainRows,
   forgedRow,
   insertForged,
+  insertUnsealed,
   type Sealed,
   tamper,
   useAuditDatabase,
@@ -169,12 +170,7 @@ describe('the integrity watch (issue 4)', () => {
 
   it('entries stored unsealed for an organization without any chain are reported: no head hides them', async () => {
     const orgId = await organization();
-    await tamper(t.db.admin, (tx) =>
-      tx.query(
-        `INSERT INTO audit_entries (org_id, actor_type, actor_id, action) VALUES (:orgId::uuid, 'user', gen_random_uuid(), 'device.delete')`,
-        { orgId },
-      ),
-    );
+    await insertUnsealed(t.db.admin, orgId);
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 0, kind: 'inserted' });
     expect(await anchorsOf(orgId)).toBe(0);
   });

@@ -135,6 +135,18 @@ export function insertForged(admin: Db, row: CanonicalAuditRow & { checksum: str
   );
 }
 
+/** Stores an entry with triggers off, so no link seals it; returns its id. */
+export async function insertUnsealed(admin: Db, orgId: string): Promise<string> {
+  const id = randomUUID();
+  await tamper(admin, (tx) =>
+    tx.query(
+      `INSERT INTO audit_entries (id, org_id, actor_type, actor_id, action) VALUES (:id::uuid, :orgId::uuid, 'user', :id::uuid, 'device.delete')`,
+      { id, orgId },
+    ),
+  );
+  return id;
+}
+
 /** Columns of audit_logs that are the link's (audit_chain_links); the others are the entry's (audit_entries). */
 const linkColumns = /^\s*(seq|checksum|prev_checksum)\s*=/;
 

@@ -65,21 +65,16 @@ describe('sealing an audit row', () => {
         params,
       ),
     ).rejects.toThrow(/column "seq" of relation "audit_entries" does not exist/);
-    // A position the identity did not hand out yet would collide with a later writer's.
-    await expect(
-      t.app.query(
-        `INSERT INTO audit_entries (pos, org_id, actor_type, actor_id, action) OVERRIDING SYSTEM VALUE
-         VALUES (9000000000000, :orgId::uuid, 'user', :actorId::uuid, 'device.delete')`,
-        params,
-      ),
-    ).rejects.toThrow(/audit_entries.pos is set by the database only/);
-    await expect(
-      t.app.query(
-        `INSERT INTO audit_entries (pos, org_id, actor_type, actor_id, action) OVERRIDING SYSTEM VALUE
-         VALUES (0, :orgId::uuid, 'user', :actorId::uuid, 'device.delete')`,
-        params,
-      ),
-    ).rejects.toThrow(/audit_entries.pos is set by the database only/);
+    // A position the identity did not hand out yet would collide with a later writer's; none is below 1.
+    for (const pos of [9_000_000_000_000, 0])
+      await expect(
+        t.app.query(
+          `INSERT INTO audit_entries (pos, org_id, actor_type, actor_id, action) OVERRIDING SYSTEM VALUE
+           VALUES (:pos::bigint, :orgId::uuid, 'user', :actorId::uuid, 'device.delete')`,
+          { ...params, pos },
+        ),
+        `pos ${pos}`,
+      ).rejects.toThrow(/audit_entries.pos is set by the database only/);
     // Nor can it take a position another organization's entry holds.
     await expect(
       t.app.query(

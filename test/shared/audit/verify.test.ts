@@ -7,6 +7,7 @@ import {
   deleteChainRows,
   forgedRow,
   insertForged,
+  insertUnsealed,
   type Sealed,
   tamper,
   updateChainRows,
@@ -92,11 +93,7 @@ describe('verifying a chain', () => {
 
   it('finds an entry stored without a link (the sealing trigger off) as inserted at no position', async () => {
     const { orgId } = await chainOf(3);
-    const id = randomUUID();
-    await run(
-      `INSERT INTO audit_entries (id, org_id, actor_type, actor_id, action) VALUES (:id::uuid, :orgId::uuid, 'user', :id::uuid, 'device.delete')`,
-      { id, orgId },
-    );
+    const id = await insertUnsealed(t.db.admin, orgId);
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
       checked: 3,
@@ -114,11 +111,7 @@ describe('verifying a chain', () => {
 
   it('finds entries stored without links for an organization that has no chain at all', async () => {
     const orgId = randomUUID();
-    const id = randomUUID();
-    await run(
-      `INSERT INTO audit_entries (id, org_id, actor_type, actor_id, action) VALUES (:id::uuid, :orgId::uuid, 'user', :id::uuid, 'device.delete')`,
-      { id, orgId },
-    );
+    const id = await insertUnsealed(t.db.admin, orgId);
     expect(await verifyChain(t.app, orgId)).toEqual({
       ok: false,
       checked: 0,
