@@ -5,6 +5,8 @@ export interface Receiver {
   /** The URL of one behaviour: ok (200 with a ticket id), fail (503), hang (never answers), slow (200 after 300 ms). */
   url(behaviour: 'ok' | 'fail' | 'hang' | 'slow'): string;
   received(behaviour: string): { headers: Record<string, string | undefined>; body: string }[];
+  /** Drops the connections the hang behaviour holds, so their senders see the request fail at once. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -33,9 +35,12 @@ export async function startReceiver(): Promise<Receiver> {
   return {
     url: (behaviour) => `http://127.0.0.1:${port}/${behaviour}`,
     received: (behaviour) => received.get(behaviour) ?? [],
+    release: () => {
+      for (const res of hanging.splice(0)) res.destroy();
+    },
     close: () =>
       new Promise((resolve) => {
-        for (const res of hanging) res.destroy();
+        for (const res of hanging.splice(0)) res.destroy();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
