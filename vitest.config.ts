@@ -11,7 +11,8 @@ export default defineConfig({
       JWT_AUDIENCE: 'logbook',
       ENROLLMENT_KEY_SEAL_KEY: 'bG9nYm9vay10ZXN0LXNlYWwta2V5LTAxMjM0NTY3ODk=',
     },
-    testTimeout: 20_000,
+    // A bound for a test that hangs, not a guess of its speed: tests wait for events, and a loaded machine is slow.
+    testTimeout: 60_000,
     hookTimeout: 60_000,
   },
 });

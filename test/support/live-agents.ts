@@ -99,8 +99,14 @@ export async function startSimulatedAgent(
   return { ...running, store };
 }
 
-/** Until `check` holds (polled every 20 ms, at most `ms`). */
-export async function eventually(check: () => Promise<boolean> | boolean, ms = 5_000): Promise<void> {
+/**
+ * Until `check` holds, polled every 20 ms. Bounded by the test's own timeout, not by a guess of how long the event
+ * takes on a loaded machine; `ms` bounds it tighter where the time itself is what the test checks.
+ */
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  ms = Number.POSITIVE_INFINITY,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);

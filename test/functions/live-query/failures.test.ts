@@ -107,7 +107,8 @@ describe('a live query', () => {
     const reply = await ask(agent.deviceId);
     expect(reply.status).toBe(504);
     expect(reply.body.error).toEqual({ code: 'AGENT_TIMEOUT', message: 'The agent did not answer within 0.6 seconds' });
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // Well before the 28-second default: the configured limit was the one applied.
+    expect(Date.now() - started).toBeLessThan(14_000);
     const query = await connection.next();
     connection.send({ requestId: query.requestId, data: descriptor });
     // The query is gone: nothing is kept of the late answer.

@@ -69,7 +69,6 @@ describe('PUT /api/v1/agents/{id}/management-posture', () => {
     await upload(agent, { collectedAt: daysAgo(3), categories: datto('active') });
     await upload(agent, { collectedAt: daysAgo(2), categories: datto('active') });
     await upload(agent, { collectedAt: daysAgo(1), categories: {} });
-    await new Promise((resolve) => setTimeout(resolve, 200));
     const { rows } = await t.db.admin.query<{ details: Record<string, unknown> }>(
       `SELECT details FROM audit_logs WHERE action = 'device.posture.changed' AND resource_id = :id::uuid ORDER BY seq`,
       { id: agent.deviceId },

@@ -52,7 +52,6 @@ describe('enrollment reconciliation', () => {
   });
 
   it('audits the upload with its counts', async () => {
-    await new Promise((resolve) => setTimeout(resolve, 200));
     const { rows } = await t.db.admin.query<{ details: Record<string, unknown> }>(
       `SELECT details FROM audit_logs WHERE action = 'organization.reconciliation.upload' AND org_id = :orgId::uuid ORDER BY seq`,
       { orgId: tenant.orgId },

@@ -9,6 +9,9 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
+/** A start compiles the server's TypeScript and seeds the demo tenant: seconds when quiet, a minute or more on a loaded machine. */
+const startBoundMs = 100_000;
+
 interface Started {
   child: ChildProcess;
   output: () => string;
@@ -36,31 +39,42 @@ async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
   const base = `http://127.0.0.1:${port}/api/v1`;
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error(`exited early:\n${output}`);
-    const ok = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok && output.includes('AGENT_TOKEN=')) return { child, output: () => output, base };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`no health within 200 tries:\n${output}`);
+  // Ready once it prints its demo tokens, which it does after both gateways listen; an exit before that fails at
+  // once with the server's output. The bound only turns a hung start into a failure that shows that output.
+  await new Promise<void>((resolve, reject) => {
+    const bound = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`not ready within ${startBoundMs} ms:\n${output}`));
+    }, startBoundMs);
+    const read = (chunk: Buffer) => {
+      output += chunk;
+      if (output.includes('export AGENT_TOKEN=')) {
+        clearTimeout(bound);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
+    child.once('exit', (code) => {
+      clearTimeout(bound);
+      reject(new Error(`exited early (${code}):\n${output}`));
+    });
+  });
+  const health = await fetch(`${base}/health`);
+  expect(health.status).toBe(200);
+  return { child, output: () => output, base };
 }
 
 const printed = (output: string, name: string) => new RegExp(`export ${name}=(\\S+)`).exec(output)?.[1];
 
-/** Ctrl-C, and the exit code; a server still running 15 s later is killed and the test fails with its output. */
+/** Ctrl-C, and the exit code; a server still running long after is killed and the test fails with its output. */
 function stop(started: Started): Promise<number | null> {
   return new Promise((done, fail) => {
     const timer = setTimeout(() => {
       started.child.kill('SIGKILL');
-      fail(new Error(`still running 15 s after Ctrl-C:\n${started.output().slice(-4_000)}`));
-    }, 15_000);
+      fail(new Error(`still running ${startBoundMs} ms after Ctrl-C:\n${started.output().slice(-4_000)}`));
+    }, startBoundMs);
     started.child.once('exit', (code) => {
       clearTimeout(timer);
       done(code);
@@ -69,7 +83,7 @@ function stop(started: Started): Promise<number | null> {
   });
 }
 
-describe('npm start', { timeout: 60_000 }, () => {
+describe('npm start', { timeout: 4 * startBoundMs }, () => {
   it('serves the API, prints working demo tokens, and stops cleanly on Ctrl-C', async () => {
     const started = await start();
     const output = started.output();
@@ -155,7 +169,7 @@ describe('npm start', { timeout: 60_000 }, () => {
     const orgToken = printed(started.output(), 'ORG_ADMIN_TOKEN')!;
     const devices = (await fetch(`${started.base}/devices`, {
       headers: { authorization: `Bearer ${orgToken}` },
-      signal: AbortSignal.timeout(15_000),
+      signal: AbortSignal.timeout(startBoundMs),
     }).then(
       (r) => r.json(),
       (error: unknown) => {

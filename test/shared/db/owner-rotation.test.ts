@@ -24,7 +24,15 @@ async function endSessions(): Promise<void> {
   await test.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = :role::text', {
     role,
   });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // pg_terminate_backend only signals: wait until the sessions are gone.
+  for (;;) {
+    const { rows } = await test.admin.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = :role::text',
+      { role },
+    );
+    if (rows[0]!.n === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** What RDS does on a rotation: a new password on the login and in its secret, together. */
