@@ -52,11 +52,11 @@ const { values: args } = parseArgs({
 const totalRows = positive('rows', args.rows);
 const seconds = positive('seconds', args.seconds);
 const samples = positive('samples', args.samples);
-/** Rows of the bulk history load (issue 19); 0 skips it. */
+/** Rows of the bulk history load; 0 skips it. */
 const bulkRows = args.bulk === '0' ? 0 : positive('bulk', args.bulk);
 const bulkTransaction = 10_000;
 
-// issue 3 "Performance".
+// Targets.
 const targets = { sealedShare: 0.6, batchRowsPerSecond: 20_000, listP95Ms: 50, searchP95Ms: 250, verifySeconds: 10 };
 const writers = 8;
 const loadBatch = 10_000;
@@ -71,7 +71,7 @@ const commonText = 'script.execute';
 const actorIds = Array.from({ length: 50 }, () => randomUUID());
 const resourceIds = Array.from({ length: 500 }, () => randomUUID());
 
-/** A device.update as a technician's request writes it (seed 6). */
+/** A device.update as a technician's request writes it. */
 function deviceUpdate(orgId: string, n: number): AuditRowInput {
   return {
     orgId,
@@ -108,7 +108,7 @@ interface Workload {
   append: Append;
   /** The organization of row `row` of the writer's `call`-th call (calls numbered across all writers). */
   orgOf: (orgs: readonly string[], call: number, row: number) => string;
-  /** Issue 19's targets (issue 3's for the 1-writer batches): sealed rows/s, and share of the unsealed copy. */
+  /** The write targets: sealed rows/s, and share of the unsealed copy. */
   rowsPerSecond: number;
   share?: number;
 }
@@ -171,7 +171,7 @@ async function unsealedWriter(admin: Db, url: string): Promise<Db> {
 
 const perSecond = (n: number) => `${number(n)}/s`;
 
-/** One table row: the sealed rate beside the unsealed copy's, the share, issue 19's target and the load average. */
+/** One table row: the sealed rate beside the unsealed copy's, the share, the target and the load average. */
 function workloadLine(
   name: string,
   sealed: number,
@@ -314,7 +314,7 @@ function historyEvents(orgId: string, first: number, count: number, total: numbe
 }
 
 /**
- * Bulk history load (issue 19): `bulkRows` events with explicit timestamps into one organization through the
+ * Bulk history load: `bulkRows` events with explicit timestamps into one organization through the
  * ingestion path (ingestAuditEvents: validation, organization check, insertAuditRows), `bulkTransaction` rows per
  * transaction, into the sealed table and the unsealed copy in alternating blocks of ten transactions.
  */
@@ -497,7 +497,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
           query: { page },
           target: targets.listP95Ms,
         })),
-      // issue 13 item 7: filtered lists with exact totals, a selective filter and a broad one.
+      // Filtered lists with exact totals, a selective filter and a broad one.
       {
         name: 'list from = 1 hour ago (120 rows), page 1',
         query: { page: 1, from: new Date(Date.now() - 3_600_000).toISOString() },
@@ -533,7 +533,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
       }
     }
 
-    // issue 13 item 7: where an exact count's time goes. Under the default work_mem (4 MB) a broad filter's bitmap
+    // Where an exact count's time goes. Under the default work_mem (4 MB) a broad filter's bitmap
     // over a million rows turns lossy and every row of those pages is rechecked (a search's five ILIKEs); the count
     // of countAuditRows keeps it exact. The same count statement with the server's work_mem is the baseline.
     const countRuns = Math.min(samples, 5);
@@ -587,7 +587,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
       `< ${targets.verifySeconds} s`,
       verdict(verifySeconds < targets.verifySeconds),
     ]);
-    // issue 13: the daily watch verifies every retained row of every organization, then signs an anchor.
+    // The daily watch verifies every retained row of every organization, then signs an anchor.
     status('the daily integrity watch over the whole trail ...');
     const watchStarted = performance.now();
     const watched = await runIntegrityWatch(db, generateAnchorKey());

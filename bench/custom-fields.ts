@@ -1,6 +1,6 @@
 /**
- * `npm run bench:custom-fields [-- --devices 100000 --samples 40 --chunk 1000]`: the figures of issue 16
- * "Performance", end to end through the local HTTP API (the gateway of `npm start`, started in this process), each
+ * `npm run bench:custom-fields [-- --devices 100000 --samples 40 --chunk 1000]`: the custom-field figures,
+ * end to end through the local HTTP API (the gateway of `npm start`, started in this process), each
  * printed beside a baseline measured in the same run on the same server, with its target:
  *
  * - a values import of 50,000 values (5,000 device rows × 10 fields) against 10,000 enrolled devices: preview,
@@ -50,7 +50,7 @@ const fleet = integer('devices', args.devices, 10_000);
 const samples = integer('samples', args.samples, 1);
 const chunkRows = integer('chunk', args.chunk, 1);
 
-// issue 16 "Performance".
+// Targets.
 const targets = { previewS: 5, commitS: 15, reimportS: 5, filterP95Ms: 50 };
 const enrolled = 10_000;
 const importDevices = 5_000;

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:groups [-- --devices 100000 --contacts 50000 --samples 40]`: the figures of issue 15 "Performance",
+ * `npm run bench:groups [-- --devices 100000 --contacts 50000 --samples 40]`: the device-group and contact figures,
  * each printed beside a baseline measured in the same run on the same server, with its target:
  *
  * - an organization of --devices devices and 200 dynamic groups: a dynamic group's member page (with its count) and
@@ -42,7 +42,7 @@ const deviceCount = positive('devices', args.devices);
 const contactCount = positive('contacts', args.contacts);
 const samples = positive('samples', args.samples);
 
-// issue 15 "Performance".
+// Targets.
 const targets = { memberPageMs: 50, countMs: 150, deviceGroupsMs: 20, previewS: 1, commitS: 2, reimportS: 1 };
 const dynamicGroups = 200;
 const importRows = 1000;

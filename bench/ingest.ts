@@ -1,6 +1,6 @@
 /**
- * `npm run bench:ingest [-- --seconds 5 --agents 8 --rows 1000000 --samples 40]`: the agent telemetry figures of
- * issue 5 "Performance", each beside a baseline measured in the same run on the same server, with its target:
+ * `npm run bench:ingest [-- --seconds 5 --agents 8 --rows 1000000 --samples 40]`: the agent telemetry figures,
+ * each beside a baseline measured in the same run on the same server, with its target:
  *
  * - agent-log ingest: `--agents` agents each POSTing 500 entries per request through the local API Gateway
  *   (token, validation, budget, five 100-row inserts) against the same 100-row INSERT statements
@@ -52,7 +52,7 @@ const agentCount = positive('agents', args.agents);
 const deviceRows = positive('rows', args.rows);
 const samples = positive('samples', args.samples);
 
-// issue 5 "Performance".
+// Targets.
 const targets = { logRowsPerSecond: 20_000, eventRowsPerSecond: 10_000, queryP95Ms: 50 };
 const logsPerRequest = 500;
 const eventsPerRequest = 1000;

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:lambda [-- --runs 5]`: the cold-start figures of issue 7 for every Lambda the stack deploys: the
+ * `npm run bench:lambda [-- --runs 5]`: the cold-start figures for every Lambda the stack deploys: the
  * bundle's size (minified, entry and chunks; the goal is under 300 KB for API functions) and its module initialisation time here
  * (a fresh Node.js process importing the bundle; the goal is under 150 ms), median of --runs runs. The bundles are
  * those of the synthesized stack itself (infra/aws), built offline as `npm run synth` builds them.

@@ -1,6 +1,6 @@
 /**
- * `npm run bench:live [-- --queries 200 --agents 10 --concurrent 50 --rounds 5]`: the live-query figures of issue 6
- * "Performance", each beside a baseline measured in the same run:
+ * `npm run bench:live [-- --queries 200 --agents 10 --concurrent 50 --rounds 5]`: the live-query figures,
+ * each beside a baseline measured in the same run:
  *
  * - round trip of a live query through the local stack (HTTP gateway, user token, tenancy, the query row, the
  *   management API, the WebSocket gateway, the simulated agent answering from its in-memory store, $default storing
@@ -50,7 +50,7 @@ const agentCount = positive('agents', args.agents);
 const concurrent = positive('concurrent', args.concurrent);
 const rounds = positive('rounds', args.rounds);
 
-// issue 6 "Performance" sets no latency figure; these are what a technician clicking through logs should get locally.
+// No latency target is set; these are what a technician clicking through logs should get locally.
 const targets = { smallP95Ms: 100, chunkedP95Ms: 400 };
 
 interface Enrolled {

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:posture [-- --orgs 100 --devices 20000 --detections 20 --uploads 1000 --reconcile 10000 --samples 40]`:
- * the figures of issue 18 "Performance", each beside a baseline measured in the same run on the same server:
+ * the posture figures, each beside a baseline measured in the same run on the same server:
  *
  * - the management-posture report for a partner of --orgs organizations and --devices devices, each scanned device
  *   with --detections detections (5% never scanned), across the fleet and for one organization, against a bare
@@ -51,7 +51,7 @@ const uploadCount = positive('uploads', args.uploads);
 const reconcileCount = positive('reconcile', args.reconcile);
 const samples = positive('samples', args.samples);
 
-// issue 18 "Performance".
+// Targets.
 const targets = { reportP95Ms: 150, reconcileS: 3 };
 
 const partnerAdmin = (partnerId: string): Principal => ({

@@ -1,6 +1,6 @@
 /**
- * `tsx bench/retention.ts [--rows 1000000 --batch 5000]` (also run by `npm run bench`): the retention figure of
- * issue 4 "Performance". One organization holds --rows expired audit rows (and a day of recent ones); the worker
+ * `tsx bench/retention.ts [--rows 1000000 --batch 5000]` (also run by `npm run bench`): the retention figure.
+ * One organization holds --rows expired audit rows (and a day of recent ones); the worker
  * (runRetention, as logbook_audit_admin) prunes them batch by batch, and its rate is printed beside a baseline
  * measured in the same run: the same rows deleted from an unsealed copy of the table (same columns and indexes, no
  * trigger) in the same batches, by a bare DELETE of a seq range.
@@ -33,7 +33,7 @@ const expiredRows = positive('rows', args.rows);
 const batchRows = positive('batch', args.batch);
 const recentRows = 1_000;
 const loadStatementRows = 100_000;
-// issue 4 "Performance": 1,000,000 expired rows pruned; 10,000 rows/s fits about 8 million rows into one 15-minute Lambda run.
+// Target: 1,000,000 expired rows pruned; 10,000 rows/s fits about 8 million rows into one 15-minute Lambda run.
 const targetRowsPerSecond = 10_000;
 
 async function main() {

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:scripts [-- --devices 1000 --alerts 1000000 --lists 200]`: the figures of issue 17 "Performance",
+ * `npm run bench:scripts [-- --devices 1000 --alerts 1000000 --lists 200]`: the script and alert figures,
  * each beside a baseline measured in the same run:
  *
  * - a script run on --devices devices with as many connected simulated agents through the local stack (HTTP gateway,

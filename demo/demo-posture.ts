@@ -17,7 +17,7 @@ type Scan = {
 
 const datto = (status: 'active' | 'installed') => ({ name: 'Datto RMM', version: '4.4.2240', status });
 /**
- * A fleet half-way through a migration off Datto RMM (issue 18): the old agent still active on some devices, only
+ * A fleet half-way through a migration off Datto RMM: the old agent still active on some devices, only
  * installed on others, devices scanned clean, never scanned, and one whose last scan is stale.
  */
 const fleet: [hostname: string, scan: Scan | null][] = [

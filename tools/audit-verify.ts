@@ -1,6 +1,6 @@
 /**
  * `npm run audit:verify`: verifies an organization's audit chain in the database, or an exported range
- * offline (issue 3). Exit status 0: intact; 1: a break, printed with its seq, id and kind; 2: a usage error,
+ * offline. Exit status 0: intact; 1: a break, printed with its seq, id and kind; 2: a usage error,
  * or nothing could be verified (database unreachable, file unreadable or not a contiguous range).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
@@ -39,7 +39,7 @@ const usage = `Usage:
                     for --anchor the publicKey of the anchors reply, for --file the export's publicKey, else
                     AUDIT_ANCHOR_PUBLIC_KEY, AUDIT_ANCHOR_PRIVATE_KEY or the key file of \`npm start\` (.data/anchor-key.pem)
 
-Every form also checks the signed evidence (issue 13): the retention checkpoint the chain starts after must be
+Every form also checks the signed evidence: the retention checkpoint the chain starts after must be
 signed by the retention worker over rows older than its policy allowed (kind checkpoint); the newest signed anchor
 must still hold, and an organization recorded as anchored must still have anchors (kind anchor).
   --file <path>     verify a JSON export (GET /api/v1/audit-logs/export?format=json) offline, without the database
@@ -221,7 +221,7 @@ const exportFile = z.object({
   filters: z.record(z.string(), z.unknown()),
   // Exports before heads were recorded have none.
   heads: z.record(z.string(), z.object({ seq: z.number().int(), checksum: z.string() })).optional(),
-  // Exports before issue 13 carry no signed evidence.
+  // Exports made before signed evidence existed carry none.
   publicKey: z.string().nullable().optional(),
   evidence: z.record(z.string(), auditChainEvidence).optional(),
   rows: z.array(

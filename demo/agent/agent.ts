@@ -33,7 +33,7 @@ export interface AgentOptions {
   mayResume?: () => Promise<boolean>;
   resumeCheckMs?: number;
   log?: (line: string) => void;
-  /** The device's management-posture snapshot (issue 18), uploaded at start and every `postureEvery` heartbeats; none: never scans. */
+  /** The device's management-posture snapshot, uploaded at start and every `postureEvery` heartbeats; none: never scans. */
   posture?: () => object;
   postureEvery?: number;
 }
@@ -84,7 +84,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
   };
 
   // The upload in flight keeps its Idempotency-Key until acknowledged: a resend after a timeout or a 503 stores
-  // nothing twice (issue 13).
+  // nothing twice.
   let upload: { key: string; logs: object[] } | undefined;
   const uploadLogs = async () => {
     if (!upload && diagnostics.length > 0) upload = { key: randomUUID(), logs: diagnostics.splice(0, 500) };
@@ -285,7 +285,7 @@ const storedLevel = {
 } as const;
 
 /**
- * The store's recent warnings, errors and critical events as stored device events (seed 2.6): the
+ * The store's recent warnings, errors and critical events as stored device events: the
  * category from the log and source, eventId naming the occurrence (log and record id), so that a
  * second submission of the same events stores nothing twice.
  */

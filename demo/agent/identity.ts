@@ -1,6 +1,6 @@
 /**
  * The simulated agent's identity in agent.yaml, as a real deployment keeps it: enrollment runs only
- * when the file does not exist (seed 1: the deployment job is a no-op once agent.yaml exists).
+ * when the file does not exist.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

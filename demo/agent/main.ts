@@ -30,7 +30,7 @@ const { values: args, positionals } = parseArgs({
     state: { type: 'string', default: '.data/agent/agent.yaml' },
     hostname: { type: 'string' },
     'heartbeat-seconds': { type: 'string', default: '60' },
-    // What the management-posture scan finds (issue 18): `<category>/<product>=<status>,…`; empty: a clean scan; none: no scan.
+    // What the management-posture scan finds: `<category>/<product>=<status>,…`; empty: a clean scan; none: no scan.
     posture: { type: 'string', default: '' },
   },
   strict: true,

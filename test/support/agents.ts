@@ -30,7 +30,7 @@ export const submitLogs = (api: Api, agent: Agent, logs: unknown[], options?: Pa
 export const submitEvents = (api: Api, agent: Agent, events: unknown[], options?: Parameters<typeof agentCall>[5]) =>
   agentCall(api, agent, 'PUT', '/eventlogs', { events }, options);
 
-/** A valid diagnostic log entry (seed 4.3), `n` seconds before now unless the overrides say otherwise. */
+/** A valid diagnostic log entry, `n` seconds before now unless the overrides say otherwise. */
 export const logEntry = (n = 0, overrides: Record<string, unknown> = {}) => ({
   timestamp: new Date(Date.now() - n * 1000).toISOString(),
   level: 'info',
@@ -41,7 +41,7 @@ export const logEntry = (n = 0, overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-/** A valid device event (seed 4.4) with a unique eventId unless the overrides say otherwise. */
+/** A valid device event with a unique eventId unless the overrides say otherwise. */
 export const deviceEvent = (n = 0, overrides: Record<string, unknown> = {}) => ({
   timestamp: new Date(Date.now() - n * 1000).toISOString(),
   level: 'warning',

@@ -1,6 +1,6 @@
 import type { Db } from '#shared/db/db.ts';
 
-/** A valid script definition (issue 17) with a unique name, overridden as a test needs. */
+/** A valid script definition with a unique name, overridden as a test needs. */
 export const scriptBody = (overrides: Record<string, unknown> = {}) => ({
   name: `Clean temp ${Math.random().toString(36).slice(2, 8)}`,
   language: 'powershell',

@@ -1,5 +1,5 @@
 /**
- * issue 13 "How it is checked": an attacker with database superuser (triggers off) tampers with a chain that the daily
+ * An attacker with database superuser (triggers off) tampers with a chain that the daily
  * run has anchored, and every verifier reports it with the same kind: the daily run, GET /audit-logs/verify,
  * `npm run audit:verify -- --org` and the offline check of the JSON export (`--file`).
  */
@@ -101,7 +101,7 @@ async function verdicts(tenant: Tenant) {
 
 const everywhere = (kind: ChainBreakKind | 'ok') => ({ daily: kind, api: kind, cli: kind, offline: kind });
 
-describe('tampering as database superuser, reported by every verifier with the same kind (issue 13)', () => {
+describe('tampering as database superuser, reported by every verifier with the same kind', () => {
   it('an intact anchored chain, and one cut by signed retention, verify everywhere and are anchored again', async () => {
     const intact = await anchoredTenant('Intact');
     expect(await verdicts(intact)).toEqual({ ...everywhere('ok'), anchored: true });

@@ -14,7 +14,7 @@ const additions = {
 };
 
 describe('the two formats of the trail read into one row', () => {
-  it('takes the viewer format (seed 4.1.1) with its serialized details', () => {
+  it('takes the viewer format with its serialized details', () => {
     const entry: AuditViewerEntry = {
       ...additions,
       id: 'e-1',
@@ -37,7 +37,7 @@ describe('the two formats of the trail read into one row', () => {
     });
   });
 
-  it('takes the detailed format (seed 4.1.2) and finds its changes where the viewer format would', () => {
+  it('takes the detailed format and finds its changes where the viewer format would', () => {
     const entry: AuditDetailedEntry = {
       ...additions,
       id: 'e-2',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { humanizeAction, knownActionPhrases, pastTense } from '../../web/src/humanize.ts';
 
-describe('the viewer words action codes (seed 1)', () => {
+describe('the viewer words action codes', () => {
   it.each([
     ['device.create', 'created device'],
     ['device.update', 'updated device'],

@@ -260,7 +260,7 @@ describe('POST /api/v1/agents/{id}/logs', () => {
   });
 });
 
-describe('POST /api/v1/agents/{id}/logs with an Idempotency-Key (issue 13)', () => {
+describe('POST /api/v1/agents/{id}/logs with an Idempotency-Key', () => {
   it('stores a resent upload once and answers the resend with the first reply', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-idempotent');
     const logs = Array.from({ length: 150 }, (_, i) => logEntry(i));

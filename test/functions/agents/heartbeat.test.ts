@@ -8,7 +8,7 @@ const t = useApi();
 let tenant: Tenant;
 beforeAll(async () => {
   tenant = await createTenant(t.api);
-  // The gateway runs in this process: proxy headers name the agent's source IP (seed 5 rule 5).
+  // The gateway runs in this process: proxy headers name the agent's source IP.
   process.env.TRUST_PROXY_HEADERS = 'true';
 });
 afterAll(() => {

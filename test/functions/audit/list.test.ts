@@ -118,7 +118,7 @@ beforeAll(async () => {
 const alphaNewestFirst = () =>
   [rows.twinB, rows.twinA, rows.uptimeLike, rows.uptime, rows.login, rows.update, rows.create].map((row) => row!.id);
 
-describe('GET /audit-logs (seed 4.1.1)', () => {
+describe('GET /audit-logs', () => {
   it('answers entries in the flattened viewer format', async () => {
     const reply = await list('/api/v1/audit-logs', a.orgToken);
     expect(reply.status).toBe(200);
@@ -180,8 +180,8 @@ describe('GET /audit-logs (seed 4.1.1)', () => {
   });
 });
 
-describe('GET /audit-logs/logs (seed 4.1.2)', () => {
-  it('answers entries in the detailed format with the category of seed 2.3', async () => {
+describe('GET /audit-logs/logs', () => {
+  it('answers entries in the detailed format with the category of its action', async () => {
     const reply = await list('/api/v1/audit-logs/logs', a.orgToken);
     expect(reply.status).toBe(200);
     expect(reply.body.data.find((e: { id: string }) => e.id === rows.login!.id)).toEqual({
@@ -409,7 +409,7 @@ describe('filters', () => {
   });
 });
 
-describe('tenancy (seed 5 rules 1-2)', () => {
+describe('tenancy', () => {
   it("an organization user sees only its organization's rows, also when naming another organization", async () => {
     expect(idsOf(await list('/api/v1/audit-logs/logs', a.orgToken))).toEqual(alphaNewestFirst());
     expect(await list(`/api/v1/audit-logs/logs?orgId=${a2}`, a.orgToken)).toMatchObject({
@@ -460,7 +460,7 @@ describe('access', () => {
     expect((await list('/api/v1/audit-logs', await partnerUser(a.partnerId, 'partner_technician'))).status).toBe(200);
   });
 
-  it('needs a user token (seed 5: JWT)', async () => {
+  it('needs a user token', async () => {
     expect((await t.api.request('GET', '/api/v1/audit-logs')).status).toBe(401);
     const key = await t.api.request('POST', `${ORGS}/${a.orgId}/api-keys`, {
       token: a.orgToken,

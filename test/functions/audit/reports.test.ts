@@ -72,7 +72,7 @@ describe('GET /audit-logs/reports/summary', () => {
 });
 
 describe('GET /audit-logs/reports/security-events', () => {
-  it("lists exactly seed 2.3's security events, newest first, in the detailed format", async () => {
+  it('lists exactly the security events, newest first, in the detailed format', async () => {
     const reply = await get('security-events');
     expect(reply.status).toBe(200);
     expect(actionsOf(reply)).toEqual([

@@ -18,7 +18,7 @@ const getPolicy = (orgId: string, token: string) => t.api.request('GET', retenti
 const putPolicy = (orgId: string, token: string, body: unknown) =>
   t.api.request('PUT', retention(orgId), { token, body });
 
-/** An organization as releases before v0.110.0 created them: no retention policy row (seed 9.2). */
+/** An organization as releases before v0.110.0 created them: no retention policy row. */
 async function legacyOrganization(partnerId: string): Promise<string> {
   const { rows } = await t.db.admin.query<{ id: string }>(
     `INSERT INTO organizations (partner_id, name) VALUES (:partnerId::uuid, 'Legacy Ltd') RETURNING id::text AS id`,
@@ -37,7 +37,7 @@ const storedPolicy = (orgId: string) =>
     )
     .then((r) => r.rows);
 
-describe('GET /orgs/organizations/{id}/audit-retention (seed 4.2)', () => {
+describe('GET /orgs/organizations/{id}/audit-retention', () => {
   it('shows the defaults with configured false for an organization without a policy', async () => {
     const orgId = await legacyOrganization(a.partnerId);
     const reply = await getPolicy(orgId, a.partnerToken);
@@ -81,7 +81,7 @@ describe('GET /orgs/organizations/{id}/audit-retention (seed 4.2)', () => {
   });
 });
 
-describe('PUT /orgs/organizations/{id}/audit-retention (seed 4.2, 5 rule 3)', () => {
+describe('PUT /orgs/organizations/{id}/audit-retention', () => {
   it('configures an organization that had no policy and answers the saved policy', async () => {
     const orgId = await legacyOrganization(a.partnerId);
     const reply = await putPolicy(orgId, a.partnerToken, { retentionDays: 90 });
@@ -113,7 +113,7 @@ describe('PUT /orgs/organizations/{id}/audit-retention (seed 4.2, 5 rule 3)', ()
     ['null', { retentionDays: null }],
     ['a missing retentionDays', {}],
     ['an unknown field', { retentionDays: 30, retentionMonths: 1 }],
-    ['archiveToS3, which is reserved (seed 2.4)', { retentionDays: 30, archiveToS3: true }],
+    ['archiveToS3, which is reserved', { retentionDays: 30, archiveToS3: true }],
   ])('refuses %s with 400 and stores nothing', async (_, body) => {
     const orgId = await legacyOrganization(a.partnerId);
     const reply = await putPolicy(orgId, a.partnerToken, body);
@@ -181,7 +181,7 @@ describe('PUT /orgs/organizations/{id}/audit-retention (seed 4.2, 5 rule 3)', ()
   });
 });
 
-describe('every new organization gets a 365-day policy (seed 3, 9.2)', () => {
+describe('every new organization gets a 365-day policy', () => {
   it('when created through the API, in the same transaction as the organization', async () => {
     const created = await t.api.request('POST', ORGS, { token: a.partnerToken, body: { name: 'Fresh Ltd' } });
     expect(created.status).toBe(201);

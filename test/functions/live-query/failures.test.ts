@@ -62,7 +62,7 @@ describe('a live query', () => {
     expect((await reply).body).toEqual({ data: [], pagination: { page: 2, limit: 10, total: 11, totalPages: 2 } });
   });
 
-  it("drops fields of the agent's answer that seed 2.7 does not name", async () => {
+  it("drops fields of the agent's answer that the event shape does not name", async () => {
     const { agent, connection } = await connectedDevice('extra-1');
     const reply = ask(agent.deviceId);
     const query = await connection.next();

@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => simulated?.stop());
 
-/** The two namespaces of seed 4.5; the list of logs exists under /system-tools only (GET /devices/{id}/eventlogs is the stored list). */
+/** The two namespaces of live queries; the list of logs exists under /system-tools only (GET /devices/{id}/eventlogs is the stored list). */
 const namespaces = [
   ['system-tools', (deviceId: string) => `/api/v1/system-tools/devices/${deviceId}`],
   ['devices', (deviceId: string) => `/api/v1/devices/${deviceId}`],
@@ -162,7 +162,7 @@ describe.each(namespaces)('the live routes under /%s', (_, device) => {
   });
 });
 
-describe('query validation (seed 4.5)', () => {
+describe('query validation', () => {
   const events = (query: string) =>
     get(`/api/v1/system-tools/devices/${agent.deviceId}/eventlogs/System/events?${query}`);
 

@@ -1,5 +1,5 @@
 /**
- * The audit spool in AWS (issue 13 item 6): an audit write the database refuses is sent, with its original timestamp,
+ * The audit spool in AWS: an audit write the database refuses is sent, with its original timestamp,
  * to the work queue through the real @aws-sdk/client-sqs client (against a local SendMessage endpoint), and the queue
  * worker appends it once however often SQS delivers it; its last failed receive is counted permanently failed.
  */
@@ -89,7 +89,7 @@ async function withoutAuditInserts<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-describe('the audit spool through the work queue (issue 13 item 6)', () => {
+describe('the audit spool through the work queue', () => {
   it('sends a refused audit row to SQS and the worker appends it once, with its original timestamp', async () => {
     sqs.messages.length = 0;
     const before = Date.now();

@@ -13,7 +13,7 @@ const workerKey = generateAnchorKey();
 beforeAll(async () => {
   db = await createTestDatabase();
   process.env.AUDIT_ADMIN_DATABASE_URL = db.urls.auditAdmin;
-  // Every cut is signed (issue 13): the worker's key, as its secret provides it in AWS.
+  // Every cut is signed: the worker's key, as its secret provides it in AWS.
   process.env.AUDIT_ANCHOR_PRIVATE_KEY = workerKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   await closeAuditAdminDb();
 });

@@ -1,5 +1,5 @@
 /**
- * The API contract where the OpenAPI document and the behaviour once disagreed (issue 12 "The contract"), over real
+ * The API contract where the OpenAPI document and the behaviour once disagreed, over real
  * HTTP against the local gateway: unmatched routes, body limits, text encoding, query strings, time zones, agents'
  * unknown fields and malformed path parameters.
  */

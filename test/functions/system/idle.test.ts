@@ -1,5 +1,5 @@
 /**
- * What may wake a paused Aurora (issue 14): only real work. Uptime checks, credentials that cannot be ours and
+ * What may wake a paused Aurora: only real work. Uptime checks, credentials that cannot be ours and
  * agents' keep-alives are answered without a single statement, counted at the Db seam of the API's connection
  * (appStatementCount) over real HTTP and WebSocket connections to the local gateways.
  */

@@ -501,7 +501,7 @@ describe('the CDK stack', () => {
           ),
       )
       .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? 'worker');
-    // Every API function spools an audit row whose write failed to the queue (issue 13); scripts and alerts also
+    // Every API function spools an audit row whose write failed to the queue; scripts and alerts also
     // queue deliveries. The retention and migration functions do not send.
     const apiGroups = deployed
       .ofType('AWS::Lambda::Function')

@@ -1,5 +1,5 @@
 /**
- * What an MSP running the stack in production relies on (issue 14), read from the template: alarms and their topic,
+ * What an MSP running the stack in production relies on, read from the template: alarms and their topic,
  * the daily run's dead-letter path, least-privilege logs, reserved concurrency, deployable twice in one account,
  * refusing a stack that authenticates no one, TLS with custom domains, ordered viewer deployments, access-log format,
  * the optional backup plan and the runtime setting.

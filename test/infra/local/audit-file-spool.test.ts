@@ -38,7 +38,7 @@ const updates = (orgId: string) =>
     )
     .then((r) => r.rows);
 
-describe('the audit spool (issue 13 item 6)', () => {
+describe('the audit spool', () => {
   it('keeps an audit write the database refused, and the replay appends it with its original timestamp', async () => {
     // The fault: the API's role may not append to the trail for a while (the request itself still succeeds).
     await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');

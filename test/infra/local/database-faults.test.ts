@@ -1,5 +1,5 @@
 /**
- * The local API over a PostgreSQL server that crashes or freezes (issue 13 items 4 and 5), with counts: agents upload
+ * The local API over a PostgreSQL server that crashes or freezes, with counts: agents upload
  * logs with an Idempotency-Key and resend on 503 (as the simulated agent does), users create contacts without retrying.
  * The server is a dedicated embedded PostgreSQL this file starts, kills (-9, postmaster and backends) and restarts,
  * or stops (SIGSTOP) and continues. Short timeouts (1 s statements, 1 s connects) keep it quick.
@@ -149,7 +149,7 @@ async function recovered(): Promise<number> {
   }
 }
 
-describe('the database server killed and restarted under load (issue 13)', () => {
+describe('the database server killed and restarted under load', () => {
   it('answers 2xx or 503 with Retry-After, stores every acknowledged row once, and recovers by itself', async () => {
     const tally: Tally = { statuses: [], bad503: 0 };
     const acknowledged: string[] = [];
@@ -212,7 +212,7 @@ describe('the database server killed and restarted under load (issue 13)', () =>
   }, 60_000);
 });
 
-describe('the database server frozen longer than the statement timeout (issue 13)', () => {
+describe('the database server frozen longer than the statement timeout', () => {
   it('answers 503 UNAVAILABLE with Retry-After within the timeout, stores a resent upload once, and recovers after SIGCONT', async () => {
     const tally: Tally = { statuses: [], bad503: 0 };
     const frozen = serverProcesses();

@@ -18,7 +18,7 @@ const indexes = async (table: string) => {
 };
 
 describe('agent_logs and device_event_logs', () => {
-  it('agent_logs has the indexes of seed 2.5, and those the device list and its search need', async () => {
+  it('agent_logs has the indexes its filters need, and those the device list and its search need', async () => {
     expect(await indexes('agent_logs')).toEqual(
       [
         'UNIQUE (id)',
@@ -32,7 +32,7 @@ describe('agent_logs and device_event_logs', () => {
     );
   });
 
-  it('device_event_logs has the indexes of seed 2.6, its unique key, and the one the device list needs', async () => {
+  it('device_event_logs has the indexes its filters need, its unique key, and the one the device list needs', async () => {
     expect(await indexes('device_event_logs')).toEqual(
       [
         'UNIQUE (id)',
@@ -45,7 +45,7 @@ describe('agent_logs and device_event_logs', () => {
     );
   });
 
-  it('have the column types and lengths of seed 2.5 and 2.6', async () => {
+  it('have the specified column types and lengths', async () => {
     const { rows } = await db.admin.query<{ table: string; column: string; type: string }>(
       `SELECT table_name AS table, column_name AS column,
               CASE WHEN data_type = 'USER-DEFINED' THEN udt_name ELSE data_type || COALESCE('(' || character_maximum_length || ')', '') END AS type

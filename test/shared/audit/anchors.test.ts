@@ -64,7 +64,7 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-describe('the integrity watch (issue 4)', () => {
+describe('the integrity watch', () => {
   it('writes one signed anchor per chained organization, policy or not, of its head, boundary and the chained set', async () => {
     const a = await chained(3);
     const b = await chained(2);

@@ -36,7 +36,7 @@ const withRetentionFlag = (db: Db, sql: string, params = {}) =>
     return tx.query(sql, params);
   });
 
-describe('the API role logbook_app (seed 5 rule 8)', () => {
+describe('the API role logbook_app', () => {
   it('holds only SELECT and INSERT on audit entries, and only SELECT on links, the view, heads and checkpoints', async () => {
     const { rows } = await t.db.admin.query<{ table: string; privilege: string }>(
       `SELECT t AS table, p AS privilege
@@ -146,12 +146,12 @@ describe('retention by the audit-admin role logbook_audit_admin', () => {
       orgId,
     });
     expect(rowCount).toBe(2);
-    // A cut by hand is not signed by the worker (issue 13): the verifiers with the evidence refuse it.
+    // A cut by hand is not signed by the worker: the verifiers with the evidence refuse it.
     expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum, signed: null });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 
-  it('cannot cut anything but the oldest contiguous rows, even with the flag (seed 6 retention rule 1)', async () => {
+  it('cannot cut anything but the oldest contiguous rows, even with the flag', async () => {
     const { orgId } = await chainOf(4);
     await expect(
       withRetentionFlag(t.auditAdmin, cutSql('org_id = :orgId::uuid AND seq = 2'), { orgId }),

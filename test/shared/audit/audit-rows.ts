@@ -7,7 +7,7 @@ import type { Db, Params } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
-/** The columns a writer supplies (seed 2.2); the rest defaults like the table does. */
+/** The columns a writer supplies; the rest defaults like the table does. */
 export interface AuditInput {
   id?: string;
   orgId: string;
@@ -50,8 +50,7 @@ const record = (input: AuditInput) => ({
 });
 
 /**
- * Appends rows in ONE statement, the way a writer sends a batch (DESIGN.md "Database": one JSON
- * parameter expanded with jsonb_to_recordset), and returns them as sealed, in chain order.
+ * Appends rows in ONE statement, the way a writer sends a batch, and returns them as sealed, in chain order.
  */
 export async function appendAudit(db: Db, inputs: AuditInput[]): Promise<Sealed[]> {
   const { rows: appended } = await db.query<{ pos: number }>(

@@ -23,7 +23,7 @@ function signed(fields: Partial<CheckpointFields> = {}, signer = key): Checkpoin
   return { seq, checksum, signed: { ...rest, signature: signCheckpoint(all, signer) } };
 }
 
-describe('signed retention checkpoints (issue 13)', () => {
+describe('signed retention checkpoints', () => {
   it('accepts a cut the worker signed over rows older than its policy allowed', () => {
     expect(checkpointBreak(orgId, signed(), key)).toBeUndefined();
   });

@@ -85,7 +85,7 @@ const checkpoints = (orgId: string) =>
     })
     .then((r) => r.rows.map((c) => c.seq));
 
-describe('the retention worker (seed 6 "Retention behavior")', () => {
+describe('the retention worker', () => {
   it('deletes the oldest rows older than retentionDays, records the checkpoint and last_cleanup_at, and the chain still verifies', async () => {
     const orgId = await organization(30);
     const sealed = await rowsAged(orgId, [400, 200, 31, 29, 1]);
@@ -94,7 +94,7 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     expect(organizationIn(run, orgId)).toMatchObject({ rowsDeleted: 3, fromSeq: 1, throughSeq: 3, retentionDays: 30 });
     // The retained rows, then the worker's own event.
     expect(await seqs(orgId)).toEqual([4, 5, 6]);
-    // Signed by the worker in the cut's transaction (issue 13): the policy, the instant and the last row's timestamp.
+    // Signed by the worker in the cut's transaction: the policy, the instant and the last row's timestamp.
     expect(await readLatestCheckpoint(t.app, orgId)).toEqual({
       seq: 3,
       checksum: sealed[2]!.checksum,
@@ -113,7 +113,7 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 3 });
   });
 
-  it('writes one system event per organization it pruned, categorized system (seed 2.3), with what it cut', async () => {
+  it('writes one system event per organization it pruned, categorized system, with what it cut', async () => {
     const orgId = await organization(10);
     await rowsAged(orgId, [20, 15, 12]);
     const asOf = new Date();
@@ -163,7 +163,7 @@ describe('the retention worker (seed 6 "Retention behavior")', () => {
     ]);
   });
 
-  it('skips organizations without a policy (seed 6 retention rule 2)', async () => {
+  it('skips organizations without a policy', async () => {
     const orgId = await organization(null);
     await rowsAged(orgId, [5000, 4000]);
     const run = await prune();
@@ -309,7 +309,7 @@ describe('ingestion idempotency keys', () => {
   });
 });
 
-describe('the verifier after a retention cut (DESIGN.md "Audit chain")', () => {
+describe('the verifier after a retention cut', () => {
   async function prunedChain() {
     const orgId = await organization(30);
     const sealed = await rowsAged(orgId, [90, 80, 70, 3, 2, 1]);
@@ -348,7 +348,7 @@ describe('the verifier after a retention cut (DESIGN.md "Audit chain")', () => {
   });
 });
 
-describe('who may delete audit rows and change policies (seed 5 rule 8)', () => {
+describe('who may delete audit rows and change policies', () => {
   // test/shared/audit/append-only.test.ts proves the rest: the app role cannot delete even with the flag, the
   // audit-admin role cannot delete without it nor update, and nobody (the owner included) updates or truncates.
 

@@ -95,7 +95,7 @@ describe('sealing an audit row', () => {
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 
-  it('rejects an actorType or result outside its enumeration (seed 7)', async () => {
+  it('rejects an actorType or result outside its enumeration', async () => {
     const orgId = randomUUID();
     await expect(appendOne(t.app, { orgId, actorType: 'robot' })).rejects.toThrow(
       /invalid input value for enum audit_actor_type: "robot"/,

@@ -244,7 +244,7 @@ describe('audit writes of a request, whatever the request sent', () => {
   });
 });
 
-describe('log lines of the writer (seed 6 rules 1-2)', () => {
+describe('log lines of the writer', () => {
   const failingDb: Db = {
     query: () => Promise.reject(new Error('connection lost')),
     transaction: () => Promise.reject(new Error('connection lost')),

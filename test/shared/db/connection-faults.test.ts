@@ -1,5 +1,5 @@
 /**
- * issue 13 "Database faults": a backend terminated mid-transaction rejects that transaction and never crashes the
+ * Database faults: a backend terminated mid-transaction rejects that transaction and never crashes the
  * process; during an outage the API answers 503 UNAVAILABLE with Retry-After, and it recovers by itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,7 +30,7 @@ const terminateAppBackends = () =>
       WHERE usename = 'logbook_app' AND pid <> pg_backend_pid()`,
   );
 
-describe('a backend terminated mid-transaction (issue 13)', () => {
+describe('a backend terminated mid-transaction', () => {
   it('rejects the transaction as a connection failure while it waits between statements, and the pool goes on', async () => {
     const transaction = db.transaction(async (tx) => {
       const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
@@ -66,7 +66,7 @@ describe('a backend terminated mid-transaction (issue 13)', () => {
   });
 });
 
-describe('the API while backends are terminated under load (issue 13)', () => {
+describe('the API while backends are terminated under load', () => {
   it('answers 200 or 503 UNAVAILABLE with Retry-After, never 500, and recovers by itself', async () => {
     const statuses: number[] = [];
     let stop = false;
@@ -95,7 +95,7 @@ describe('the API while backends are terminated under load (issue 13)', () => {
   });
 });
 
-describe('a database that does not answer in time (issue 13)', () => {
+describe('a database that does not answer in time', () => {
   it('answers 503 UNAVAILABLE with Retry-After after the statement timeout, and the write never commits later', async () => {
     const before = await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}`, { token: tenant.orgToken });
     // Another session holds the organization's row: the rename waits, as behind a frozen or overloaded server.

@@ -1,5 +1,5 @@
 /**
- * The Data API path, tested rather than assumed (issue 7): the project's stores and handlers run through the Data API
+ * The Data API path, tested rather than assumed: the project's stores and handlers run through the Data API
  * executor (shared/db/data-api.ts) and the real @aws-sdk/client-rds-data client against the local Data API endpoint
  * (infra/local/data-api-server.ts), which types parameters and answers as the Data API does.
  */

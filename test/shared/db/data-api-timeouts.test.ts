@@ -1,5 +1,5 @@
 /**
- * Statement timeouts under the Data API (issue 13 item 5), through the local Data API and the real SDK client: a
+ * Statement timeouts under the Data API, through the local Data API and the real SDK client: a
  * transaction's statements are bounded by SET LOCAL statement_timeout, a statement outside one by the API role's
  * default (set with its login), and every call is abandoned 2 s past the timeout; the API answers 503 UNAVAILABLE with
  * Retry-After, and the write it started never commits later.
@@ -44,7 +44,7 @@ afterAll(async () => {
   await local?.close();
 });
 
-describe('statement timeouts under the Data API (issue 13)', () => {
+describe('statement timeouts under the Data API', () => {
   it("gives the API's role the statement timeout as its default with its login", async () => {
     const { rows } = await t.db.admin.query<{ config: string[] | null }>(
       "SELECT rolconfig AS config FROM pg_roles WHERE rolname = 'logbook_app'",

@@ -1,5 +1,5 @@
 /**
- * Statements that outlive a Data API call (issue 14): DDL on a large audit table can take longer than the call's
+ * Statements that outlive a Data API call: DDL on a large audit table can take longer than the call's
  * timeout (45 s in AWS; 300 ms here). With continueAfterTimeout the statement runs on and the executor polls its
  * session until it ends; without it the statement is cancelled. Through the local Data API and the real SDK client.
  */

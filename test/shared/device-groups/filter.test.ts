@@ -31,7 +31,7 @@ describe('compileFilter', () => {
   });
 });
 
-describe('the posture field (issue 18)', () => {
+describe('the posture field', () => {
   it('compiles { category, product?, status? } to a bound EXISTS over the latest snapshot', () => {
     const { params, bind } = filterParams();
     const sql = compileFilter(

@@ -21,7 +21,7 @@ const lastUpdate = (orgId: string) =>
     )
     .then((r) => r.rows[0]);
 
-describe("a route's audit row and the client address a proxy claimed (issue 13 item 8)", () => {
+describe("a route's audit row and the client address a proxy claimed", () => {
   it('keeps a non-IP first X-Forwarded-For entry in details.rawIpAddress, the IP column null', async () => {
     const reply = await t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
       token: tenant.partnerToken,
