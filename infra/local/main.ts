@@ -189,14 +189,20 @@ Demo tenant
 Audit-log viewer
 ${viewer}
 
-Demo tokens (${tokens ? 'user tokens valid 24 hours; ' : ''}paste into a shell)
+Demo tokens (${tokens ? 'user tokens valid 24 hours; ' : ''}paste into a shell; the README's examples use them)
+  export LOGBOOK_API=${base}
+  export PARTNER_ID=${demo.partnerId}
+  export ORG_ID=${demo.orgId}
+  export SITE_ID=${demo.siteId}
+  export DEVICE_ID=${demo.deviceId}
+  export AGENT_ID=${demo.agentId}
 ${userTokens}
   export AGENT_TOKEN=${demo.agentToken}
 
 Try
-  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" ${base}/devices
-  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" ${base}/system-tools/devices/${demo.deviceId}/eventlogs
-  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "${base}/devices/${demo.deviceId}/eventlogs/security/events?eventId=4625&limit=5"
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "$LOGBOOK_API/devices"
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "$LOGBOOK_API/system-tools/devices/$DEVICE_ID/eventlogs"
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "$LOGBOOK_API/devices/$DEVICE_ID/eventlogs/security/events?eventId=4625&limit=5"
 `);
 
   let stopping = false;
