@@ -48,7 +48,7 @@ function localSecret(name: string, encoding: 'base64' | 'base64url'): string {
 }
 
 /**
- * The audit spool (issue 13): audit writes that failed are kept in .data/audit-spool and replayed now and every
+ * The audit spool: audit writes that failed are kept in .data/audit-spool and replayed now and every
  * minute, as the API's role. The returned stop replays once more.
  */
 function replayAuditSpool(): () => Promise<void> {
@@ -144,7 +144,7 @@ async function main() {
   const gateway = await startHttpGateway({ port, host, routes, defaultRoute, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
   useLocalManagementApi(wsGateway);
-  // The demo device's simulated Windows agent, so that live queries answer at once (README "Live event-log queries").
+  // The demo device's simulated Windows agent, so that live queries answer at once (docs/live-query.md).
   const demoAgent = startAgent({
     server: gateway.url,
     wsUrl: wsGateway.url,

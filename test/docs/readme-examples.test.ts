@@ -7,12 +7,18 @@ import { freePort } from '#infra/local/embedded-postgres.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
 const readme = readFileSync('README.md', 'utf8');
-const pages = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
-/** The `curl` commands of the README's sh blocks, each joined across its backslash-continued lines. */
-function curlExamples(markdown: string): string[] {
-  const commands: string[] = [];
+/** The `curl` commands of each of the README's sh blocks, each joined across its backslash-continued lines. */
+function curlExamples(markdown: string): string[][] {
+  const blocks: string[][] = [];
   for (const [, block] of markdown.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    const commands: string[] = [];
     let current = '';
     for (const line of block!.split('\n')) {
       if (!current && !line.startsWith('curl ')) continue;
@@ -22,8 +28,9 @@ function curlExamples(markdown: string): string[] {
         current = '';
       }
     }
+    if (commands.length > 0) blocks.push(commands);
   }
-  return commands;
+  return blocks;
 }
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
@@ -143,21 +150,30 @@ describe("the README's curl examples", { timeout: 60_000 }, () => {
     expect(Object.keys(exports)).toEqual(
       expect.arrayContaining(['LOGBOOK_API', 'ORG_ID', 'DEVICE_ID', 'AGENT_ID', 'ORG_ADMIN_TOKEN', 'AGENT_TOKEN']),
     );
-    const examples = curlExamples(readme);
-    expect(examples.length).toBeGreaterThanOrEqual(15);
-    const failures: string[] = [];
-    for (const [i, example] of examples.entries()) {
-      const body = join(scratch, `reply-${i}`);
-      // Only curl's own output options are added: the reply goes to a file, the status to stdout.
-      const command = example.replace(/^curl /, `curl -sS -o '${body}' -w '%{http_code}' `);
-      const status = await new Promise<string>((resolve) =>
+    const blocks = curlExamples(readme);
+    expect(blocks.flat().length).toBeGreaterThanOrEqual(15);
+    const run = (example: string, reply: string) =>
+      new Promise<string>((resolve) => {
+        // Only curl's own output options are added: the reply goes to a file, the status to stdout.
+        const command = example.replace(/^curl /, `curl -sS -o '${reply}' -w '%{http_code}' `);
         execFile('bash', ['-c', command], { env: { ...process.env, ...exports } }, (error, stdout, stderr) =>
           resolve(error ? `${stdout} ${stderr}` : stdout),
-        ),
-      );
-      if (!/^2\d\d$/.test(status))
-        failures.push(`${status}: ${example}\n  ${existsSync(body) ? readFileSync(body, 'utf8').slice(0, 500) : ''}`);
-    }
+        );
+      });
+    const failures: string[] = [];
+    // A block's examples run in order (a field is defined before it is set); the blocks are independent.
+    await Promise.all(
+      blocks.map(async (examples, b) => {
+        for (const [i, example] of examples.entries()) {
+          const reply = join(scratch, `reply-${b}-${i}`);
+          const status = await run(example, reply);
+          if (!/^2\d\d$/.test(status))
+            failures.push(
+              `${status}: ${example}\n  ${existsSync(reply) ? readFileSync(reply, 'utf8').slice(0, 500) : ''}`,
+            );
+        }
+      }),
+    );
     expect(failures).toEqual([]);
   });
 });
