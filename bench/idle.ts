@@ -1,5 +1,5 @@
 /**
- * The idle floor: how many statements reach the database while nobody
+ * The idle floor (docs/operations.md "What it costs while idle"): how many statements reach the database while nobody
  * works, counted at the API's Db seam (appStatementCount) with the local gateways, real HTTP and WebSocket
  * connections and the simulated agent (demo/agent). Every statement would resume a paused Aurora.
  *

@@ -290,7 +290,7 @@ async function diagnosticQueries(
     { name: 'a day (since/until off the hour)', query: `since=${day.since}&until=${day.until}` },
     { name: 'level + component + day', query: `level=warn,error&component=ws&since=${day.since}&until=${day.until}` },
     { name: 'search for a rare word', query: 'search=quarantined' },
-    // Not a target: an exact total of a million matches reads a million rows (README "Diagnostic logs").
+    // Not a target: an exact total of a million matches reads a million rows (docs/agent-logs.md).
     { name: 'search for a word in every entry', query: 'search=queue%20depth', informational: true },
   ];
   const db = createPgDb({ connectionString: appUrl, max: 2 });

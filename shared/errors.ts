@@ -2,7 +2,7 @@ import type { z } from 'zod';
 
 /**
  * Domain errors: values with a code. `shared/http/error-envelope.ts` maps them to
- * HTTP statuses in one place (DESIGN.md "HTTP conventions").
+ * HTTP statuses in one place (docs/system.md).
  */
 export type ErrorCode =
   | 'VALIDATION_FAILED'
@@ -46,13 +46,13 @@ export const ValidationFailed = (message: string, details?: unknown) =>
 export const RateLimited = (message: string, retryAfterSeconds: number, details: Record<string, unknown> = {}) =>
   new DomainError('RATE_LIMITED', message, { retryAfterSeconds, ...details });
 
-/** Live queries (seed 4.5, 7): the device's agent has no WebSocket connection. */
+/** Live queries: the device's agent has no WebSocket connection. */
 export const DeviceOffline = () =>
   new DomainError('DEVICE_OFFLINE', 'The device is offline: its agent has no live connection');
-/** Live queries (seed 7, 8): the agent did not answer in time. */
+/** Live queries: the agent did not answer in time. */
 export const AgentTimeout = (waitedMs: number) =>
   new DomainError('AGENT_TIMEOUT', `The agent did not answer within ${Number((waitedMs / 1000).toFixed(1))} seconds`);
-/** Live queries (seed 7): the agent's answer could not be read. */
+/** Live queries: the agent's answer could not be read. */
 export const AgentBadResponse = (message = "The agent's answer could not be read") =>
   new DomainError('AGENT_BAD_RESPONSE', message);
 
@@ -72,8 +72,8 @@ export function issueDetails(error: z.ZodError, location?: string): IssueDetail[
       : [{ path: path(...issue.path), message: issue.message, code: issue.code }],
   );
 }
-/** Scripts (issue 17): another live script of the library has this name. */
+/** Scripts: another live script of the library has this name. */
 export const NameConflict = (name: string) =>
   new DomainError('NAME_CONFLICT', `A script named ${JSON.stringify(name)} already exists in this library`);
-/** Alerts (issue 17): the change does not apply to the alert's status (acknowledging a resolved alert). */
+/** Alerts: the change does not apply to the alert's status (acknowledging a resolved alert). */
 export const InvalidState = (message: string) => new DomainError('INVALID_STATE', message);

@@ -2,7 +2,7 @@
  * The simulated agent: what a Windows device's agent does towards Logbook. It heartbeats, posts its
  * diagnostic logs, submits its stored event logs once, and keeps a WebSocket connection (reconnecting
  * with exponential backoff) on which it answers live event-log queries from its generated event
- * store, in chunks when an answer exceeds about 100 KB (README "Live event-log queries").
+ * store, in chunks when an answer exceeds about 100 KB (docs/live-query.md).
  */
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';

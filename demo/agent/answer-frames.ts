@@ -9,7 +9,7 @@ export const chunkBytes = 100 * 1024;
 export function answerFrames(reply: object, limit = chunkBytes): string[] {
   const text = JSON.stringify(reply);
   if (Buffer.byteLength(text) <= limit) return [text];
-  // A script run's answer names its run item instead of a request (README "Script runs").
+  // A script run's answer names its run item instead of a request (docs/scripts.md "Runs").
   const id =
     'runItemId' in reply ? { runItemId: reply.runItemId } : { requestId: (reply as { requestId: string }).requestId };
   const frame = (chunk: number, chunks: number, data: string) => JSON.stringify({ ...id, chunk, chunks, data });

@@ -1,5 +1,5 @@
 /**
- * The simulated agent's side of script runs (README "Script runs"): it answers `script.run` without executing
+ * The simulated agent's side of script runs (docs/scripts.md "Runs"): it answers `script.run` without executing
  * anything on the host. It reports `started`, waits `sleepSeconds` (a parameter, default 0), then `finished` with
  * the exit code of the parameter `exitCode` (default 0) and a made-up output (`outputBytes` characters of it when
  * that parameter is given, to try chunking). A sleep beyond the run's timeout never finishes, as a hung script

@@ -18,7 +18,7 @@ export interface AgentChannelProps {
 const stageName = 'live';
 
 /**
- * The agents' WebSocket API (DESIGN.md "Shape"): $connect, $disconnect and $default, and the stage whose management
+ * The agents' WebSocket API (docs/ARCHITECTURE.md): $connect, $disconnect and $default, and the stage whose management
  * endpoint relays live queries to connected agents.
  */
 export class AgentChannel extends Construct {

@@ -31,13 +31,13 @@ export interface LogbookAlarmProps {
   periods?: number;
   /** A metric without data is normal (default), or itself the trouble (`breaching`: something stopped). */
   missing?: TreatMissingData;
-  /** What the alarm means and what to do: its description, in the console and the notification (README "Alarms"). */
+  /** What the alarm means and what to do: its description, in the console and the notification (docs/operations.md "Alarms"). */
   meaning: string;
   action: string;
 }
 
 /**
- * The operator's alarms (README "Alarms"): one SNS topic every alarm notifies (optionally e-mailing `email`), and a
+ * The operator's alarms (docs/operations.md "Alarms"): one SNS topic every alarm notifies (optionally e-mailing `email`), and a
  * dashboard with each alarm's figure. Every alarm is made by `add`, which states its meaning and what to do.
  */
 export class Alarms extends Construct {

@@ -14,7 +14,7 @@ export interface AnchorKeyProps {
 }
 
 /**
- * The integrity watch's Ed25519 signing key (README "Integrity watch and signed anchors"). A custom resource
+ * The integrity watch's Ed25519 signing key (docs/retention.md). A custom resource
  * (functions/migrate/anchor-key.ts) generates the pair when the stack is created and whenever `generation`
  * changes: it writes the private key into a secret that it may write but not read and that only the retention
  * worker reads, and answers the public key, which the audit function publishes (AUDIT_ANCHOR_PUBLIC_KEY) with the
@@ -34,7 +34,7 @@ export class AnchorKey extends Construct {
     acknowledge(
       this.secret,
       'SMG4',
-      'Rotated by deploying with a new anchorKeyGeneration (README "Deploy"): a signing key rotated on a timer would only multiply the public keys anchor holders must keep',
+      'Rotated by deploying with a new anchorKeyGeneration (docs/operations.md): a signing key rotated on a timer would only multiply the public keys anchor holders must keep',
     );
     const generator = new LogbookFunction(this, 'Generator', {
       entry: join(projectRoot, 'functions/migrate/anchor-key.ts'),

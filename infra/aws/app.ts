@@ -1,7 +1,7 @@
 /**
  * The CDK app (cdk.json): `npm run synth` synthesizes it offline, without AWS credentials or Docker (esbuild bundles
  * the functions); `npx cdk deploy` deploys it into the account and region of the caller's credentials. Settings come
- * from CDK context (infra/aws/settings.ts, README "Deploy"). cdk-nag's AwsSolutions checks and the AWS Control Tower proactive rules (cfn-guard) run on every synth.
+ * from CDK context (infra/aws/settings.ts, docs/operations.md). cdk-nag's AwsSolutions checks and the AWS Control Tower proactive rules (cfn-guard) run on every synth.
  */
 import { App } from 'aws-cdk-lib';
 import { LogbookStack } from './logbook-stack.ts';

@@ -46,7 +46,7 @@ const dataApiActions = [
 ];
 
 /**
- * Aurora PostgreSQL 17 Serverless v2 with the Data API (DESIGN.md "Database"): pauses at 0 ACU, in isolated subnets
+ * Aurora PostgreSQL 17 Serverless v2 with the Data API (docs/ARCHITECTURE.md): pauses at 0 ACU, in isolated subnets
  * of a VPC without NAT gateway (only the Data API reaches it), encrypted at rest. One secret per database role: the
  * administrator's (owner), the API's (logbook_app) and the retention worker's (logbook_audit_admin). The migration
  * custom resource applies the migrations on every deploy, sets the app role's password from its secret, and gives
@@ -96,7 +96,7 @@ export class Database extends Construct {
       (this.cluster.node.defaultChild as CfnDBCluster).attrMasterUserSecretSecretArn,
     );
     if (props.backupPlan) {
-      // Recovery points outside the cluster's own 7-day backups, kept 35 days (README "Backups").
+      // Recovery points outside the cluster's own 7-day backups, kept 35 days (docs/operations.md "Backups").
       const selection = BackupPlan.daily35DayRetention(this, 'Backup').addSelection('Cluster', {
         resources: [BackupResource.fromRdsDatabaseCluster(this.cluster)],
       });

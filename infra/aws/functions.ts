@@ -167,7 +167,7 @@ export class LogbookFunction extends LambdaFunction {
     acknowledge(
       this,
       'L1',
-      'Node.js 22 is the runtime this service is built and tested for (package.json engines); the next LTS is one setting (context lambdaRuntime, README "Node.js runtime"), moved to as a tested change',
+      'Node.js 22 is the runtime this service is built and tested for (package.json engines); the next LTS is one setting (context lambdaRuntime, docs/operations.md "Node.js runtime"), moved to as a tested change',
     );
     acknowledge(
       role,

@@ -61,10 +61,10 @@ function retentionDays(days: number): RetentionDays {
 }
 
 /**
- * Everything Logbook runs in AWS (DESIGN.md "Shape"), environment-agnostic: the HTTP API with one Lambda per route
+ * Everything Logbook runs in AWS (docs/ARCHITECTURE.md), environment-agnostic: the HTTP API with one Lambda per route
  * group, the agents' WebSocket API, Aurora PostgreSQL Serverless v2 reached through the Data API, the migration
  * custom resource, the daily retention worker with its anchor signing key, and the audit viewer on S3 and
- * CloudFront. Nothing costs money while idle but the secrets, the stored data and logs (README "Deploy").
+ * CloudFront. Nothing costs money while idle but the secrets, the stored data and logs (docs/operations.md).
  */
 export class LogbookStack extends Stack {
   readonly database: Database;
@@ -74,7 +74,7 @@ export class LogbookStack extends Stack {
   readonly anchorKey: AnchorKey;
   readonly viewer?: Viewer;
   readonly alarms: Alarms;
-  /** Where the daily run's event goes when all its attempts failed (README "Re-running a failed day"). */
+  /** Where the daily run's event goes when all its attempts failed (docs/operations.md "Re-running a failed day"). */
   readonly retentionFailures: Queue;
 
   constructor(scope: Construct, id: string, props: LogbookStackProps = {}) {
@@ -104,7 +104,7 @@ export class LogbookStack extends Stack {
       routeKey: 'http' | 'websocket',
       extra: { environment?: Record<string, string>; prelude?: string } = {},
     ) => {
-      // Live queries hold an execution up to 28 s each: capped, so that they cannot starve the daily run (issue 14).
+      // Live queries hold an execution up to 28 s each: capped, so that they cannot starve the daily run.
       const reserved = { 'live-query': settings.liveQueryConcurrency, ws: settings.agentChannelConcurrency }[name];
       const fn = new LogbookFunction(this, `${pascal(name)}Function`, {
         entry: writeDispatchEntry(name, handlers, { routeKey, prelude: extra.prelude }),
@@ -127,7 +127,7 @@ export class LogbookStack extends Stack {
     const relayEnvironment = { WS_MANAGEMENT_ENDPOINT: this.agentChannel.managementEndpoint };
     wsFunction.addEnvironment('WS_MANAGEMENT_ENDPOINT', relayEnvironment.WS_MANAGEMENT_ENDPOINT);
     this.agentChannel.grantRelay(wsFunction);
-    // Script runs and PSA deliveries (issue 17): a queue and its worker; the functions that queue jobs send to it.
+    // Script runs and PSA deliveries: a queue and its worker; the functions that queue jobs send to it.
     const workQueue = new WorkQueue(this, 'WorkQueue', {
       logRetention,
       environment: { ...apiEnvironment, ...relayEnvironment },
@@ -281,7 +281,7 @@ export class LogbookStack extends Stack {
       value: this.alarms.topic.topicArn,
     });
     new CfnOutput(this, 'RetentionFailuresQueueUrl', {
-      description: 'Daily runs that failed after their retries (README "Re-running a failed day")',
+      description: 'Daily runs that failed after their retries (docs/operations.md "Re-running a failed day")',
       value: this.retentionFailures.queueUrl,
     });
     new CfnOutput(this, 'RetentionFunctionName', { value: this.retention.functionName });
@@ -291,7 +291,7 @@ export class LogbookStack extends Stack {
       value: database.ownerSecret.secretArn,
     });
   }
-  /** The alarms of README "Alarms", each with its meaning and what to do. */
+  /** The alarms of docs/operations.md "Alarms", each with its meaning and what to do. */
   private addAlarms(): void {
     const { alarms } = this;
     const hour = Duration.hours(1);
@@ -323,14 +323,14 @@ export class LogbookStack extends Stack {
       missing: TreatMissingData.BREACHING,
       meaning: 'The daily retention run has not run for 26 hours.',
       action:
-        'Check the RetentionSchedule rule is enabled and the function exists; run the day again (README "Re-running a failed day").',
+        'Check the RetentionSchedule rule is enabled and the function exists; run the day again (docs/operations.md "Re-running a failed day").',
     });
     alarms.add('RetentionFailuresQueued', {
       metric: this.retentionFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
       threshold: 1,
       meaning: 'A daily run failed all its attempts (or could not be delivered) and waits in the failures queue.',
       action:
-        'Fix the cause from the function log, run the day again with its asOf, then delete the message (README "Re-running a failed day").',
+        'Fix the cause from the function log, run the day again with its asOf, then delete the message (docs/operations.md "Re-running a failed day").',
     });
     alarms.add('AuditWriteFailures', {
       metric: alarms.metric('AuditWriteFailures'),
@@ -344,7 +344,7 @@ export class LogbookStack extends Stack {
       meaning:
         "An audit event is missing from the trail: its write failed and it could not be spooled, or its spooled replay failed five times and waits in the work queue's dead-letter queue.",
       action:
-        'Read the function\'s log ([audit] lines) for the action and the error; fix the database, then redrive the work queue\'s dead-letter queue (README "Audit spool").',
+        'Read the function\'s log ([audit] lines) for the action and the error; fix the database, then redrive the work queue\'s dead-letter queue (docs/audit.md "Writers and the audit spool").',
     });
     alarms.add('UnhandledErrors', {
       metric: alarms.metric('UnhandledErrors'),

@@ -2,7 +2,7 @@ import type { Node } from 'constructs';
 
 /**
  * Everything an MSP sets for its deployment, from CDK context (`cdk deploy -c jwtJwksUrl=https://…`, or
- * `context` in cdk.json) or as stack props. README "Deploy" lists them.
+ * `context` in cdk.json) or as stack props. docs/operations.md lists them.
  */
 export interface LogbookSettings {
   /** Identity provider: the JWKS that signs user tokens, their issuer and audience. */
@@ -11,7 +11,7 @@ export interface LogbookSettings {
   allowNoUserAuth: boolean;
   jwtIssuer: string;
   jwtAudience: string;
-  /** Take the client IP from X-Forwarded-For (seed 5 rule 5): only behind a proxy that sets it. */
+  /** Take the client IP from X-Forwarded-For: only behind a proxy that sets it. */
   trustProxyHeaders: boolean;
   /** ARN of a Secrets Manager secret holding the agents' enrollment secret; enrollment needs none without it. */
   agentEnrollmentSecretArn?: string;
@@ -55,9 +55,9 @@ export interface LogbookSettings {
   /** A custom domain for the viewer: its name and an ACM certificate in us-east-1 (CloudFront's) for it. */
   viewerDomainName?: string;
   viewerCertificateArn?: string;
-  /** A daily AWS Backup plan of the cluster, kept 35 days (README "Backups"). */
+  /** A daily AWS Backup plan of the cluster, kept 35 days (docs/operations.md "Backups"). */
   backupPlan: boolean;
-  /** The Lambda runtime of every function (README "Node.js runtime"). */
+  /** The Lambda runtime of every function (docs/operations.md "Node.js runtime"). */
   lambdaRuntime: string;
 }
 

@@ -17,7 +17,7 @@ export interface WorkQueueProps {
 
 /**
  * The service's background work (shared/queue/work-queue.ts): script runs waiting for an agent that just connected,
- * PSA deliveries with their retries (issue 17), and audit rows whose write failed (issue 13, shared/audit/spool.ts). An SQS queue and a worker function polled by Lambda's event
+ * PSA deliveries with their retries, and audit rows whose write failed (shared/audit/spool.ts). An SQS queue and a worker function polled by Lambda's event
  * source mapping: nothing is billed while no job is queued. A job that keeps failing ends in the dead-letter queue
  * after five receives; its delivery row still says where it stood.
  */

@@ -1,5 +1,5 @@
 /**
- * The local audit spool (issue 13 item 6, shared/audit/spool.ts): failed audit rows are appended as JSON lines to
+ * The local audit spool (shared/audit/spool.ts): failed audit rows are appended as JSON lines to
  * `<dir>/pending.jsonl`. A replay moves that file aside (`replaying-<instant>.jsonl`, so rows spooled meanwhile
  * start a new file) and appends its rows 100 per statement, rewriting the file after each batch, so a replay
  * interrupted by a crash resumes where it stopped and never appends a row twice.

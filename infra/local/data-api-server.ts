@@ -492,7 +492,7 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
       }
       const transactionId = randomBytes(48).toString('base64');
       // A backend terminated while the transaction is idle emits 'error' on its client: the transaction ends (its
-      // next call answers TransactionNotFound) instead of the process (issue 13).
+      // next call answers TransactionNotFound) instead of the process.
       const onError = (error: Error) => {
         const transaction = transactions.get(transactionId);
         if (!transaction) return;

@@ -105,7 +105,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     const body = await readBody(req);
     if (body === 'too-large') {
       // Stop reading: the rest of the upload is never buffered, and the connection is not reused. The answer is
-      // the service's own envelope, as for a body beyond a route's limit (README "Conventions").
+      // the service's own envelope, as for a body beyond a route's limit (docs/system.md "Conventions").
       req.pause();
       return reply(
         res,

@@ -48,7 +48,7 @@ function localSecret(name: string, encoding: 'base64' | 'base64url'): string {
 }
 
 /**
- * The audit spool (issue 13): audit writes that failed are kept in .data/audit-spool and replayed now and every
+ * The audit spool: audit writes that failed are kept in .data/audit-spool and replayed now and every
  * minute, as the API's role. The returned stop replays once more.
  */
 function replayAuditSpool(): () => Promise<void> {
@@ -144,7 +144,7 @@ async function main() {
   const gateway = await startHttpGateway({ port, host, routes, defaultRoute, site: await site });
   const wsGateway = await startWsGateway({ port: wsPort, host, routes: wsRoutes });
   useLocalManagementApi(wsGateway);
-  // The demo device's simulated Windows agent, so that live queries answer at once (README "Live event-log queries").
+  // The demo device's simulated Windows agent, so that live queries answer at once (docs/live-query.md).
   const demoAgent = startAgent({
     server: gateway.url,
     wsUrl: wsGateway.url,
@@ -189,14 +189,20 @@ Demo tenant
 Audit-log viewer
 ${viewer}
 
-Demo tokens (${tokens ? 'user tokens valid 24 hours; ' : ''}paste into a shell)
+Demo tokens (${tokens ? 'user tokens valid 24 hours; ' : ''}paste into a shell; the README's examples use them)
+  export LOGBOOK_API=${base}
+  export PARTNER_ID=${demo.partnerId}
+  export ORG_ID=${demo.orgId}
+  export SITE_ID=${demo.siteId}
+  export DEVICE_ID=${demo.deviceId}
+  export AGENT_ID=${demo.agentId}
 ${userTokens}
   export AGENT_TOKEN=${demo.agentToken}
 
 Try
-  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" ${base}/devices
-  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" ${base}/system-tools/devices/${demo.deviceId}/eventlogs
-  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "${base}/devices/${demo.deviceId}/eventlogs/security/events?eventId=4625&limit=5"
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "$LOGBOOK_API/devices"
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "$LOGBOOK_API/system-tools/devices/$DEVICE_ID/eventlogs"
+  curl -H "Authorization: Bearer $ORG_ADMIN_TOKEN" "$LOGBOOK_API/devices/$DEVICE_ID/eventlogs/security/events?eventId=4625&limit=5"
 `);
 
   let stopping = false;

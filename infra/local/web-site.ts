@@ -1,5 +1,5 @@
 /**
- * The web pages as the local server serves them (the audit viewer at / too; README "Audit-log viewer"): built once
+ * The web pages as the local server serves them (the audit viewer at / too; docs/web.md): built once
  * at start into memory by the same buildWeb toolchain as the deployment, no config.json (pages then call their own
  * origin). Pages keep their view in the query string: paths other than the pages and their assets are 404.
  */

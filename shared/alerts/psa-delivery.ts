@@ -18,7 +18,7 @@ const maxAnswerBytes = 64 * 1024;
 
 /**
  * The signature header of a delivery: `sha256=` and the lowercase hex HMAC-SHA256, keyed with the integration's
- * secret, of `<X-Logbook-Timestamp>.<body>` (README "PSA integration").
+ * secret, of `<X-Logbook-Timestamp>.<body>` (docs/alerts.md).
  */
 export function signature(secret: string, timestamp: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;

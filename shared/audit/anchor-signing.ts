@@ -1,5 +1,5 @@
 /**
- * Signed anchors of the audit chain (issue 4 "Integrity watch", DESIGN.md "Audit chain"): the canonical payload, the
+ * Signed anchors of the audit chain (docs/retention.md "Integrity watch, signed anchors and signed retention cuts"): the canonical payload, the
  * Ed25519 signature and the keys from configuration. A bare hash chain proves nothing against whoever can rewrite the
  * database; an anchor signs, with a key the database never holds, an organization's head, its retention boundary and
  * the set of organizations with a chain, and the public key is published (GET /api/v1/audit-logs/anchors).
@@ -55,7 +55,7 @@ export function anchorPayload(fields: AnchorFields): string {
   ]);
 }
 
-/** What the retention worker signs for each cut (issue 13): the checkpoint and why the cut was allowed. */
+/** What the retention worker signs for each cut: the checkpoint and why the cut was allowed. */
 export type CheckpointFields = {
   orgId: string;
   /** The last deleted row: its seq, checksum and canonical timestamp (microseconds, UTC). */

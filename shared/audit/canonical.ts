@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import type { AuditRow } from './row.ts';
 
 /**
- * The values of one audit row that its checksum covers (DESIGN.md "Audit chain", canonical payload v1). The
+ * The values of one audit row that its checksum covers (docs/audit.md, canonical payload v1). The
  * database's sealing trigger computes the same bytes; this module recomputes them without trusting any database
  * function.
  */
@@ -10,7 +10,7 @@ export type CanonicalAuditRow = Omit<AuditRow, 'checksum'>;
 
 export const canonicalVersion = 'logbook-audit-v1';
 
-/** DESIGN.md "Audit chain": the order of the fields in the payload. */
+/** docs/audit.md: the order of the fields in the payload. */
 export const canonicalFields = [
   'id',
   'orgId',
@@ -41,7 +41,7 @@ export function canonicalPayload(row: CanonicalAuditRow): string {
   return payload;
 }
 
-/** Lowercase hex SHA-256 of the row's canonical payload (seed 2.2 checksum). */
+/** Lowercase hex SHA-256 of the row's canonical payload (the row's checksum). */
 export function auditChecksum(row: CanonicalAuditRow): string {
   // One-shot: a quarter faster than a Hash object for a row's payload, which is what verifying a million rows repeats.
   return hash('sha256', canonicalPayload(row), 'hex');

@@ -1,5 +1,5 @@
 /**
- * seed 2.3: the category of an audit row, the security events and the compliance-tracked actions.
+ * The category of an audit row, the security events and the compliance-tracked actions.
  * The lists are the specification's constants; the SQL built from them holds literals, never input.
  */
 export const auditCategories = [
@@ -14,7 +14,7 @@ export const auditCategories = [
 ] as const;
 export type AuditCategory = (typeof auditCategories)[number];
 
-/** seed 2.3: action prefixes per category; an action matching none is `system`. */
+/** Action prefixes per category; an action matching none is `system`. */
 const categoryPrefixes: readonly (readonly [prefix: string, category: AuditCategory])[] = [
   ['user.login', 'authentication'],
   ['user.logout', 'authentication'],
@@ -28,7 +28,7 @@ const categoryPrefixes: readonly (readonly [prefix: string, category: AuditCateg
   ['organization.', 'organization'],
 ];
 
-/** seed 2.3: the actions the security events report shows. */
+/** The actions the security events report shows. */
 export const securityEventActions = [
   'user.login',
   'user.login.failed',
@@ -40,7 +40,7 @@ export const securityEventActions = [
   'agent.source.ip.changed',
 ] as const;
 
-/** seed 2.3: the compliance-tracked actions. */
+/** The compliance-tracked actions. */
 export const complianceActions = [
   'data.access',
   'data.export',

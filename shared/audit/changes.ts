@@ -1,6 +1,6 @@
 /**
  * The before/after values of the fields that changed, for an audit row's details
- * (the viewer shows them as the entry's changes, seed 4.1.1).
+ * (the viewer shows them as the entry's changes).
  */
 export function changedFields(
   before: Record<string, unknown>,

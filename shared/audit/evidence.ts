@@ -1,5 +1,5 @@
 /**
- * The signed evidence a chain is checked against (issue 13), pure so that the database verifier and the offline check
+ * The signed evidence a chain is checked against, pure so that the database verifier and the offline check
  * of an export apply the same rules: the retention checkpoint at the chain's start must be signed by the retention
  * worker over rows older than its policy allowed, the newest signed anchor must still hold, and an organization whose
  * chain (or signed checkpoint) records that it was anchored must still have anchors.
@@ -25,7 +25,7 @@ export function checkpointBreak(
     !verifyCheckpointSignature({ orgId, seq: checkpoint.seq, checksum: checkpoint.checksum, ...signed }, publicKey)
   )
     return refused;
-  // seed 6 retention rule 1: only rows timestamped before asOf − retentionDays may go; the cutoff has whole milliseconds.
+  // Only rows timestamped before asOf − retentionDays may go; the cutoff has whole milliseconds.
   const lastMs = Date.parse(`${signed.lastTimestamp.slice(0, 23)}Z`);
   const allowedBefore = Date.parse(signed.asOf) - signed.retentionDays * dayMs;
   if (!(lastMs < allowedBefore)) return refused;

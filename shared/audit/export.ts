@@ -9,9 +9,9 @@ import type { AuditRow } from './row.ts';
 import { type ChainEvidence, readAnchoredRecord, readChainHeads, readLatestCheckpoints } from './store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
-/** seed 8: an export holds at most 10,000 rows. */
+/** An export holds at most 10,000 rows. */
 export const maxExportRows = 10_000;
-/** Rows per query, and bytes per result under the Data API's 1 MiB (DESIGN.md "Database"). */
+/** Rows per query, and bytes per result under the Data API's 1 MiB (docs/ARCHITECTURE.md). */
 const pageRows = 1_000;
 const pageBytes = 900_000;
 
@@ -41,7 +41,7 @@ export interface FileDelivery<R> {
  * GET /audit-logs/export: the newest rows in scope (at most 10,000) with every canonical value of the chain,
  * so a JSON export of an unfiltered range verifies offline (shared/audit/canonical.ts). Read in keyset pages
  * from one REPEATABLE READ snapshot, so a write during the export neither shifts nor repeats rows. Each
- * organization whose rows leave is told so in its own trail (data.export, seed 6). A JSON export also carries
+ * organization whose rows leave is told so in its own trail (data.export). A JSON export also carries
  * each exported organization's chain head from the same snapshot (`heads`), to compare with the live chain.
  */
 export async function exportAuditLogs<R>(
@@ -81,7 +81,7 @@ export async function exportAuditLogs<R>(
         after = page.at(-1);
       }
       // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain;
-      // and the signed evidence the offline check applies like the database verifier (issue 13).
+      // and the signed evidence the offline check applies like the database verifier.
       const orgIds = [...rowsPerOrg.keys()];
       const heads = format === 'json' ? await readChainHeads(tx, orgIds) : {};
       const evidence = format === 'json' ? await readExportEvidence(tx, orgIds) : {};

@@ -9,7 +9,7 @@ import { deleteStaleIngestKeys } from './retention-store.ts';
  */
 export const ingestKeyLifetimeMs = 25 * 60 * 60 * 1000;
 
-/** The idempotency keys of audit ingestion and of agent log uploads (issue 13) share the lifetime. */
+/** The idempotency keys of audit ingestion and of agent log uploads share the lifetime. */
 const keyTables: readonly IdempotencyTable[] = ['audit_ingest_requests', 'agent_log_ingest_requests'];
 
 /** Deletes the stale ingestion keys batch by batch; a failure is logged, not fatal to the run. */

@@ -12,7 +12,7 @@ type IngestRequest = z.output<typeof ingestEvents>;
 type IngestReceipt = z.output<typeof ingestReceipt>;
 
 /**
- * Appends audit events that other platform components report (issue 3): a service key (org_service)
+ * Appends audit events that other platform components report: a service key (org_service)
  * for its own organization, a platform caller for any existing one. Only the actions those components
  * own, and timestamps at most 10 minutes ahead (schemas.ts ingestedEvent). Each row records who reported
  * it in details.reportedBy and when the server received it in details.reportedAt; the event's own actor

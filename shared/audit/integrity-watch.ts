@@ -49,7 +49,7 @@ async function readAllHeads(db: Db): Promise<Map<string, ChainLink>> {
 }
 
 /**
- * Before an organization's first anchor, the chain itself records that anchoring began (issue 13): deleting every
+ * Before an organization's first anchor, the chain itself records that anchoring began: deleting every
  * anchor later is then reported by every verifier, and once retention cuts this row its signed checkpoint says so.
  */
 async function recordFirstAnchor(db: Db, orgId: string, head: ChainLink, keyId: string): Promise<void> {

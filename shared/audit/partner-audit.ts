@@ -4,7 +4,7 @@ import { type AuditContext, writeRouteAudit } from './writer.ts';
 /**
  * A change to something the whole partner shares (a partner script, a PSA integration, the partner-wide alert
  * binding) goes into the trail of every live organization of the partner, since the trail is kept per organization
- * and each of them is served by it (issue 17).
+ * and each of them is served by it.
  */
 export async function writePartnerRouteAudit(
   db: Db,

@@ -13,7 +13,7 @@ import {
 } from './retention-store.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
-/** The action of the worker's own audit event; seed 2.3 files it under `system` (no category prefix matches). */
+/** The action of the worker's own audit event; its category is `system` (no category prefix matches). */
 export const retentionAction = 'system.audit.retention';
 
 /** Rows deleted per transaction: a first run over millions of rows never holds one long transaction or its locks. */
@@ -29,7 +29,7 @@ export interface PruneOptions {
   onProgress?: (progress: RetentionProgress) => void | Promise<void>;
   /** Stops the run between batches (a server shutting down); what was cut so far is still audited. */
   signal?: AbortSignal;
-  /** Signs each cut's checkpoint (issue 13); without it nothing is cut: an organization with expired rows fails. */
+  /** Signs each cut's checkpoint; without it nothing is cut: an organization with expired rows fails. */
   signingKey?: KeyObject;
 }
 
@@ -60,7 +60,7 @@ export interface PruneRun {
   dryRun: boolean;
   /** Every organization with a policy, in id order. */
   organizations: OrganizationRetention[];
-  /** Organizations without a policy, skipped (seed 6 retention rule 2: their rows accumulate until one is saved). */
+  /** Organizations without a policy, skipped (their rows accumulate until one is saved). */
   skipped: number;
   rowsDeleted: number;
   /** Organizations that could not be pruned (their `error` says why). */
@@ -70,11 +70,11 @@ export interface PruneRun {
 }
 
 /**
- * Retention proper (seed 6 "Retention behavior", DESIGN.md "Audit chain"): per organization with a policy, deletes
+ * Retention proper (docs/retention.md): per organization with a policy, deletes
  * the contiguous oldest segment of audit rows older than retentionDays before `asOf` (a prefix cut by seq: a younger
  * row stops it), in batches of `batchRows` rows each in its own transaction, each cut signed; records
  * last_cleanup_at; and writes one `system.audit.retention` event per organization it pruned. `db` is the audit-admin
- * connection (seed 5 rule 8); a repeated run finds nothing more to delete.
+ * connection; a repeated run finds nothing more to delete.
  */
 export async function pruneExpiredRows(db: Db, options: PruneOptions = {}): Promise<PruneRun> {
   const asOf = options.asOf ?? new Date();
@@ -140,7 +140,7 @@ export async function pruneExpiredRows(db: Db, options: PruneOptions = {}): Prom
   return run;
 }
 
-/** Signs a cut of the target's policy as of `asOf`; refuses to cut at all without a key (issue 13). */
+/** Signs a cut of the target's policy as of `asOf`; refuses to cut at all without a key. */
 function cutSigner(target: RetentionTarget, asOf: string, key: KeyObject | undefined) {
   return (cut: Cut) => {
     if (!key)

@@ -19,7 +19,7 @@ import {
 import { verifyChain } from './verify.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
-/** What the principal may read of the trail under these filters (seed 5 rule 1): audit:read, then its tenancy. */
+/** What the principal may read of the trail under these filters: audit:read, then its tenancy. */
 export function readableScope(principal: Principal, filters: AuditFilters): AuditScope {
   requirePermission(principal, 'audit:read');
   return auditScope(principal, filters);
@@ -28,7 +28,7 @@ export function readableScope(principal: Principal, filters: AuditFilters): Audi
 export type AuditListQuery = Page & AuditFilters & { skipCount: boolean };
 
 /**
- * One page, newest first, and what is known of the total (seed 4.1). One row more than the page is read, so
+ * One page, newest first, and what is known of the total. One row more than the page is read, so
  * `hasMore` always says whether a next page exists. Without skipCount the rows in scope are counted exactly (issue
  * 13 item 7): whole trails from their chains, a filtered set row by row. With skipCount nothing is counted:
  * `total` is then what the rows prove (a page with rows gives the rows up to it, plus one when more exist), and
@@ -54,19 +54,19 @@ export async function listAuditEntries(db: Db, principal: Principal, query: Audi
   };
 }
 
-/** GET /audit-logs: seed 4.1.1, the viewer's flattened format. */
+/** GET /audit-logs: the viewer's flattened format. */
 export async function listViewerEntries(db: Db, principal: Principal, query: AuditListQuery) {
   const { rows, pagination } = await listAuditEntries(db, principal, query);
   return { entries: rows.map(viewerEntry), pagination };
 }
 
-/** GET /audit-logs/logs and /audit-logs/search (with q): seed 4.1.2, the detailed format. */
+/** GET /audit-logs/logs and /audit-logs/search (with q): the detailed format. */
 export async function listDetailedEntries(db: Db, principal: Principal, query: AuditListQuery) {
   const { rows, pagination } = await listAuditEntries(db, principal, query);
   return { data: rows.map(detailedEntry), pagination };
 }
 
-/** One entry (404 when absent or out of scope, seed 7); reading it is itself audited as data.access (seed 6). */
+/** One entry (404 when absent or out of scope); reading it is itself audited as data.access. */
 export async function getAuditEntry(db: Db, principal: Principal, audit: AuditContext, id: string) {
   const row = await findAuditRow(db, readableScope(principal, {}), id);
   if (!row) throw NotFound('Audit log entry');
@@ -75,9 +75,9 @@ export async function getAuditEntry(db: Db, principal: Principal, audit: AuditCo
 }
 
 /**
- * Verifies one organization's chain (issue 3): organization users their own; partner and platform users
+ * Verifies one organization's chain: organization users their own; partner and platform users
  * name it. Another tenant's organization is 404. The reply carries the chain head read in the same snapshot,
- * to be kept or compared outside the database (README "Verifying the chain").
+ * to be kept or compared outside the database (docs/audit.md "Verifying the chain").
  */
 export async function verifyAuditChain(
   db: Db,
@@ -91,7 +91,7 @@ export async function verifyAuditChain(
       { path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' },
     ]);
   if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
-  // Against the signed evidence too (issue 13): the checkpoint it starts after, the newest anchor, deleted anchors.
+  // Against the signed evidence too: the checkpoint it starts after, the newest anchor, deleted anchors.
   const verification = await verifyChain(db, orgId, {
     from: query.from,
     to: query.to,
@@ -114,7 +114,7 @@ const detailsOf = (row: AuditEntryRow): Json => JSON.parse(row.details);
 /** writeRouteAudit records the actor's name and role (and a department where known) in details.actor. */
 const actorOf = (details: Json) => object(details.actor) ?? {};
 
-/** seed 4.1.1. */
+/** The viewer's flattened entry. */
 export function viewerEntry(row: AuditEntryRow) {
   const details = detailsOf(row);
   const actor = actorOf(details);
@@ -143,7 +143,7 @@ export function viewerEntry(row: AuditEntryRow) {
   };
 }
 
-/** seed 4.1.2. */
+/** The detailed entry. */
 export function detailedEntry(row: AuditEntryRow) {
   const details = detailsOf(row);
   const actor = actorOf(details);
@@ -161,7 +161,7 @@ export function detailedEntry(row: AuditEntryRow) {
   };
 }
 
-/** What both formats add to seed 4.1 for the viewer. */
+/** What both formats add for the viewer. */
 function additions(row: AuditEntryRow) {
   return {
     orgId: row.orgId,

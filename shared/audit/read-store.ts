@@ -6,7 +6,7 @@ import { type AuditCategory, actionInSql, categorySql, complianceActions, securi
 import { type AuditRow, auditDetailsJoin, auditRowColumns, linkedSql, sizedAuditRowsSql } from './row.ts';
 import type { ActorType, AuditResult } from './schemas.ts';
 
-/** The filters every list, search, export and report route takes (seed 4.1); `only` narrows to a list of seed 2.3. */
+/** The filters every list, search, export and report route takes; `only` narrows to the actions of one report (shared/audit/categories.ts). */
 export interface AuditFilters {
   orgId?: string;
   user?: string;
@@ -35,7 +35,7 @@ export interface AuditScope {
 }
 
 /**
- * Soft-deleted organizations stay in scope: their trail stays readable to the partner (DESIGN.md).
+ * Soft-deleted organizations stay in scope: their trail stays readable to the partner (docs/ARCHITECTURE.md).
  * A row of an organization that never existed is in nobody's scope.
  */
 export function auditScope(principal: Principal, filters: AuditFilters): AuditScope {
@@ -83,7 +83,7 @@ export function auditScope(principal: Principal, filters: AuditFilters): AuditSc
 /** A row as the list formats need it. */
 export type AuditEntryRow = AuditRow & {
   category: AuditCategory;
-  /** The device hostname of an agent actor (seed 1: the viewer shows it), looked up at read time. */
+  /** The device hostname of an agent actor (the viewer shows it), looked up at read time. */
   actorHostname: string | null;
 };
 
@@ -94,7 +94,7 @@ const entryJoins = `${auditDetailsJoin} LEFT JOIN agents ag ON a.actor_type = 'a
   LEFT JOIN devices dv ON dv.id = ag.device_id AND dv.org_id = a.org_id`;
 
 /**
- * Newest first, stable (seed 4.1): pos (insertion order, unique over all organizations) orders rows of one instant;
+ * Newest first, stable: pos (insertion order, unique over all organizations) orders rows of one instant;
  * for the rows of one statement that is the order the chain sealed them in.
  */
 const newestFirst = 'a.timestamp DESC, a.pos DESC';
@@ -143,10 +143,10 @@ export async function listAuditRows(
 }
 
 /**
- * The rows in scope, counted exactly (issue 13 item 7).
+ * The rows in scope, counted exactly.
  *
  * Whole trails are counted from their chains instead, exactly and at any size: a chain holds every position
- * after its latest retention cut up to its head (DESIGN.md "Audit chain"), so that is one probe per organization
+ * after its latest retention cut up to its head (docs/audit.md), so that is one probe per organization
  * where count(*) read a million index entries (~100 ms). A row deleted behind the chain's back is still counted;
  * verification reports it missing.
  */
@@ -165,7 +165,7 @@ export async function countAuditRows(db: Db, scope: AuditScope): Promise<number>
   // only if written with the triggers off, and the verifier reports it).
   // The bitmap of the matching rows is kept exact (a bit per row, not per page): under the default 4 MB work_mem a
   // broad filter's bitmap over a million rows turns lossy, and every row of those pages is rechecked (a search's five
-  // ILIKEs, details::text included): p95 17.0 s instead of 1.8 s for one row in 8 of 1,000,000 (README "Benchmarks").
+  // ILIKEs, details::text included): p95 17.0 s instead of 1.8 s for one row in 8 of 1,000,000 (docs/benchmarks.md).
   return db.transaction(async (tx) => {
     await tx.query(`SELECT set_config('work_mem', '${countWorkMem}', true)`);
     const row = await one<{ total: number }>(
@@ -198,7 +198,7 @@ export type ExportCursor = Pick<AuditRow, 'timestamp'> & { pos: number };
 
 /**
  * The next rows of an export after `after` (none: from the newest), newest first, with the canonical values
- * of the chain (DESIGN.md "Audit chain"): at most `rows` rows and about `bytes` bytes, always at least one.
+ * of the chain (docs/audit.md): at most `rows` rows and about `bytes` bytes, always at least one.
  */
 export async function readExportPage(
   db: Db,

@@ -8,7 +8,7 @@ import { actorTypes, auditResults } from './schemas.ts';
 const zeros = <K extends string>(keys: readonly K[]) =>
   Object.fromEntries(keys.map((key) => [key, 0])) as Record<K, number>;
 
-/** GET /audit-logs/reports/summary: rows per category (seed 2.3), result and actor type; every key listed. */
+/** GET /audit-logs/reports/summary: rows per category, result and actor type; every key listed. */
 export async function auditSummary(db: Db, principal: Principal, filters: AuditFilters) {
   const groups = await countAuditRowsByKind(db, readableScope(principal, filters));
   const summary = {
@@ -26,12 +26,12 @@ export async function auditSummary(db: Db, principal: Principal, filters: AuditF
   return summary;
 }
 
-/** GET /audit-logs/reports/security-events: the rows of seed 2.3's security events, as the detailed list. */
+/** GET /audit-logs/reports/security-events: the rows of the security-event actions, as the detailed list. */
 export function securityEvents(db: Db, principal: Principal, query: AuditListQuery) {
   return listDetailedEntries(db, principal, { ...query, only: 'securityEvents' });
 }
 
-/** GET /audit-logs/reports/compliance: the rows of seed 2.3's compliance-tracked actions, with their count per action. */
+/** GET /audit-logs/reports/compliance: the rows of the compliance-tracked actions, with their count per action. */
 export async function complianceReport(db: Db, principal: Principal, query: AuditListQuery) {
   const filters = { ...query, only: 'compliance' as const };
   const scope = readableScope(principal, filters);

@@ -7,7 +7,7 @@ import { defaultRetentionDays, type updateRetentionPolicy as updateSchema } from
 import { findRetentionPolicy, type RetentionPolicyRow, upsertRetentionPolicy } from './retention-store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
-/** seed 4.2: the policy with `configured`; without a row, the defaults of seed 2.4 and configured false. */
+/** The policy with `configured`; without a row, the defaults and configured false. */
 function policyOf(orgId: string, row: RetentionPolicyRow | undefined) {
   return row
     ? {
@@ -27,8 +27,8 @@ export async function getRetentionPolicy(db: Db, principal: Principal, orgId: st
 }
 
 /**
- * Saves the policy, creating it when the organization has none (seed 3: the worker then starts pruning it).
- * seed 5 rule 3: audit:manage. Audited as organization.update with retentionDays before and after; before is
+ * Saves the policy, creating it when the organization has none (the worker then starts pruning it).
+ * Needs audit:manage. Audited as organization.update with retentionDays before and after; before is
  * null when there was no policy (the rows were kept without limit).
  */
 export async function updateRetentionPolicy(

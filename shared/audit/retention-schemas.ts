@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { timestampReply } from '../db/timestamp.ts';
 
-/** seed 2.4 and 8: the default retention of a policy, and the bounds a policy may take. */
+/** The default retention of a policy, and the bounds a policy may take. */
 export const defaultRetentionDays = 365;
 export const maxRetentionDays = 3650;
 
-/** PUT /api/v1/orgs/organizations/{id}/audit-retention (seed 4.2): archiveToS3 is reserved (seed 2.4), so not accepted. */
+/** PUT /api/v1/orgs/organizations/{id}/audit-retention: archiveToS3 is reserved, so not accepted. */
 export const updateRetentionPolicy = z
   .object({
     retentionDays: z
@@ -17,7 +17,7 @@ export const updateRetentionPolicy = z
   })
   .strict();
 
-/** seed 4.2: the policy fields of seed 2.4 and whether a policy row exists. */
+/** The policy fields and whether a policy row exists. */
 export const retentionPolicy = z
   .object({
     orgId: z.uuid(),
@@ -27,7 +27,7 @@ export const retentionPolicy = z
       .meta({ description: `Days audit rows are kept; ${defaultRetentionDays} (the default) when not configured` }),
     archiveToS3: z
       .boolean()
-      .meta({ description: 'Reserved: archiving before deletion is not implemented (seed 2.4); always false' }),
+      .meta({ description: 'Reserved: archiving before deletion is not implemented; always false' }),
     lastCleanupAt: timestampReply
       .nullable()
       .meta({ description: 'When the daily retention worker last applied the policy; null before its first run' }),

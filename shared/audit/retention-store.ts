@@ -4,7 +4,7 @@ import type { SignedCheckpoint } from './anchor-signing.ts';
 import { canonicalTimestampSql } from './row.ts';
 import { anchoredAction } from './store.ts';
 
-/** An organization's audit retention policy (seed 2.4) as stored. */
+/** An organization's audit retention policy as stored. */
 export type RetentionPolicyRow = {
   orgId: string;
   retentionDays: number;
@@ -53,7 +53,7 @@ export type RetentionTarget = {
   cutoff: Date;
 };
 
-/** The organizations with a policy (seed 6 retention rule 2: the others are skipped), soft-deleted ones included. */
+/** The organizations with a policy (the others are skipped), soft-deleted ones included. */
 export async function listRetentionTargets(db: Db, asOf: Date): Promise<RetentionTarget[]> {
   const { rows } = await db.query<RetentionTarget>(
     `SELECT p.org_id::text AS "orgId", o.name AS "orgName", p.retention_days AS "retentionDays",
@@ -65,7 +65,7 @@ export async function listRetentionTargets(db: Db, asOf: Date): Promise<Retentio
   return rows;
 }
 
-/** seed 6 retention rule 2: organizations without a policy are skipped; their rows accumulate. */
+/** Organizations without a policy are skipped; their rows accumulate. */
 export async function countOrganizationsWithoutPolicy(db: Db): Promise<number> {
   const counted = await one<{ n: number }>(
     db,
@@ -80,7 +80,7 @@ export async function countOrganizationsWithoutPolicy(db: Db): Promise<number> {
  */
 const firstKeptSeqSql = `(SELECT k.seq FROM audit_logs k WHERE k.org_id = :orgId::uuid AND k.timestamp >= :cutoff::timestamptz ORDER BY k.seq LIMIT 1)`;
 
-/** What a cut as of `cutoff` would delete now: the oldest contiguous rows older than it (seed 6 retention rule 1). */
+/** What a cut as of `cutoff` would delete now: the oldest contiguous rows older than it. */
 export async function findExpiredPrefix(db: Db, orgId: string, cutoff: Date) {
   const prefix = await one<{ rows: number; fromSeq: number | null; throughSeq: number | null }>(
     db,
@@ -101,7 +101,7 @@ export type Cut = { orgId: string; seq: number; checksum: string; lastTimestamp:
  * that transaction only (SET LOCAL). The links and their entries go in one statement: the database refuses anything
  * but a prefix cut of the links, and an entry deleted without its link, and records the checkpoint itself
  * (0003_audit.sql, 0060_audit_chain_links.sql), and the worker's signature of that checkpoint (`sign`) is stored in the same transaction, so no
- * cut is ever left unsigned (issue 13). Rows appended meanwhile take later positions, so they are never part of the
+ * cut is ever left unsigned. Rows appended meanwhile take later positions, so they are never part of the
  * batch. `afterSeq` is the previous batch's last seq: no row is left at or below it, and starting the index scans
  * there skips the dead entries of the batches before (measured: without it, 1,000,000 rows prune at a third of the
  * rate).
@@ -174,7 +174,7 @@ export function deleteExpiredBatch(
   });
 }
 
-/** seed 2.4 lastCleanupAt: the worker applied the organization's policy now. */
+/** lastCleanupAt: the worker applied the organization's policy now. */
 export async function recordCleanup(db: Db, orgId: string): Promise<void> {
   await db.query('UPDATE audit_retention_policies SET last_cleanup_at = now() WHERE org_id = :orgId::uuid', { orgId });
 }

@@ -27,7 +27,7 @@ export interface RetentionRun extends PruneRun {
 }
 
 /**
- * The daily retention run (DESIGN.md "Shape": EventBridge daily ──► functions/retention; locally the dev server's
+ * The daily retention run (docs/ARCHITECTURE.md: EventBridge daily ──► functions/retention; locally the dev server's
  * timer and `npm run retention`), three steps in order: prune each organization's expired rows (signed cuts), purge
  * stale ingestion idempotency keys, and run the integrity watch over every chain. `db` is the audit-admin connection.
  */

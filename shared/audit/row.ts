@@ -1,7 +1,7 @@
 /**
- * An audit row as the service reads it (seed 2.2), in one place: its type, its SELECT list and its size in a result.
+ * An audit row as the service reads it, in one place: its type, its SELECT list and its size in a result.
  * Every reader (chain pages, lists, one entry, exports) selects these columns, so each sees the values the checksum
- * covers (DESIGN.md "Audit chain", canonical payload v1).
+ * covers (docs/audit.md, canonical payload v1).
  */
 import type { z } from 'zod';
 import type { auditExportRow } from './schemas.ts';
@@ -12,7 +12,7 @@ import type { auditExportRow } from './schemas.ts';
  */
 export type AuditRow = z.output<typeof auditExportRow>;
 
-/** The canonical timestamp text (DESIGN.md "Audit chain"), formatted by the database from the stored microseconds. */
+/** The canonical timestamp text (docs/audit.md), formatted by the database from the stored microseconds. */
 export const canonicalTimestampSql = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
@@ -26,14 +26,14 @@ export const auditRowColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.s
   a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage",
   a.prev_checksum AS "prevChecksum", a.checksum`;
 
-// DESIGN.md "Database": results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
+// docs/ARCHITECTURE.md: results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
 const auditRowBytesSql = `octet_length(d.details) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
   + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
 
 /**
  * `source`, a query of audit_entries rows (a page of them), with each entry's chain link: audit_logs rows. Joining
  * after the page is cut keeps the link lookups to the page's rows; an entry without a link was never sealed, and no
- * reader shows it (DESIGN.md "Audit chain").
+ * reader shows it (docs/audit.md).
  */
 export const linkedSql = (source: string) => `SELECT p.*, l.seq, l.checksum, l.prev_checksum
   FROM (${source}) p JOIN audit_chain_links l ON l.pos = p.pos AND l.org_id = p.org_id`;

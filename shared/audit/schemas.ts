@@ -27,12 +27,12 @@ const strictInstant = instant().refine(
 );
 
 /**
- * One audit event as writers hand it over (seed 2.2). Identifiers may be any text:
- * a non-UUID is stored as the zero UUID with the original kept in details (seed 2.2 rules 1-2).
+ * One audit event as writers hand it over. Identifiers may be any text:
+ * a non-UUID is stored as the zero UUID with the original kept in details.
  */
 export const auditEvent = z.object({
   orgId: z.uuid().nullish(),
-  timestamp: strictInstant.optional().meta({ description: 'When the action occurred; defaults to now (seed 2.2)' }),
+  timestamp: strictInstant.optional().meta({ description: 'When the action occurred; defaults to now' }),
   actorType: z.enum(actorTypes),
   actorId: z.string().min(1).max(255),
   actorEmail: z.string().max(255).nullish(),
@@ -51,8 +51,8 @@ export const auditEvent = z.object({
 export type AuditEvent = z.input<typeof auditEvent>;
 
 /**
- * The actions other platform components own (issue 3) and may report: the service emits every other action of
- * seed 6 itself (device.*, data.*, organization.*, agent.*), and a reported one would be indistinguishable from it.
+ * The actions other platform components own and may report: the service emits every other action of
+ * the trail itself (device.*, data.*, organization.*, agent.*), and a reported one would be indistinguishable from it.
  */
 export const reportableActions = [
   'user.login',
@@ -74,7 +74,7 @@ const isReportable = (action: string) =>
 export const maxFutureSkewMs = 10 * 60 * 1000;
 
 /**
- * POST /api/v1/audit-logs/events (issue 3): events that other platform components own, validated by
+ * POST /api/v1/audit-logs/events: events that other platform components own, validated by
  * the same schema; orgId is required, and lower-cased so batches sort (and lock) organizations alike.
  */
 export const ingestedEvent = auditEvent
@@ -117,7 +117,7 @@ export const ingestReceipt = z
   .meta({ id: 'AuditIngestReceipt' });
 /** Idempotency-Key header: a retry within 24 hours gets the first reply and writes nothing. */
 
-// Reading the trail (seed 4.1, issue 3 "Endpoints"): one filter schema for every list, search, export and report route.
+// Reading the trail: one filter schema for every list, search, export and report route.
 
 /**
  * A from/to filter: ISO 8601 with an offset (Z, +01:00 or +0100), or without one as UTC; a date alone is the
@@ -215,8 +215,10 @@ export const auditPagination = paginationSchema
 const timestamp = z.string().meta({ description: 'ISO 8601, UTC, microseconds: YYYY-MM-DDTHH:MM:SS.ffffffZ' });
 /** An id as audit_logs holds it: any UUID (hex 8-4-4-4-12, any version or variant), as a reporter gave it or a forged row carries it. */
 const storedId = z.guid();
-const categoryField = z.enum(auditCategories).meta({ description: 'seed 2.3, by action prefix' });
-/** What both formats add to seed 4.1 for the viewer. */
+const categoryField = z
+  .enum(auditCategories)
+  .meta({ description: 'Derived from the action prefix (docs/audit.md "Categories")' });
+/** What both formats add for the viewer. */
 const viewerAdditions = {
   orgId: z.uuid(),
   seq: z.number().int().meta({ description: "Position in the organization's hash chain" }),
@@ -226,7 +228,7 @@ const viewerAdditions = {
   result: z.enum(auditResults),
 };
 
-/** seed 4.1.1: the flattened entry of the viewer component. */
+/** The flattened entry of the viewer component. */
 export const auditViewerEntry = z
   .object({
     id: storedId,
@@ -250,7 +252,7 @@ export const auditViewerEntry = z
   .meta({ id: 'AuditViewerEntry' });
 export const auditViewerPage = z.object({ entries: z.array(auditViewerEntry), pagination: auditPagination });
 
-/** seed 4.1.2: the detailed entry. */
+/** The detailed entry. */
 export const auditDetailedEntry = z
   .object({
     id: storedId,
@@ -287,7 +289,7 @@ export const auditSummary = z
   })
   .meta({ id: 'AuditSummary', description: 'Row counts over from/to and the filters; every key listed, 0 included' });
 
-/** An exported row: the canonical values of the chain (DESIGN.md "Audit chain"), enough to verify an export offline. */
+/** An exported row: the canonical values of the chain (docs/audit.md), enough to verify an export offline. */
 export const auditExportRow = z
   .object({
     id: storedId,

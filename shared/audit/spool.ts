@@ -1,10 +1,10 @@
 /**
- * The durable audit spool (issue 13 item 6): an audit write that fails after the request succeeded (seed 6 rule 1
- * lets the request go on) is not dropped but kept, with the instant it happened, and replayed later. The store is
+ * The durable audit spool: an audit write that fails after the request succeeded (an audit write never fails
+ * its request) is not dropped but kept, with the instant it happened, and replayed later. The store is
  * the deployment's: locally a file under .data/ (infra/local/audit-file-spool.ts), replayed on start and every
  * minute; in AWS (WORK_QUEUE_URL set) an `audit.replay` job of the work queue, which its worker inserts once only
  * however often SQS delivers it. A replayed row keeps its original timestamp; its seq is where the replay appends
- * it, so it is later than the timestamp suggests (the chain order stays insertion order, seed 2.2).
+ * it, so it is later than the timestamp suggests (the chain order stays insertion order).
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/db.ts';

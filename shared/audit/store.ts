@@ -30,7 +30,7 @@ const checkpointSql = (where: string) => `SELECT DISTINCT ON (c.org_id) c.org_id
   FROM audit_chain_checkpoints c LEFT JOIN audit_checkpoint_signatures s ON s.org_id = c.org_id AND s.seq = c.seq
   WHERE ${where} ORDER BY c.org_id, c.seq DESC`;
 
-/** The latest retention cut: the earliest retained row links to it (DESIGN.md "Audit chain"). */
+/** The latest retention cut: the earliest retained row links to it (docs/audit.md). */
 export async function readLatestCheckpoint(db: Db, orgId: string): Promise<CheckpointRecord | undefined> {
   const row = await one<CheckpointRecord & { orgId: string }>(db, checkpointSql('c.org_id = :orgId::uuid'), { orgId });
   if (!row) return undefined;
@@ -51,7 +51,7 @@ export async function readLatestCheckpoints(
   return Object.fromEntries(rows.map(({ orgId, ...checkpoint }) => [orgId, checkpoint]));
 }
 
-/** The signed evidence of an organization's chain, as an export carries it for the offline check (issue 13). */
+/** The signed evidence of an organization's chain, as an export carries it for the offline check. */
 export type ChainEvidence = {
   checkpoint: CheckpointRecord | null;
   anchor: (AnchorFields & { id: string; signature: string }) | null;
@@ -160,7 +160,7 @@ export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details
   details: Record<string, unknown>;
 };
 
-/** Prepared once per connection: parsed once, and planned once after its first five runs (issue 19). */
+/** Prepared once per connection: parsed once, and planned once after its first five runs. */
 const insertSql = prepared(
   'logbook_audit_insert',
   `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
@@ -177,7 +177,7 @@ const insertSql = prepared(
 export type AppendedRow = { id: string; orgId: string; pos: number };
 
 /**
- * Appends rows in one statement of its own transaction (DESIGN.md "Audit chain": never inside
+ * Appends rows in one statement of its own transaction (docs/audit.md: never inside
  * the business transaction), sealed by the database when the statement ends. Rows are sorted by
  * organization (stably), as the seal takes them, so the rows of each organization keep their order.
  */

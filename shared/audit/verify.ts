@@ -52,7 +52,7 @@ export interface VerifyOptions {
    */
   anchor?: { anchor: AnchorFields & { signature: string }; publicKey?: KeyObject };
   /**
-   * Check the signed evidence in the database too (issue 13): the retention checkpoint the chain starts after
+   * Check the signed evidence in the database too: the retention checkpoint the chain starts after
    * (signed, over rows older than its policy allowed), the newest anchor (unless `anchor` names one), and that an
    * organization recorded as anchored still has anchors. Signatures are checked with `publicKey` when given.
    */
@@ -61,7 +61,7 @@ export interface VerifyOptions {
 
 const defaultPageRows = 5_000;
 
-/** Where the rows checked sit in their chain, as far as the reader knows it (DESIGN.md "Audit chain"). */
+/** Where the rows checked sit in their chain, as far as the reader knows it (docs/audit.md). */
 export interface ChainBounds {
   /**
    * The positions the chain holds: from the earliest retained one to the head's (unbounded when the head is gone:
@@ -87,7 +87,7 @@ export interface ChainScan {
 }
 
 /**
- * The chain rules over rows in seq order (seed 6 rule 4, DESIGN.md "Audit chain"), pure: every checksum is
+ * The chain rules over rows in seq order (docs/audit.md), pure: every checksum is
  * recomputed here from the row values, each row must hold the position after the last one and link to its
  * checksum, and the first row must fit `bounds`. Stops at the first break.
  */
@@ -121,7 +121,7 @@ export function checkAuditRows(
       if (!sealedAsStored(row)) return broken(row.seq, row.id, 'altered');
     } else {
       const { start, checkpoint } = bounds.anchor;
-      // The earliest retained row: a null link or one to the latest checkpoint is a pruned prefix, not a break (seed 3).
+      // The earliest retained row: a null link or one to the latest checkpoint is a pruned prefix, not a break.
       const prunedPrefix =
         row.prevChecksum === null ||
         (checkpoint !== undefined && row.seq === start && row.prevChecksum === checkpoint.checksum);
@@ -169,7 +169,7 @@ export async function* readChainPages(
 }
 
 /**
- * Verifies an organization's hash chain (seed 6 rule 4) from the row values in one snapshot, and reports the
+ * Verifies an organization's hash chain from the row values in one snapshot, and reports the
  * first break; a window also checks its edges (docs/ARCHITECTURE.md "Chain verification").
  */
 export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}): Promise<ChainVerification> {
@@ -229,7 +229,7 @@ async function verifyInSnapshot(
 ): Promise<ChainVerification> {
   const withHead = (result: ChainVerification): ChainVerification =>
     options.reportHead ? { ...result, head: head ?? null } : result;
-  // The first position the retained chain must hold (seed 6 retention: the oldest rows may be cut).
+  // The first position the retained chain must hold (retention may cut the oldest rows).
   const start = (checkpoint?.seq ?? 0) + 1;
 
   let afterSeq: number | null = null;
@@ -286,7 +286,7 @@ async function verifyInSnapshot(
       return checkpoint.checksum === head.checksum ? intact() : broken(head.seq, null, 'link');
     return broken(start, null, 'missing');
   }
-  // A deleted tail shows against the head (DESIGN.md "Audit chain"); a window only needs the row after it.
+  // A deleted tail shows against the head (docs/audit.md); a window only needs the row after it.
   const end = untilSeq === null ? head.seq : Math.min(untilSeq, head.seq);
   if (last.seq < end) return broken(last.seq + 1, null, 'missing');
   if (last.seq === head.seq && last.checksum !== head.checksum) return broken(last.seq, last.id, 'link');
@@ -320,7 +320,7 @@ export type OfflineVerification =
   | { contiguous: false; orgId: string; afterSeq: number; nextSeq: number };
 
 /**
- * Verifies exported rows without the database (issue 3: an export verifies on its own), each organization's rows
+ * Verifies exported rows without the database (an export verifies on its own), each organization's rows
  * in seq order by the chain rules of `checkAuditRows`: every checksum, and every link between consecutive rows.
  * `complete` says the rows are every row of their range (an unfiltered export), so a gap in seq is a missing row;
  * otherwise a gap may be a row the filters left out, and the range cannot be verified offline.

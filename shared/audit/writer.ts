@@ -25,7 +25,7 @@ export interface AuditContext {
 }
 
 /**
- * The row of an event (seed 2.2): a non-UUID actorId or resourceId is stored as the zero UUID
+ * The row of an event: a non-UUID actorId or resourceId is stored as the zero UUID
  * with the original in details.rawActorId / details.rawResourceId; an ipAddress that is not an IP
  * (node:net isIP, at most 45 characters) is stored as null with the original in details.rawIpAddress.
  * Validates strictly: an event outside the schema throws (400 for POST /audit-logs/events).
@@ -60,7 +60,7 @@ export function toAuditRow(event: AuditEvent & { orgId: string }): AuditRowInput
 }
 
 /**
- * The low-level writer (seed 6 rule 2): validates and appends one event and resolves once it
+ * The low-level writer: validates and appends one event and resolves once it
  * is sealed (grouped with this process's concurrent writes of the organization, grouped-append.ts).
  * An event without orgId is dropped with a warning (silent in tests).
  */
@@ -73,9 +73,9 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
 }
 
 /**
- * Starts the write at once and never lets it fail the request (seed 6 rule 1). In Lambda an
+ * Starts the write at once and never lets it fail the request. In Lambda an
  * unawaited promise is frozen with the environment, so the write is kept in `pending` and the
- * audit middleware awaits it before the reply leaves (DESIGN.md "Audit writes inside Lambda").
+ * audit middleware awaits it before the reply leaves (docs/audit.md).
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
   track(context, [event], writeAuditEvent(context, event));
@@ -101,10 +101,10 @@ export function createAuditLogsAsync(context: AuditContext, events: AuditEvent[]
 }
 
 function track(context: AuditContext, events: AuditEvent[], write: Promise<unknown>): void {
-  // The instant of the events, kept if the write has to be spooled and replayed later (issue 13).
+  // The instant of the events, kept if the write has to be spooled and replayed later.
   const happenedAt = new Date().toISOString();
   const stored = events.filter((event) => event.orgId);
-  // The seed's line (seed 6 rule 1), and a metric to alarm on.
+  // The fixed log line operators search for, and a metric to alarm on.
   const tracked = write.then(
     () => {
       if (stored.length > 0) countMetric('AuditEventsWritten', stored.length);
@@ -129,7 +129,7 @@ function track(context: AuditContext, events: AuditEvent[], write: Promise<unkno
 }
 
 /**
- * Column limits of audit_logs (seed 2.2), in characters. user_agent is text: 4,096 characters keep every real
+ * Column limits of audit_logs, in characters. user_agent is text: 4,096 characters keep every real
  * user agent whole and bound what a caller can make the trail store. actorId and resourceId are raw identifiers
  * (a non-UUID is kept in details), errorMessage as the event schema bounds it.
  */
@@ -201,7 +201,7 @@ function writable(event: AuditEvent): AuditEvent {
 type RouteEvent = Omit<AuditEvent, 'actorType' | 'actorId' | 'actorEmail'> & { orgId: string | null };
 
 /**
- * For route handlers (seed 6 rule 3): the actor (id, e-mail, and name/role for the viewer) is
+ * For route handlers: the actor (id, e-mail, and name/role for the viewer) is
  * taken from the authenticated caller, the IP and user agent from the request.
  */
 export function writeRouteAudit(context: AuditContext, event: RouteEvent): void {

@@ -14,7 +14,7 @@ import type { createContact as createSchema, updateContact as updateSchema } fro
 import type { ContactRecord, ContactValues } from './store.ts';
 import * as store from './store.ts';
 
-/** Contacts are read with orgs:read and written with orgs:write, as their organization is (README "Contacts"). */
+/** Contacts are read with orgs:read and written with orgs:write, as their organization is (docs/contacts.md). */
 export const contactsRead: Permission = 'orgs:read';
 export const contactsWrite: Permission = 'orgs:write';
 

@@ -98,7 +98,7 @@ export function appDb(): Db {
 
 /**
  * How many statements the API's connection has run in this process: each one resumes a paused Aurora, so the idle
- * floor is read from it (test/functions/system/idle.test.ts, bench/idle.ts; README "What it costs while idle").
+ * floor is read from it (test/functions/system/idle.test.ts, bench/idle.ts; docs/operations.md "What it costs while idle").
  */
 export function appStatementCount(): number {
   return appStatements;

@@ -2,7 +2,7 @@ import { agentStatuses } from '../agents/schemas.ts';
 import type { PostureCategory, PostureStatus } from '../posture/catalog.ts';
 
 /**
- * The fields a dynamic group's filter may test (issue 15), one entry each. A field names its value type, which
+ * The fields a dynamic group's filter may test, one entry each. A field names its value type, which
  * decides the operators it takes and how a value is checked (filter.ts), and the SQL expression of its value for
  * the device row `d`. A new field is one more entry: a custom field (`customField:<key>`, below) takes a key bound
  * as a parameter; management posture is a type of its own, tested with `has` (postureMatchSql). docs/device-groups.md.
@@ -44,7 +44,7 @@ export const filterFields: Readonly<Record<string, FilterField>> = {
   createdAt: { type: 'timestamp', sql: () => 'd.created_at' },
   // last_ip holds only what node:net's isIP accepted (the heartbeat's client IP), so the cast cannot fail.
   lastIp: { type: 'ip', sql: () => 'd.last_ip::inet' },
-  // A custom field's value in its text form (issue 16), read as `customField:<key>`: a device holds values only of
+  // A custom field's value in its text form, read as `customField:<key>`: a device holds values only of
   // definitions it sees, and those hold each key once, so the subquery yields one row at most.
   customField: {
     type: 'text',
@@ -57,14 +57,14 @@ export const filterFields: Readonly<Record<string, FilterField>> = {
   posture: { type: 'posture', sql: () => 'd.id' },
 };
 
-/** The value of a posture condition (issue 18): `{ category, product?, status? }`. */
+/** The value of a posture condition: `{ category, product?, status? }`. */
 export interface PostureMatch {
   category: PostureCategory;
   product?: string;
   status?: PostureStatus;
 }
 
-/** Whether the latest posture snapshot of the device `deviceId` detected a product of the category (issue 18). */
+/** Whether the latest posture snapshot of the device `deviceId` detected a product of the category. */
 export function postureMatchSql(deviceId: string, match: PostureMatch, bind: Bind): string {
   const category = ` AND x.category = ${bind(match.category, 'text')}`;
   const product = match.product === undefined ? '' : ` AND lower(x.product) = lower(${bind(match.product, 'text')})`;

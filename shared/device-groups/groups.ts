@@ -20,7 +20,7 @@ import type {
 import type { GroupRow } from './store.ts';
 import * as store from './store.ts';
 
-/** Reading groups needs what reading devices needs; changing them, what changing devices needs (README "Device groups"). */
+/** Reading groups needs what reading devices needs; changing them, what changing devices needs (docs/device-groups.md). */
 export const groupsRead: Permission = 'devices:read';
 export const groupsWrite: Permission = 'devices:write';
 

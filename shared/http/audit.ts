@@ -11,7 +11,7 @@ export interface AuditHttpContext extends HttpContext {
 
 /**
  * Gives the request its audit context, and awaits the audit writes it started before the
- * reply leaves, on success and on error alike (DESIGN.md "Audit writes inside Lambda").
+ * reply leaves, on success and on error alike (docs/audit.md).
  */
 export const auditWrites = (): MiddlewareObj<
   APIGatewayProxyEventV2,

@@ -4,7 +4,7 @@ import { DomainError } from '../errors.ts';
 
 /**
  * The limit of a route that names none: 1 MiB, well within Lambda's 6 MB invocation payload, so every body
- * beyond a limit is answered in the error envelope (README "Conventions").
+ * beyond a limit is answered in the error envelope (docs/system.md "Conventions").
  */
 export const defaultMaxBodyBytes = 1024 * 1024;
 

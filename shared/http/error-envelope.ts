@@ -36,14 +36,14 @@ export function errorReply(
       'content-type': 'application/json',
       ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
       ...(status === 429 ? retryAfter(details) : {}),
-      // issue 13: every 503 says when to come back; an outage the pool recovers from lasts seconds.
+      // Every 503 says when to come back; an outage the pool recovers from lasts seconds.
       ...(status === 503 ? { 'retry-after': String(unavailableRetrySeconds) } : {}),
     },
     body: JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }),
   };
 }
 
-/** Retry-After of a 503 (issue 13): a reconnect attempt plus a statement timeout fit in it. */
+/** Retry-After of a 503: a reconnect attempt plus a statement timeout fit in it. */
 const unavailableRetrySeconds = 5;
 
 /** A 429's Retry-After header, from the retryAfterSeconds of its details (shared/errors.ts RateLimited). */
@@ -52,7 +52,7 @@ function retryAfter(details: unknown): Record<string, string> {
   return typeof seconds === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(seconds))) } : {};
 }
 
-/** Maps any error to the envelope of DESIGN.md; never a stack trace, never a 500 for bad input. */
+/** Maps any error to the envelope (docs/system.md "Conventions"); never a stack trace, never a 500 for bad input. */
 export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   if (error instanceof DomainError) return errorReply(statusOf[error.code], error.code, error.message, error.details);
   if (error instanceof z.ZodError)
@@ -79,7 +79,7 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
 
 /**
  * Connection-level failures: SQLSTATE class 08 (shared/db/pg.ts gives a lost connection 08006), too many connections,
- * shutdown, a statement cancelled by statement_timeout or lock_timeout (57014, 55P03: a hung database, issue 13),
+ * shutdown, a statement cancelled by statement_timeout or lock_timeout (57014, 55P03: a hung database),
  * and socket errors.
  */
 function unavailable(code: string): boolean {

@@ -69,7 +69,7 @@ function parse(schema: z.ZodType | undefined, value: unknown, location: string):
 }
 
 /**
- * The part of a value its schema reads: fields an object schema drops (agents' unknown fields, README "Agents")
+ * The part of a value its schema reads: fields an object schema drops (agents' unknown fields, docs/agents.md)
  * are dropped before anything looks at them, so their content (a NUL, deep nesting) never fails a request.
  */
 function knownFields(schema: z.ZodType, value: unknown): unknown {

@@ -1,5 +1,5 @@
 /**
- * The one adapter of API Gateway's WebSocket management API (DESIGN.md: one module per AWS SDK
+ * The one adapter of API Gateway's WebSocket management API (docs/ARCHITECTURE.md: one module per AWS SDK
  * client). WS_MANAGEMENT_ENDPOINT is https://{apiId}.execute-api.{region}.amazonaws.com/{stage} in
  * AWS; locally the WebSocket gateway's own http://127.0.0.1:{WS_PORT} (infra/local/ws-gateway.ts).
  * The client is imported on first use: a cold start that never posts (most $connect and $disconnect

@@ -9,11 +9,11 @@ import * as store from './store.ts';
  * for it, if this connection owns that query; the asking function reads and checks it
  * (shared/live-query/relay.ts); a message naming a runItemId belongs to a script run (shared/scripts/answers.ts).
  * Anything without a requestId (a keep-alive ping) is only there to keep API Gateway from closing an idle
- * connection: it reaches no database, so idle agents let Aurora pause (issue 14).
+ * connection: it reaches no database, so idle agents let Aurora pause.
  */
 export async function receiveAgentMessage(db: Db, connectionId: string, body: string): Promise<void> {
   const message = parseObject(body);
-  // Script runs (issue 17) answer on the same channel, naming their run item instead of a request.
+  // Script runs answer on the same channel, naming their run item instead of a request.
   if (message && typeof message.runItemId === 'string') return receiveRunMessage(db, connectionId, message);
   // An answer that is not even JSON still fails its query at once (502) when its requestId can be made out.
   const requestId = message ? message.requestId : /"requestId"\s*:\s*"([^"]+)"/.exec(body)?.[1];

@@ -1,6 +1,6 @@
 /**
- * The messages of the live-query channel between the service and an agent (issue 6; README
- * "Live event-log queries"). The service sends a query as one WebSocket message; the agent answers
+ * The messages of the live-query channel between the service and an agent (docs/agents.md
+ * "Agent protocol"). The service sends a query as one WebSocket message; the agent answers
  * with one message, or with chunks when the answer would exceed API Gateway's 128 KB message limit.
  */
 
@@ -50,7 +50,7 @@ export function parseObject(text: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Levels of a live event (seed 2.7). */
+/** Levels of a live event. */
 export const liveEventLevels = ['information', 'warning', 'error', 'critical', 'verbose'] as const;
 export type LiveEventLevel = (typeof liveEventLevels)[number];
 
@@ -74,7 +74,7 @@ export type AgentQuery =
   | { type: 'eventlogs.event'; name: string; recordId: number };
 
 /**
- * A script run item for the agent (issue 17; README "Script runs"). Above maxMessageBytes it travels as chunks
+ * A script run item for the agent (docs/scripts.md "Runs"). Above maxMessageBytes it travels as chunks
  * `{ type: 'script.run', runItemId, chunk, chunks, data }` whose data, concatenated, is this message's JSON text.
  */
 export interface ScriptRunMessage {

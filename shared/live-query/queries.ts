@@ -6,7 +6,7 @@ import { askAgent } from './relay.ts';
 import { agentData, type LiveEventsQuery } from './schemas.ts';
 
 /**
- * The live event-log routes (seed 4.5): logs:read, the device found as GET /devices/:id finds it
+ * The live event-log routes: logs:read, the device found as GET /devices/:id finds it
  * (another tenant's is 404), then the question relayed to its agent (shared/live-query/relay.ts).
  */
 

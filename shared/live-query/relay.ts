@@ -8,7 +8,7 @@ import type { AgentQuery } from './protocol.ts';
 import * as store from './store.ts';
 
 /**
- * How long a query waits for its agent. The seed's 30 s (seed 8) is what the caller sees, and API
+ * How long a query waits for its agent. A 30 s wait is what the caller may see, and API
  * Gateway cuts an HTTP integration at 30 s: waiting 28 s leaves the function time to answer 504
  * itself, after authentication and even after a cold start.
  */
@@ -126,7 +126,7 @@ function isEnvelope(value: unknown, requestId: string): value is { data?: unknow
   );
 }
 
-/** seed 7: logged as "Failed to parse agent response for event"; the caller gets 502. */
+/** Logged as "Failed to parse agent response for event"; the caller gets 502. */
 function unreadable(asked: Asked, reason: string): DomainError {
   specifiedLog.agentResponseUnreadable(
     `${asked.query.type} (request ${asked.requestId}, device ${asked.deviceId}): ${reason}`,

@@ -6,7 +6,7 @@ import { liveEventLevels } from './protocol.ts';
 
 /**
  * Path parameters of the live routes. The same routes live under /system-tools/devices/{deviceId}
- * and /devices/{id} (seed 4.5): under /devices the parameter is `{id}`, as on every other
+ * and /devices/{id}: under /devices the parameter is `{id}`, as on every other
  * /devices/{id} route, since API Gateway refuses two names at one position of a path.
  */
 const deviceId = z.uuid().meta({ description: 'The device id' });
@@ -24,7 +24,7 @@ export const systemToolsEventParams = z.object({ deviceId, name, recordId });
 export const deviceLogParams = z.object({ id: deviceId, name });
 export const deviceEventParams = z.object({ id: deviceId, name, recordId });
 
-/** Query of the live event list (seed 4.5): page and limit, and the filters the agent applies. */
+/** Query of the live event list: page and limit, and the filters the agent applies. */
 export const liveEventsQuery = z.object({
   ...pageQuery({ defaultLimit: 50, maxLimit: 500 }),
   level: optionalParam(z.enum(liveEventLevels)).meta({ description: `One of ${liveEventLevels.join(', ')}` }),
@@ -39,7 +39,7 @@ export const liveEventsQuery = z.object({
 });
 export type LiveEventsQuery = z.output<typeof liveEventsQuery>;
 
-/** Event log descriptor (seed 2.7). Also the check of what an agent answers: extra fields are dropped. */
+/** Event log descriptor. Also the check of what an agent answers: extra fields are dropped. */
 export const eventLogDescriptor = z
   .object({
     name: z.string().meta({ description: 'Internal log name' }),
@@ -51,7 +51,7 @@ export const eventLogDescriptor = z
   })
   .meta({ id: 'EventLogDescriptor' });
 
-/** Live event entry (seed 2.7). The level is read case-insensitively from the agent. */
+/** Live event entry. The level is read case-insensitively from the agent. */
 export const liveEvent = z
   .object({
     recordId: z.number().int(),
@@ -73,7 +73,7 @@ export const liveEvent = z
 export const eventLogDescriptorPage = pageOf(eventLogDescriptor).meta({ id: 'EventLogDescriptorPage' });
 export const liveEventPage = pageOf(liveEvent).meta({ id: 'LiveEventPage' });
 
-/** The `data` an agent answers to each query type (README "Live event-log queries"). */
+/** The `data` an agent answers to each query type (docs/live-query.md). */
 export const agentData = {
   'eventlogs.list': z.array(eventLogDescriptor),
   'eventlogs.get': eventLogDescriptor,

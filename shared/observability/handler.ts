@@ -11,7 +11,7 @@ type LambdaHandler = (event: never, context: never) => Promise<unknown>;
 const captureLambdaHandler = tracer && (await import('@aws-lambda-powertools/tracer/middleware')).captureLambdaHandler;
 const injectLambdaContext = inLambda && (await import('@aws-lambda-powertools/logger/middleware')).injectLambdaContext;
 
-/** Replies counted by the code of their error envelope (DESIGN.md "HTTP conventions"), with their statuses. */
+/** Replies counted by the code of their error envelope (docs/system.md), with their statuses. */
 const countedErrors: Record<string, { status: number; metric: BusinessMetric }> = {
   DEVICE_OFFLINE: { status: 409, metric: 'LiveQueryDeviceOffline' },
   AGENT_TIMEOUT: { status: 504, metric: 'LiveQueryTimeouts' },

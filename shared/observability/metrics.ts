@@ -7,14 +7,14 @@ import { inLambda, serviceName } from './service.ts';
  * CloudWatch metric, billed only in the hours it is emitted.
  */
 export type BusinessMetric =
-  // shared/audit/writer.ts: a route's audit row sealed, or lost (the request still succeeds: seed 6 rule 1).
+  // shared/audit/writer.ts: a route's audit row sealed, or lost (the request still succeeds).
   | 'AuditEventsWritten'
   | 'AuditWriteFailures'
-  // shared/audit/spool.ts (issue 13): a failed audit write kept durably, replayed later, or lost after all.
+  // shared/audit/spool.ts: a failed audit write kept durably, replayed later, or lost after all.
   | 'AuditEventsSpooled'
   | 'AuditEventsReplayed'
   | 'AuditEventsFailedPermanently'
-  // Agent telemetry stored (seed 4.3, 4.4).
+  // Agent telemetry stored.
   | 'AgentLogsStored'
   | 'DeviceEventsStored'
   // Replies by error code (shared/observability/handler.ts): live-query outcomes, ingestion budgets, the database.

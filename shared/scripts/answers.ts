@@ -4,11 +4,11 @@ import { logger } from '../logger.ts';
 import { recordFinishedItems } from './outcome.ts';
 import * as store from './store.ts';
 
-/** stdout and stderr of a run item are each kept up to this many characters (README "Script runs"). */
+/** stdout and stderr of a run item are each kept up to this many characters (docs/scripts.md "Runs"). */
 export const outputChars = 8_000;
 
 /**
- * An agent's message about a run item ($default; README "Script runs"): `started`, `finished` with its exit code,
+ * An agent's message about a run item ($default; docs/scripts.md "Runs"): `started`, `finished` with its exit code,
  * `failed` with an error, or a chunk { runItemId, chunk, chunks, data } of a large one. Only an item of the
  * connection's own device that still waits for its answer takes it; anything else is ignored.
  */

@@ -8,7 +8,7 @@ import * as store from './store.ts';
 
 /**
  * A sent item not finished by its timeout plus this grace (the agent's answer on its way) is timed-out
- * (README "Script runs"); SCRIPT_RUN_GRACE_SECONDS changes it.
+ * (docs/scripts.md "Runs"); SCRIPT_RUN_GRACE_SECONDS changes it.
  */
 export const graceSeconds = () => Number(process.env.SCRIPT_RUN_GRACE_SECONDS ?? 5);
 

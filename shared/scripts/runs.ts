@@ -10,7 +10,7 @@ import { resolveParameters } from './parameters.ts';
 import { maxRunDevices, type RunItemsQuery, runItemStatuses, type StartRun } from './schemas.ts';
 import * as store from './store.ts';
 
-/** A pending item (its device offline) expires after this long (README "Script runs"). */
+/** A pending item (its device offline) expires after this long (docs/scripts.md "Runs"). */
 export const pendingHours = 24;
 /** Items swept per read: timed-out and expired items are marked when their run is read or a run starts. */
 const sweepLimit = 500;

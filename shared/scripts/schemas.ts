@@ -5,7 +5,7 @@ import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { optionalParam } from '../request-values.ts';
 
-/** Limits of a script (issue 17), README "Scripts". */
+/** Limits of a script (docs/scripts.md). */
 export const scriptLimits = {
   contentBytes: 256 * 1024,
   parameters: 50,

@@ -11,8 +11,8 @@ const actorTypeLabels: Record<Row['actorType'], string> = {
 export const actorTypeLabel = (row: Pick<Row, 'actorType'>) => actorTypeLabels[row.actorType] ?? row.actorType;
 
 /**
- * Who acted, as two lines: a name to read, and what kind of actor it is. An agent is its device's hostname
- * (seed 1), as the device is named now, else as it was named when the row was written.
+ * Who acted, as two lines: a name to read, and what kind of actor it is. An agent is its device's hostname, as
+ * the device is named now, else as it was named when the row was written.
  */
 export function actorLines(row: Row): { primary: string; secondary: string } {
   const { name, email } = row.actor;

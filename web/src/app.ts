@@ -199,7 +199,7 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
     try {
       const params = filterParams(wanted);
       // A whole trail is counted from its chain at once; counting a filtered set or a search row by row is the slow
-      // part on a large trail, so for those the viewer asks whether more follow instead (issue 13).
+      // part on a large trail, so for those the viewer asks whether more follow instead.
       if ([...params.keys()].some((name) => name !== 'orgId')) params.set('skipCount', 'true');
       params.set('page', String(wanted.page));
       params.set('limit', String(wanted.limit));

@@ -1,13 +1,13 @@
 /**
- * The two shapes the trail arrives in, the viewer's flattened list (seed 4.1.1: GET /audit-logs) and the
- * detailed entry (seed 4.1.2: search and one entry), read into the one row the page shows. Their types are the
+ * The two shapes the trail arrives in, the viewer's flattened list (GET /audit-logs) and the
+ * detailed entry (search and one entry), read into the one row the page shows. Their types are the
  * API's response schemas (types only: nothing of shared/ is bundled).
  */
 import type { AuditDetailedEntry, AuditViewerEntry } from '../../shared/audit/schemas.ts';
 
 type Json = Record<string, unknown>;
 
-/** What both formats add to seed 4.1 for the viewer. */
+/** What both formats add for the viewer. */
 type Additions = Pick<AuditViewerEntry, 'orgId' | 'seq' | 'actorType' | 'actorHostname' | 'category' | 'result'>;
 
 export interface Row extends Additions {

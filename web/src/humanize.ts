@@ -1,9 +1,9 @@
 /**
- * Action codes in words (seed 1: device.create reads "created device"). Known codes have a phrase of their
+ * Action codes in words (device.create reads "created device"). Known codes have a phrase of their
  * own; any other code is worded by rule, so a code the viewer has never seen still reads as English.
  */
 const knownActions: Readonly<Record<string, string>> = {
-  // seed 6, the actions named in the interface
+  // the platform's audit actions
   'user.login': 'logged in',
   'user.login.failed': 'failed login',
   'user.logout': 'logged out',
@@ -23,7 +23,7 @@ const knownActions: Readonly<Record<string, string>> = {
   'organization.update': 'updated organization',
   'agent.eventlogs.submit': 'submitted event logs',
   'agent.source.ip.changed': 'changed source IP',
-  // the service's own (README "Retention")
+  // the service's own (docs/retention.md)
   'system.audit.retention': 'pruned expired audit rows',
 };
 

@@ -7,7 +7,7 @@ export const count = (n: number) => numberFormat.format(n);
 
 /**
  * "Rows 51–100 of 3,214"; when the total is only a lower bound, "of at least 1,000" (a capped count) or, when
- * nothing was counted (seed 4.1 skipCount), whether more follow.
+ * nothing was counted (skipCount), whether more follow.
  */
 export function rowsSummary(pagination: AuditPagination, shown: number): string {
   if (shown === 0)

@@ -23,7 +23,7 @@ export function localTimeLong(iso: string): string {
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /**
- * The instant a from/to filter names, read as the API reads it (README "Reading the trail"): a date alone is the
+ * The instant a from/to filter names, read as the API reads it (docs/audit.md "Reading the trail"): a date alone is the
  * start (from) or the end (to) of that UTC day; a time without an offset is UTC.
  */
 export function filterInstant(value: string, bound: 'from' | 'to'): Date | undefined {

@@ -45,7 +45,7 @@ export function viewStateSearch(state: ViewState): string {
   return query ? `?${query}` : '';
 }
 
-/** The filters as the API takes them (seed 4.1 common parameters, q for search and export). */
+/** The filters as the API takes them (the common list filters, q for search and export). */
 export function filterParams(state: Filters): URLSearchParams {
   const params = new URLSearchParams();
   for (const name of filterNames) if (state[name]) params.set(name, state[name]);

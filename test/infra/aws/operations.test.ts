@@ -41,7 +41,7 @@ describe('alarms', () => {
     }
   });
 
-  it('watch every figure the README lists, each at its threshold', () => {
+  it('watch every figure docs/operations.md lists, each at its threshold', () => {
     const names = alarms().map((alarm) => alarm.id.replace(/^Alarms/, '').replace(/[0-9A-F]{8}$/, ''));
     expect(names.sort()).toEqual(
       [

@@ -1,5 +1,5 @@
 /**
- * The custom-field import wizard (issue 16 "The page"): choose the source system and the pass → upload a CSV or JSON
+ * The custom-field import wizard (docs/custom-fields.md): choose the source system and the pass → upload a CSV or JSON
  * export → map its columns (values; suggested by the server) → preview every row with its status, filters and
  * counts → commit in requests that fit API Gateway (a values file as one pass, with a progress bar) → the result,
  * with the rows not applied as a CSV download.

@@ -5,7 +5,7 @@ import { count } from '../paging.ts';
 import { saveFile } from '../save-file.ts';
 import { type Filters, filterParams } from '../view-state.ts';
 
-/** seed 8: an export holds at most the newest 10,000 rows. */
+/** An export holds at most the newest 10,000 rows. */
 const maxExportRows = 10_000;
 
 /** CSV and JSON exports of the current view (GET /audit-logs/export?format=), with the same filters and search. */
