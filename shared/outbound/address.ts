@@ -65,6 +65,7 @@ export function addressProblem(text: string): string | undefined {
   if (embeddingIpv4.some((range) => v6.match(range)) || v6.match(nat64))
     return ipv4Problem(new ipaddr.IPv4(v6.toByteArray().slice(12)));
   const range = v6.range();
+  if (range === 'loopback' && loopbackAllowed()) return undefined;
   if (ipv6Reasons[range]) return ipv6Reasons[range];
   if (v6.match(localNat64)) return 'private address';
   if (v6.match(ipv4Compatible)) return 'reserved address';
