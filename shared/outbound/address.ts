@@ -109,6 +109,17 @@ function isLoopbackLiteral(host: string): boolean {
   return ipaddr.process(host.replace(/^\[|\]$/g, '')).range() === 'loopback';
 }
 
+/** A resolution that takes longer than this fails: a stalled resolver must not hold a request or a delivery. */
+const resolveTimeoutMs = 5_000;
+
+function withinResolveTime<T>(answer: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('resolution timed out')), resolveTimeoutMs).unref();
+  });
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+}
+
 /** A destination that passed the check: connect to `address` (the one checked), speak to `url`'s host name. */
 export interface CheckedDestination {
   url: URL;
@@ -136,7 +147,7 @@ export async function checkDestination(text: string): Promise<CheckedDestination
   if (ipaddr.isValid(host)) addresses = [host];
   else {
     try {
-      addresses = await resolve(host);
+      addresses = await withinResolveTime(resolve(host));
     } catch {
       throw new OutboundRefused('name does not resolve');
     }

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   addressProblem,
   checkDestination,
@@ -164,6 +164,19 @@ describe('checkDestination', () => {
     stubResolver({});
     await expect(checkDestination('https://nowhere.example.com/')).rejects.toThrow('refused: name does not resolve');
     expect(await configurationProblem('https://nowhere.example.com/')).toBeUndefined();
+  });
+
+  it('gives up on a resolver that does not answer within 5 seconds', async () => {
+    vi.useFakeTimers();
+    try {
+      useResolver(() => new Promise(() => {}));
+      const check = checkDestination('https://stalled.example.com/');
+      const refused = expect(check).rejects.toThrow('refused: name does not resolve');
+      await vi.advanceTimersByTimeAsync(5_000);
+      await refused;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('answers the reason at configuration', async () => {
