@@ -1,11 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
 import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
 import type { AuditContext } from '../audit/writer.ts';
+import { sealSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Forbidden, ValidationFailed } from '../errors.ts';
+import { logger } from '../logger.ts';
+import { configurationProblem } from '../outbound/address.ts';
 import type { CreateIntegration, UpdateIntegration } from './schemas.ts';
 import * as store from './store.ts';
 
@@ -15,6 +19,29 @@ function assertPartnerManager(principal: Principal): void {
   if (principal.scope === 'organization') throw Forbidden('PSA integrations are managed by partner users');
 }
 
+/**
+ * A URL the service will call, checked with what its name resolves to now (the schema checked its text): a 400
+ * naming `url` and the reason. Each delivery checks again.
+ */
+async function assertOutboundUrl(url: string): Promise<void> {
+  const problem = await configurationProblem(url);
+  if (problem)
+    throw ValidationFailed(`Refused URL: ${problem}`, [
+      { path: 'body.url', message: `Refused URL: ${problem}`, code: 'custom' },
+    ]);
+}
+
+/** A secret as stored: sealed under the seal key; in the clear (marked) only where no seal key is set. */
+function storedSecret(secret: string): store.StoredSecret {
+  const sealed = sealSecret(secret);
+  if (sealed) return { secret: sealed, sealed: true };
+  logger.warn('ENROLLMENT_KEY_SEAL_KEY is not set: a PSA secret is stored in the clear');
+  return { secret, sealed: false };
+}
+
+/** 32 random bytes, base64url: the secret generated when the caller gives none, shown once. */
+const generatedSecret = () => randomBytes(32).toString('base64url');
+
 export async function createIntegration(db: Db, principal: Principal, input: CreateIntegration, audit: AuditContext) {
   assertPartnerManager(principal);
   const partnerId = principal.scope === 'platform' ? input.partnerId : principal.partnerId;
@@ -22,11 +49,14 @@ export async function createIntegration(db: Db, principal: Principal, input: Cre
     throw ValidationFailed('partnerId is required', [
       { path: 'body.partnerId', message: 'Platform callers name the partner', code: 'custom' },
     ]);
-  const created = await store.insertIntegration(db, partnerId, input);
+  await assertOutboundUrl(input.url);
+  const generated = input.secret === undefined ? generatedSecret() : undefined;
+  const created = await store.insertIntegration(db, partnerId, input, storedSecret(input.secret ?? generated!));
   await auditIntegration(db, audit, created, 'integration.create', {
     after: { name: created.name, url: created.url, severities: created.severities },
+    secretGenerated: generated !== undefined,
   });
-  return created;
+  return generated === undefined ? created : { ...created, secret: generated };
 }
 
 export function listIntegrations(db: Db, principal: Principal, page: Page) {
@@ -47,12 +77,21 @@ export async function updateIntegration(
   audit: AuditContext,
 ) {
   const before = await getIntegration(db, principal, id);
-  const updated = await store.updateIntegrationRow(db, id, change);
+  if (change.url !== undefined) await assertOutboundUrl(change.url);
+  const { secret, rotateSecret, ...fields } = change;
+  const generated = rotateSecret ? generatedSecret() : undefined;
+  const newSecret = secret ?? generated;
+  const updated = await store.updateIntegrationRow(
+    db,
+    id,
+    fields,
+    newSecret === undefined ? undefined : storedSecret(newSecret),
+  );
   await auditIntegration(db, audit, updated, 'integration.update', {
     ...changedFields(before, updated, ['name', 'url', 'severities']),
-    secretChanged: change.secret !== undefined,
+    secretChanged: newSecret !== undefined,
   });
-  return updated;
+  return generated === undefined ? updated : { ...updated, secret: generated };
 }
 
 /** Soft delete: its deliveries' log stays; bindings that named it fall back to tickets. */

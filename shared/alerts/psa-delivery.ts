@@ -1,6 +1,9 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import { openSecret, sealSecret } from '../auth/key-seal.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { OutboundRefused } from '../outbound/address.ts';
+import { postOutbound } from '../outbound/request.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import type { DeliveryEvent } from './schemas.ts';
 import * as store from './store.ts';
@@ -76,30 +79,32 @@ export async function attemptDelivery(db: Db, deliveryId: string, now = new Date
   let statusCode: number | null = null;
   let error: string | null = null;
   let ticketId: string | undefined;
+  let refused: string | undefined;
   try {
-    const reply = await fetch(delivery.url, {
-      method: 'POST',
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs()),
+    const secret = await signingSecret(db, delivery);
+    const reply = await postOutbound(delivery.url, {
+      timeoutMs: timeoutMs(),
+      maxAnswerBytes,
       headers: {
         'content-type': 'application/json',
         'user-agent': 'Logbook-PSA-Delivery/1',
         'x-logbook-event': delivery.event,
         'x-logbook-delivery': delivery.id,
         'x-logbook-timestamp': timestamp,
-        'x-logbook-signature': signature(delivery.secret, timestamp, delivery.body),
+        'x-logbook-signature': signature(secret, timestamp, delivery.body),
       },
       body: delivery.body,
     });
     statusCode = reply.status;
-    const text = (await reply.text()).slice(0, maxAnswerBytes);
-    if (reply.ok) ticketId = ticketIdOf(text);
+    if (reply.status >= 200 && reply.status < 300) ticketId = ticketIdOf(reply.text);
     else error = `HTTP ${reply.status}`;
   } catch (failure) {
     const name = (failure as { name?: string }).name;
-    error = name === 'TimeoutError' ? `No answer within ${timeoutMs()} ms` : `Request failed: ${String(failure)}`;
+    if (failure instanceof OutboundRefused) refused = error = failure.message;
+    else error = name === 'TimeoutError' ? `No answer within ${timeoutMs()} ms` : `Request failed: ${String(failure)}`;
   }
-  const durationMs = Math.round(performance.now() - started);
+  // A refused destination was never called: its log says why, with no timing that could tell what is inside.
+  const durationMs = refused ? null : Math.round(performance.now() - started);
   const at = now;
   if (error === null) {
     await store.recordAttempt(db, deliveryId, {
@@ -130,6 +135,24 @@ export async function attemptDelivery(db: Db, deliveryId: string, now = new Date
   await store.recordAttempt(db, deliveryId, { at, statusCode, error, durationMs, outcome: 'pending', nextAttemptAt });
   await enqueue({ kind: 'psa.deliver', deliveryId }, delay);
   return 'retrying';
+}
+
+/**
+ * The integration's secret in the clear, to sign with. One stored in the clear (written before secrets were sealed,
+ * or without a seal key) is sealed now, on its first read.
+ */
+async function signingSecret(
+  db: Db,
+  delivery: { integrationId: string; secret: string; secretSealed: boolean },
+): Promise<string> {
+  if (!delivery.secretSealed) {
+    const sealed = sealSecret(delivery.secret);
+    if (sealed) await store.updateIntegrationSecretSealed(db, delivery.integrationId, delivery.secret, sealed);
+    return delivery.secret;
+  }
+  const secret = openSecret(delivery.secret);
+  if (secret === undefined) throw new Error('its secret cannot be opened (ENROLLMENT_KEY_SEAL_KEY unset or changed)');
+  return secret;
 }
 
 function ticketIdOf(text: string): string | undefined {

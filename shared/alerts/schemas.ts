@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { queryInstant } from '../agents/schemas.ts';
 import { pageOf, pageQuery, paginationSchema } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
+import { urlProblem } from '../outbound/address.ts';
 import { optionalParam } from '../request-values.ts';
 
 export const severities = ['low', 'medium', 'high', 'critical'] as const;
@@ -106,22 +107,29 @@ export const listTicketsQuery = z.object({
 });
 export type ListTicketsQuery = z.output<typeof listTicketsQuery>;
 
-const loopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
-/** HTTPS, or http:// to a loopback address only (npm start and tests). */
+/** A URL the service will call: refused here when its text alone is (shared/outbound/address.ts). */
 const endpoint = z
   .url()
   .max(2048)
   // zod runs this check even when .url() refused the text: a text no URL parses is left to that refusal.
-  .refine((text) => {
-    const url = URL.canParse(text) ? new URL(text) : undefined;
-    return !url || url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHosts.has(url.hostname));
-  }, 'Give an https:// URL (http:// only to a loopback address)');
+  .superRefine((text, ctx) => {
+    const problem = URL.canParse(text) ? urlProblem(text) : undefined;
+    if (problem) ctx.addIssue({ code: 'custom', message: `Refused URL: ${problem}` });
+  })
+  .meta({
+    description:
+      'https:// to a public address: loopback, link-local, private, shared, unique-local, multicast and reserved addresses (IPv4-mapped and NAT64 forms too), internal names and credentials in the URL are refused',
+  });
+const secret = z.string().min(16).max(512);
 
 export const createIntegration = z
   .object({
     name: z.string().trim().min(1).max(255),
     url: endpoint,
-    secret: z.string().min(16).max(512).meta({ description: 'Key of the HMAC-SHA256 signatures; never returned' }),
+    secret: secret.optional().meta({
+      description:
+        'Key of the HMAC-SHA256 signatures, sealed at rest and never returned; left out, one is generated and shown once in the reply',
+    }),
     severities: z
       .array(z.enum(severities))
       .min(1)
@@ -135,7 +143,11 @@ export const updateIntegration = z
   .object({
     name: z.string().trim().min(1).max(255).optional(),
     url: endpoint.optional(),
-    secret: z.string().min(16).max(512).optional(),
+    secret: secret.optional(),
+    rotateSecret: z
+      .literal(true)
+      .optional()
+      .meta({ description: 'Generate a new secret, shown once in the reply (instead of giving `secret`)' }),
     severities: z
       .array(z.enum(severities))
       .min(1)
@@ -143,7 +155,11 @@ export const updateIntegration = z
       .optional(),
   })
   .strict()
-  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change');
+  .refine((body) => Object.keys(body).length > 0, 'Give at least one field to change')
+  .refine((body) => !(body.secret && body.rotateSecret), {
+    path: ['rotateSecret'],
+    message: 'Give a secret or rotateSecret, not both',
+  });
 export type UpdateIntegration = z.output<typeof updateIntegration>;
 
 export const integration = z
@@ -153,6 +169,9 @@ export const integration = z
     name: z.string(),
     url: z.string(),
     severities: z.array(z.enum(severities)),
+    secret: z.string().optional().meta({
+      description: 'Only in the reply that generated it (a create without a secret, or rotateSecret): shown once',
+    }),
     createdAt: timestampReply,
     updatedAt: timestampReply,
   })
@@ -179,7 +198,11 @@ export const delivery = z
           at: jsonbTimestamp,
           statusCode: z.number().int().nullable(),
           error: z.string().nullable(),
-          durationMs: z.number().int(),
+          durationMs: z
+            .number()
+            .int()
+            .nullable()
+            .meta({ description: 'Null when the destination was refused (error `refused: <reason>`) and not called' }),
         })
         .strict(),
     ),

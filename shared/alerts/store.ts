@@ -311,13 +311,24 @@ export type IntegrationRow = {
   updatedAt: Date;
 };
 
-export async function insertIntegration(db: Db, partnerId: string, input: CreateIntegration) {
+/** A secret as stored: sealed, or in the clear (marked) when no seal key is set. */
+export interface StoredSecret {
+  secret: string;
+  sealed: boolean;
+}
+
+export async function insertIntegration(
+  db: Db,
+  partnerId: string,
+  input: Omit<CreateIntegration, 'secret'>,
+  secret: StoredSecret,
+) {
   const row = await one<IntegrationRow>(
     db,
-    `INSERT INTO psa_integrations AS i (partner_id, name, url, secret, severities)
-     VALUES (:partnerId::uuid, :name::text, :url::text, :secret::text, :severities::jsonb)
+    `INSERT INTO psa_integrations AS i (partner_id, name, url, secret, secret_sealed, severities)
+     VALUES (:partnerId::uuid, :name::text, :url::text, :secret::text, :sealed::boolean, :severities::jsonb)
      RETURNING ${integrationColumns}`,
-    { partnerId, name: input.name, url: input.url, secret: input.secret, severities: input.severities },
+    { partnerId, name: input.name, url: input.url, ...secret, severities: input.severities },
   );
   return row!;
 }
@@ -342,17 +353,38 @@ export function selectIntegrations(db: Db, principal: Principal, page: Page) {
   );
 }
 
-export async function updateIntegrationRow(db: Db, id: string, change: UpdateIntegration) {
+export async function updateIntegrationRow(
+  db: Db,
+  id: string,
+  change: Omit<UpdateIntegration, 'secret' | 'rotateSecret'>,
+  secret: StoredSecret | undefined,
+) {
   const row = await one<IntegrationRow>(
     db,
     `UPDATE psa_integrations i SET name = coalesce(:name::text, name), url = coalesce(:url::text, url),
-            secret = coalesce(:secret::text, secret), severities = coalesce(:severities::jsonb, severities),
-            updated_at = now()
+            secret = coalesce(:secret::text, secret), secret_sealed = coalesce(:sealed::boolean, secret_sealed),
+            severities = coalesce(:severities::jsonb, severities), updated_at = now()
       WHERE i.id = :id::uuid AND i.deleted_at IS NULL
       RETURNING ${integrationColumns}`,
-    { id, name: change.name, url: change.url, secret: change.secret, severities: change.severities },
+    {
+      id,
+      name: change.name,
+      url: change.url,
+      secret: secret?.secret,
+      sealed: secret?.sealed,
+      severities: change.severities,
+    },
   );
   return row!;
+}
+
+/** Seals a secret stored in the clear (written before secrets were sealed), unless it changed meanwhile. */
+export async function updateIntegrationSecretSealed(db: Db, id: string, plain: string, sealed: string): Promise<void> {
+  await db.query(
+    `UPDATE psa_integrations SET secret = :sealed::text, secret_sealed = true
+      WHERE id = :id::uuid AND NOT secret_sealed AND secret = :plain::text`,
+    { id, plain, sealed },
+  );
 }
 
 /** Soft delete; bindings that named it fall back to tickets. */
@@ -402,14 +434,17 @@ export function claimDelivery(db: Db, id: string, now: Date, leaseSeconds: numbe
     body: string;
     attempts: number;
     url: string;
+    integrationId: string;
     secret: string;
+    secretSealed: boolean;
   }>(
     db,
     `UPDATE alert_deliveries d SET next_attempt_at = :now::timestamptz + :leaseSeconds::int * interval '1 second'
        FROM psa_integrations i
       WHERE d.id = :id::uuid AND i.id = d.integration_id AND i.deleted_at IS NULL
         AND d.status = 'pending' AND d.next_attempt_at <= :now::timestamptz
-      RETURNING d.id, d.alert_id AS "alertId", d.event, d.body, d.attempts, i.url, i.secret`,
+      RETURNING d.id, d.alert_id AS "alertId", d.event, d.body, d.attempts, i.url, i.id AS "integrationId", i.secret,
+                i.secret_sealed AS "secretSealed"`,
     { id, now, leaseSeconds },
   );
 }
@@ -421,7 +456,7 @@ export async function recordAttempt(
     at: Date;
     statusCode: number | null;
     error: string | null;
-    durationMs: number;
+    durationMs: number | null;
     outcome: 'delivered' | 'failed' | 'pending';
     nextAttemptAt: Date | null;
   },
@@ -448,7 +483,7 @@ type DeliveryRow = {
   nextAttemptAt: Date | null;
   lastStatusCode: number | null;
   lastError: string | null;
-  log: { at: string; statusCode: number | null; error: string | null; durationMs: number }[];
+  log: { at: string; statusCode: number | null; error: string | null; durationMs: number | null }[];
   deliveredAt: Date | null;
   createdAt: Date;
 };

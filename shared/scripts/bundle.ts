@@ -9,6 +9,7 @@ import {
   insertScriptInto,
   type Library,
   scriptAuditFields,
+  storedScript,
   writableLibrary,
 } from './library.ts';
 import {
@@ -139,10 +140,11 @@ async function applyEntry(
       audit,
       'renamed',
     );
-  const before = await getScript(db, principal, entry.existing.id);
+  const before = await storedScript(db, principal, entry.existing.id);
   const changed = await changeScript(db, before, definition, principal.id);
   const fields = scriptAuditFields(changed.script, changed.content);
-  const differs = JSON.stringify(scriptAuditFields(before, before.content)) !== JSON.stringify(fields);
+  const differs =
+    changed.newVersion || JSON.stringify(scriptAuditFields(before, before.content)) !== JSON.stringify(fields);
   if (differs) await auditScript(db, audit, changed.script, 'script.update', { import: true, after: fields });
   return {
     result: differs ? ('new-version' as const) : ('unchanged' as const),

@@ -8,7 +8,14 @@ import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Forbidden, NameConflict, NotFound, ValidationFailed } from '../errors.ts';
 import { findOrganization } from '../hierarchy/store.ts';
-import type { CreateScript, ListScriptsQuery, ScriptDefinition, UpdateScript } from './schemas.ts';
+import type { CreateScript, ListScriptsQuery, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
+import {
+  hasClearSecretDefault,
+  openParameters,
+  publicParameters,
+  type StoredParameter,
+  sealParameters,
+} from './secret-defaults.ts';
 import * as store from './store.ts';
 
 /** Which library a script lives in: an organization's, or the partner's (orgId null). */
@@ -23,23 +30,44 @@ export async function reachableScript(db: Db, principal: Principal, id: string) 
   return assertReachable(await store.selectScript(db, principal, id), 'Script');
 }
 
-export async function getScript(db: Db, principal: Principal, id: string) {
+/** The script with its content, parameters as stored (secret defaults sealed): for changes, never for a reply. */
+export async function storedScript(db: Db, principal: Principal, id: string) {
   const script = await reachableScript(db, principal, id);
   return { ...script, content: await store.selectVersionContent(db, id, script.version) };
 }
 
-export function listScripts(db: Db, principal: Principal, query: ListScriptsQuery) {
+/** A script as replies show it: secret defaults write-only (`hasDefault`). */
+export function scriptReply<T extends { parameters: StoredParameter[] }>(script: T): T {
+  return { ...script, parameters: publicParameters(script.parameters) };
+}
+
+export async function getScript(db: Db, principal: Principal, id: string) {
+  return scriptReply(await storedScript(db, principal, id));
+}
+
+export async function listScripts(db: Db, principal: Principal, query: ListScriptsQuery) {
   requirePermission(principal, 'scripts:read');
-  return store.selectScripts(db, principal, query, query);
+  const page = await store.selectScripts(db, principal, query, query);
+  return { ...page, data: page.data.map(scriptReply) };
 }
 
 export async function listScriptVersions(db: Db, principal: Principal, id: string, page: Page) {
   await reachableScript(db, principal, id);
   const versions = await store.selectScriptVersions(db, id, page);
   const data = await Promise.all(
-    versions.data.map(async (v) => ({ ...v, content: await store.selectVersionContent(db, id, v.version) })),
+    versions.data.map(async (v) => scriptReply({ ...v, content: await store.selectVersionContent(db, id, v.version) })),
   );
   return { data, pagination: versions.pagination };
+}
+
+/** Seals secret defaults a script still holds in the clear (stored before they were sealed), in every version. */
+export async function sealClearDefaults(db: Db, scriptId: string): Promise<void> {
+  for (const set of await store.selectParameterSets(db, scriptId)) {
+    const sealed = sealParameters(set.parameters);
+    // Without a seal key nothing is sealed, and nothing is written.
+    if (hasClearSecretDefault(set.parameters) && !hasClearSecretDefault(sealed))
+      await store.updateParameterSet(db, scriptId, set.version, set.parameters, sealed);
+  }
 }
 
 /**
@@ -78,13 +106,18 @@ export async function createScript(db: Db, principal: Principal, input: CreateSc
   const { availability: _a, orgId: _o, partnerId: _p, ...definition } = input;
   const created = await insertScriptInto(db, library, definition, principal.id);
   await auditScript(db, audit, created, 'script.create', { after: scriptAuditFields(created, definition.content) });
-  return { ...created, content: definition.content };
+  return scriptReply({ ...created, content: definition.content });
 }
 
 /** Inserts a script into a library; a live script of the same name is 409 NAME_CONFLICT. */
 export async function insertScriptInto(db: Db, library: Library, definition: ScriptDefinition, createdBy: string) {
   if (await store.scriptNameTaken(db, library, definition.name)) throw NameConflict(definition.name);
-  return store.insertScript(db, { ...definition, ...library, createdBy: uuidOrNull(createdBy) });
+  return store.insertScript(db, {
+    ...definition,
+    parameters: sealParameters(definition.parameters),
+    ...library,
+    createdBy: uuidOrNull(createdBy),
+  });
 }
 
 export async function updateScript(
@@ -94,7 +127,7 @@ export async function updateScript(
   change: UpdateScript,
   audit: AuditContext,
 ) {
-  const before = await getScript(db, principal, id);
+  const before = await storedScript(db, principal, id);
   assertEditable(principal, before);
   const updated = await changeScript(db, before, change, principal.id);
   await auditScript(db, audit, updated.script, 'script.update', {
@@ -103,7 +136,7 @@ export async function updateScript(
     ]),
     version: updated.script.version,
   });
-  return { ...updated.script, content: updated.content };
+  return scriptReply({ ...updated.script, content: updated.content });
 }
 
 /** Applies a change; language, content or parameters that differ make a new version (issue 17). */
@@ -115,12 +148,27 @@ export async function changeScript(
 ) {
   if (change.name !== undefined && (await store.scriptNameTaken(db, before, change.name, before.id)))
     throw NameConflict(change.name);
-  const differs = (field: 'language' | 'content' | 'parameters') =>
+  const differs = (field: 'language' | 'content') =>
     change[field] !== undefined && JSON.stringify(change[field]) !== JSON.stringify(before[field]);
-  const newVersion = differs('language') || differs('content') || differs('parameters');
-  const script = await store.updateScriptRow(db, before.id, change, newVersion, uuidOrNull(changedBy));
+  // Sealing is randomized: parameters are compared with their secret defaults opened.
+  const parameters = change.parameters && sealParameters(change.parameters, before.parameters);
+  const parametersDiffer =
+    parameters !== undefined &&
+    comparable(openParameters(parameters)) !== comparable(openParameters(before.parameters));
+  const newVersion = differs('language') || differs('content') || parametersDiffer;
+  const script = await store.updateScriptRow(
+    db,
+    before.id,
+    { ...change, parameters: parametersDiffer ? parameters : undefined },
+    newVersion,
+    uuidOrNull(changedBy),
+  );
   return { script, content: change.content ?? before.content, newVersion };
 }
+
+/** Parameters as text that ignores key order (jsonb keeps its own order, not the request's). */
+const comparable = (list: ScriptParameter[]) =>
+  JSON.stringify(list.map((p) => Object.fromEntries(Object.entries(p).sort(([a], [b]) => a.localeCompare(b)))));
 
 /** Soft delete: runs and the trail keep pointing at the script (issue 17). */
 export async function deleteScript(db: Db, principal: Principal, id: string, audit: AuditContext) {
@@ -145,7 +193,10 @@ const auditedFields = [
   'tags',
 ] as const;
 
-/** What the trail records of a script: its fields, and of its content a hash and size (the text may be 256 KB). */
+/**
+ * What the trail records of a script: its fields (secret defaults as `hasDefault` only), and of its content a hash
+ * and size (the text may be 256 KB).
+ */
 export function scriptAuditFields(script: Omit<ScriptDefinition, 'content'>, content: string) {
   return {
     name: script.name,
@@ -154,7 +205,7 @@ export function scriptAuditFields(script: Omit<ScriptDefinition, 'content'>, con
     osTypes: script.osTypes,
     contentSha256: createHash('sha256').update(content).digest('hex'),
     contentBytes: Buffer.byteLength(content),
-    parameters: script.parameters,
+    parameters: publicParameters(script.parameters),
     timeoutSeconds: script.timeoutSeconds,
     runAs: script.runAs,
     exitCodeSeverityMapping: script.exitCodeSeverityMapping,

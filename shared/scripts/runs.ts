@@ -4,10 +4,11 @@ import type { Db } from '../db/db.ts';
 import { memberDeviceIds } from '../device-groups/groups.ts';
 import { DomainError, ValidationFailed } from '../errors.ts';
 import { dispatchRun } from './dispatch.ts';
-import { reachableScript } from './library.ts';
+import { reachableScript, sealClearDefaults } from './library.ts';
 import { recordFinishedItems } from './outcome.ts';
 import { resolveParameters } from './parameters.ts';
 import { maxRunDevices, type RunItemsQuery, runItemStatuses, type StartRun } from './schemas.ts';
+import { hasClearSecretDefault, openParameters } from './secret-defaults.ts';
 import * as store from './store.ts';
 
 /** A pending item (its device offline) expires after this long (docs/scripts.md "Runs"). */
@@ -23,7 +24,9 @@ const sweepLimit = 500;
 export async function startRun(db: Db, principal: Principal, scriptId: string, input: StartRun) {
   requirePermission(principal, 'scripts:run');
   const script = await reachableScript(db, principal, scriptId);
-  const parameters = resolveParameters(script.parameters, input.parameters);
+  // A secret default stored in the clear (before defaults were sealed) is sealed on this first read.
+  if (hasClearSecretDefault(script.parameters)) await sealClearDefaults(db, scriptId);
+  const parameters = resolveParameters(openParameters(script.parameters), input.parameters);
   // A group's members are read now (a dynamic group's filter evaluated once): the run targets these devices.
   const deviceIds = input.groupId
     ? await memberDeviceIds(db, principal, input.groupId, maxRunDevices, 'groupId')

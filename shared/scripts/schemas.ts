@@ -27,7 +27,10 @@ const timestamp = z.iso.datetime({ offset: true });
 const name = z.string().trim().min(1).max(255);
 const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
 
-/** A declared parameter; a `secret` one's value never reaches a run record or the trail (issue 17). */
+/**
+ * A declared parameter; a `secret` one's value never reaches a run record or the trail (issue 17), and its `default`
+ * is write-only: stored sealed, shown as `hasDefault`.
+ */
 export const scriptParameter = z
   .object({
     name: z
@@ -39,6 +42,10 @@ export const scriptParameter = z
     default: parameterValue.optional(),
     choices: z.array(z.string().min(1).max(255)).min(1).max(scriptLimits.choices).optional(),
     secret: z.boolean().default(false),
+    hasDefault: z.boolean().optional().meta({
+      description:
+        'Secret parameters only, in replies: whether a default is set (its value is write-only, never returned). Sent back with `true` and no `default` on a change, the current default is kept',
+    }),
   })
   .strict()
   .superRefine((p, ctx) => {

@@ -666,3 +666,36 @@ export async function selectVersionParameters(db: Db, scriptId: string, version:
   );
   return row?.parameters;
 }
+
+/** The parameters a script stores: its own (version null) and each version's. */
+export async function selectParameterSets(db: Db, scriptId: string) {
+  const { rows } = await db.query<{ version: number | null; parameters: ScriptParameter[] }>(
+    `SELECT NULL::int AS version, parameters FROM scripts WHERE id = :scriptId::uuid
+     UNION ALL
+     SELECT version, parameters FROM script_versions WHERE script_id = :scriptId::uuid`,
+    { scriptId },
+  );
+  return rows;
+}
+
+/** Replaces one parameter set (the script's own when version is null), unless it changed since it was read. */
+export async function updateParameterSet(
+  db: Db,
+  scriptId: string,
+  version: number | null,
+  before: ScriptParameter[],
+  after: ScriptParameter[],
+): Promise<void> {
+  const params = { scriptId, version, before, after };
+  if (version === null)
+    await db.query(
+      `UPDATE scripts SET parameters = :after::jsonb WHERE id = :scriptId::uuid AND parameters = :before::jsonb`,
+      params,
+    );
+  else
+    await db.query(
+      `UPDATE script_versions SET parameters = :after::jsonb
+        WHERE script_id = :scriptId::uuid AND version = :version::int AND parameters = :before::jsonb`,
+      params,
+    );
+}

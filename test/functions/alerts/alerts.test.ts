@@ -9,6 +9,8 @@ import { auditRowsOf, scriptBody } from '#test/support/scripts.ts';
 import { createTenant, enrollDevice, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 process.env.PSA_DELIVERY_TIMEOUT_MS = '500';
+// The receiver listens on 127.0.0.1: the local-development allowance for loopback destinations.
+process.env.OUTBOUND_ALLOW_LOOPBACK = 'true';
 
 const t = useApi();
 let tenant: Tenant;
