@@ -109,40 +109,40 @@ function printed(child: ChildProcess, markers: string[]): Promise<void> {
   });
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: db.urls.admin,
-    PORT: String(port),
-    WS_PORT: String(await freePort()),
-    HOST: '127.0.0.1',
-    NODE_ENV: 'development',
-  };
-  delete env.APP_DATABASE_URL;
-  delete env.AUDIT_ADMIN_DATABASE_URL;
-  server = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  server.stdout!.on('data', (chunk) => (output += chunk));
-  server.stderr!.on('data', (chunk) => (output += chunk));
-  // The "Try" block is printed once the API serves; the live-query examples need the demo agent's channel.
-  await printed(server, ['\nTry\n', '[demo agent] connected for live queries']);
-}, 90_000);
-
-afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((resolve) => server!.once('exit', resolve));
-    server.kill('SIGINT');
-    await exited;
-  }
-  rmSync(scratch, { recursive: true, force: true });
-  await db?.close();
-});
-
 describe("the README's curl examples", { timeout: 60_000 }, () => {
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: db.urls.admin,
+      PORT: String(port),
+      WS_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      NODE_ENV: 'development',
+    };
+    delete env.APP_DATABASE_URL;
+    delete env.AUDIT_ADMIN_DATABASE_URL;
+    server = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    server.stdout!.on('data', (chunk) => (output += chunk));
+    server.stderr!.on('data', (chunk) => (output += chunk));
+    // The "Try" block is printed once the API serves; the live-query examples need the demo agent's channel.
+    await printed(server, ['\nTry\n', '[demo agent] connected for live queries']);
+  }, 90_000);
+
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      const exited = new Promise((resolve) => server!.once('exit', resolve));
+      server.kill('SIGINT');
+      await exited;
+    }
+    rmSync(scratch, { recursive: true, force: true });
+    await db?.close();
+  });
+
   it('each answers 2xx against npm start, run as written with the exports it prints', async () => {
     const exports = Object.fromEntries(
       [...output.matchAll(/^ {2}export (\w+)=(\S+)$/gm)].map(([, name, value]) => [name!, value!]),
