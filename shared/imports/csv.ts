@@ -42,8 +42,8 @@ export function parseCsv(text: string, location = 'body.csv'): { header: string[
 }
 
 /**
- * A CSV's data rows as records keyed by header, each cell trimmed and a blank cell absent (as an empty string is in
- * a JSON row): 1 to `maxRows` of them, else a 400.
+ * A CSV's data rows as records keyed by header, a blank cell absent (as a blank string is in a JSON row), the others
+ * as written: 1 to `maxRows` of them, else a 400.
  */
 export function csvRecords(text: string, maxRows: number, location = 'body.csv') {
   const { header, records } = parseCsv(text, location);
@@ -56,8 +56,8 @@ export function csvRecords(text: string, maxRows: number, location = 'body.csv')
     records: records.map((cells) =>
       Object.fromEntries(
         header.flatMap((name, i) => {
-          const cell = cells[i]?.trim() ?? '';
-          return cell === '' ? [] : [[name, cell]];
+          const cell = cells[i] ?? '';
+          return cell.trim() === '' ? [] : [[name, cell]];
         }),
       ),
     ),
@@ -73,8 +73,8 @@ export function withoutBlanks(row: Record<string, unknown>): Record<string, unkn
 export const looseName = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '');
 
 /**
- * The records of an import request, JSON `rows` or `csv`, in one form: keyed by field, blank values absent. A CSV
- * column is read as a field when the caller's mapping names it for the field, or, without a mapping, when its header
+ * The records of an import request, JSON `rows` or `csv`, in one form: keyed by field, blank values absent, CSV
+ * cells trimmed. A CSV column is read as a field when the caller's mapping names it for the field, or, without a mapping, when its header
  * is the field's name compared loosely; other columns are ignored.
  */
 export function importRecords<F extends string>(
@@ -92,7 +92,9 @@ export function importRecords<F extends string>(
     return column === undefined ? [] : [{ field, column }];
   });
   return records.map((record) =>
-    Object.fromEntries(columns.flatMap(({ field, column }) => (column in record ? [[field, record[column]]] : []))),
+    Object.fromEntries(
+      columns.flatMap(({ field, column }) => (column in record ? [[field, record[column]!.trim()]] : [])),
+    ),
   );
 }
 

@@ -41,7 +41,7 @@ describe('import records', () => {
   it('reads blank CSV cells and blank JSON strings as absent values', () => {
     expect(csvRecords('hostname,serialNumber\nPC-1,\nPC-2, SN2 \n', 10).records).toEqual([
       { hostname: 'PC-1' },
-      { hostname: 'PC-2', serialNumber: 'SN2' },
+      { hostname: 'PC-2', serialNumber: ' SN2 ' },
     ]);
     const fields = ['name', 'email'] as const;
     expect(importRecords({ rows: [{ name: 'Ada', email: '  ' }] }, { fields, maxRows: 10 })).toEqual([{ name: 'Ada' }]);
