@@ -152,6 +152,99 @@ export async function previewTreeImport(db: Db, principal: Principal, input: Imp
   return { committed: false, summary: summarize(rows), rows };
 }
 
+type AuditEvents = Parameters<typeof writeRouteAudits>[1];
+
+/**
+ * Applies each row's decision in order: a held row acknowledged with its target links that organization (and adds
+ * the row's site); a create row adds a site to a linked organization, or to one an earlier row of this import
+ * created, or creates the organization with its site. Returns the row reports, the audit events and the
+ * organizations touched.
+ */
+async function applyRows(tx: Db, partnerId: string, sourceSystem: string, derived: ReturnType<typeof derive>) {
+  const events: AuditEvents = [];
+  const touched = new Map<string, string>();
+  const created = new Map<string, { id: string; sites: Map<string, string> }>();
+
+  const addSite = async (org: { id: string; name: string }, row: TreeRow) => {
+    const site = await insertSite(tx, org.id, { name: row.siteName!, timezone: row.timezone });
+    events.push({
+      orgId: org.id,
+      action: 'site.create',
+      resourceType: 'site',
+      resourceId: site!.id as string,
+      resourceName: row.siteName!,
+      details: { timezone: row.timezone ?? null, sourceSystem },
+    });
+    touched.set(org.id, org.name);
+    return site!.id as string;
+  };
+
+  const link = async (row: Derived, values: TreeRow) => {
+    const target = { id: row.targetId!, name: values.name } satisfies Pick<OrgRecord, 'id' | 'name'>;
+    if (values.externalId) await linkOrganization(tx, target.id, sourceSystem, values.externalId);
+    events.push({
+      orgId: target.id,
+      action: 'organization.update',
+      resourceType: 'organization',
+      resourceId: target.id,
+      resourceName: values.name,
+      details: { before: {}, after: { sourceSystem, externalId: values.externalId ?? null } },
+    });
+    touched.set(target.id, values.name);
+    const siteId = values.siteName ? await addSite(target, values) : undefined;
+    return present(row, 'update', { organizationId: target.id, siteId });
+  };
+
+  const create = async (row: Derived, values: TreeRow) => {
+    if (row.linkedOrg) return present(row, 'create', { siteId: await addSite(row.linkedOrg, values) });
+    const key = values.externalId ? `x:${values.externalId}` : `n:${fold(values.name)}`;
+    const earlier = created.get(key);
+    if (earlier) {
+      const siteId =
+        earlier.sites.get(fold(values.siteName ?? 'Main')) ??
+        (await addSite({ id: earlier.id, name: values.name }, values));
+      return present(row, 'create', { organizationId: earlier.id, siteId });
+    }
+    const org = await insertOrganizationWithSite(
+      tx,
+      { partnerId, name: values.name, externalId: values.externalId },
+      { name: values.siteName ?? 'Main', timezone: values.timezone },
+    );
+    if (values.externalId) await setSourceSystem(tx, org.id, sourceSystem);
+    const siteId = org.site!.id as string;
+    created.set(key, { id: org.id, sites: new Map([[fold(values.siteName ?? 'Main'), siteId]]) });
+    touched.set(org.id, values.name);
+    events.push(
+      {
+        orgId: org.id,
+        action: 'organization.create',
+        resourceType: 'organization',
+        resourceId: org.id,
+        resourceName: values.name,
+        details: { sourceSystem, externalId: values.externalId ?? null },
+      },
+      {
+        orgId: org.id,
+        action: 'site.create',
+        resourceType: 'site',
+        resourceId: siteId,
+        resourceName: values.siteName ?? 'Main',
+        details: { timezone: values.timezone ?? null, sourceSystem },
+      },
+    );
+    return present(row, 'create', { organizationId: org.id, siteId });
+  };
+
+  const rows = [];
+  for (const row of derived) {
+    const decision = decide(row, row.ack);
+    if (decision.apply === null) rows.push(present(row, decision.outcome, { reason: decision.reason }));
+    else if (decision.apply === 'update') rows.push(await link(row, row.values!));
+    else rows.push(await create(row, row.values!));
+  }
+  return { rows, events, touched };
+}
+
 /**
  * POST /orgs/import: re-derives every row in one transaction and applies what preview announced (a row whose
  * annotation changed since is refused); audited per organization and site created or linked, and with the import's
@@ -162,89 +255,7 @@ export async function commitTreeImport(db: Db, principal: Principal, input: Impo
   const given = givenRows(input);
   const { rows, events, touched } = await db.transaction(async (tx) => {
     const derived = derive(await selectPartnerTree(tx, partnerId), given, input.sourceSystem);
-    const events: Parameters<typeof writeRouteAudits>[1] = [];
-    const touched = new Map<string, string>();
-    const created = new Map<string, { id: string; sites: Map<string, string> }>();
-    const addSite = async (org: { id: string; name: string }, row: TreeRow) => {
-      const site = await insertSite(tx, org.id, { name: row.siteName!, timezone: row.timezone });
-      events.push({
-        orgId: org.id,
-        action: 'site.create',
-        resourceType: 'site',
-        resourceId: site!.id as string,
-        resourceName: row.siteName!,
-        details: { timezone: row.timezone ?? null, sourceSystem: input.sourceSystem },
-      });
-      touched.set(org.id, org.name);
-      return site!.id as string;
-    };
-    const rows = [];
-    for (const row of derived) {
-      const decision = decide(row, row.ack);
-      const values = row.values!;
-      if (decision.apply === null) {
-        rows.push(present(row, decision.outcome, { reason: decision.reason }));
-        continue;
-      }
-      if (decision.apply === 'update') {
-        const target = { id: row.targetId!, name: values.name } satisfies Pick<OrgRecord, 'id' | 'name'>;
-        if (values.externalId) await linkOrganization(tx, target.id, input.sourceSystem, values.externalId);
-        events.push({
-          orgId: target.id,
-          action: 'organization.update',
-          resourceType: 'organization',
-          resourceId: target.id,
-          resourceName: values.name,
-          details: { before: {}, after: { sourceSystem: input.sourceSystem, externalId: values.externalId ?? null } },
-        });
-        touched.set(target.id, values.name);
-        const siteId = values.siteName ? await addSite(target, values) : undefined;
-        rows.push(present(row, 'update', { organizationId: target.id, siteId }));
-        continue;
-      }
-      if (row.linkedOrg) {
-        rows.push(present(row, 'create', { siteId: await addSite(row.linkedOrg, values) }));
-        continue;
-      }
-      const key = values.externalId ? `x:${values.externalId}` : `n:${fold(values.name)}`;
-      const earlier = created.get(key);
-      if (earlier) {
-        const siteId =
-          earlier.sites.get(fold(values.siteName ?? 'Main')) ??
-          (await addSite({ id: earlier.id, name: values.name }, values));
-        rows.push(present(row, 'create', { organizationId: earlier.id, siteId }));
-        continue;
-      }
-      const org = await insertOrganizationWithSite(
-        tx,
-        { partnerId, name: values.name, externalId: values.externalId },
-        { name: values.siteName ?? 'Main', timezone: values.timezone },
-      );
-      if (values.externalId) await setSourceSystem(tx, org.id, input.sourceSystem);
-      const siteId = org.site!.id as string;
-      created.set(key, { id: org.id, sites: new Map([[fold(values.siteName ?? 'Main'), siteId]]) });
-      touched.set(org.id, values.name);
-      events.push(
-        {
-          orgId: org.id,
-          action: 'organization.create',
-          resourceType: 'organization',
-          resourceId: org.id,
-          resourceName: values.name,
-          details: { sourceSystem: input.sourceSystem, externalId: values.externalId ?? null },
-        },
-        {
-          orgId: org.id,
-          action: 'site.create',
-          resourceType: 'site',
-          resourceId: siteId,
-          resourceName: values.siteName ?? 'Main',
-          details: { timezone: values.timezone ?? null, sourceSystem: input.sourceSystem },
-        },
-      );
-      rows.push(present(row, 'create', { organizationId: org.id, siteId }));
-    }
-    return { rows, events, touched };
+    return applyRows(tx, partnerId, input.sourceSystem, derived);
   });
   const summary = summarize(rows);
   for (const [orgId, name] of touched)
