@@ -268,7 +268,7 @@ describe('contact import (CSV)', () => {
     expect(again.body.summary.unchanged).toBe(2);
   });
 
-  it('takes acknowledgements by row index for held CSV rows', async () => {
+  it('takes acknowledgements by row number (from 1) for held CSV rows', async () => {
     const existing = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/contacts`, {
       token: tenant.orgToken,
       body: { name: 'Barbara Liskov', email: 'barbara@acme.test' },
