@@ -78,6 +78,46 @@ const digestOf = (row: Pick<Row, 'deviceId' | 'fields'> & { match: string }) =>
     .digest('hex')
     .slice(0, 16);
 
+/**
+ * Finds a row's device among those in scope: the other RMM's device id mapped by an earlier import, else the serial
+ * number (placeholders and blanks ignored), else the hostname ignoring case; two devices matching is ambiguous.
+ */
+function deviceResolver(
+  inScope: Device[],
+  mappings: { externalId: string; deviceId: string }[],
+  columns: { hostColumn?: string; serialColumn?: string; idColumn?: string },
+) {
+  const byId = new Map(inScope.map((device) => [device.id, device]));
+  const index = (key: (device: Device) => string | null) => {
+    const map = new Map<string, Device[]>();
+    for (const device of inScope) {
+      const k = key(device);
+      if (k) map.set(k, [...(map.get(k) ?? []), device]);
+    }
+    return map;
+  };
+  const bySerial = index((device) => device.serialNumber?.toLowerCase() ?? null);
+  const byHostname = index((device) => device.hostname.toLowerCase());
+  const mapped = new Map(mappings.map((m) => [m.externalId, m.deviceId]));
+  const { hostColumn, serialColumn, idColumn } = columns;
+  return (record: Record<string, unknown>) => {
+    const externalId = idColumn ? cellText(record[idColumn]) : '';
+    const mappedDevice = externalId ? byId.get(mapped.get(externalId) ?? '') : undefined;
+    if (mappedDevice) return { device: mappedDevice, by: 'deviceExternalId' as const, externalId };
+    const serial = serialColumn ? reportedSerial(cellText(record[serialColumn])) : null;
+    const serialMatches = serial ? (bySerial.get(serial.toLowerCase()) ?? []) : [];
+    if (serialMatches.length > 1) return { ambiguous: `${serialMatches.length} devices have serial number ${serial}` };
+    if (serialMatches.length === 1) return { device: serialMatches[0]!, by: 'serialNumber' as const, externalId };
+    const hostname = hostColumn ? cellText(record[hostColumn]) : '';
+    const hostMatches = hostname ? (byHostname.get(hostname.toLowerCase()) ?? []) : [];
+    if (hostMatches.length > 1) return { ambiguous: `${hostMatches.length} devices are named ${hostname}` };
+    if (hostMatches.length === 1) return { device: hostMatches[0]!, by: 'hostname' as const, externalId };
+    return {
+      missing: `No enrolled device matches ${[externalId && `id ${externalId}`, serial && `serial ${serial}`, hostname && `hostname ${hostname}`].filter(Boolean).join(', ') || 'this row (no device column)'}`,
+    };
+  };
+}
+
 /** How a row found its device: one device, none, or more than one (never a guess); or changed since preview. */
 type Match = 'resolved' | 'no-device' | 'ambiguous' | 'changed';
 
@@ -102,46 +142,17 @@ async function deriveValues(db: Db, partnerId: string, orgId: string | undefined
     store.selectImportDevices(db, partnerId),
     store.selectDeviceMappings(db, partnerId, input.sourceSystem),
   ]);
-  const inScope = devices.filter((device) => !orgId || device.orgId === orgId);
-  const byId = new Map(inScope.map((device) => [device.id, device]));
-  const index = (key: (device: Device) => string | null) => {
-    const map = new Map<string, Device[]>();
-    for (const device of inScope) {
-      const k = key(device);
-      if (k) map.set(k, [...(map.get(k) ?? []), device]);
-    }
-    return map;
-  };
-  const bySerial = index((device) => device.serialNumber?.toLowerCase() ?? null);
-  const byHostname = index((device) => device.hostname.toLowerCase());
-  const mapped = new Map(mappings.map((m) => [m.externalId, m.deviceId]));
   const columnOf = (role: Role) => Object.entries(columns).find(([, r]) => r === role)?.[0];
-  const [hostColumn, serialColumn, idColumn] = [
-    columnOf('hostname'),
-    columnOf('serialNumber'),
-    columnOf('deviceExternalId'),
-  ];
+  const idColumn = columnOf('deviceExternalId');
   const fieldColumns = Object.entries(columns).flatMap(([column, role]) =>
     role?.startsWith('field:') ? [{ column, key: role.slice('field:'.length) }] : [],
   );
 
-  const resolve = (record: Record<string, unknown>) => {
-    const externalId = idColumn ? cellText(record[idColumn]) : '';
-    const mappedDevice = externalId ? byId.get(mapped.get(externalId) ?? '') : undefined;
-    if (mappedDevice) return { device: mappedDevice, by: 'deviceExternalId' as const, externalId };
-    const serial = serialColumn ? reportedSerial(cellText(record[serialColumn])) : null;
-    const serialMatches = serial ? (bySerial.get(serial.toLowerCase()) ?? []) : [];
-    if (serialMatches.length > 1) return { ambiguous: `${serialMatches.length} devices have serial number ${serial}` };
-    if (serialMatches.length === 1) return { device: serialMatches[0]!, by: 'serialNumber' as const, externalId };
-    const hostname = hostColumn ? cellText(record[hostColumn]) : '';
-    const hostMatches = hostname ? (byHostname.get(hostname.toLowerCase()) ?? []) : [];
-    if (hostMatches.length > 1) return { ambiguous: `${hostMatches.length} devices are named ${hostname}` };
-    if (hostMatches.length === 1) return { device: hostMatches[0]!, by: 'hostname' as const, externalId };
-    return {
-      missing: `No enrolled device matches ${[externalId && `id ${externalId}`, serial && `serial ${serial}`, hostname && `hostname ${hostname}`].filter(Boolean).join(', ') || 'this row (no device column)'}`,
-    };
-  };
-
+  const resolve = deviceResolver(
+    devices.filter((device) => !orgId || device.orgId === orgId),
+    mappings,
+    { hostColumn: columnOf('hostname'), serialColumn: columnOf('serialNumber'), idColumn },
+  );
   const resolved = records.map(resolve);
   const deviceIds = [...new Set(resolved.flatMap((r) => ('device' in r && r.device ? [r.device.id] : [])))];
   const stored = new Map(
