@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { importReply, importRowAcknowledgement } from '../imports/schemas.ts';
+import { importReply, importRowAcknowledgement, rowNumber } from '../imports/schemas.ts';
 
 export const contactRoles = ['primary', 'billing', 'technical', 'emergency'] as const;
 export type ContactRole = (typeof contactRoles)[number];
@@ -131,11 +131,10 @@ export const contactImport = z
     rows: z.array(z.record(z.string(), z.unknown())).min(1).max(1000).optional().meta({
       description: 'Up to 1,000 contacts: name, email, phone, title, roles, notes, siteId, sourceSystem, externalId',
     }),
-    csv: z
-      .string()
-      .min(1)
-      .optional()
-      .meta({ description: 'RFC 4180 CSV with a header row; up to 1,000 data rows. Roles separated by ; or |' }),
+    csv: z.string().min(1).optional().meta({
+      description:
+        'RFC 4180 CSV with a header row; up to 1,000 data rows, blank cells absent. Roles separated by ; or |',
+    }),
     mapping: z.partialRecord(z.enum(importableFields), z.string().min(1).max(255)).optional().meta({
       description:
         'CSV only: field → header of its column. Without it a column is read when its header is the field name (case, spaces, - and _ ignored)',
@@ -144,10 +143,10 @@ export const contactImport = z
       .optional()
       .meta({ description: 'The sourceSystem of rows that carry an externalId but no sourceSystem' }),
     acknowledgements: z
-      .array(contactAcknowledgement.extend({ row: z.number().int().min(0) }))
+      .array(contactAcknowledgement.extend({ row: rowNumber }))
       .max(1000)
       .optional()
-      .meta({ description: 'Acknowledgements by row index, for CSV rows (JSON rows may carry their own acknowledge)' }),
+      .meta({ description: 'Acknowledgements by row number, from 1 (JSON rows may also carry their own acknowledge)' }),
   })
   .strict()
   .refine((body) => (body.rows === undefined) !== (body.csv === undefined), {

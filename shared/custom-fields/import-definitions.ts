@@ -3,8 +3,22 @@ import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { DomainError } from '../errors.ts';
+import { looseName } from '../imports/csv.ts';
+import {
+  type Decision,
+  type DerivedRow,
+  decide,
+  linkedRecords,
+  matchKey,
+  plannedOutcome,
+  repeatedKeys,
+  reportRow,
+  rowNumberOf,
+  summarize,
+} from '../imports/rows.ts';
+import type { Annotation, Outcome } from '../imports/schemas.ts';
 import { auditDefinition, checkDefinition, insertCheckedDefinition, snapshot } from './definitions.ts';
-import { importPartner, importRecords, looseName } from './import-source.ts';
+import { importPartner, importRecords } from './import-source.ts';
 import {
   type definitionsImportReply,
   type definitionsImport as definitionsImportSchema,
@@ -18,7 +32,7 @@ import * as store from './store.ts';
 type Input = z.output<typeof definitionsImportSchema>;
 type Reply = z.output<typeof definitionsImportReply>;
 type Row = Reply['rows'][number];
-type Proposal = Pick<Row, 'externalId' | 'name' | 'key' | 'type' | 'choices'> & { reason?: string };
+type Proposal = Pick<Row, 'name' | 'key' | 'type' | 'choices'> & { externalId: string | null; reason?: string };
 
 /** A record's cell by any of `names`, compared loosely (case, spaces, - and _ ignored). */
 const cell = (record: Record<string, unknown>, ...names: string[]) => {
@@ -83,7 +97,8 @@ function typeOf(text: string): { type: FieldType | null; reason?: string } {
 /**
  * One row of a field-list export as a proposed definition, per preset (docs/custom-fields.md "What the exports
  * look like"): Datto RMM UDFs are text fields udf1…udf30 with a label; NinjaOne fields have an API name, a label,
- * a type and options; ConnectWise Automate EDFs a name, a type and options; the generic CSV our own columns.
+ * a type and options; ConnectWise Automate EDFs a name, a type and options; the generic CSV our own columns
+ * (name, key, type, choices), identified by its externalId column when it has one, else by its key.
  */
 function propose(sourceSystem: Input['sourceSystem'], record: Record<string, unknown>): Proposal {
   if (sourceSystem === 'datto-rmm') {
@@ -99,11 +114,11 @@ function propose(sourceSystem: Input['sourceSystem'], record: Record<string, unk
   const apiName = cell(record, 'name', 'fieldName', 'apiName');
   const typed = typeOf(cell(record, 'type', 'fieldType', 'dataType') || 'text');
   const choices = choicesOf(cell(record, 'choices', 'options', 'values', 'dropdownValues'));
+  const key = cell(record, 'key') || proposedKey(sourceSystem === 'generic' ? name : apiName || name);
   const externalId =
     sourceSystem === 'generic'
-      ? cell(record, 'externalId') || null
+      ? cell(record, 'externalId', 'id') || (name ? key : null)
       : cell(record, 'id', 'externalId') || apiName || null;
-  const key = cell(record, 'key') || proposedKey(sourceSystem === 'generic' ? name : apiName || name);
   return {
     externalId,
     name: name || null,
@@ -117,137 +132,163 @@ function propose(sourceSystem: Input['sourceSystem'], record: Record<string, unk
 const sameDefinition = (a: DefinitionRecord, b: DefinitionValues) =>
   a.name === b.name && a.type === b.type && JSON.stringify(a.choices) === JSON.stringify(b.choices);
 
+type Derived = DerivedRow & Omit<Proposal, 'externalId'> & { fieldId?: string; values?: DefinitionValues };
+
+/** The definition a proposal makes, or why it cannot be one. */
+function definitionOf(input: Input, partnerId: string, proposal: Proposal): DefinitionValues | { reason: string } {
+  if (proposal.reason || !proposal.key || !proposal.name || !proposal.type || !proposal.externalId)
+    return { reason: proposal.reason ?? 'A field needs a name, a type and an id (or a key) in the export' };
+  const values: DefinitionValues = {
+    partnerId,
+    orgId: null,
+    scope: 'device',
+    key: proposal.key,
+    name: proposal.name.slice(0, 100),
+    type: proposal.type,
+    choices: proposal.type === 'dropdown' || proposal.type === 'multi-select' ? proposal.choices : null,
+    min: null,
+    max: null,
+    required: false,
+    defaultValue: null,
+    description: null,
+    osTypes: null,
+    scriptWritable: false,
+    sourceSystem: input.sourceSystem,
+    externalId: proposal.externalId,
+  };
+  try {
+    checkDefinition(values);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    const details = error.details as { message: string }[] | undefined;
+    return { reason: details?.[0]?.message ?? error.message };
+  }
+  return values;
+}
+
 /**
  * Derives every row against the partner's definitions: `invalid` (the reason), `unchanged` or `update` for a
  * definition imported before from the same (sourceSystem, externalId), `conflict` when another definition holds
- * the key (or the type would change), `create` otherwise.
+ * the key (or the type would change, or the request repeats the externalId), `create` otherwise.
  */
 function deriveDefinitions(
   input: Input,
   partnerId: string,
   records: Record<string, unknown>[],
   existing: DefinitionRecord[],
-) {
+): Derived[] {
   const keys = new Map(existing.map((field) => [field.key, field]));
+  const linked = linkedRecords(existing.filter((field) => field.orgId === null));
+  const proposals = records.map((record) => propose(input.sourceSystem, record));
+  const repeated = repeatedKeys(proposals.map((p) => ({ sourceSystem: input.sourceSystem, externalId: p.externalId })));
   const taken = new Set<string>();
-  return records.map((record, row) => {
-    const proposal = propose(input.sourceSystem, record);
-    const base = { row, ...proposal, outcome: null };
-    const result = (
-      status: Row['status'],
-      extra: { reason?: string; fieldId?: string; values?: DefinitionValues } = {},
-    ) => ({
+  return proposals.map((proposal, index) => {
+    const { externalId, ...proposed } = proposal;
+    const base = { row: rowNumberOf(index), ...proposed, ...(externalId ? { externalId } : {}) };
+    const derived = (annotation: Annotation, extra: Partial<Derived> = {}): Derived => ({
       ...base,
-      status,
+      annotation,
       ...extra,
     });
-    if (proposal.reason || !proposal.key || !proposal.name || !proposal.type || !proposal.externalId)
-      return result('invalid', { reason: proposal.reason ?? 'A field needs a name, a type and an id in the export' });
-    const values: DefinitionValues = {
-      partnerId,
-      orgId: null,
-      scope: 'device',
-      key: proposal.key,
-      name: proposal.name.slice(0, 100),
-      type: proposal.type,
-      choices: proposal.type === 'dropdown' || proposal.type === 'multi-select' ? proposal.choices : null,
-      min: null,
-      max: null,
-      required: false,
-      defaultValue: null,
-      description: null,
-      osTypes: null,
-      scriptWritable: false,
-      sourceSystem: input.sourceSystem,
-      externalId: proposal.externalId,
-    };
-    try {
-      checkDefinition(values);
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      const details = error.details as { message: string }[] | undefined;
-      return result('invalid', { reason: details?.[0]?.message ?? error.message });
-    }
-    const previous = existing.find(
-      (field) =>
-        field.orgId === null && field.sourceSystem === input.sourceSystem && field.externalId === proposal.externalId,
-    );
+    const values = definitionOf(input, partnerId, proposal);
+    if ('reason' in values) return derived('invalid', { reason: values.reason });
+    if (repeated.has(matchKey(values)))
+      return derived('conflict', { reason: 'Another row of this import has the same externalId' });
+    const previous = linked.get(matchKey(values));
     if (previous) {
       values.key = previous.key;
-      if (sameDefinition(previous, values)) return result('unchanged', { fieldId: previous.id });
+      if (sameDefinition(previous, values))
+        return derived('unchanged', { fieldId: previous.id, targetId: previous.id });
       if (previous.type !== values.type)
-        return result('conflict', {
+        return derived('conflict', {
           fieldId: previous.id,
           reason: `Imported before as ${previous.type}; its type does not change`,
         });
-      return result('update', { fieldId: previous.id, values });
+      return derived('update', { fieldId: previous.id, targetId: previous.id, values });
     }
     const holder = keys.get(values.key);
     if (holder)
-      return result('conflict', {
+      return derived('conflict', {
         fieldId: holder.id,
         reason: `The key ${values.key} is taken by the ${holder.orgId ? 'organization' : 'partner-wide'} custom field "${holder.name}"`,
       });
-    if (taken.has(values.key)) return result('conflict', { reason: `An earlier row proposes the key ${values.key}` });
+    if (taken.has(values.key)) return derived('conflict', { reason: `An earlier row proposes the key ${values.key}` });
     taken.add(values.key);
-    return result('create', { values });
+    return derived('create', { values });
   });
 }
 
-const summarize = (rows: { status: Row['status']; outcome: Row['outcome'] }[]) => {
-  const summary: Reply['summary'] = { create: 0, update: 0, unchanged: 0, conflict: 0, invalid: 0, refused: 0 };
-  for (const row of rows) summary[row.outcome === 'refused' ? 'refused' : row.status] += 1;
-  return summary;
-};
+const present = (row: Derived, outcome: Outcome, reason = row.reason, fieldId = row.fieldId): Row => ({
+  ...reportRow(row, outcome, reason),
+  name: row.name,
+  key: row.key,
+  type: row.type,
+  choices: row.choices,
+  ...(fieldId ? { fieldId } : {}),
+});
 
-const toReply = (committed: boolean, input: Input, sha256: string, rows: (Row & { values?: DefinitionValues })[]) => ({
+const toReply = (committed: boolean, input: Input, sha256: string, rows: Row[]) => ({
   committed,
   sourceSystem: input.sourceSystem,
   sha256,
   summary: summarize(rows),
-  rows: rows.map(({ values: _values, ...row }) => row),
+  rows,
 });
 
 export async function previewDefinitionsImport(db: Db, principal: Principal, input: Input) {
   const { partnerId } = await importPartner(db, principal, input, false);
   const { records, sha256 } = importRecords(input, maxImportRows);
-  const rows = deriveDefinitions(input, partnerId, records, await store.selectPartnerDefinitions(db, partnerId));
-  return toReply(false, input, sha256, rows);
+  const derived = deriveDefinitions(input, partnerId, records, await store.selectPartnerDefinitions(db, partnerId));
+  return toReply(
+    false,
+    input,
+    sha256,
+    derived.map((row) => present(row, plannedOutcome(row.annotation))),
+  );
 }
 
 /**
- * Creates and updates the definitions inside the partner's lock, re-deriving every row there; a row whose status
- * differs from the one echoed from preview (`expected`) is refused. Idempotent: a second run finds every row
- * `unchanged`. Each definition is audited as custom_field.create or .update; one custom_field.import.definitions
- * summary row (on the partner's oldest organization: partner users read every organization's trail) closes the pass.
+ * A row acknowledged as create or update that is now unchanged was applied by an earlier run of the same commit: a
+ * resumed commit reports it unchanged rather than refusing it; otherwise the shared decision.
+ */
+function decideDefinition(row: Derived, ack?: { annotation: Annotation }): Decision {
+  const resumed = row.annotation === 'unchanged' && (ack?.annotation === 'create' || ack?.annotation === 'update');
+  return decide(row, resumed ? undefined : ack);
+}
+
+/** Stores one decided row; the change it made, for the audit trail. */
+async function applyDefinition(tx: Db, row: Derived, decision: Decision, before: DefinitionRecord[]) {
+  if (decision.apply === 'create') {
+    const after = await insertCheckedDefinition(tx, row.values!);
+    return { report: present(row, decision.outcome, decision.reason, after.id), change: { after } };
+  }
+  if (decision.apply === 'update') {
+    const previous = before.find((field) => field.id === row.fieldId)!;
+    const after = await store.updateDefinition(tx, previous.id, { ...previous, ...row.values!, key: previous.key });
+    return { report: present(row, decision.outcome, decision.reason), change: { before: previous, after } };
+  }
+  return { report: present(row, decision.outcome, decision.reason) };
+}
+
+/**
+ * Creates and updates the definitions inside the partner's lock, re-deriving every row there; a row whose annotation
+ * differs from the one acknowledged from preview is refused. Idempotent: a second run finds every row `unchanged`.
+ * Each definition is audited as custom_field.create or .update; one custom_field.import.definitions summary row (on
+ * the partner's oldest organization: partner users read every organization's trail) closes the pass.
  */
 export async function commitDefinitionsImport(db: Db, principal: Principal, input: Input, audit: AuditContext) {
   const { partnerId } = await importPartner(db, principal, input, false);
   const { records, sha256 } = importRecords(input, maxImportRows);
-  const expected = new Map(input.expected?.map((e) => [e.row, e.status]));
+  const acknowledged = new Map(input.acknowledgements?.map(({ row, ...ack }) => [row, ack]));
   const { rows, changes } = await db.transaction(async (tx) => {
     await store.lockDefinitionsOf(tx, partnerId);
     const before = await store.selectPartnerDefinitions(tx, partnerId);
     const changes: { before?: DefinitionRecord; after: DefinitionRecord }[] = [];
-    const rows: (Row & { values?: DefinitionValues })[] = [];
+    const rows: Row[] = [];
     for (const row of deriveDefinitions(input, partnerId, records, before)) {
-      const status = expected.get(row.row);
-      // A row previewed as create or update that is now unchanged was applied by an earlier run: a resumed commit.
-      const resumed = row.status === 'unchanged' && (status === 'create' || status === 'update');
-      if (status !== undefined && status !== row.status && !resumed) {
-        rows.push({ ...row, outcome: 'refused', reason: `Changed since preview: now ${row.status}, not ${status}` });
-      } else if (row.status === 'create') {
-        const after = await insertCheckedDefinition(tx, row.values!);
-        changes.push({ after });
-        rows.push({ ...row, outcome: 'created', fieldId: after.id });
-      } else if (row.status === 'update') {
-        const previous = before.find((field) => field.id === row.fieldId)!;
-        changes.push({
-          before: previous,
-          after: await store.updateDefinition(tx, previous.id, { ...previous, ...row.values!, key: previous.key }),
-        });
-        rows.push({ ...row, outcome: 'updated' });
-      } else rows.push({ ...row, outcome: row.status === 'unchanged' ? 'unchanged' : null });
+      const applied = await applyDefinition(tx, row, decideDefinition(row, acknowledged.get(row.row)), before);
+      rows.push(applied.report);
+      if (applied.change) changes.push(applied.change);
     }
     return { rows, changes };
   });

@@ -4,30 +4,28 @@ import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { parseCsv } from '../imports/csv.ts';
+import { csvRecords, withoutBlanks } from '../imports/csv.ts';
 import { fieldsWrite } from './definitions.ts';
 
-/** The records of an import request, from JSON rows or CSV (every cell a string), and the file's SHA-256. */
+/**
+ * The records of an import request, from JSON rows or CSV (every cell a string), blank cells and blank strings
+ * absent, with the columns the file has and its SHA-256.
+ */
 export function importRecords(input: { rows?: Record<string, unknown>[]; csv?: string }, maxRows: number) {
   const sha256 = createHash('sha256')
     .update(input.csv ?? JSON.stringify(input.rows))
     .digest('hex');
   if (input.rows)
-    return { header: [...new Set(input.rows.flatMap((row) => Object.keys(row)))], records: input.rows, sha256 };
-  const { header, records } = parseCsv(input.csv!);
-  if (records.length > maxRows)
-    throw ValidationFailed('Too many rows', [
-      { path: 'body.csv', message: `At most ${maxRows} data rows per request; split the file`, code: 'too_big' },
-    ]);
-  return {
-    header,
-    records: records.map((cells) => Object.fromEntries(header.map((name, i) => [name, cells[i]]))),
-    sha256,
-  };
+    return {
+      header: [...new Set(input.rows.flatMap((row) => Object.keys(row)))],
+      records: input.rows.map(withoutBlanks),
+      sha256,
+    };
+  return { ...csvRecords(input.csv!, maxRows), sha256 };
 }
 
 /**
- * The partner an import writes to (seed 2.8: imported device-level fields are partner-wide): partner users their
+ * The partner an import writes to (imported device-level fields are partner-wide): partner users their
  * own, platform administrators the one they name; organization users only when the import names their
  * organization (values) — never partner-wide definitions.
  */
@@ -56,6 +54,3 @@ export async function importPartner(
     ]);
   return { partnerId: input.partnerId, orgId: undefined };
 }
-
-/** A column header compared loosely: case, spaces, - and _ ignored. */
-export const looseName = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '');

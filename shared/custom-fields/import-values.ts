@@ -5,7 +5,10 @@ import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
-import { importPartner, importRecords, looseName } from './import-source.ts';
+import { looseName } from '../imports/csv.ts';
+import { plannedOutcome, rowNumberOf } from '../imports/rows.ts';
+import type { Annotation } from '../imports/schemas.ts';
+import { importPartner, importRecords } from './import-source.ts';
 import {
   maxImportRows,
   type ValueStatus,
@@ -62,12 +65,12 @@ function columnRoles(header: string[], input: Input, definitions: DefinitionReco
 }
 
 const cellText = (cell: unknown) => (cell === null || cell === undefined ? '' : String(cell).trim());
-const digestOf = (row: Pick<Row, 'deviceId' | 'status' | 'fields'>) =>
+const digestOf = (row: Pick<Row, 'deviceId' | 'fields'> & { match: string }) =>
   createHash('sha256')
     .update(
       JSON.stringify([
         row.deviceId,
-        row.status,
+        row.match,
         // A value already stored reads as set: a resumed commit finds its own earlier writes unchanged.
         row.fields.map((f) => [f.key, f.status === 'unchanged' ? 'set' : f.status, f.value]),
       ]),
@@ -76,20 +79,14 @@ const digestOf = (row: Pick<Row, 'deviceId' | 'status' | 'fields'>) =>
     .slice(0, 16);
 
 /**
- * Derives every row of a values file against the stored devices, definitions and values (issue 16): the device
- * by the other RMM's device id mapped by an earlier import, else its serial number, else its hostname (ignoring
- * case, within the organization when the request names one); two devices matching is `ambiguous`, never a guess.
- * Then each field: `no-definition`, `invalid` (with the reason), `unchanged` or `set`.
+ * Finds a row's device among those in scope: the other RMM's device id mapped by an earlier import, else the serial
+ * number (placeholders and blanks ignored), else the hostname ignoring case; two devices matching is ambiguous.
  */
-async function deriveValues(db: Db, partnerId: string, orgId: string | undefined, input: Input) {
-  const { header, records, sha256 } = importRecords(input, maxImportRows);
-  const definitions = await store.selectPartnerDefinitions(db, partnerId);
-  const columns = columnRoles(header, input, definitions);
-  const [devices, mappings] = await Promise.all([
-    store.selectImportDevices(db, partnerId),
-    store.selectDeviceMappings(db, partnerId, input.sourceSystem),
-  ]);
-  const inScope = devices.filter((device) => !orgId || device.orgId === orgId);
+function deviceResolver(
+  inScope: Device[],
+  mappings: { externalId: string; deviceId: string }[],
+  columns: { hostColumn?: string; serialColumn?: string; idColumn?: string },
+) {
   const byId = new Map(inScope.map((device) => [device.id, device]));
   const index = (key: (device: Device) => string | null) => {
     const map = new Map<string, Device[]>();
@@ -102,17 +99,8 @@ async function deriveValues(db: Db, partnerId: string, orgId: string | undefined
   const bySerial = index((device) => device.serialNumber?.toLowerCase() ?? null);
   const byHostname = index((device) => device.hostname.toLowerCase());
   const mapped = new Map(mappings.map((m) => [m.externalId, m.deviceId]));
-  const columnOf = (role: Role) => Object.entries(columns).find(([, r]) => r === role)?.[0];
-  const [hostColumn, serialColumn, idColumn] = [
-    columnOf('hostname'),
-    columnOf('serialNumber'),
-    columnOf('deviceExternalId'),
-  ];
-  const fieldColumns = Object.entries(columns).flatMap(([column, role]) =>
-    role?.startsWith('field:') ? [{ column, key: role.slice('field:'.length) }] : [],
-  );
-
-  const resolve = (record: Record<string, unknown>) => {
+  const { hostColumn, serialColumn, idColumn } = columns;
+  return (record: Record<string, unknown>) => {
     const externalId = idColumn ? cellText(record[idColumn]) : '';
     const mappedDevice = externalId ? byId.get(mapped.get(externalId) ?? '') : undefined;
     if (mappedDevice) return { device: mappedDevice, by: 'deviceExternalId' as const, externalId };
@@ -128,7 +116,43 @@ async function deriveValues(db: Db, partnerId: string, orgId: string | undefined
       missing: `No enrolled device matches ${[externalId && `id ${externalId}`, serial && `serial ${serial}`, hostname && `hostname ${hostname}`].filter(Boolean).join(', ') || 'this row (no device column)'}`,
     };
   };
+}
 
+/** How a row found its device: one device, none, or more than one (never a guess); or changed since preview. */
+type Match = 'resolved' | 'no-device' | 'ambiguous' | 'changed';
+
+/** A resolved row updates when it sets a value; else it is invalid when a value does not check; else unchanged. */
+function annotationOf(fields: Row['fields']): Annotation {
+  if (fields.some((field) => field.status === 'set')) return 'update';
+  if (fields.some((field) => field.status === 'invalid' || field.status === 'no-definition')) return 'invalid';
+  return 'unchanged';
+}
+
+/**
+ * Derives every row of a values file against the stored devices, definitions and values: the device
+ * by the other RMM's device id mapped by an earlier import, else its serial number, else its hostname (ignoring
+ * case, within the organization when the request names one); no device is `invalid`, two devices matching is a
+ * `conflict`, never a guess. Then each field: `no-definition`, `invalid` (with the reason), `unchanged` or `set`.
+ */
+async function deriveValues(db: Db, partnerId: string, orgId: string | undefined, input: Input) {
+  const { header, records, sha256 } = importRecords(input, maxImportRows);
+  const definitions = await store.selectPartnerDefinitions(db, partnerId);
+  const columns = columnRoles(header, input, definitions);
+  const [devices, mappings] = await Promise.all([
+    store.selectImportDevices(db, partnerId),
+    store.selectDeviceMappings(db, partnerId, input.sourceSystem),
+  ]);
+  const columnOf = (role: Role) => Object.entries(columns).find(([, r]) => r === role)?.[0];
+  const idColumn = columnOf('deviceExternalId');
+  const fieldColumns = Object.entries(columns).flatMap(([column, role]) =>
+    role?.startsWith('field:') ? [{ column, key: role.slice('field:'.length) }] : [],
+  );
+
+  const resolve = deviceResolver(
+    devices.filter((device) => !orgId || device.orgId === orgId),
+    mappings,
+    { hostColumn: columnOf('hostname'), serialColumn: columnOf('serialNumber'), idColumn },
+  );
   const resolved = records.map(resolve);
   const deviceIds = [...new Set(resolved.flatMap((r) => ('device' in r && r.device ? [r.device.id] : [])))];
   const stored = new Map(
@@ -138,14 +162,20 @@ async function deriveValues(db: Db, partnerId: string, orgId: string | undefined
     ]),
   );
   const seen = new Set<string>();
-  const rows: (Row & { device?: Device; externalId?: string; writes: ValueChange[] })[] = resolved.map((r, row) => {
+  const rows: (Row & { match: Match; device?: Device; writes: ValueChange[] })[] = resolved.map((r, index) => {
+    const row = rowNumberOf(index);
+    const externalId = idColumn ? cellText(records[index]![idColumn]) || undefined : undefined;
     if (!('device' in r) || !r.device) {
-      const status = 'ambiguous' in r ? ('ambiguous' as const) : ('no-device' as const);
+      const ambiguous = 'ambiguous' in r;
+      const annotation: Annotation = ambiguous ? 'conflict' : 'invalid';
       const base = {
         row,
+        ...(externalId ? { externalId } : {}),
+        annotation,
+        outcome: plannedOutcome(annotation),
+        match: (ambiguous ? 'ambiguous' : 'no-device') as Match,
         deviceId: null,
         resolvedBy: null,
-        status,
         reason: r.ambiguous ?? r.missing,
         fields: [],
         writes: [],
@@ -155,7 +185,7 @@ async function deriveValues(db: Db, partnerId: string, orgId: string | undefined
     const device = r.device;
     const writes: ValueChange[] = [];
     const fields = fieldColumns.flatMap(({ column, key }): Row['fields'] => {
-      const cell = records[row]![column];
+      const cell = records[index]![column];
       const field = definitions.find((d) => d.key === key && (d.orgId === null || d.orgId === device.orgId));
       if (!field)
         return [
@@ -175,13 +205,23 @@ async function deriveValues(db: Db, partnerId: string, orgId: string | undefined
       writes.push({ device, field, before, after: read.value });
       return [{ column, key, status: 'set', value: read.value }];
     });
-    const base = { row, deviceId: device.id, resolvedBy: r.by, status: 'resolved' as const, fields };
-    return { ...base, digest: digestOf(base), device, externalId: r.externalId || undefined, writes };
+    const annotation = annotationOf(fields);
+    const base = {
+      row,
+      ...(externalId ? { externalId } : {}),
+      annotation,
+      outcome: plannedOutcome(annotation),
+      match: 'resolved' as Match,
+      deviceId: device.id,
+      resolvedBy: r.by,
+      fields,
+    };
+    return { ...base, digest: digestOf(base), device, writes };
   });
   return { columns, rows, sha256 };
 }
 
-function summarize(rows: Row[]) {
+function summarize(rows: (Row & { match: Match })[]) {
   const summary: Reply['summary'] = {
     set: 0,
     unchanged: 0,
@@ -195,7 +235,8 @@ function summarize(rows: Row[]) {
     summary[status] += 1;
   };
   for (const row of rows) {
-    if (row.status !== 'resolved') count(row.status);
+    if (row.match === 'changed') count('refused');
+    else if (row.match !== 'resolved') count(row.match);
     for (const field of row.fields) count(field.status);
   }
   return summary;
@@ -205,19 +246,21 @@ const reply = (
   committed: boolean,
   input: Input,
   derived: { columns: Reply['columns']; sha256: string },
-  rows: Row[],
+  rows: (Row & { match: Match })[],
 ) => ({
   committed,
   sourceSystem: input.sourceSystem,
   sha256: derived.sha256,
   columns: derived.columns,
   summary: summarize(rows),
-  rows: rows.map(({ row, deviceId, resolvedBy, status, reason, digest, fields }) => ({
+  rows: rows.map(({ row, externalId, annotation, outcome, reason, deviceId, resolvedBy, digest, fields }) => ({
     row,
+    ...(externalId === undefined ? {} : { externalId }),
+    annotation,
+    outcome,
+    ...(reason === undefined ? {} : { reason }),
     deviceId,
     resolvedBy,
-    status,
-    ...(reason === undefined ? {} : { reason }),
     digest,
     fields,
   })),
@@ -247,7 +290,8 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
     if (digest === undefined || digest === row.digest) return row;
     return {
       ...row,
-      status: 'refused' as const,
+      outcome: 'refused' as const,
+      match: 'changed' as const,
       reason: 'Changed since preview; preview again',
       fields: [],
       writes: [],
@@ -281,7 +325,7 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
     );
   }
   const mappings = rows.flatMap((row) =>
-    row.device && row.externalId && row.status === 'resolved'
+    row.device && row.externalId && row.match === 'resolved'
       ? [{ externalId: row.externalId, deviceId: row.device.id }]
       : [],
   );

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { device } from '../hierarchy/schemas.ts';
+import { importRow, importRowAcknowledgement, importSummary, rowNumber } from '../imports/schemas.ts';
 
 /** The value types of a custom field (issue 16): text up to 10,000 characters, and what an MSP's fields hold. */
 export const fieldTypes = ['text', 'number', 'boolean', 'date', 'dropdown', 'multi-select', 'url'] as const;
@@ -221,11 +222,14 @@ export const definitionsImport = z
   .object({
     ...importInput,
     partnerId: z.uuid().optional().meta({ description: 'Platform administrators name the partner' }),
-    expected: z
-      .array(z.object({ row: z.number().int().min(0), status: z.string() }).strict())
+    acknowledgements: z
+      .array(importRowAcknowledgement.extend({ row: rowNumber }).strict())
       .max(maxImportRows)
       .optional()
-      .meta({ description: "Commit: each row's status at preview; a row whose status changed since is refused" }),
+      .meta({
+        description:
+          "Commit: each row's annotation at preview, by row number; a row whose annotation changed since is refused",
+      }),
   })
   .strict()
   .refine(oneSource, oneSourceMessage);
@@ -234,25 +238,19 @@ export const definitionsImport = z
 const countsOf = <const S extends string>(statuses: readonly S[]) =>
   z.object(Object.fromEntries(statuses.map((status) => [status, z.number().int()])) as Record<S, z.ZodNumber>).strict();
 
-export const definitionStatuses = ['create', 'update', 'unchanged', 'conflict', 'invalid'] as const;
 export const definitionsImportReply = z
   .object({
     committed: z.boolean(),
     sourceSystem: z.enum(sourceSystems),
     sha256: z.string(),
-    summary: countsOf([...definitionStatuses, 'refused']),
+    summary: importSummary,
     rows: z.array(
-      z
-        .object({
-          row: z.number().int(),
-          externalId: z.string().nullable(),
+      importRow
+        .extend({
           name: z.string().nullable(),
           key: z.string().nullable().meta({ description: 'The proposed key' }),
           type: z.enum(fieldTypes).nullable().meta({ description: 'The proposed type' }),
           choices: z.array(z.string()).nullable(),
-          status: z.enum(definitionStatuses),
-          outcome: z.enum(['created', 'updated', 'unchanged', 'refused']).nullable(),
-          reason: z.string().optional(),
           fieldId: z.uuid().optional().meta({ description: 'The definition created, updated or collided with' }),
         })
         .strict(),
@@ -304,7 +302,7 @@ export const valuesImport = z
     }),
     pass: importPass.optional(),
     expected: z
-      .array(z.object({ row: z.number().int().min(0), digest: z.string().max(64) }).strict())
+      .array(z.object({ row: rowNumber, digest: z.string().max(64) }).strict())
       .max(maxImportRows)
       .optional()
       .meta({ description: "Commit: each row's digest at preview; a row whose derivation changed since is refused" }),
@@ -323,16 +321,15 @@ export const valuesImportReply = z
     pass: passReply.optional(),
     summary: countsOf([...valueStatuses, 'refused']).meta({
       description:
-        'Counts of fields by status (no-device and ambiguous count the row once); refused: rows changed since preview',
+        'Counts of values by status (no-device and ambiguous count the row once); refused: rows changed since preview',
     }),
     rows: z.array(
-      z
-        .object({
-          row: z.number().int(),
+      importRow
+        .omit({ issues: true })
+        .extend({
+          externalId: z.string().optional().meta({ description: "The device's id in the other RMM, as given" }),
           deviceId: z.uuid().nullable(),
           resolvedBy: z.enum(['deviceExternalId', 'serialNumber', 'hostname']).nullable(),
-          status: z.enum(['resolved', 'no-device', 'ambiguous', 'refused']),
-          reason: z.string().optional(),
           digest: z.string().meta({ description: 'Echo it at commit (expected) to refuse the row if it changed' }),
           fields: z.array(
             z

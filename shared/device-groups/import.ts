@@ -4,7 +4,19 @@ import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { type DerivedRow, decide, importSummaryEvent, plannedOutcome, summarize } from '../imports/rows.ts';
+import {
+  type Decision,
+  type DerivedRow,
+  decide,
+  importSummaryEvent,
+  linkedRecords,
+  matchKey,
+  plannedOutcome,
+  repeatedKeys,
+  reportRow,
+  rowNumberOf,
+  summarize,
+} from '../imports/rows.ts';
 import type { Outcome } from '../imports/schemas.ts';
 import { type DeviceFilter, filterIssues } from './filter.ts';
 import { groupsWrite } from './groups.ts';
@@ -26,17 +38,14 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const keyOf = (row: { sourceSystem: string | null; externalId: string | null }) =>
-  JSON.stringify([row.sourceSystem, row.externalId]);
-
 /**
- * Annotates each row against the organization's groups (seed 2.1: saved filters of another RMM map to dynamic
- * groups, matched on (organization, sourceSystem, externalId)): `invalid` when its filter does not check,
+ * Annotates each row against the organization's groups (saved filters of another RMM map to dynamic groups, matched
+ * on (organization, sourceSystem, externalId)): `invalid` when its filter does not check,
  * `conflict` when its key or name appears twice in the request or its name belongs to another group, `update`
  * or `unchanged` when the key is already imported, `create` otherwise.
  */
 async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
-  const existing = new Map((await store.selectImportedGroups(db, orgId, rows)).map((group) => [keyOf(group), group]));
+  const existing = linkedRecords(await store.selectImportedGroups(db, orgId, rows));
   const named = new Map(
     (
       await store.selectGroupsNamed(
@@ -47,10 +56,10 @@ async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
     ).map((group) => [group.name, group.id]),
   );
   const count = (values: string[]) => values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<string, number>());
-  const keys = count(rows.map(keyOf));
+  const keys = repeatedKeys(rows);
   const names = count(rows.map((row) => row.name.toLowerCase()));
   return rows.map((row, index): DerivedRow & { existing?: GroupRow } => {
-    const base = { row: index, externalId: row.externalId };
+    const base = { row: rowNumberOf(index), externalId: row.externalId };
     const issues = filterIssues(row.filter);
     if (issues.length > 0)
       return {
@@ -59,11 +68,11 @@ async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
         reason: 'The filter does not check',
         issues: issues.map((issue) => ({ path: ['filter', ...issue.path].join('.'), message: issue.message })),
       };
-    if (keys.get(keyOf(row))! > 1)
+    if (keys.has(matchKey(row)))
       return { ...base, annotation: 'conflict', reason: 'Another row of this import has the same externalId' };
     if (names.get(row.name.toLowerCase())! > 1)
       return { ...base, annotation: 'conflict', reason: 'Another row of this import has the same name' };
-    const group = existing.get(keyOf(row));
+    const group = existing.get(matchKey(row));
     const owner = named.get(row.name.toLowerCase());
     if (owner && owner !== group?.id)
       return {
@@ -78,12 +87,7 @@ async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
 }
 
 const present = (row: DerivedRow, outcome: Outcome, reason = row.reason, groupId = row.targetId) => ({
-  row: row.row,
-  externalId: row.externalId,
-  annotation: row.annotation,
-  outcome,
-  ...(reason ? { reason } : {}),
-  ...(row.issues ? { issues: row.issues } : {}),
+  ...reportRow(row, outcome, reason),
   ...(groupId ? { groupId } : {}),
 });
 
@@ -92,6 +96,48 @@ export async function previewGroupImport(db: Db, principal: Principal, orgId: st
   await reachableOrganization(db, principal, orgId, groupsWrite);
   const rows = (await deriveRows(db, orgId, input.groups)).map((row) => present(row, plannedOutcome(row.annotation)));
   return { committed: false, summary: summarize(rows), rows };
+}
+
+type DerivedGroup = Awaited<ReturnType<typeof deriveRows>>[number];
+const givenRow = (input: ImportInput, row: DerivedRow) => input.groups[row.row - 1]!;
+
+/** Stores the decided creates and updates; the row reports with the group each row created or changed. */
+async function applyRows(tx: Db, orgId: string, input: ImportInput, derived: DerivedGroup[], decisions: Decision[]) {
+  const toCreate = derived.filter((_, i) => decisions[i]!.apply === 'create');
+  const toUpdate = derived.filter((_, i) => decisions[i]!.apply === 'update');
+  const created = await store.insertGroupRows(
+    tx,
+    orgId,
+    toCreate.map((row) => {
+      const given = givenRow(input, row);
+      return {
+        name: given.name,
+        type: 'dynamic',
+        siteId: null,
+        parentId: null,
+        filter: given.filter as DeviceFilter,
+        sourceSystem: given.sourceSystem,
+        externalId: given.externalId,
+      };
+    }),
+  );
+  const updated = await store.updateImportedGroupRows(
+    tx,
+    toUpdate.map((row) => ({
+      id: row.targetId!,
+      name: givenRow(input, row).name,
+      filter: givenRow(input, row).filter as DeviceFilter,
+    })),
+  );
+  const createdIds = new Map(toCreate.map((row, i) => [row.row, created[i]!.id]));
+  const rows = derived.map((row, i) =>
+    present(row, decisions[i]!.outcome, decisions[i]!.reason, createdIds.get(row.row) ?? row.targetId),
+  );
+  return {
+    rows,
+    created,
+    updated: updated.map((after) => ({ after, before: derived.find((row) => row.targetId === after.id)!.existing! })),
+  };
 }
 
 /**
@@ -110,42 +156,8 @@ export async function commitGroupImport(
   const { rows, created, updated } = await db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, orgId);
     const derived = await deriveRows(tx, orgId, input.groups);
-    const decisions = derived.map((row) => decide(row, input.groups[row.row]!.acknowledge));
-    const toCreate = derived.filter((_, i) => decisions[i]!.apply === 'create');
-    const toUpdate = derived.filter((_, i) => decisions[i]!.apply === 'update');
-    const created = await store.insertGroupRows(
-      tx,
-      orgId,
-      toCreate.map((row) => {
-        const given = input.groups[row.row]!;
-        return {
-          name: given.name,
-          type: 'dynamic',
-          siteId: null,
-          parentId: null,
-          filter: given.filter as DeviceFilter,
-          sourceSystem: given.sourceSystem,
-          externalId: given.externalId,
-        };
-      }),
-    );
-    const updated = await store.updateImportedGroupRows(
-      tx,
-      toUpdate.map((row) => ({
-        id: row.targetId!,
-        name: input.groups[row.row]!.name,
-        filter: input.groups[row.row]!.filter as DeviceFilter,
-      })),
-    );
-    const createdIds = new Map(toCreate.map((row, i) => [row.row, created[i]!.id]));
-    const rows = derived.map((row, i) =>
-      present(row, decisions[i]!.outcome, decisions[i]!.reason, createdIds.get(row.row) ?? row.targetId),
-    );
-    return {
-      rows,
-      created,
-      updated: updated.map((after) => ({ after, before: derived.find((row) => row.targetId === after.id)!.existing! })),
-    };
+    const decisions = derived.map((row) => decide(row, givenRow(input, row).acknowledge));
+    return applyRows(tx, orgId, input, derived, decisions);
   });
   writeRouteAudits(audit, [
     ...created.map((group) => ({

@@ -13,8 +13,8 @@ const faults: Record<string, string> = {
  * RFC 4180 CSV read by csv-parse: fields separated by commas, optionally quoted with `"` (a quote inside doubled),
  * rows ended by CRLF or LF, blank lines skipped, a UTF-8 byte-order mark ignored. The first row is the header. A
  * malformed file (a quote left open, a quote inside an unquoted field, text after a closing quote, a row whose
- * column count differs from the header's) is a 400 naming the row and column (both from 1, the header being row 1),
- * and nothing is read.
+ * column count differs from the header's) is a 400 naming the row and column, and nothing is read. Rows are
+ * numbered as every import report numbers them: data rows from 1, the header not counted (it is "the header").
  */
 export function parseCsv(text: string, location = 'body.csv'): { header: string[]; records: string[][] } {
   let rows: string[][];
@@ -23,7 +23,8 @@ export function parseCsv(text: string, location = 'body.csv'): { header: string[
   } catch (error) {
     if (!(error instanceof CsvError)) throw error;
     const context = error as CsvError & { records?: number; index?: number; record?: string[] };
-    const row = (context.records ?? 0) + 1;
+    // csv-parse counts the header among the records read before the faulty one.
+    const row = context.records ?? 0;
     if (error.code === 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH') {
       const found = context.record?.length ?? 0;
       const expected = expectedColumns(error);
@@ -36,8 +37,65 @@ export function parseCsv(text: string, location = 'body.csv'): { header: string[
     throw malformed(location, row, column, what);
   }
   const [header, ...records] = rows;
-  if (!header) throw malformed(location, 1, 1, 'the header row is missing');
+  if (!header) throw malformed(location, 0, 1, 'the header row is missing');
   return { header: header.map((name) => name.trim()), records };
+}
+
+/**
+ * A CSV's data rows as records keyed by header, a blank cell absent (as a blank string is in a JSON row), the others
+ * as written: 1 to `maxRows` of them, else a 400.
+ */
+export function csvRecords(text: string, maxRows: number, location = 'body.csv') {
+  const { header, records } = parseCsv(text, location);
+  if (records.length === 0 || records.length > maxRows)
+    throw ValidationFailed(`The CSV must hold 1 to ${maxRows.toLocaleString('en')} data rows`, [
+      { path: location, message: `${records.length} data rows; 1 to ${maxRows} allowed`, code: 'too_big' },
+    ]);
+  return {
+    header,
+    records: records.map((cells) =>
+      Object.fromEntries(
+        header.flatMap((name, i) => {
+          const cell = cells[i] ?? '';
+          return cell.trim() === '' ? [] : [[name, cell]];
+        }),
+      ),
+    ),
+  };
+}
+
+/** A JSON row with its blank strings (empty or only whitespace) absent, as a blank CSV cell is. */
+export function withoutBlanks(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row).filter(([, value]) => !(typeof value === 'string' && !value.trim())));
+}
+
+/** A column header or field name compared loosely: case, spaces, - and _ ignored. */
+export const looseName = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '');
+
+/**
+ * The records of an import request, JSON `rows` or `csv`, in one form: keyed by field, blank values absent, CSV
+ * cells trimmed. A CSV column is read as a field when the caller's mapping names it for the field, or, without a mapping, when its header
+ * is the field's name compared loosely; other columns are ignored.
+ */
+export function importRecords<F extends string>(
+  input: { rows?: Record<string, unknown>[]; csv?: string },
+  options: { fields: readonly F[]; maxRows: number; mapping?: Partial<Record<F, string>> },
+): Record<string, unknown>[] {
+  if (input.rows) return input.rows.map(withoutBlanks);
+  const { header, records } = csvRecords(input.csv!, options.maxRows);
+  const columns = options.fields.flatMap((field) => {
+    const wanted = options.mapping ? options.mapping[field]?.trim() : field;
+    if (wanted === undefined) return [];
+    const column = options.mapping
+      ? header.find((name) => name === wanted)
+      : header.find((name) => looseName(name) === looseName(field));
+    return column === undefined ? [] : [{ field, column }];
+  });
+  return records.map((record) =>
+    Object.fromEntries(
+      columns.flatMap(({ field, column }) => (column in record ? [[field, record[column]!.trim()]] : [])),
+    ),
+  );
 }
 
 /** The header's column count, which csv-parse states in its message ("expect 2, got 1"). */
@@ -46,7 +104,8 @@ function expectedColumns(error: CsvError): number {
 }
 
 function malformed(location: string, row: number, column: number, what: string) {
+  const where = row === 0 ? `Header, column ${column}` : `Row ${row}, column ${column}`;
   return ValidationFailed(`Malformed CSV: ${what}`, [
-    { path: location, message: `Row ${row}, column ${column}: ${what}`, code: 'invalid_csv' },
+    { path: location, message: `${where}: ${what}`, code: 'invalid_csv' },
   ]);
 }

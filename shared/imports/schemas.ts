@@ -1,15 +1,13 @@
 import { z } from 'zod';
 
 /**
- * What every preview → commit import shares (DESIGN.md "Layout"): the annotation of each row, the outcome commit
- * gave it, the acknowledgement a caller echoes for a held row, and the reply's shape.
+ * What every preview → commit import of rows shares (docs/imports.md): the annotation of each row, the outcome
+ * commit gives it (or would give it, at preview), the acknowledgement a caller echoes, and the reply's shape.
  */
 export const annotations = [
   'create',
   'update',
   'unchanged',
-  // A row whose record is linked by externalId and would change nothing (issue 18's tree import).
-  'matched',
   'email-match',
   'name-match',
   'conflict',
@@ -17,11 +15,19 @@ export const annotations = [
 ] as const;
 export type Annotation = (typeof annotations)[number];
 
-/** Fuzzy matches (seed 2.1 rule 2): applied only for rows whose acknowledgement the caller echoes. */
+/** Fuzzy matches: held, applied only for rows whose acknowledgement the caller echoes. */
 export const heldAnnotations: readonly Annotation[] = ['email-match', 'name-match'];
 
-export const outcomes = ['created', 'updated', 'unchanged', 'held', 'refused'] as const;
+/** The same words at preview (what commit would do) and at commit (what it did): a preview never says created. */
+export const outcomes = ['create', 'update', 'unchanged', 'held', 'refused'] as const;
 export type Outcome = (typeof outcomes)[number];
+
+/** Data rows are numbered from 1, the CSV header not counted; JSON rows by their place in `rows`, from 1. */
+export const rowNumber = z
+  .number()
+  .int()
+  .min(1)
+  .meta({ description: 'The data row, from 1 (a CSV header not counted)' });
 
 /** What the caller saw at preview, echoed at commit: a row whose annotation has changed since is refused. */
 export const importRowAcknowledgement = z
@@ -31,22 +37,20 @@ export const importRowAcknowledgement = z
 
 const issue = z.object({ path: z.string(), message: z.string() });
 
-const importRow = z.object({
-  row: z.number().int().meta({ description: 'Index of the row in the request, from 0' }),
+export const importRow = z.object({
+  row: rowNumber,
   externalId: z.string().optional().meta({ description: 'The externalId the row was given, if any' }),
   annotation: z.enum(annotations),
-  outcome: z.enum(outcomes).meta({ description: 'At preview: what commit would do without acknowledgements' }),
+  outcome: z
+    .enum(outcomes)
+    .meta({ description: 'At preview: what commit would do without acknowledgements; at commit: what it did' }),
   reason: z.string().optional(),
   issues: z.array(issue).optional().meta({ description: 'Why an invalid row is invalid, field by field' }),
 });
 
-export const importSummary = z.object({
-  created: z.number().int(),
-  updated: z.number().int(),
-  unchanged: z.number().int(),
-  held: z.number().int(),
-  refused: z.number().int(),
-});
+export const importSummary = z
+  .object(Object.fromEntries(outcomes.map((outcome) => [outcome, z.number().int()])) as Record<Outcome, z.ZodNumber>)
+  .meta({ description: 'How many rows have each outcome' });
 
 /** The reply of an import's preview and commit, with the domain's own fields on each row. */
 export const importReply = <E extends z.ZodRawShape>(extra: z.ZodObject<E>) =>

@@ -3,11 +3,21 @@ import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
-import { Forbidden, ValidationFailed } from '../errors.ts';
+import { Forbidden } from '../errors.ts';
 import { insertOrganizationWithSite } from '../hierarchy/organizations.ts';
 import { insertSite } from '../hierarchy/store.ts';
-import { parseCsv } from '../imports/csv.ts';
-import { type DerivedRow, decide, plannedOutcome, summarize } from '../imports/rows.ts';
+import { importRecords } from '../imports/csv.ts';
+import {
+  type DerivedRow,
+  decide,
+  givenExternalId,
+  invalidRow,
+  plannedOutcome,
+  reportRow,
+  rowIssues,
+  rowNumberOf,
+  summarize,
+} from '../imports/rows.ts';
 import type { Outcome } from '../imports/schemas.ts';
 import { type TreeRow, type treeImport, treeRow } from './schemas.ts';
 import { linkOrganization, type OrgRecord, selectPartnerTree, setSourceSystem } from './store.ts';
@@ -15,7 +25,7 @@ import { linkOrganization, type OrgRecord, selectPartnerTree, setSourceSystem } 
 type ImportInput = z.output<typeof treeImport>;
 type Tree = Awaited<ReturnType<typeof selectPartnerTree>>;
 const maxRows = 1000;
-const columns = ['name', 'externalId', 'siteName', 'timezone'] as const;
+const fields = ['name', 'sourceSystem', 'externalId', 'siteName', 'timezone'] as const;
 const fold = (text: string) => text.trim().toLowerCase();
 
 interface Derived extends DerivedRow {
@@ -26,29 +36,19 @@ interface Derived extends DerivedRow {
   siteId?: string;
 }
 
+/** The rows of a request, JSON or CSV, in one form; a CSV row's acknowledgement given by its row number. */
 function givenRows(input: ImportInput): Record<string, unknown>[] {
-  if (input.rows) return input.rows;
-  const { header, records } = parseCsv(input.csv!);
-  if (records.length === 0 || records.length > maxRows)
-    throw ValidationFailed('The CSV must hold 1 to 1,000 data rows', [
-      { path: 'body.csv', message: `${records.length} data rows; 1 to ${maxRows} allowed`, code: 'too_big' },
-    ]);
   const acks = new Map((input.acknowledgements ?? []).map(({ row, ...ack }) => [row, ack]));
-  return records.map((record, row) => ({
-    ...Object.fromEntries(
-      columns.flatMap((field) => {
-        const cell = record[header.findIndex((h) => fold(h).replace(/[\s_-]+/g, '') === fold(field))]?.trim();
-        return cell ? [[field, cell]] : [];
-      }),
-    ),
-    ...(acks.has(row) ? { acknowledge: acks.get(row) } : {}),
-  }));
+  return importRecords(input, { fields, maxRows }).map((record, index) =>
+    acks.has(rowNumberOf(index)) ? { ...record, acknowledge: acks.get(rowNumberOf(index)) } : record,
+  );
 }
 
 /**
- * Annotates each row against the partner's tree (issue 18): `invalid` (field and reason); `conflict` (an externalId
- * given two names, a site twice, or a same-named organization linked to another externalId of the system);
- * `matched` when the externalId is linked and the site exists (a re-import changes nothing); `create` for a new
+ * Annotates each row against the partner's tree: `invalid` (field and reason, a sourceSystem other than the
+ * import's among them); `conflict` (an externalId given two names, a site twice, or a same-named organization linked
+ * to another externalId of the system); `unchanged` when the externalId is linked and the site exists (a re-import
+ * changes nothing); `create` for a new
  * organization, or a new site of a linked one; `name-match` when an organization has the name but not the
  * externalId, held until acknowledged (link to it with targetId, or create a new one without).
  */
@@ -57,7 +57,12 @@ function derive(
   given: Record<string, unknown>[],
   sourceSystem: string,
 ): (Derived & { ack?: TreeRow['acknowledge'] })[] {
-  const parsed = given.map((raw) => treeRow.safeParse(raw));
+  const parsed = given.map((raw) => {
+    const result = treeRow.safeParse(raw);
+    if (!result.success || (result.data.sourceSystem ?? sourceSystem) === sourceSystem) return result;
+    const message = `The import's sourceSystem is ${sourceSystem}; a row may only repeat it`;
+    return { success: false as const, issues: [{ path: 'sourceSystem', message }] };
+  });
   const namesPerId = new Map<string, Set<string>>();
   const sitesPerOrg = new Map<string, number>();
   const orgKey = (v: TreeRow) => (v.externalId ? `x:${v.externalId}` : `n:${fold(v.name)}`);
@@ -74,15 +79,15 @@ function derive(
   const byName = new Map<string, Tree[number]>();
   for (const org of tree) if (!byName.has(fold(org.name))) byName.set(fold(org.name), org);
 
-  return parsed.map((result, row): Derived & { ack?: TreeRow['acknowledge'] } => {
+  return parsed.map((result, index): Derived & { ack?: TreeRow['acknowledge'] } => {
+    const row = rowNumberOf(index);
     if (!result.success)
-      return {
+      return invalidRow(
         row,
-        annotation: 'invalid',
-        reason: 'The row does not check',
-        issues: result.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
-      };
-    const { acknowledge: ack, ...values } = result.data;
+        'error' in result ? rowIssues(result.error) : result.issues,
+        givenExternalId(given[index]!),
+      );
+    const { acknowledge: ack, sourceSystem: _same, ...values } = result.data;
     const base = { row, ...(values.externalId ? { externalId: values.externalId } : {}), values, ack };
     if (values.externalId && namesPerId.get(values.externalId)!.size > 1)
       return { ...base, annotation: 'conflict', reason: 'Rows of this import give the externalId different names' };
@@ -97,7 +102,7 @@ function derive(
       const site = values.siteName ? org.sites.find((s) => fold(s.name) === fold(values.siteName!)) : undefined;
       if (values.siteName && !site)
         return { ...base, annotation: 'create', linkedOrg: org, reason: 'A new site of a linked organization' };
-      return { ...base, annotation: 'matched', linkedOrg: org, siteId: site?.id };
+      return { ...base, annotation: 'unchanged', linkedOrg: org, siteId: site?.id };
     }
     const named = byName.get(fold(values.name));
     if (named && named.sourceSystem === sourceSystem && named.externalId && named.externalId !== values.externalId)
@@ -122,20 +127,15 @@ const present = (
   outcome: Outcome,
   extra: { organizationId?: string; siteId?: string; reason?: string } = {},
 ) => ({
-  row: row.row,
-  ...(row.externalId ? { externalId: row.externalId } : {}),
-  annotation: row.annotation,
-  outcome,
+  ...reportRow(row, outcome, extra.reason ?? row.reason),
   ...(row.values ? { name: row.values.name, ...(row.values.siteName ? { siteName: row.values.siteName } : {}) } : {}),
-  ...((extra.reason ?? row.reason) ? { reason: extra.reason ?? row.reason } : {}),
-  ...(row.issues ? { issues: row.issues } : {}),
   ...((extra.organizationId ?? row.linkedOrg?.id ?? row.targetId)
     ? { organizationId: extra.organizationId ?? row.linkedOrg?.id ?? row.targetId }
     : {}),
   ...((extra.siteId ?? row.siteId) ? { siteId: extra.siteId ?? row.siteId } : {}),
 });
 
-/** Tenancy-tree imports are the partner's: its users only (issue 18). */
+/** Tenancy-tree imports are the partner's: its users only. */
 function partnerOf(principal: Principal) {
   requirePermission(principal, 'orgs:write');
   if (principal.scope !== 'partner' || !principal.partnerId)
@@ -152,99 +152,110 @@ export async function previewTreeImport(db: Db, principal: Principal, input: Imp
   return { committed: false, summary: summarize(rows), rows };
 }
 
+type AuditEvents = Parameters<typeof writeRouteAudits>[1];
+
+/**
+ * Applies each row's decision in order: a held row acknowledged with its target links that organization (and adds
+ * the row's site); a create row adds a site to a linked organization, or to one an earlier row of this import
+ * created, or creates the organization with its site. Returns the row reports, the audit events and the
+ * organizations touched.
+ */
+async function applyRows(tx: Db, partnerId: string, sourceSystem: string, derived: ReturnType<typeof derive>) {
+  const events: AuditEvents = [];
+  const touched = new Map<string, string>();
+  const created = new Map<string, { id: string; sites: Map<string, string> }>();
+
+  const addSite = async (org: { id: string; name: string }, row: TreeRow) => {
+    const site = await insertSite(tx, org.id, { name: row.siteName!, timezone: row.timezone });
+    events.push({
+      orgId: org.id,
+      action: 'site.create',
+      resourceType: 'site',
+      resourceId: site!.id as string,
+      resourceName: row.siteName!,
+      details: { timezone: row.timezone ?? null, sourceSystem },
+    });
+    touched.set(org.id, org.name);
+    return site!.id as string;
+  };
+
+  const link = async (row: Derived, values: TreeRow) => {
+    const target = { id: row.targetId!, name: values.name } satisfies Pick<OrgRecord, 'id' | 'name'>;
+    if (values.externalId) await linkOrganization(tx, target.id, sourceSystem, values.externalId);
+    events.push({
+      orgId: target.id,
+      action: 'organization.update',
+      resourceType: 'organization',
+      resourceId: target.id,
+      resourceName: values.name,
+      details: { before: {}, after: { sourceSystem, externalId: values.externalId ?? null } },
+    });
+    touched.set(target.id, values.name);
+    const siteId = values.siteName ? await addSite(target, values) : undefined;
+    return present(row, 'update', { organizationId: target.id, siteId });
+  };
+
+  const create = async (row: Derived, values: TreeRow) => {
+    if (row.linkedOrg) return present(row, 'create', { siteId: await addSite(row.linkedOrg, values) });
+    const key = values.externalId ? `x:${values.externalId}` : `n:${fold(values.name)}`;
+    const earlier = created.get(key);
+    if (earlier) {
+      const siteId =
+        earlier.sites.get(fold(values.siteName ?? 'Main')) ??
+        (await addSite({ id: earlier.id, name: values.name }, values));
+      return present(row, 'create', { organizationId: earlier.id, siteId });
+    }
+    const org = await insertOrganizationWithSite(
+      tx,
+      { partnerId, name: values.name, externalId: values.externalId },
+      { name: values.siteName ?? 'Main', timezone: values.timezone },
+    );
+    if (values.externalId) await setSourceSystem(tx, org.id, sourceSystem);
+    const siteId = org.site!.id as string;
+    created.set(key, { id: org.id, sites: new Map([[fold(values.siteName ?? 'Main'), siteId]]) });
+    touched.set(org.id, values.name);
+    events.push(
+      {
+        orgId: org.id,
+        action: 'organization.create',
+        resourceType: 'organization',
+        resourceId: org.id,
+        resourceName: values.name,
+        details: { sourceSystem, externalId: values.externalId ?? null },
+      },
+      {
+        orgId: org.id,
+        action: 'site.create',
+        resourceType: 'site',
+        resourceId: siteId,
+        resourceName: values.siteName ?? 'Main',
+        details: { timezone: values.timezone ?? null, sourceSystem },
+      },
+    );
+    return present(row, 'create', { organizationId: org.id, siteId });
+  };
+
+  const rows = [];
+  for (const row of derived) {
+    const decision = decide(row, row.ack);
+    if (decision.apply === null) rows.push(present(row, decision.outcome, { reason: decision.reason }));
+    else if (decision.apply === 'update') rows.push(await link(row, row.values!));
+    else rows.push(await create(row, row.values!));
+  }
+  return { rows, events, touched };
+}
+
 /**
  * POST /orgs/import: re-derives every row in one transaction and applies what preview announced (a row whose
  * annotation changed since is refused); audited per organization and site created or linked, and with the import's
- * summary in every organization it touched (an audit row belongs to an organization, seed 2.6).
+ * summary in every organization it touched (an audit row belongs to an organization).
  */
 export async function commitTreeImport(db: Db, principal: Principal, input: ImportInput, audit: AuditContext) {
   const partnerId = partnerOf(principal);
   const given = givenRows(input);
   const { rows, events, touched } = await db.transaction(async (tx) => {
     const derived = derive(await selectPartnerTree(tx, partnerId), given, input.sourceSystem);
-    const events: Parameters<typeof writeRouteAudits>[1] = [];
-    const touched = new Map<string, string>();
-    const created = new Map<string, { id: string; sites: Map<string, string> }>();
-    const addSite = async (org: { id: string; name: string }, row: TreeRow) => {
-      const site = await insertSite(tx, org.id, { name: row.siteName!, timezone: row.timezone });
-      events.push({
-        orgId: org.id,
-        action: 'site.create',
-        resourceType: 'site',
-        resourceId: site!.id as string,
-        resourceName: row.siteName!,
-        details: { timezone: row.timezone ?? null, sourceSystem: input.sourceSystem },
-      });
-      touched.set(org.id, org.name);
-      return site!.id as string;
-    };
-    const rows = [];
-    for (const row of derived) {
-      const decision = decide(row, row.ack);
-      const values = row.values!;
-      if (decision.apply === null) {
-        rows.push(present(row, decision.outcome, { reason: decision.reason }));
-        continue;
-      }
-      if (decision.apply === 'update') {
-        const target = { id: row.targetId!, name: values.name } satisfies Pick<OrgRecord, 'id' | 'name'>;
-        if (values.externalId) await linkOrganization(tx, target.id, input.sourceSystem, values.externalId);
-        events.push({
-          orgId: target.id,
-          action: 'organization.update',
-          resourceType: 'organization',
-          resourceId: target.id,
-          resourceName: values.name,
-          details: { before: {}, after: { sourceSystem: input.sourceSystem, externalId: values.externalId ?? null } },
-        });
-        touched.set(target.id, values.name);
-        const siteId = values.siteName ? await addSite(target, values) : undefined;
-        rows.push(present(row, 'updated', { organizationId: target.id, siteId }));
-        continue;
-      }
-      if (row.linkedOrg) {
-        rows.push(present(row, 'created', { siteId: await addSite(row.linkedOrg, values) }));
-        continue;
-      }
-      const key = values.externalId ? `x:${values.externalId}` : `n:${fold(values.name)}`;
-      const earlier = created.get(key);
-      if (earlier) {
-        const siteId =
-          earlier.sites.get(fold(values.siteName ?? 'Main')) ??
-          (await addSite({ id: earlier.id, name: values.name }, values));
-        rows.push(present(row, 'created', { organizationId: earlier.id, siteId }));
-        continue;
-      }
-      const org = await insertOrganizationWithSite(
-        tx,
-        { partnerId, name: values.name, externalId: values.externalId },
-        { name: values.siteName ?? 'Main', timezone: values.timezone },
-      );
-      if (values.externalId) await setSourceSystem(tx, org.id, input.sourceSystem);
-      const siteId = org.site!.id as string;
-      created.set(key, { id: org.id, sites: new Map([[fold(values.siteName ?? 'Main'), siteId]]) });
-      touched.set(org.id, values.name);
-      events.push(
-        {
-          orgId: org.id,
-          action: 'organization.create',
-          resourceType: 'organization',
-          resourceId: org.id,
-          resourceName: values.name,
-          details: { sourceSystem: input.sourceSystem, externalId: values.externalId ?? null },
-        },
-        {
-          orgId: org.id,
-          action: 'site.create',
-          resourceType: 'site',
-          resourceId: siteId,
-          resourceName: values.siteName ?? 'Main',
-          details: { timezone: values.timezone ?? null, sourceSystem: input.sourceSystem },
-        },
-      );
-      rows.push(present(row, 'created', { organizationId: org.id, siteId }));
-    }
-    return { rows, events, touched };
+    return applyRows(tx, partnerId, input.sourceSystem, derived);
   });
   const summary = summarize(rows);
   for (const [orgId, name] of touched)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createSite } from '../hierarchy/schemas.ts';
-import { annotations, importReply } from '../imports/schemas.ts';
+import { annotations, importReply, rowNumber } from '../imports/schemas.ts';
 
 const maxRows = 1000;
 const text = (max: number) => z.string().trim().min(1).max(max);
@@ -19,6 +19,9 @@ export const treeAcknowledgement = z
 export const treeRow = z
   .object({
     name: text(255).meta({ description: "The organization's name" }),
+    sourceSystem: text(100)
+      .optional()
+      .meta({ description: "The import's sourceSystem, repeated (an export may carry it on every row)" }),
     externalId: text(255).optional().meta({ description: "The other RMM's id of the organization" }),
     siteName: createSite.shape.name.optional(),
     timezone: createSite.shape.timezone,
@@ -31,16 +34,17 @@ export const treeImport = z
   .object({
     sourceSystem: text(100).meta({ description: 'The system the externalIds come from, e.g. datto-rmm' }),
     rows: z.array(z.record(z.string(), z.unknown())).min(1).max(maxRows).optional().meta({
-      description: 'Up to 1,000 rows: name, externalId, siteName, timezone, acknowledge',
+      description: 'Up to 1,000 rows: name, sourceSystem, externalId, siteName, timezone, acknowledge',
     }),
     csv: z.string().min(1).optional().meta({
-      description: 'RFC 4180 CSV with a header row (name, externalId, siteName, timezone); up to 1,000 data rows',
+      description:
+        'RFC 4180 CSV with a header row (name, sourceSystem, externalId, siteName, timezone); up to 1,000 data rows, blank cells absent',
     }),
     acknowledgements: z
-      .array(treeAcknowledgement.extend({ row: z.number().int().min(0) }))
+      .array(treeAcknowledgement.extend({ row: rowNumber }))
       .max(maxRows)
       .optional()
-      .meta({ description: 'Acknowledgements by row index, for CSV rows' }),
+      .meta({ description: 'Acknowledgements by row number, from 1 (JSON rows may also carry their own acknowledge)' }),
   })
   .strict()
   .refine((v) => (v.rows === undefined) !== (v.csv === undefined), {

@@ -44,26 +44,26 @@ describe('contact import (JSON)', () => {
     expect(preview.status).toBe(200);
     expect(preview.body).toMatchObject({
       committed: false,
-      summary: { created: 2, updated: 0, unchanged: 0, held: 0, refused: 0 },
+      summary: { create: 2, update: 0, unchanged: 0, held: 0, refused: 0 },
       rows: [
-        { row: 0, externalId: 'p-1', annotation: 'create', outcome: 'created' },
-        { row: 1, externalId: 'p-2', annotation: 'create', outcome: 'created' },
+        { row: 1, externalId: 'p-1', annotation: 'create', outcome: 'create' },
+        { row: 2, externalId: 'p-2', annotation: 'create', outcome: 'create' },
       ],
     });
     expect(await countContacts(tenant.orgId)).toBe(before);
     const commit = await t.api.request('POST', importPath(tenant.orgId), { token: tenant.orgToken, body: { rows } });
-    expect(commit.body.summary).toEqual({ created: 2, updated: 0, unchanged: 0, held: 0, refused: 0 });
+    expect(commit.body.summary).toEqual({ create: 2, update: 0, unchanged: 0, held: 0, refused: 0 });
     expect(commit.body.rows[0].contactId).toEqual(expect.any(String));
     expect(await countContacts(tenant.orgId)).toBe(before + 2);
     const again = await t.api.request('POST', importPath(tenant.orgId), { token: tenant.orgToken, body: { rows } });
-    expect(again.body.summary).toEqual({ created: 0, updated: 0, unchanged: 2, held: 0, refused: 0 });
+    expect(again.body.summary).toEqual({ create: 0, update: 0, unchanged: 2, held: 0, refused: 0 });
     expect(again.body.rows.map((r: { annotation: string }) => r.annotation)).toEqual(['unchanged', 'unchanged']);
     expect(await countContacts(tenant.orgId)).toBe(before + 2);
     const changed = await t.api.request('POST', importPath(tenant.orgId), {
       token: tenant.orgToken,
       body: { rows: [psa('p-2', 'Alan Turing', { title: 'Chief Engineer' })] },
     });
-    expect(changed.body.rows[0]).toMatchObject({ annotation: 'update', outcome: 'updated' });
+    expect(changed.body.rows[0]).toMatchObject({ annotation: 'update', outcome: 'update' });
     const { rows: audits } = await t.db.admin.query<{ action: string; details: Record<string, unknown> }>(
       `SELECT action, details FROM audit_logs WHERE org_id = :orgId::uuid AND action LIKE 'contact.%' ORDER BY seq`,
       { orgId: tenant.orgId },
@@ -76,7 +76,7 @@ describe('contact import (JSON)', () => {
       'contact.update',
       'contact.import',
     ]);
-    expect(audits[2]!.details).toMatchObject({ rows: 2, created: 2, unchanged: 0 });
+    expect(audits[2]!.details).toMatchObject({ rows: 2, create: 2, unchanged: 0 });
     expect(audits[4]!.details).toMatchObject({ before: { title: 'Engineer' }, after: { title: 'Chief Engineer' } });
   });
 
@@ -103,7 +103,7 @@ describe('contact import (JSON)', () => {
     });
     expect(linked.body.rows[0]).toMatchObject({
       annotation: 'email-match',
-      outcome: 'updated',
+      outcome: 'update',
       contactId: existing.body.id,
     });
     const contact = await t.api.request('GET', `/api/v1/contacts/${existing.body.id}`, { token: tenant.orgToken });
@@ -148,7 +148,7 @@ describe('contact import (JSON)', () => {
       token: tenant.orgToken,
       body: { rows: [{ ...row, acknowledge: { annotation: 'name-match' } }] },
     });
-    expect(created.body.rows[0]).toMatchObject({ outcome: 'created' });
+    expect(created.body.rows[0]).toMatchObject({ outcome: 'create' });
     expect(created.body.rows[0].contactId).not.toBe(preview.body.rows[0].match.contactId);
   });
 
@@ -200,15 +200,15 @@ describe('contact import (JSON)', () => {
     });
     expect(reply.status).toBe(200);
     expect(reply.body.rows).toMatchObject([
-      { row: 0, externalId: 'p-40', annotation: 'conflict', outcome: 'refused' },
       { row: 1, externalId: 'p-40', annotation: 'conflict', outcome: 'refused' },
-      { row: 2, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'email' }] },
-      { row: 3, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'siteId', message: 'Unknown site' }] },
-      { row: 4, annotation: 'create', outcome: 'created' },
-      { row: 5, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'name' }] },
+      { row: 2, externalId: 'p-40', annotation: 'conflict', outcome: 'refused' },
+      { row: 3, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'email' }] },
+      { row: 4, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'siteId', message: 'Unknown site' }] },
+      { row: 5, annotation: 'create', outcome: 'create' },
+      { row: 6, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'name' }] },
     ]);
     expect(reply.body.rows[2].externalId).toBeUndefined();
-    expect(reply.body.summary).toEqual({ created: 1, updated: 0, unchanged: 0, held: 0, refused: 5 });
+    expect(reply.body.summary).toEqual({ create: 1, update: 0, unchanged: 0, held: 0, refused: 5 });
   });
 
   it("never matches or names another tenant's contacts", async () => {
@@ -255,7 +255,7 @@ describe('contact import (CSV)', () => {
     };
     const commit = await t.api.request('POST', importPath(tenant.orgId), { token: tenant.orgToken, body });
     expect(commit.status).toBe(200);
-    expect(commit.body.summary).toEqual({ created: 2, updated: 0, unchanged: 0, held: 0, refused: 0 });
+    expect(commit.body.summary).toEqual({ create: 2, update: 0, unchanged: 0, held: 0, refused: 0 });
     const { rows } = await t.db.admin.query(
       `SELECT name, email, roles, source_system AS "sourceSystem" FROM contacts WHERE external_id IN ('c-1', 'c-2') AND org_id = :orgId::uuid ORDER BY external_id`,
       { orgId: tenant.orgId },
@@ -268,7 +268,7 @@ describe('contact import (CSV)', () => {
     expect(again.body.summary.unchanged).toBe(2);
   });
 
-  it('takes acknowledgements by row index for held CSV rows', async () => {
+  it('takes acknowledgements by row number (from 1) for held CSV rows', async () => {
     const existing = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/contacts`, {
       token: tenant.orgToken,
       body: { name: 'Barbara Liskov', email: 'barbara@acme.test' },
@@ -284,17 +284,17 @@ describe('contact import (CSV)', () => {
       body: {
         csv,
         sourceSystem: 'datto',
-        acknowledgements: [{ row: 0, annotation: 'email-match', contactId: existing.body.id }],
+        acknowledgements: [{ row: 1, annotation: 'email-match', contactId: existing.body.id }],
       },
     });
-    expect(linked.body.rows[0]).toMatchObject({ outcome: 'updated', contactId: existing.body.id });
+    expect(linked.body.rows[0]).toMatchObject({ outcome: 'update', contactId: existing.body.id });
   });
 
   it.each([
-    ['name,email\n"Open quote,a@b.test\n', /Row 2, column 1: a quoted field is not closed/],
-    ['name,email\nOne,a@b.test,extra\n', /Row 2, column 3: 3 columns where the header has 2/],
-    ['name,email\nOk,a@b.test\nShort\n', /Row 3, column 2: 1 columns where the header has 2/],
-    ['name,email\nA"b,a@b.test\n', /Row 2, column 1: a quote inside an unquoted field/],
+    ['name,email\n"Open quote,a@b.test\n', /Row 1, column 1: a quoted field is not closed/],
+    ['name,email\nOne,a@b.test,extra\n', /Row 1, column 3: 3 columns where the header has 2/],
+    ['name,email\nOk,a@b.test\nShort\n', /Row 2, column 2: 1 columns where the header has 2/],
+    ['name,email\nA"b,a@b.test\n', /Row 1, column 1: a quote inside an unquoted field/],
   ])('refuses a malformed CSV with a 400 naming row and column, storing nothing', async (csv, message) => {
     const before = await countContacts(tenant.orgId);
     const reply = await t.api.request('POST', importPath(tenant.orgId), { token: tenant.orgToken, body: { csv } });

@@ -37,22 +37,35 @@ describe('the definitions pass', () => {
   it('proposes partner-wide definitions from Datto RMM UDFs, commits them once, and a second run changes nothing', async () => {
     const preview = await post('definitions/preview', acme.partnerToken, { sourceSystem: 'datto-rmm', csv: dattoUdfs });
     expect(preview.status, JSON.stringify(preview.body)).toBe(200);
-    expect(preview.body.rows.map((r: { key: string; status: string }) => [r.key, r.status])).toEqual([
-      ['asset_tag', 'create'],
-      ['warranty_expiry', 'create'],
-      [null, 'invalid'],
-      ['bit_locker_key_id', 'create'],
+    expect(
+      preview.body.rows.map(
+        (r: { row: number; externalId: string; key: string; annotation: string; outcome: string }) => [
+          r.row,
+          r.externalId,
+          r.key,
+          r.annotation,
+          r.outcome,
+        ],
+      ),
+    ).toEqual([
+      [1, 'udf1', 'asset_tag', 'create', 'create'],
+      [2, 'udf2', 'warranty_expiry', 'create', 'create'],
+      [3, 'udf3', null, 'invalid', 'refused'],
+      [4, 'udf4', 'bit_locker_key_id', 'create', 'create'],
     ]);
     const { rows } = await t.db.admin.query('SELECT 1 FROM custom_field_definitions');
     expect(rows).toEqual([]);
-    const expected = preview.body.rows.map((r: { row: number; status: string }) => ({ row: r.row, status: r.status }));
+    const acknowledgements = preview.body.rows.map((r: { row: number; annotation: string }) => ({
+      row: r.row,
+      annotation: r.annotation,
+    }));
     const commit = await post('definitions', acme.partnerToken, {
       sourceSystem: 'datto-rmm',
       csv: dattoUdfs,
       fileName: 'udfs.csv',
-      expected,
+      acknowledgements,
     });
-    expect(commit.body.summary).toMatchObject({ create: 3, invalid: 1 });
+    expect(commit.body.summary).toEqual({ create: 3, update: 0, unchanged: 0, held: 0, refused: 1 });
     const fields = await t.api.request('GET', '/api/v1/custom-fields', { token: acme.orgToken });
     expect(
       fields.body.data.map((f: { key: string; orgId: null; externalId: string }) => [f.key, f.orgId, f.externalId]),
@@ -61,8 +74,12 @@ describe('the definitions pass', () => {
       ['bit_locker_key_id', null, 'udf4'],
       ['warranty_expiry', null, 'udf2'],
     ]);
-    const again = await post('definitions', acme.partnerToken, { sourceSystem: 'datto-rmm', csv: dattoUdfs, expected });
-    expect(again.body.summary).toMatchObject({ unchanged: 3, invalid: 1, create: 0, refused: 0 });
+    const again = await post('definitions', acme.partnerToken, {
+      sourceSystem: 'datto-rmm',
+      csv: dattoUdfs,
+      acknowledgements,
+    });
+    expect(again.body.summary).toEqual({ create: 0, update: 0, unchanged: 3, held: 0, refused: 1 });
     const summaries = await t.db.admin.query<{ details: Record<string, unknown> }>(
       `SELECT details FROM audit_logs WHERE action = 'custom_field.import.definitions' AND org_id = :orgId::uuid ORDER BY seq`,
       { orgId: acme.orgId },
@@ -80,7 +97,7 @@ describe('the definitions pass', () => {
     ];
     const preview = await post('definitions/preview', acme.partnerToken, { sourceSystem: 'ninjaone', rows });
     expect(
-      preview.body.rows.map((r: { key: string; type: string; status: string }) => [r.key, r.type, r.status]),
+      preview.body.rows.map((r: { key: string; type: string; annotation: string }) => [r.key, r.type, r.annotation]),
     ).toEqual([
       ['asset_tag', 'text', 'conflict'],
       ['tier', 'dropdown', 'create'],
@@ -89,6 +106,47 @@ describe('the definitions pass', () => {
     ]);
     expect(preview.body.rows[0].reason).toContain('Asset Tag');
     expect(preview.body.rows[1].choices).toEqual(['Gold', 'Silver']);
+  });
+
+  it('reads the generic CSV as documented (name, key, type, choices): the key identifies a row without an id', async () => {
+    const csv = 'name,key,type,choices\nRack,rack,text,\nTier,tier,dropdown,Gold|Silver\n';
+    const preview = await post('definitions/preview', globex.partnerToken, { sourceSystem: 'generic', csv });
+    expect(preview.status, JSON.stringify(preview.body)).toBe(200);
+    expect(preview.body.rows).toEqual([
+      {
+        row: 1,
+        externalId: 'rack',
+        annotation: 'create',
+        outcome: 'create',
+        name: 'Rack',
+        key: 'rack',
+        type: 'text',
+        choices: null,
+      },
+      {
+        row: 2,
+        externalId: 'tier',
+        annotation: 'create',
+        outcome: 'create',
+        name: 'Tier',
+        key: 'tier',
+        type: 'dropdown',
+        choices: ['Gold', 'Silver'],
+      },
+    ]);
+    const commit = await post('definitions', globex.partnerToken, { sourceSystem: 'generic', csv });
+    expect(commit.body.summary).toEqual({ create: 2, update: 0, unchanged: 0, held: 0, refused: 0 });
+    const again = await post('definitions', globex.partnerToken, {
+      sourceSystem: 'generic',
+      rows: [
+        { name: 'Rack', key: 'rack', type: 'text', choices: '' },
+        { name: 'Tier', key: 'tier', type: 'dropdown', choices: 'Gold|Silver' },
+      ],
+    });
+    expect(again.body.rows.map((r: { annotation: string; outcome: string }) => [r.annotation, r.outcome])).toEqual([
+      ['unchanged', 'unchanged'],
+      ['unchanged', 'unchanged'],
+    ]);
   });
 
   it('is refused to organization users', async () => {
@@ -124,13 +182,21 @@ describe('the values pass', () => {
       Colour: null,
     });
     const rows = preview.body.rows;
-    expect(rows.map((r: { status: string; resolvedBy: string | null }) => [r.status, r.resolvedBy])).toEqual([
-      ['resolved', 'serialNumber'],
-      ['resolved', 'hostname'],
-      ['ambiguous', null],
-      ['ambiguous', null],
-      ['no-device', null],
-      ['no-device', null],
+    expect(
+      rows.map((r: { row: number; externalId: string; annotation: string; outcome: string; resolvedBy: string }) => [
+        r.row,
+        r.externalId,
+        r.annotation,
+        r.outcome,
+        r.resolvedBy,
+      ]),
+    ).toEqual([
+      [1, 'd-web', 'update', 'update', 'serialNumber'],
+      [2, 'd-db', 'update', 'update', 'hostname'],
+      [3, 'd-kiosk', 'conflict', 'refused', null],
+      [4, 'd-twin', 'conflict', 'refused', null],
+      [5, 'd-gone', 'invalid', 'refused', null],
+      [6, 'd-globex', 'invalid', 'refused', null],
     ]);
     expect(rows[0].deviceId).toBe(devices.web);
     expect(rows[1].fields.map((f: { key: string; status: string }) => [f.key, f.status])).toEqual([
@@ -194,15 +260,15 @@ describe('the values pass', () => {
     const same = await post('values', acme.partnerToken, {
       sourceSystem: 'generic',
       rows,
-      expected: [{ row: 0, digest: preview.body.rows[0].digest }],
+      expected: [{ row: 1, digest: preview.body.rows[0].digest }],
     });
-    expect(same.body.rows[0].status).toBe('resolved');
+    expect(same.body.rows[0]).toMatchObject({ annotation: 'unchanged', outcome: 'unchanged' });
     const changed = await post('values', acme.partnerToken, {
       sourceSystem: 'generic',
       rows: [{ hostname: 'WEB-01', asset_tag: 'HQ-101' }],
-      expected: [{ row: 0, digest: preview.body.rows[0].digest }],
+      expected: [{ row: 1, digest: preview.body.rows[0].digest }],
     });
-    expect(changed.body.rows[0]).toMatchObject({ status: 'refused' });
+    expect(changed.body.rows[0]).toMatchObject({ annotation: 'update', outcome: 'refused' });
     const web = await t.api.request('GET', `/api/v1/devices/${devices.web}`, { token: acme.orgToken });
     expect(web.body.customFields.asset_tag).toBe('HQ-100');
   });
@@ -231,6 +297,21 @@ describe('the values pass', () => {
     }
   });
 
+  it('reads blank serial cells and empty strings as absent, in CSV and JSON alike', async () => {
+    const csv = await post('values/preview', acme.partnerToken, {
+      sourceSystem: 'generic',
+      csv: 'hostname,serialNumber,asset_tag\nWEB-01,,T-1\n',
+    });
+    const json = await post('values/preview', acme.partnerToken, {
+      sourceSystem: 'generic',
+      rows: [{ hostname: 'WEB-01', serialNumber: '', asset_tag: 'T-1' }],
+    });
+    for (const reply of [csv, json]) {
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      expect(reply.body.rows[0]).toMatchObject({ row: 1, annotation: 'update', resolvedBy: 'hostname' });
+    }
+  });
+
   it('maps columns explicitly, and resolves hostnames within the named organization only', async () => {
     const reply = await post('values/preview', acme.orgToken, {
       sourceSystem: 'generic',
@@ -243,7 +324,7 @@ describe('the values pass', () => {
       ['asset_tag', 'set'],
       ['no_such_key', 'no-definition'],
     ]);
-    expect(reply.body.rows[1].status).toBe('no-device');
+    expect(reply.body.rows[1]).toMatchObject({ row: 2, annotation: 'invalid', outcome: 'refused' });
     const foreign = await post('values/preview', acme.orgToken, {
       sourceSystem: 'generic',
       orgId: globex.orgId,

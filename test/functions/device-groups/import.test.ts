@@ -39,15 +39,15 @@ describe('saved-filter import', () => {
     expect(preview.status).toBe(200);
     expect(preview.body).toMatchObject({
       committed: false,
-      summary: { created: 2, updated: 0, unchanged: 0, held: 0, refused: 0 },
+      summary: { create: 2, update: 0, unchanged: 0, held: 0, refused: 0 },
       rows: [
-        { row: 0, externalId: '17', annotation: 'create', outcome: 'created' },
-        { row: 1, externalId: '18', annotation: 'create', outcome: 'created' },
+        { row: 1, externalId: '17', annotation: 'create', outcome: 'create' },
+        { row: 2, externalId: '18', annotation: 'create', outcome: 'create' },
       ],
     });
     expect(await groupCount(tenant.orgId)).toBe(0);
     const commit = await t.api.request('POST', importPath(tenant.orgId), { token: tenant.orgToken, body });
-    expect(commit.body.summary.created).toBe(2);
+    expect(commit.body.summary.create).toBe(2);
     const group = await t.api.request('GET', `/api/v1/device-groups/${commit.body.rows[1].groupId}`, {
       token: tenant.orgToken,
     });
@@ -66,7 +66,7 @@ describe('saved-filter import', () => {
       token: tenant.orgToken,
       body: { groups: [saved('17', 'All Windows', windows)] },
     });
-    expect(renamed.body.rows[0]).toMatchObject({ annotation: 'update', outcome: 'updated' });
+    expect(renamed.body.rows[0]).toMatchObject({ annotation: 'update', outcome: 'update' });
     const { rows: audits } = await t.db.admin.query<{ action: string }>(
       `SELECT action FROM audit_logs WHERE org_id = :orgId::uuid AND action LIKE 'device_group.%' ORDER BY seq`,
       { orgId: tenant.orgId },
@@ -96,11 +96,11 @@ describe('saved-filter import', () => {
     });
     expect(reply.status).toBe(200);
     expect(reply.body.rows).toMatchObject([
-      { row: 0, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'filter.all.1.field' }] },
-      { row: 1, annotation: 'create', outcome: 'created' },
-      { row: 2, annotation: 'conflict', outcome: 'refused' },
+      { row: 1, annotation: 'invalid', outcome: 'refused', issues: [{ path: 'filter.all.1.field' }] },
+      { row: 2, annotation: 'create', outcome: 'create' },
       { row: 3, annotation: 'conflict', outcome: 'refused' },
-      { row: 4, annotation: 'conflict', reason: expect.stringMatching(/already exists/) },
+      { row: 4, annotation: 'conflict', outcome: 'refused' },
+      { row: 5, annotation: 'conflict', reason: expect.stringMatching(/already exists/) },
     ]);
     const { rows } = await t.db.admin.query(`SELECT 1 FROM device_groups WHERE external_id IN ('30', '32', '33')`);
     expect(rows).toEqual([]);

@@ -46,14 +46,14 @@ describe('tenancy-tree import', () => {
       'conflict',
     ]);
     expect(reply.body.rows[4].issues[0].path).toBe('timezone');
-    expect(reply.body.summary).toEqual({ created: 3, updated: 0, unchanged: 0, held: 1, refused: 3 });
+    expect(reply.body.summary).toEqual({ create: 3, update: 0, unchanged: 0, held: 1, refused: 3 });
     expect(await orgsNamed(tenant.partnerId)).toEqual(before);
   });
 
   it('commits: creates organizations and sites, holds the name-match, audits each and a summary; re-import matches', async () => {
     const committed = await call('import', { sourceSystem: 'datto-rmm', rows });
     expect(committed.status).toBe(200);
-    expect(committed.body.summary).toEqual({ created: 3, updated: 0, unchanged: 0, held: 1, refused: 3 });
+    expect(committed.body.summary).toEqual({ create: 3, update: 0, unchanged: 0, held: 1, refused: 3 });
     expect(await orgsNamed(tenant.partnerId)).toEqual([
       { name: 'Contoso', sites: ['Branch', 'HQ'] },
       { name: 'Fabrikam', sites: ['Main'] },
@@ -72,9 +72,13 @@ describe('tenancy-tree import', () => {
       { action: 'site.create', n: 3 },
     ]);
     const again = await call('import/preview', { sourceSystem: 'datto-rmm', rows: rows.slice(0, 3) });
-    expect(again.body.rows.map((r: { annotation: string }) => r.annotation)).toEqual(['matched', 'matched', 'matched']);
+    expect(again.body.rows.map((r: { annotation: string }) => r.annotation)).toEqual([
+      'unchanged',
+      'unchanged',
+      'unchanged',
+    ]);
     const recommit = await call('import', { sourceSystem: 'datto-rmm', rows: rows.slice(0, 3) });
-    expect(recommit.body.summary).toMatchObject({ created: 0, unchanged: 3 });
+    expect(recommit.body.summary).toMatchObject({ create: 0, unchanged: 3 });
   });
 
   it('links a held name-match only when acknowledged with its target, and refuses a stale acknowledgement', async () => {
@@ -90,9 +94,9 @@ describe('tenancy-tree import', () => {
       sourceSystem: 'datto-rmm',
       rows: [{ ...rows[3], acknowledge: { annotation: 'name-match', targetId } }],
     });
-    expect(linked.body.rows[0]).toMatchObject({ outcome: 'updated', organizationId: tenant.orgId });
+    expect(linked.body.rows[0]).toMatchObject({ outcome: 'update', organizationId: tenant.orgId });
     const after = await call('import/preview', { sourceSystem: 'datto-rmm', rows: [rows[3]] });
-    expect(after.body.rows[0].annotation).toBe('matched');
+    expect(after.body.rows[0].annotation).toBe('unchanged');
   });
 
   it('reads CSV, refuses organization users (403) and more than 1,000 rows (400)', async () => {
@@ -102,6 +106,28 @@ describe('tenancy-tree import', () => {
     expect((await call('import/preview', { sourceSystem: 'x', rows }, tenant.orgToken)).status).toBe(403);
     const many = Array.from({ length: 1001 }, (_, i) => ({ name: `Org ${i}` }));
     expect((await call('import/preview', { sourceSystem: 'x', rows: many })).status).toBe(400);
+  });
+
+  it('accepts the same fields per row in JSON and CSV: a repeated sourceSystem, blank cells and strings absent', async () => {
+    const json = await call('import/preview', {
+      sourceSystem: 'datto-rmm',
+      rows: [
+        { name: 'Initech', sourceSystem: 'datto-rmm', externalId: 'i-1', siteName: '', timezone: ' ' },
+        { name: 'Umbrella', sourceSystem: 'ninjaone', externalId: 'u-1' },
+      ],
+    });
+    const csv = await call('import/preview', {
+      sourceSystem: 'datto-rmm',
+      csv: 'name,sourceSystem,externalId,siteName,timezone\nInitech,datto-rmm,i-1,,\nUmbrella,ninjaone,u-1,,\n',
+    });
+    for (const reply of [json, csv]) {
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      expect(reply.body.rows).toMatchObject([
+        { row: 1, externalId: 'i-1', annotation: 'create', outcome: 'create', name: 'Initech' },
+        { row: 2, externalId: 'u-1', annotation: 'invalid', outcome: 'refused', issues: [{ path: 'sourceSystem' }] },
+      ]);
+    }
+    expect(csv.body.rows).toEqual(json.body.rows);
   });
 
   it("never matches another partner's organizations", async () => {

@@ -45,8 +45,10 @@ interface ShownRow {
 
 const number = (n: number) => n.toLocaleString('en');
 
+/** A values row as the wizard lists it: what became of its device, else the most telling status of its values. */
 function valuesRowStatus(row: ValuesImportReply['rows'][number]) {
-  if (row.status !== 'resolved') return row.status;
+  if (row.deviceId === null) return row.annotation === 'conflict' ? 'ambiguous' : 'no-device';
+  if (row.outcome === 'refused' && row.fields.length === 0) return 'refused';
   for (const status of ['invalid', 'no-definition', 'set'] as const)
     if (row.fields.some((field) => field.status === status)) return status;
   return 'unchanged';
@@ -278,11 +280,11 @@ export function importWizard({ api, main, report, fail }: PageContext) {
       const chunk = kind === 'values' ? chunks[i]! : { firstRow: 0, rows: file!.records };
       if (kind === 'values')
         return (reply as ValuesImportReply).rows.map((row) => {
-          const record = chunk.rows[row.row]!;
+          const record = chunk.rows[row.row - 1]!;
           const device = Object.entries(columns).find(([, role]) => role && !role.startsWith('field:'));
           const status = valuesRowStatus(row);
           return {
-            fileRow: chunk.firstRow + row.row + 1,
+            fileRow: chunk.firstRow + row.row,
             label: String((device && record[device[0]]) ?? ''),
             status,
             detail: row.reason ?? (row.fields.map(fieldText).join(' · ') || 'No value in this row'),
@@ -291,12 +293,16 @@ export function importWizard({ api, main, report, fail }: PageContext) {
           };
         });
       return (reply as DefinitionsImportReply).rows.map((row) => ({
-        fileRow: row.row + 1,
+        fileRow: row.row,
         label: row.name ?? '',
-        status: row.outcome === 'refused' ? 'refused' : row.status,
+        // A conflict or invalid row is refused for that reason; a row refused otherwise changed since preview.
+        status:
+          row.outcome === 'refused' && ['create', 'update', 'unchanged'].includes(row.annotation)
+            ? 'refused'
+            : row.annotation,
         detail: [row.key && `${row.key} (${row.type ?? '?'})`, row.reason].filter(Boolean).join(' · '),
-        applied: row.outcome !== 'refused' && ['create', 'update', 'unchanged'].includes(row.status),
-        record: chunk.rows[row.row]!,
+        applied: row.outcome !== 'refused' && ['create', 'update', 'unchanged'].includes(row.annotation),
+        record: chunk.rows[row.row - 1]!,
       }));
     });
   }
@@ -449,15 +455,20 @@ export function importWizard({ api, main, report, fail }: PageContext) {
           ),
         );
         const preview = previews[i]!;
-        const expected =
+        const echoed =
           kind === 'values'
-            ? (preview as ValuesImportReply).rows.map((row) => ({ row: row.row, digest: row.digest }))
-            : (preview as DefinitionsImportReply).rows.map((row) => ({ row: row.row, status: row.status }));
+            ? { expected: (preview as ValuesImportReply).rows.map((row) => ({ row: row.row, digest: row.digest })) }
+            : {
+                acknowledgements: (preview as DefinitionsImportReply).rows.map((row) => ({
+                  row: row.row,
+                  annotation: row.annotation,
+                })),
+              };
         const pass =
           kind === 'values'
             ? { pass: { id: passId, sha256: file!.sha256, rows: file!.records.length, firstRow: chunk.firstRow } }
             : {};
-        replies.push(await api.send('POST', passPath(), { ...request(chunk), ...pass, expected }));
+        replies.push(await api.send('POST', passPath(), { ...request(chunk), ...pass, ...echoed }));
       }
     } catch (error) {
       fail(error);
