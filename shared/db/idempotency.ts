@@ -5,10 +5,10 @@ import { logger } from '../logger.ts';
 import { type Db, type Isolation, one } from './db.ts';
 
 /**
- * The tables that keep the first reply to a request sent with an Idempotency-Key (0004_audit_ingest.sql,
- * 0014_agent_log_ingest_requests.sql): same columns, one per route family.
+ * The tables of idempotency keys the daily retention run purges: the API's (idempotency_keys,
+ * 0062_idempotency_keys.sql) and the replays of spooled audit rows (audit_ingest_requests, 0004_audit_ingest.sql).
  */
-export type IdempotencyTable = 'audit_ingest_requests' | 'agent_log_ingest_requests';
+export type IdempotencyTable = 'audit_ingest_requests' | 'idempotency_keys';
 
 /** Who sent the request with which key, and the hash of its body. */
 interface IdempotencyClaim {
@@ -45,14 +45,15 @@ export function requestHash(body: unknown): string {
 }
 
 /**
- * Inside `db.transaction`: claims the principal's key for this request (a new key, or one older than 24 hours,
- * replaced in place) and runs `work`, storing its reply before the transaction commits; or returns the reply stored
- * under the key. A concurrent claim of the same key waits on the primary key until the first commits, then finds its
- * reply; 422 IDEMPOTENCY_KEY_REUSED when the key came with another body.
+ * Inside `db.transaction`, for work that is no request of the API (a spooled audit row replayed from the work queue):
+ * claims the principal's key (a new key, or one older than 24 hours, replaced in place) and runs `work`, storing its
+ * reply before the transaction commits; or returns the reply stored under the key. A concurrent claim of the same key
+ * waits on the primary key until the first commits, then finds its reply; 422 IDEMPOTENCY_KEY_REUSED when the key
+ * came with another body.
  */
 export async function onceForKey<R extends Record<string, unknown>>(
   tx: Db,
-  table: IdempotencyTable,
+  table: 'audit_ingest_requests',
   claim: IdempotencyClaim,
   work: () => Promise<R>,
 ): Promise<R> {

@@ -23,3 +23,6 @@ GRANT SELECT, INSERT, UPDATE ON idempotency_keys TO logbook_app;
 --> statement-breakpoint
 -- The daily retention run deletes keys past their lifetime, as it does for audit ingestion's.
 GRANT SELECT, DELETE ON idempotency_keys TO logbook_audit_admin;
+--> statement-breakpoint
+-- Agent log uploads claim their keys here now, like every other POST; their own table is gone.
+DROP TABLE agent_log_ingest_requests;
