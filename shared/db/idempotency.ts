@@ -87,7 +87,7 @@ export async function onceForKey<R extends Record<string, unknown>>(
 }
 
 /** 422: the key was used within 24 hours for another request (another body, path or query), named in the message. */
-export const keyReused = (key: string) =>
+const keyReused = (key: string) =>
   new DomainError(
     'IDEMPOTENCY_KEY_REUSED',
     `Idempotency-Key "${key}" was used within the last 24 hours for another request; use a new key`,
@@ -153,7 +153,7 @@ const keyedRequests = new AsyncLocalStorage<KeyedRequest>();
 export const runKeyed = <T>(request: KeyedRequest, fn: () => Promise<T>): Promise<T> => keyedRequests.run(request, fn);
 
 /** Runs `fn` outside any keyed request: for work a request starts that is not its change (its audit writes). */
-export const outsideKeyedRequest = <T>(fn: () => Promise<T>): Promise<T> => keyedRequests.exit(fn);
+const outsideKeyedRequest = <T>(fn: () => Promise<T>): Promise<T> => keyedRequests.exit(fn);
 
 /** A Db whose calls run outside any keyed request (the audit context's: audit writes never claim a key). */
 export function unkeyedDb(db: Db): Db {
