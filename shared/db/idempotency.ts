@@ -166,7 +166,7 @@ export function unkeyedDb(db: Db): Db {
 
 /**
  * The API's Db (shared/db/client.ts appDb). Outside a keyed request it is `db`. Inside one, the request's first
- * transaction claims the key before its work (409 while another request holds it), and is kept open after its work
+ * transaction (or first statement that changes rows, run in a transaction of its own) claims the key before its work (409 while another request holds it), and is kept open after its work
  * until the request's reply is known, so the reply is stored and committed with the change: a client that gave up
  * and retries finds either nothing (and the request runs again) or the change with its reply, never the change alone.
  * Any later statement of the request commits it first, and the reply is then stored after.
@@ -176,6 +176,9 @@ export function keyedRequestDb(db: Db): Db {
     query: async (sql, params) => {
       const request = keyedRequests.getStore();
       if (request?.held) await commitHeld(request);
+      // A change made by one statement outside a transaction claims the key in a transaction of its own.
+      if (request && !request.claimed && writes(sql))
+        return claimingTransaction(db, request, (tx) => tx.query(sql, params), undefined);
       return db.query(sql, params);
     },
     transaction: async (fn, options) => {
@@ -187,6 +190,10 @@ export function keyedRequestDb(db: Db): Db {
     close: () => db.close(),
   };
 }
+
+/** A statement that changes rows: INSERT, UPDATE, DELETE or MERGE, alone or in a WITH. */
+const writes = (sql: string) =>
+  /^\s*(?:INSERT|UPDATE|DELETE|MERGE)\b|^\s*WITH\b[\s\S]*\b(?:INSERT|UPDATE|DELETE)\b/i.test(sql);
 
 /** Commits the request's held transaction; its failure (the database unavailable) fails the statement that waits. */
 async function commitHeld(request: KeyedRequest): Promise<void> {

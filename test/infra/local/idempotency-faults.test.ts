@@ -127,53 +127,62 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const contactsNamed = async (name: string) =>
+/** The ids of the rows a create made, by name: a contact (created in a transaction) or a site (one statement). */
+const rowsNamed = async (table: 'contacts' | 'sites', name: string) =>
   (
-    await admin.query<{ id: string }>('SELECT id FROM contacts WHERE org_id = :orgId::uuid AND name = :name::text', {
+    await admin.query<{ id: string }>(`SELECT id FROM ${table} WHERE org_id = :orgId::uuid AND name = :name::text`, {
       orgId: tenant.orgId,
       name,
     })
   ).rows.map((row) => row.id);
 
 describe('a keyed create over a server frozen as its COMMIT is sent', () => {
-  it('answers 503, commits after the thaw, and the retry with the same key replays it: one contact', async () => {
-    const name = 'Frozen Contact';
-    const send = () =>
-      api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/contacts`, {
-        token: tenant.orgToken,
-        body: { name },
-        headers: { 'idempotency-key': 'frozen-commit-1' },
+  it.each([
+    { table: 'contacts' as const, name: 'Frozen Contact' },
+    { table: 'sites' as const, name: 'Frozen Site' },
+  ])(
+    '$table: answers 503, commits after the thaw, and the retry with the same key replays it: one row',
+    async ({ table, name }) => {
+      const send = () =>
+        api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/${table}`, {
+          token: tenant.orgToken,
+          body: { name },
+          headers: { 'idempotency-key': `frozen-commit-${table}` },
+        });
+      const sprung = new Promise<void>((resolve) => {
+        trap.sprung = resolve;
       });
-    const sprung = new Promise<void>((resolve) => {
-      trap.sprung = resolve;
-    });
-    trap.armed = true;
-    let first: Reply;
-    let during: Reply;
-    try {
-      const pending = send();
-      await sprung;
-      first = await pending;
-      // The client gave up; it retries while the server is still frozen.
-      during = await send();
-    } finally {
-      signal(trap.frozen ?? [], 'SIGCONT');
-    }
-    expect(first.status).toBe(503);
-    expect(first.body.error.code).toBe('UNAVAILABLE');
-    expect(during.status).toBe(503);
+      trap.armed = true;
+      let first: Reply;
+      let during: Reply;
+      try {
+        const pending = send();
+        const frozeFirst = await Promise.race([sprung.then(() => true), pending.then(() => false)]);
+        expect(frozeFirst, 'the server froze as the transaction that claimed the key sent COMMIT').toBe(true);
+        first = await pending;
+        // The client gave up; it retries while the server is still frozen.
+        during = await send();
+      } finally {
+        signal(trap.frozen ?? [], 'SIGCONT');
+        trap.frozen = undefined;
+      }
+      expect(first.status).toBe(503);
+      expect(first.body.error.code).toBe('UNAVAILABLE');
+      expect(during.status).toBe(503);
 
-    // After the thaw: retried until the server answers other than 503 or 409 (the first still committing).
-    let retry = await send();
-    const deadline = Date.now() + 30_000;
-    while ((retry.status === 503 || retry.status === 409) && Date.now() < deadline) retry = await send();
-    expect(retry.status).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    // The change the first request made, committed after it was answered, and nothing more.
-    expect(await contactsNamed(name)).toEqual([retry.body.id]);
-    expect(retry.body).toMatchObject({ name, orgId: tenant.orgId });
-    const again = await send();
-    expect(again.body).toEqual(retry.body);
-    expect(await contactsNamed(name)).toHaveLength(1);
-  }, 90_000);
+      // After the thaw: retried until the server answers other than 503 or 409 (the first still committing).
+      let retry = await send();
+      const deadline = Date.now() + 30_000;
+      while ((retry.status === 503 || retry.status === 409) && Date.now() < deadline) retry = await send();
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      // The change the first request made, committed after it was answered, and nothing more.
+      expect(await rowsNamed(table, name)).toEqual([retry.body.id]);
+      expect(retry.body).toMatchObject({ name });
+      const again = await send();
+      expect(again.body).toEqual(retry.body);
+      expect(await rowsNamed(table, name)).toHaveLength(1);
+    },
+    90_000,
+  );
 });
