@@ -128,6 +128,8 @@ export interface KeyedRequest {
   claimed: boolean;
   /** The claiming transaction, kept open until the reply is known or the request runs another statement. */
   held?: HeldTransaction;
+  /** The reply is known: work the request left running claims nothing any more. */
+  ended?: boolean;
 }
 
 const rollback = Symbol('rollback');
@@ -177,14 +179,14 @@ export function keyedRequestDb(db: Db): Db {
       const request = keyedRequests.getStore();
       if (request?.held) await commitHeld(request);
       // A change made by one statement outside a transaction claims the key in a transaction of its own.
-      if (request && !request.claimed && writes(sql))
+      if (request && !request.claimed && !request.ended && writes(sql))
         return claimingTransaction(db, request, (tx) => tx.query(sql, params), undefined);
       return db.query(sql, params);
     },
     transaction: async (fn, options) => {
       const request = keyedRequests.getStore();
       if (request?.held) await commitHeld(request);
-      if (!request || request.claimed) return db.transaction(fn, options);
+      if (!request || request.claimed || request.ended) return db.transaction(fn, options);
       return claimingTransaction(db, request, fn, options);
     },
     close: () => db.close(),
@@ -253,6 +255,7 @@ function claimingTransaction<T>(
  * (it changed nothing, so a retry runs again).
  */
 export async function finishKeyed(db: Db, request: KeyedRequest, reply: StoredReply, failed: boolean): Promise<void> {
+  request.ended = true;
   const held = request.held;
   if (held) {
     request.held = undefined;

@@ -99,6 +99,7 @@ export async function answerOnce(
 }
 
 async function answerTaken(keyed: KeyedRequest): Promise<APIGatewayProxyStructuredResultV2> {
+  keyed.ended = true;
   try {
     const stored = await storedAnswer(appDb(), keyed);
     if (stored) return replayed(stored);
