@@ -2,7 +2,7 @@ import { releaseIngest, reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
-import { onceForKey, parseIdempotencyKey, requestHash } from '../db/idempotency.ts';
+import { parseIdempotencyKey } from '../db/idempotency.ts';
 import { batchesOf } from '../db/insert-batch.ts';
 import { logger, specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
@@ -12,8 +12,8 @@ import { insertLogBatch } from './store.ts';
 /**
  * POST /agents/:id/logs (seed 4.3): charged to the hourly budget, inserted in batches; a failing batch costs only
  * itself and is reported, a request with none stored fails (docs/ARCHITECTURE.md "Diagnostic log ingestion").
- * With an Idempotency-Key (issue 13) the upload is one transaction, stored whole or not at all, and a resend within
- * 24 hours gets the first reply and stores nothing.
+ * With an Idempotency-Key the upload is one transaction, stored whole or not at all, which claims the key
+ * (shared/http/idempotency.ts): a resend within 24 hours gets the first reply and stores nothing.
  */
 export async function submitLogs(
   db: Db,
@@ -26,17 +26,14 @@ export async function submitLogs(
   const device = await deviceOfAgent(db, caller, agentId);
   if (logs.length === 0) return { received: 0 };
   if (key !== undefined) {
-    // issue 13: a resend after an unknown outcome gets the first reply; the upload is stored whole or not at all.
-    const claim = { principalType: 'agent', principalId: caller.agentId, key, requestHash: requestHash(logs) };
-    return db.transaction((tx) =>
-      onceForKey(tx, 'agent_log_ingest_requests', claim, async () => {
-        await reserveIngest(tx, device, 'logs', logs.length);
-        let received = 0;
-        for (const batch of batchesOf(logs)) received += await insertLogBatch(tx, device, batch.items);
-        countMetric('AgentLogsStored', received);
-        return { received };
-      }),
-    );
+    // A resend after an unknown outcome gets the first reply; the upload is stored whole or not at all.
+    return db.transaction(async (tx) => {
+      await reserveIngest(tx, device, 'logs', logs.length);
+      let received = 0;
+      for (const batch of batchesOf(logs)) received += await insertLogBatch(tx, device, batch.items);
+      countMetric('AgentLogsStored', received);
+      return { received };
+    });
   }
   const reservation = await reserveIngest(db, device, 'logs', logs.length);
   let received = 0;

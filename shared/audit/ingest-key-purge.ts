@@ -9,8 +9,8 @@ import { deleteStaleIngestKeys } from './retention-store.ts';
  */
 export const ingestKeyLifetimeMs = 25 * 60 * 60 * 1000;
 
-/** The idempotency keys of audit ingestion and of agent log uploads share the lifetime. */
-const keyTables: readonly IdempotencyTable[] = ['audit_ingest_requests', 'agent_log_ingest_requests'];
+/** The API's idempotency keys and those of spooled audit rows share the lifetime. */
+const keyTables: readonly IdempotencyTable[] = ['audit_ingest_requests', 'idempotency_keys'];
 
 /** Deletes the stale ingestion keys batch by batch; a failure is logged, not fatal to the run. */
 export async function purgeIngestKeys(db: Db, before: Date, batchRows: number, signal?: AbortSignal): Promise<number> {

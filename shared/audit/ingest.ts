@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, requirePermission, tenantParams } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
-import { onceForKey, parseIdempotencyKey, requestHash } from '../db/idempotency.ts';
+import { parseIdempotencyKey } from '../db/idempotency.ts';
 import { DomainError } from '../errors.ts';
 import type { ingestEvents, ingestReceipt } from './schemas.ts';
 import { type AppendedRow, type AuditRowInput, insertAuditRows } from './store.ts';
@@ -16,8 +16,8 @@ type IngestReceipt = z.output<typeof ingestReceipt>;
  * for its own organization, a platform caller for any existing one. Only the actions those components
  * own, and timestamps at most 10 minutes ahead (schemas.ts ingestedEvent). Each row records who reported
  * it in details.reportedBy and when the server received it in details.reportedAt; the event's own actor
- * fields describe the original actor. All rows go in one statement; with an Idempotency-Key, a retry
- * within 24 hours gets the first reply.
+ * fields describe the original actor. All rows go in one statement; with an Idempotency-Key, in one transaction that
+ * claims the key (shared/http/idempotency.ts), so a retry within 24 hours gets the first reply.
  */
 export async function ingestAuditEvents(
   db: Db,
@@ -39,14 +39,8 @@ export async function ingestAuditEvents(
     ids: inRequestOrder(rows, await insertAuditRows(tx, rows)),
   });
   if (key === undefined) return append(db);
-  // READ COMMITTED (the sealing trigger refuses REPEATABLE READ): a duplicate that waited on the key sees its reply.
-  const claim = {
-    principalType: principal.actorType,
-    principalId: principal.id,
-    key,
-    requestHash: requestHash(body),
-  };
-  return db.transaction((tx) => onceForKey(tx, 'audit_ingest_requests', claim, () => append(tx)));
+  // READ COMMITTED (the sealing trigger refuses REPEATABLE READ).
+  return db.transaction((tx) => append(tx));
 }
 
 /**

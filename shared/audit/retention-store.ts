@@ -181,7 +181,7 @@ export async function recordCleanup(db: Db, orgId: string): Promise<void> {
 
 /**
  * Deletes up to `batchRows` idempotency keys of `table` created before `before` (0012_audit_ingest_purge.sql,
- * 0014_agent_log_ingest_requests.sql); the number deleted. Not audit rows: no session flag, no checkpoint.
+ * 0062_idempotency_keys.sql); the number deleted. Not audit rows: no session flag, no checkpoint.
  */
 export async function deleteStaleIngestKeys(
   db: Db,

@@ -1,4 +1,5 @@
 import type { Db, Params, Row } from './db.ts';
+import { keyedRequestDb } from './idempotency.ts';
 import { dbTimeouts } from './timeouts.ts';
 
 /**
@@ -82,16 +83,19 @@ let app: Db | undefined;
 let appStatements = 0;
 
 export function appDb(): Db {
-  // API Gateway gives up on a request after 30 s: a resuming cluster may take 20 of them.
-  app ??= counted(
-    connect({
-      urlVariable: 'APP_DATABASE_URL',
-      secretVariable: 'APP_DB_SECRET_ARN',
-      applicationName: 'logbook-api',
-      max: 10,
-      resumeDeadlineMs: 20_000,
-    }),
-    () => appStatements++,
+  // API Gateway gives up on a request after 30 s: a resuming cluster may take 20 of them. A request sent with an
+  // Idempotency-Key claims it in its first transaction (shared/db/idempotency.ts).
+  app ??= keyedRequestDb(
+    counted(
+      connect({
+        urlVariable: 'APP_DATABASE_URL',
+        secretVariable: 'APP_DB_SECRET_ARN',
+        applicationName: 'logbook-api',
+        max: 10,
+        resumeDeadlineMs: 20_000,
+      }),
+      () => appStatements++,
+    ),
   );
   return app;
 }

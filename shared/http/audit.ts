@@ -3,6 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import { clientAddress } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
+import { unkeyedDb } from '../db/idempotency.ts';
 import type { HttpContext } from './authenticate.ts';
 
 export interface AuditHttpContext extends HttpContext {
@@ -22,7 +23,8 @@ export const auditWrites = (): MiddlewareObj<
   before: async (request) => {
     const headers = request.event.headers ?? {};
     request.context.audit = {
-      db: appDb(),
+      // Audit writes are not the request's change: they never claim its Idempotency-Key nor wait for its commit.
+      db: unkeyedDb(appDb()),
       caller: request.context.caller,
       ipAddress: clientAddress(headers, request.event.requestContext.http.sourceIp),
       userAgent: headers['user-agent'] ?? null,

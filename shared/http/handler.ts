@@ -1,13 +1,14 @@
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
-import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { auditWrites } from './audit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
 import { bodyLimit, defaultMaxBodyBytes } from './body-limit.ts';
 import { errorEnvelope } from './error-envelope.ts';
+import { answerOnce, idempotency, type KeyedHttpContext } from './idempotency.ts';
 import { RawReply, type ReplyOf, type RequestOf, type RouteDef } from './route.ts';
 import { utf8Body } from './utf8-body.ts';
-import { type ValidatedContext, validate } from './validate.ts';
+import { validate } from './validate.ts';
 
 export type Handler = (
   event: APIGatewayProxyEventV2,
@@ -15,7 +16,7 @@ export type Handler = (
 ) => Promise<APIGatewayProxyResultV2>;
 
 /**
- * A route's Lambda handler: error envelope, authentication, JSON body, validation,
+ * A route's Lambda handler: error envelope, authentication, JSON body, validation, the Idempotency-Key of a POST,
  * then the one domain call. The function returns the reply body; the status is the route's
  * (or a RawReply, passed on as it is).
  */
@@ -23,7 +24,7 @@ export function httpHandler<R extends RouteDef>(
   def: R,
   fn: (request: RequestOf<R, CallerOf<R['auth']>>) => ReplyOf<R>,
 ): Handler {
-  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, ValidatedContext>().use(errorEnvelope());
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, KeyedHttpContext>().use(errorEnvelope());
   // An oversized body is refused first, as API Gateway refuses one above its own limit: no token lookup, no parsing.
   chain.use(bodyLimit(def.maxBodyBytes ?? defaultMaxBodyBytes));
   chain.use(authenticate(def.auth)).use(auditWrites());
@@ -37,21 +38,27 @@ export function httpHandler<R extends RouteDef>(
     // (`disableContentTypeCheck` is in the middleware but missing from its typings).
     chain.use(httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<typeof httpJsonBodyParser>[0]));
   }
-  return chain.use(validate(def)).handler(async (event, context) => {
-    const input = context.input!;
-    const result = await fn({
-      params: input.params,
-      query: input.query,
-      body: input.body,
-      caller: context.caller,
-      headers: event.headers ?? {},
-      sourceIp: event.requestContext.http.sourceIp,
-      audit: context.audit!,
-    } as RequestOf<R, CallerOf<R['auth']>>);
-    if (result instanceof RawReply) return result.result;
-    const status = def.status ?? 200;
-    return status === 204
-      ? { statusCode: 204 }
-      : { statusCode: status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) };
-  }) as unknown as Handler;
+  return chain
+    .use(validate(def))
+    .use(idempotency())
+    .handler(async (event, context) => {
+      const reply = async (): Promise<APIGatewayProxyStructuredResultV2> => {
+        const input = context.input!;
+        const result = await fn({
+          params: input.params,
+          query: input.query,
+          body: input.body,
+          caller: context.caller,
+          headers: event.headers ?? {},
+          sourceIp: event.requestContext.http.sourceIp,
+          audit: context.audit!,
+        } as RequestOf<R, CallerOf<R['auth']>>);
+        if (result instanceof RawReply) return result.result;
+        const status = def.status ?? 200;
+        return status === 204
+          ? { statusCode: 204 }
+          : { statusCode: status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) };
+      };
+      return context.keyed ? answerOnce(context.keyed, reply) : reply();
+    }) as unknown as Handler;
 }

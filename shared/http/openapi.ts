@@ -14,6 +14,7 @@ const errorText: Record<number, string> = {
   404: "NOT_FOUND: absent, or another tenant's",
   409: 'Conflict with the current state (code says which)',
   413: 'PAYLOAD_TOO_LARGE',
+  422: 'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used within 24 hours for another request (named in the message)',
   429: "RATE_LIMITED: over a budget; retry after the Retry-After header's seconds",
   502: "AGENT_BAD_RESPONSE: the agent's answer could not be read",
   503: 'The database is not reachable',
@@ -39,11 +40,36 @@ const downloadHeaders = z.object({
     .meta({ description: 'gzip when the file exceeds 5.5 MiB and the request accepts gzip' }),
 });
 
+/** Every POST takes an Idempotency-Key (shared/http/idempotency.ts; docs/idempotency.md). */
+const idempotencyKeyHeader = z.object({
+  'Idempotency-Key': z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/)
+    .optional()
+    .meta({
+      description:
+        'Makes a retry safe: the same caller sending the same key and request within 24 hours gets the first reply again ' +
+        '(with Idempotent-Replayed: true) and nothing is done twice; another request under the key is 422 ' +
+        'IDEMPOTENCY_KEY_REUSED, a retry while the first still runs 409 IDEMPOTENCY_KEY_IN_FLIGHT. 1 to 255 visible ' +
+        'ASCII characters (spaces only between them), else 400',
+    }),
+});
+
+/** The header that marks a replayed reply. */
+const replayedHeader = z.object({
+  'Idempotent-Replayed': z
+    .enum(['true'])
+    .optional()
+    .meta({ description: 'Present on a reply replayed for a retry with the same Idempotency-Key' }),
+});
+
 /** The content of a success reply: the response schema as JSON, and a download's text types besides. */
-function successContent(def: RouteDef) {
-  if (!def.response) return {};
+function successContent(def: RouteDef, keyed: boolean) {
+  if (!def.response) return keyed ? { headers: replayedHeader } : {};
   const json = { 'application/json': { schema: def.response } };
-  if (!def.download) return { content: json };
+  if (!def.download) return { content: json, ...(keyed ? { headers: replayedHeader } : {}) };
   const text = Object.fromEntries(def.download.textTypes.map((type) => [type, { schema: z.string() }]));
   // A report whose JSON is its ordinary reply names a file only for its text types.
   return {
@@ -66,6 +92,7 @@ export function buildOpenApi(
   for (const [key, def] of Object.entries(routes)) {
     const [method, path] = key.split(' ') as [string, string];
     const status = String(def.status ?? 200);
+    const keyed = method === 'POST';
     let operationId = def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase());
     // A handler serving several routes (shared/http/by-route-key.ts): the later ones add their path's namespace.
     if (operationIds.has(operationId))
@@ -76,7 +103,11 @@ export function buildOpenApi(
       tags: [def.tag],
       operationId,
       security: security[def.auth],
-      requestParams: { ...(def.params ? { path: def.params } : {}), ...(def.query ? { query: def.query } : {}) },
+      requestParams: {
+        ...(def.params ? { path: def.params } : {}),
+        ...(def.query ? { query: def.query } : {}),
+        ...(keyed ? { header: idempotencyKeyHeader } : {}),
+      },
       // A missing body reads as {}; it is optional where {} is valid.
       ...(def.body
         ? {
@@ -87,11 +118,11 @@ export function buildOpenApi(
           }
         : {}),
       responses: {
-        [status]: { description: status === '204' ? 'Done' : 'Success', ...successContent(def) },
+        [status]: { description: status === '204' ? 'Done' : 'Success', ...successContent(def, keyed) },
         ...Object.fromEntries(
           // Any route refuses a query parameter it does not take (400); every route with a body has a size limit
-          // (shared/http/body-limit.ts).
-          [...new Set([...(def.errors ?? []), 400, ...(def.body ? [413] : [])])]
+          // (shared/http/body-limit.ts); a POST's Idempotency-Key can be in flight (409) or reused (422).
+          [...new Set([...(def.errors ?? []), 400, ...(def.body ? [413] : []), ...(keyed ? [409, 422] : [])])]
             .sort((a, b) => a - b)
             .map((code) => [
               String(code),

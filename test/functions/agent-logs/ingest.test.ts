@@ -283,12 +283,12 @@ describe('POST /api/v1/agents/{id}/logs with an Idempotency-Key', () => {
     expect(await countLogs(agent.deviceId)).toBe(2);
   });
 
-  it('refuses the key with another body (409 IDEMPOTENCY_KEY_REUSED) and a malformed key (400), storing nothing', async () => {
+  it('refuses the key with another body (422 IDEMPOTENCY_KEY_REUSED) and a malformed key (400), storing nothing', async () => {
     const agent = await enrollDevice(t.api, tenant, 'logs-reused');
     const headers = { 'idempotency-key': 'upload-reused' };
     expect((await submitLogs(t.api, agent, [logEntry(1)], { headers })).status).toBe(201);
     const reused = await submitLogs(t.api, agent, [logEntry(2)], { headers });
-    expect(reused.status).toBe(409);
+    expect(reused.status).toBe(422);
     expect(reused.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     const malformed = await submitLogs(t.api, agent, [logEntry(3)], { headers: { 'idempotency-key': 'é' } });
     expect(malformed.status).toBe(400);

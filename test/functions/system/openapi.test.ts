@@ -6,7 +6,7 @@ const t = useApi();
 interface Operation {
   requestBody?: { content: Record<string, { schema: { minProperties?: number } }> };
   responses: Record<string, { content: Record<string, { schema: unknown }>; headers: Record<string, unknown> }>;
-  parameters: { name: string }[];
+  parameters: { name: string; in: string; required?: boolean }[];
 }
 let document: { servers: unknown; paths: Record<string, Record<string, Operation>> };
 
@@ -71,6 +71,21 @@ describe('the OpenAPI document', () => {
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
         if (operation.requestBody) expect(operation.responses, `${method} ${path}`).toHaveProperty('413');
+      }
+    }
+  });
+
+  it('documents the Idempotency-Key header, 409 and 422 on every POST, and on no other method', () => {
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const header = (operation.parameters ?? []).find((p) => p.in === 'header' && p.name === 'Idempotency-Key');
+        if (method !== 'post') {
+          expect(header, `${method} ${path}`).toBeUndefined();
+          continue;
+        }
+        expect(header, `${method} ${path}`).toBeDefined();
+        expect(header!.required ?? false).toBe(false);
+        expect(Object.keys(operation.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['409', '422']));
       }
     }
   });

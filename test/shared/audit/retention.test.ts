@@ -307,6 +307,22 @@ describe('ingestion idempotency keys', () => {
     expect((await prune({ batchRows: 2 })).ingestKeysDeleted).toBe(3);
     expect(await keys()).toEqual(['margin', 'retry-window']);
   });
+
+  it("the API's keys too, 25 hours after their first use", async () => {
+    await t.db.admin.query('DELETE FROM audit_ingest_requests');
+    for (const [name, hoursAgo] of [
+      ['stale', 26],
+      ['fresh', 23],
+    ] as const)
+      await t.db.admin.query(
+        `INSERT INTO idempotency_keys (principal_type, principal_id, idempotency_key, request_hash, created_at)
+         VALUES ('user', :name::text, repeat('0', 64), repeat('0', 64), now() - make_interval(hours => :hoursAgo::int))`,
+        { name, hoursAgo },
+      );
+    expect((await prune()).ingestKeysDeleted).toBe(1);
+    const { rows } = await t.db.admin.query<{ name: string }>('SELECT principal_id AS name FROM idempotency_keys');
+    expect(rows.map((row) => row.name)).toEqual(['fresh']);
+  });
 });
 
 describe('the verifier after a retention cut', () => {

@@ -1,0 +1,188 @@
+/**
+ * A create whose client gave up and retried with the same Idempotency-Key, over a PostgreSQL server frozen (SIGSTOP)
+ * just as the request's COMMIT is on its way: the request answers 503 within its timeout, its change commits after
+ * the thaw, and the retry must replay that change's reply, never create a second one. The server is a dedicated
+ * embedded PostgreSQL this file starts; the API reaches it through a TCP relay of the test's own, which freezes the
+ * server at the moment the transaction that claimed the key sends COMMIT. Short timeouts (1 s statements, 1 s
+ * connects) keep it quick.
+ */
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
+import { freePort, type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
+import { closeAppDb } from '#shared/db/client.ts';
+import type { Db } from '#shared/db/db.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+import { type Api, type Reply, startApi } from '#test/support/api.ts';
+import { createTenant, type Tenant } from '#test/support/tenants.ts';
+
+const dir = `.data/test-idempotency-faults-${process.pid}`;
+let port: number;
+let server: RunningPostgres;
+let relay: Server;
+let admin: Db;
+let api: Api;
+let tenant: Tenant;
+const saved: Record<string, string | undefined> = {};
+
+const adminUrl = () => `postgres://postgres:logbook-local@127.0.0.1:${port}/logbook_idempotency_faults`;
+
+/** The server's processes: the postmaster (postmaster.pid) and its children (backends and helpers). */
+function serverProcesses(): number[] {
+  const postmaster = Number(readFileSync(`${dir}/postmaster.pid`, 'utf8').split('\n')[0]);
+  const children = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] === String(postmaster);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [postmaster, ...children];
+}
+
+const signal = (pids: number[], name: NodeJS.Signals) => {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, name);
+    } catch {
+      // Already gone.
+    }
+  }
+};
+
+/** The trap of the relay: armed, it freezes the server before the COMMIT of a transaction that claimed a key. */
+const trap: { armed: boolean; frozen: number[] | undefined; sprung?: () => void } = { armed: false, frozen: undefined };
+
+/**
+ * A TCP relay from the API to the server. On a connection that sent the claim of an Idempotency-Key (its advisory
+ * lock), the next message holding COMMIT, while the trap is armed, first stops every server process, then goes on:
+ * the COMMIT waits in the frozen backend's socket, as a COMMIT sent to a server that froze meanwhile does.
+ */
+function startRelay(target: number): Promise<{ server: Server; port: number }> {
+  const relayServer = createServer((client: Socket) => {
+    const upstream = connect(target, '127.0.0.1');
+    let claimed = false;
+    client.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('latin1');
+      if (text.includes('pg_try_advisory_xact_lock(2,')) claimed = true;
+      if (trap.armed && claimed && text.includes('COMMIT')) {
+        trap.armed = false;
+        trap.frozen = serverProcesses();
+        signal(trap.frozen, 'SIGSTOP');
+        trap.sprung?.();
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('end', () => upstream.end());
+    upstream.on('end', () => client.end());
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  return new Promise((resolve) =>
+    relayServer.listen(0, '127.0.0.1', () =>
+      resolve({ server: relayServer, port: (relayServer.address() as { port: number }).port }),
+    ),
+  );
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  server = await startEmbeddedPostgres({ dir, port, persistent: true });
+  const bootstrap = createPgDb({ connectionString: server.url, max: 1 });
+  await bootstrap.query('CREATE DATABASE logbook_idempotency_faults');
+  await bootstrap.close();
+  await prepareDatabase(adminUrl());
+  const relayed = await startRelay(port);
+  relay = relayed.server;
+  const appUrl = new URL(roleUrls(adminUrl()).app);
+  appUrl.port = String(relayed.port);
+  const env = { APP_DATABASE_URL: appUrl.toString(), DB_STATEMENT_TIMEOUT_MS: '1000', DB_CONNECT_TIMEOUT_MS: '1000' };
+  for (const [name, value] of Object.entries(env)) {
+    saved[name] = process.env[name];
+    process.env[name] = value;
+  }
+  await closeAppDb();
+  admin = createPgDb({ connectionString: adminUrl(), max: 2, connectTimeoutMs: 1000 });
+  api = await startApi();
+  tenant = await createTenant(api, 'Frozen Keys');
+}, 120_000);
+
+afterAll(async () => {
+  // Never left frozen, whatever failed.
+  if (trap.frozen) signal(trap.frozen, 'SIGCONT');
+  await api?.close();
+  await closeAppDb();
+  await admin?.close();
+  relay?.close();
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  await server?.stop().catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The ids of the rows a create made, by name: a contact (created in a transaction) or a site (one statement). */
+const rowsNamed = async (table: 'contacts' | 'sites', name: string) =>
+  (
+    await admin.query<{ id: string }>(`SELECT id FROM ${table} WHERE org_id = :orgId::uuid AND name = :name::text`, {
+      orgId: tenant.orgId,
+      name,
+    })
+  ).rows.map((row) => row.id);
+
+describe('a keyed create over a server frozen as its COMMIT is sent', () => {
+  it.each([
+    { table: 'contacts' as const, name: 'Frozen Contact' },
+    { table: 'sites' as const, name: 'Frozen Site' },
+  ])(
+    '$table: answers 503, commits after the thaw, and the retry with the same key replays it: one row',
+    async ({ table, name }) => {
+      const send = () =>
+        api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/${table}`, {
+          token: tenant.orgToken,
+          body: { name },
+          headers: { 'idempotency-key': `frozen-commit-${table}` },
+        });
+      const sprung = new Promise<void>((resolve) => {
+        trap.sprung = resolve;
+      });
+      trap.armed = true;
+      let first: Reply;
+      let during: Reply;
+      try {
+        const pending = send();
+        const frozeFirst = await Promise.race([sprung.then(() => true), pending.then(() => false)]);
+        expect(frozeFirst, 'the server froze as the transaction that claimed the key sent COMMIT').toBe(true);
+        first = await pending;
+        // The client gave up; it retries while the server is still frozen.
+        during = await send();
+      } finally {
+        signal(trap.frozen ?? [], 'SIGCONT');
+        trap.frozen = undefined;
+      }
+      expect(first.status).toBe(503);
+      expect(first.body.error.code).toBe('UNAVAILABLE');
+      expect(during.status).toBe(503);
+
+      // After the thaw: retried until the server answers other than 503 or 409 (the first still committing).
+      let retry = await send();
+      const deadline = Date.now() + 30_000;
+      while ((retry.status === 503 || retry.status === 409) && Date.now() < deadline) retry = await send();
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      // The change the first request made, committed after it was answered, and nothing more.
+      expect(await rowsNamed(table, name)).toEqual([retry.body.id]);
+      expect(retry.body).toMatchObject({ name });
+      const again = await send();
+      expect(again.body).toEqual(retry.body);
+      expect(await rowsNamed(table, name)).toHaveLength(1);
+    },
+    90_000,
+  );
+});
