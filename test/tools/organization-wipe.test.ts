@@ -71,7 +71,9 @@ describe('an organization wiped whole with its anchors', { timeout: 120_000 }, (
   let kept: Tenant;
 
   beforeAll(async () => {
-    [wiped, deleted, kept] = await Promise.all(['Wiped', 'Deleted', 'Kept'].map((name) => createTenant(t.api, name)));
+    wiped = await createTenant(t.api, 'Wiped');
+    deleted = await createTenant(t.api, 'Deleted');
+    kept = await createTenant(t.api, 'Kept');
     await appendAudit(
       t.db.admin,
       [wiped, deleted, kept].flatMap((tenant) => [{ orgId: tenant.orgId }, { orgId: tenant.orgId }]),
