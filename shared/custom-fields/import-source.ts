@@ -5,6 +5,7 @@ import type { Db } from '../db/db.ts';
 import { Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { parseCsv } from '../imports/csv.ts';
+import { nameKey } from '../imports/name-key.ts';
 import { fieldsWrite } from './definitions.ts';
 
 /** The records of an import request, from JSON rows or CSV (every cell a string), and the file's SHA-256. */
@@ -58,4 +59,4 @@ export async function importPartner(
 }
 
 /** A column header compared loosely: case, spaces, - and _ ignored. */
-export const looseName = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '');
+export const looseName = (name: string) => nameKey(name).replace(/[\s_-]+/g, '');

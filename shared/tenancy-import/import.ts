@@ -7,6 +7,7 @@ import { Forbidden, ValidationFailed } from '../errors.ts';
 import { insertOrganizationWithSite } from '../hierarchy/organizations.ts';
 import { insertSite } from '../hierarchy/store.ts';
 import { parseCsv } from '../imports/csv.ts';
+import { nameKey } from '../imports/name-key.ts';
 import { type DerivedRow, decide, plannedOutcome, summarize } from '../imports/rows.ts';
 import type { Outcome } from '../imports/schemas.ts';
 import { type TreeRow, type treeImport, treeRow } from './schemas.ts';
@@ -16,7 +17,7 @@ type ImportInput = z.output<typeof treeImport>;
 type Tree = Awaited<ReturnType<typeof selectPartnerTree>>;
 const maxRows = 1000;
 const columns = ['name', 'externalId', 'siteName', 'timezone'] as const;
-const fold = (text: string) => text.trim().toLowerCase();
+const fold = nameKey;
 
 interface Derived extends DerivedRow {
   values?: TreeRow;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createSite } from '../hierarchy/schemas.ts';
 import { annotations, importReply } from '../imports/schemas.ts';
+import { nameText } from '../request-values.ts';
 
 const maxRows = 1000;
 const text = (max: number) => z.string().trim().min(1).max(max);
@@ -18,7 +19,7 @@ export const treeAcknowledgement = z
 /** One row: an organization and, optionally, one of its sites. Several rows name several sites of one organization. */
 export const treeRow = z
   .object({
-    name: text(255).meta({ description: "The organization's name" }),
+    name: nameText(255).meta({ description: "The organization's name" }),
     externalId: text(255).optional().meta({ description: "The other RMM's id of the organization" }),
     siteName: createSite.shape.name.optional(),
     timezone: createSite.shape.timezone,

@@ -29,3 +29,40 @@ REVOKE EXECUTE ON FUNCTION audit_anchor_org_sets_refuse_change() FROM PUBLIC;
 GRANT SELECT, INSERT ON audit_anchor_org_sets TO logbook_audit_admin;
 --> statement-breakpoint
 GRANT SELECT ON audit_anchor_org_sets TO logbook_app;
+--> statement-breakpoint
+-- Names are stored in Unicode NFC (the API normalises them at input from now on), so "Café" typed precomposed or
+-- decomposed is one name. Existing names are normalised here. Where a name's NFC form would collide with another
+-- live name that must be unique (device groups per organization, scripts per owner, compared in lower case), the
+-- older row keeps its composed name and the other keeps its stored form: two existing objects are never merged or
+-- renamed by a migration, and it never fails on existing data; such a pair is still reachable by id and can be
+-- renamed. Normalisation needs a UTF8 server encoding (normalize()); under any other nothing is changed.
+DO $$
+BEGIN
+  IF current_setting('server_encoding') <> 'UTF8' THEN
+    RETURN;
+  END IF;
+  EXECUTE $sql$UPDATE organizations SET name = normalize(name, NFC) WHERE name IS NOT NFC NORMALIZED$sql$;
+  EXECUTE $sql$UPDATE sites SET name = normalize(name, NFC) WHERE name IS NOT NFC NORMALIZED$sql$;
+  EXECUTE $sql$UPDATE contacts SET name = normalize(name, NFC) WHERE name IS NOT NFC NORMALIZED$sql$;
+  EXECUTE $sql$UPDATE custom_field_definitions SET name = normalize(name, NFC) WHERE name IS NOT NFC NORMALIZED$sql$;
+  -- Unique per organization (lower(name)): the oldest of the rows that would share a name is normalised, unless a
+  -- row already holds that name.
+  EXECUTE $sql$
+    UPDATE device_groups g SET name = normalize(g.name, NFC)
+      FROM (SELECT id, row_number() OVER (PARTITION BY org_id, lower(normalize(name, NFC)) ORDER BY created_at, id) AS n
+              FROM device_groups WHERE name IS NOT NFC NORMALIZED) c
+     WHERE g.id = c.id AND c.n = 1
+       AND NOT EXISTS (SELECT FROM device_groups o
+                        WHERE o.org_id = g.org_id AND o.id <> g.id AND lower(o.name) = lower(normalize(g.name, NFC)))$sql$;
+  -- Unique per partner and organization among live scripts; deleted ones are normalised freely.
+  EXECUTE $sql$UPDATE scripts SET name = normalize(name, NFC) WHERE deleted_at IS NOT NULL AND name IS NOT NFC NORMALIZED$sql$;
+  EXECUTE $sql$
+    UPDATE scripts s SET name = normalize(s.name, NFC)
+      FROM (SELECT id, row_number() OVER (PARTITION BY partner_id, org_id, lower(normalize(name, NFC)) ORDER BY created_at, id) AS n
+              FROM scripts WHERE deleted_at IS NULL AND name IS NOT NFC NORMALIZED) c
+     WHERE s.id = c.id AND c.n = 1
+       AND NOT EXISTS (SELECT FROM scripts o
+                        WHERE o.partner_id = s.partner_id AND o.org_id IS NOT DISTINCT FROM s.org_id AND o.id <> s.id
+                          AND o.deleted_at IS NULL AND lower(o.name) = lower(normalize(s.name, NFC)))$sql$;
+END
+$$;
