@@ -33,9 +33,9 @@ GRANT SELECT ON audit_anchor_org_sets TO logbook_app;
 -- Names are stored in Unicode NFC (the API normalises them at input from now on), so "Café" typed precomposed or
 -- decomposed is one name. Existing names are normalised here. Where a name's NFC form would collide with another
 -- live name that must be unique (device groups per organization, scripts per owner, compared in lower case), the
--- older row keeps its composed name and the other keeps its stored form: two existing objects are never merged or
--- renamed by a migration, and it never fails on existing data; such a pair is still reachable by id and can be
--- renamed. Normalisation needs a UTF8 server encoding (normalize()); under any other nothing is changed.
+-- row already holding it keeps it and the other keeps its stored form (of several that would newly share one, the
+-- oldest is normalised): two existing objects are never merged or renamed away, and existing data never fails the
+-- migration; such a row stays reachable by id and can be renamed. Normalisation needs a UTF8 server encoding (normalize()); under any other nothing is changed.
 DO $$
 BEGIN
   IF current_setting('server_encoding') <> 'UTF8' THEN
