@@ -66,3 +66,9 @@ export function enumList<const T extends readonly [string, ...string[]]>(values:
   listParams.add(list);
   return list;
 }
+
+/**
+ * A name as stored and compared: trimmed and in Unicode NFC, so "Café" typed precomposed or decomposed is one name
+ * (unique names compare equal, and the stored text is the composed form).
+ */
+export const nameText = (max: number) => z.string().trim().normalize('NFC').min(1).max(max);

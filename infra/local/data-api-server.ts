@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { parseNamedParams } from '#shared/db/db.ts';
+import { hearPoolErrors } from '#shared/db/pg.ts';
 
 /** A login the endpoint knows by its secret's ARN, as Secrets Manager would hold it. */
 export interface DataApiSecret {
@@ -284,7 +285,7 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
         application_name: 'logbook-data-api',
         options: '-c TimeZone=UTC',
       });
-      pool.on('error', () => undefined);
+      hearPoolErrors(pool);
       pools.set(key, pool);
     }
     return { pool, database };

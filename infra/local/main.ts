@@ -15,6 +15,7 @@ import { runRetention } from '#shared/audit/retention.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
+import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { findConnection } from '#shared/live-query/store.ts';
 import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
@@ -48,12 +49,19 @@ function localSecret(name: string, encoding: 'base64' | 'base64url'): string {
 }
 
 /**
- * The audit spool: audit writes that failed are kept in .data/audit-spool and replayed now and every
- * minute, as the API's role. The returned stop replays once more.
+ * The audit spool: audit writes that failed are kept in .data/audit-spool, under the database they belong
+ * to, and replayed into it now and every minute, as the API's role; rows of other databases are kept and reported.
+ * The returned stop replays once more.
  */
-function replayAuditSpool(): () => Promise<void> {
-  const spool = fileAuditSpool(`${dataDir}/audit-spool`);
+async function replayAuditSpool(): Promise<() => Promise<void>> {
+  const spool = fileAuditSpool(`${dataDir}/audit-spool`, await selectDatabaseIdentity(appDb()));
   useAuditSpool(spool);
+  for (const { database, rows } of await spool.held(appDb()))
+    console.log(
+      database
+        ? `audit spool: ${rows} audit row(s) of database ${database.name} (system identifier ${database.systemIdentifier}) kept for it, not replayed here`
+        : `audit spool: ${rows} audit row(s) spooled without their database in ${dataDir}/audit-spool: kept, not replayed`,
+    );
   const replay = () =>
     spool.replay(appDb()).then(
       (replayed) => {
@@ -156,7 +164,7 @@ async function main() {
     log: (line) => console.log(`[demo agent] ${line}`),
   });
   const stopRetention = scheduleRetention();
-  const stopSpool = replayAuditSpool();
+  const stopSpool = await replayAuditSpool();
 
   const origin = `http://localhost:${gateway.port}`;
   const base = `${origin}/api/v1`;

@@ -61,3 +61,40 @@ export async function countAnchors(db: Db, scope: OrgScope): Promise<number> {
   const counted = await one<{ n: number }>(db, `SELECT count(*)::int AS n ${scopedAnchors(scope)}`, scope.params);
   return counted!.n;
 }
+
+/** Records the organizations an anchor run's digest stands for, once per distinct set (the watch's role). */
+export async function insertAnchorOrgSet(db: Db, orgsDigest: string, orgIds: readonly string[]): Promise<void> {
+  await db.query(
+    `INSERT INTO audit_anchor_org_sets (orgs_digest, org_ids)
+     SELECT :orgsDigest::text, array(SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb))
+     ON CONFLICT (orgs_digest) DO NOTHING`,
+    { orgsDigest, orgIds: [...orgIds] },
+  );
+}
+
+/** Every recorded organization set that a signed anchor carries the digest of, oldest first. */
+export async function selectAnchoredOrgSets(db: Db): Promise<{ orgsDigest: string; orgIds: string[] }[]> {
+  const { rows } = await db.query<{ orgsDigest: string; orgIds: string[] }>(
+    `SELECT s.orgs_digest AS "orgsDigest", array(SELECT unnest(s.org_ids)::text) AS "orgIds" FROM audit_anchor_org_sets s
+      WHERE EXISTS (SELECT FROM audit_anchors a WHERE a.orgs_digest = s.orgs_digest) ORDER BY s.recorded_at, s.orgs_digest`,
+  );
+  return rows;
+}
+
+/**
+ * Whether the organization was in a set a signed anchor carries, has no chain head now, and no
+ * `organization.delete` audit row says it was deleted: its chain was wiped.
+ */
+export async function selectOrganizationMissing(db: Db, orgId: string): Promise<boolean> {
+  const found = await one<{ missing: boolean }>(
+    db,
+    `SELECT EXISTS (SELECT FROM audit_anchor_org_sets s
+                     WHERE s.org_ids @> ARRAY[:orgId::uuid]
+                       AND EXISTS (SELECT FROM audit_anchors a WHERE a.orgs_digest = s.orgs_digest))
+        AND NOT EXISTS (SELECT FROM audit_chain_heads h WHERE h.org_id = :orgId::uuid)
+        AND NOT EXISTS (SELECT FROM audit_entries e WHERE e.action = 'organization.delete' AND e.resource_id = :orgId::uuid)
+        AS missing`,
+    { orgId },
+  );
+  return found!.missing;
+}

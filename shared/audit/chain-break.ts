@@ -1,7 +1,15 @@
 /** The breaks of an audit chain, named and worded once for every verifier (API, CLI, daily watch, offline check). */
 
 /** The kinds of break every verifier reports (the API, `npm run audit:verify`, the daily integrity watch). */
-export const chainBreakKinds = ['altered', 'missing', 'inserted', 'link', 'checkpoint', 'anchor'] as const;
+export const chainBreakKinds = [
+  'altered',
+  'missing',
+  'inserted',
+  'link',
+  'checkpoint',
+  'anchor',
+  'organization-missing',
+] as const;
 export type ChainBreakKind = (typeof chainBreakKinds)[number];
 
 /** What each kind means, in the same words wherever a break is reported. */
@@ -15,6 +23,8 @@ export const chainBreakMeaning: Record<ChainBreakKind, string> = {
     'the retention checkpoint the chain starts after is not signed by the retention worker, or cut rows younger than its policy allowed',
   anchor:
     'the chain no longer holds what its newest signed anchor recorded (rewritten or rolled back), or its anchors were deleted',
+  'organization-missing':
+    'the organization was in the set of organizations an earlier signed anchor recorded, and its chain is gone without an organization.delete audit row',
 };
 
 /** A break in one line: "seq 3, id …, kind altered: the row's values do not match its checksum". */

@@ -10,7 +10,13 @@ import { createPublicKey } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { type AnchorFields, anchorKeyId, orgsDigest, signAnchor } from './anchor-signing.ts';
-import { type Anchor, insertAnchor, readLatestAnchors } from './anchor-store.ts';
+import {
+  type Anchor,
+  insertAnchor,
+  insertAnchorOrgSet,
+  readLatestAnchors,
+  selectAnchoredOrgSets,
+} from './anchor-store.ts';
 import { type ChainBreakKind, chainBreakMeaning } from './chain-break.ts';
 import {
   anchoredAction,
@@ -83,10 +89,30 @@ export async function runIntegrityWatch(
   const anchored = await readLatestAnchors(db);
   const chained = [...heads.keys()];
   const digest = orgsDigest(chained);
+  // Every organization an anchored set recorded is verified too: one whose chain and anchors are gone is reported.
+  // A recorded set must still match the digest its anchors signed, else it no longer names who was in it.
+  const recorded = new Set<string>();
+  const setFailures: IntegrityFailure[] = [];
+  for (const set of await selectAnchoredOrgSets(db)) {
+    for (const orgId of set.orgIds) recorded.add(orgId);
+    if (orgsDigest(set.orgIds) !== set.orgsDigest)
+      setFailures.push({
+        orgId: zeroUuid,
+        seq: 0,
+        kind: 'organization-missing',
+        meaning: `the organization set recorded for digest ${set.orgsDigest} no longer matches it: who was anchored is unknown`,
+      });
+  }
   // An anchored organization without a head lost its chain: it is verified too, and its anchor reports it. So is one
   // with entries and no head: they were never sealed.
-  const orgIds = [...new Set([...chained, ...anchored.keys(), ...(await readHeadlessOrganizations(db))])].sort();
-  const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: [] };
+  const orgIds = [
+    ...new Set([...chained, ...anchored.keys(), ...recorded, ...(await readHeadlessOrganizations(db))]),
+  ].sort();
+  const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: setFailures };
+  for (const failure of setFailures)
+    logger.error('[integrity-watch] An anchored organization set was altered', { ...failure });
+  // The ids behind this run's digest, before any anchor carries it.
+  if (chained.length > 0) await insertAnchorOrgSet(db, digest, chained);
 
   for (const orgId of orgIds) {
     try {

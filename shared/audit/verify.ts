@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { type Db, one } from '../db/db.ts';
 import type { AnchorFields } from './anchor-signing.ts';
-import { readLatestAnchor } from './anchor-store.ts';
+import { readLatestAnchor, selectOrganizationMissing } from './anchor-store.ts';
 import { auditChecksum } from './canonical.ts';
 import type { ChainBreak, ChainBreakKind } from './chain-break.ts';
 import { anchorBreak, anchorsDeletedBreak, checkpointBreak } from './evidence.ts';
@@ -195,8 +195,13 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
           ? { seq: newest.seq, ok: !newestFault }
           : undefined;
       const checked = reported ? { ...result, anchor: reported } : result;
+      // An organization an anchored set recorded, with no chain left at all: wiped whole, with its anchors.
+      const wiped =
+        evidence && !head && result.checked === 0 && !result.firstBreak && (await selectOrganizationMissing(tx, orgId))
+          ? ({ seq: 0, id: null, kind: 'organization-missing' } as const)
+          : undefined;
       // The chain's own rules first, then the boundary's signature and the anchors' existence, then the anchors.
-      const firstBreak = result.firstBreak ?? evidenceFault ?? newestFault ?? keptFault;
+      const firstBreak = result.firstBreak ?? evidenceFault ?? newestFault ?? keptFault ?? wiped;
       return firstBreak ? { ...checked, ok: false, firstBreak } : checked;
     },
     { isolation: 'REPEATABLE READ' },

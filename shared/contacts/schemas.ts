@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { importReply, importRowAcknowledgement, rowNumber } from '../imports/schemas.ts';
+import { nameText } from '../request-values.ts';
 
 export const contactRoles = ['primary', 'billing', 'technical', 'emergency'] as const;
 export type ContactRole = (typeof contactRoles)[number];
 
 /** The fields of a contact a caller writes, each bounded as its column is (0026). */
 export const contactFields = {
-  name: z.string().trim().min(1).max(255),
+  name: nameText(255),
   email: z.string().trim().max(255).pipe(z.email()),
   phone: z.string().trim().min(1).max(50),
   title: z.string().trim().min(1).max(255),

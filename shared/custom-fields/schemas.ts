@@ -3,6 +3,7 @@ import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { device } from '../hierarchy/schemas.ts';
 import { importRow, importRowAcknowledgement, importSummary, rowNumber } from '../imports/schemas.ts';
+import { nameText } from '../request-values.ts';
 
 /** The value types of a custom field (issue 16): text up to 10,000 characters, and what an MSP's fields hold. */
 export const fieldTypes = ['text', 'number', 'boolean', 'date', 'dropdown', 'multi-select', 'url'] as const;
@@ -22,7 +23,7 @@ export type FieldValue = z.infer<typeof fieldValue>;
 
 const choice = z.string().trim().min(1).max(255);
 const definitionFields = {
-  name: z.string().trim().min(1).max(100),
+  name: nameText(100),
   choices: z
     .array(choice)
     .min(1)

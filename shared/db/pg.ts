@@ -74,6 +74,24 @@ function clientDb(client: pg.PoolClient): Db {
   };
 }
 
+/** The connection error each pool client heard, if any: recorded from the moment the pool connected it. */
+const lostConnections = new WeakMap<pg.Client, Error>();
+
+/**
+ * Every client of the pool is heard from its connect on, not from when its caller resumes: a client that reads its
+ * ready message and its backend's termination (57P01) in one socket read emits 'error' before any awaited
+ * `pool.connect()` returns, and an 'error' without a listener ends the process. Errors of idle clients are heard too
+ * (the pool discards those clients and connects anew).
+ */
+export function hearPoolErrors(pool: pg.Pool): void {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', (error) => {
+      lostConnections.set(client, error);
+    });
+  });
+}
+
 export interface PgDbOptions {
   connectionString: string;
   max?: number;
@@ -100,8 +118,7 @@ export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
     // A frozen server (SIGSTOP) never answers: the client gives up a little after the server would have.
     ...(statementTimeoutMs > 0 && { query_timeout: statementTimeoutMs + 2_000 }),
   });
-  // An idle client losing its connection must not crash the process; the pool discards it and reconnects.
-  pool.on('error', () => undefined);
+  hearPoolErrors(pool);
   return {
     pool,
     query: (sql, params) => run(pool, sql, params),
@@ -109,16 +126,13 @@ export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
       const client = await pool.connect().catch((error: unknown) => {
         throw asConnectionFailure(error);
       });
-      // A backend terminated while the transaction waits between statements emits 'error' on the checked-out
-      // client; unheard, it would crash the process (issue 13). It fails the transaction instead.
-      let lost: Error | undefined;
-      const onError = (error: Error) => {
-        lost = error;
-      };
-      client.on('error', onError);
+      // A backend terminated while the transaction waits between statements fails the transaction (heard since
+      // the client connected, hearPoolErrors).
+      let lost = lostConnections.get(client);
       try {
         await run(client, opts?.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation}` : 'BEGIN');
         const result = await fn(clientDb(client));
+        lost ??= lostConnections.get(client);
         if (lost) throw asConnectionFailure(lost);
         await run(client, 'COMMIT');
         return result;
@@ -126,10 +140,10 @@ export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
         const code = String((error as { code?: unknown }).code ?? '');
         // A connection lost, or its backend terminated (57P01..57P03), is not rolled back but discarded.
         if (code.startsWith('08') || code.startsWith('57P')) lost ??= error as Error;
+        lost ??= lostConnections.get(client);
         if (!lost) await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
-        client.off('error', onError);
         // A client whose connection failed is destroyed, not returned to the pool.
         client.release(lost);
       }

@@ -4,6 +4,7 @@ import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { reachableOrganization } from '../hierarchy/organizations.ts';
+import { nameKey } from '../imports/name-key.ts';
 import {
   type Decision,
   type DerivedRow,
@@ -53,11 +54,11 @@ async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
         orgId,
         rows.map((row) => row.name),
       )
-    ).map((group) => [group.name, group.id]),
+    ).map((group) => [nameKey(group.name), group.id]),
   );
   const count = (values: string[]) => values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<string, number>());
   const keys = repeatedKeys(rows);
-  const names = count(rows.map((row) => row.name.toLowerCase()));
+  const names = count(rows.map((row) => nameKey(row.name)));
   return rows.map((row, index): DerivedRow & { existing?: GroupRow } => {
     const base = { row: rowNumberOf(index), externalId: row.externalId };
     const issues = filterIssues(row.filter);
@@ -70,10 +71,10 @@ async function deriveRows(db: Db, orgId: string, rows: ImportedRow[]) {
       };
     if (keys.has(matchKey(row)))
       return { ...base, annotation: 'conflict', reason: 'Another row of this import has the same externalId' };
-    if (names.get(row.name.toLowerCase())! > 1)
+    if (names.get(nameKey(row.name))! > 1)
       return { ...base, annotation: 'conflict', reason: 'Another row of this import has the same name' };
     const group = existing.get(matchKey(row));
-    const owner = named.get(row.name.toLowerCase());
+    const owner = named.get(nameKey(row.name));
     if (owner && owner !== group?.id)
       return {
         ...base,

@@ -3,10 +3,11 @@ import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { device } from '../hierarchy/schemas.ts';
 import { importReply, importRowAcknowledgement } from '../imports/schemas.ts';
+import { nameText } from '../request-values.ts';
 import { type DeviceFilter, filterIssues, maxFilterConditions, maxFilterDepth, operatorNames } from './filter.ts';
 import { filterFields } from './filter-fields.ts';
 
-const name = z.string().trim().min(1).max(255);
+const name = nameText(255);
 
 /** The filter language's JSON Schema for the OpenAPI document (the checks themselves are filterIssues). */
 const filterJsonSchema = ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {

@@ -3,9 +3,9 @@ import { agentStatuses } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { instant } from '../instants.ts';
-import { atLeastOneField } from '../request-values.ts';
+import { atLeastOneField, nameText } from '../request-values.ts';
 
-const name = z.string().trim().min(1).max(255);
+const name = nameText(255);
 const listQuery = pageQuery({ defaultLimit: 50, maxLimit: 100 });
 const search = z.string().min(1).max(255).optional().meta({ description: 'Case-insensitive substring of the name' });
 

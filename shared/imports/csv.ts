@@ -1,5 +1,6 @@
 import { CsvError, parse } from 'csv-parse/sync';
 import { ValidationFailed } from '../errors.ts';
+import { nameKey } from './name-key.ts';
 
 /** What each csv-parse error means to the person who exported the file. */
 const faults: Record<string, string> = {
@@ -70,7 +71,7 @@ export function withoutBlanks(row: Record<string, unknown>): Record<string, unkn
 }
 
 /** A column header or field name compared loosely: case, spaces, - and _ ignored. */
-export const looseName = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '');
+export const looseName = (name: string) => nameKey(name).replace(/[\s_-]+/g, '');
 
 /**
  * The records of an import request, JSON `rows` or `csv`, in one form: keyed by field, blank values absent, CSV

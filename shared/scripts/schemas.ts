@@ -3,7 +3,7 @@ import { actorReply, severities } from '../alerts/schemas.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { optionalParam } from '../request-values.ts';
+import { nameText, optionalParam } from '../request-values.ts';
 
 /** Limits of a script (docs/scripts.md). */
 export const scriptLimits = {
@@ -24,7 +24,7 @@ export type MappedSeverity = (typeof mappedSeverities)[number];
 export const parameterTypes = ['string', 'number', 'boolean', 'select'] as const;
 
 const timestamp = z.iso.datetime({ offset: true });
-const name = z.string().trim().min(1).max(255);
+const name = nameText(255);
 const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
 
 /**

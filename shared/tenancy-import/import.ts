@@ -7,6 +7,7 @@ import { Forbidden } from '../errors.ts';
 import { insertOrganizationWithSite } from '../hierarchy/organizations.ts';
 import { insertSite } from '../hierarchy/store.ts';
 import { importRecords } from '../imports/csv.ts';
+import { nameKey } from '../imports/name-key.ts';
 import {
   type DerivedRow,
   decide,
@@ -26,7 +27,7 @@ type ImportInput = z.output<typeof treeImport>;
 type Tree = Awaited<ReturnType<typeof selectPartnerTree>>;
 const maxRows = 1000;
 const fields = ['name', 'sourceSystem', 'externalId', 'siteName', 'timezone'] as const;
-const fold = (text: string) => text.trim().toLowerCase();
+const fold = nameKey;
 
 interface Derived extends DerivedRow {
   values?: TreeRow;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createSite } from '../hierarchy/schemas.ts';
 import { annotations, importReply, rowNumber } from '../imports/schemas.ts';
+import { nameText } from '../request-values.ts';
 
 const maxRows = 1000;
 const text = (max: number) => z.string().trim().min(1).max(max);
@@ -18,7 +19,7 @@ export const treeAcknowledgement = z
 /** One row: an organization and, optionally, one of its sites. Several rows name several sites of one organization. */
 export const treeRow = z
   .object({
-    name: text(255).meta({ description: "The organization's name" }),
+    name: nameText(255).meta({ description: "The organization's name" }),
     sourceSystem: text(100)
       .optional()
       .meta({ description: "The import's sourceSystem, repeated (an export may carry it on every row)" }),

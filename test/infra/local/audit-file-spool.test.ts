@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FileAuditSpool, fileAuditSpool } from '#infra/local/audit-file-spool.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
+import type { AuditRowInput } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
+import { type DatabaseIdentity, selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
@@ -15,12 +17,14 @@ let dir: string;
 let spool: FileAuditSpool;
 let app: Db;
 let tenant: Tenant;
+let database: DatabaseIdentity;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'logbook-audit-spool-'));
-  spool = fileAuditSpool(dir);
-  useAuditSpool(spool);
   app = createPgDb({ connectionString: t.db.urls.app, max: 1 });
+  database = await selectDatabaseIdentity(app);
+  spool = fileAuditSpool(dir, database);
+  useAuditSpool(spool);
   tenant = await createTenant(t.api, 'Spooled');
 });
 afterAll(async () => {
@@ -54,7 +58,14 @@ describe('the audit spool', () => {
     }
     expect(reply.status).toBe(200);
     expect(await updates(tenant.orgId)).toEqual([]);
-    expect(readFileSync(join(dir, 'pending.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
+    // Kept under its database, and naming it.
+    const spooled = readFileSync(join(dir, `${database.systemIdentifier}-${database.name}`, 'pending.jsonl'), 'utf8');
+    expect(
+      spooled
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).database),
+    ).toEqual([database]);
 
     await new Promise((resolve) => setTimeout(resolve, 50));
     const replayedAt = Date.now();
@@ -85,5 +96,33 @@ describe('the audit spool', () => {
     }
     expect(await spool.replay(app)).toBe(1);
     expect((await updates(tenant.orgId)).map((row) => row.name)).toEqual(['Spooled Renamed', 'Spooled Twice']);
+  });
+
+  it('replays rows only into the database they were spooled for; rows of another are kept and reported', async () => {
+    // A server of the same checkout whose database is another one spooled a row there.
+    const elsewhere = { systemIdentifier: database.systemIdentifier, name: `${database.name}_elsewhere` };
+    const row: AuditRowInput = {
+      orgId: tenant.orgId,
+      actorType: 'system',
+      actorId: '00000000-0000-0000-0000-000000000000',
+      actorEmail: null,
+      action: 'organization.update',
+      resourceType: 'organization',
+      resourceId: tenant.orgId,
+      resourceName: null,
+      details: { after: { name: 'Spooled Elsewhere' } },
+      ipAddress: null,
+      userAgent: null,
+      result: 'success',
+      errorMessage: null,
+      timestamp: new Date().toISOString(),
+    };
+    await fileAuditSpool(dir, elsewhere).put(row);
+    expect(await spool.replay(app)).toBe(0);
+    expect((await updates(tenant.orgId)).map((r) => r.name)).not.toContain('Spooled Elsewhere');
+    expect(await spool.held(app)).toEqual([{ database: elsewhere, rows: 1 }]);
+    // Still there for its own database, however often this one replays.
+    expect(await spool.replay(app)).toBe(0);
+    expect(await spool.held(app)).toEqual([{ database: elsewhere, rows: 1 }]);
   });
 });

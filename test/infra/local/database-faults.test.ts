@@ -13,6 +13,7 @@ import { useAuditSpool } from '#shared/audit/spool.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
+import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { type Agent, logEntry, submitLogs } from '#test/support/agents.ts';
 import { type Api, type Reply, startApi } from '#test/support/api.ts';
@@ -50,7 +51,7 @@ beforeAll(async () => {
   }
   await closeAppDb();
   admin = createPgDb({ connectionString: adminUrl(), max: 2, connectTimeoutMs: 1000 });
-  spool = fileAuditSpool(spoolDir);
+  spool = fileAuditSpool(spoolDir, await selectDatabaseIdentity(admin));
   useAuditSpool(spool);
   api = await startApi();
   tenant = await createTenant(api, 'Faults');

@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
@@ -100,6 +102,27 @@ describe('npm start', { timeout: 4 * startBoundMs }, () => {
     });
     expect(partners.status).toBe(200);
     expect(await stop(started)).toBe(0);
+  });
+
+  it("keeps the audit spool's rows of another database and says so at start", async () => {
+    const { rows } = await db.admin.query<{ id: string }>(
+      'SELECT system_identifier::text AS id FROM pg_control_system()',
+    );
+    const database = { systemIdentifier: rows[0]!.id, name: `held_elsewhere_${process.pid}` };
+    const folder = `.data/audit-spool/${database.systemIdentifier}-${database.name}`;
+    mkdirSync(folder, { recursive: true });
+    const row = { orgId: randomUUID(), action: 'organization.update', details: {}, timestamp: null };
+    writeFileSync(`${folder}/pending.jsonl`, `${JSON.stringify({ database, row })}\n`);
+    try {
+      const started = await start();
+      expect(started.output()).toContain(
+        `audit spool: 1 audit row(s) of database ${database.name} (system identifier ${database.systemIdentifier}) kept for it, not replayed here`,
+      );
+      expect(await stop(started)).toBe(0);
+      expect(readFileSync(`${folder}/pending.jsonl`, 'utf8')).toContain(row.orgId);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('finds its demo tenant again on restart and gives the demo agent a fresh token', async () => {

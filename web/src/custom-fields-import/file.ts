@@ -3,6 +3,8 @@
  * objects, or an object holding one under rows, data, results or items), its SHA-256, and the requests it is sent
  * in. Cells stay as the file wrote them: the server reads each for its field's type.
  */
+import { csvRecord } from '../csv-record.ts';
+
 export interface ImportFile {
   name: string;
   sha256: string;
@@ -123,12 +125,10 @@ export function chunksOf(records: Record<string, unknown>[]): { firstRow: number
   return chunks;
 }
 
-const csvCell = (value: unknown) => {
-  const text = value === null || value === undefined ? '' : Array.isArray(value) ? value.join(', ') : String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-};
+const csvValue = (value: unknown) =>
+  value === null || value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value);
 
-/** A CSV file of rows: the given columns first, then the file's own. */
+/** A CSV file of rows: the given columns first, then the file's own; formula cells neutralised (csvRecord). */
 export function toCsv(header: string[], rows: unknown[][]): string {
-  return `${[header, ...rows].map((row) => row.map(csvCell).join(',')).join(crlf)}${crlf}`;
+  return `${[header, ...rows].map((row) => csvRecord(row.map(csvValue))).join(crlf)}${crlf}`;
 }

@@ -50,6 +50,7 @@ const breakWords = {
   link: 'a link is broken',
   checkpoint: 'the retention cut it starts after is not a signed one',
   anchor: 'it no longer holds what its signed anchor recorded',
+  'organization-missing': 'the whole chain is gone, with no record that the organization was deleted',
 } as const;
 
 export function verificationStatus(
