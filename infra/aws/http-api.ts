@@ -47,7 +47,7 @@ const cors = {
 };
 
 /** The path of the $default route in an OpenAPI document API Gateway imports. */
-export const defaultRoutePath = '/$default';
+const defaultRoutePath = '/$default';
 
 /**
  * The document API Gateway imports as the HTTP API (its `Body`): each route key of the table as a path and method,
@@ -55,12 +55,12 @@ export const defaultRoutePath = '/$default';
  * (one integration per function: payload format 2.0, as infra/local/http-gateway.ts emulates), and CORS. It holds
  * routing only: the service's own OpenAPI document (GET /api/v1/openapi.json) stays the contract of the requests.
  */
-export function importDocument(props: {
+function importDocument(props: {
   title: string;
   description: string;
   routes: Record<string, { integration: string }>;
   defaultIntegration: string;
-  /** Integration name → the function ARN it invokes. */
+  /** Integration name → the invocation URI of its function. */
   integrations: Map<string, string>;
   corsOrigins: string[];
 }): Record<string, unknown> {
