@@ -24,6 +24,8 @@ import { WorkQueue } from './work-queue.ts';
 export interface LogbookStackProps extends StackProps {
   /** Overrides of the settings otherwise read from CDK context. */
   settings?: Partial<LogbookSettings>;
+  /** Routes served beside the table's, each by the Lambda of its handler's group (the stack test's thousand routes). */
+  extraRoutes?: Record<string, { handler: string }>;
 }
 
 /** The route groups of the table: one Lambda per folder of functions/ (`hierarchy`, `audit`, …), route key → handler module. */
@@ -153,8 +155,9 @@ export class LogbookStack extends Stack {
       'SMG4',
       'Not rotated: keys sealed under the old value could no longer be opened, and their deployment scripts would carry a placeholder instead of the key',
     );
+    const served = { ...routes, ...props.extraRoutes };
     const functions = new Map<string, LogbookFunction>();
-    for (const [group, handlers] of routeGroups({ ...routes, $default: defaultRoute })) {
+    for (const [group, handlers] of routeGroups({ ...served, $default: defaultRoute })) {
       const enrolls = enrollmentSecret && Object.values(handlers).includes('hierarchy/agents-enroll');
       // Creating a key seals it; its deployment script opens it.
       const seals = Object.values(handlers).includes('hierarchy/enrollment-keys-create');
@@ -195,7 +198,7 @@ export class LogbookStack extends Stack {
       });
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
     this.restApi = new RestApi(this, 'RestApi', {
-      routes,
+      routes: served,
       defaultRoute,
       functionOf: (handler) => functions.get(handler)!,
       corsOrigins,

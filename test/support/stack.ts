@@ -5,6 +5,7 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { LogbookStack, type LogbookStackProps } from '#infra/aws/logbook-stack.ts';
+import { addPolicyChecks } from '#infra/aws/policy-checks.ts';
 
 export type Resource = {
   Type: string;
@@ -16,9 +17,11 @@ export type Resource = {
 /** The identity provider every stack of these tests names (a stack without one is refused). */
 export const jwtJwksUrl = 'https://idp.example.com/.well-known/jwks.json';
 
-export function synth(props: LogbookStackProps = {}, stackName = 'Logbook') {
+/** One synthesis of the stack; with `policyChecks`, cdk-nag's and cfn-guard's as `npm run synth` runs them (a finding throws). */
+export function synth(props: LogbookStackProps = {}, stackName = 'Logbook', options: { policyChecks?: boolean } = {}) {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   const stack = new LogbookStack(app, stackName, { ...props, settings: { jwtJwksUrl, ...props.settings } });
+  if (options.policyChecks) addPolicyChecks(app);
   const template = Template.fromStack(stack);
   const resources = template.toJSON().Resources as Record<string, Resource>;
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -31,5 +34,7 @@ export function synth(props: LogbookStackProps = {}, stackName = 'Logbook') {
       .filter(([, p]) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === role))
       .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]);
   };
-  return { stack, template, resources, ofType, functionId, statementsOf };
+  /** The HTTP API: the API Gateway API whose routes are imported from its OpenAPI `Body`. */
+  const httpApi = () => ofType('AWS::ApiGatewayV2::Api').find(([, r]) => r.Properties.Body)!;
+  return { stack, template, resources, ofType, functionId, statementsOf, httpApi };
 }
