@@ -8,7 +8,7 @@ import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { routes, wsRoutes } from '#functions/routes.ts';
+import { type routes, wsRoutes } from '#functions/routes.ts';
 import { bundleLambda, bundleOptions } from '#infra/aws/bundle.ts';
 import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
 import { routeGroups } from '#infra/aws/logbook-stack.ts';
@@ -41,7 +41,7 @@ afterAll(async () => {
 async function bundled(group: string): Promise<{ handler: Handler; files: string[] }> {
   const dir = join(outdir, group);
   await bundleLambda({
-    entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups(routes).get(group)!, { routeKey: 'http' }),
+    entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups().get(group)!.targets, { routeKey: 'http' }),
     outdir: dir,
   });
   const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
@@ -85,12 +85,12 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
 
   it('imports nothing at run time but Node.js, the AWS SDK clients of the Lambda runtime and the Powertools packages of its layer', async () => {
     const entries = [
-      ...[...routeGroups(routes)].map(([group, handlers]) =>
-        writeDispatchEntry(`bundle-test-imports-${group}`, handlers, { routeKey: 'http' }),
+      ...[...routeGroups()].map(([group, { targets }]) =>
+        writeDispatchEntry(`bundle-test-imports-${group}`, targets, { routeKey: 'http' }),
       ),
       writeDispatchEntry(
         'bundle-test-imports-ws',
-        Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, route.handler])),
+        Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, { handler: route.handler }])),
         { routeKey: 'websocket' },
       ),
       ...['functions/retention/run.ts', 'functions/migrate/run.ts', 'functions/migrate/anchor-key.ts'].map((entry) =>
@@ -131,7 +131,7 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
   it('in Lambda, publishes the cold start and the counts of its invocations as CloudWatch metrics', async () => {
     const dir = join(outdir, 'in-lambda');
     await bundleLambda({
-      entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups(routes).get('system')!, { routeKey: 'http' }),
+      entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups().get('system')!.targets, { routeKey: 'http' }),
       outdir: dir,
     });
     for (const [name, value] of Object.entries({
