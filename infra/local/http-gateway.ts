@@ -8,9 +8,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { runJob } from '#functions/queue/jobs.ts';
 import { type Handler, httpHandler } from '#shared/http/handler.ts';
 import type { DeclaredRoute } from '#shared/http/route.ts';
-import { runJob } from '#shared/queue/jobs.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 
 export interface HttpGatewayOptions {

@@ -3,10 +3,10 @@ import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
 import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
 import { ValidationFailed } from '../errors.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { findSite } from '../hierarchy/store.ts';
+import { selectSite } from '../hierarchy/store.ts';
 import { parseCsv } from '../imports/csv.ts';
 import { type DerivedRow, decide, importSummaryEvent, plannedOutcome, summarize } from '../imports/rows.ts';
 import type { Outcome } from '../imports/schemas.ts';
@@ -90,7 +90,7 @@ async function deriveRows(db: Db, orgId: string, given: Record<string, unknown>[
   });
   const siteIds = [...new Set(parsed.flatMap((row) => (row.values?.siteId ? [row.values.siteId] : [])))];
   const liveSites = new Set<string>();
-  for (const siteId of siteIds) if (await findSite(db, orgId, siteId)) liveSites.add(siteId);
+  for (const siteId of siteIds) if (await selectSite(db, orgId, siteId)) liveSites.add(siteId);
   const valid = parsed.filter((row) => row.values && (!row.values.siteId || liveSites.has(row.values.siteId)));
   const keyed = valid.filter((row) => row.values!.externalId);
   const linked = new Map(
