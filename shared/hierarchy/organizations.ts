@@ -3,7 +3,6 @@ import { changedFields } from '../audit/changes.ts';
 import { defaultRetentionDays } from '../audit/retention-schemas.ts';
 import { insertRetentionPolicy } from '../audit/retention-store.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
-import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
