@@ -8,10 +8,10 @@ import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type routes, wsRoutes } from '#functions/routes.ts';
+import { routes, wsRoutes } from '#functions/routes.ts';
 import { bundleLambda, bundleOptions } from '#infra/aws/bundle.ts';
 import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
-import { routeGroups } from '#infra/aws/logbook-stack.ts';
+import { routeGroups, routeTablePrelude } from '#infra/aws/logbook-stack.ts';
 import { powertoolsPackages } from '#infra/aws/powertools.ts';
 import type { Handler } from '#shared/http/handler.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
@@ -161,6 +161,38 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
       write.mockRestore();
       vi.unstubAllEnvs();
     }
+  });
+
+  it('of the system routes describes the whole API from the table the stack computed, with no domain code inside', async () => {
+    const dir = join(outdir, 'system-table');
+    await bundleLambda({
+      entry: writeDispatchEntry('bundle-test-system-table', routeGroups().get('system')!.targets, {
+        routeKey: 'http',
+        prelude: routeTablePrelude(),
+      }),
+      outdir: dir,
+    });
+    expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain('shared/contacts/');
+    const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
+    const document = await handler(
+      httpEvent({
+        path: '/api/v1/openapi.json',
+        routeKey: 'GET /api/v1/openapi.json',
+        headers: { host: 'api.example.com' },
+      }),
+      lambdaContext,
+    );
+    const { paths, servers } = JSON.parse((document as { body: string }).body);
+    const operations = Object.values(paths as Record<string, object>).flatMap((item) => Object.keys(item));
+    expect(operations.length).toBe(Object.keys(routes).length);
+    expect(servers).toEqual([expect.objectContaining({ url: 'https://api.example.com' })]);
+    const unmatched = (method: string, path: string) =>
+      handler(httpEvent({ method, path, routeKey: '$default' }), lambdaContext) as Promise<{
+        statusCode: number;
+        headers?: Record<string, string>;
+      }>;
+    expect(await unmatched('GET', '/api/v1/nowhere')).toMatchObject({ statusCode: 404 });
+    expect(await unmatched('DELETE', '/api/v1/health')).toMatchObject({ statusCode: 405, headers: { allow: 'GET' } });
   });
 
   it('still explains invalid input in English', async () => {
