@@ -173,7 +173,9 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
       outdir: dir,
     });
     // A message of the hierarchy's code, which its own bundle holds: none of it here.
-    expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain('Organization users cannot create organizations');
+    expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain(
+      'Organization users cannot create organizations',
+    );
     const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
     const document = await handler(
       httpEvent({
