@@ -54,6 +54,15 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
+    {
+      name: 'no-circular-between-domains',
+      comment:
+        'domain folders (shared/<domain>, functions/<domain>) depend one way: two folders importing each other, even through others, are one domain split in two; a registry filled by the composition layer turns the back edge around',
+      severity: 'error',
+      scope: 'folder',
+      from: { path: '^(shared|functions)/[^/]+' },
+      to: { path: '^(shared|functions)/[^/]+', circular: true },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -1,6 +1,6 @@
 /**
- * The logins of the API's and the retention worker's database roles in AWS (DESIGN.md "Database": one secret per
- * role). Passwords reach PostgreSQL only as SCRAM-SHA-256 verifiers, which ALTER ROLE stores as they are: no
+ * The logins of the API's and the retention worker's database roles in AWS, one secret per role.
+ * Passwords reach PostgreSQL only as SCRAM-SHA-256 verifiers, which ALTER ROLE stores as they are: no
  * password appears in a statement, so none in the database's logs or in the Data API's requests.
  */
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
@@ -33,7 +33,7 @@ export async function setAppLogin(admin: Db, secretArn: string): Promise<void> {
 
 /**
  * Gives logbook_audit_admin a new password and writes it into its secret, which this function may write but not
- * read (only the retention worker reads it: seed 5 rule 8). The role's password changes inside a transaction that
+ * read (only the retention worker reads it: no other code may read the audit-admin login). The role's password changes inside a transaction that
  * commits only once the secret holds the new login, so a failed write leaves the old pair intact. Run on every
  * deploy: each deploy rotates the worker's login.
  */

@@ -1,5 +1,5 @@
 /**
- * The migration custom resource (DESIGN.md "Shape": CloudFormation ──► functions/migrate), run on every deploy (its
+ * The migration custom resource, run on every deploy (its
  * `deployedAt` property changes each time): applies the pending SQL migrations through the Data API as the cluster's
  * administrator (the owner secret; every file after the bootstrap runs as logbook_owner), then gives the API's role
  * the login of its secret and the retention worker's role a new one (functions/migrate/role-logins.ts).

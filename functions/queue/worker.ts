@@ -8,8 +8,8 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { auditReplayAbandoned } from '#shared/audit/spool.ts';
 import { logger } from '#shared/logger.ts';
 import { observedHandler } from '#shared/observability/handler.ts';
-import { runJob } from '#shared/queue/jobs.ts';
 import { maxReceives, type QueuedJob, send } from '#shared/queue/work-queue.ts';
+import { type AuditReplayJob, runJob } from './jobs.ts';
 
 export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatchResponse> => {
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
@@ -23,7 +23,7 @@ export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatch
       logger.error('A work queue job failed', { messageId: record.messageId, error: String(error) });
       batchItemFailures.push({ itemIdentifier: record.messageId });
       const lastReceive = Number(record.attributes?.ApproximateReceiveCount) >= maxReceives;
-      if (job?.kind === 'audit.replay' && lastReceive) auditReplayAbandoned(job, error);
+      if (job?.kind === 'audit.replay' && lastReceive) auditReplayAbandoned(job as QueuedJob & AuditReplayJob, error);
     }
   }
   return { batchItemFailures };

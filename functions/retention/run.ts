@@ -1,5 +1,5 @@
 /**
- * The retention worker's Lambda (DESIGN.md "Shape": EventBridge daily ──► functions/retention), connected with the
+ * The retention worker's Lambda, run daily by EventBridge, connected with the
  * audit-admin credentials only. A scheduled event carries no input; a manual invocation may pass
  * `{ "dryRun": true, "asOf": "<ISO 8601>" }` for a rehearsal. Fails (for the function's error metric and alarm)
  * when an organization could not be pruned; the others are pruned all the same. In AWS the integrity watch's

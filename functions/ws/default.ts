@@ -1,3 +1,4 @@
+import './channel.ts';
 import { appDb } from '#shared/db/client.ts';
 import { wsHandler } from '#shared/http/ws-handler.ts';
 import { receiveAgentMessage } from '#shared/live-query/answers.ts';

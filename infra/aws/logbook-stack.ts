@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { MathExpression, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
@@ -8,12 +9,20 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
+import { apiInfo, defaultRoute, domainRoutes, routes, wsRoutes } from '#functions/routes.ts';
+import { buildOpenApi } from '#shared/http/openapi.ts';
+import type { Grant, RouteDef } from '#shared/http/route.ts';
 import { AgentChannel } from './agent-channel.ts';
 import { Alarms } from './alarms.ts';
 import { AnchorKey } from './anchor-key.ts';
 import { Database } from './database.ts';
-import { LogbookFunction, projectRoot, useLambdaRuntime, writeDispatchEntry } from './functions.ts';
+import {
+  type DispatchTarget,
+  LogbookFunction,
+  projectRoot,
+  useLambdaRuntime,
+  writeDispatchEntry,
+} from './functions.ts';
 import { RestApi } from './http-api.ts';
 import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
@@ -24,18 +33,51 @@ import { WorkQueue } from './work-queue.ts';
 export interface LogbookStackProps extends StackProps {
   /** Overrides of the settings otherwise read from CDK context. */
   settings?: Partial<LogbookSettings>;
-  /** Routes served beside the table's, each by the Lambda of its handler's group (the stack test's thousand routes). */
-  extraRoutes?: Record<string, { handler: string }>;
+  /** Routes served beside the table's, route key → the Lambda group that serves it (the stack test's thousand routes). */
+  extraRoutes?: Record<string, string>;
 }
 
-/** The route groups of the table: one Lambda per folder of functions/ (`hierarchy`, `audit`, …), route key → handler module. */
-export function routeGroups(table: Record<string, { handler: string }>): Map<string, Record<string, string>> {
-  const groups = new Map<string, Record<string, string>>();
-  for (const [key, { handler }] of Object.entries(table)) {
-    const group = handler.split('/')[0]!;
-    groups.set(group, { ...groups.get(group), [key]: handler });
-  }
+/** A Lambda of the HTTP API: what answers each of its route keys, and the union of its routes' grants. */
+export interface RouteGroup {
+  targets: Record<string, DispatchTarget>;
+  grants: Set<Grant>;
+}
+
+/**
+ * The Lambdas of the HTTP API as the domains declare them: a route goes to its `group`, by default the folder
+ * declaring it (`hierarchy`, `audit`, …); $default (the 404/405 answer) to the group it names.
+ */
+export function routeGroups(
+  domains: Record<string, Record<string, RouteDef>> = domainRoutes,
+  fallback: { handler: string; group: string; grants?: readonly Grant[] } = defaultRoute,
+): Map<string, RouteGroup> {
+  const groups = new Map<string, RouteGroup>();
+  const add = (group: string, key: string, target: DispatchTarget, grants: readonly Grant[] = []) => {
+    const known = groups.get(group) ?? { targets: {}, grants: new Set<Grant>() };
+    known.targets[key] = target;
+    for (const grant of grants) known.grants.add(grant);
+    groups.set(group, known);
+  };
+  for (const [folder, table] of Object.entries(domains))
+    for (const [key, route] of Object.entries(table))
+      add(route.group ?? folder, key, { declaredIn: folder }, route.grants);
+  add(fallback.group, '$default', { handler: fallback.handler }, fallback.grants);
   return groups;
+}
+
+/**
+ * The prelude giving a Lambda the route table as data (functions/system/route-table.ts), computed here once and
+ * carried gzipped (the OpenAPI document is about 400 KB of JSON, 40 KB so).
+ */
+export function routeTablePrelude(): string {
+  const table = { keys: Object.keys(routes), document: buildOpenApi(routes, apiInfo, []) };
+  const packed = gzipSync(JSON.stringify(table)).toString('base64');
+  return [
+    "import { gunzipSync } from 'node:zlib';",
+    `import { provideRouteTable } from ${JSON.stringify(join(projectRoot, 'functions/system/route-table.ts'))};`,
+    `const routeTable = JSON.parse(gunzipSync(Buffer.from(${JSON.stringify(packed)}, 'base64')).toString());`,
+    'provideRouteTable({ keys: routeTable.keys, document: () => routeTable.document });',
+  ].join('\n');
 }
 
 const pascal = (name: string) => name.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase());
@@ -102,7 +144,7 @@ export class LogbookStack extends Stack {
     };
     const apiFunction = (
       name: string,
-      handlers: Record<string, string>,
+      handlers: Record<string, DispatchTarget>,
       routeKey: 'http' | 'websocket',
       extra: { environment?: Record<string, string>; prelude?: string } = {},
     ) => {
@@ -122,7 +164,9 @@ export class LogbookStack extends Stack {
       return fn;
     };
 
-    const wsHandlers = Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, route.handler]));
+    const wsHandlers = Object.fromEntries(
+      Object.entries(wsRoutes).map(([key, route]) => [key, { handler: route.handler }]),
+    );
     const wsFunction = apiFunction('ws', wsHandlers, 'websocket');
     this.agentChannel = new AgentChannel(this, 'AgentChannel', { handler: wsFunction, throttle, logRetention });
     // The functions that post to (or close) agents' connections: the WebSocket routes and the live queries.
@@ -157,37 +201,44 @@ export class LogbookStack extends Stack {
     );
     const served = { ...routes, ...props.extraRoutes };
     const functions = new Map<string, LogbookFunction>();
-    for (const [group, handlers] of routeGroups({ ...served, $default: defaultRoute })) {
-      const enrolls = enrollmentSecret && Object.values(handlers).includes('hierarchy/agents-enroll');
-      // Creating a key seals it; its deployment script opens it.
-      const seals = Object.values(handlers).includes('hierarchy/enrollment-keys-create');
+    const groupFunctions = new Map<string, LogbookFunction>();
+    for (const [group, { targets, grants }] of routeGroups()) {
+      const enrolls = enrollmentSecret && grants.has('enrollment-secret');
+      const seals = grants.has('seal-key');
+      const relays = grants.has('agent-channel');
       const secretSettings = [
         ...(enrolls ? ['AGENT_ENROLLMENT_SECRET'] : []),
         ...(seals ? ['ENROLLMENT_KEY_SEAL_KEY'] : []),
       ];
-      const fn = apiFunction(group, handlers, 'http', {
+      const prelude = [
+        // Secrets are read from Secrets Manager at cold start, never kept in the function's configuration.
+        ...(secretSettings.length
+          ? [
+              `import { loadSecretSettings } from ${JSON.stringify(join(projectRoot, 'shared/secrets-manager.ts'))};\nawait loadSecretSettings(${JSON.stringify(secretSettings)});`,
+            ]
+          : []),
+        ...(grants.has('route-table') ? [routeTablePrelude()] : []),
+      ];
+      const fn = apiFunction(group, targets, 'http', {
         environment: {
-          ...((group === 'live-query' || group === 'scripts') && relayEnvironment),
+          ...(relays && relayEnvironment),
           ...(enrolls && { AGENT_ENROLLMENT_SECRET_ARN: enrollmentSecret.secretArn }),
           ...(seals && { ENROLLMENT_KEY_SEAL_KEY_ARN: sealKey.secretArn }),
           // GET /audit-logs/anchors publishes the public key; the private key stays with the retention worker.
-          ...(Object.values(handlers).includes('audit/anchors-list') && {
-            AUDIT_ANCHOR_PUBLIC_KEY: this.anchorKey.publicKey,
-          }),
+          ...(grants.has('anchor-public-key') && { AUDIT_ANCHOR_PUBLIC_KEY: this.anchorKey.publicKey }),
         },
-        // Secrets are read from Secrets Manager at cold start, never kept in the function's configuration.
-        ...(secretSettings.length && {
-          prelude: `import { loadSecretSettings } from ${JSON.stringify(join(projectRoot, 'shared/secrets-manager.ts'))};\nawait loadSecretSettings(${JSON.stringify(secretSettings)});`,
-        }),
+        ...(prelude.length && { prelude: prelude.join('\n') }),
       });
       if (enrolls) enrollmentSecret.grantRead(fn);
       if (seals) sealKey.grantRead(fn);
-      if (group === 'live-query' || group === 'scripts') this.agentChannel.grantRelay(fn);
+      if (relays) this.agentChannel.grantRelay(fn);
       // Every API function may spool an audit row whose write failed (shared/audit/spool.ts); scripts and alerts
       // also queue their deliveries.
       workQueue.grantSend(fn);
-      for (const handler of Object.values(handlers)) functions.set(handler, fn);
+      for (const key of Object.keys(targets)) functions.set(key, fn);
+      groupFunctions.set(group, fn);
     }
+    for (const [key, group] of Object.entries(props.extraRoutes ?? {})) functions.set(key, groupFunctions.get(group)!);
     const domain = (name?: string, certificateArn?: string) =>
       name && certificateArn ? { name, certificateArn } : undefined;
     if (settings.viewer)
@@ -198,9 +249,9 @@ export class LogbookStack extends Stack {
       });
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
     this.restApi = new RestApi(this, 'RestApi', {
-      routes: served,
-      defaultRoute,
-      functionOf: (handler) => functions.get(handler)!,
+      routes: Object.fromEntries(Object.keys(served).map((key) => [key, { handler: key }])),
+      defaultRoute: { handler: '$default' },
+      functionOf: (key) => functions.get(key)!,
       corsOrigins,
       throttle,
       logRetention,

@@ -8,15 +8,20 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import type { Handler } from '#shared/http/handler.ts';
-import { runJob } from '#shared/queue/jobs.ts';
+import { runJob } from '#functions/queue/jobs.ts';
+import { type Handler, httpHandler } from '#shared/http/handler.ts';
+import type { DeclaredRoute } from '#shared/http/route.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 
 export interface HttpGatewayOptions {
   port: number;
   /** Interface to listen on; without one, every interface (Node takes :: where the host has IPv6, else 0.0.0.0). */
   host?: string;
-  routes: Record<string, { handler: string }>;
+  /**
+   * What answers each route key: a declared route (functions/<domain>/routes.ts), answered by httpHandler around its
+   * domain call as its Lambda answers it, or a handler module under functions/ (`{ handler: 'system/not-found' }`).
+   */
+  routes: Record<string, LocalRoute>;
   /** The handler of API Gateway's $default route: what answers a request no route (and no site file) takes. */
   defaultRoute?: { handler: string };
   /** Resolves a handler module path (under functions/, no extension) to its handler; defaults to importing it. */
@@ -24,6 +29,9 @@ export interface HttpGatewayOptions {
   /** Static files by URL path (the audit viewer), answered to GET and HEAD when no route matches. */
   site?: ReadonlyMap<string, StaticFile>;
 }
+
+// biome-ignore lint/suspicious/noExplicitAny: a table holds routes of every shape; httpHandler checks each where it is declared.
+export type LocalRoute = DeclaredRoute<any> | { handler: string };
 
 export interface StaticFile {
   body: Uint8Array;
@@ -47,6 +55,7 @@ interface CompiledRoute {
   routeKey: string;
   method: string;
   segments: Segment[];
+  /** The handler module, or the declared route's operation: it names the local function. */
   handler: string;
 }
 
@@ -58,7 +67,9 @@ interface RouteMatch {
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<RunningHttpGateway> {
   // Background jobs run in this process, as the queue worker runs them in AWS (shared/queue/work-queue.ts).
   runJobsLocally(runJob);
-  const routes = Object.entries(options.routes).map(([routeKey, { handler }]) => compileRoute(routeKey, handler));
+  const routes = Object.entries(options.routes).map(([routeKey, route]) =>
+    compileRoute(routeKey, 'handler' in route ? route.handler : route.operationId),
+  );
   const defaultRoute: CompiledRoute | undefined = options.defaultRoute && {
     routeKey: '$default',
     method: 'ANY',
@@ -67,9 +78,14 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
   };
   const load = options.loadHandler ?? importHandler;
   const handlers = new Map<string, Promise<Handler>>();
-  const handlerFor = (path: string): Promise<Handler> => {
-    const handler = handlers.get(path) ?? load(path);
-    handlers.set(path, handler);
+  const handlerFor = (route: CompiledRoute): Promise<Handler> => {
+    const declared = options.routes[route.routeKey];
+    const handler =
+      handlers.get(route.handler) ??
+      (declared && 'handle' in declared
+        ? Promise.resolve(httpHandler(declared, declared.handle))
+        : load(route.handler));
+    handlers.set(route.handler, handler);
     return handler;
   };
   // One "execution environment" per gateway: its log stream suffix, as Lambda names them.
@@ -125,7 +141,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     const context = buildContext(match.route.handler, start, instanceId);
     let result: unknown;
     try {
-      const handler = await handlerFor(match.route.handler);
+      const handler = await handlerFor(match.route);
       result = await handler(event, context);
     } catch (error) {
       // As API Gateway does: the client gets a bare 500, the error goes to the function's log only.

@@ -11,9 +11,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { runJob } from '#functions/queue/jobs.ts';
 import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
 import { maxMessageBytes } from '#shared/live-query/protocol.ts';
-import { runJob } from '#shared/queue/jobs.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';

@@ -2,7 +2,7 @@ import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { Forbidden, NotFound } from '../errors.ts';
-import { findDevice } from '../hierarchy/store.ts';
+import { selectDevice } from '../hierarchy/store.ts';
 import { type AgentDevice, agentExists } from './store.ts';
 
 /**
@@ -23,5 +23,5 @@ export async function deviceOfAgent(db: Db, caller: AgentPrincipal, agentId: str
  */
 export async function deviceOfLogReader(db: Db, principal: Principal, deviceId: string) {
   requirePermission(principal, 'logs:read');
-  return assertReachable(await findDevice(db, principal, deviceId), 'Device');
+  return assertReachable(await selectDevice(db, principal, deviceId), 'Device');
 }

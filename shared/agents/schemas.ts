@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentStatuses } from '../hierarchy/schemas.ts';
 import { agentInstant, asUtc } from '../instants.ts';
 import { atLeastOneField, optionalParam } from '../request-values.ts';
 
@@ -56,10 +57,6 @@ export const queryInstant = (description: string) =>
 export const agentParams = z.object({
   id: z.uuid().meta({ description: 'The agent id (enrollment reply agentId); only the agent itself may use it' }),
 });
-
-/** What an agent may report about itself in its heartbeat. */
-export const agentStatuses = ['online', 'degraded', 'maintenance'] as const;
-export type AgentStatus = (typeof agentStatuses)[number];
 
 /** Unknown fields are dropped, not refused: an agent newer than this server still checks in. */
 export const heartbeat = z

@@ -1,10 +1,10 @@
 import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
-import { findOrganization } from '../hierarchy/store.ts';
 import type { PutAlertBinding } from './schemas.ts';
 import * as store from './store.ts';
 
@@ -14,7 +14,7 @@ import * as store from './store.ts';
  */
 export async function getOrgBinding(db: Db, principal: Principal, orgId: string) {
   requirePermission(principal, 'alerts:read');
-  const org = await findOrganization(db, principal, orgId);
+  const org = await selectOrganization(db, principal, orgId);
   if (!org) throw NotFound('Organization');
   return store.selectEffectiveBinding(db, org.id);
 }
@@ -26,7 +26,7 @@ export async function putOrgBinding(
   binding: PutAlertBinding,
   audit: AuditContext,
 ) {
-  const org = await findOrganization(db, principal, orgId);
+  const org = await selectOrganization(db, principal, orgId);
   if (!org) throw NotFound('Organization');
   requirePermission(principal, 'integrations:manage');
   const before = await store.selectEffectiveBinding(db, org.id);

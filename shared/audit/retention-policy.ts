@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { changedFields } from './changes.ts';
 import { defaultRetentionDays, type updateRetentionPolicy as updateSchema } from './retention-schemas.ts';
 import { findRetentionPolicy, type RetentionPolicyRow, upsertRetentionPolicy } from './retention-store.ts';

@@ -1,7 +1,9 @@
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { ApiKeyRole, Role } from './permissions.ts';
+import type { Principal } from './principal.ts';
 import { hashSecret } from './secrets.ts';
+import { orgTenantSql, tenantParams } from './tenancy.ts';
 
 export interface ApiKeyRow {
   id: string;
@@ -88,4 +90,29 @@ export async function updateApiKeyRevoked(db: Db, orgId: string, keyId: string) 
     },
   );
   return rowCount > 0;
+}
+
+// Organizations: every domain reads them to scope its rows, so the lookup sits below them all.
+
+export type OrganizationRow = {
+  id: string;
+  partnerId: string;
+  name: string;
+  externalId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
+
+/** The live organization if the principal may reach it. */
+export function selectOrganization(db: Db, principal: Principal, id: string) {
+  return one<OrganizationRow>(
+    db,
+    `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`,
+    {
+      id,
+      ...tenantParams(principal),
+    },
+  );
 }

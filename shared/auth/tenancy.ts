@@ -22,7 +22,7 @@ export function tenantParams(principal: Principal) {
   return { tenantScope: principal.scope, tenantPartnerId: principal.partnerId, tenantOrgId: principal.orgId };
 }
 
-/** Another tenant's resource is reported as absent (DESIGN.md: 404, never 403). */
+/** Another tenant's resource is reported as absent: 404, never 403 (a tenant never learns it exists). */
 export function assertReachable<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw NotFound(what);
   return value;

@@ -4,12 +4,13 @@ import { changedFields } from '../audit/changes.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
+import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { findOrganization, findSite } from '../hierarchy/store.ts';
+import { selectSite } from '../hierarchy/store.ts';
 import type { createContact as createSchema, updateContact as updateSchema } from './schemas.ts';
 import type { ContactRecord, ContactValues } from './store.ts';
 import * as store from './store.ts';
@@ -42,14 +43,14 @@ export const contactSnapshot = (contact: ContactRecord) =>
 /** The contact if the principal may reach its organization (404 otherwise, never saying whether it exists). */
 async function reachableContact(db: Db, principal: Principal, contactId: string, permission: Permission) {
   const contact = await store.selectContact(db, contactId);
-  if (!contact || !(await findOrganization(db, principal, contact.orgId))) throw NotFound('Contact');
+  if (!contact || !(await selectOrganization(db, principal, contact.orgId))) throw NotFound('Contact');
   requirePermission(principal, permission);
   return contact;
 }
 
 /** Inside the organization's contact lock: the site is the organization's, the key free (409 CONFLICT). */
 async function checkContact(tx: Db, orgId: string, contactId: string | null, values: ContactValues) {
-  if (values.siteId && !(await findSite(tx, orgId, values.siteId)))
+  if (values.siteId && !(await selectSite(tx, orgId, values.siteId)))
     throw ValidationFailed('siteId is not a site of this organization', [
       { path: 'body.siteId', message: 'Unknown site', code: 'custom' },
     ]);

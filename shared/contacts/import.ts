@@ -3,9 +3,9 @@ import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
 import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { findSite } from '../hierarchy/store.ts';
+import { selectSite } from '../hierarchy/store.ts';
 import { importRecords } from '../imports/csv.ts';
 import {
   type Decision,
@@ -91,7 +91,7 @@ function checkRows(given: Record<string, unknown>[], sourceSystem?: string): Che
 async function selectMatches(db: Db, orgId: string, checked: Checked[]) {
   const siteIds = [...new Set(checked.flatMap((row) => (row.values?.siteId ? [row.values.siteId] : [])))];
   const liveSites = new Set<string>();
-  for (const siteId of siteIds) if (await findSite(db, orgId, siteId)) liveSites.add(siteId);
+  for (const siteId of siteIds) if (await selectSite(db, orgId, siteId)) liveSites.add(siteId);
   const valid = checked.filter((row) => row.values && (!row.values.siteId || liveSites.has(row.values.siteId)));
   const keyed = valid.flatMap((row) =>
     row.values!.externalId ? [{ sourceSystem: row.values!.sourceSystem!, externalId: row.values!.externalId! }] : [],

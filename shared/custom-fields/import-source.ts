@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { Forbidden, NotFound, ValidationFailed } from '../errors.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { csvRecords, withoutBlanks } from '../imports/csv.ts';
 import { fieldsWrite } from './definitions.ts';
 

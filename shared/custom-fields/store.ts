@@ -270,35 +270,6 @@ export function deleteValue(tx: Db, deviceId: string, fieldId: string) {
   );
 }
 
-/**
- * SQL conditions keeping the devices (alias d) holding each value of `filters` (GET /devices?cf.<key>=<value>): a
- * scalar value whose text form is the given text, or a multi-select holding it. Parameters cfKey<i>, cfValue<i>.
- */
-export function customFieldFilterSql(filters: Record<string, string>) {
-  const entries = Object.entries(filters);
-  return {
-    sql: entries
-      .map(
-        // Two branches, each answered by its own index (0040); an OR in one WHERE would read every value.
-        (_, i) => `AND d.id IN (
-           SELECT v.device_id FROM device_custom_field_values v
-             JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
-            WHERE (v.value #>> '{}') = :cfValue${i}::text
-           UNION ALL
-           SELECT v.device_id FROM device_custom_field_values v
-             JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
-            WHERE jsonb_typeof(v.value) = 'array' AND v.value @> jsonb_build_array(:cfValue${i}::text))`,
-      )
-      .join('\n'),
-    params: Object.fromEntries(
-      entries.flatMap(([key, value], i) => [
-        [`cfKey${i}`, key],
-        [`cfValue${i}`, value],
-      ]),
-    ),
-  };
-}
-
 /** Every definition of the partner (partner-wide and each organization's): an import resolves keys per device. */
 export async function selectPartnerDefinitions(db: Db, partnerId: string) {
   const { rows } = await db.query<DefinitionRecord>(

@@ -1,4 +1,4 @@
-import { agentStatuses } from '../agents/schemas.ts';
+import { agentStatuses } from '../hierarchy/schemas.ts';
 import type { PostureCategory, PostureStatus } from '../posture/catalog.ts';
 
 /**

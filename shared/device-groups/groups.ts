@@ -3,13 +3,14 @@ import { changedFields } from '../audit/changes.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
+import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
-import { findOrganization, findSite } from '../hierarchy/store.ts';
+import { selectSite } from '../hierarchy/store.ts';
 import { compileFilter, type DeviceFilter, filterParams } from './filter.ts';
 import type {
   createDeviceGroup as createSchema,
@@ -33,7 +34,7 @@ const invalid = (path: string, message: string) =>
  */
 export async function reachableGroup(db: Db, principal: Principal, groupId: string, permission: Permission) {
   const group = await store.selectGroup(db, groupId);
-  if (!group || !(await findOrganization(db, principal, group.orgId))) throw NotFound('Device group');
+  if (!group || !(await selectOrganization(db, principal, group.orgId))) throw NotFound('Device group');
   requirePermission(principal, permission);
   return group;
 }
@@ -63,7 +64,7 @@ async function checkPlacement(
 ) {
   if (placement.name && (await store.selectGroupNamed(tx, orgId, placement.name, groupId)))
     throw Conflict(`A device group named ${JSON.stringify(placement.name)} already exists in this organization`);
-  if (placement.siteId && !(await findSite(tx, orgId, placement.siteId)))
+  if (placement.siteId && !(await selectSite(tx, orgId, placement.siteId)))
     throw invalid('siteId', 'siteId is not a site of this organization');
   if (placement.parentId) {
     const parent = await store.selectGroup(tx, placement.parentId);
@@ -198,7 +199,7 @@ export async function previewFilter(
   query: MembersQuery,
 ) {
   await reachableOrganization(db, principal, orgId, groupsRead);
-  if (body.siteId && !(await findSite(db, orgId, body.siteId)))
+  if (body.siteId && !(await selectSite(db, orgId, body.siteId)))
     throw invalid('siteId', 'siteId is not a site of this organization');
   return store.selectMatchingDevices(
     db,

@@ -2,8 +2,8 @@ import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
 import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { nameKey } from '../imports/name-key.ts';
 import {
   type Decision,

@@ -1,9 +1,9 @@
 import type { FileDelivery } from '../audit/export.ts';
 import { openSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
-import { reachableOrganization } from './organizations.ts';
 import { findEnrollmentKey } from './store.ts';
 
 export const deploymentPlatforms = ['windows', 'macos', 'linux'] as const;

@@ -11,7 +11,7 @@ import * as store from './store.ts';
 
 export async function getDevice(db: Db, principal: Principal, id: string) {
   requirePermission(principal, 'devices:read');
-  return assertReachable(await store.findDevice(db, principal, id), 'Device');
+  return assertReachable(await store.selectDevice(db, principal, id), 'Device');
 }
 
 /** Devices the principal reaches; `cf.<key>` parameters of the query filter by custom field values (issue 16). */

@@ -3,24 +3,14 @@ import { changedFields } from '../audit/changes.ts';
 import { defaultRetentionDays } from '../audit/retention-schemas.ts';
 import { insertRetentionPolicy } from '../audit/retention-store.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
-import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { createOrganization as createSchema, updateOrganization as updateSchema } from './schemas.ts';
 import * as store from './store.ts';
-
-/**
- * The live organization the principal may reach (404 otherwise, also for another
- * tenant's: a tenant never learns it exists), then the permission it needs there (403).
- */
-export async function reachableOrganization(db: Db, principal: Principal, id: string, permission: Permission) {
-  const org = assertReachable(await store.findOrganization(db, principal, id), 'Organization');
-  requirePermission(principal, permission);
-  return org;
-}
 
 /**
  * Creates an organization with its first site (seed 2.1) and its audit retention policy, in one transaction.

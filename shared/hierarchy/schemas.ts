@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import { agentStatuses } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { instant } from '../instants.ts';
 import { atLeastOneField, nameText } from '../request-values.ts';
+
+/** What an agent may report about itself in its heartbeat; a device shows its agent's last. */
+export const agentStatuses = ['online', 'degraded', 'maintenance'] as const;
+export type AgentStatus = (typeof agentStatuses)[number];
 
 const name = nameText(255);
 const listQuery = pageQuery({ defaultLimit: 50, maxLimit: 100 });

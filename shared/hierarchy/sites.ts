@@ -1,10 +1,10 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { DomainError, NotFound, ValidationFailed } from '../errors.ts';
-import { reachableOrganization } from './organizations.ts';
 import type { createSite as createSchema, updateSite as updateSchema } from './schemas.ts';
 import * as store from './store.ts';
 
@@ -15,7 +15,7 @@ export async function listSites(db: Db, principal: Principal, orgId: string, pag
 
 export async function getSite(db: Db, principal: Principal, orgId: string, siteId: string) {
   await reachableOrganization(db, principal, orgId, 'orgs:read');
-  return assertReachable(await store.findSite(db, orgId, siteId), 'Site');
+  return assertReachable(await store.selectSite(db, orgId, siteId), 'Site');
 }
 
 export async function createSite(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
@@ -42,7 +42,7 @@ export async function updateSite(
  */
 export async function holdLiveSite(tx: Db, orgId: string, siteId: string): Promise<void> {
   if (!(await store.lockOrganization(tx, orgId, 'share'))) throw NotFound('Organization');
-  if (!(await store.findSite(tx, orgId, siteId))) {
+  if (!(await store.selectSite(tx, orgId, siteId))) {
     throw ValidationFailed('siteId is not a site of this organization', [
       { path: 'body.siteId', message: 'Unknown site', code: 'custom' },
     ]);
@@ -57,7 +57,7 @@ export async function deleteSite(db: Db, principal: Principal, orgId: string, si
   await reachableOrganization(db, principal, orgId, 'sites:write');
   await db.transaction(async (tx) => {
     await store.lockOrganization(tx, orgId, 'update');
-    assertReachable(await store.findSite(tx, orgId, siteId), 'Site');
+    assertReachable(await store.selectSite(tx, orgId, siteId), 'Site');
     const usage = (await store.siteUsage(tx, orgId, siteId))!;
     if (usage.sites <= 1)
       throw new DomainError('LAST_SITE', 'An organization needs at least one site; this is its last');

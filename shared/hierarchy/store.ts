@@ -1,21 +1,12 @@
-import type { AgentStatus } from '../agents/schemas.ts';
 import type { Principal } from '../auth/principal.ts';
+import { type OrganizationRow, orgColumns } from '../auth/store.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { customFieldFilterSql } from '../custom-fields/store.ts';
 import { type Db, one } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import { type Page, selectPage } from '../db/page.ts';
+import type { AgentStatus } from './schemas.ts';
 
 type PartnerRow = { id: string; name: string; createdAt: Date; updatedAt: Date };
-
-type OrganizationRow = {
-  id: string;
-  partnerId: string;
-  name: string;
-  externalId: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-};
 
 type SiteRow = {
   id: string;
@@ -60,7 +51,6 @@ type EnrollmentKeyRow = {
 };
 
 const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
-const orgColumns = `o.id, o.partner_id AS "partnerId", o.name, o.external_id AS "externalId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
 const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
 /** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
 export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
@@ -103,18 +93,6 @@ export async function insertOrganization(tx: Db, org: { partnerId: string; name:
     { partnerId: org.partnerId, name: org.name, externalId: org.externalId ?? null },
   );
   return created!;
-}
-
-/** The live organization if the principal may reach it. */
-export function findOrganization(db: Db, principal: Principal, id: string) {
-  return one<OrganizationRow>(
-    db,
-    `SELECT ${orgColumns} FROM organizations o WHERE o.id = :id::uuid AND o.deleted_at IS NULL AND ${orgTenantSql('o')}`,
-    {
-      id,
-      ...tenantParams(principal),
-    },
-  );
 }
 
 /**
@@ -189,7 +167,7 @@ export async function insertSite(
   return created!;
 }
 
-export function findSite(db: Db, orgId: string, siteId: string) {
+export function selectSite(db: Db, orgId: string, siteId: string) {
   return one<SiteRow>(
     db,
     `SELECT ${siteColumns} FROM sites s WHERE s.id = :siteId::uuid AND s.org_id = :orgId::uuid AND s.deleted_at IS NULL`,
@@ -283,7 +261,7 @@ export function insertDevice(
   );
 }
 
-export function findDevice(db: Db, principal: Principal, id: string) {
+export function selectDevice(db: Db, principal: Principal, id: string) {
   return one<DeviceRow>(
     db,
     `SELECT ${deviceColumns} FROM ${deviceFrom} WHERE d.id = :id::uuid AND d.deleted_at IS NULL AND ${orgTenantSql('o')}`,
@@ -469,4 +447,33 @@ export function insertAgent(db: Db, deviceId: string, tokenHash: string) {
     'INSERT INTO agents (device_id, token_hash) VALUES (:deviceId::uuid, :tokenHash::text) RETURNING id',
     { deviceId, tokenHash },
   );
+}
+
+/**
+ * SQL conditions keeping the devices (alias d) holding each value of `filters` (GET /devices?cf.<key>=<value>): a
+ * scalar value whose text form is the given text, or a multi-select holding it. Parameters cfKey<i>, cfValue<i>.
+ */
+function customFieldFilterSql(filters: Record<string, string>) {
+  const entries = Object.entries(filters);
+  return {
+    sql: entries
+      .map(
+        // Two branches, each answered by its own index (0040); an OR in one WHERE would read every value.
+        (_, i) => `AND d.id IN (
+           SELECT v.device_id FROM device_custom_field_values v
+             JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
+            WHERE (v.value #>> '{}') = :cfValue${i}::text
+           UNION ALL
+           SELECT v.device_id FROM device_custom_field_values v
+             JOIN custom_field_definitions f ON f.id = v.field_id AND f.key = :cfKey${i}::text
+            WHERE jsonb_typeof(v.value) = 'array' AND v.value @> jsonb_build_array(:cfValue${i}::text))`,
+      )
+      .join('\n'),
+    params: Object.fromEntries(
+      entries.flatMap(([key, value], i) => [
+        [`cfKey${i}`, key],
+        [`cfValue${i}`, value],
+      ]),
+    ),
+  };
 }

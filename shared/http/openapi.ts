@@ -93,10 +93,8 @@ export function buildOpenApi(
     const [method, path] = key.split(' ') as [string, string];
     const status = String(def.status ?? 200);
     const keyed = method === 'POST';
-    let operationId = def.handler.replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase());
-    // A handler serving several routes (shared/http/by-route-key.ts): the later ones add their path's namespace.
-    if (operationIds.has(operationId))
-      operationId += (path.split('/')[3] ?? '').replace(/(?:^|-)(\w)/g, (_, c: string) => c.toUpperCase());
+    const { operationId } = def;
+    if (operationIds.has(operationId)) throw new Error(`Two routes name their operation ${operationId}`);
     operationIds.add(operationId);
     const operation: ZodOpenApiOperationObject = {
       summary: def.summary,

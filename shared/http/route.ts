@@ -2,11 +2,23 @@ import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import type { AuditContext } from '../audit/writer.ts';
 import type { AuthKind } from '../auth/authenticate.ts';
+import type { CallerOf } from './authenticate.ts';
 
-/** One row of the route table (functions/routes.ts). */
+/**
+ * What a route's Lambda may reach beyond the database and the work queue (which every API function may send to):
+ * the agents' WebSocket connections, the enrollment secret, the key sealing enrollment keys, the audit anchors'
+ * public key, the route table itself as data (every route key and the OpenAPI document, computed when the stack is
+ * synthesized). The stack grants a Lambda the union of its routes' grants.
+ */
+export type Grant = 'agent-channel' | 'enrollment-secret' | 'seal-key' | 'anchor-public-key' | 'route-table';
+
+/** One route as its domain declares it in functions/<domain>/routes.ts. */
 export interface RouteDef {
-  /** Handler module under functions/, without extension; it exports `handler`. */
-  handler: string;
+  /** The Lambda serving the route; by default the one of the folder declaring it. */
+  group?: string;
+  grants?: readonly Grant[];
+  /** The operation's name in the OpenAPI document, unique in the table and kept when code moves (clients use it). */
+  operationId: string;
   auth: AuthKind;
   summary: string;
   tag: string;
@@ -26,8 +38,6 @@ export interface RouteDef {
   /** Error statuses the route can answer, for the OpenAPI document. */
   errors?: readonly number[];
 }
-
-export const route = <const R extends RouteDef>(def: R): R => def;
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -59,6 +69,16 @@ export type ReplyOf<R extends RouteDef> = Promise<
           ? z.input<R['response']>
           : unknown
 >;
+
+/** A route and the one domain call answering it, which httpHandler wraps (validation, authentication, errors). */
+export type DeclaredRoute<R extends RouteDef = RouteDef> = R & {
+  handle: (request: RequestOf<R, CallerOf<R['auth']>>) => ReplyOf<R>;
+};
+
+export const route = <const R extends RouteDef>(
+  def: R,
+  handle: (request: RequestOf<R, CallerOf<R['auth']>>) => ReplyOf<R>,
+): DeclaredRoute<R> => ({ ...def, handle });
 
 /**
  * A reply the domain shaped itself (a file download: its own content type, headers, maybe base64):

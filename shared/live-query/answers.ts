@@ -1,20 +1,31 @@
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import { receiveRunMessage } from '../scripts/answers.ts';
 import { type AnswerChunk, answerId, chunkOf, isChunk, parseObject } from './protocol.ts';
 import * as store from './store.ts';
+
+type MessageReceiver = (db: Db, connectionId: string, message: Record<string, unknown>) => Promise<void>;
+const receivers = new Map<string, MessageReceiver>();
+
+/**
+ * Messages naming `field` (a script run's `runItemId`) go to `receiver` instead of a live query: registered by the
+ * composition layer (functions/ws), so that the channel knows no domain answering on it.
+ */
+export function receiveMessagesNaming(field: string, receiver: MessageReceiver): void {
+  receivers.set(field, receiver);
+}
 
 /**
  * $default: a message from an agent. An answer (or a chunk of one) is stored for the query that waits
  * for it, if this connection owns that query; the asking function reads and checks it
- * (shared/live-query/relay.ts); a message naming a runItemId belongs to a script run (shared/scripts/answers.ts).
+ * (shared/live-query/relay.ts); a message naming a registered field (a script run's runItemId) goes to its receiver.
  * Anything without a requestId (a keep-alive ping) is only there to keep API Gateway from closing an idle
  * connection: it reaches no database, so idle agents let Aurora pause.
  */
 export async function receiveAgentMessage(db: Db, connectionId: string, body: string): Promise<void> {
   const message = parseObject(body);
   // Script runs answer on the same channel, naming their run item instead of a request.
-  if (message && typeof message.runItemId === 'string') return receiveRunMessage(db, connectionId, message);
+  for (const [field, receive] of receivers)
+    if (message && typeof message[field] === 'string') return receive(db, connectionId, message);
   // An answer that is not even JSON still fails its query at once (502) when its requestId can be made out.
   const requestId = message ? message.requestId : /"requestId"\s*:\s*"([^"]+)"/.exec(body)?.[1];
   if (typeof requestId !== 'string' || !answerId.test(requestId)) return;

@@ -2,7 +2,6 @@ import { authenticateAgent } from '../auth/authenticate.ts';
 import { clientIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import { scheduleConnectDelivery } from '../scripts/dispatch.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
 import * as store from './store.ts';
 
@@ -12,6 +11,17 @@ export interface AgentConnect {
   headers: Record<string, string | undefined>;
   query: Record<string, string | undefined>;
   sourceIp: string | undefined;
+}
+
+type ConnectHook = (db: Db, deviceId: string, connectionId: string) => Promise<void>;
+const connectHooks: ConnectHook[] = [];
+
+/**
+ * Work that waits for an agent's connection (the script runs queued for its device), registered by the composition
+ * layer (functions/ws): the channel knows no domain that uses it.
+ */
+export function whenAgentConnects(hook: ConnectHook): void {
+  connectHooks.push(hook);
 }
 
 /**
@@ -32,7 +42,7 @@ export async function connectAgent(db: Db, request: AgentConnect): Promise<void>
     sourceIp: clientIp(headers, request.sourceIp),
   });
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
-  await scheduleConnectDelivery(db, agent.deviceId, connectionId);
+  for (const hook of connectHooks) await hook(db, agent.deviceId, connectionId);
 }
 
 /** Best effort: the replaced connection may be gone already; the new one stands either way. */

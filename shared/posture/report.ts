@@ -1,9 +1,9 @@
 import { csvRecord, type ExportFile, type FileDelivery } from '../audit/export.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
 import type { PostureCategory, PostureStatus } from './catalog.ts';
 import {
   type CountRow,

@@ -1,19 +1,20 @@
 /**
- * Background work of the service (issue 17): delivering pending script runs to an agent that just connected (API
+ * Background work of the service: delivering pending script runs to an agent that just connected (API
  * Gateway takes no message on a connection before its $connect returns), PSA event deliveries with their retries, and
- * audit rows whose write failed, spooled for a replay (issue 13, shared/audit/spool.ts).
+ * audit rows whose write failed, spooled for a replay (shared/audit/spool.ts). The queue carries jobs without knowing
+ * them: their table is functions/queue/jobs.ts.
  * In AWS a job is an SQS message handled by the queue worker function (functions/queue/worker.ts; no idle cost);
  * without WORK_QUEUE_URL (npm start, tests) the same job runs in this process after its delay.
- * The one adapter of the SQS client (DESIGN.md: one module per AWS SDK client).
+ * The one adapter of the SQS client (each AWS SDK client has one module).
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { AuditRowInput } from '../audit/store.ts';
 import { logger } from '../logger.ts';
 
-export type Job =
-  | { kind: 'script-runs.deliver'; deviceId: string; connectionId: string; attempt: number }
-  | { kind: 'psa.deliver'; deliveryId: string }
-  | { kind: 'audit.replay'; spoolId: string; row: AuditRowInput };
+/** A background job: its kind names its runner in functions/queue/jobs.ts, the rest is that runner's input. */
+export interface Job {
+  kind: string;
+  [field: string]: unknown;
+}
 
 /** A job not due yet (SQS delays a message by at most 15 minutes): the worker sends it on again until then. */
 export type QueuedJob = Job & { dueAt: number };
@@ -29,7 +30,7 @@ let sdk: Promise<Sdk> | undefined;
 let client: SQSClient | undefined;
 
 /**
- * Runs a job in this process without WORK_QUEUE_URL: the local gateways (infra/local) set it to shared/queue/jobs.ts,
+ * Runs a job in this process without WORK_QUEUE_URL: the local gateways (infra/local) set it to functions/queue/jobs.ts,
  * as the queue worker function runs it in AWS; this module never imports the jobs it carries.
  */
 let localRunner: ((job: Job) => Promise<void>) | undefined;

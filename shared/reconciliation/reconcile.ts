@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
-import { reachableOrganization } from '../hierarchy/organizations.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
 import type { reconciledDevice, reconciliationUpload } from './schemas.ts';
 import {

@@ -3,11 +3,11 @@ import { changedFields } from '../audit/changes.ts';
 import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
+import { selectOrganization } from '../auth/store.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Forbidden, NameConflict, NotFound, ValidationFailed } from '../errors.ts';
-import { findOrganization } from '../hierarchy/store.ts';
 import type { CreateScript, ListScriptsQuery, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
 import {
   hasClearSecretDefault,
@@ -89,7 +89,7 @@ export async function writableLibrary(
       ]);
     return { partnerId: target.partnerId, orgId: null };
   }
-  const org = await findOrganization(db, principal, target.orgId!);
+  const org = await selectOrganization(db, principal, target.orgId!);
   if (!org) throw NotFound('Organization');
   return { partnerId: org.partnerId, orgId: org.id };
 }

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { bundleLambda, bundleOptions } from '#infra/aws/bundle.ts';
 import { projectRoot, writeDispatchEntry } from '#infra/aws/functions.ts';
-import { routeGroups } from '#infra/aws/logbook-stack.ts';
+import { routeGroups, routeTablePrelude } from '#infra/aws/logbook-stack.ts';
 import { powertoolsPackages } from '#infra/aws/powertools.ts';
 import type { Handler } from '#shared/http/handler.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
@@ -41,7 +41,7 @@ afterAll(async () => {
 async function bundled(group: string): Promise<{ handler: Handler; files: string[] }> {
   const dir = join(outdir, group);
   await bundleLambda({
-    entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups(routes).get(group)!, { routeKey: 'http' }),
+    entry: writeDispatchEntry(`bundle-test-${group}`, routeGroups().get(group)!.targets, { routeKey: 'http' }),
     outdir: dir,
   });
   const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
@@ -85,12 +85,12 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
 
   it('imports nothing at run time but Node.js, the AWS SDK clients of the Lambda runtime and the Powertools packages of its layer', async () => {
     const entries = [
-      ...[...routeGroups(routes)].map(([group, handlers]) =>
-        writeDispatchEntry(`bundle-test-imports-${group}`, handlers, { routeKey: 'http' }),
+      ...[...routeGroups()].map(([group, { targets }]) =>
+        writeDispatchEntry(`bundle-test-imports-${group}`, targets, { routeKey: 'http' }),
       ),
       writeDispatchEntry(
         'bundle-test-imports-ws',
-        Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, route.handler])),
+        Object.fromEntries(Object.entries(wsRoutes).map(([key, route]) => [key, { handler: route.handler }])),
         { routeKey: 'websocket' },
       ),
       ...['functions/retention/run.ts', 'functions/migrate/run.ts', 'functions/migrate/anchor-key.ts'].map((entry) =>
@@ -131,7 +131,7 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
   it('in Lambda, publishes the cold start and the counts of its invocations as CloudWatch metrics', async () => {
     const dir = join(outdir, 'in-lambda');
     await bundleLambda({
-      entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups(routes).get('system')!, { routeKey: 'http' }),
+      entry: writeDispatchEntry('bundle-test-in-lambda', routeGroups().get('system')!.targets, { routeKey: 'http' }),
       outdir: dir,
     });
     for (const [name, value] of Object.entries({
@@ -161,6 +161,41 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
       write.mockRestore();
       vi.unstubAllEnvs();
     }
+  });
+
+  it('of the system routes describes the whole API from the table the stack computed, with no domain code inside', async () => {
+    const dir = join(outdir, 'system-table');
+    await bundleLambda({
+      entry: writeDispatchEntry('bundle-test-system-table', routeGroups().get('system')!.targets, {
+        routeKey: 'http',
+        prelude: routeTablePrelude(),
+      }),
+      outdir: dir,
+    });
+    // A message of the hierarchy's code, which its own bundle holds: none of it here.
+    expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain(
+      'Organization users cannot create organizations',
+    );
+    const { handler } = (await import(join(dir, 'index.mjs'))) as { handler: Handler };
+    const document = await handler(
+      httpEvent({
+        path: '/api/v1/openapi.json',
+        routeKey: 'GET /api/v1/openapi.json',
+        headers: { host: 'api.example.com' },
+      }),
+      lambdaContext,
+    );
+    const { paths, servers } = JSON.parse((document as { body: string }).body);
+    const operations = Object.values(paths as Record<string, object>).flatMap((item) => Object.keys(item));
+    expect(operations.length).toBe(Object.keys(routes).length);
+    expect(servers).toEqual([expect.objectContaining({ url: 'https://api.example.com' })]);
+    const unmatched = (method: string, path: string) =>
+      handler(httpEvent({ method, path, routeKey: '$default' }), lambdaContext) as Promise<{
+        statusCode: number;
+        headers?: Record<string, string>;
+      }>;
+    expect(await unmatched('GET', '/api/v1/nowhere')).toMatchObject({ statusCode: 404 });
+    expect(await unmatched('DELETE', '/api/v1/health')).toMatchObject({ statusCode: 405, headers: { allow: 'GET' } });
   });
 
   it('still explains invalid input in English', async () => {

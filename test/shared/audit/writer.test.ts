@@ -12,7 +12,7 @@ import {
 import type { Db } from '#shared/db/db.ts';
 import { NotFound } from '#shared/errors.ts';
 import { httpHandler } from '#shared/http/handler.ts';
-import { route } from '#shared/http/route.ts';
+import type { RouteDef } from '#shared/http/route.ts';
 import { httpEvent, lambdaContext } from '#test/support/events.ts';
 import { orgUser } from '#test/support/tenants.ts';
 import { useAuditDatabase } from './audit-rows.ts';
@@ -40,7 +40,13 @@ const rowsOf = (action: string) =>
 /** A route whose handler starts an audit write and returns without waiting for it (or throws). */
 const auditingHandler = (action: string, fail = false) =>
   httpHandler(
-    route({ handler: 'test', auth: 'user', tag: 'test', summary: 'test', query: z.object({}) }),
+    {
+      operationId: 'test',
+      auth: 'user',
+      tag: 'test',
+      summary: 'test',
+      query: z.object({}),
+    } as const satisfies RouteDef,
     async ({ audit }) => {
       writeRouteAudit(audit, { orgId, action, resourceType: 'device', resourceId: randomUUID(), resourceName: 'WS-1' });
       if (fail) throw NotFound('Device');

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { closeAppDb } from '#shared/db/client.ts';
 import { bodyBytes, bodyLimit } from '#shared/http/body-limit.ts';
 import { httpHandler } from '#shared/http/handler.ts';
-import { route } from '#shared/http/route.ts';
+import type { RouteDef } from '#shared/http/route.ts';
 import { httpEvent, lambdaContext } from '#test/support/events.ts';
 
 type Request = Parameters<NonNullable<ReturnType<typeof bodyLimit>['before']>>[0];
@@ -53,7 +53,14 @@ describe('bodyLimit', () => {
     const body = z.object({ text: z.string() });
     let called = 0;
     const open = httpHandler(
-      route({ handler: 'test/open', auth: 'none', tag: 'test', summary: 'test', body, maxBodyBytes: 32 }),
+      {
+        operationId: 'test/open',
+        auth: 'none',
+        tag: 'test',
+        summary: 'test',
+        body,
+        maxBodyBytes: 32,
+      } as const satisfies RouteDef,
       async (request) => {
         called++;
         return { length: request.body.text.length };
@@ -61,7 +68,14 @@ describe('bodyLimit', () => {
     );
     // Authenticating an agent needs the database, which this test does not have: a 413 shows that nothing got that far.
     const agentOnly = httpHandler(
-      route({ handler: 'test/agent', auth: 'agent', tag: 'test', summary: 'test', body, maxBodyBytes: 32 }),
+      {
+        operationId: 'test/agent',
+        auth: 'agent',
+        tag: 'test',
+        summary: 'test',
+        body,
+        maxBodyBytes: 32,
+      } as const satisfies RouteDef,
       async () => ({}),
     );
     const tooBig = `{"text": "${'x'.repeat(40)}`;

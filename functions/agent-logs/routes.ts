@@ -1,0 +1,42 @@
+import { submitLogs } from '#shared/agent-logs/ingest.ts';
+import { listDiagnosticLogs } from '#shared/agent-logs/query.ts';
+import * as agentLogs from '#shared/agent-logs/schemas.ts';
+import * as agents from '#shared/agents/schemas.ts';
+import { appDb } from '#shared/db/client.ts';
+import * as h from '#shared/hierarchy/schemas.ts';
+import { route } from '#shared/http/route.ts';
+
+/** The routes of agent-logs, each with the one domain call answering it. */
+export const routes = {
+  'POST /api/v1/agents/{id}/logs': route(
+    {
+      operationId: 'agentLogsIngest',
+      auth: 'agent',
+      tag: 'agent-logs',
+      summary:
+        "Submit up to 500 diagnostic log entries (2 MiB), stored 100 per insert; 429 RATE_LIMITED with Retry-After beyond the device's hourly budget; " +
+        'honours an Idempotency-Key header (1-255 printable characters) for 24 hours: a resend gets the first reply and stores nothing, the same key with another body is 409 IDEMPOTENCY_KEY_REUSED',
+      params: agents.agentParams,
+      body: agentLogs.submitLogs,
+      maxBodyBytes: 2 * 1024 * 1024,
+      status: 201,
+      response: agentLogs.logsReceipt,
+      errors: [400, 401, 403, 404, 409, 413, 429],
+    },
+    ({ caller, params, body, headers }) =>
+      submitLogs(appDb(), caller, params.id, body.logs, headers['idempotency-key']),
+  ),
+  'GET /api/v1/devices/{id}/diagnostic-logs': route(
+    {
+      operationId: 'agentLogsList',
+      auth: 'userOrApiKey',
+      tag: 'agent-logs',
+      summary: "A device's diagnostic log entries, newest first (logs:read)",
+      params: h.idParams,
+      query: agentLogs.diagnosticLogsQuery,
+      response: agentLogs.diagnosticLogPage,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params, query }) => listDiagnosticLogs(appDb(), caller, params.id, query),
+  ),
+} as const;

@@ -1,8 +1,0 @@
-import { routes } from '#functions/routes.ts';
-import { resolveAlert } from '#shared/alerts/alerts.ts';
-import { appDb } from '#shared/db/client.ts';
-import { httpHandler } from '#shared/http/handler.ts';
-
-export const handler = httpHandler(routes['POST /api/v1/alerts/{alertId}/resolve'], ({ caller, params, audit }) =>
-  resolveAlert(appDb(), caller, params.alertId, audit),
-);

@@ -1,8 +1,0 @@
-import { routes } from '#functions/routes.ts';
-import { getAuditEntry } from '#shared/audit/query.ts';
-import { appDb } from '#shared/db/client.ts';
-import { httpHandler } from '#shared/http/handler.ts';
-
-export const handler = httpHandler(routes['GET /api/v1/audit-logs/logs/{id}'], ({ caller, audit, params }) =>
-  getAuditEntry(appDb(), caller, audit, params.id),
-);

@@ -1,8 +1,0 @@
-import { routes } from '#functions/routes.ts';
-import { complianceReport } from '#shared/audit/reports.ts';
-import { appDb } from '#shared/db/client.ts';
-import { httpHandler } from '#shared/http/handler.ts';
-
-export const handler = httpHandler(routes['GET /api/v1/audit-logs/reports/compliance'], ({ caller, query }) =>
-  complianceReport(appDb(), caller, query),
-);

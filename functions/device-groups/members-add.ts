@@ -1,9 +1,0 @@
-import { routes } from '#functions/routes.ts';
-import { appDb } from '#shared/db/client.ts';
-import { addMembers } from '#shared/device-groups/groups.ts';
-import { httpHandler } from '#shared/http/handler.ts';
-
-export const handler = httpHandler(
-  routes['POST /api/v1/device-groups/{groupId}/members'],
-  ({ caller, params, body, audit }) => addMembers(appDb(), caller, params.groupId, body.deviceIds, audit),
-);

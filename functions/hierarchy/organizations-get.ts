@@ -1,8 +1,0 @@
-import { routes } from '#functions/routes.ts';
-import { appDb } from '#shared/db/client.ts';
-import { getOrganization } from '#shared/hierarchy/organizations.ts';
-import { httpHandler } from '#shared/http/handler.ts';
-
-export const handler = httpHandler(routes['GET /api/v1/orgs/organizations/{id}'], ({ caller, params }) =>
-  getOrganization(appDb(), caller, params.id),
-);
