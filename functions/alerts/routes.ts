@@ -107,6 +107,8 @@ export const routes = {
   'POST /api/v1/integrations/psa': route(
     {
       operationId: 'alertsIntegrationsCreate',
+      // Seals the integration's secret.
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'alerts',
       summary: "Create the partner's PSA integration (integrations:manage, partner users)",
@@ -144,6 +146,8 @@ export const routes = {
   'PATCH /api/v1/integrations/psa/{integrationId}': route(
     {
       operationId: 'alertsIntegrationsUpdate',
+      // Seals the integration's secret.
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'alerts',
       summary: 'Change a PSA integration',

@@ -9,7 +9,11 @@ import { auditReplayAbandoned } from '#shared/audit/spool.ts';
 import { logger } from '#shared/logger.ts';
 import { observedHandler } from '#shared/observability/handler.ts';
 import { maxReceives, type QueuedJob, send } from '#shared/queue/work-queue.ts';
+import { loadSecretSettings } from '#shared/secrets-manager.ts';
 import { type AuditReplayJob, runJob } from './jobs.ts';
+
+// PSA deliveries open the integration's sealed secret to sign; read from Secrets Manager at cold start.
+await loadSecretSettings(['ENROLLMENT_KEY_SEAL_KEY']);
 
 export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatchResponse> => {
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];

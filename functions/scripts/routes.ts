@@ -18,6 +18,8 @@ export const routes = {
   'POST /api/v1/scripts': route(
     {
       operationId: 'scriptsScriptsCreate',
+      // Seals the default of a secret parameter.
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'scripts',
       summary:
@@ -57,6 +59,8 @@ export const routes = {
   'PATCH /api/v1/scripts/{scriptId}': route(
     {
       operationId: 'scriptsScriptsUpdate',
+      // Seals the default of a secret parameter.
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'scripts',
       summary:
@@ -110,6 +114,8 @@ export const routes = {
   'POST /api/v1/scripts/bundle/import': route(
     {
       operationId: 'scriptsBundleImport',
+      // Seals the default of a secret parameter.
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'scripts',
       summary:
@@ -136,7 +142,8 @@ export const routes = {
   'POST /api/v1/scripts/{scriptId}/runs': route(
     {
       operationId: 'scriptsRunsStart',
-      grants: ['agent-channel'],
+      // Opens the sealed default of a secret parameter the run does not give.
+      grants: ['agent-channel', 'seal-key'],
       auth: 'userOrApiKey',
       tag: 'scripts',
       summary:

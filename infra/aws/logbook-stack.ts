@@ -191,7 +191,7 @@ export class LogbookStack extends Stack {
     // Generated on the first deploy and kept: a new value leaves the keys sealed before it without a script key.
     const sealKey = new Secret(this, 'EnrollmentKeySealKey', {
       description:
-        'Logbook: ENROLLMENT_KEY_SEAL_KEY, the AES-256 key (base64) sealing enrollment keys for their deployment scripts; read by the hierarchy function alone',
+        'Logbook: ENROLLMENT_KEY_SEAL_KEY, the AES-256 key (base64) sealing enrollment keys, PSA secrets and secret script defaults; read by the functions whose routes seal or open them and by the work queue worker',
       generateSecretString: { passwordLength: 43, excludePunctuation: true, includeSpace: false },
     });
     acknowledge(
@@ -199,6 +199,9 @@ export class LogbookStack extends Stack {
       'SMG4',
       'Not rotated: keys sealed under the old value could no longer be opened, and their deployment scripts would carry a placeholder instead of the key',
     );
+    // PSA deliveries sign with the integration's sealed secret.
+    workQueue.worker.addEnvironment('ENROLLMENT_KEY_SEAL_KEY_ARN', sealKey.secretArn);
+    sealKey.grantRead(workQueue.worker);
     const served = { ...routes, ...props.extraRoutes };
     const functions = new Map<string, LogbookFunction>();
     const groupFunctions = new Map<string, LogbookFunction>();

@@ -11,7 +11,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { LogbookStack, routeGroups } from '#infra/aws/logbook-stack.ts';
-import { addPolicyChecks, guardExceptions } from '#infra/aws/policy-checks.ts';
+import { guardExceptions } from '#infra/aws/policy-checks.ts';
 import { powertoolsLayerParameter, powertoolsPackages, powertoolsVersion } from '#infra/aws/powertools.ts';
 import { buildViewerSite } from '#infra/aws/viewer.ts';
 import { jwtJwksUrl, synth } from '#test/support/stack.ts';
@@ -235,7 +235,7 @@ describe('the CDK stack', () => {
     deployed.template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
   });
 
-  it('generates the enrollment-key seal at deploy, readable by the hierarchy function alone, which loads it at cold start', () => {
+  it('generates the enrollment-key seal at deploy, readable by the functions that seal or open with it alone, which load it at cold start', () => {
     const seal = refOf('EnrollmentKeySealKey');
     // 43 letters and digits: base64 for 32 bytes, what shared/auth/key-seal.ts takes.
     expect(deployed.resources[seal]!.Properties.GenerateSecretString).toEqual({
@@ -243,15 +243,20 @@ describe('the CDK stack', () => {
       ExcludePunctuation: true,
       IncludeSpace: false,
     });
-    const hierarchy = deployed.functionId('Logbook hierarchy:');
+    // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs).
+    const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
+    const worker = deployed.functionId('Logbook: the work queue worker');
     const readers = readersOf(seal);
-    expect(readers).toHaveLength(1);
-    expect(readers[0]).toMatch(new RegExp(`^${roleOf(hierarchy)} `));
-    // Its ARN in the hierarchy function's configuration only (the value never is, in any function's).
+    expect(readers).toHaveLength(sealers.length + 1);
+    for (const fnId of [...sealers, worker])
+      expect(readers.some((reader) => reader.startsWith(`${roleOf(fnId)} `))).toBe(true);
+    // Its ARN in those functions' configuration only (the value never is, in any function's).
     for (const [id, fn] of deployed.ofType('AWS::Lambda::Function')) {
       const variables = fn.Properties.Environment?.Variables ?? {};
       expect(variables.ENROLLMENT_KEY_SEAL_KEY).toBeUndefined();
-      expect(variables.ENROLLMENT_KEY_SEAL_KEY_ARN).toEqual(id === hierarchy ? { Ref: seal } : undefined);
+      expect(variables.ENROLLMENT_KEY_SEAL_KEY_ARN).toEqual(
+        [...sealers, worker].includes(id) ? { Ref: seal } : undefined,
+      );
     }
   });
 
@@ -375,7 +380,7 @@ describe('the CDK stack', () => {
     const imported = importedRoutes(deployed);
     for (const { key, integration } of imported) {
       expect(integration).toMatchObject({ type: 'aws_proxy', httpMethod: 'POST', payloadFormatVersion: '2.0' });
-      const group = key === '$default' ? 'system' : routes[key as keyof typeof routes].handler.split('/')[0];
+      const group = [...routeGroups()].find(([, { targets }]) => key in targets)![0];
       expect(deployed.resources[functionOfIntegration(integration)]!.Properties.Description).toMatch(
         new RegExp(`^Logbook ${group}:`),
       );
