@@ -47,21 +47,11 @@ export class TestConnection {
     });
   }
 
-  /** The next message the service sends (within `ms`). */
-  next(ms = 5_000): Promise<ServiceMessage> {
+  /** The next message the service sends; the test's timeout bounds the wait. */
+  next(): Promise<ServiceMessage> {
     const queued = this.inbox.shift();
     if (queued) return Promise.resolve(queued);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(done), 1);
-        reject(new Error(`no message within ${ms} ms`));
-      }, ms);
-      const done = (message: ServiceMessage) => {
-        clearTimeout(timer);
-        resolve(message);
-      };
-      this.waiting.push(done);
-    });
+    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   /** Messages received and not yet taken. */
