@@ -198,10 +198,11 @@ describe('the CDK stack', () => {
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
     expect(apiFunctions.length).toBe(14);
-    const hierarchy = deployed.functionId('Logbook hierarchy:');
+    // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts).
+    const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
     for (const [id] of apiFunctions)
       expect(secretsReadBy(id)).toEqual(
-        id === hierarchy ? [appSecret, refOf('EnrollmentKeySealKey')].sort() : [appSecret],
+        sealers.includes(id) ? [appSecret, refOf('EnrollmentKeySealKey')].sort() : [appSecret],
       );
     expect(secretsReadBy(deployed.functionId('signs the audit anchors'))).toEqual([]);
   });
