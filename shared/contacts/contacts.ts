@@ -109,6 +109,17 @@ export async function updateContact(
   const after = await db.transaction(async (tx) => {
     await store.lockContactsOf(tx, before.orgId);
     const key = 'externalId' in change ? change : before;
+    // The rule of the table (0026_contacts.sql): sourceSystem and externalId are set together or cleared together.
+    const sourceSystem = change.sourceSystem !== undefined ? change.sourceSystem : before.sourceSystem;
+    const externalId = change.externalId !== undefined ? change.externalId : before.externalId;
+    if ((sourceSystem == null) !== (externalId == null))
+      throw ValidationFailed('sourceSystem and externalId are set or cleared together', [
+        {
+          path: change.externalId !== undefined ? 'body.externalId' : 'body.sourceSystem',
+          message: 'sourceSystem and externalId are set or cleared together',
+          code: 'custom',
+        },
+      ]);
     await checkContact(tx, before.orgId, contactId, {
       siteId: change.siteId,
       sourceSystem: key.sourceSystem,

@@ -67,9 +67,11 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   if (code === '22021' || code === '22P05')
     return errorReply(400, 'VALIDATION_FAILED', 'Request contains text the database cannot store');
   // Backstop behind validation: values the database refuses (22007/22008 date-time format or range, 22009 time zone
-  // offset, 22P02 invalid text representation, 23514 CHECK constraint) can only have come from the request.
-  if (['22007', '22008', '22009', '22P02', '23514'].includes(code))
+  // offset, 22P02 invalid text representation) can only have come from the request.
+  if (['22007', '22008', '22009', '22P02'].includes(code))
     return errorReply(400, 'VALIDATION_FAILED', 'Request contains a value the database refuses');
+  if (code === '23514') return checkViolation(error as DatabaseError);
+  if (code === '23503') return foreignKeyViolation(error as DatabaseError);
   if (unavailable(code)) {
     logger.error('Database unavailable', error as Error);
     return errorReply(503, 'UNAVAILABLE', 'The service is temporarily unavailable; retry shortly');
@@ -78,26 +80,58 @@ export function toErrorReply(error: unknown): APIGatewayProxyResultV2 {
   return errorReply(500, 'INTERNAL', 'Internal error');
 }
 
+/** What node-postgres (and, in its message, the Data API) tells of a refused statement. */
+type DatabaseError = { message?: string; detail?: string; constraint?: string };
+
+const constraintOf = (error: DatabaseError) =>
+  error.constraint ?? /constraint "([^"]+)"/.exec(error.message ?? '')?.[1] ?? 'unnamed';
+
+/** A column name as the API names the field: partner_id → partnerId. */
+const fieldOf = (column: string) => column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
 /**
- * Connection-level failures: SQLSTATE class 08 (shared/db/pg.ts gives a lost connection 08006), too many connections,
- * shutdown, a statement cancelled by statement_timeout or lock_timeout (57014, 55P03: a hung database),
- * and socket errors.
+ * A CHECK constraint (23514) is a rule the request broke: 400 naming the rule (the constraint) and, when the
+ * constraint's name carries them, the fields it binds.
+ */
+function checkViolation(error: DatabaseError): APIGatewayProxyResultV2 {
+  const rule = constraintOf(error);
+  return errorReply(400, 'VALIDATION_FAILED', `Request breaks the rule ${rule}`, [
+    { path: 'body', message: `The database rule ${rule} refuses this combination of values`, code: 'check', rule },
+  ]);
+}
+
+/**
+ * A foreign key (23503): a parent the request names does not exist (404, naming the field: `Key (partner_id)=…
+ * is not present in table "partners"`), or a row still has children (409: `… is still referenced from table`).
+ */
+function foreignKeyViolation(error: DatabaseError): APIGatewayProxyResultV2 {
+  const text = `${error.detail ?? ''} ${error.message ?? ''}`;
+  const referenced = /is still referenced from table "([^"]+)"/.exec(text);
+  if (referenced)
+    return errorReply(409, 'CONFLICT', `Rows of ${referenced[1]} still refer to it; remove them first`, [
+      { path: referenced[1], message: 'Still referenced', code: 'foreign_key', rule: constraintOf(error) },
+    ]);
+  const missing = /Key \(([^)]+)\)=\([^)]*\) is not present in table "([^"]+)"/.exec(text);
+  const field = missing ? missing[1]!.split(', ').map(fieldOf).join(', ') : 'unknown';
+  const table = missing?.[2] ?? 'parent';
+  return errorReply(404, 'NOT_FOUND', `No ${table} row has this ${field}`, [
+    { path: field, message: `Not found in ${table}`, code: 'foreign_key', rule: constraintOf(error) },
+  ]);
+}
+
+/**
+ * What the caller waits out, never a 500: SQLSTATE class 08 (shared/db/pg.ts gives a lost connection 08006), class 53
+ * (too many connections, disk full, out of memory), shutdown, a statement cancelled by statement_timeout or
+ * lock_timeout (57014, 55P03: a hung database), a serialization failure or deadlock (40001, 40P01), a
+ * read-only server during a failover (25006), a write the database refuses its role (42501: a revoked grant the
+ * operator restores), and socket errors.
  */
 function unavailable(code: string): boolean {
   return (
     code.startsWith('08') ||
-    [
-      '53300',
-      '57P01',
-      '57P02',
-      '57P03',
-      '57014',
-      '55P03',
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'ENOTFOUND',
-    ].includes(code)
+    code.startsWith('53') ||
+    ['40001', '40P01', '25006', '42501'].includes(code) ||
+    ['57P01', '57P02', '57P03', '57014', '55P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code)
   );
 }
 
