@@ -10,11 +10,11 @@ export const logger = new Logger({
   logLevel: (process.env.LOG_LEVEL ?? (process.env.NODE_ENV === 'test' ? 'WARN' : 'INFO')) as 'INFO',
 });
 
-/** Test environments (NODE_ENV=test), where the specification silences the audit writer's lines (seed 6). */
+/** Test environments (NODE_ENV=test), where the specification silences the audit writer's lines. */
 const quiet = () => process.env.NODE_ENV === 'test';
 
 /**
- * The lines whose text the specification fixes (seed 6 rules 1 and 2, seed 7 "Error handling"), printed as it
+ * The lines whose text the specification fixes, printed as it
  * writes them: one console line each, which Lambda's runtime stamps with the request id. The only console output
  * of shared/ (biome.json's noConsole).
  */

@@ -2,7 +2,7 @@ import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } fr
 import { traced } from './observability/tracer.ts';
 
 /**
- * The Secrets Manager client (DESIGN.md "Layout": one adapter module per AWS SDK client), built on first use. The SDK
+ * The Secrets Manager client, built on first use. The SDK
  * is imported statically: every function that imports this module calls Secrets Manager in its cold start or first
  * invocation (the enrollment secret, the anchor key, the migration's logins).
  */

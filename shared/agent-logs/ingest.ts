@@ -10,7 +10,7 @@ import type { LogEntry } from './schemas.ts';
 import { insertLogBatch } from './store.ts';
 
 /**
- * POST /agents/:id/logs (seed 4.3): charged to the hourly budget, inserted in batches; a failing batch costs only
+ * POST /agents/:id/logs: charged to the hourly budget, inserted in batches; a failing batch costs only
  * itself and is reported, a request with none stored fails (docs/ARCHITECTURE.md "Diagnostic log ingestion").
  * With an Idempotency-Key the upload is one transaction, stored whole or not at all, which claims the key
  * (shared/http/idempotency.ts): a resend within 24 hours gets the first reply and stores nothing.

@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import type { DiagnosticLogsQuery } from './schemas.ts';
 import { selectDiagnosticLogs } from './store.ts';
 
-/** GET /devices/:id/diagnostic-logs (seed 4.3): logs:read, tenant-scoped as GET /devices/:id. */
+/** GET /devices/:id/diagnostic-logs: logs:read, tenant-scoped as GET /devices/:id. */
 export async function listDiagnosticLogs(db: Db, principal: Principal, deviceId: string, query: DiagnosticLogsQuery) {
   const device = await deviceOfLogReader(db, principal, deviceId);
   return selectDiagnosticLogs(db, device.id, query, query);

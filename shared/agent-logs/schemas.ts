@@ -4,14 +4,14 @@ import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { enumList, optionalParam } from '../request-values.ts';
 
-/** seed 2.5 */
+/** The levels of a diagnostic log entry. */
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof logLevels)[number];
 
-/** seed 8: agent log entries per request. */
+/** Agent log entries per request. */
 export const maxLogsPerRequest = 500;
 
-/** One entry of POST /agents/:id/logs (seed 4.3). Unknown fields are dropped, as for every agent request. */
+/** One entry of POST /agents/:id/logs. Unknown fields are dropped, as for every agent request. */
 export const logEntry = z.object({
   timestamp: agentTimestamp(),
   level: z.enum(logLevels),

@@ -7,8 +7,8 @@ import { asUtc } from '../instants.ts';
 import type { LogEntry, LogLevel } from './schemas.ts';
 
 /**
- * One batch as one multi-row INSERT (seed 4.3, 8): the entries travel as one JSON parameter expanded
- * by jsonb_to_recordset (DESIGN.md "Database"). One statement, so a batch is stored whole or not at all.
+ * One batch as one multi-row INSERT: the entries travel as one JSON parameter expanded
+ * by jsonb_to_recordset. One statement, so a batch is stored whole or not at all.
  * The agent_logs_count trigger adds the rows to agent_log_counts in the same statement.
  */
 export async function insertLogBatch(
@@ -90,7 +90,7 @@ function wholeHours(filter: DiagnosticLogFilter, until: string): { fullFrom: str
 }
 
 /**
- * A page of the device's entries, newest first (seed 4.3), and the total under the filters: whole hours
+ * A page of the device's entries, newest first, and the total under the filters: whole hours
  * from agent_log_counts plus the rows of the partial hours at both ends, counted off the device's
  * (device_id, timestamp) index.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 5 "Flood protection": an entry stamped more than 10 minutes ahead of the server clock is stored
+ * Flood protection: an entry stamped more than 10 minutes ahead of the server clock is stored
  * at the time it is received, with the submitted text kept as `originalTimestamp` in its JSON column
  * (agent_logs.fields, device_event_logs.details), so a device with a wrong clock cannot pin its entries
  * to the top of every newest-first list. SQL over a jsonb_to_recordset row `r` holding "timestamp" (as

@@ -11,9 +11,9 @@ import { recordHeartbeat } from './store.ts';
 
 /**
  * POST /agents/:id/heartbeat: records when the device was last seen, from which IP (the audit rows'
- * client-IP rule, seed 5 rule 5), its agent version and status. A heartbeat writes no audit row
- * (DESIGN.md: telemetry must not drown the trail), except agent.source.ip.changed when the IP differs
- * from the one the device last reported (seed 6).
+ * client-IP rule), its agent version and status. A heartbeat writes no audit row (telemetry must not drown the
+ * trail), except agent.source.ip.changed when the IP differs
+ * from the one the device last reported.
  */
 export async function heartbeat(
   db: Db,

@@ -4,7 +4,7 @@ import type { AgentDevice, IngestKind, Reservation } from './store.ts';
 import * as store from './store.ts';
 
 /**
- * Flood protection (issue 5): entries each device may submit per clock hour, unless its organization
+ * Flood protection: entries each device may submit per clock hour, unless its organization
  * overrides them (agent_ingest_limits). The defaults are a hundred times what a healthy agent sends;
  * they stop a looping agent, not a chatty one. INGEST_LOGS_PER_DEVICE_HOUR and
  * INGEST_EVENTS_PER_DEVICE_HOUR change them for every organization without an override.
@@ -12,7 +12,7 @@ import * as store from './store.ts';
 const defaults: Record<IngestKind, { value: number; variable: string }> = {
   logs: { value: 100_000, variable: 'INGEST_LOGS_PER_DEVICE_HOUR' },
   events: { value: 50_000, variable: 'INGEST_EVENTS_PER_DEVICE_HOUR' },
-  // Custom field values scripts write (issue 16): no per-organization override, only the variable.
+  // Custom field values scripts write: no per-organization override, only the variable.
   fields: { value: 1_000, variable: 'INGEST_FIELDS_PER_DEVICE_HOUR' },
 };
 

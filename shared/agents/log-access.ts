@@ -8,7 +8,7 @@ import { type AgentDevice, agentExists } from './store.ts';
 /**
  * The device an agent acts for on `/agents/{id}/...`. The token was checked by the authentication
  * middleware (401) and named the agent's live device; here the path must name the agent itself:
- * another live agent's id is 403, an id no live device matches is 404 (seed 4.3).
+ * another live agent's id is 403, an id no live device matches is 404.
  */
 export async function deviceOfAgent(db: Db, caller: AgentPrincipal, agentId: string): Promise<AgentDevice> {
   if (agentId.toLowerCase() === caller.agentId)

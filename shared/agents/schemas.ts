@@ -27,7 +27,7 @@ function surrogatePaths(value: unknown, path: PropertyKey[]): PropertyKey[][] {
   ]);
 }
 
-/** A JSON object of arbitrary keys (seed 2.5 fields, 2.6 details); null reads as absent, as agents marshal empty maps. */
+/** A JSON object of arbitrary keys; null reads as absent, as agents marshal empty maps. */
 export const jsonObject = () =>
   z
     .record(z.string(), z.unknown())
@@ -38,7 +38,7 @@ export const jsonObject = () =>
     .nullish();
 
 /**
- * When an agent says something happened (seed 4.3 ISO 8601, 4.4 a string): ISO 8601 date and time,
+ * When an agent says something happened: ISO 8601 date and time,
  * with an offset or Z; without one it is read as UTC.
  */
 export const agentTimestamp = () =>

@@ -1,6 +1,6 @@
 import { type Db, one } from '../db/db.ts';
 
-/** The device an agent acts for (seed 4.3: the device is found by the agent identifier). */
+/** The device an agent acts for. */
 export interface AgentDevice {
   agentId: string;
   /** The device id. */

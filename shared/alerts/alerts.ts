@@ -24,7 +24,7 @@ export async function listDeliveries(db: Db, principal: Principal, alertId: stri
   return store.selectDeliveries(db, alertId, page);
 }
 
-/** open → acknowledged, written as `alert.acknowledge` (seed 6); a PSA-bound alert tells its PSA. */
+/** open → acknowledged, written as `alert.acknowledge`; a PSA-bound alert tells its PSA. */
 export function acknowledgeAlert(db: Db, principal: Principal, id: string, audit: AuditContext) {
   return changeStatus(db, principal, id, 'acknowledged', audit);
 }

@@ -9,7 +9,7 @@ import type { PutAlertBinding } from './schemas.ts';
 import * as store from './store.ts';
 
 /**
- * Where alerts go (seed 1, issue 17): per organization, else the partner-wide default, else the platform's own
+ * Where alerts go: per organization, else the partner-wide default, else the platform's own
  * tickets. An organization's binding is read with alerts:read and set with integrations:manage.
  */
 export async function getOrgBinding(db: Db, principal: Principal, orgId: string) {

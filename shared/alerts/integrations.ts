@@ -13,7 +13,7 @@ import { configurationProblem } from '../outbound/address.ts';
 import type { CreateIntegration, UpdateIntegration } from './schemas.ts';
 import * as store from './store.ts';
 
-/** PSA integrations are the partner's (issue 17): partner users (and the platform) with integrations:manage. */
+/** PSA integrations are the partner's: partner users (and the platform) with integrations:manage. */
 function assertPartnerManager(principal: Principal): void {
   requirePermission(principal, 'integrations:manage');
   if (principal.scope === 'organization') throw Forbidden('PSA integrations are managed by partner users');

@@ -10,7 +10,7 @@ import * as store from './store.ts';
 
 /**
  * Waits before each retry of a failed PSA delivery: exponential from one minute, doubling, 11 retries spanning
- * 34 hours (issue 17: at least 24 hours); after the 12th failed attempt the delivery is `failed`.
+ * 34 hours; after the 12th failed attempt the delivery is `failed`.
  */
 export const retryDelaysSeconds = Array.from({ length: 11 }, (_, n) => 60 * 2 ** n);
 

@@ -19,7 +19,7 @@ export interface ScriptFailure {
 }
 
 /**
- * Raises the alert of a script failure (issue 17). While an alert of the same script on the same device is
+ * Raises the alert of a script failure. While an alert of the same script on the same device is
  * unresolved, the repeat only counts an occurrence on it. A new alert writes `alert.create` (actor: the system) and
  * goes where its organization's binding says: a ticket of the platform's own, or an event for the PSA integration
  * when it takes this severity. Nothing here fails the run item's answer.

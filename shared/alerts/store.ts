@@ -48,7 +48,7 @@ export type AlertRow = {
 
 /**
  * Opens an alert, or, while one for the same failure (organization, device, source key) is unresolved, counts one
- * more occurrence on it (issue 17). `created` tells which.
+ * more occurrence on it. `created` tells which.
  */
 export async function upsertAlert(
   db: Db,

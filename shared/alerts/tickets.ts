@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import type { ListTicketsQuery } from './schemas.ts';
 import * as store from './store.ts';
 
-/** The platform's own minimal tickets (issue 17): created from an alert, closed when it is resolved. */
+/** The platform's own minimal tickets: created from an alert, closed when it is resolved. */
 export function listTickets(db: Db, principal: Principal, query: ListTicketsQuery) {
   requirePermission(principal, 'alerts:read');
   return store.selectTickets(db, principal, query, query);

@@ -13,7 +13,7 @@ import type { Principal, Scope } from './principal.ts';
 
 export const jwtDefaults = { issuer: 'logbook-local', audience: 'logbook' } as const;
 
-/** The claims of a user token (DESIGN.md "Authentication"). */
+/** The claims of a user token. */
 const scopeOfRole = (role: Role): Scope =>
   role === 'platform_admin' ? 'platform' : role.startsWith('partner_') ? 'partner' : 'organization';
 

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * Enrollment keys sealed for their deployment scripts (issue 18): an MSP downloads a key's script whenever it
+ * Enrollment keys sealed for their deployment scripts: an MSP downloads a key's script whenever it
  * schedules a job, long after the key was shown once, so the key is kept recoverable, AES-256-GCM under
  * ENROLLMENT_KEY_SEAL_KEY (32 bytes, base64), never in the clear. Without that setting keys are not sealed and their
  * scripts carry a placeholder. The hash stays what enrollment checks. The same seal keeps the other secrets the service

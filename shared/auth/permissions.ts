@@ -1,5 +1,5 @@
 /**
- * Roles and the permissions they hold by default (DESIGN.md "Authentication").
+ * Roles and the permissions they hold by default.
  * A JWT may carry `permissions`, which then replace the role's defaults.
  */
 export const permissions = [
@@ -16,7 +16,7 @@ export const permissions = [
   'audit:manage',
   // Reporting audit events of other platform components (POST /api/v1/audit-logs/events).
   'audit:write',
-  // Scripts, alerts and their PSA integrations (issue 17).
+  // Scripts, alerts and their PSA integrations.
   'scripts:read',
   'scripts:write',
   'scripts:run',

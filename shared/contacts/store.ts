@@ -120,7 +120,7 @@ export async function deleteContactRow(tx: Db, contactId: string) {
   return rowCount > 0;
 }
 
-// Import matching (seed 2.1 rules 1 and 2)
+// Import matching
 
 /** The organization's contacts holding these (sourceSystem, externalId) keys. */
 export async function selectContactsByKeys(

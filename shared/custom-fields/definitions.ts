@@ -37,7 +37,7 @@ export const snapshot = (field: DefinitionRecord) =>
 
 /**
  * A definition's audit rows: on its organization, or for a partner-wide one on every organization of the partner,
- * since each sees it (audit rows belong to an organization, seed 2.2).
+ * since each sees it (audit rows belong to an organization).
  */
 export async function auditDefinition(
   db: Db,
@@ -88,7 +88,7 @@ async function checkKey(tx: Db, values: Pick<DefinitionValues, 'partnerId' | 'or
 }
 
 /**
- * Who may write a definition of this owner: partner-wide ones only partner and platform users (issue 16), an
+ * Who may write a definition of this owner: partner-wide ones only partner and platform users, an
  * organization's whoever reaches the organization; both with devices:write.
  */
 async function ownerOf(db: Db, principal: Principal, input: { orgId?: string | null; partnerId?: string }) {
@@ -175,7 +175,7 @@ export async function createDefinition(
 
 /**
  * Audited as custom_field.update with the changed fields. A type change is refused (409) while values exist: a
- * converted value would be a coerced one (issue 16); delete the values (or the definition, with force) first.
+ * converted value would be a coerced one; delete the values (or the definition, with force) first.
  */
 export async function updateDefinition(
   db: Db,

@@ -5,7 +5,7 @@ import { device } from '../hierarchy/schemas.ts';
 import { importRow, importRowAcknowledgement, importSummary, rowNumber } from '../imports/schemas.ts';
 import { nameText } from '../request-values.ts';
 
-/** The value types of a custom field (issue 16): text up to 10,000 characters, and what an MSP's fields hold. */
+/** The value types of a custom field: text up to 10,000 characters, and what an MSP's fields hold. */
 export const fieldTypes = ['text', 'number', 'boolean', 'date', 'dropdown', 'multi-select', 'url'] as const;
 export type FieldType = (typeof fieldTypes)[number];
 export const fieldScopes = ['device'] as const;
@@ -171,7 +171,7 @@ export const bulkValuesReply = z
   })
   .strict();
 
-/** GET /devices/{id}: the device with its custom fields (issue 16). */
+/** GET /devices/{id}: the device with its custom fields. */
 export const deviceDetail = device
   .extend({
     customFields: z

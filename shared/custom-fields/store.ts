@@ -104,7 +104,7 @@ export async function selectVisibleDefinitions(db: Db, partnerId: string, orgId:
 
 /**
  * The definition that already holds `key` where a definition owned by `orgId` (null: partner-wide) would collide
- * with it (issue 16): the same owner's, the partner-wide one for an organization's, any organization's for a
+ * with it: the same owner's, the partner-wide one for an organization's, any organization's for a
  * partner-wide one.
  */
 export function selectKeyHolder(tx: Db, partnerId: string, orgId: string | null, key: string) {
@@ -317,8 +317,8 @@ export async function upsertDeviceMappings(
 }
 
 /**
- * The organization whose trail holds an import pass's one summary row (an audit row belongs to one organization,
- * seed 2.2): the one the import names, else the partner's oldest live organization.
+ * The organization whose trail holds an import pass's one summary row (an audit row belongs to one organization):
+ * the one the import names, else the partner's oldest live organization.
  */
 export function selectSummaryOrganization(db: Db, partnerId: string, orgId: string | undefined) {
   return one<{ id: string; name: string }>(

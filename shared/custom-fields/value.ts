@@ -22,7 +22,7 @@ const isUrl = (text: string) => {
 };
 
 /**
- * A value as the API receives it, checked against its definition (issue 16): the JSON type the field's type
+ * A value as the API receives it, checked against its definition: the JSON type the field's type
  * stores, a dropdown's choice, a number's range, a date as YYYY-MM-DD, text up to 10,000 characters without NUL.
  * Nothing is coerced: "12" is not a number, "true" is not a boolean.
  */

@@ -11,7 +11,7 @@ import type { DefinitionRecord, ValueTarget } from './store.ts';
 import * as store from './store.ts';
 import { checkValue } from './value.ts';
 
-/** One changed value, as the device.update audit row shows it (issue 16: before and after). */
+/** One changed value, as the device.update audit row shows it. */
 export interface ValueChange {
   device: ValueTarget;
   field: DefinitionRecord;
@@ -107,7 +107,7 @@ export async function clearDeviceValue(
 }
 
 /**
- * PUT /agents/{id}/custom-fields/{key} (seed 2.8: a script running on the device writes through the API): the
+ * PUT /agents/{id}/custom-fields/{key} (a script running on the device writes through the API): the
  * agent's own device only, fields flagged scriptWritable only (403 otherwise), one entry of the device's hourly
  * `fields` budget per write (429 beyond it). The agent is the actor of the device.update row.
  */

@@ -116,8 +116,7 @@ export async function closeAppDb(): Promise<void> {
 }
 
 /**
- * The retention worker's connection, as role logbook_audit_admin (seed 5 rule 8: only the worker
- * uses it). Locally: AUDIT_ADMIN_DATABASE_URL; in AWS its own secret (AUDIT_ADMIN_DB_SECRET_ARN),
+ * The retention worker's connection, as role logbook_audit_admin. Locally: AUDIT_ADMIN_DATABASE_URL; in AWS its own secret (AUDIT_ADMIN_DB_SECRET_ARN),
  * granted to that function alone.
  */
 let auditAdmin: Db | undefined;

@@ -36,7 +36,7 @@ export class DataApiError extends Error {
   }
 }
 
-/** `code` of a result above the Data API's 1 MiB response limit (DESIGN.md "Database": stores page their reads). */
+/** `code` of a result above the Data API's 1 MiB response limit. */
 export const resultTooLargeCode = 'DATA_API_RESULT_TOO_LARGE';
 
 export interface DataApiDbOptions {
@@ -83,8 +83,7 @@ function namesOf(sql: string): string[] {
 }
 
 /**
- * A parameter value as a Data API field. Every parameter carries an explicit cast in the SQL (DESIGN.md
- * "Database"), so no typeHint is sent: text goes as a string (the Data API types it character varying,
+ * A parameter value as a Data API field. Every parameter carries an explicit cast in the SQL, so no typeHint is sent: text goes as a string (the Data API types it character varying,
  * which casts to uuid, jsonb or timestamptz), JSON and dates as their text, whole numbers as long.
  */
 export function toField(value: SqlValue | undefined): Field {
@@ -189,7 +188,7 @@ function translate(error: unknown): unknown {
 const maxResultBytes = 1_000_000;
 
 /**
- * The RDS Data API executor of `Db` (DESIGN.md "Database"), used in Lambda: named parameters passed as
+ * The RDS Data API executor of `Db`, used in Lambda: named parameters passed as
  * typed fields, typed records converted by column type to the values node-postgres gives, transactions
  * through BeginTransaction/CommitTransaction/RollbackTransaction, and DatabaseResumingException (Aurora
  * waking from 0 ACU) retried with backoff until `resumeDeadlineMs`.

@@ -1,5 +1,5 @@
 /**
- * The one database interface of the project (DESIGN.md "Database").
+ * The one database interface of the project.
  *
  * SQL is written with named parameters (`:orgId::uuid`) and an explicit cast on
  * every parameter, so the same text runs on the RDS Data API (which takes named

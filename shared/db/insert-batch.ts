@@ -1,4 +1,4 @@
-/** seed 8: agent logs and device event logs are inserted 100 rows per statement. */
+/** Agent logs and device event logs are inserted 100 rows per statement. */
 export const insertBatchSize = 100;
 
 /** The items in consecutive batches of `insertBatchSize`, each with the index of its first item. */

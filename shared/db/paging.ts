@@ -3,7 +3,7 @@ import { asInteger, decimalInteger } from '../request-values.ts';
 
 /**
  * page/limit query parameters: page from 1, limit from 1; a limit above the route's
- * maximum is clamped to it (DESIGN.md "HTTP conventions").
+ * maximum is clamped to it.
  */
 export function pageQuery(options: { defaultLimit: number; maxLimit: number }) {
   return {

@@ -98,8 +98,7 @@ export interface PgDbOptions {
   /** Name shown in pg_stat_activity. */
   applicationName?: string;
   /**
-   * How long a connect may take, and a statement may run, before it fails (issue 13: a hung database answers 503
-   * instead of committing after the caller gave up). 0: no limit. Defaults: shared/db/timeouts.ts.
+   * How long a connect may take, and a statement may run, before it fails. 0: no limit. Defaults: shared/db/timeouts.ts.
    */
   connectTimeoutMs?: number;
   statementTimeoutMs?: number;

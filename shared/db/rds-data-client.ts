@@ -2,7 +2,7 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { traced } from '../observability/tracer.ts';
 
 /**
- * The RDS Data API client (DESIGN.md "Layout": one adapter module per AWS SDK client), imported on first use
+ * The RDS Data API client, imported on first use
  * (shared/db/client.ts). In Lambda the region and credentials come from the function's environment, and its calls
  * are traced; `endpoint` points it at the local Data API of infra/local/data-api-server.ts instead, which checks no
  * signature.

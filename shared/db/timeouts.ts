@@ -1,5 +1,5 @@
 /**
- * Database timeouts (issue 13), from the environment, the same intent for both executors: a request that cannot get
+ * Database timeouts, from the environment, the same intent for both executors: a request that cannot get
  * an answer from the database in time fails with 503 UNAVAILABLE and Retry-After, and whatever it started is rolled
  * back, so a client that retries never finds its first attempt committed later.
  *

@@ -14,7 +14,7 @@ import {
 } from './filter-fields.ts';
 
 /**
- * The filter language of dynamic groups (issue 15): a typed JSON tree
+ * The filter language of dynamic groups: a typed JSON tree
  * `{ all: [...] } | { any: [...] } | { not: … } | { field, op, value }`, checked here and compiled to
  * parameterized SQL over the device row `d`. No text of a filter ever reaches SQL except as a bound parameter:
  * field names select an entry of filter-fields.ts, operators an entry of `operators` below.
@@ -141,7 +141,7 @@ const operators = {
     value: () => cidr,
     sql: (column, value: string, bind) => `${column} <<= ${bind(value, 'inet')}`,
   },
-  // issue 18: "devices still running Datto RMM" is { field: 'posture', op: 'has', value: { category: 'rmm', product: 'Datto RMM', status: 'active' } }.
+  // "Devices still running Datto RMM" is { field: 'posture', op: 'has', value: { category: 'rmm', product: 'Datto RMM', status: 'active' } }.
   has: {
     types: ['posture'],
     sql: (column, value: PostureMatch, bind) => postureMatchSql(column, value, bind),

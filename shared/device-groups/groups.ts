@@ -180,7 +180,7 @@ export async function listMembers(db: Db, principal: Principal, groupId: string,
 }
 
 /**
- * The ids of a group's member devices now, for work that targets the group (a script run, issue 17): at most `limit`,
+ * The ids of a group's member devices now, for work that targets the group (a script run): at most `limit`,
  * else a 400 naming `path`, so a run never reaches part of a group silently.
  */
 export async function memberDeviceIds(db: Db, principal: Principal, groupId: string, limit: number, path: string) {
@@ -190,7 +190,7 @@ export async function memberDeviceIds(db: Db, principal: Principal, groupId: str
   return members.data.map((device) => device.id);
 }
 
-/** What a filter matches now, without saving it (issue 15): a first page and the count. */
+/** What a filter matches now, without saving it: a first page and the count. */
 export async function previewFilter(
   db: Db,
   principal: Principal,
@@ -306,7 +306,7 @@ export async function removeMembers(
 
 /**
  * The groups a device belongs to, in one statement: every dynamic filter of its organization is compiled into one
- * CASE on the group id and evaluated against the device's row, beside the static member rows (issue 15). The
+ * CASE on the group id and evaluated against the device's row, beside the static member rows. The
  * filters are read beside the reach check and used only once it passed.
  */
 export async function listGroupsOfDevice(db: Db, principal: Principal, deviceId: string, page: Page) {

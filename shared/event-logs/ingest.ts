@@ -25,7 +25,7 @@ function withoutRepeats(events: readonly DeviceEvent[]): DeviceEvent[] {
 }
 
 /**
- * PUT /agents/:id/eventlogs (seed 4.4): duplicates, of stored events or within the submission, are
+ * PUT /agents/:id/eventlogs: duplicates, of stored events or within the submission, are
  * ignored and not counted. The whole submission is one transaction (every batch of 100 and the budget
  * charge), so a failure stores none of it and the agent simply sends it again: duplicates make that
  * safe. Only the events actually stored are charged to the device's hourly budget, so resending costs

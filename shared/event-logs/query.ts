@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import type { EventLogsQuery } from './schemas.ts';
 import { selectEventLogs } from './store.ts';
 
-/** GET /devices/:id/eventlogs (seed 4.4): logs:read, tenant-scoped as GET /devices/:id. */
+/** GET /devices/:id/eventlogs: logs:read, tenant-scoped as GET /devices/:id. */
 export async function listEventLogs(db: Db, principal: Principal, deviceId: string, query: EventLogsQuery) {
   const device = await deviceOfLogReader(db, principal, deviceId);
   return selectEventLogs(db, device.id, query, query);

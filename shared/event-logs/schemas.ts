@@ -4,7 +4,7 @@ import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { enumList, optionalParam } from '../request-values.ts';
 
-/** seed 2.6 */
+/** The levels of a device event. */
 export const eventLevels = ['info', 'warning', 'error', 'critical'] as const;
 export const eventCategories = ['security', 'hardware', 'application', 'system'] as const;
 export type EventLevel = (typeof eventLevels)[number];
@@ -13,7 +13,7 @@ export type EventCategory = (typeof eventCategories)[number];
 /** Events per PUT /agents/:id/eventlogs: the seed sets none; ten insert batches of 100. */
 export const maxEventsPerRequest = 1000;
 
-/** One event of PUT /agents/:id/eventlogs (seed 4.4). Unknown fields are dropped, as for every agent request. */
+/** One event of PUT /agents/:id/eventlogs. Unknown fields are dropped, as for every agent request. */
 export const deviceEvent = z.object({
   timestamp: agentTimestamp(),
   level: z.enum(eventLevels),

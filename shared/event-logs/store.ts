@@ -5,9 +5,9 @@ import { asUtc } from '../instants.ts';
 import type { DeviceEvent, EventCategory, EventLevel } from './schemas.ts';
 
 /**
- * One batch as one multi-row INSERT (seed 4.4, 8), the events as one JSON parameter. An event whose
+ * One batch as one multi-row INSERT, the events as one JSON parameter. An event whose
  * (device, source, eventId) is already stored, by an earlier submission or an earlier batch or row of
- * this one, is skipped by the unique index (seed 2.6). Returns the rows actually inserted.
+ * this one, is skipped by the unique index. Returns the rows actually inserted.
  */
 export async function insertEventBatch(
   db: Db,
@@ -61,7 +61,7 @@ type DeviceEventLogRow = {
 const columns = `e.id, e.device_id AS "deviceId", e.org_id AS "orgId", e.timestamp, e.level, e.category, e.source, e.event_id AS "eventId",
   e.message, e.details, e.created_at AS "createdAt"`;
 
-/** A page of the device's events, newest first, and the total under the filters (seed 4.4). */
+/** A page of the device's events, newest first, and the total under the filters. */
 export function selectEventLogs(db: Db, deviceId: string, filter: EventLogFilter, page: Page) {
   return selectPage<DeviceEventLogRow>(
     db,

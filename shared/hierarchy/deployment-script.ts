@@ -34,7 +34,7 @@ export interface ScriptValues {
 }
 
 /**
- * GET …/enrollment-keys/{keyId}/deployment-script (issue 18, seed 1): a script the old RMM's job engine runs on every
+ * GET …/enrollment-keys/{keyId}/deployment-script: a script the old RMM's job engine runs on every
  * machine, as often as scheduled. It carries the server address and the key (recovered from its sealed form; a
  * placeholder for keys that have none), and the enrollment secret only for a platform-scope caller (the setting is
  * the platform's; others get a placeholder the operator fills in or passes as LOGBOOK_ENROLLMENT_SECRET).

@@ -14,7 +14,7 @@ export async function getDevice(db: Db, principal: Principal, id: string) {
   return assertReachable(await store.selectDevice(db, principal, id), 'Device');
 }
 
-/** Devices the principal reaches; `cf.<key>` parameters of the query filter by custom field values (issue 16). */
+/** Devices the principal reaches; `cf.<key>` parameters of the query filter by custom field values. */
 export function listDevices(
   db: Db,
   principal: Principal,

@@ -50,7 +50,7 @@ export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: s
 }
 
 /**
- * Enrolls an agent (seed 1, 5 rule 6): a valid, unexpired, unrevoked enrollment key
+ * Enrolls an agent: a valid, unexpired, unrevoked enrollment key
  * and, when AGENT_ENROLLMENT_SECRET is configured, that secret. Creates the device in
  * the key's site (or the organization's first site) and returns the agent's token once.
  * The key's organization is locked FOR SHARE first, as every writer relying on a live
@@ -65,7 +65,7 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
     const key =
       (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
     if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
-    // issue 18: a key enrolls at most maxUsage devices.
+    // A key enrolls at most maxUsage devices.
     if (!(await store.claimEnrollmentKeyUse(tx, key.keyId)))
       throw Unauthenticated(
         'Enrollment key has reached its usage limit (maxUsage); create a new key or one with a higher maxUsage',

@@ -13,7 +13,7 @@ import type { createOrganization as createSchema, updateOrganization as updateSc
 import * as store from './store.ts';
 
 /**
- * Creates an organization with its first site (seed 2.1) and its audit retention policy, in one transaction.
+ * Creates an organization with its first site and its audit retention policy, in one transaction.
  * Partner users create in their own partner; platform administrators name the partner.
  */
 export async function createOrganization(db: Db, principal: Principal, input: z.output<typeof createSchema>) {
@@ -42,7 +42,7 @@ export async function createOrganization(db: Db, principal: Principal, input: z.
 
 /**
  * Every path that creates an organization goes through here (the API, seeds, benchmarks): the organization,
- * its first site (seed 2.1) and its audit retention policy, in the caller's transaction.
+ * its first site and its audit retention policy, in the caller's transaction.
  */
 export async function insertOrganizationWithSite(
   tx: Db,
@@ -51,7 +51,7 @@ export async function insertOrganizationWithSite(
 ) {
   const created = await store.insertOrganization(tx, org);
   const firstSite = await store.insertSite(tx, created.id, site);
-  // seed 9.2: every new organization keeps its audit trail 365 days until it says otherwise.
+  // Every new organization keeps its audit trail 365 days until it says otherwise.
   await insertRetentionPolicy(tx, created.id, defaultRetentionDays);
   return { ...created, site: firstSite };
 }

@@ -133,7 +133,7 @@ export const device = z
 export const updateDevice = atLeastOneField(
   z.object({ displayName: name.nullable().optional(), siteId: z.uuid().optional() }).strict(),
 );
-/** `cf.<key>` query parameters filter devices by a custom field's value (issue 16): the one family of names beyond the listed ones. */
+/** `cf.<key>` query parameters filter devices by a custom field's value: the one family of names beyond the listed ones. */
 export const customFieldParam = /^cf\.([a-z][a-z0-9_]{0,63})$/;
 const listDevicesFields = {
   ...listQuery,

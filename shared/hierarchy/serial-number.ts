@@ -1,5 +1,5 @@
 /**
- * Serial numbers firmware leaves as placeholders (issue 16): many machines report one of these, so they identify
+ * Serial numbers firmware leaves as placeholders: many machines report one of these, so they identify
  * nothing and an import matching on them would join unrelated devices. Compared ignoring case and spaces.
  */
 const junkSerials = new Set(

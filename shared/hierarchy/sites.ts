@@ -50,8 +50,8 @@ export async function holdLiveSite(tx: Db, orgId: string, siteId: string): Promi
 }
 
 /**
- * Deletes a site that holds no devices; never the organization's last one
- * (seed 2.1). The organization row is locked so two deletions cannot both pass.
+ * Deletes a site that holds no devices; never the organization's last one (each organization needs a site).
+ * The organization row is locked so two deletions cannot both pass.
  */
 export async function deleteSite(db: Db, principal: Principal, orgId: string, siteId: string) {
   await reachableOrganization(db, principal, orgId, 'sites:write');

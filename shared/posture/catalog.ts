@@ -1,5 +1,5 @@
 /**
- * The product catalogue agents detect other management software with (issue 18), served to agents by
+ * The product catalogue agents detect other management software with, served to agents by
  * GET /agents/{id}/posture-catalog so detection rules change without an agent release. Per platform: the service
  * (Windows service, launchd label, systemd unit) and process names whose presence means `installed` and whose
  * running means `active`. Sources and how each name was checked: docs/posture.md.

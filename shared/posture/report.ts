@@ -14,7 +14,7 @@ import {
   selectReportOrganizations,
 } from './store.ts';
 
-/** seed 8: a CSV download holds at most 10,000 rows, like an audit export. */
+/** A CSV download holds at most 10,000 rows, like an audit export. */
 const maxCsvRows = 10_000;
 
 /** The scope of a report: every organization in reach, or one (another tenant's: 404, never named). */
@@ -74,7 +74,7 @@ function fromCounts(devices: number, counts: CountRow[], category: PostureCatego
 }
 
 /**
- * GET /reports/management-posture (issue 18): coverage in four disjoint populations (never scanned, stale, clean,
+ * GET /reports/management-posture: coverage in four disjoint populations (never scanned, stale, clean,
  * with a detection) and per detected product the devices active and installed; `?format=csv` the product rows
  * with the coverage as rows of their own.
  */

@@ -25,7 +25,7 @@ const summary = (rows: readonly DetectionRow[]) => rows.map((r) => `${r.category
 /**
  * PUT /agents/{id}/management-posture: the device's latest snapshot replaces the one stored, unless the stored
  * one is newer (a late upload never overwrites a current scan). Scans are telemetry and write no audit row
- * (DESIGN.md), except device.posture.changed when what manages the device changed, with before and after.
+ * (telemetry must not drown the trail), except device.posture.changed when what manages the device changed, with before and after.
  */
 export async function uploadPosture(
   db: Db,

@@ -31,7 +31,7 @@ function tally<T>(items: readonly T[], key: (item: T) => string | null): Map<str
 }
 
 /**
- * The states of an uploaded device list against the organization's enrolled devices (issue 18), matched by serial
+ * The states of an uploaded device list against the organization's enrolled devices, matched by serial
  * number, then by hostname (ignoring case): `enrolled` when exactly one device matches and no other row names the
  * same serial or hostname, `ambiguous` when several devices or rows share it (never guessed), `missing` when none
  * matches; devices no row matches are `extra`. A placeholder serial ("To be filled by O.E.M.") matches nothing.

@@ -81,7 +81,7 @@ const noOutput: store.ItemOutcome = {
   error: null,
 };
 
-/** seed 7's wording for what cannot be read: the item fails with AGENT_BAD_RESPONSE. */
+/** The specified wording for what cannot be read: the item fails with AGENT_BAD_RESPONSE. */
 function badAnswer(reason: string): store.ItemOutcome {
   return {
     ...noOutput,

@@ -68,7 +68,7 @@ async function readBundle(db: Db, library: Library, bundle: Bundle): Promise<Ent
 const statusOf = (entry: Entry): PreviewStatus =>
   !entry.definition ? 'invalid' : entry.existing ? 'name-conflict' : 'new';
 
-/** POST /scripts/bundle/preview (issue 17): each script `new`, `name-conflict` or `invalid` with its reasons; nothing stored. */
+/** POST /scripts/bundle/preview: each script `new`, `name-conflict` or `invalid` with its reasons; nothing stored. */
 export async function previewBundle(db: Db, principal: Principal, input: PreviewBundle) {
   const library = await writableLibrary(db, principal, input);
   const entries = await readBundle(db, library, input.bundle);
@@ -88,7 +88,7 @@ export async function previewBundle(db: Db, principal: Principal, input: Preview
 }
 
 /**
- * POST /scripts/bundle/import (issue 17): new scripts are created; a name conflict is skipped, imported under a free
+ * POST /scripts/bundle/import: new scripts are created; a name conflict is skipped, imported under a free
  * name (`rename`), or made the existing script's next version (`new-version`, a no-op when nothing differs), per the
  * script's mode or the import's. Invalid scripts, and scripts whose status differs from the preview's `expected`, are
  * not applied. Running it again changes nothing more. Audited: one `script.import` summary row and a row per script
@@ -177,7 +177,7 @@ async function freeName(db: Db, library: Library, name: string): Promise<string>
   }
 }
 
-/** GET /scripts/bundle/export (issue 17): the scripts' definitions, without any tenant identifier. */
+/** GET /scripts/bundle/export: the scripts' definitions, without any tenant identifier. */
 export async function exportBundle(db: Db, principal: Principal, ids: string[]) {
   const scripts = [];
   for (const id of ids) {

@@ -71,7 +71,7 @@ export async function sealClearDefaults(db: Db, scriptId: string): Promise<void>
 }
 
 /**
- * The library a caller writes into (issue 17): an organization it reaches with scripts:write, or its partner's
+ * The library a caller writes into: an organization it reaches with scripts:write, or its partner's
  * library, which only partner (and platform) users change.
  */
 export async function writableLibrary(
@@ -139,7 +139,7 @@ export async function updateScript(
   return scriptReply({ ...updated.script, content: updated.content });
 }
 
-/** Applies a change; language, content or parameters that differ make a new version (issue 17). */
+/** Applies a change; language, content or parameters that differ make a new version. */
 export async function changeScript(
   db: Db,
   before: store.ScriptRow & { content: string },
@@ -170,7 +170,7 @@ export async function changeScript(
 const comparable = (list: ScriptParameter[]) =>
   JSON.stringify(list.map((p) => Object.fromEntries(Object.entries(p).sort(([a], [b]) => a.localeCompare(b)))));
 
-/** Soft delete: runs and the trail keep pointing at the script (issue 17). */
+/** Soft delete: runs and the trail keep pointing at the script. */
 export async function deleteScript(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const script = await reachableScript(db, principal, id);
   assertEditable(principal, script);

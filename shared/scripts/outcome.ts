@@ -7,7 +7,7 @@ import type { MappedSeverity } from './schemas.ts';
 import type { FinishedItem, RunActor } from './store.ts';
 
 /**
- * What a finished run item leaves behind (issue 17): a `script.execute` row (seed 6, compliance-tracked) whose
+ * What a finished run item leaves behind: a `script.execute` row whose
  * actor is who started the run and whose resource is the script (secret values are never in a run record, so never
  * here), and, when the exit code maps to a severity, an alert.
  */
@@ -62,7 +62,7 @@ function runStarter(actor: RunActor): Principal {
 }
 
 /**
- * The severity an exit code raises (issue 17): the script's mapping when it lists the code, else the default,
+ * The severity an exit code raises: the script's mapping when it lists the code, else the default,
  * 0 nothing and any other code `medium`. A run item that failed or timed out has no exit code and raises nothing.
  */
 export function severityOf(mapping: Record<string, MappedSeverity> | null, exitCode: number | null): MappedSeverity {

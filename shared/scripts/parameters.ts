@@ -6,13 +6,13 @@ export type ParameterValue = string | number | boolean;
 /** A run's parameter values: every one for the agent, and apart the ones a run record may keep. */
 export interface ResolvedParameters {
   values: Record<string, ParameterValue>;
-  /** Without secret values (issue 17: never stored in a run record or the trail). */
+  /** Without secret values. */
   stored: Record<string, ParameterValue>;
   secrets: Record<string, ParameterValue>;
 }
 
 /**
- * Checks the given values against the declared parameters before anything is sent (issue 17): an unknown name, a
+ * Checks the given values against the declared parameters before anything is sent: an unknown name, a
  * missing required value or a wrong type is a 400 naming `body.parameters.<name>`. Defaults fill what is not given.
  */
 export function resolveParameters(declared: ScriptParameter[], given: Record<string, unknown>): ResolvedParameters {

@@ -17,7 +17,7 @@ export const pendingHours = 24;
 const sweepLimit = 500;
 
 /**
- * POST /scripts/{scriptId}/runs (issue 17): parameters checked against the declared types and every device found
+ * POST /scripts/{scriptId}/runs: parameters checked against the declared types and every device found
  * among those the caller reaches before anything is stored or sent; then one item per device, sent at once to the
  * devices online, pending for the others until their agent connects.
  */
@@ -85,7 +85,7 @@ export async function listRunItems(db: Db, principal: Principal, runId: string, 
   return store.selectRunItems(db, principal, runId, query, query);
 }
 
-/** Cancels the items still pending (issue 17); items already sent run to their end. */
+/** Cancels the items still pending; items already sent run to their end. */
 export async function cancelRun(db: Db, principal: Principal, runId: string) {
   requirePermission(principal, 'scripts:run');
   assertReachable(await store.selectRun(db, principal, runId), 'Script run');

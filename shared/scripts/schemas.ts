@@ -28,7 +28,7 @@ const name = nameText(255);
 const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
 
 /**
- * A declared parameter; a `secret` one's value never reaches a run record or the trail (issue 17), and its `default`
+ * A declared parameter; a `secret` one's value never reaches a run record or the trail, and its `default`
  * is write-only: stored sealed, shown as `hasDefault`.
  */
 export const scriptParameter = z
@@ -252,7 +252,7 @@ export const startRun = z
       .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))])
       .optional(),
     groupId: z.uuid().optional().meta({
-      description: 'A device group (issue 15) whose members, static or matching its filter now, the run targets',
+      description: 'A device group whose members, static or matching its filter now, the run targets',
     }),
     parameters: z.record(z.string(), z.unknown()).default({}),
     timeoutSeconds: z
@@ -326,7 +326,7 @@ export const runItemsQuery = z.object({
 });
 export type RunItemsQuery = z.output<typeof runItemsQuery>;
 
-/** Bundles (seed 1, issue 17): JSON, bundleVersion 1, up to 200 scripts and 20 MB. */
+/** Bundles: JSON, bundleVersion 1, up to 200 scripts and 20 MB. */
 export const bundleLimits = { scripts: 200, bytes: 20 * 1024 * 1024 } as const;
 export const importModes = ['skip', 'rename', 'new-version'] as const;
 export const previewStatuses = ['new', 'name-conflict', 'invalid'] as const;

@@ -33,8 +33,7 @@ const scriptColumns = `s.id, s.partner_id AS "partnerId", s.org_id AS "orgId",
 
 /**
  * The scripts a principal reaches: every one for the platform, the partner's own and its organizations' for a
- * partner user, and for an organization's caller its organization's plus the partner scripts (issue 17: one copy
- * serves every organization of the partner). An organization's script leaves with its organization.
+ * partner user, and for an organization's caller its organization's plus the partner scripts. An organization's script leaves with its organization.
  */
 const scriptTenantSql = `(:tenantScope::text = 'platform'
     OR (:tenantScope::text = 'partner' AND s.partner_id = :tenantPartnerId::uuid)
@@ -150,8 +149,7 @@ export async function insertScript(
 }
 
 /**
- * Changes a script; a change of language, content or parameters makes the next version (issue 17: runs record the
- * version they ran). Undefined fields stay as they are.
+ * Changes a script; a change of language, content or parameters makes the next version. Undefined fields stay as they are.
  */
 export async function updateScriptRow(
   db: Db,
@@ -254,7 +252,7 @@ export async function selectVersionContent(db: Db, scriptId: string, version: nu
   }
 }
 
-// Runs (issue 17)
+// Runs
 
 /** The live devices among `ids` that the principal reaches, with their organization's partner. */
 export async function selectRunDevices(db: Db, principal: Principal, ids: string[]) {
