@@ -17,7 +17,7 @@ import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { findConnection } from '#shared/live-query/store.ts';
+import { selectConnection } from '#shared/live-query/store.ts';
 import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
 import { fileAuditSpool } from './audit-file-spool.ts';
 import { useLocalDataApi } from './data-api-server.ts';
@@ -160,7 +160,7 @@ async function main() {
     token: demo.agentToken,
     store: generateEventStore({ computer: 'demo-device' }),
     // Another agent using AGENT_TOKEN takes the demo device's channel over; the demo agent comes back once it left.
-    mayResume: async () => !(await findConnection(appDb(), demo.deviceId)),
+    mayResume: async () => !(await selectConnection(appDb(), demo.deviceId)),
     log: (line) => console.log(`[demo agent] ${line}`),
   });
   const stopRetention = scheduleRetention();

@@ -7,7 +7,7 @@ import type { Db } from '../db/db.ts';
 import { Forbidden } from '../errors.ts';
 import { defaultBudget } from './ingest-budget.ts';
 import type { updateIngestLimits as updateSchema } from './schemas.ts';
-import { findIngestLimits, type IngestLimitOverrides, upsertIngestLimits } from './store.ts';
+import { type IngestLimitOverrides, selectIngestLimits, upsertIngestLimits } from './store.ts';
 
 const noOverrides: IngestLimitOverrides = { logsPerDeviceHour: null, eventsPerDeviceHour: null };
 
@@ -23,7 +23,7 @@ function limitsOf(orgId: string, overrides: IngestLimitOverrides) {
 /** The hourly ingest budgets per device in force for the organization (orgs:read). */
 export async function getIngestLimits(db: Db, principal: Principal, orgId: string) {
   await reachableOrganization(db, principal, orgId, 'orgs:read');
-  return limitsOf(orgId, (await findIngestLimits(db, orgId)) ?? noOverrides);
+  return limitsOf(orgId, (await selectIngestLimits(db, orgId)) ?? noOverrides);
 }
 
 /**
@@ -41,7 +41,7 @@ export async function updateIngestLimits(
   const org = await reachableOrganization(db, principal, orgId, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Ingest limits are set by the partner');
   const { before, after } = await db.transaction(async (tx) => {
-    const before = (await findIngestLimits(tx, orgId, true)) ?? noOverrides;
+    const before = (await selectIngestLimits(tx, orgId, true)) ?? noOverrides;
     return { before, after: await upsertIngestLimits(tx, orgId, change, principal.id) };
   });
   writeRouteAudit(audit, {

@@ -23,7 +23,7 @@ export async function agentExists(db: Db, agentId: string): Promise<boolean> {
 }
 
 /** How the device is named in audit rows (shared/hierarchy/devices.ts deviceResource). */
-export function findDeviceNames(db: Db, deviceId: string) {
+export function selectDeviceNames(db: Db, deviceId: string) {
   return one<{ hostname: string; displayName: string | null }>(
     db,
     'SELECT hostname, display_name AS "displayName" FROM devices WHERE id = :deviceId::uuid',
@@ -132,7 +132,7 @@ export type IngestLimitOverrides = {
 const limitColumns = `logs_per_device_hour AS "logsPerDeviceHour", events_per_device_hour AS "eventsPerDeviceHour"`;
 
 /** The organization's overrides, locked until commit when `lock` is set. */
-export function findIngestLimits(db: Db, orgId: string, lock = false) {
+export function selectIngestLimits(db: Db, orgId: string, lock = false) {
   return one<IngestLimitOverrides & Record<string, unknown>>(
     db,
     `SELECT ${limitColumns} FROM agent_ingest_limits WHERE org_id = :orgId::uuid${lock ? ' FOR UPDATE' : ''}`,

@@ -26,7 +26,7 @@ export async function insertAnchor(db: Db, anchor: AnchorFields & { signature: s
 }
 
 /** The organization's newest anchor (by time, then seq). */
-export function readLatestAnchor(db: Db, orgId: string): Promise<Anchor | undefined> {
+export function selectLatestAnchor(db: Db, orgId: string): Promise<Anchor | undefined> {
   return one<Anchor>(
     db,
     `SELECT ${anchorColumns} FROM audit_anchors WHERE org_id = :orgId::uuid ORDER BY anchored_at DESC, seq DESC LIMIT 1`,
@@ -35,7 +35,7 @@ export function readLatestAnchor(db: Db, orgId: string): Promise<Anchor | undefi
 }
 
 /** The newest anchor of every organization (or of these) that has one, by organization id. */
-export async function readLatestAnchors(db: Db, orgIds?: readonly string[]): Promise<Map<string, Anchor>> {
+export async function selectLatestAnchors(db: Db, orgIds?: readonly string[]): Promise<Map<string, Anchor>> {
   const only = orgIds ? 'WHERE org_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb))' : '';
   const { rows } = await db.query<Anchor>(
     `SELECT DISTINCT ON (org_id) ${anchorColumns} FROM audit_anchors ${only} ORDER BY org_id, anchored_at DESC, seq DESC`,

@@ -1,12 +1,12 @@
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { configuredAnchorPublicKey, publicKeyPem } from './anchor-signing.ts';
-import { readLatestAnchors } from './anchor-store.ts';
+import { selectLatestAnchors } from './anchor-store.ts';
 import { canonicalFields } from './canonical.ts';
 import { readableScope } from './query.ts';
-import { type AuditFilters, type ExportCursor, readExportPage } from './read-store.ts';
+import { type AuditFilters, type ExportCursor, selectExportPage } from './read-store.ts';
 import type { AuditRow } from './row.ts';
-import { type ChainEvidence, readAnchoredRecord, readChainHeads, readLatestCheckpoints } from './store.ts';
+import { type ChainEvidence, selectAnchoredRecord, selectChainHeads, selectLatestCheckpoints } from './store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** An export holds at most 10,000 rows. */
@@ -64,7 +64,7 @@ export async function exportAuditLogs<R>(
       let bytes = 0;
       let after: ExportCursor | undefined;
       while (records.length < maxExportRows) {
-        const page = await readExportPage(tx, scope, {
+        const page = await selectExportPage(tx, scope, {
           after,
           rows: Math.min(pageRows, maxExportRows - records.length),
           bytes: pageBytes,
@@ -83,7 +83,7 @@ export async function exportAuditLogs<R>(
       // The heads of the same snapshot: what the file's newest rows must match, and what to compare with the live chain;
       // and the signed evidence the offline check applies like the database verifier.
       const orgIds = [...rowsPerOrg.keys()];
-      const heads = format === 'json' ? await readChainHeads(tx, orgIds) : {};
+      const heads = format === 'json' ? await selectChainHeads(tx, orgIds) : {};
       const evidence = format === 'json' ? await readExportEvidence(tx, orgIds) : {};
       return { records, rowsPerOrg, heads, evidence };
     },
@@ -128,11 +128,11 @@ function publishedKey(): string | null {
 
 /** Per organization: its latest retention checkpoint (with the worker's signature), newest anchor, anchored record. */
 async function readExportEvidence(db: Db, orgIds: readonly string[]): Promise<Record<string, ChainEvidence>> {
-  const checkpoints = await readLatestCheckpoints(db, orgIds);
-  const anchors = await readLatestAnchors(db, orgIds);
+  const checkpoints = await selectLatestCheckpoints(db, orgIds);
+  const anchors = await selectLatestAnchors(db, orgIds);
   const evidence: Record<string, ChainEvidence> = {};
   for (const orgId of orgIds) {
-    const anchoredRecordSeq = await readAnchoredRecord(db, orgId);
+    const anchoredRecordSeq = await selectAnchoredRecord(db, orgId);
     evidence[orgId] = {
       checkpoint: checkpoints[orgId] ?? null,
       anchor: anchors.get(orgId) ?? null,

@@ -14,16 +14,16 @@ import {
   type Anchor,
   insertAnchor,
   insertAnchorOrgSet,
-  readLatestAnchors,
   selectAnchoredOrgSets,
+  selectLatestAnchors,
 } from './anchor-store.ts';
 import { type ChainBreakKind, chainBreakMeaning } from './chain-break.ts';
 import {
   anchoredAction,
   type ChainLink,
-  readAnchoredRecord,
-  readHeadlessOrganizations,
-  readLatestCheckpoint,
+  selectAnchoredRecord,
+  selectHeadlessOrganizations,
+  selectLatestCheckpoint,
 } from './store.ts';
 import { verifyChain } from './verify.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
@@ -86,7 +86,7 @@ export async function runIntegrityWatch(
   const publicKey = createPublicKey(key);
   const keyId = anchorKeyId(publicKey);
   const heads = await readAllHeads(db);
-  const anchored = await readLatestAnchors(db);
+  const anchored = await selectLatestAnchors(db);
   const chained = [...heads.keys()];
   const digest = orgsDigest(chained);
   // Every organization an anchored set recorded is verified too: one whose chain and anchors are gone is reported.
@@ -106,7 +106,7 @@ export async function runIntegrityWatch(
   // An anchored organization without a head lost its chain: it is verified too, and its anchor reports it. So is one
   // with entries and no head: they were never sealed.
   const orgIds = [
-    ...new Set([...chained, ...anchored.keys(), ...recorded, ...(await readHeadlessOrganizations(db))]),
+    ...new Set([...chained, ...anchored.keys(), ...recorded, ...(await selectHeadlessOrganizations(db))]),
   ].sort();
   const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: setFailures };
   for (const failure of setFailures)
@@ -127,7 +127,7 @@ export async function runIntegrityWatch(
         continue;
       }
       if (!head) continue;
-      const checkpoint = await readLatestCheckpoint(db, orgId);
+      const checkpoint = await selectLatestCheckpoint(db, orgId);
       const fields: AnchorFields = {
         orgId,
         seq: head.seq,
@@ -139,7 +139,7 @@ export async function runIntegrityWatch(
         anchoredAt,
         keyId,
       };
-      const first = !anchored.has(orgId) && (await readAnchoredRecord(db, orgId)) === undefined;
+      const first = !anchored.has(orgId) && (await selectAnchoredRecord(db, orgId)) === undefined;
       // One transaction: a record of a first anchor that was never written would read as anchors deleted.
       const anchor = await db.transaction(async (tx) => {
         if (first) await recordFirstAnchor(tx, orgId, head, keyId);

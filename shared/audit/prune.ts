@@ -6,10 +6,10 @@ import {
   type Cut,
   countOrganizationsWithoutPolicy,
   deleteExpiredBatch,
-  findExpiredPrefix,
-  listRetentionTargets,
   type RetentionTarget,
   recordCleanup,
+  selectExpiredPrefix,
+  selectRetentionTargets,
 } from './retention-store.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
@@ -80,7 +80,7 @@ export async function pruneExpiredRows(db: Db, options: PruneOptions = {}): Prom
   const asOf = options.asOf ?? new Date();
   const dryRun = options.dryRun ?? false;
   const batchRows = options.batchRows ?? defaultBatchRows;
-  const targets = await listRetentionTargets(db, asOf);
+  const targets = await selectRetentionTargets(db, asOf);
   const run: PruneRun = {
     asOf: asOf.toISOString(),
     dryRun,
@@ -110,7 +110,7 @@ export async function pruneExpiredRows(db: Db, options: PruneOptions = {}): Prom
     };
     try {
       if (dryRun) {
-        const prefix = await findExpiredPrefix(db, target.orgId, target.cutoff);
+        const prefix = await selectExpiredPrefix(db, target.orgId, target.cutoff);
         Object.assign(done, { rowsDeleted: prefix.rows, fromSeq: prefix.fromSeq, throughSeq: prefix.throughSeq });
         run.rowsDeleted += prefix.rows;
       } else {

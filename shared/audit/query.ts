@@ -12,9 +12,9 @@ import {
   type AuditScope,
   auditScope,
   countAuditRows,
-  findAuditRow,
-  findScopedOrganization,
-  listAuditRows,
+  selectAuditRow,
+  selectAuditRows,
+  selectScopedOrganization,
 } from './read-store.ts';
 import { verifyChain } from './verify.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
@@ -38,7 +38,7 @@ export async function listAuditEntries(db: Db, principal: Principal, query: Audi
   const scope = readableScope(principal, query);
   const offset = (query.page - 1) * query.limit;
   const [read, counted] = await Promise.all([
-    listAuditRows(db, scope, { offset, limit: query.limit + 1 }),
+    selectAuditRows(db, scope, { offset, limit: query.limit + 1 }),
     query.skipCount ? undefined : countAuditRows(db, scope),
   ]);
   const rows = read.slice(0, query.limit);
@@ -68,7 +68,7 @@ export async function listDetailedEntries(db: Db, principal: Principal, query: A
 
 /** One entry (404 when absent or out of scope); reading it is itself audited as data.access. */
 export async function getAuditEntry(db: Db, principal: Principal, audit: AuditContext, id: string) {
-  const row = await findAuditRow(db, readableScope(principal, {}), id);
+  const row = await selectAuditRow(db, readableScope(principal, {}), id);
   if (!row) throw NotFound('Audit log entry');
   writeRouteAudit(audit, { orgId: row.orgId, action: 'data.access', resourceType: 'audit_log', resourceId: row.id });
   return detailedEntry(row);
@@ -90,7 +90,7 @@ export async function verifyAuditChain(
     throw ValidationFailed('orgId is required', [
       { path: 'query.orgId', message: 'Partner and platform users name the organization', code: 'invalid_type' },
     ]);
-  if (!(await findScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
+  if (!(await selectScopedOrganization(db, auditScope(principal, { orgId })))) throw NotFound('Organization');
   // Against the signed evidence too: the checkpoint it starts after, the newest anchor, deleted anchors.
   const verification = await verifyChain(db, orgId, {
     from: query.from,

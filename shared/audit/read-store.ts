@@ -130,7 +130,7 @@ function newestSql(scope: AuditScope, page: { after?: boolean }): string {
    LIMIT :limit::int OFFSET :offset::int`;
 }
 
-export async function listAuditRows(
+export async function selectAuditRows(
   db: Db,
   scope: AuditScope,
   page: { offset: number; limit: number },
@@ -180,7 +180,7 @@ export async function countAuditRows(db: Db, scope: AuditScope): Promise<number>
 /** work_mem of a filtered count: an exact bitmap of about 10,000,000 rows (used only as far as needed). */
 const countWorkMem = '64MB';
 
-export function findAuditRow(db: Db, scope: AuditScope, id: string): Promise<AuditEntryRow | undefined> {
+export function selectAuditRow(db: Db, scope: AuditScope, id: string): Promise<AuditEntryRow | undefined> {
   return one<AuditEntryRow>(
     db,
     `SELECT ${entryColumns} FROM audit_logs a JOIN organizations o ON o.id = a.org_id ${entryJoins} WHERE a.id = :id::uuid AND ${scope.orgs}${scope.rows}`,
@@ -189,7 +189,7 @@ export function findAuditRow(db: Db, scope: AuditScope, id: string): Promise<Aud
 }
 
 /** The organization the scope names, if the principal may read its trail (soft-deleted included). */
-export function findScopedOrganization(db: Db, scope: AuditScope) {
+export function selectScopedOrganization(db: Db, scope: AuditScope) {
   return one<{ id: string }>(db, `SELECT o.id::text AS id FROM organizations o WHERE ${scope.orgs}`, scope.params);
 }
 
@@ -200,7 +200,7 @@ export type ExportCursor = Pick<AuditRow, 'timestamp'> & { pos: number };
  * The next rows of an export after `after` (none: from the newest), newest first, with the canonical values
  * of the chain (docs/audit.md): at most `rows` rows and about `bytes` bytes, always at least one.
  */
-export async function readExportPage(
+export async function selectExportPage(
   db: Db,
   scope: AuditScope,
   page: { after?: ExportCursor; rows: number; bytes: number },

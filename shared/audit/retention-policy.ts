@@ -4,7 +4,7 @@ import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
 import { changedFields } from './changes.ts';
 import { defaultRetentionDays, type updateRetentionPolicy as updateSchema } from './retention-schemas.ts';
-import { findRetentionPolicy, type RetentionPolicyRow, upsertRetentionPolicy } from './retention-store.ts';
+import { type RetentionPolicyRow, selectRetentionPolicy, upsertRetentionPolicy } from './retention-store.ts';
 import { type AuditContext, writeRouteAudit } from './writer.ts';
 
 /** The policy with `configured`; without a row, the defaults and configured false. */
@@ -23,7 +23,7 @@ function policyOf(orgId: string, row: RetentionPolicyRow | undefined) {
 /** The organization's audit retention policy (audit:read; another tenant's organization is 404). */
 export async function getRetentionPolicy(db: Db, principal: Principal, orgId: string) {
   await reachableOrganization(db, principal, orgId, 'audit:read');
-  return policyOf(orgId, await findRetentionPolicy(db, orgId));
+  return policyOf(orgId, await selectRetentionPolicy(db, orgId));
 }
 
 /**
@@ -40,7 +40,7 @@ export async function updateRetentionPolicy(
 ) {
   const org = await reachableOrganization(db, principal, orgId, 'audit:manage');
   const { before, after } = await db.transaction(async (tx) => {
-    const before = await findRetentionPolicy(tx, orgId, true);
+    const before = await selectRetentionPolicy(tx, orgId, true);
     return { before, after: await upsertRetentionPolicy(tx, orgId, change.retentionDays) };
   });
   writeRouteAudit(audit, {

@@ -22,7 +22,7 @@ export async function insertRetentionPolicy(tx: Db, orgId: string, retentionDays
 }
 
 /** The organization's policy; `lock` holds it until commit, so concurrent saves record their own before values. */
-export function findRetentionPolicy(db: Db, orgId: string, lock = false) {
+export function selectRetentionPolicy(db: Db, orgId: string, lock = false) {
   return one<RetentionPolicyRow>(
     db,
     `SELECT ${policyColumns} FROM audit_retention_policies p WHERE p.org_id = :orgId::uuid${lock ? ' FOR UPDATE' : ''}`,
@@ -54,7 +54,7 @@ export type RetentionTarget = {
 };
 
 /** The organizations with a policy (the others are skipped), soft-deleted ones included. */
-export async function listRetentionTargets(db: Db, asOf: Date): Promise<RetentionTarget[]> {
+export async function selectRetentionTargets(db: Db, asOf: Date): Promise<RetentionTarget[]> {
   const { rows } = await db.query<RetentionTarget>(
     `SELECT p.org_id::text AS "orgId", o.name AS "orgName", p.retention_days AS "retentionDays",
             :asOf::timestamptz - make_interval(days => p.retention_days) AS cutoff
@@ -81,7 +81,7 @@ export async function countOrganizationsWithoutPolicy(db: Db): Promise<number> {
 const firstKeptSeqSql = `(SELECT k.seq FROM audit_logs k WHERE k.org_id = :orgId::uuid AND k.timestamp >= :cutoff::timestamptz ORDER BY k.seq LIMIT 1)`;
 
 /** What a cut as of `cutoff` would delete now: the oldest contiguous rows older than it. */
-export async function findExpiredPrefix(db: Db, orgId: string, cutoff: Date) {
+export async function selectExpiredPrefix(db: Db, orgId: string, cutoff: Date) {
   const prefix = await one<{ rows: number; fromSeq: number | null; throughSeq: number | null }>(
     db,
     `SELECT count(*)::int AS rows, min(a.seq) AS "fromSeq", max(a.seq) AS "throughSeq"

@@ -5,12 +5,12 @@ import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } f
 /** A position in an organization's chain: the head, or a retention checkpoint. */
 export type ChainLink = { seq: number; checksum: string };
 
-export function readChainHead(db: Db, orgId: string) {
+export function selectChainHead(db: Db, orgId: string) {
   return one<ChainLink>(db, 'SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid', { orgId });
 }
 
 /** The heads of these organizations, by organization id (an organization without rows has none). */
-export async function readChainHeads(db: Db, orgIds: readonly string[]): Promise<Record<string, ChainLink>> {
+export async function selectChainHeads(db: Db, orgIds: readonly string[]): Promise<Record<string, ChainLink>> {
   if (orgIds.length === 0) return {};
   const { rows } = await db.query<ChainLink & { orgId: string }>(
     `SELECT org_id::text AS "orgId", seq, checksum FROM audit_chain_heads
@@ -31,7 +31,7 @@ const checkpointSql = (where: string) => `SELECT DISTINCT ON (c.org_id) c.org_id
   WHERE ${where} ORDER BY c.org_id, c.seq DESC`;
 
 /** The latest retention cut: the earliest retained row links to it (docs/audit.md). */
-export async function readLatestCheckpoint(db: Db, orgId: string): Promise<CheckpointRecord | undefined> {
+export async function selectLatestCheckpoint(db: Db, orgId: string): Promise<CheckpointRecord | undefined> {
   const row = await one<CheckpointRecord & { orgId: string }>(db, checkpointSql('c.org_id = :orgId::uuid'), { orgId });
   if (!row) return undefined;
   const { orgId: _, ...checkpoint } = row;
@@ -39,7 +39,7 @@ export async function readLatestCheckpoint(db: Db, orgId: string): Promise<Check
 }
 
 /** The latest retention cut of each of these organizations that has one, by organization id. */
-export async function readLatestCheckpoints(
+export async function selectLatestCheckpoints(
   db: Db,
   orgIds: readonly string[],
 ): Promise<Record<string, CheckpointRecord>> {
@@ -63,7 +63,7 @@ export type ChainEvidence = {
 export const anchoredAction = 'system.audit.anchored';
 
 /** Where the organization's retained chain records that it was anchored, if it does (0013_audit_signed_checkpoints.sql). */
-export async function readAnchoredRecord(db: Db, orgId: string): Promise<number | undefined> {
+export async function selectAnchoredRecord(db: Db, orgId: string): Promise<number | undefined> {
   const found = await one<{ seq: number }>(
     db,
     `SELECT seq FROM audit_logs WHERE org_id = :orgId::uuid AND action = '${anchoredAction}' ORDER BY seq LIMIT 1`,
@@ -77,7 +77,7 @@ export async function readAnchoredRecord(db: Db, orgId: string): Promise<number 
  * verifier reports it. Only looked for when the organization has more entries than `linked`, the entries its chain
  * walk found (one count off the organization's index, not a join of the whole trail).
  */
-export async function findUnsealedEntry(db: Db, orgId: string, linked: number): Promise<string | undefined> {
+export async function selectUnsealedEntry(db: Db, orgId: string, linked: number): Promise<string | undefined> {
   const counted = await one<{ n: number }>(
     db,
     'SELECT count(*)::bigint AS n FROM audit_entries WHERE org_id = :orgId::uuid',
@@ -98,7 +98,7 @@ export async function findUnsealedEntry(db: Db, orgId: string, linked: number): 
  * Organizations with entries but no chain head: their entries were never sealed (written with the triggers off), so
  * the integrity watch verifies them too. One probe of the entries' index per organization without a head.
  */
-export async function readHeadlessOrganizations(db: Db): Promise<string[]> {
+export async function selectHeadlessOrganizations(db: Db): Promise<string[]> {
   const { rows } = await db.query<{ orgId: string }>(
     `SELECT o.id::text AS "orgId" FROM organizations o
       WHERE NOT EXISTS (SELECT FROM audit_chain_heads h WHERE h.org_id = o.id)
@@ -109,7 +109,7 @@ export async function readHeadlessOrganizations(db: Db): Promise<string[]> {
 }
 
 /** The first and last chain positions among the organization's rows timestamped within [from, to]. */
-export async function readSeqSpan(db: Db, orgId: string, from: Date | string | null, to: Date | string | null) {
+export async function selectSeqSpan(db: Db, orgId: string, from: Date | string | null, to: Date | string | null) {
   const span = await one<{ first: number | null; last: number | null }>(
     db,
     `SELECT min(seq) AS first, max(seq) AS last FROM audit_logs
@@ -128,7 +128,7 @@ export async function readSeqSpan(db: Db, orgId: string, from: Date | string | n
  * joining a page's entries as one range instead measured slower (a hash join of the page, 54 against 48 ms per
  * 5,000 rows).
  */
-export async function readChainPage(
+export async function selectChainPage(
   db: Db,
   orgId: string,
   page: { afterSeq: number | null; untilSeq: number | null; rows: number; bytes?: number },

@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { type Db, one } from '../db/db.ts';
 import type { AnchorFields } from './anchor-signing.ts';
-import { readLatestAnchor, selectOrganizationMissing } from './anchor-store.ts';
+import { selectLatestAnchor, selectOrganizationMissing } from './anchor-store.ts';
 import { auditChecksum } from './canonical.ts';
 import type { ChainBreak, ChainBreakKind } from './chain-break.ts';
 import { anchorBreak, anchorsDeletedBreak, checkpointBreak } from './evidence.ts';
@@ -11,12 +11,12 @@ import {
   type ChainEvidence,
   type ChainLink,
   type CheckpointRecord,
-  findUnsealedEntry,
-  readAnchoredRecord,
-  readChainHead,
-  readChainPage,
-  readLatestCheckpoint,
-  readSeqSpan,
+  selectAnchoredRecord,
+  selectChainHead,
+  selectChainPage,
+  selectLatestCheckpoint,
+  selectSeqSpan,
+  selectUnsealedEntry,
 } from './store.ts';
 
 export interface ChainVerification {
@@ -149,7 +149,7 @@ export async function* readChainPages(
   const pageRows = options.pageRows ?? defaultPageRows;
   const bytes = options.pageBytes ?? db.maxResultBytes;
   const read = (afterSeq: number | null, rows: number) =>
-    readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes });
+    selectChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes });
   let rows = pageRows;
   let next = read(range.afterSeq, rows);
   try {
@@ -175,18 +175,18 @@ export async function* readChainPages(
 export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}): Promise<ChainVerification> {
   return db.transaction(
     async (tx) => {
-      const head = await readChainHead(tx, orgId);
-      const checkpoint = await readLatestCheckpoint(tx, orgId);
+      const head = await selectChainHead(tx, orgId);
+      const checkpoint = await selectLatestCheckpoint(tx, orgId);
       const result = await verifyInSnapshot(tx, orgId, options, head, checkpoint);
       const { evidence } = options;
-      const newest = evidence && (await readLatestAnchor(tx, orgId));
+      const newest = evidence && (await selectLatestAnchor(tx, orgId));
       const newestFault =
         newest && (await checkAnchor(tx, orgId, { anchor: newest, publicKey: evidence.publicKey }, head, checkpoint));
       const kept = options.anchor;
       const keptFault = kept && (await checkAnchor(tx, orgId, kept, head, checkpoint));
       const evidenceFault = evidence
         ? (checkpoint && checkpointBreak(orgId, checkpoint, evidence.publicKey)) ||
-          anchorsDeletedBreak(newest, await readAnchoredRecord(tx, orgId), checkpoint)
+          anchorsDeletedBreak(newest, await selectAnchoredRecord(tx, orgId), checkpoint)
         : undefined;
       // The anchor reported: the one kept outside the database when given, else the newest in it.
       const reported = kept
@@ -242,7 +242,7 @@ async function verifyInSnapshot(
   // In a window that does not reach back to `start`: the row whose checksum the first row in range links to.
   let predecessorSeq: number | undefined;
   if (options.from !== undefined || options.to !== undefined) {
-    const span = await readSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
+    const span = await selectSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
     if (!span) return withHead({ ok: true, checked: 0 });
     afterSeq = span.first - 2;
     untilSeq = span.last + 1;
@@ -271,7 +271,7 @@ async function verifyInSnapshot(
   // A whole chain that holds: every entry of the organization must be one of its rows (seq 0: a row at no position).
   const intact = async (): Promise<ChainVerification> => {
     if (afterSeq !== null || untilSeq !== null) return withHead({ ok: true, checked });
-    const unsealed = await findUnsealedEntry(tx, orgId, checked);
+    const unsealed = await selectUnsealedEntry(tx, orgId, checked);
     return unsealed ? broken(0, unsealed, 'inserted') : withHead({ ok: true, checked });
   };
   if (!head) {

@@ -4,7 +4,7 @@ import { verifyUserToken } from './jwt.ts';
 import { rolePermissions } from './permissions.ts';
 import type { AgentPrincipal, Principal } from './principal.ts';
 import { isSecretShaped, secretPrefixes } from './secrets.ts';
-import { findAgentByToken, findApiKey } from './store.ts';
+import { selectAgentByToken, selectApiKey } from './store.ts';
 
 /** How a route authenticates its caller (the `auth` column of functions/routes.ts). */
 export type AuthKind = 'none' | 'user' | 'userOrApiKey' | 'agent';
@@ -25,7 +25,7 @@ export async function authenticatePrincipal(
   const apiKey = headers['x-api-key'] ?? (bearer?.startsWith(secretPrefixes.apiKey) ? bearer : undefined);
   if (apiKey !== undefined) {
     if (!allowApiKey) throw Unauthenticated('This route needs a user token');
-    const key = isSecretShaped(apiKey, secretPrefixes.apiKey) ? await findApiKey(db, apiKey) : undefined;
+    const key = isSecretShaped(apiKey, secretPrefixes.apiKey) ? await selectApiKey(db, apiKey) : undefined;
     if (!key) throw Unauthenticated('Invalid API key');
     return {
       actorType: 'api_key',
@@ -47,7 +47,7 @@ export async function authenticatePrincipal(
 export async function authenticateAgent(db: Db, headers: Record<string, string | undefined>): Promise<AgentPrincipal> {
   const token = bearerToken(headers);
   if (!token) throw Unauthenticated();
-  const agent = isSecretShaped(token, secretPrefixes.agentToken) ? await findAgentByToken(db, token) : undefined;
+  const agent = isSecretShaped(token, secretPrefixes.agentToken) ? await selectAgentByToken(db, token) : undefined;
   if (!agent) throw Unauthenticated('Invalid or revoked agent token');
   return { actorType: 'agent', ...agent };
 }

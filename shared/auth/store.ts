@@ -14,7 +14,7 @@ export interface ApiKeyRow {
 }
 
 /** The live API key with this secret, of a live organization. */
-export function findApiKey(db: Db, secret: string): Promise<ApiKeyRow | undefined> {
+export function selectApiKey(db: Db, secret: string): Promise<ApiKeyRow | undefined> {
   return one<ApiKeyRow & Record<string, unknown>>(
     db,
     `SELECT k.id, k.org_id AS "orgId", o.partner_id AS "partnerId", k.name, k.role
@@ -31,7 +31,7 @@ export interface AgentTokenRow {
 }
 
 /** The agent holding this token, if neither it, its device nor its organization is revoked or deleted. */
-export function findAgentByToken(db: Db, token: string): Promise<AgentTokenRow | undefined> {
+export function selectAgentByToken(db: Db, token: string): Promise<AgentTokenRow | undefined> {
   return one<AgentTokenRow & Record<string, unknown>>(
     db,
     `SELECT a.id AS "agentId", d.id AS "deviceId", d.org_id AS "orgId"

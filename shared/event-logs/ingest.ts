@@ -1,6 +1,6 @@
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
-import { findDeviceNames } from '../agents/store.ts';
+import { selectDeviceNames } from '../agents/store.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
@@ -56,7 +56,7 @@ export async function submitEvents(
       throw error;
     });
   countMetric('DeviceEventsStored', count);
-  const names = (await findDeviceNames(db, device.id))!;
+  const names = (await selectDeviceNames(db, device.id))!;
   writeRouteAudit(
     { ...audit, actorName: names.hostname },
     {

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
-import { findEnrollmentKey } from './store.ts';
+import { selectEnrollmentKey } from './store.ts';
 
 export const deploymentPlatforms = ['windows', 'macos', 'linux'] as const;
 export type DeploymentPlatform = (typeof deploymentPlatforms)[number];
@@ -49,7 +49,7 @@ export async function deploymentScript<R>(
   delivery: FileDelivery<R>,
 ) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
-  const key = await findEnrollmentKey(db, orgId, keyId);
+  const key = await selectEnrollmentKey(db, orgId, keyId);
   if (!key) throw NotFound('Enrollment key');
   const configured = process.env.AGENT_ENROLLMENT_SECRET;
   const values: ScriptValues = {

@@ -63,7 +63,8 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
   const keyHash = hashSecret(input.enrollmentKey);
   const enrolled = await db.transaction(async (tx) => {
     const key =
-      (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) && (await store.findUsableEnrollmentKey(tx, keyHash));
+      (await store.lockOrganizationOfEnrollmentKey(tx, keyHash)) &&
+      (await store.selectUsableEnrollmentKey(tx, keyHash));
     if (!key) throw Unauthenticated('Invalid, expired or revoked enrollment key');
     // A key enrolls at most maxUsage devices.
     if (!(await store.claimEnrollmentKeyUse(tx, key.keyId)))

@@ -396,7 +396,7 @@ export function lockOrganizationOfEnrollmentKey(tx: Db, keyHash: string) {
  * The usable enrollment key with this hash and the live site it enrolls into: its own site
  * while that is live, or the organization's first live site for a key without a site.
  */
-export function findUsableEnrollmentKey(tx: Db, keyHash: string) {
+export function selectUsableEnrollmentKey(tx: Db, keyHash: string) {
   return one<{ keyId: string; orgId: string; siteId: string }>(
     tx,
     `SELECT k.id AS "keyId", k.org_id AS "orgId", s.id AS "siteId"
@@ -426,7 +426,7 @@ export async function claimEnrollmentKeyUse(tx: Db, keyId: string) {
 }
 
 /** An organization's enrollment key with its sealed form, for its deployment script. */
-export function findEnrollmentKey(db: Db, orgId: string, keyId: string) {
+export function selectEnrollmentKey(db: Db, orgId: string, keyId: string) {
   return one<{
     id: string;
     keySealed: string | null;

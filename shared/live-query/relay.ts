@@ -30,7 +30,7 @@ export async function askAgent<T extends z.ZodType>(
   query: AgentQuery,
   schema: T,
 ): Promise<z.output<T>> {
-  const connectionId = await store.findConnection(db, deviceId);
+  const connectionId = await store.selectConnection(db, deviceId);
   if (!connectionId) throw DeviceOffline();
   const requestId = randomUUID();
   const waitMs = timeoutMs();
@@ -39,7 +39,7 @@ export async function askAgent<T extends z.ZodType>(
   try {
     if (!(await send(db, connectionId, requestId, query))) throw DeviceOffline();
     const answer = await waitForAnswer(db, requestId, query, deadline, waitMs);
-    return readAnswer(answer, { requestId, deviceId, query }, schema);
+    return selectAnswer(answer, { requestId, deviceId, query }, schema);
   } finally {
     await store.deleteRequest(db, requestId);
   }
@@ -69,7 +69,7 @@ async function waitForAnswer(
     const state = await store.requestState(db, requestId);
     if (!state) throw AgentTimeout(waitMs);
     if (state.chunks !== null && state.received >= state.chunks)
-      return store.readAnswer(db, requestId, state.connectionId);
+      return store.selectAnswer(db, requestId, state.connectionId);
     const current = state.currentConnectionId;
     if (
       current &&
@@ -95,7 +95,7 @@ interface Asked {
  * Reads an answer's text: the whole message { requestId, data | error }, or (from chunks) the JSON of
  * the data alone. A `data` given as JSON text is read too.
  */
-function readAnswer<T extends z.ZodType>(text: string, asked: Asked, schema: T): z.output<T> {
+function selectAnswer<T extends z.ZodType>(text: string, asked: Asked, schema: T): z.output<T> {
   const message = parseJson(text);
   if (message === undefined) throw unreadable(asked, 'the answer is not JSON');
   const envelope = isEnvelope(message, asked.requestId) ? message : { data: message };

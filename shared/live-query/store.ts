@@ -24,7 +24,7 @@ export async function deleteConnectionRow(db: Db, connectionId: string): Promise
   await db.query('DELETE FROM agent_connections WHERE connection_id = :connectionId::text', { connectionId });
 }
 
-export async function findConnection(db: Db, deviceId: string): Promise<string | undefined> {
+export async function selectConnection(db: Db, deviceId: string): Promise<string | undefined> {
   const row = await one<{ connectionId: string }>(
     db,
     'SELECT connection_id AS "connectionId" FROM agent_connections WHERE device_id = :deviceId::uuid',
@@ -111,7 +111,7 @@ const sliceChars = 8_000;
 const slicesPerRead = 24;
 
 /** The answer's text: the pieces its connection sent, concatenated in order. */
-export async function readAnswer(db: Db, requestId: string, connectionId: string): Promise<string> {
+export async function selectAnswer(db: Db, requestId: string, connectionId: string): Promise<string> {
   let text = '';
   let after = { chunk: -1, at: 0 };
   for (;;) {

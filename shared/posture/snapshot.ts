@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { deviceOfAgent } from '../agents/log-access.ts';
-import { findDeviceNames } from '../agents/store.ts';
+import { selectDeviceNames } from '../agents/store.ts';
 import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
@@ -59,7 +59,7 @@ export async function uploadPosture(
   });
   const [before, after] = [summary(result.before), summary(detections)];
   if (result.applied && JSON.stringify(before) !== JSON.stringify(after)) {
-    const names = await findDeviceNames(db, device.id);
+    const names = await selectDeviceNames(db, device.id);
     writeRouteAudit(
       { ...audit, actorName: names?.hostname },
       {

@@ -89,7 +89,7 @@ describe('devices', () => {
       { id: deviceId },
     );
     expect(rows).toEqual([{ deleted: true, revoked: true }]);
-    const { findAgentByToken } = await import('#shared/auth/store.ts');
-    expect(await findAgentByToken(t.db.admin, token)).toBeUndefined();
+    const { selectAgentByToken } = await import('#shared/auth/store.ts');
+    expect(await selectAgentByToken(t.db.admin, token)).toBeUndefined();
   });
 });

@@ -8,7 +8,7 @@ import {
   publicKeyPem,
   verifyAnchorSignature,
 } from '#shared/audit/anchor-signing.ts';
-import { type Anchor, readLatestAnchor } from '#shared/audit/anchor-store.ts';
+import { type Anchor, selectLatestAnchor } from '#shared/audit/anchor-store.ts';
 import { chainBreakMeaning } from '#shared/audit/chain-break.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
@@ -84,14 +84,14 @@ describe('the integrity watch', () => {
       keyId: anchorKeyId(key),
     });
     expect(await anchorsOf(empty)).toBe(0);
-    expect(await readLatestAnchor(t.app, a.orgId)).toEqual(anchorA);
+    expect(await selectLatestAnchor(t.app, a.orgId)).toEqual(anchorA);
     expect(anchorPayload(anchorA).startsWith('logbook-anchor-v1\n36:')).toBe(true);
   });
 
   it('signs verifiably with the published key; changing any field breaks the signature', async () => {
     const { orgId } = await chained(2);
     await daily();
-    const anchor = (await readLatestAnchor(t.app, orgId))!;
+    const anchor = (await selectLatestAnchor(t.app, orgId))!;
     expect(verifyAnchorSignature(anchor, publicKey)).toBe(true);
     const changes: Partial<Anchor>[] = [
       { seq: anchor.seq + 1 },
@@ -187,7 +187,7 @@ describe('the integrity watch', () => {
     });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
     expect(failureOf(await daily(), orgId)).toMatchObject({ seq: 3, kind: 'anchor' });
-    const anchor = (await readLatestAnchor(t.app, orgId))!;
+    const anchor = (await selectLatestAnchor(t.app, orgId))!;
     expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toMatchObject({
       ok: false,
       anchor: { seq: 3, ok: false },
@@ -197,7 +197,7 @@ describe('the integrity watch', () => {
   it('a wholesale rewrite with recomputed checksums passes a bare verification, but not one against the anchor', async () => {
     const { orgId } = await chained(3);
     await daily();
-    const anchor = (await readLatestAnchor(t.app, orgId))!;
+    const anchor = (await selectLatestAnchor(t.app, orgId))!;
     // 4: the record of the first anchor.
     expect(await verifyChain(t.app, orgId, { anchor: { anchor, publicKey } })).toEqual({
       ok: true,
@@ -243,7 +243,7 @@ describe('the integrity watch', () => {
     const old = new Date(Date.now() - 30 * 86_400_000).toISOString();
     const sealed = await appendAudit(t.app, [{ orgId, timestamp: old }, { orgId, timestamp: old }, { orgId }]);
     await daily();
-    const anchor = (await readLatestAnchor(t.app, orgId))!;
+    const anchor = (await selectLatestAnchor(t.app, orgId))!;
     // Cut 1..2, then the worker's own event at 4.
     expect(anchor).toMatchObject({ seq: 4, firstRetainedSeq: 3, boundaryChecksum: sealed[1]!.checksum });
     const run = await daily();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readLatestCheckpoint } from '#shared/audit/store.ts';
+import { selectLatestCheckpoint } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
 import { appendAudit, appendOne, readChain, type Sealed, useAuditDatabase } from './audit-rows.ts';
@@ -147,7 +147,7 @@ describe('retention by the audit-admin role logbook_audit_admin', () => {
     });
     expect(rowCount).toBe(2);
     // A cut by hand is not signed by the worker: the verifiers with the evidence refuse it.
-    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum, signed: null });
+    expect(await selectLatestCheckpoint(t.app, orgId)).toEqual({ seq: 2, checksum: sealed[1]!.checksum, signed: null });
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 2 });
   });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { auditChecksum, type CanonicalAuditRow } from '#shared/audit/canonical.ts';
 import type { AuditRow } from '#shared/audit/row.ts';
-import { readChainPage } from '#shared/audit/store.ts';
+import { selectChainPage } from '#shared/audit/store.ts';
 import type { Db, Params } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
@@ -78,7 +78,7 @@ export async function appendOne(db: Db, input: AuditInput): Promise<Sealed> {
 
 /** The organization's whole chain as the verifier reads it. */
 export function readChain(db: Db, orgId: string): Promise<AuditRow[]> {
-  return readChainPage(db, orgId, { afterSeq: null, untilSeq: null, rows: 100_000, bytes: 2_000_000_000 });
+  return selectChainPage(db, orgId, { afterSeq: null, untilSeq: null, rows: 100_000, bytes: 2_000_000_000 });
 }
 
 /** Runs `fn` on the superuser connection with triggers off: how an attacker with database access tampers. */

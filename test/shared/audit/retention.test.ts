@@ -6,7 +6,7 @@ import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchor-signing.ts'
 import { categorySql } from '#shared/audit/categories.ts';
 import { checkpointBreak } from '#shared/audit/evidence.ts';
 import { type RetentionRun, retentionAction, runRetention } from '#shared/audit/retention.ts';
-import { readLatestCheckpoint } from '#shared/audit/store.ts';
+import { selectLatestCheckpoint } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
 import { loadMigrations, migrate, migrationsDir } from '#shared/db/migrate.ts';
@@ -95,7 +95,7 @@ describe('the retention worker', () => {
     // The retained rows, then the worker's own event.
     expect(await seqs(orgId)).toEqual([4, 5, 6]);
     // Signed by the worker in the cut's transaction: the policy, the instant and the last row's timestamp.
-    expect(await readLatestCheckpoint(t.app, orgId)).toEqual({
+    expect(await selectLatestCheckpoint(t.app, orgId)).toEqual({
       seq: 3,
       checksum: sealed[2]!.checksum,
       signed: {
@@ -107,7 +107,7 @@ describe('the retention worker', () => {
         signature: expect.any(String),
       },
     });
-    const checkpoint = (await readLatestCheckpoint(t.app, orgId))!;
+    const checkpoint = (await selectLatestCheckpoint(t.app, orgId))!;
     expect(checkpointBreak(orgId, checkpoint, key)).toBeUndefined();
     expect((await lastCleanupAt(orgId))!.getTime()).toBeGreaterThanOrEqual(before - 1000);
     expect(await verifyChain(t.app, orgId)).toEqual({ ok: true, checked: 3 });

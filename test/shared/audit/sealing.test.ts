@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readChainHead } from '#shared/audit/store.ts';
+import { selectChainHead } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -51,7 +51,7 @@ describe('sealing an audit row', () => {
   it('moves the head of the organization to its last row', async () => {
     const orgId = randomUUID();
     const sealed = await appendAudit(t.app, [{ orgId }, { orgId }, { orgId }]);
-    expect(await readChainHead(t.app, orgId)).toEqual({ seq: 3, checksum: sealed[2]!.checksum });
+    expect(await selectChainHead(t.app, orgId)).toEqual({ seq: 3, checksum: sealed[2]!.checksum });
   });
 
   it('leaves the seal to the database: a writer can set no seq, checksum or position, nor write a link', async () => {
