@@ -111,8 +111,9 @@ export async function runIntegrityWatch(
   const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: setFailures };
   for (const failure of setFailures)
     logger.error('[integrity-watch] An anchored organization set was altered', { ...failure });
-  // The ids behind this run's digest, before any anchor carries it.
-  if (chained.length > 0) await insertAnchorOrgSet(db, digest, chained);
+  // The ids behind this run's digest are recorded before the first anchor that carries it; a run that may not write
+  // fails each organization's anchor as it would fail the anchor itself.
+  let setRecorded = false;
 
   for (const orgId of orgIds) {
     try {
@@ -139,6 +140,10 @@ export async function runIntegrityWatch(
         anchoredAt,
         keyId,
       };
+      if (!setRecorded) {
+        await insertAnchorOrgSet(db, digest, chained);
+        setRecorded = true;
+      }
       const first = !anchored.has(orgId) && (await selectAnchoredRecord(db, orgId)) === undefined;
       // One transaction: a record of a first anchor that was never written would read as anchors deleted.
       const anchor = await db.transaction(async (tx) => {
