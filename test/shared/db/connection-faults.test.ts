@@ -23,11 +23,14 @@ afterAll(async () => {
   await db?.close();
 });
 
-/** Terminates every backend of the API's role (logbook_app), as a failover or `kill -9` of a backend would. */
+/**
+ * Terminates every backend of the API's role (logbook_app) in this file's database, as a failover or `kill -9` of a
+ * backend would; the other test files sharing the server keep theirs.
+ */
 const terminateAppBackends = () =>
   t.db.admin.query(
     `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-      WHERE usename = 'logbook_app' AND pid <> pg_backend_pid()`,
+      WHERE usename = 'logbook_app' AND datname = current_database() AND pid <> pg_backend_pid()`,
   );
 
 describe('a backend terminated mid-transaction', () => {
