@@ -4,7 +4,7 @@
  * The server is a dedicated embedded PostgreSQL this file starts, kills (-9, postmaster and backends) and restarts,
  * or stops (SIGSTOP) and continues. Short timeouts (1 s statements, 1 s connects) keep it quick.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FileAuditSpool, fileAuditSpool } from '#infra/local/audit-file-spool.ts';
 import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
@@ -17,6 +17,7 @@ import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { type Agent, logEntry, submitLogs } from '#test/support/agents.ts';
 import { type Api, type Reply, startApi } from '#test/support/api.ts';
+import { serverProcesses, signal } from '#test/support/server-processes.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const dir = `.data/test-faults-postgres-${process.pid}`;
@@ -60,7 +61,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Never left frozen, whatever failed.
-  if (server) signal(serverProcesses(), 'SIGCONT');
+  if (server) signal(serverProcesses(dir), 'SIGCONT');
   useAuditSpool(undefined);
   await api?.close();
   await closeAppDb();
@@ -73,32 +74,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
   rmSync(spoolDir, { recursive: true, force: true });
 });
-
-/** The server's processes: the postmaster (postmaster.pid) and its children (backends and helpers). */
-function serverProcesses(): number[] {
-  const postmaster = Number(readFileSync(`${dir}/postmaster.pid`, 'utf8').split('\n')[0]);
-  const children = readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        return /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] === String(postmaster);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-  return [postmaster, ...children];
-}
-
-const signal = (pids: number[], name: NodeJS.Signals) => {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, name);
-    } catch {
-      // Already gone.
-    }
-  }
-};
 
 /** What every request of a load saw. */
 interface Tally {
@@ -179,7 +154,7 @@ describe('the database server killed and restarted under load', () => {
     };
     await until(() => createdSoFar() >= 3 && acknowledged.length >= 10);
     // A crash: the postmaster and every backend killed at once, then the server started again (crash recovery).
-    signal(serverProcesses(), 'SIGKILL');
+    signal(serverProcesses(dir), 'SIGKILL');
     await sleep(1_000);
     server = await startEmbeddedPostgres({ dir, port, persistent: true });
     const recoveredAfterMs = await recovered();
@@ -222,7 +197,7 @@ describe('the database server killed and restarted under load', () => {
 describe('the database server frozen longer than the statement timeout', () => {
   it('answers 503 UNAVAILABLE with Retry-After within the timeout, stores a resent upload once, and recovers after SIGCONT', async () => {
     const tally: Tally = { statuses: [], bad503: 0 };
-    const frozen = serverProcesses();
+    const frozen = serverProcesses(dir);
     signal(frozen, 'SIGSTOP');
     let during: { reply: Reply; ms: number }[];
     // Each agent's upload, the same body on every resend.

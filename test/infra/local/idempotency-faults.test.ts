@@ -6,7 +6,7 @@
  * server at the moment the transaction that claimed the key sends COMMIT. Short timeouts (1 s statements, 1 s
  * connects) keep it quick.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
@@ -15,6 +15,7 @@ import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { type Api, type Reply, startApi } from '#test/support/api.ts';
+import { serverProcesses, signal } from '#test/support/server-processes.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const dir = `.data/test-idempotency-faults-${process.pid}`;
@@ -27,32 +28,6 @@ let tenant: Tenant;
 const saved: Record<string, string | undefined> = {};
 
 const adminUrl = () => `postgres://postgres:logbook-local@127.0.0.1:${port}/logbook_idempotency_faults`;
-
-/** The server's processes: the postmaster (postmaster.pid) and its children (backends and helpers). */
-function serverProcesses(): number[] {
-  const postmaster = Number(readFileSync(`${dir}/postmaster.pid`, 'utf8').split('\n')[0]);
-  const children = readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        return /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] === String(postmaster);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-  return [postmaster, ...children];
-}
-
-const signal = (pids: number[], name: NodeJS.Signals) => {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, name);
-    } catch {
-      // Already gone.
-    }
-  }
-};
 
 /** The trap of the relay: armed, it freezes the server before the COMMIT of a transaction that claimed a key. */
 const trap: { armed: boolean; frozen: number[] | undefined; sprung?: () => void } = { armed: false, frozen: undefined };
@@ -71,7 +46,7 @@ function startRelay(target: number): Promise<{ server: Server; port: number }> {
       if (text.includes('pg_try_advisory_xact_lock(2,')) claimed = true;
       if (trap.armed && claimed && text.includes('COMMIT')) {
         trap.armed = false;
-        trap.frozen = serverProcesses();
+        trap.frozen = serverProcesses(dir);
         signal(trap.frozen, 'SIGSTOP');
         trap.sprung?.();
       }
