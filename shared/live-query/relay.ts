@@ -45,10 +45,10 @@ export async function askAgent<T extends z.ZodType>(
   }
 }
 
-/** Posts the query; a connection API Gateway calls gone is forgotten, and false returned. */
+/** Posts the query; a connection API Gateway calls gone is forgotten (unless still connecting), and false returned. */
 async function send(db: Db, connectionId: string, requestId: string, query: AgentQuery): Promise<boolean> {
   if ((await postToConnection(connectionId, { ...query, requestId })) === 'sent') return true;
-  await store.deleteConnectionRow(db, connectionId);
+  await store.deleteGoneConnectionRow(db, connectionId);
   return false;
 }
 
@@ -74,9 +74,11 @@ async function waitForAnswer(
     if (
       current &&
       current !== state.connectionId &&
-      (await store.moveRequest(db, requestId, state.connectionId, current))
+      (await store.moveRequest(db, requestId, state.connectionId, current)) &&
+      !(await send(db, current, requestId, query))
     ) {
-      await send(db, current, requestId, query);
+      // Not delivered (the new connection may still be connecting): handed back, so the next round asks again.
+      await store.moveRequest(db, requestId, current, state.connectionId);
     }
     const left = deadline - Date.now();
     if (left <= 0) throw AgentTimeout(waitMs);

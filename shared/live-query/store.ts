@@ -24,6 +24,17 @@ export async function deleteConnectionRow(db: Db, connectionId: string): Promise
   await db.query('DELETE FROM agent_connections WHERE connection_id = :connectionId::text', { connectionId });
 }
 
+/**
+ * Forgets a connection API Gateway called gone, unless it connected within the last 30 seconds: until its $connect
+ * handler returns (29 s at most) a new connection cannot be posted to, and is pending, not gone.
+ */
+export async function deleteGoneConnectionRow(db: Db, connectionId: string): Promise<void> {
+  await db.query(
+    `DELETE FROM agent_connections WHERE connection_id = :connectionId::text AND connected_at < now() - interval '30 seconds'`,
+    { connectionId },
+  );
+}
+
 export async function selectConnection(db: Db, deviceId: string): Promise<string | undefined> {
   const row = await one<{ connectionId: string }>(
     db,

@@ -91,7 +91,8 @@ describe('a live query', () => {
   it('forgets a stale connection that API Gateway calls gone and answers 409', async () => {
     const agent = await enrollDevice(t.api, tenant, 'stale-1');
     await t.db.admin.query(
-      `INSERT INTO agent_connections (connection_id, agent_id, device_id, org_id) VALUES ('stale=', :agentId::uuid, :deviceId::uuid, :orgId::uuid)`,
+      `INSERT INTO agent_connections (connection_id, agent_id, device_id, org_id, connected_at)
+       VALUES ('stale=', :agentId::uuid, :deviceId::uuid, :orgId::uuid, now() - interval '1 hour')`,
       { agentId: agent.agentId, deviceId: agent.deviceId, orgId: tenant.orgId },
     );
     const reply = await ask(agent.deviceId);
