@@ -7,8 +7,6 @@ import { type Receiver, startReceiver } from '#test/support/psa-receiver.ts';
 import { scriptBody } from '#test/support/scripts.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
-process.env.PSA_DELIVERY_TIMEOUT_MS = '500';
-
 const t = useApi();
 let tenant: Tenant;
 let receiver: Receiver;
