@@ -7,10 +7,12 @@ import { startAgent } from '#demo/agent/agent.ts';
 import { answerFrames, chunkBytes } from '#demo/agent/answer-frames.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
 import { useApi } from '#test/support/api.ts';
+import { useCli } from '#test/support/cli.ts';
 import { eventually, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+const cli = useCli('demo/agent/main.ts');
 let tenant: Tenant;
 beforeAll(async () => {
   tenant = await createTenant(t.api, 'Acme');
@@ -217,18 +219,7 @@ describe('the simulated agent', () => {
       new Promise<string>((resolve, reject) => {
         const child = spawn(
           process.execPath,
-          [
-            '--import',
-            'tsx',
-            'demo/agent/main.ts',
-            '--url',
-            t.api.url,
-            '--ws-url',
-            t.api.wsUrl,
-            '--state',
-            state,
-            ...extra,
-          ],
+          cli.args(['--url', t.api.url, '--ws-url', t.api.wsUrl, '--state', state, ...extra]),
           {
             stdio: ['ignore', 'pipe', 'pipe'],
           },

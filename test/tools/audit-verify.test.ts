@@ -24,9 +24,11 @@ import {
   updateChainRows,
 } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+const cli = useCli('tools/audit-verify.ts');
 /** The key the verifier checks signatures with (AUDIT_ANCHOR_PUBLIC_KEY), as an operator configures it. */
 const evidenceKey = generateAnchorKey();
 let dir: string;
@@ -43,7 +45,7 @@ interface Run {
 
 /** Runs `npm run audit:verify`'s entry point against this file's database (as its administrator, as an operator would locally). */
 function auditVerify(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/audit-verify.ts', ...args], {
+  const child = spawn(process.execPath, cli.args(args), {
     env: { ...process.env, DATABASE_URL: t.db.urls.admin, AUDIT_ANCHOR_PUBLIC_KEY: publicKeyPem(evidenceKey), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

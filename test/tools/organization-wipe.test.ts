@@ -12,9 +12,11 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { logger } from '#shared/logger.ts';
 import { appendAudit, tamper } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+const cli = useCli('tools/audit-verify.ts');
 const key = generateAnchorKey();
 const previousKey = process.env.AUDIT_ANCHOR_PRIVATE_KEY;
 let auditAdmin: Db;
@@ -35,7 +37,7 @@ beforeEach(() => {
 const daily = () => runRetention(auditAdmin, { anchorKey: key });
 
 function auditVerify(orgId: string): Promise<{ status: number | null; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/audit-verify.ts', '--org', orgId], {
+  const child = spawn(process.execPath, cli.args(['--org', orgId]), {
     env: { ...process.env, DATABASE_URL: t.db.urls.admin },
     stdio: ['ignore', 'pipe', 'ignore'],
   });

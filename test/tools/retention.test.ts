@@ -5,9 +5,11 @@ import { retentionAction } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+const cli = useCli('tools/retention.ts');
 let tenant: Tenant;
 beforeAll(async () => {
   tenant = await createTenant(t.api, 'Rehearsal');
@@ -26,7 +28,7 @@ interface Run {
 function retention(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: t.db.urls.admin };
   delete childEnv.AUDIT_ADMIN_DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/retention.ts', ...args], {
+  const child = spawn(process.execPath, cli.args(args), {
     env: { ...childEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

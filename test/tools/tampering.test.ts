@@ -24,9 +24,11 @@ import {
   updateChainRows,
 } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+const cli = useCli('tools/audit-verify.ts');
 const key = generateAnchorKey();
 const previousKey = process.env.AUDIT_ANCHOR_PRIVATE_KEY;
 let auditAdmin: Db;
@@ -55,7 +57,7 @@ beforeEach(() => {
 const daily = () => runRetention(auditAdmin, { anchorKey: key });
 
 function auditVerify(args: string[]): Promise<{ status: number | null; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/audit-verify.ts', ...args], {
+  const child = spawn(process.execPath, cli.args(args), {
     env: { ...process.env, DATABASE_URL: t.db.urls.admin },
     stdio: ['ignore', 'pipe', 'ignore'],
   });

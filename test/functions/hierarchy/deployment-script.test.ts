@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Language, type Node, Parser } from 'web-tree-sitter';
 import { useApi } from '#test/support/api.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTenant, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 /**
@@ -59,7 +60,8 @@ async function script(keyId: string, platform: string, token = tenant.orgToken, 
   return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
 }
 
-const agentCommand = `${resolve('node_modules/.bin/tsx')} ${resolve('demo/agent/main.ts')}`;
+/** The simulated agent (demo/agent/main.ts), as a plain node command. */
+const agent = useCli('demo/agent/main.ts');
 
 /** Runs the POSIX script with sh, the simulated agent as AGENT_COMMAND, in a state directory. */
 function run(text: string, stateDir: string): Promise<{ code: number | null; output: string }> {
@@ -67,7 +69,7 @@ function run(text: string, stateDir: string): Promise<{ code: number | null; out
   writeFileSync(file, text);
   return new Promise((done) => {
     const child = spawn('sh', [file], {
-      env: { ...process.env, AGENT_STATE_DIR: stateDir, AGENT_COMMAND: agentCommand },
+      env: { ...process.env, AGENT_STATE_DIR: stateDir, AGENT_COMMAND: `${process.execPath} ${agent.path}` },
     });
     let output = '';
     child.stdout.on('data', (chunk) => {
