@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
 const readme = readFileSync('README.md', 'utf8');
@@ -89,6 +90,8 @@ describe('the README and docs pages', () => {
   });
 });
 
+/** `npm start`'s entry point. */
+const main = useCli('infra/local/main.ts');
 let db: TestDatabase;
 let server: ChildProcess | undefined;
 let output = '';
@@ -123,7 +126,7 @@ describe("the README's curl examples", { timeout: 60_000 }, () => {
     };
     delete env.APP_DATABASE_URL;
     delete env.AUDIT_ADMIN_DATABASE_URL;
-    server = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
+    server = spawn(process.execPath, main.args([]), {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

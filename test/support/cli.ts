@@ -4,27 +4,37 @@ import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { afterAll, beforeAll } from 'vitest';
 
+/** How the local gateways load a handler: by its path under functions/, on the first request it answers. */
+const handlerImport = `import(new URL(\`../../functions/\${handlerPath}.ts\`, import.meta.url).href)`;
+
 /**
  * Each module keeps its own import.meta.url in the bundle, so a file it reads beside itself (the migrations, a
- * fixture) is the one in the source tree.
+ * fixture) is the one in the source tree. The local gateways' handler import becomes one esbuild resolves: every
+ * handler is in the bundle, still loaded on the first request it answers, and shares the bundle's modules.
  */
-const ownUrl: Plugin = {
-  name: 'own-import-meta-url',
+const sourceTree: Plugin = {
+  name: 'source-tree',
   setup(esbuild) {
-    esbuild.onLoad({ filter: /\.ts$/ }, (args) => ({
-      contents: readFileSync(args.path, 'utf8').replaceAll(
-        'import.meta.url',
-        JSON.stringify(pathToFileURL(args.path).href),
-      ),
-      loader: 'ts',
-    }));
+    esbuild.onLoad({ filter: /\.ts$/ }, (args) => {
+      let contents = readFileSync(args.path, 'utf8');
+      if (/\/infra\/local\/(http|ws)-gateway\.ts$/.test(args.path)) {
+        if (!contents.includes(handlerImport))
+          throw new Error(`${args.path} no longer loads handlers as ${handlerImport}`);
+        contents = contents.replace(handlerImport, `import(\`../../functions/\${handlerPath}.ts\`)`);
+      }
+      return {
+        contents: contents.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
+        loader: 'ts',
+      };
+    });
   },
 };
 
 /**
- * A command-line entry point (tools/*.ts, demo/agent/main.ts) bundled once into a plain ES module, so that each run is
- * a bare `node` process: what `tsx` would otherwise compile again on every start. Its packages stay in node_modules,
- * loaded as `tsx` loads them. The bundle lives under .data/ (inside the project, where node_modules resolves).
+ * A command-line entry point (tools/*.ts, demo/agent/main.ts, infra/local/main.ts) bundled once into a plain ES
+ * module, so that each run is a bare `node` process: what `tsx` would otherwise compile again on every start. Its
+ * packages stay in node_modules, loaded as `tsx` loads them. The bundle lives under .data/ (inside the project, where
+ * node_modules resolves).
  */
 export async function bundleCli(entry: string, dir: string): Promise<string> {
   const outfile = resolve(dir, `${basename(entry, '.ts')}.mjs`);
@@ -38,7 +48,7 @@ export async function bundleCli(entry: string, dir: string): Promise<string> {
     packages: 'external',
     sourcemap: 'inline',
     logLevel: 'error',
-    plugins: [ownUrl],
+    plugins: [sourceTree],
   });
   return outfile;
 }

@@ -3,7 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
+import { useCli } from '#test/support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+
+/** `npm start`'s entry point. */
+const server = useCli('infra/local/main.ts');
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -11,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-/** A start compiles the server's TypeScript and seeds the demo tenant: seconds when quiet, a minute or more on a loaded machine. */
+/** A start builds the viewer and seeds the demo tenant: seconds when quiet, a minute or more on a loaded machine. */
 const startBoundMs = 100_000;
 
 interface Started {
@@ -36,7 +40,7 @@ async function start(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   delete env.APP_DATABASE_URL;
   delete env.AUDIT_ADMIN_DATABASE_URL;
   Object.assign(env, extraEnv);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
+  const child = spawn(process.execPath, server.args([]), {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
