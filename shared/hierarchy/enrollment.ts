@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import { sealSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
@@ -81,26 +81,27 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
       agentVersion: input.agentVersion,
     });
     const agent = await store.insertAgent(tx, device!.id, hashSecret(token));
-    return { orgId: key.orgId, keyId: key.keyId, agentId: agent!.id, deviceId: device!.id, siteId: key.siteId, token };
-  });
-  // The new agent is the actor: it enrolled with the key, no user was involved.
-  writeRouteAudit(
-    {
-      ...audit,
-      caller: { actorType: 'agent', agentId: enrolled.agentId, deviceId: enrolled.deviceId, orgId: enrolled.orgId },
-      actorName: input.hostname,
-    },
-    {
-      orgId: enrolled.orgId,
-      action: 'device.create',
-      ...deviceResource({ id: enrolled.deviceId, hostname: input.hostname }),
-      details: {
-        enrollmentKeyId: enrolled.keyId,
-        siteId: enrolled.siteId,
-        osType: input.osType ?? null,
-        agentVersion: input.agentVersion ?? null,
+    // The new agent is the actor: it enrolled with the key, no user was involved.
+    await auditChange(
+      tx,
+      {
+        ...audit,
+        caller: { actorType: 'agent', agentId: agent!.id, deviceId: device!.id, orgId: key.orgId },
+        actorName: input.hostname,
       },
-    },
-  );
+      {
+        orgId: key.orgId,
+        action: 'device.create',
+        ...deviceResource({ id: device!.id, hostname: input.hostname }),
+        details: {
+          enrollmentKeyId: key.keyId,
+          siteId: key.siteId,
+          osType: input.osType ?? null,
+          agentVersion: input.agentVersion ?? null,
+        },
+      },
+    );
+    return { agentId: agent!.id, deviceId: device!.id, siteId: key.siteId };
+  });
   return { agentId: enrolled.agentId, deviceId: enrolled.deviceId, siteId: enrolled.siteId, token };
 }
