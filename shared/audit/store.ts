@@ -217,8 +217,8 @@ export async function sealOldestIntents(db: Db, limit: number): Promise<number> 
 export type AppendedRow = { id: string; orgId: string; pos: number };
 
 /**
- * Appends rows in one statement of its own transaction (docs/audit.md: never inside
- * the business transaction), sealed by the database when the statement ends. Rows are sorted by
+ * Appends rows in one statement of its own transaction (never inside a change's transaction, which writes intents
+ * instead: docs/audit.md "Atomic audit"), sealed by the database when the statement ends. Rows are sorted by
  * organization (stably), as the seal takes them, so the rows of each organization keep their order.
  */
 export async function insertAuditRows(db: Db, rows: AuditRowInput[]): Promise<AppendedRow[]> {

@@ -261,8 +261,23 @@ export async function auditChange(tx: Tx, context: AuditContext, events: RouteEv
     );
     return;
   }
-  tx.afterCommit(() => context.pending.push(sealCommitted(context.db, rows, ids)));
+  // Until its commit is seen, the change counts as one whose outcome is unknown (a COMMIT that timed out may still
+  // land): flushAudit then arms the sweep.
+  const change = {};
+  const waiting = uncommitted.get(context.pending) ?? new Set<object>();
+  uncommitted.set(context.pending, waiting.add(change));
+  tx.afterCommit(() => {
+    waiting.delete(change);
+    context.pending.push(sealCommitted(context.db, rows, ids));
+  });
 }
+
+/**
+ * Per request (its `pending` list, which copies of its context share): the changes that wrote audit intents and whose
+ * commit was not seen. Most rolled back, and their intents with them; but a COMMIT the database received and did not
+ * answer in time commits after the request gave up, and its intents then wait for the sweep.
+ */
+const uncommitted = new WeakMap<Promise<void>[], Set<object>>();
 
 async function spoolRows(rows: AuditRowInput[]): Promise<void> {
   for (const row of rows) await spoolAuditRow(row);
@@ -311,4 +326,9 @@ export async function sealWaitingIntents(db: Db): Promise<number> {
 /** Awaits every write of the request; failures were already logged. */
 export async function flushAudit(context: AuditContext): Promise<void> {
   await Promise.allSettled(context.pending);
+  const unseen = uncommitted.get(context.pending);
+  if (unseen?.size) {
+    unseen.clear();
+    await enqueue({ kind: 'audit.seal' }, sweepDelaySeconds);
+  }
 }
