@@ -13,10 +13,16 @@ import type { createOrganization as createSchema, updateOrganization as updateSc
 import * as store from './store.ts';
 
 /**
- * Creates an organization with its first site and its audit retention policy, in one transaction.
+ * Creates an organization with its first site and its audit retention policy, in one transaction; audited as
+ * organization.create and site.create.
  * Partner users create in their own partner; platform administrators name the partner.
  */
-export async function createOrganization(db: Db, principal: Principal, input: z.output<typeof createSchema>) {
+export async function createOrganization(
+  db: Db,
+  principal: Principal,
+  input: z.output<typeof createSchema>,
+  audit: AuditContext,
+) {
   requirePermission(principal, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot create organizations');
   let partnerId: string;
@@ -32,11 +38,31 @@ export async function createOrganization(db: Db, principal: Principal, input: z.
   }
   return db.transaction(async (tx) => {
     if (!(await store.partnerExists(tx, partnerId))) throw NotFound('Partner');
-    return insertOrganizationWithSite(
+    const created = await insertOrganizationWithSite(
       tx,
       { partnerId, name: input.name, externalId: input.externalId },
       { name: 'Main', ...input.site },
     );
+    // The new organization's trail begins with its creation and its first site.
+    await auditChange(tx, audit, [
+      {
+        orgId: created.id,
+        action: 'organization.create',
+        ...organizationResource(created),
+        details: { after: { name: created.name, externalId: created.externalId ?? null } },
+      },
+      {
+        orgId: created.id,
+        action: 'site.create',
+        resourceType: 'site',
+        resourceId: created.site.id,
+        resourceName: created.site.name,
+        details: {
+          after: { name: created.site.name, timezone: created.site.timezone, address: created.site.address },
+        },
+      },
+    ]);
+    return created;
   });
 }
 
