@@ -61,7 +61,7 @@ export const routes = {
       response: h.createdOrganization,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, body, audit }) => createOrganization(appDb(), caller, body, audit),
+    ({ caller, body }) => createOrganization(appDb(), caller, body),
   ),
   'GET /api/v1/orgs/organizations': route(
     {

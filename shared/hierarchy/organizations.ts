@@ -13,16 +13,11 @@ import type { createOrganization as createSchema, updateOrganization as updateSc
 import * as store from './store.ts';
 
 /**
- * Creates an organization with its first site and its audit retention policy, in one transaction; audited as
- * organization.create and site.create.
+ * Creates an organization with its first site and its audit retention policy, in one transaction. No audit row: the
+ * organization's trail begins with its first change (the partner's own trail is where its creation belongs).
  * Partner users create in their own partner; platform administrators name the partner.
  */
-export async function createOrganization(
-  db: Db,
-  principal: Principal,
-  input: z.output<typeof createSchema>,
-  audit: AuditContext,
-) {
+export async function createOrganization(db: Db, principal: Principal, input: z.output<typeof createSchema>) {
   requirePermission(principal, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot create organizations');
   let partnerId: string;
@@ -38,31 +33,11 @@ export async function createOrganization(
   }
   return db.transaction(async (tx) => {
     if (!(await store.partnerExists(tx, partnerId))) throw NotFound('Partner');
-    const created = await insertOrganizationWithSite(
+    return insertOrganizationWithSite(
       tx,
       { partnerId, name: input.name, externalId: input.externalId },
       { name: 'Main', ...input.site },
     );
-    // The new organization's trail begins with its creation and its first site.
-    await auditChange(tx, audit, [
-      {
-        orgId: created.id,
-        action: 'organization.create',
-        ...organizationResource(created),
-        details: { after: { name: created.name, externalId: created.externalId ?? null } },
-      },
-      {
-        orgId: created.id,
-        action: 'site.create',
-        resourceType: 'site',
-        resourceId: created.site.id,
-        resourceName: created.site.name,
-        details: {
-          after: { name: created.site.name, timezone: created.site.timezone, address: created.site.address },
-        },
-      },
-    ]);
-    return created;
   });
 }
 
