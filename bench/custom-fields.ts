@@ -20,7 +20,7 @@ import { routes } from '#functions/routes.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
-import { type AuditContext, flushAudit, writeRouteAudits } from '#shared/audit/writer.ts';
+import { type AuditContext, auditChange, flushAudit } from '#shared/audit/writer.ts';
 import { valueChangeEvents } from '#shared/custom-fields/values.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
@@ -211,9 +211,12 @@ async function main() {
         })),
       );
       for (let i = 0; i < changes.length; i += 1000)
-        writeRouteAudits(
-          audit,
-          changes.slice(i, i + 1000).flatMap((change) => valueChangeEvents([change])),
+        await admin.transaction((tx) =>
+          auditChange(
+            tx,
+            audit,
+            changes.slice(i, i + 1000).flatMap((change) => valueChangeEvents([change])),
+          ),
         );
       await flushAudit(audit);
     });

@@ -118,6 +118,6 @@ export async function seedDemoPostureFleet(admin: Db, demo: Demo): Promise<void>
     await uploadPosture(admin, caller, enrolled.agentId, { collectedAt, categories: scan.categories }, audit);
   }
   await reconcile();
-  await createEnrollmentKey(admin, partnerAdmin, demo.orgId, { name: 'Migration wave 2', maxUsage: 1500 });
+  await createEnrollmentKey(admin, partnerAdmin, demo.orgId, { name: 'Migration wave 2', maxUsage: 1500 }, audit);
   await flushAudit(audit);
 }

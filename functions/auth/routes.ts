@@ -1,3 +1,4 @@
+import { auditChange } from '#shared/audit/writer.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '#shared/auth/api-keys.ts';
 import * as keys from '#shared/auth/schemas.ts';
 import { appDb } from '#shared/db/client.ts';
@@ -18,7 +19,8 @@ export const routes = {
       response: keys.createdApiKey,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params, body }) => createApiKey(appDb(), caller, params.id, body),
+    ({ caller, params, body, audit }) =>
+      createApiKey(appDb(), caller, params.id, body, (tx, event) => auditChange(tx, audit, event)),
   ),
   'GET /api/v1/orgs/organizations/{id}/api-keys': route(
     {
@@ -43,6 +45,7 @@ export const routes = {
       status: 204,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params }) => revokeApiKey(appDb(), caller, params.id, params.keyId),
+    ({ caller, params, audit }) =>
+      revokeApiKey(appDb(), caller, params.id, params.keyId, (tx, event) => auditChange(tx, audit, event)),
   ),
 } as const;

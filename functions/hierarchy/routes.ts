@@ -137,7 +137,7 @@ export const routes = {
       response: h.site,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params, body }) => createSite(appDb(), caller, params.id, body),
+    ({ caller, params, body, audit }) => createSite(appDb(), caller, params.id, body, audit),
   ),
   'GET /api/v1/orgs/organizations/{id}/sites/{siteId}': route(
     {
@@ -162,7 +162,7 @@ export const routes = {
       response: h.site,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params, body }) => updateSite(appDb(), caller, params.id, params.siteId, body),
+    ({ caller, params, body, audit }) => updateSite(appDb(), caller, params.id, params.siteId, body, audit),
   ),
   'DELETE /api/v1/orgs/organizations/{id}/sites/{siteId}': route(
     {
@@ -174,7 +174,7 @@ export const routes = {
       status: 204,
       errors: [400, 401, 403, 404, 409],
     },
-    ({ caller, params }) => deleteSite(appDb(), caller, params.id, params.siteId),
+    ({ caller, params, audit }) => deleteSite(appDb(), caller, params.id, params.siteId, audit),
   ),
   'POST /api/v1/orgs/organizations/{id}/enrollment-keys': route(
     {
@@ -189,7 +189,7 @@ export const routes = {
       response: h.createdEnrollmentKey,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params, body }) => createEnrollmentKey(appDb(), caller, params.id, body),
+    ({ caller, params, body, audit }) => createEnrollmentKey(appDb(), caller, params.id, body, audit),
   ),
   'GET /api/v1/orgs/organizations/{id}/enrollment-keys': route(
     {
@@ -214,7 +214,7 @@ export const routes = {
       status: 204,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params }) => revokeEnrollmentKey(appDb(), caller, params.id, params.keyId),
+    ({ caller, params, audit }) => revokeEnrollmentKey(appDb(), caller, params.id, params.keyId, audit),
   ),
   'GET /api/v1/orgs/organizations/{id}/enrollment-keys/{keyId}/deployment-script': route(
     {

@@ -1,6 +1,7 @@
 import { attemptDelivery } from '#shared/alerts/psa-delivery.ts';
 import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
+import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { appDb } from '#shared/db/client.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
@@ -17,6 +18,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
     deliverPendingItems(appDb(), job as Job & { deviceId: string; connectionId: string; attempt: number }),
   'psa.deliver': (job) => attemptDelivery(appDb(), (job as Job & { deliveryId: string }).deliveryId),
   'audit.replay': (job) => replayQueuedAuditRow(appDb(), job as AuditReplayJob),
+  // Armed by a seal that failed after its change committed: seals every intent still waiting.
+  'audit.seal': () => sealWaitingIntents(appDb()),
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */

@@ -6,6 +6,8 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { auditReplayAbandoned } from '#shared/audit/spool.ts';
+import { sealWaitingIntents } from '#shared/audit/writer.ts';
+import { appDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
 import { observedHandler } from '#shared/observability/handler.ts';
 import { maxReceives, type QueuedJob, send } from '#shared/queue/work-queue.ts';
@@ -15,7 +17,24 @@ import { type AuditReplayJob, runJob } from './jobs.ts';
 // PSA deliveries open the integration's sealed secret to sign; read from Secrets Manager at cold start.
 await loadSecretSettings(['ENROLLMENT_KEY_SEAL_KEY']);
 
+/** When this instance last swept the audit intents: at most once a minute, and only when there is work. */
+let sweptAt = 0;
+const sweepEveryMs = 60_000;
+
+/**
+ * Seals the audit intents a process left behind between a change's commit and its seal (a Lambda that timed out or
+ * lost its database there): the worker runs only when there is work, so this costs nothing while the stack is idle.
+ */
+async function sweepAuditIntents(): Promise<void> {
+  if (Date.now() - sweptAt < sweepEveryMs) return;
+  sweptAt = Date.now();
+  await sealWaitingIntents(appDb()).catch((error: unknown) =>
+    logger.error('[audit] Could not seal the waiting audit intents', { error: String(error) }),
+  );
+}
+
 export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  await sweepAuditIntents();
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
   for (const record of event.Records) {
     let job: QueuedJob | undefined;

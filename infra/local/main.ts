@@ -13,6 +13,7 @@ import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
+import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { selectDatabaseIdentity } from '#shared/db/identity.ts';
@@ -51,6 +52,7 @@ function localSecret(name: string, encoding: 'base64' | 'base64url'): string {
 /**
  * The audit spool: audit writes that failed are kept in .data/audit-spool, under the database they belong
  * to, and replayed into it now and every minute, as the API's role; rows of other databases are kept and reported.
+ * Each round first seals the audit intents a change committed without sealing (a server stopped between the two).
  * The returned stop replays once more.
  */
 async function replayAuditSpool(): Promise<() => Promise<void>> {
@@ -63,12 +65,21 @@ async function replayAuditSpool(): Promise<() => Promise<void>> {
         : `audit spool: ${rows} audit row(s) spooled without their database in ${dataDir}/audit-spool: kept, not replayed`,
     );
   const replay = () =>
-    spool.replay(appDb()).then(
-      (replayed) => {
-        if (replayed > 0) console.log(`audit spool: ${replayed} audit row(s) written late, with their own timestamps`);
-      },
-      (error: unknown) => console.error('audit spool: replay failed; the rows stay spooled:', error),
-    );
+    sealWaitingIntents(appDb())
+      .then(
+        (sealed) => {
+          if (sealed > 0) console.log(`audit: ${sealed} committed audit row(s) sealed late, with their own timestamps`);
+        },
+        (error: unknown) => console.error('audit: sealing the waiting audit rows failed; they stay waiting:', error),
+      )
+      .then(() => spool.replay(appDb()))
+      .then(
+        (replayed) => {
+          if (replayed > 0)
+            console.log(`audit spool: ${replayed} audit row(s) written late, with their own timestamps`);
+        },
+        (error: unknown) => console.error('audit spool: replay failed; the rows stay spooled:', error),
+      );
   void replay();
   const timer = setInterval(() => void replay(), 60_000).unref();
   return async () => {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
@@ -7,7 +7,7 @@ import { deviceResource } from '../hierarchy/devices.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
 import { deviceOfAgent } from './log-access.ts';
 import type { heartbeat as heartbeatSchema } from './schemas.ts';
-import { recordHeartbeat } from './store.ts';
+import { moveDeviceIp, recordHeartbeat } from './store.ts';
 
 /**
  * POST /agents/:id/heartbeat: records when the device was last seen, from which IP (the audit rows'
@@ -31,16 +31,21 @@ export async function heartbeat(
     serialNumber: reportedSerial(report.serialNumber),
   });
   if (!seen) throw NotFound('Agent');
-  if (ip && seen.previousIp && seen.previousIp !== ip) {
-    writeRouteAudit(
-      { ...audit, actorName: seen.hostname },
-      {
-        orgId: device.orgId,
-        action: 'agent.source.ip.changed',
-        ...deviceResource({ ...seen, id: device.id }),
-        details: { previousIp: seen.previousIp, ip },
-      },
-    );
-  }
+  const previousIp = seen.previousIp;
+  // A heartbeat from the same address is one statement; a new address is kept and audited in one transaction.
+  if (ip && previousIp && previousIp !== ip)
+    await db.transaction(async (tx) => {
+      if (!(await moveDeviceIp(tx, device.id, previousIp, ip))) return;
+      await auditChange(
+        tx,
+        { ...audit, actorName: seen.hostname },
+        {
+          orgId: device.orgId,
+          action: 'agent.source.ip.changed',
+          ...deviceResource({ ...seen, id: device.id }),
+          details: { previousIp, ip },
+        },
+      );
+    });
   return { ok: true as const, serverTime: seen.lastSeenAt.toISOString() };
 }

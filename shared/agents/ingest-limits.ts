@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
@@ -40,17 +40,18 @@ export async function updateIngestLimits(
 ) {
   const org = await reachableOrganization(db, principal, orgId, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Ingest limits are set by the partner');
-  const { before, after } = await db.transaction(async (tx) => {
+  const after = await db.transaction(async (tx) => {
     const before = (await selectIngestLimits(tx, orgId, true)) ?? noOverrides;
-    return { before, after: await upsertIngestLimits(tx, orgId, change, principal.id) };
-  });
-  writeRouteAudit(audit, {
-    orgId,
-    action: 'organization.update',
-    resourceType: 'organization',
-    resourceId: orgId,
-    resourceName: org.name,
-    details: changedFields(before, after, ['logsPerDeviceHour', 'eventsPerDeviceHour']),
+    const after = await upsertIngestLimits(tx, orgId, change, principal.id);
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'organization.update',
+      resourceType: 'organization',
+      resourceId: orgId,
+      resourceName: org.name,
+      details: changedFields(before, after, ['logsPerDeviceHour', 'eventsPerDeviceHour']),
+    });
+    return after;
   });
   return limitsOf(orgId, after);
 }

@@ -56,7 +56,8 @@ export function recordHeartbeat(
      )
      UPDATE devices d SET
         last_seen_at = now(),
-        last_ip = COALESCE(:ip::text, d.last_ip),
+        -- A new address is kept by moveDeviceIp, in the transaction that audits the change.
+        last_ip = CASE WHEN p.last_ip IS NULL THEN COALESCE(:ip::text, d.last_ip) ELSE d.last_ip END,
         agent_version = COALESCE(:agentVersion::text, d.agent_version),
         agent_status = COALESCE(:status::text, d.agent_status),
         serial_number = COALESCE(:serialNumber::text, d.serial_number)
@@ -65,6 +66,15 @@ export function recordHeartbeat(
       RETURNING p.last_ip AS "previousIp", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
     { deviceId, ...report },
   );
+}
+
+/** Moves a device's last IP from `from` to `to`; false when another heartbeat moved it first. */
+export async function moveDeviceIp(tx: Db, deviceId: string, from: string, to: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    'UPDATE devices SET last_ip = :to::text WHERE id = :deviceId::uuid AND last_ip = :from::text',
+    { deviceId, from, to },
+  );
+  return rowCount > 0;
 }
 
 export type IngestKind = 'logs' | 'events' | 'fields';

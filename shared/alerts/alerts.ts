@@ -1,4 +1,4 @@
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -44,17 +44,33 @@ async function changeStatus(
   const before = await getAlert(db, principal, id);
   requirePermission(principal, 'alerts:manage');
   const actor = { actorType: principal.actorType, id: principal.id, email: principal.email, name: principal.name };
-  const changed = await store.changeAlertStatus(db, id, to, actor);
-  if (!changed) throw InvalidState(`The alert is ${before.status}: it cannot be ${to}`);
-  const { partnerId: _, ...alert } = changed;
-  writeRouteAudit(audit, {
-    orgId: alert.orgId,
-    action: to === 'acknowledged' ? 'alert.acknowledge' : 'alert.resolve',
-    resourceType: 'alert',
-    resourceId: alert.id,
-    resourceName: alert.title,
-    details: { before: { status: before.status }, after: { status: alert.status }, severity: alert.severity },
+  const changed = await db.transaction(async (tx) => {
+    const row = await store.changeAlertStatus(tx, id, to, actor);
+    if (!row) throw InvalidState(`The alert is ${before.status}: it cannot be ${to}`);
+    await auditChange(tx, audit, {
+      orgId: row.orgId,
+      action: to === 'acknowledged' ? 'alert.acknowledge' : 'alert.resolve',
+      resourceType: 'alert',
+      resourceId: row.id,
+      resourceName: row.title,
+      details: { before: { status: before.status }, after: { status: row.status }, severity: row.severity },
+    });
+    if (to === 'resolved' && row.binding.ticketId) {
+      const closed = await store.closeTicket(tx, row.binding.ticketId);
+      if (closed)
+        await auditChange(tx, audit, {
+          orgId: row.orgId,
+          action: 'ticket.close',
+          resourceType: 'ticket',
+          resourceId: row.binding.ticketId,
+          resourceName: `#${closed.number}`,
+          details: { alertId: row.id, before: { status: 'open' }, after: { status: 'closed' } },
+        });
+    }
+    return row;
   });
+  const { partnerId: _, ...alert } = changed;
+  // The PSA hears of it once the change is committed.
   if (alert.binding.integrationId)
     await queueAlertEvent(
       db,
@@ -62,17 +78,5 @@ async function changeStatus(
       to === 'acknowledged' ? 'alert.acknowledged' : 'alert.resolved',
       alert.binding.integrationId,
     );
-  if (to === 'resolved' && alert.binding.ticketId) {
-    const closed = await store.closeTicket(db, alert.binding.ticketId);
-    if (closed)
-      writeRouteAudit(audit, {
-        orgId: alert.orgId,
-        action: 'ticket.close',
-        resourceType: 'ticket',
-        resourceId: alert.binding.ticketId,
-        resourceName: `#${closed.number}`,
-        details: { alertId: alert.id, before: { status: 'open' }, after: { status: 'closed' } },
-      });
-  }
   return alert;
 }

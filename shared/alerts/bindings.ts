@@ -1,5 +1,5 @@
-import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { auditPartnerChange } from '../audit/partner-audit.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
@@ -29,9 +29,17 @@ export async function putOrgBinding(
   const org = await selectOrganization(db, principal, orgId);
   if (!org) throw NotFound('Organization');
   requirePermission(principal, 'integrations:manage');
-  const before = await store.selectEffectiveBinding(db, org.id);
-  const after = await save(db, org.partnerId, org.id, binding);
-  writeRouteAudit(audit, { orgId: org.id, ...bindingEvent(before, after), resourceId: org.id, resourceName: org.name });
+  const after = await db.transaction(async (tx) => {
+    const before = await store.selectEffectiveBinding(tx, org.id);
+    const saved = await save(tx, org.partnerId, org.id, binding);
+    await auditChange(tx, audit, {
+      orgId: org.id,
+      ...bindingEvent(before, saved),
+      resourceId: org.id,
+      resourceName: org.name,
+    });
+    return saved;
+  });
   return { ...after, inherited: false };
 }
 
@@ -52,9 +60,12 @@ export async function putPartnerBinding(
 ) {
   assertPartner(principal, partnerId);
   requirePermission(principal, 'integrations:manage');
-  const before = (await store.selectBinding(db, partnerId, null)) ?? { target: 'tickets', integrationId: null };
-  const after = await save(db, partnerId, null, binding);
-  await writePartnerRouteAudit(db, audit, partnerId, { ...bindingEvent(before, after), resourceId: partnerId });
+  const after = await db.transaction(async (tx) => {
+    const before = (await store.selectBinding(tx, partnerId, null)) ?? { target: 'tickets', integrationId: null };
+    const saved = await save(tx, partnerId, null, binding);
+    await auditPartnerChange(tx, audit, partnerId, { ...bindingEvent(before, saved), resourceId: partnerId });
+    return saved;
+  });
   return { ...after, inherited: false };
 }
 

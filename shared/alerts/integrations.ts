@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
-import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
+import { auditPartnerChange } from '../audit/partner-audit.ts';
 import type { AuditContext } from '../audit/writer.ts';
 import { sealSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Forbidden, ValidationFailed } from '../errors.ts';
 import { logger } from '../logger.ts';
@@ -51,10 +51,13 @@ export async function createIntegration(db: Db, principal: Principal, input: Cre
     ]);
   await assertOutboundUrl(input.url);
   const generated = input.secret === undefined ? generatedSecret() : undefined;
-  const created = await store.insertIntegration(db, partnerId, input, storedSecret(input.secret ?? generated!));
-  await auditIntegration(db, audit, created, 'integration.create', {
-    after: { name: created.name, url: created.url, severities: created.severities },
-    secretGenerated: generated !== undefined,
+  const created = await db.transaction(async (tx) => {
+    const row = await store.insertIntegration(tx, partnerId, input, storedSecret(input.secret ?? generated!));
+    await auditIntegration(tx, audit, row, 'integration.create', {
+      after: { name: row.name, url: row.url, severities: row.severities },
+      secretGenerated: generated !== undefined,
+    });
+    return row;
   });
   return generated === undefined ? created : { ...created, secret: generated };
 }
@@ -81,15 +84,18 @@ export async function updateIntegration(
   const { secret, rotateSecret, ...fields } = change;
   const generated = rotateSecret ? generatedSecret() : undefined;
   const newSecret = secret ?? generated;
-  const updated = await store.updateIntegrationRow(
-    db,
-    id,
-    fields,
-    newSecret === undefined ? undefined : storedSecret(newSecret),
-  );
-  await auditIntegration(db, audit, updated, 'integration.update', {
-    ...changedFields(before, updated, ['name', 'url', 'severities']),
-    secretChanged: newSecret !== undefined,
+  const updated = await db.transaction(async (tx) => {
+    const row = await store.updateIntegrationRow(
+      tx,
+      id,
+      fields,
+      newSecret === undefined ? undefined : storedSecret(newSecret),
+    );
+    await auditIntegration(tx, audit, row, 'integration.update', {
+      ...changedFields(before, row, ['name', 'url', 'severities']),
+      secretChanged: newSecret !== undefined,
+    });
+    return row;
   });
   return generated === undefined ? updated : { ...updated, secret: generated };
 }
@@ -97,18 +103,20 @@ export async function updateIntegration(
 /** Soft delete: its deliveries' log stays; bindings that named it fall back to tickets. */
 export async function deleteIntegration(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const integration = await getIntegration(db, principal, id);
-  await store.softDeleteIntegration(db, id);
-  await auditIntegration(db, audit, integration, 'integration.delete', {});
+  await db.transaction(async (tx) => {
+    await store.softDeleteIntegration(tx, id);
+    await auditIntegration(tx, audit, integration, 'integration.delete', {});
+  });
 }
 
 function auditIntegration(
-  db: Db,
+  tx: Tx,
   audit: AuditContext,
   integration: store.IntegrationRow,
   action: string,
   details: Record<string, unknown>,
 ) {
-  return writePartnerRouteAudit(db, audit, integration.partnerId, {
+  return auditPartnerChange(tx, audit, integration.partnerId, {
     action,
     resourceType: 'psa_integration',
     resourceId: integration.id,

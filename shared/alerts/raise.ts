@@ -1,5 +1,6 @@
-import { type AuditContext, flushAudit, writeRouteAudit } from '../audit/writer.ts';
-import type { Db } from '../db/db.ts';
+import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
+import type { Db, Tx } from '../db/db.ts';
+import { unkeyedDb } from '../db/idempotency.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { Severity } from './schemas.ts';
 import * as store from './store.ts';
@@ -25,51 +26,61 @@ export interface ScriptFailure {
  * when it takes this severity. Nothing here fails the run item's answer.
  */
 export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity: Severity): Promise<void> {
-  const { alert, created } = await store.upsertAlert(db, {
-    orgId: failure.orgId,
-    partnerId: failure.partnerId,
-    deviceId: failure.deviceId,
-    sourceType: 'script',
-    sourceId: failure.runItemId,
-    sourceKey: `script:${failure.scriptId}`,
-    severity,
-    title: `${failure.scriptName} exited with code ${failure.exitCode} on ${failure.hostname}`,
-    details: {
-      scriptId: failure.scriptId,
-      scriptName: failure.scriptName,
-      scriptVersion: failure.scriptVersion,
-      runId: failure.runId,
-      runItemId: failure.runItemId,
-      hostname: failure.hostname,
-      exitCode: failure.exitCode,
-    },
+  // Raised by the system; sealed after the commit, outside any keyed request.
+  const audit: AuditContext = { db: unkeyedDb(db), caller: null, pending: [] };
+  const raised = await db.transaction(async (tx) => {
+    const { alert, created } = await store.upsertAlert(tx, {
+      orgId: failure.orgId,
+      partnerId: failure.partnerId,
+      deviceId: failure.deviceId,
+      sourceType: 'script',
+      sourceId: failure.runItemId,
+      sourceKey: `script:${failure.scriptId}`,
+      severity,
+      title: `${failure.scriptName} exited with code ${failure.exitCode} on ${failure.hostname}`,
+      details: {
+        scriptId: failure.scriptId,
+        scriptName: failure.scriptName,
+        scriptVersion: failure.scriptVersion,
+        runId: failure.runId,
+        runItemId: failure.runItemId,
+        hostname: failure.hostname,
+        exitCode: failure.exitCode,
+      },
+    });
+    if (!created) return undefined;
+    await auditChange(tx, audit, {
+      orgId: alert.orgId,
+      action: 'alert.create',
+      resourceType: 'alert',
+      resourceId: alert.id,
+      resourceName: alert.title,
+      details: { severity, deviceId: failure.deviceId, source: alert.source },
+    });
+    return { alert, integrationId: await bindNewAlert(tx, audit, alert, failure.partnerId) };
   });
-  if (!created) return;
-  const audit: AuditContext = { db, caller: null, pending: [] };
-  writeRouteAudit(audit, {
-    orgId: alert.orgId,
-    action: 'alert.create',
-    resourceType: 'alert',
-    resourceId: alert.id,
-    resourceName: alert.title,
-    details: { severity, deviceId: failure.deviceId, source: alert.source },
-  });
-  await bindNewAlert(db, audit, alert, failure.partnerId);
   await flushAudit(audit);
+  // The PSA hears of it once the alert is committed.
+  if (raised?.integrationId) await queueAlertEvent(db, raised.alert, 'alert.created', raised.integrationId);
 }
 
-async function bindNewAlert(db: Db, audit: AuditContext, alert: store.AlertRow, partnerId: string): Promise<void> {
-  const binding = await store.selectEffectiveBinding(db, alert.orgId);
+/** Binds a new alert as its organization's binding says: a ticket of its own, or the PSA integration to tell. */
+async function bindNewAlert(
+  tx: Tx,
+  audit: AuditContext,
+  alert: store.AlertRow,
+  partnerId: string,
+): Promise<string | undefined> {
+  const binding = await store.selectEffectiveBinding(tx, alert.orgId);
   if (binding.target === 'psa' && binding.integrationId) {
-    const integration = await store.selectDeliveryTarget(db, binding.integrationId);
-    if (!integration?.severities.includes(alert.severity)) return;
-    await store.bindAlert(db, alert.id, { ticketId: null, integrationId: integration.id });
-    await queueAlertEvent(db, alert, 'alert.created', integration.id);
-    return;
+    const integration = await store.selectDeliveryTarget(tx, binding.integrationId);
+    if (!integration?.severities.includes(alert.severity)) return undefined;
+    await store.bindAlert(tx, alert.id, { ticketId: null, integrationId: integration.id });
+    return integration.id;
   }
-  const ticket = await store.insertTicket(db, { partnerId, orgId: alert.orgId, title: alert.title });
-  await store.bindAlert(db, alert.id, { ticketId: ticket.id, integrationId: null });
-  writeRouteAudit(audit, {
+  const ticket = await store.insertTicket(tx, { partnerId, orgId: alert.orgId, title: alert.title });
+  await store.bindAlert(tx, alert.id, { ticketId: ticket.id, integrationId: null });
+  await auditChange(tx, audit, {
     orgId: alert.orgId,
     action: 'ticket.create',
     resourceType: 'ticket',
@@ -77,4 +88,5 @@ async function bindNewAlert(db: Db, audit: AuditContext, alert: store.AlertRow, 
     resourceName: `#${ticket.number}`,
     details: { alertId: alert.id, title: alert.title },
   });
+  return undefined;
 }

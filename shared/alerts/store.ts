@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { type Db, one } from '../db/db.ts';
+import { type Db, one, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { AlertStatus, CreateIntegration, DeliveryEvent, Severity, UpdateIntegration } from './schemas.ts';
 
@@ -388,15 +388,13 @@ export async function updateIntegrationSecretSealed(db: Db, id: string, plain: s
 }
 
 /** Soft delete; bindings that named it fall back to tickets. */
-export async function softDeleteIntegration(db: Db, id: string): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.query('UPDATE psa_integrations SET deleted_at = now() WHERE id = :id::uuid', { id });
-    await tx.query(
-      `UPDATE alert_bindings SET target = 'tickets', integration_id = NULL, updated_at = now()
-        WHERE integration_id = :id::uuid`,
-      { id },
-    );
-  });
+export async function softDeleteIntegration(tx: Tx, id: string): Promise<void> {
+  await tx.query('UPDATE psa_integrations SET deleted_at = now() WHERE id = :id::uuid', { id });
+  await tx.query(
+    `UPDATE alert_bindings SET target = 'tickets', integration_id = NULL, updated_at = now()
+      WHERE integration_id = :id::uuid`,
+    { id },
+  );
 }
 
 /** A live integration: its partner, and the severities it takes. */

@@ -1,20 +1,24 @@
-import type { Db } from '../db/db.ts';
-import { type AuditContext, writeRouteAudit } from './writer.ts';
+import type { Tx } from '../db/db.ts';
+import { type AuditContext, auditChange, type RouteEvent } from './writer.ts';
 
 /**
  * A change to something the whole partner shares (a partner script, a PSA integration, the partner-wide alert
  * binding) goes into the trail of every live organization of the partner, since the trail is kept per organization
- * and each of them is served by it.
+ * and each of them is served by it: one row per organization, in the change's own transaction (auditChange).
  */
-export async function writePartnerRouteAudit(
-  db: Db,
+export async function auditPartnerChange(
+  tx: Tx,
   context: AuditContext,
   partnerId: string,
-  event: Omit<Parameters<typeof writeRouteAudit>[1], 'orgId'>,
+  event: Omit<RouteEvent, 'orgId'>,
 ): Promise<void> {
-  const { rows } = await db.query<{ id: string }>(
+  const { rows } = await tx.query<{ id: string }>(
     'SELECT id FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY id',
     { partnerId },
   );
-  for (const org of rows) writeRouteAudit(context, { ...event, orgId: org.id });
+  await auditChange(
+    tx,
+    context,
+    rows.map((org) => ({ ...event, orgId: org.id })),
+  );
 }

@@ -5,7 +5,7 @@ import type { Db } from '../db/db.ts';
 import { changedFields } from './changes.ts';
 import { defaultRetentionDays, type updateRetentionPolicy as updateSchema } from './retention-schemas.ts';
 import { type RetentionPolicyRow, selectRetentionPolicy, upsertRetentionPolicy } from './retention-store.ts';
-import { type AuditContext, writeRouteAudit } from './writer.ts';
+import { type AuditContext, auditChange } from './writer.ts';
 
 /** The policy with `configured`; without a row, the defaults and configured false. */
 function policyOf(orgId: string, row: RetentionPolicyRow | undefined) {
@@ -39,17 +39,18 @@ export async function updateRetentionPolicy(
   audit: AuditContext,
 ) {
   const org = await reachableOrganization(db, principal, orgId, 'audit:manage');
-  const { before, after } = await db.transaction(async (tx) => {
+  const after = await db.transaction(async (tx) => {
     const before = await selectRetentionPolicy(tx, orgId, true);
-    return { before, after: await upsertRetentionPolicy(tx, orgId, change.retentionDays) };
-  });
-  writeRouteAudit(audit, {
-    orgId,
-    action: 'organization.update',
-    resourceType: 'organization',
-    resourceId: orgId,
-    resourceName: org.name,
-    details: changedFields({ retentionDays: before?.retentionDays ?? null }, after, ['retentionDays']),
+    const after = await upsertRetentionPolicy(tx, orgId, change.retentionDays);
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'organization.update',
+      resourceType: 'organization',
+      resourceId: orgId,
+      resourceName: org.name,
+      details: changedFields({ retentionDays: before?.retentionDays ?? null }, after, ['retentionDays']),
+    });
+    return after;
   });
   return policyOf(orgId, after);
 }

@@ -160,25 +160,65 @@ export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details
   details: Record<string, unknown>;
 };
 
+/** The columns of audit_entries a row sets, and the record type of an AuditRowInput read from JSON. */
+const entryColumns = `org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
+  resource_name, details, ip_address, user_agent, result, error_message`;
+const entryValues = `r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action,
+  r."resourceType", r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"`;
+const entryRecord = `r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type, "actorId" uuid, "actorEmail" text,
+  action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb, "ipAddress" text,
+  "userAgent" text, result audit_result, "errorMessage" text)`;
+
 /** Prepared once per connection: parsed once, and planned once after its first five runs. */
 const insertSql = prepared(
   'logbook_audit_insert',
-  `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
-                             resource_name, details, ip_address, user_agent, result, error_message)
-     SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
-            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
-       FROM jsonb_to_recordset(:rows::jsonb) AS r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type,
-            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
-            "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
+  `INSERT INTO audit_entries (${entryColumns})
+     SELECT ${entryValues} FROM jsonb_to_recordset(:rows::jsonb) AS ${entryRecord}
      RETURNING id::text AS id, org_id::text AS "orgId", pos`,
 );
+
+/**
+ * Moves audit intents into the trail: deletes them and inserts their entries in one statement (sealed by the chain's
+ * trigger at its end), by organization and then in the order they were written. An intent another statement moved
+ * meanwhile is not found, so each becomes one entry; one another statement is moving now is waited for.
+ */
+const sealIntentsSql = (which: string) => `WITH taken AS (
+    DELETE FROM audit_intents WHERE id IN (${which}) RETURNING id, entry
+  )
+  INSERT INTO audit_entries (${entryColumns})
+  SELECT ${entryValues} FROM taken t CROSS JOIN LATERAL jsonb_to_record(t.entry) AS ${entryRecord}
+   ORDER BY r."orgId", t.id
+  RETURNING id::text AS id, org_id::text AS "orgId", pos`;
+
+const sealIdsSql = prepared(
+  'logbook_audit_seal_intents',
+  sealIntentsSql('SELECT value::bigint FROM jsonb_array_elements_text(:ids::jsonb)'),
+);
+
+/** Seals these committed intents (their ids): the request that wrote them, once its change has committed. */
+export async function sealAuditIntents(db: Db, ids: string[]): Promise<AppendedRow[]> {
+  const { rows } = await db.query<AppendedRow>(sealIdsSql, { ids });
+  return rows;
+}
+
+/**
+ * Seals up to `limit` of the oldest committed intents no other statement is moving (the sweep): those a process left
+ * behind when it stopped, or lost its database, between a change's commit and its seal. Answers how many it sealed.
+ */
+export async function sealOldestIntents(db: Db, limit: number): Promise<number> {
+  const { rows } = await db.query<AppendedRow>(
+    sealIntentsSql('SELECT id FROM audit_intents ORDER BY id LIMIT :limit::int FOR UPDATE SKIP LOCKED'),
+    { limit },
+  );
+  return rows.length;
+}
 
 /** A row as appended: pos orders the rows of one statement as they were sent, and as the chain seals them. */
 export type AppendedRow = { id: string; orgId: string; pos: number };
 
 /**
- * Appends rows in one statement of its own transaction (docs/audit.md: never inside
- * the business transaction), sealed by the database when the statement ends. Rows are sorted by
+ * Appends rows in one statement of its own transaction (never inside a change's transaction, which writes intents
+ * instead: docs/audit.md "Atomic audit"), sealed by the database when the statement ends. Rows are sorted by
  * organization (stably), as the seal takes them, so the rows of each organization keep their order.
  */
 export async function insertAuditRows(db: Db, rows: AuditRowInput[]): Promise<AppendedRow[]> {

@@ -1,13 +1,14 @@
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { asIp } from '../client-ip.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import { issueDetails, ValidationFailed } from '../errors.ts';
 import { specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
-import { appendAuditRows } from './grouped-append.ts';
+import { enqueue } from '../queue/work-queue.ts';
+import { appendAuditRows, sealIntentsOf } from './grouped-append.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
 import { spoolAuditRow } from './spool.ts';
-import type { AuditRowInput } from './store.ts';
+import { type AuditRowInput, sealOldestIntents } from './store.ts';
 
 export const zeroUuid = '00000000-0000-0000-0000-000000000000';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -79,25 +80,6 @@ export async function writeAuditEvent(context: AuditContext, event: AuditEvent):
  */
 export function createAuditLogAsync(context: AuditContext, event: AuditEvent): void {
   track(context, [event], writeAuditEvent(context, event));
-}
-
-/**
- * Many events of one request in one statement (an import's rows): one transaction and one chain lock instead of
- * one per row. Validated as createAuditLogAsync validates each; events without orgId are dropped with a warning.
- */
-export function createAuditLogsAsync(context: AuditContext, events: AuditEvent[]): void {
-  const kept = events.filter((event) => {
-    if (!event.orgId) specifiedLog.auditEventDropped(event.action);
-    return Boolean(event.orgId);
-  });
-  if (kept.length === 0) return;
-  const write = Promise.resolve().then(() =>
-    appendAuditRows(
-      context.db,
-      kept.map((event) => toAuditRow({ ...event, orgId: event.orgId! })),
-    ),
-  );
-  track(context, kept, write);
 }
 
 function track(context: AuditContext, events: AuditEvent[], write: Promise<unknown>): void {
@@ -198,22 +180,15 @@ function writable(event: AuditEvent): AuditEvent {
   };
 }
 
-type RouteEvent = Omit<AuditEvent, 'actorType' | 'actorId' | 'actorEmail'> & { orgId: string | null };
+export type RouteEvent = Omit<AuditEvent, 'actorType' | 'actorId' | 'actorEmail'> & { orgId: string | null };
 
 /**
- * For route handlers: the actor (id, e-mail, and name/role for the viewer) is
- * taken from the authenticated caller, the IP and user agent from the request.
+ * For route handlers of events without a change of their own (a read recorded as data.access, an export): the actor
+ * (id, e-mail, and name/role for the viewer) is taken from the authenticated caller, the IP and user agent from the
+ * request. A change is audited with auditChange, in its own transaction.
  */
 export function writeRouteAudit(context: AuditContext, event: RouteEvent): void {
   createAuditLogAsync(context, routeEvent(context, event));
-}
-
-/** writeRouteAudit for many events of one request, sealed in one statement (createAuditLogsAsync). */
-export function writeRouteAudits(context: AuditContext, events: RouteEvent[]): void {
-  createAuditLogsAsync(
-    context,
-    events.map((event) => routeEvent(context, event)),
-  );
 }
 
 function routeEvent(context: AuditContext, event: RouteEvent): AuditEvent {
@@ -247,7 +222,113 @@ function routeEvent(context: AuditContext, event: RouteEvent): AuditEvent {
   });
 }
 
+/**
+ * For a route (or a job) that changes data: records the change's events, with the actor of writeRouteAudit, in the
+ * change's own transaction as audit intents, sealed into the chain once the change has committed (docs/audit.md
+ * "Atomic audit"). The change and its audit rows commit together or not at all, so a change never stands without its
+ * rows, and a change that rolled back has none. Writing them never fails the change: an intent the database refuses
+ * is logged ("[audit] Failed to write audit log:") and its rows spooled once the change has committed; a seal that
+ * fails after the commit is logged, and its intents wait for the sweep (sealWaitingIntents), which seals each once.
+ */
+export async function auditChange(tx: Tx, context: AuditContext, events: RouteEvent | RouteEvent[]): Promise<void> {
+  const rows: AuditRowInput[] = [];
+  for (const event of (Array.isArray(events) ? events : [events]).map((each) => routeEvent(context, each))) {
+    if (!event.orgId) {
+      specifiedLog.auditEventDropped(event.action);
+      continue;
+    }
+    try {
+      rows.push(toAuditRow({ ...event, orgId: event.orgId }));
+    } catch (error) {
+      countMetric('AuditWriteFailures');
+      countMetric('AuditEventsFailedPermanently');
+      specifiedLog.auditWriteFailed(event.action, error);
+    }
+  }
+  if (rows.length === 0) return;
+  const happenedAt = new Date().toISOString();
+  const { rows: answered } = await tx.query<{ ids: string | null; failure: string | null }>(
+    'SELECT ids, failure FROM audit_intents_add(:entries::jsonb)',
+    { entries: rows },
+  );
+  const ids = answered[0]?.ids?.split(',');
+  if (!ids || ids.length !== rows.length) {
+    const failure = answered[0]?.failure ?? 'the audit intents were not stored';
+    countMetric('AuditWriteFailures');
+    specifiedLog.auditWriteFailed(rows[0]!.action, new Error(failure));
+    tx.afterCommit(() =>
+      context.pending.push(spoolRows(rows.map((row) => ({ ...row, timestamp: row.timestamp ?? happenedAt })))),
+    );
+    return;
+  }
+  // Until its commit is seen, the change counts as one whose outcome is unknown (a COMMIT that timed out may still
+  // land): flushAudit then arms the sweep.
+  const change = {};
+  const waiting = uncommitted.get(context.pending) ?? new Set<object>();
+  uncommitted.set(context.pending, waiting.add(change));
+  tx.afterCommit(() => {
+    waiting.delete(change);
+    context.pending.push(sealCommitted(context.db, rows, ids));
+  });
+}
+
+/**
+ * Per request (its `pending` list, which copies of its context share): the changes that wrote audit intents and whose
+ * commit was not seen. Most rolled back, and their intents with them; but a COMMIT the database received and did not
+ * answer in time commits after the request gave up, and its intents then wait for the sweep.
+ */
+const uncommitted = new WeakMap<Promise<void>[], Set<object>>();
+
+async function spoolRows(rows: AuditRowInput[]): Promise<void> {
+  for (const row of rows) await spoolAuditRow(row);
+}
+
+/** Seals a committed change's intents, per organization; a failure is logged, and the sweep is armed. */
+async function sealCommitted(db: Db, rows: AuditRowInput[], ids: string[]): Promise<void> {
+  const byOrg = new Map<string, string[]>();
+  for (const [at, row] of rows.entries()) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), ids[at]!]);
+  try {
+    await Promise.all([...byOrg].map(([orgId, ofOrg]) => sealIntentsOf(db, orgId, ofOrg)));
+    countMetric('AuditEventsWritten', rows.length);
+  } catch (error) {
+    countMetric('AuditWriteFailures');
+    specifiedLog.auditWriteFailed(rows[0]!.action, error);
+    // The intents are committed: the sweep seals them, once the database answers again.
+    await enqueue({ kind: 'audit.seal' }, sweepDelaySeconds);
+  }
+}
+
+/** How long after a failed seal the sweep runs: long enough for a database that failed over or resumed to answer. */
+const sweepDelaySeconds = 30;
+
+/** Intents sealed by one statement of the sweep. */
+const sweepBatch = 500;
+
+/**
+ * The sweep: seals every committed audit intent not sealed yet, oldest first, each exactly once (a request sealing its
+ * own at the same moment waits for, or skips, what the sweep took). Run on start, by the queue worker, by the daily
+ * integrity watch, and as the `audit.seal` job a failed seal arms. Answers how many it sealed.
+ */
+export async function sealWaitingIntents(db: Db): Promise<number> {
+  let sealed = 0;
+  for (;;) {
+    const count = await sealOldestIntents(db, sweepBatch);
+    sealed += count;
+    if (count < sweepBatch) break;
+  }
+  if (sealed > 0) {
+    countMetric('AuditEventsWritten', sealed);
+    countMetric('AuditIntentsSweptLate', sealed);
+  }
+  return sealed;
+}
+
 /** Awaits every write of the request; failures were already logged. */
 export async function flushAudit(context: AuditContext): Promise<void> {
   await Promise.allSettled(context.pending);
+  const unseen = uncommitted.get(context.pending);
+  if (unseen?.size) {
+    unseen.clear();
+    await enqueue({ kind: 'audit.seal' }, sweepDelaySeconds);
+  }
 }

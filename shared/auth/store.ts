@@ -81,15 +81,17 @@ export function selectApiKeys(db: Db, orgId: string, page: Page) {
   );
 }
 
-export async function updateApiKeyRevoked(db: Db, orgId: string, keyId: string) {
-  const { rowCount } = await db.query(
-    'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid',
-    {
-      orgId,
-      keyId,
-    },
+/** Revokes a key of the organization: undefined when it has none such; `revokedNow` false when it was already. */
+export function updateApiKeyRevoked(db: Db, orgId: string, keyId: string) {
+  return one<{ name: string; role: string; revokedNow: boolean }>(
+    db,
+    `WITH k AS (
+       SELECT id, revoked_at IS NULL AS live FROM api_keys WHERE id = :keyId::uuid AND org_id = :orgId::uuid FOR UPDATE
+     )
+     UPDATE api_keys a SET revoked_at = COALESCE(a.revoked_at, now()) FROM k WHERE a.id = k.id
+     RETURNING a.name, a.role, k.live AS "revokedNow"`,
+    { orgId, keyId },
   );
-  return rowCount > 0;
 }
 
 // Organizations: every domain reads them to scope its rows, so the lookup sits below them all.

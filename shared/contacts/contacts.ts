@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
@@ -86,13 +86,14 @@ export async function createContact(
   const [created] = await db.transaction(async (tx) => {
     await store.lockContactsOf(tx, orgId);
     await checkContact(tx, orgId, null, input);
-    return store.insertContactRows(tx, orgId, [{ ...input, id: randomUUID() }]);
-  });
-  writeRouteAudit(audit, {
-    orgId,
-    action: 'contact.create',
-    ...contactResource(created!),
-    details: { after: contactSnapshot(created!) },
+    const rows = await store.insertContactRows(tx, orgId, [{ ...input, id: randomUUID() }]);
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'contact.create',
+      ...contactResource(rows[0]!),
+      details: { after: contactSnapshot(rows[0]!) },
+    });
+    return rows;
   });
   return created!;
 }
@@ -127,13 +128,13 @@ export async function updateContact(
     });
     const [updated] = await store.updateContactRows(tx, before.orgId, [{ id: contactId, change }]);
     if (!updated) throw NotFound('Contact');
+    await auditChange(tx, audit, {
+      orgId: updated.orgId,
+      action: 'contact.update',
+      ...contactResource(updated),
+      details: changedFields(before, updated, auditedFields),
+    });
     return updated;
-  });
-  writeRouteAudit(audit, {
-    orgId: after.orgId,
-    action: 'contact.update',
-    ...contactResource(after),
-    details: changedFields(before, after, auditedFields),
   });
   return after;
 }
@@ -141,15 +142,14 @@ export async function updateContact(
 /** Deleted for good; the audit trail keeps it as contact.delete with the contact's fields. */
 export async function deleteContact(db: Db, principal: Principal, contactId: string, audit: AuditContext) {
   const contact = await reachableContact(db, principal, contactId, contactsWrite);
-  const deleted = await db.transaction(async (tx) => {
+  await db.transaction(async (tx) => {
     await store.lockContactsOf(tx, contact.orgId);
-    return store.deleteContactRow(tx, contactId);
-  });
-  if (!deleted) throw NotFound('Contact');
-  writeRouteAudit(audit, {
-    orgId: contact.orgId,
-    action: 'contact.delete',
-    ...contactResource(contact),
-    details: { before: contactSnapshot(contact) },
+    if (!(await store.deleteContactRow(tx, contactId))) throw NotFound('Contact');
+    await auditChange(tx, audit, {
+      orgId: contact.orgId,
+      action: 'contact.delete',
+      ...contactResource(contact),
+      details: { before: contactSnapshot(contact) },
+    });
   });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
@@ -256,25 +256,26 @@ export async function commitContactImport(
   const org = await reachableOrganization(db, principal, orgId, contactsWrite);
   const given = givenRows(input);
   const acknowledged = new Map((input.acknowledgements ?? []).map(({ row, ...ack }) => [row, ack]));
-  const { rows, created, updated } = await db.transaction(async (tx) => {
+  const rows = await db.transaction(async (tx) => {
     await store.lockContactsOf(tx, orgId);
     const derived = await deriveRows(tx, orgId, given, input.sourceSystem);
-    return applyRows(tx, orgId, derived, decideRows(derived, acknowledged));
+    const { rows, created, updated } = await applyRows(tx, orgId, derived, decideRows(derived, acknowledged));
+    await auditChange(tx, audit, [
+      ...created.map((contact) => ({
+        orgId,
+        action: 'contact.create',
+        ...contactResource(contact),
+        details: { after: contactSnapshot(contact) },
+      })),
+      ...updated.map(({ before, after }) => ({
+        orgId,
+        action: 'contact.update',
+        ...contactResource(after),
+        details: changedFields(before, after, auditedFields),
+      })),
+      importSummaryEvent(org, 'contact.import', rows),
+    ]);
+    return rows;
   });
-  writeRouteAudits(audit, [
-    ...created.map((contact) => ({
-      orgId,
-      action: 'contact.create',
-      ...contactResource(contact),
-      details: { after: contactSnapshot(contact) },
-    })),
-    ...updated.map(({ before, after }) => ({
-      orgId,
-      action: 'contact.update',
-      ...contactResource(after),
-      details: changedFields(before, after, auditedFields),
-    })),
-    importSummaryEvent(org, 'contact.import', rows),
-  ]);
   return { committed: true, summary: summarize(rows), rows };
 }

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -65,7 +65,7 @@ export async function setFieldValues(
     const written = sets.length > 0 ? await store.upsertValues(tx, sets) : [];
     const deleted = clears.length > 0 ? await store.deleteValues(tx, field.id, clears) : [];
     const after = new Map(input.values.map((item) => [item.deviceId, item.value]));
-    return [...written, ...deleted].map(
+    const changes = [...written, ...deleted].map(
       (change): ValueChange => ({
         device: byId.get(change.deviceId)!,
         field,
@@ -73,8 +73,9 @@ export async function setFieldValues(
         after: after.get(change.deviceId) ?? null,
       }),
     );
+    await auditChange(tx, audit, valueChangeEvents(changes));
+    return changes;
   });
-  writeRouteAudits(audit, valueChangeEvents(changes));
   const changed = new Set(changes.map((change) => change.device.id));
   return {
     fieldId: field.id,

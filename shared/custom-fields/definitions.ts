@@ -1,11 +1,11 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { createDefinition as createSchema, updateDefinition as updateSchema } from './schemas.ts';
@@ -37,17 +37,18 @@ export const snapshot = (field: DefinitionRecord) =>
 
 /**
  * A definition's audit rows: on its organization, or for a partner-wide one on every organization of the partner,
- * since each sees it (audit rows belong to an organization).
+ * since each sees it (audit rows belong to an organization). Written in the transaction of the change (`tx`).
  */
 export async function auditDefinition(
-  db: Db,
+  tx: Tx,
   audit: AuditContext,
   field: DefinitionRecord,
   action: string,
   details: (orgId: string) => Record<string, unknown>,
 ) {
-  const orgs = field.orgId ? [{ id: field.orgId }] : await store.selectPartnerOrganizations(db, field.partnerId);
-  writeRouteAudits(
+  const orgs = field.orgId ? [{ id: field.orgId }] : await store.selectPartnerOrganizations(tx, field.partnerId);
+  await auditChange(
+    tx,
     audit,
     orgs.map((org) => ({
       orgId: org.id,
@@ -165,12 +166,12 @@ export async function createDefinition(
   if ((input.sourceSystem === undefined) !== (input.externalId === undefined))
     throw invalid('externalId', 'externalId and sourceSystem go together');
   const owner = await ownerOf(db, principal, input);
-  const created = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await store.lockDefinitionsOf(tx, owner.partnerId);
-    return insertCheckedDefinition(tx, definitionValues(owner, input));
+    const created = await insertCheckedDefinition(tx, definitionValues(owner, input));
+    await auditDefinition(tx, audit, created, 'custom_field.create', () => ({ after: snapshot(created) }));
+    return created;
   });
-  await auditDefinition(db, audit, created, 'custom_field.create', () => ({ after: snapshot(created) }));
-  return created;
 }
 
 /**
@@ -186,7 +187,7 @@ export async function updateDefinition(
 ) {
   const before = await reachableDefinition(db, principal, id, fieldsWrite);
   await ownerOf(db, principal, before);
-  const after = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await store.lockDefinitionsOf(tx, before.partnerId);
     const current = assertReachable(await store.selectDefinition(tx, principal, id), 'Custom field');
     if (change.type && change.type !== current.type) {
@@ -199,12 +200,12 @@ export async function updateDefinition(
     }
     const values: DefinitionValues = { ...current, ...change } as DefinitionValues;
     checkDefinition(values);
-    return store.updateDefinition(tx, id, values);
+    const after = await store.updateDefinition(tx, id, values);
+    await auditDefinition(tx, audit, after, 'custom_field.update', () =>
+      changedFields(snapshot(before), snapshot(after), auditedFields),
+    );
+    return after;
   });
-  await auditDefinition(db, audit, after, 'custom_field.update', () =>
-    changedFields(snapshot(before), snapshot(after), auditedFields),
-  );
-  return after;
 }
 
 /**
@@ -214,17 +215,17 @@ export async function updateDefinition(
 export async function deleteDefinition(db: Db, principal: Principal, id: string, force: boolean, audit: AuditContext) {
   const field = await reachableDefinition(db, principal, id, fieldsWrite);
   await ownerOf(db, principal, field);
-  const { counts, removed } = await db.transaction(async (tx) => {
+  await db.transaction(async (tx) => {
     await store.lockDefinitionsOf(tx, field.partnerId);
     const counts = await store.countValuesByOrg(tx, id);
     const total = counts.reduce((sum, count) => sum + count.values, 0);
     if (total > 0 && !force)
       throw Conflict(`The field holds ${total} values; delete with ?force=true to remove them with it`);
-    return { counts, removed: await store.deleteDefinition(tx, id) };
+    const removed = await store.deleteDefinition(tx, id);
+    await auditDefinition(tx, audit, field, 'custom_field.delete', (orgId) => ({
+      before: snapshot(field),
+      valuesRemoved: counts.find((count) => count.orgId === orgId)?.values ?? 0,
+      valuesRemovedInAll: removed,
+    }));
   });
-  await auditDefinition(db, audit, field, 'custom_field.delete', (orgId) => ({
-    before: snapshot(field),
-    valuesRemoved: counts.find((count) => count.orgId === orgId)?.values ?? 0,
-    valuesRemovedInAll: removed,
-  }));
 }

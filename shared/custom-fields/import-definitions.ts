@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { DomainError } from '../errors.ts';
@@ -280,7 +280,7 @@ export async function commitDefinitionsImport(db: Db, principal: Principal, inpu
   const { partnerId } = await importPartner(db, principal, input, false);
   const { records, sha256 } = importRecords(input, maxImportRows);
   const acknowledged = new Map(input.acknowledgements?.map(({ row, ...ack }) => [row, ack]));
-  const { rows, changes } = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await store.lockDefinitionsOf(tx, partnerId);
     const before = await store.selectPartnerDefinitions(tx, partnerId);
     const changes: { before?: DefinitionRecord; after: DefinitionRecord }[] = [];
@@ -290,19 +290,21 @@ export async function commitDefinitionsImport(db: Db, principal: Principal, inpu
       rows.push(applied.report);
       if (applied.change) changes.push(applied.change);
     }
-    return { rows, changes };
-  });
-  for (const change of changes)
-    await auditDefinition(db, audit, change.after, change.before ? 'custom_field.update' : 'custom_field.create', () =>
-      change.before
-        ? { before: snapshot(change.before), after: snapshot(change.after) }
-        : { after: snapshot(change.after) },
-    );
-  const reply = toReply(true, input, sha256, rows);
-  const org = await store.selectSummaryOrganization(db, partnerId, undefined);
-  if (org)
-    writeRouteAudits(audit, [
-      {
+    for (const change of changes)
+      await auditDefinition(
+        tx,
+        audit,
+        change.after,
+        change.before ? 'custom_field.update' : 'custom_field.create',
+        () =>
+          change.before
+            ? { before: snapshot(change.before), after: snapshot(change.after) }
+            : { after: snapshot(change.after) },
+      );
+    const reply = toReply(true, input, sha256, rows);
+    const org = await store.selectSummaryOrganization(tx, partnerId, undefined);
+    if (org)
+      await auditChange(tx, audit, {
         orgId: org.id,
         action: 'custom_field.import.definitions',
         resourceType: 'organization',
@@ -315,7 +317,7 @@ export async function commitDefinitionsImport(db: Db, principal: Principal, inpu
           rows: rows.length,
           summary: reply.summary,
         },
-      },
-    ]);
-  return reply;
+      });
+    return reply;
+  });
 }

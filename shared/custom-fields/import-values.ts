@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
 import { looseName } from '../imports/csv.ts';
@@ -275,11 +275,11 @@ export async function previewValuesImport(db: Db, principal: Principal, input: I
 
 /**
  * POST /custom-fields/import/values: re-derives every row and applies only `set` fields, in transactions of
- * about 5,000 values, each audited as it commits (per device: one device.update row with its fields before and after),
+ * about 5,000 values, each with its audit rows (per device: one device.update row with its fields before and after),
  * so an interrupted commit repeated ends in the same state and a second run finds every field `unchanged`. A row
  * whose digest differs from the one echoed from preview (`expected`) is refused whole. The other RMM's device id
  * of every resolved row is kept for the next import. The request is the pass, or one part of `pass`: the pass's
- * one summary row (on the organization named, else the partner's oldest) is written when its last row commits.
+ * one summary row (on the organization named, else the partner's oldest) commits with the write that closes it.
  */
 export async function commitValuesImport(db: Db, principal: Principal, input: Input, audit: AuditContext) {
   const { partnerId, orgId } = await importPartner(db, principal, input, true);
@@ -306,68 +306,76 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
     chunks.at(-1)!.push(...row.writes);
   }
   for (const chunk of chunks.filter((writes) => writes.length > 0)) {
-    const written = await db.transaction(async (tx) => {
-      const changed = await store.upsertValues(
+    await db.transaction(async (tx) => {
+      const written = await store.upsertValues(
         tx,
         chunk.map((w) => ({ deviceId: w.device.id, fieldId: w.field.id, value: w.after! })),
       );
-      if (input.pass) await store.addPartSet(tx, input.pass.id, input.pass.firstRow, changed.length);
-      return changed;
+      if (input.pass) await store.addPartSet(tx, input.pass.id, input.pass.firstRow, written.length);
+      const before = new Map(written.map((w) => [`${w.deviceId}:${w.fieldId}`, w.before]));
+      await auditChange(
+        tx,
+        audit,
+        valueChangeEvents(
+          chunk
+            .filter((w) => before.has(`${w.device.id}:${w.field.id}`))
+            .map((w) => ({ ...w, before: before.get(`${w.device.id}:${w.field.id}`) ?? null })),
+        ),
+      );
     });
-    const before = new Map(written.map((w) => [`${w.deviceId}:${w.fieldId}`, w.before]));
-    writeRouteAudits(
-      audit,
-      valueChangeEvents(
-        chunk
-          .filter((w) => before.has(`${w.device.id}:${w.field.id}`))
-          .map((w) => ({ ...w, before: before.get(`${w.device.id}:${w.field.id}`) ?? null })),
-      ),
-    );
   }
   const mappings = rows.flatMap((row) =>
     row.device && row.externalId && row.match === 'resolved'
       ? [{ externalId: row.externalId, deviceId: row.device.id }]
       : [],
   );
-  if (mappings.length > 0)
-    await db.transaction((tx) => store.upsertDeviceMappings(tx, partnerId, input.sourceSystem, mappings));
   const result = reply(true, input, derived, rows);
-  const summaryOrg = await store.selectSummaryOrganization(db, partnerId, orgId);
-  // A partner without a live organization has no device either: nothing to summarize.
-  const summaryEvent = (details: Record<string, unknown>) =>
-    summaryOrg
-      ? [
-          {
-            orgId: summaryOrg.id,
-            action: 'custom_field.import.values',
-            resourceType: 'organization',
-            resourceId: summaryOrg.id,
-            resourceName: summaryOrg.name,
-            details: {
-              sourceSystem: input.sourceSystem,
-              fileName: input.fileName ?? null,
-              orgId: orgId ?? null,
-              ...details,
-            },
-          },
-        ]
-      : [];
+  // The import's summary row, written in the transaction that writes the import's last state.
+  const auditSummary = async (tx: Tx, details: Record<string, unknown>) => {
+    const summaryOrg = await store.selectSummaryOrganization(tx, partnerId, orgId);
+    // A partner without a live organization has no device either: nothing to summarize.
+    if (!summaryOrg) return;
+    await auditChange(tx, audit, {
+      orgId: summaryOrg.id,
+      action: 'custom_field.import.values',
+      resourceType: 'organization',
+      resourceId: summaryOrg.id,
+      resourceName: summaryOrg.name,
+      details: {
+        sourceSystem: input.sourceSystem,
+        fileName: input.fileName ?? null,
+        orgId: orgId ?? null,
+        ...details,
+      },
+    });
+  };
   if (!input.pass) {
-    writeRouteAudits(audit, summaryEvent({ sha256: derived.sha256, rows: rows.length, summary: result.summary }));
+    await db.transaction(async (tx) => {
+      if (mappings.length > 0) await store.upsertDeviceMappings(tx, partnerId, input.sourceSystem, mappings);
+      await auditSummary(tx, { sha256: derived.sha256, rows: rows.length, summary: result.summary });
+    });
     return result;
   }
-  const pass = await recordPart(db, partnerId, orgId, input, derived.sha256, rows.length, result.summary);
-  if (pass.summaryWritten)
-    writeRouteAudits(
-      audit,
-      summaryEvent({
-        passId: pass.id,
-        sha256: input.pass.sha256,
-        rows: input.pass.rows,
-        requests: pass.requests,
-        summary: pass.summary,
+  if (mappings.length > 0)
+    await db.transaction((tx) => store.upsertDeviceMappings(tx, partnerId, input.sourceSystem, mappings));
+  const spec = input.pass;
+  const pass = await recordPart(
+    db,
+    partnerId,
+    orgId,
+    input,
+    derived.sha256,
+    rows.length,
+    result.summary,
+    (tx, closed) =>
+      auditSummary(tx, {
+        passId: closed.id,
+        sha256: spec.sha256,
+        rows: spec.rows,
+        requests: closed.requests,
+        summary: closed.summary,
       }),
-    );
+  );
   const { summary: _summary, requests: _requests, ...passReply } = pass;
   return { ...result, pass: passReply };
 }
@@ -475,6 +483,7 @@ async function recordPart(
   sha256: string,
   rowCount: number,
   summary: Summary,
+  auditClosed: (tx: Tx, pass: { id: string; requests: number; summary: Summary }) => Promise<void>,
 ) {
   const spec = input.pass!;
   return db.transaction(async (tx) => {
@@ -502,7 +511,7 @@ async function recordPart(
     for (const part of Object.values(parts))
       for (const status of Object.keys(total) as (keyof Summary)[])
         total[status] += status === 'set' ? part.set : (part.summary[status] ?? 0);
-    return {
+    const recorded = {
       id: pass.id,
       rows: spec.rows,
       rowsCommitted,
@@ -511,5 +520,8 @@ async function recordPart(
       requests: Object.values(parts).filter((part) => part.done !== false).length,
       summary: total,
     };
+    // The pass's summary row commits with the write that closes the pass.
+    if (summaryWritten) await auditClosed(tx, recorded);
+    return recorded;
   });
 }

@@ -1,6 +1,6 @@
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -68,10 +68,11 @@ async function writeValue(
   if (checked.value === undefined) throw invalidValue(checked.reason);
   const notApplicable = appliesTo(field, device);
   if (notApplicable) throw invalidValue(notApplicable);
-  const [written] = await db.transaction((tx) =>
-    store.upsertValues(tx, [{ deviceId: device.id, fieldId: field.id, value: checked.value }]),
-  );
-  if (written) writeRouteAudits(audit, valueChangeEvents([{ device, field, before: written.before, after: value }]));
+  await db.transaction(async (tx) => {
+    const [written] = await store.upsertValues(tx, [{ deviceId: device.id, fieldId: field.id, value: checked.value }]);
+    if (written)
+      await auditChange(tx, audit, valueChangeEvents([{ device, field, before: written.before, after: value }]));
+  });
   return { deviceId: device.id, fieldId: field.id, key: field.key, type: field.type, value: checked.value };
 }
 
@@ -102,8 +103,11 @@ export async function clearDeviceValue(
   requirePermission(principal, 'devices:write');
   const { device, field } = await fieldOfDevice(db, deviceId, key);
   if (field.required) throw Conflict(`The custom field ${key} is required: its value can be changed, not cleared`);
-  const deleted = await db.transaction((tx) => store.deleteValue(tx, device.id, field.id));
-  if (deleted) writeRouteAudits(audit, valueChangeEvents([{ device, field, before: deleted.before, after: null }]));
+  await db.transaction(async (tx) => {
+    const deleted = await store.deleteValue(tx, device.id, field.id);
+    if (deleted)
+      await auditChange(tx, audit, valueChangeEvents([{ device, field, before: deleted.before, after: null }]));
+  });
 }
 
 /**

@@ -18,12 +18,15 @@ interface RoleConnection {
 
 /** A Db that calls `onStatement` before each statement it runs, those inside its transactions included. */
 function counted(db: Db, onStatement: () => void): Db {
-  return {
-    query: <T extends Row>(sql: string, params?: Params) => {
+  const query =
+    (on: Db) =>
+    <T extends Row>(sql: string, params?: Params) => {
       onStatement();
-      return db.query<T>(sql, params);
-    },
-    transaction: (fn, options) => db.transaction((tx) => fn(counted(tx, onStatement)), options),
+      return on.query<T>(sql, params);
+    };
+  return {
+    query: query(db),
+    transaction: (fn, options) => db.transaction((tx) => fn({ ...tx, query: query(tx) }), options),
     close: () => db.close(),
   };
 }

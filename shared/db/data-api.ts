@@ -13,11 +13,13 @@ import {
   type Db,
   encodeParam,
   type Isolation,
+  openTx,
   type Params,
   parseNamedParams,
   type QueryResult,
   type Row,
   type SqlValue,
+  type Tx,
 } from './db.ts';
 
 /**
@@ -286,7 +288,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
 
   return {
     query: (sql, params) => execute(sql, params),
-    async transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { isolation?: Isolation }) {
+    async transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: { isolation?: Isolation }) {
       const { transactionId } = await call(() =>
         client.send(new BeginTransactionCommand({ resourceArn, secretArn, database }), bounded()),
       );
@@ -299,12 +301,10 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
       };
       // The session's pid, by which a statement that outlives its call is followed (continueAfterTimeout).
       let session: { pid: number } | undefined;
-      const tx: Db = {
+      const { tx, committed } = openTx({
         query: (sql, params) => inTurn(() => execute(sql, params, transactionId, session)),
-        transaction: () => Promise.reject(new Error('nested transactions are not supported')),
-        close: async () => undefined,
         maxResultBytes,
-      };
+      });
       try {
         // BeginTransaction takes no isolation level: it is set by the transaction's first statement.
         if (opts?.isolation) await tx.query(`SET TRANSACTION ISOLATION LEVEL ${opts.isolation}`);
@@ -320,6 +320,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
             client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }), bounded(true)),
           ),
         );
+        committed();
         return result;
       } catch (error) {
         await inTurn(() =>

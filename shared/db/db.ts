@@ -23,13 +23,40 @@ export interface Db {
   /** Runs one statement. */
   query<T extends Row = Row>(sql: string, params?: Params): Promise<QueryResult<T>>;
   /** Runs `fn` in one transaction; rolls back when it throws. */
-  transaction<T>(fn: (tx: Db) => Promise<T>, options?: { isolation?: Isolation }): Promise<T>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>, options?: { isolation?: Isolation }): Promise<T>;
   close(): Promise<void>;
   /**
    * About how many bytes one result may hold (the Data API's 1 MiB response limit), for readers of many rows to
    * page under; undefined: no limit (node-postgres).
    */
   readonly maxResultBytes?: number;
+}
+
+/** The Db of one open transaction. */
+export interface Tx extends Db {
+  /**
+   * Calls `fn` once the transaction has committed, before `transaction` returns; never when it rolls back. What a
+   * change owes after its commit (sealing its audit rows) hangs here, so it cannot run for a change that did not commit.
+   */
+  afterCommit(fn: () => void): void;
+}
+
+/** The Tx of an executor's transaction: its statements, and the calls to make once it has committed. */
+export function openTx(db: Omit<Db, 'transaction' | 'close'>): { tx: Tx; committed: () => void } {
+  const waiting: (() => void)[] = [];
+  const tx: Tx = {
+    ...db,
+    query: db.query,
+    transaction: () => Promise.reject(new Error('nested transactions are not supported')),
+    close: async () => undefined,
+    afterCommit: (fn) => {
+      waiting.push(fn);
+    },
+  };
+  const committed = () => {
+    for (const fn of waiting.splice(0)) fn();
+  };
+  return { tx, committed };
 }
 
 const preparedNames = new Map<string, string>();

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { DomainError, ValidationFailed } from '../errors.ts';
 import { logger } from '../logger.ts';
-import { type Db, type Isolation, one } from './db.ts';
+import { type Db, type Isolation, one, type Tx } from './db.ts';
 
 /**
  * The tables of idempotency keys the daily retention run purges: the API's (idempotency_keys,
@@ -209,7 +209,7 @@ async function commitHeld(request: KeyedRequest): Promise<void> {
 function claimingTransaction<T>(
   db: Db,
   request: KeyedRequest,
-  fn: (tx: Db) => Promise<T>,
+  fn: (tx: Tx) => Promise<T>,
   options: { isolation?: Isolation } | undefined,
 ): Promise<T> {
   request.claimed = true;

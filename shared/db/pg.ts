@@ -3,11 +3,13 @@ import {
   type Db,
   encodeParam,
   type Isolation,
+  openTx,
   type Params,
   parseNamedParams,
   preparedName,
   type QueryResult,
   type Row,
+  type Tx,
 } from './db.ts';
 
 // int8 (count(*), bigserial) as a JS number: every int8 of this schema is a count or a sequence far below 2^53.
@@ -66,14 +68,6 @@ async function run<T extends Row>(
   }
 }
 
-function clientDb(client: pg.PoolClient): Db {
-  return {
-    query: (sql, params) => run(client, sql, params),
-    transaction: () => Promise.reject(new Error('nested transactions are not supported')),
-    close: async () => undefined,
-  };
-}
-
 /** The connection error each pool client heard, if any: recorded from the moment the pool connected it. */
 const lostConnections = new WeakMap<pg.Client, Error>();
 
@@ -121,7 +115,7 @@ export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
   return {
     pool,
     query: (sql, params) => run(pool, sql, params),
-    async transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { isolation?: Isolation }) {
+    async transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: { isolation?: Isolation }) {
       const client = await pool.connect().catch((error: unknown) => {
         throw asConnectionFailure(error);
       });
@@ -130,10 +124,12 @@ export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
       let lost = lostConnections.get(client);
       try {
         await run(client, opts?.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation}` : 'BEGIN');
-        const result = await fn(clientDb(client));
+        const { tx, committed } = openTx({ query: (sql, params) => run(client, sql, params) });
+        const result = await fn(tx);
         lost ??= lostConnections.get(client);
         if (lost) throw asConnectionFailure(lost);
         await run(client, 'COMMIT');
+        committed();
         return result;
       } catch (error) {
         const code = String((error as { code?: unknown }).code ?? '');

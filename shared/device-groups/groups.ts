@@ -1,12 +1,12 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
@@ -94,10 +94,10 @@ export async function createGroup(
   if (input.type === 'dynamic' && !input.filter) throw invalid('filter', 'A dynamic group needs a filter');
   if (input.type === 'static' && input.filter)
     throw invalid('filter', 'A static group has no filter: its members are added by id');
-  const [group] = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, orgId);
     await checkPlacement(tx, orgId, null, input);
-    return store.insertGroupRows(tx, orgId, [
+    const [group] = await store.insertGroupRows(tx, orgId, [
       {
         name: input.name,
         type: input.type,
@@ -108,14 +108,14 @@ export async function createGroup(
         externalId: null,
       },
     ]);
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'device_group.create',
+      ...groupResource(group!),
+      details: { after: pick(group!) },
+    });
+    return group!;
   });
-  writeRouteAudit(audit, {
-    orgId,
-    action: 'device_group.create',
-    ...groupResource(group!),
-    details: { after: pick(group!) },
-  });
-  return group!;
 }
 
 /** Audited as device_group.update with the changed fields before and after. */
@@ -129,20 +129,19 @@ export async function updateGroup(
   const before = await reachableGroup(db, principal, groupId, groupsWrite);
   if (change.filter && before.type === 'static')
     throw invalid('filter', 'A static group has no filter: its members are added by id');
-  const after = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, before.orgId);
     await checkPlacement(tx, before.orgId, groupId, change);
     const updated = await store.updateGroupRow(tx, groupId, change);
     if (!updated) throw NotFound('Device group');
+    await auditChange(tx, audit, {
+      orgId: updated.orgId,
+      action: 'device_group.update',
+      ...groupResource(updated),
+      details: changedFields(before, updated, auditedFields),
+    });
     return updated;
   });
-  writeRouteAudit(audit, {
-    orgId: after.orgId,
-    action: 'device_group.update',
-    ...groupResource(after),
-    details: changedFields(before, after, auditedFields),
-  });
-  return after;
 }
 
 /**
@@ -151,16 +150,15 @@ export async function updateGroup(
  */
 export async function deleteGroup(db: Db, principal: Principal, groupId: string, audit: AuditContext) {
   const group = await reachableGroup(db, principal, groupId, groupsWrite);
-  const deleted = await db.transaction(async (tx) => {
+  await db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, group.orgId);
-    return store.deleteGroupRow(tx, groupId);
-  });
-  if (!deleted) throw NotFound('Device group');
-  writeRouteAudit(audit, {
-    orgId: group.orgId,
-    action: 'device_group.delete',
-    ...groupResource(group),
-    details: { before: pick(group) },
+    if (!(await store.deleteGroupRow(tx, groupId))) throw NotFound('Device group');
+    await auditChange(tx, audit, {
+      orgId: group.orgId,
+      action: 'device_group.delete',
+      ...groupResource(group),
+      details: { before: pick(group) },
+    });
   });
 }
 
@@ -221,14 +219,15 @@ async function staticGroupToChange(db: Db, principal: Principal, groupId: string
 }
 
 /** One audit row naming the devices a member change touched; none when it touched none. */
-function auditMemberChange(
+async function auditMemberChange(
+  tx: Tx,
   audit: AuditContext,
   group: GroupRow,
   action: 'device_group.member.add' | 'device_group.member.remove',
   changed: { deviceId: string }[],
 ) {
   if (changed.length === 0) return;
-  writeRouteAudit(audit, {
+  await auditChange(tx, audit, {
     orgId: group.orgId,
     action,
     ...groupResource(group),
@@ -249,7 +248,17 @@ export async function addMembers(
   audit: AuditContext,
 ) {
   const group = await staticGroupToChange(db, principal, groupId);
-  const rows = await db.transaction((tx) => store.insertMembers(tx, group, deviceIds));
+  const rows = await db.transaction(async (tx) => {
+    const rows = await store.insertMembers(tx, group, deviceIds);
+    await auditMemberChange(
+      tx,
+      audit,
+      group,
+      'device_group.member.add',
+      rows.filter((row) => row.added),
+    );
+    return rows;
+  });
   const byId = new Map(rows.map((row) => [row.deviceId, row]));
   const reply = {
     added: 0,
@@ -266,12 +275,6 @@ export async function addMembers(
     else reply.skipped += 1;
     seen.add(id);
   }
-  auditMemberChange(
-    audit,
-    group,
-    'device_group.member.add',
-    rows.filter((row) => row.added),
-  );
   return reply;
 }
 
@@ -284,7 +287,17 @@ export async function removeMembers(
   audit: AuditContext,
 ) {
   const group = await staticGroupToChange(db, principal, groupId);
-  const rows = await db.transaction((tx) => store.deleteMembers(tx, group, deviceIds));
+  const rows = await db.transaction(async (tx) => {
+    const rows = await store.deleteMembers(tx, group, deviceIds);
+    await auditMemberChange(
+      tx,
+      audit,
+      group,
+      'device_group.member.remove',
+      rows.filter((row) => row.removed),
+    );
+    return rows;
+  });
   const byId = new Map(rows.map((row) => [row.deviceId, row]));
   const reply = { removed: 0, skipped: 0, refused: [] as { deviceId: string; code: 'NOT_FOUND'; message: string }[] };
   const seen = new Set<string>();
@@ -295,12 +308,6 @@ export async function removeMembers(
     else reply.skipped += 1;
     seen.add(id);
   }
-  auditMemberChange(
-    audit,
-    group,
-    'device_group.member.remove',
-    rows.filter((row) => row.removed),
-  );
   return reply;
 }
 

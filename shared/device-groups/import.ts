@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
@@ -154,38 +154,39 @@ export async function commitGroupImport(
   audit: AuditContext,
 ) {
   const org = await reachableOrganization(db, principal, orgId, groupsWrite);
-  const { rows, created, updated } = await db.transaction(async (tx) => {
+  const rows = await db.transaction(async (tx) => {
     await store.lockGroupsOf(tx, orgId);
     const derived = await deriveRows(tx, orgId, input.groups);
     const decisions = derived.map((row) => decide(row, givenRow(input, row).acknowledge));
-    return applyRows(tx, orgId, input, derived, decisions);
-  });
-  writeRouteAudits(audit, [
-    ...created.map((group) => ({
-      orgId,
-      action: 'device_group.create',
-      resourceType: 'device_group',
-      resourceId: group.id,
-      resourceName: group.name,
-      details: {
-        after: {
-          name: group.name,
-          type: group.type,
-          filter: group.filter,
-          sourceSystem: group.sourceSystem,
-          externalId: group.externalId,
+    const { rows, created, updated } = await applyRows(tx, orgId, input, derived, decisions);
+    await auditChange(tx, audit, [
+      ...created.map((group) => ({
+        orgId,
+        action: 'device_group.create',
+        resourceType: 'device_group',
+        resourceId: group.id,
+        resourceName: group.name,
+        details: {
+          after: {
+            name: group.name,
+            type: group.type,
+            filter: group.filter,
+            sourceSystem: group.sourceSystem,
+            externalId: group.externalId,
+          },
         },
-      },
-    })),
-    ...updated.map(({ before, after }) => ({
-      orgId,
-      action: 'device_group.update',
-      resourceType: 'device_group',
-      resourceId: after.id,
-      resourceName: after.name,
-      details: changedFields(before, after, ['name', 'filter']),
-    })),
-    importSummaryEvent(org, 'device_group.import', rows),
-  ]);
+      })),
+      ...updated.map(({ before, after }) => ({
+        orgId,
+        action: 'device_group.update',
+        resourceType: 'device_group',
+        resourceId: after.id,
+        resourceName: after.name,
+        details: changedFields(before, after, ['name', 'filter']),
+      })),
+      importSummaryEvent(org, 'device_group.import', rows),
+    ]);
+    return rows;
+  });
   return { committed: true, summary: summarize(rows), rows };
 }

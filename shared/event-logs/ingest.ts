@@ -1,7 +1,7 @@
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import { selectDeviceNames } from '../agents/store.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { batchesOf } from '../db/insert-batch.ts';
@@ -49,6 +49,17 @@ export async function submitEvents(
       for (const batch of batchesOf(distinct)) inserted += await insertEventBatch(tx, device, batch.items);
       // Only new events are charged; beyond the budget the 429 rolls back what was inserted.
       if (inserted > 0) await reserveIngest(tx, device, 'events', inserted);
+      const names = (await selectDeviceNames(tx, device.id))!;
+      await auditChange(
+        tx,
+        { ...audit, actorName: names.hostname },
+        {
+          orgId: device.orgId,
+          action: 'agent.eventlogs.submit',
+          ...deviceResource({ ...names, id: device.id }),
+          details: { submitted: events.length, inserted, duplicates: events.length - inserted },
+        },
+      );
       return inserted;
     })
     .catch((error: unknown) => {
@@ -56,15 +67,5 @@ export async function submitEvents(
       throw error;
     });
   countMetric('DeviceEventsStored', count);
-  const names = (await selectDeviceNames(db, device.id))!;
-  writeRouteAudit(
-    { ...audit, actorName: names.hostname },
-    {
-      orgId: device.orgId,
-      action: 'agent.eventlogs.submit',
-      ...deviceResource({ ...names, id: device.id }),
-      details: { submitted: events.length, inserted: count, duplicates: events.length - count },
-    },
-  );
   return { success: true as const, count };
 }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -41,13 +41,14 @@ export async function updateDevice(
   requirePermission(principal, 'devices:write');
   const updated = await db.transaction(async (tx) => {
     if (change.siteId) await holdLiveSite(tx, device.orgId, change.siteId);
-    return assertReachable(await store.updateDeviceRow(tx, id, change), 'Device');
-  });
-  writeRouteAudit(audit, {
-    orgId: device.orgId,
-    action: 'device.update',
-    ...deviceResource(updated),
-    details: changedFields(device, updated, ['displayName', 'siteId']),
+    const row = assertReachable(await store.updateDeviceRow(tx, id, change), 'Device');
+    await auditChange(tx, audit, {
+      orgId: device.orgId,
+      action: 'device.update',
+      ...deviceResource(row),
+      details: changedFields(device, row, ['displayName', 'siteId']),
+    });
+    return row;
   });
   return updated;
 }
@@ -56,12 +57,14 @@ export async function updateDevice(
 export async function deleteDevice(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const device = await getDevice(db, principal, id);
   requirePermission(principal, 'devices:write');
-  await db.transaction((tx) => store.softDeleteDevice(tx, id));
-  writeRouteAudit(audit, {
-    orgId: device.orgId,
-    action: 'device.delete',
-    ...deviceResource(device),
-    details: { siteId: device.siteId, agentId: device.agentId },
+  await db.transaction(async (tx) => {
+    await store.softDeleteDevice(tx, id);
+    await auditChange(tx, audit, {
+      orgId: device.orgId,
+      action: 'device.delete',
+      ...deviceResource(device),
+      details: { siteId: device.siteId, agentId: device.agentId },
+    });
   });
 }
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import { sealSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
@@ -13,18 +13,20 @@ import { reportedSerial } from './serial-number.ts';
 import { holdLiveSite } from './sites.ts';
 import * as store from './store.ts';
 
+/** Audited as enrollment_key.create (its name, site, expiry, usage limit and shown prefix; never the key). */
 export async function createEnrollmentKey(
   db: Db,
   principal: Principal,
   orgId: string,
   input: z.output<typeof createSchema>,
+  audit: AuditContext,
 ) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
   const key = newSecret(secretPrefixes.enrollmentKey);
   const created = await db.transaction(async (tx) => {
     // A site's keys are revoked with it: the site must not be deleted between this check and the insert.
     if (input.siteId) await holdLiveSite(tx, orgId, input.siteId);
-    return store.insertEnrollmentKey(tx, {
+    const row = await store.insertEnrollmentKey(tx, {
       orgId,
       siteId: input.siteId ?? null,
       name: input.name ?? null,
@@ -35,6 +37,23 @@ export async function createEnrollmentKey(
       maxUsage: input.maxUsage,
       keySealed: sealSecret(key),
     });
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'enrollment_key.create',
+      resourceType: 'enrollment_key',
+      resourceId: row.id,
+      resourceName: row.name ?? row.keyPrefix,
+      details: {
+        after: {
+          name: row.name,
+          siteId: row.siteId,
+          keyPrefix: row.keyPrefix,
+          expiresAt: row.expiresAt,
+          maxUsage: row.maxUsage,
+        },
+      },
+    });
+    return row;
   });
   return { ...created, key };
 }
@@ -44,9 +63,28 @@ export async function listEnrollmentKeys(db: Db, principal: Principal, orgId: st
   return store.selectEnrollmentKeys(db, orgId, page);
 }
 
-export async function revokeEnrollmentKey(db: Db, principal: Principal, orgId: string, keyId: string) {
+/** Audited as enrollment_key.revoke when it revokes the key (a repeat changes nothing and writes nothing). */
+export async function revokeEnrollmentKey(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  keyId: string,
+  audit: AuditContext,
+) {
   await reachableOrganization(db, principal, orgId, 'enrollment:manage');
-  if (!(await store.updateEnrollmentKeyRevoked(db, orgId, keyId))) throw NotFound('Enrollment key');
+  await db.transaction(async (tx) => {
+    const revoked = await store.updateEnrollmentKeyRevoked(tx, orgId, keyId);
+    if (!revoked) throw NotFound('Enrollment key');
+    if (revoked.revokedNow)
+      await auditChange(tx, audit, {
+        orgId,
+        action: 'enrollment_key.revoke',
+        resourceType: 'enrollment_key',
+        resourceId: keyId,
+        resourceName: revoked.name ?? revoked.keyPrefix,
+        details: { keyPrefix: revoked.keyPrefix },
+      });
+  });
 }
 
 /**
@@ -81,26 +119,27 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
       agentVersion: input.agentVersion,
     });
     const agent = await store.insertAgent(tx, device!.id, hashSecret(token));
-    return { orgId: key.orgId, keyId: key.keyId, agentId: agent!.id, deviceId: device!.id, siteId: key.siteId, token };
-  });
-  // The new agent is the actor: it enrolled with the key, no user was involved.
-  writeRouteAudit(
-    {
-      ...audit,
-      caller: { actorType: 'agent', agentId: enrolled.agentId, deviceId: enrolled.deviceId, orgId: enrolled.orgId },
-      actorName: input.hostname,
-    },
-    {
-      orgId: enrolled.orgId,
-      action: 'device.create',
-      ...deviceResource({ id: enrolled.deviceId, hostname: input.hostname }),
-      details: {
-        enrollmentKeyId: enrolled.keyId,
-        siteId: enrolled.siteId,
-        osType: input.osType ?? null,
-        agentVersion: input.agentVersion ?? null,
+    // The new agent is the actor: it enrolled with the key, no user was involved.
+    await auditChange(
+      tx,
+      {
+        ...audit,
+        caller: { actorType: 'agent', agentId: agent!.id, deviceId: device!.id, orgId: key.orgId },
+        actorName: input.hostname,
       },
-    },
-  );
+      {
+        orgId: key.orgId,
+        action: 'device.create',
+        ...deviceResource({ id: device!.id, hostname: input.hostname }),
+        details: {
+          enrollmentKeyId: key.keyId,
+          siteId: key.siteId,
+          osType: input.osType ?? null,
+          agentVersion: input.agentVersion ?? null,
+        },
+      },
+    );
+    return { agentId: agent!.id, deviceId: device!.id, siteId: key.siteId };
+  });
   return { agentId: enrolled.agentId, deviceId: enrolled.deviceId, siteId: enrolled.siteId, token };
 }

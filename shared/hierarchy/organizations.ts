@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { changedFields } from '../audit/changes.ts';
 import { defaultRetentionDays } from '../audit/retention-schemas.ts';
 import { insertRetentionPolicy } from '../audit/retention-store.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
@@ -13,7 +13,8 @@ import type { createOrganization as createSchema, updateOrganization as updateSc
 import * as store from './store.ts';
 
 /**
- * Creates an organization with its first site and its audit retention policy, in one transaction.
+ * Creates an organization with its first site and its audit retention policy, in one transaction. No audit row: the
+ * organization's trail begins with its first change (the partner's own trail is where its creation belongs).
  * Partner users create in their own partner; platform administrators name the partner.
  */
 export async function createOrganization(db: Db, principal: Principal, input: z.output<typeof createSchema>) {
@@ -74,26 +75,30 @@ export async function updateOrganization(
   audit: AuditContext,
 ) {
   const before = await reachableOrganization(db, principal, id, 'orgs:write');
-  const after = assertReachable(await store.updateOrganizationRow(db, id, change), 'Organization');
-  writeRouteAudit(audit, {
-    orgId: id,
-    action: 'organization.update',
-    ...organizationResource(after),
-    details: changedFields(before, after, ['name', 'externalId']),
+  return db.transaction(async (tx) => {
+    const after = assertReachable(await store.updateOrganizationRow(tx, id, change), 'Organization');
+    await auditChange(tx, audit, {
+      orgId: id,
+      action: 'organization.update',
+      ...organizationResource(after),
+      details: changedFields(before, after, ['name', 'externalId']),
+    });
+    return after;
   });
-  return after;
 }
 
 /** Soft delete by the partner (or platform): the trail and history stay. Audited as organization.update (deleted). */
 export async function deleteOrganization(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const org = await reachableOrganization(db, principal, id, 'orgs:write');
   if (principal.scope === 'organization') throw Forbidden('Organization users cannot delete their organization');
-  if (!(await store.softDeleteOrganization(db, id))) throw NotFound('Organization');
-  writeRouteAudit(audit, {
-    orgId: id,
-    action: 'organization.update',
-    ...organizationResource(org),
-    details: { before: { deleted: false }, after: { deleted: true } },
+  await db.transaction(async (tx) => {
+    if (!(await store.softDeleteOrganization(tx, id))) throw NotFound('Organization');
+    await auditChange(tx, audit, {
+      orgId: id,
+      action: 'organization.update',
+      ...organizationResource(org),
+      details: { before: { deleted: false }, after: { deleted: true } },
+    });
   });
 }
 

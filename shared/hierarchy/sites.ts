@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { changedFields } from '../audit/changes.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable } from '../auth/tenancy.ts';
@@ -18,9 +20,32 @@ export async function getSite(db: Db, principal: Principal, orgId: string, siteI
   return assertReachable(await store.selectSite(db, orgId, siteId), 'Site');
 }
 
-export async function createSite(db: Db, principal: Principal, orgId: string, input: z.output<typeof createSchema>) {
+const siteFields = ['name', 'timezone', 'address'] as const;
+const siteResource = (site: { id: string; name: string }) => ({
+  resourceType: 'site',
+  resourceId: site.id,
+  resourceName: site.name,
+});
+
+/** Audited as site.create with its fields. */
+export async function createSite(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  input: z.output<typeof createSchema>,
+  audit: AuditContext,
+) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
-  return store.insertSite(db, orgId, input);
+  return db.transaction(async (tx) => {
+    const site = await store.insertSite(tx, orgId, input);
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'site.create',
+      ...siteResource(site),
+      details: { after: { name: site.name, timezone: site.timezone, address: site.address } },
+    });
+    return site;
+  });
 }
 
 export async function updateSite(
@@ -29,9 +54,20 @@ export async function updateSite(
   orgId: string,
   siteId: string,
   change: z.output<typeof updateSchema>,
+  audit: AuditContext,
 ) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
-  return assertReachable(await store.updateSiteRow(db, orgId, siteId, change), 'Site');
+  const before = assertReachable(await store.selectSite(db, orgId, siteId), 'Site');
+  return db.transaction(async (tx) => {
+    const after = assertReachable(await store.updateSiteRow(tx, orgId, siteId, change), 'Site');
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'site.update',
+      ...siteResource(after),
+      details: changedFields(before, after, [...siteFields]),
+    });
+    return after;
+  });
 }
 
 /**
@@ -53,11 +89,11 @@ export async function holdLiveSite(tx: Db, orgId: string, siteId: string): Promi
  * Deletes a site that holds no devices; never the organization's last one (each organization needs a site).
  * The organization row is locked so two deletions cannot both pass.
  */
-export async function deleteSite(db: Db, principal: Principal, orgId: string, siteId: string) {
+export async function deleteSite(db: Db, principal: Principal, orgId: string, siteId: string, audit: AuditContext) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
   await db.transaction(async (tx) => {
     await store.lockOrganization(tx, orgId, 'update');
-    assertReachable(await store.selectSite(tx, orgId, siteId), 'Site');
+    const site = assertReachable(await store.selectSite(tx, orgId, siteId), 'Site');
     const usage = (await store.siteUsage(tx, orgId, siteId))!;
     if (usage.sites <= 1)
       throw new DomainError('LAST_SITE', 'An organization needs at least one site; this is its last');
@@ -67,5 +103,11 @@ export async function deleteSite(db: Db, principal: Principal, orgId: string, si
         `The site still holds ${usage.devices} device(s); move or delete them first`,
       );
     await store.softDeleteSite(tx, orgId, siteId);
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'site.delete',
+      ...siteResource(site),
+      details: { before: { name: site.name, timezone: site.timezone, address: site.address } },
+    });
   });
 }

@@ -373,12 +373,17 @@ export function selectEnrollmentKeys(db: Db, orgId: string, page: Page) {
   );
 }
 
-export async function updateEnrollmentKeyRevoked(db: Db, orgId: string, keyId: string) {
-  const { rowCount } = await db.query(
-    'UPDATE enrollment_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId::uuid AND org_id = :orgId::uuid',
+/** Revokes a key of the organization: undefined when it has none such; `revokedNow` false when it was already. */
+export function updateEnrollmentKeyRevoked(db: Db, orgId: string, keyId: string) {
+  return one<{ name: string | null; keyPrefix: string; revokedNow: boolean }>(
+    db,
+    `WITH k AS (
+       SELECT id, revoked_at IS NULL AS live FROM enrollment_keys WHERE id = :keyId::uuid AND org_id = :orgId::uuid FOR UPDATE
+     )
+     UPDATE enrollment_keys e SET revoked_at = COALESCE(e.revoked_at, now()) FROM k WHERE e.id = k.id
+     RETURNING e.name, e.key_prefix AS "keyPrefix", k.live AS "revokedNow"`,
     { orgId, keyId },
   );
-  return rowCount > 0;
 }
 
 /** Locks FOR SHARE, as lockOrganization does, the live organization of the enrollment key with this hash. */

@@ -14,6 +14,8 @@ export type BusinessMetric =
   | 'AuditEventsSpooled'
   | 'AuditEventsReplayed'
   | 'AuditEventsFailedPermanently'
+  // shared/audit/writer.ts: committed audit intents a seal after the commit missed, sealed later by the sweep.
+  | 'AuditIntentsSweptLate'
   // Agent telemetry stored.
   | 'AgentLogsStored'
   | 'DeviceEventsStored'

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import { selectDeviceNames } from '../agents/store.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
@@ -46,7 +46,7 @@ export async function uploadPosture(
   const result = await db.transaction(async (tx) => {
     const stored = await lockStoredSnapshot(tx, device.id, device.orgId);
     const newer = stored?.collectedAt && stored.collectedAt > new Date(snapshot.collectedAt);
-    if (!stored || newer) return { applied: false, before: [], collectedAt: snapshot.collectedAt };
+    if (!stored || newer) return { applied: false, collectedAt: snapshot.collectedAt };
     const before = stored.collectedAt && {
       collectedAt: stored.collectedAt.toISOString(),
       detections: stored.detections,
@@ -55,21 +55,22 @@ export async function uploadPosture(
       collectedAt: snapshot.collectedAt,
       detections,
     });
-    return { applied: true, before: stored.detections, collectedAt: snapshot.collectedAt };
+    const [was, now] = [summary(stored.detections), summary(detections)];
+    if (JSON.stringify(was) !== JSON.stringify(now)) {
+      const names = await selectDeviceNames(tx, device.id);
+      await auditChange(
+        tx,
+        { ...audit, actorName: names?.hostname },
+        {
+          orgId: device.orgId,
+          action: 'device.posture.changed',
+          ...deviceResource({ id: device.id, hostname: names?.hostname ?? device.id, displayName: names?.displayName }),
+          details: { before: { detections: was }, after: { detections: now }, collectedAt: snapshot.collectedAt },
+        },
+      );
+    }
+    return { applied: true, collectedAt: snapshot.collectedAt };
   });
-  const [before, after] = [summary(result.before), summary(detections)];
-  if (result.applied && JSON.stringify(before) !== JSON.stringify(after)) {
-    const names = await selectDeviceNames(db, device.id);
-    writeRouteAudit(
-      { ...audit, actorName: names?.hostname },
-      {
-        orgId: device.orgId,
-        action: 'device.posture.changed',
-        ...deviceResource({ id: device.id, hostname: names?.hostname ?? device.id, displayName: names?.displayName }),
-        details: { before: { detections: before }, after: { detections: after }, collectedAt: result.collectedAt },
-      },
-    );
-  }
   return {
     deviceId: device.id,
     collectedAt: new Date(result.collectedAt).toISOString(),

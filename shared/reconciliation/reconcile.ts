@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
@@ -90,20 +90,23 @@ export async function uploadReconciliation(
 ) {
   const org = await reachableOrganization(db, principal, orgId, 'enrollment:manage');
   const { devices, counts } = reconcile(input.devices, await selectOrgDevices(db, orgId));
-  const stored = await insertReconciliation(db, {
-    orgId,
-    createdBy: principal.id,
-    rows: input.devices.length,
-    counts,
-    devices,
-  });
-  writeRouteAudit(audit, {
-    orgId,
-    action: 'organization.reconciliation.upload',
-    resourceType: 'organization',
-    resourceId: orgId,
-    resourceName: org.name,
-    details: { reconciliationId: stored.id, rows: input.devices.length, ...counts },
+  const stored = await db.transaction(async (tx) => {
+    const inserted = await insertReconciliation(tx, {
+      orgId,
+      createdBy: principal.id,
+      rows: input.devices.length,
+      counts,
+      devices,
+    });
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'organization.reconciliation.upload',
+      resourceType: 'organization',
+      resourceId: orgId,
+      resourceName: org.name,
+      details: { reconciliationId: inserted.id, rows: input.devices.length, ...counts },
+    });
+    return inserted;
   });
   return {
     id: stored.id,

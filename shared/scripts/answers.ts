@@ -1,7 +1,7 @@
 import type { Db } from '../db/db.ts';
 import { answerId, chunkOf, isChunk, parseObject } from '../live-query/protocol.ts';
 import { logger } from '../logger.ts';
-import { recordFinishedItems } from './outcome.ts';
+import { finishItems } from './outcome.ts';
 import * as store from './store.ts';
 
 /** stdout and stderr of a run item are each kept up to this many characters (docs/scripts.md "Runs"). */
@@ -90,9 +90,11 @@ function badAnswer(reason: string): store.ItemOutcome {
 }
 
 async function finish(db: Db, connectionId: string, runItemId: string, outcome: store.ItemOutcome): Promise<void> {
-  const finished = await store.finishItem(db, runItemId, connectionId, outcome);
+  const [finished] = await finishItems(db, async (tx) => {
+    const item = await store.finishItem(tx, runItemId, connectionId, outcome);
+    return item ? [item] : [];
+  });
   if (!finished) return ignored(connectionId, runItemId);
-  await recordFinishedItems(db, [finished]);
   await store.deleteDeliveredSecrets(db, [finished.runId]);
 }
 

@@ -1,7 +1,7 @@
-import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { auditPartnerChange } from '../audit/partner-audit.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import {
   auditScript,
   changeScript,
@@ -94,7 +94,12 @@ export async function previewBundle(db: Db, principal: Principal, input: Preview
  * not applied. Running it again changes nothing more. Audited: one `script.import` summary row and a row per script
  * created or changed. Nothing is run.
  */
-export async function importBundle(db: Db, principal: Principal, input: ImportBundle, audit: AuditContext) {
+export function importBundle(db: Db, principal: Principal, input: ImportBundle, audit: AuditContext) {
+  // One transaction: the scripts and their audit rows commit together, or none of them.
+  return db.transaction((tx) => importInto(tx, principal, input, audit));
+}
+
+async function importInto(db: Tx, principal: Principal, input: ImportBundle, audit: AuditContext) {
   const library = await writableLibrary(db, principal, input);
   const entries = await readBundle(db, library, input.bundle);
   const scripts = [];
@@ -113,13 +118,13 @@ export async function importBundle(db: Db, principal: Principal, input: ImportBu
     resourceType: 'script_bundle',
     details: { availability: library.orgId ? 'organization' : 'partner', scripts: scripts.length, summary },
   };
-  if (library.orgId) writeRouteAudit(audit, { ...event, orgId: library.orgId });
-  else await writePartnerRouteAudit(db, audit, library.partnerId, event);
+  if (library.orgId) await auditChange(db, audit, { ...event, orgId: library.orgId });
+  else await auditPartnerChange(db, audit, library.partnerId, event);
   return { scripts, summary };
 }
 
 async function applyEntry(
-  db: Db,
+  db: Tx,
   principal: Principal,
   library: Library,
   entry: Entry,
@@ -154,7 +159,7 @@ async function applyEntry(
 }
 
 async function create(
-  db: Db,
+  db: Tx,
   principal: Principal,
   library: Library,
   definition: ScriptDefinition,

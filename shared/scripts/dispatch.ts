@@ -21,8 +21,13 @@ const chunkChars = 100 * 1024;
 
 /** Sends a run's pending items to the devices that have a live connection; the others wait for their agent. */
 export async function dispatchRun(db: Db, runId: string): Promise<void> {
-  const claimed = await store.claimItems(db, { runId }, graceSeconds());
-  await sendClaimed(db, claimed, 'dispatch');
+  // An item claimed for a connection found gone waits again, and that connection's row is deleted: claimed again, it
+  // goes to the device's live connection, if it has one (its $connect, already past, will not deliver it). Each round
+  // deletes a row, so the rounds end.
+  for (;;) {
+    const claimed = await store.claimItems(db, { runId }, graceSeconds());
+    if ((await sendClaimed(db, claimed, 'dispatch')).gone === 0) return;
+  }
 }
 
 /**
@@ -43,14 +48,21 @@ export async function deliverPendingItems(
   job: { deviceId: string; connectionId: string; attempt: number },
 ): Promise<void> {
   const claimed = await store.claimItems(db, job, graceSeconds());
-  const unsent = await sendClaimed(db, claimed, 'connect');
+  const { unsent } = await sendClaimed(db, claimed, 'connect');
   if (unsent > 0 && job.attempt < connectAttempts)
     await enqueue({ kind: 'script-runs.deliver', ...job, attempt: job.attempt + 1 }, job.attempt);
 }
 
-/** Posts each claimed item; returns how many could not be sent (those wait again as pending). */
-async function sendClaimed(db: Db, claimed: store.ClaimedItem[], why: 'dispatch' | 'connect'): Promise<number> {
-  if (claimed.length === 0) return 0;
+/**
+ * Posts each claimed item; answers how many could not be sent (those wait again as pending), and how many of those
+ * found their connection gone at dispatch (its row deleted).
+ */
+async function sendClaimed(
+  db: Db,
+  claimed: store.ClaimedItem[],
+  why: 'dispatch' | 'connect',
+): Promise<{ unsent: number; gone: number }> {
+  if (claimed.length === 0) return { unsent: 0, gone: 0 };
   const contents = new Map<string, Promise<string>>();
   const contentOf = (item: store.ClaimedItem) => {
     const key = `${item.scriptId}:${item.scriptVersion}`;
@@ -58,6 +70,7 @@ async function sendClaimed(db: Db, claimed: store.ClaimedItem[], why: 'dispatch'
     return contents.get(key)!;
   };
   let unsent = 0;
+  let gone = 0;
   const queue = [...claimed];
   const worker = async () => {
     for (let item = queue.shift(); item; item = queue.shift()) {
@@ -78,12 +91,15 @@ async function sendClaimed(db: Db, claimed: store.ClaimedItem[], why: 'dispatch'
       unsent += 1;
       await store.unclaimItem(db, item.runItemId, item.connectionId);
       // A connection gone at dispatch is stale; one just connected may only not be open yet.
-      if (result === 'gone' && why === 'dispatch') await deleteConnectionRow(db, item.connectionId);
+      if (result === 'gone' && why === 'dispatch') {
+        await deleteConnectionRow(db, item.connectionId);
+        gone += 1;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, claimed.length) }, worker));
   await store.deleteDeliveredSecrets(db, [...new Set(claimed.map((item) => item.runId))]);
-  return unsent;
+  return { unsent, gone };
 }
 
 /** One message, or chunks { type, runItemId, chunk, chunks, data } when it would exceed API Gateway's 128 KB. */

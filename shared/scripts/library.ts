@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
-import { writePartnerRouteAudit } from '../audit/partner-audit.ts';
-import { type AuditContext, writeRouteAudit } from '../audit/writer.ts';
+import { auditPartnerChange } from '../audit/partner-audit.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Forbidden, NameConflict, NotFound, ValidationFailed } from '../errors.ts';
 import type { CreateScript, ListScriptsQuery, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
@@ -104,8 +104,11 @@ function assertEditable(principal: Principal, script: { orgId: string | null }):
 export async function createScript(db: Db, principal: Principal, input: CreateScript, audit: AuditContext) {
   const library = await writableLibrary(db, principal, input);
   const { availability: _a, orgId: _o, partnerId: _p, ...definition } = input;
-  const created = await insertScriptInto(db, library, definition, principal.id);
-  await auditScript(db, audit, created, 'script.create', { after: scriptAuditFields(created, definition.content) });
+  const created = await db.transaction(async (tx) => {
+    const row = await insertScriptInto(tx, library, definition, principal.id);
+    await auditScript(tx, audit, row, 'script.create', { after: scriptAuditFields(row, definition.content) });
+    return row;
+  });
   return scriptReply({ ...created, content: definition.content });
 }
 
@@ -129,12 +132,15 @@ export async function updateScript(
 ) {
   const before = await storedScript(db, principal, id);
   assertEditable(principal, before);
-  const updated = await changeScript(db, before, change, principal.id);
-  await auditScript(db, audit, updated.script, 'script.update', {
-    ...changedFields(scriptAuditFields(before, before.content), scriptAuditFields(updated.script, updated.content), [
-      ...auditedFields,
-    ]),
-    version: updated.script.version,
+  const updated = await db.transaction(async (tx) => {
+    const changed = await changeScript(tx, before, change, principal.id);
+    await auditScript(tx, audit, changed.script, 'script.update', {
+      ...changedFields(scriptAuditFields(before, before.content), scriptAuditFields(changed.script, changed.content), [
+        ...auditedFields,
+      ]),
+      version: changed.script.version,
+    });
+    return changed;
   });
   return scriptReply({ ...updated.script, content: updated.content });
 }
@@ -174,8 +180,10 @@ const comparable = (list: ScriptParameter[]) =>
 export async function deleteScript(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const script = await reachableScript(db, principal, id);
   assertEditable(principal, script);
-  await store.softDeleteScript(db, id);
-  await auditScript(db, audit, script, 'script.delete', { version: script.version });
+  await db.transaction(async (tx) => {
+    await store.softDeleteScript(tx, id);
+    await auditScript(tx, audit, script, 'script.delete', { version: script.version });
+  });
 }
 
 const auditedFields = [
@@ -214,9 +222,12 @@ export function scriptAuditFields(script: Omit<ScriptDefinition, 'content'>, con
   };
 }
 
-/** A script change goes into its organization's trail; a partner script's into every organization's of the partner. */
+/**
+ * A script change goes into its organization's trail; a partner script's into every organization's of the partner;
+ * in the change's transaction.
+ */
 export async function auditScript(
-  db: Db,
+  tx: Tx,
   audit: AuditContext,
   script: { id: string; name: string; partnerId: string; orgId: string | null; version: number },
   action: string,
@@ -229,8 +240,8 @@ export async function auditScript(
     resourceName: script.name,
     details: { availability: script.orgId ? 'organization' : 'partner', version: script.version, ...details },
   };
-  if (script.orgId) writeRouteAudit(audit, { ...event, orgId: script.orgId });
-  else await writePartnerRouteAudit(db, audit, script.partnerId, event);
+  if (script.orgId) await auditChange(tx, audit, { ...event, orgId: script.orgId });
+  else await auditPartnerChange(tx, audit, script.partnerId, event);
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -5,7 +5,7 @@ import { memberDeviceIds } from '../device-groups/groups.ts';
 import { DomainError, ValidationFailed } from '../errors.ts';
 import { dispatchRun } from './dispatch.ts';
 import { reachableScript, sealClearDefaults } from './library.ts';
-import { recordFinishedItems } from './outcome.ts';
+import { finishItems } from './outcome.ts';
 import { resolveParameters } from './parameters.ts';
 import { maxRunDevices, type RunItemsQuery, runItemStatuses, type StartRun } from './schemas.ts';
 import { hasClearSecretDefault, openParameters } from './secret-defaults.ts';
@@ -128,7 +128,6 @@ async function runView(db: Db, principal: Principal, runId: string, declared?: {
  * expired: of one run when it is read, of any run when a run starts. No timer runs while nothing is read (no idle cost).
  */
 export async function sweep(db: Db, runId: string | null): Promise<void> {
-  const timedOut = await store.sweepItems(db, runId, sweepLimit);
-  await recordFinishedItems(db, timedOut);
+  await finishItems(db, (tx) => store.sweepItems(tx, runId, sweepLimit));
   if (runId) await store.deleteDeliveredSecrets(db, [runId]);
 }

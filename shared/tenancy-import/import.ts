@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type AuditContext, writeRouteAudits } from '../audit/writer.ts';
+import { type AuditContext, auditChange, type RouteEvent } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
@@ -153,7 +153,7 @@ export async function previewTreeImport(db: Db, principal: Principal, input: Imp
   return { committed: false, summary: summarize(rows), rows };
 }
 
-type AuditEvents = Parameters<typeof writeRouteAudits>[1];
+type AuditEvents = RouteEvent[];
 
 /**
  * Applies each row's decision in order: a held row acknowledged with its target links that organization (and adds
@@ -254,20 +254,21 @@ async function applyRows(tx: Db, partnerId: string, sourceSystem: string, derive
 export async function commitTreeImport(db: Db, principal: Principal, input: ImportInput, audit: AuditContext) {
   const partnerId = partnerOf(principal);
   const given = givenRows(input);
-  const { rows, events, touched } = await db.transaction(async (tx) => {
+  const { rows, summary } = await db.transaction(async (tx) => {
     const derived = derive(await selectPartnerTree(tx, partnerId), given, input.sourceSystem);
-    return applyRows(tx, partnerId, input.sourceSystem, derived);
+    const { rows, events, touched } = await applyRows(tx, partnerId, input.sourceSystem, derived);
+    const summary = summarize(rows);
+    for (const [orgId, name] of touched)
+      events.push({
+        orgId,
+        action: 'organization.import',
+        resourceType: 'organization',
+        resourceId: orgId,
+        resourceName: name,
+        details: { sourceSystem: input.sourceSystem, rows: rows.length, ...summary },
+      });
+    await auditChange(tx, audit, events);
+    return { rows, summary };
   });
-  const summary = summarize(rows);
-  for (const [orgId, name] of touched)
-    events.push({
-      orgId,
-      action: 'organization.import',
-      resourceType: 'organization',
-      resourceId: orgId,
-      resourceName: name,
-      details: { sourceSystem: input.sourceSystem, rows: rows.length, ...summary },
-    });
-  writeRouteAudits(audit, events);
   return { committed: true, summary, rows };
 }

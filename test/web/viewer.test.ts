@@ -8,7 +8,7 @@ import { browserAvailable, useViewer } from './support/viewer.ts';
 // The browser's clock reads Asia/Kolkata (UTC+05:30): 10:40 UTC shows as 16:10.
 const at = (minutes: number) => new Date(Date.parse('2025-06-02T09:00:00Z') + minutes * 60_000).toISOString();
 
-/** A trail of 47 rows plus the enrolled agent's device.create (now): 40 routine device updates, then one row of each kind. */
+/** A trail of 47 rows plus the enrollment's enrollment_key.create and device.create (now): 40 routine device updates, then one row of each kind. */
 function trail(orgId: string, agentId: string) {
   const fillers: AuditInput[] = Array.from({ length: 40 }, (_, i) => {
     const alice = i % 2 === 0;
@@ -158,7 +158,7 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
   it('keeps filters in the URL: a reload and a shared link show the same rows, and Back returns to the whole trail', async () => {
     const page = await viewer.open(signedIn('/?limit=10', reader.tenant));
     await shown(page);
-    expect(await summary(page)).toBe('Rows 1–10 of 48');
+    expect(await summary(page)).toBe('Rows 1–10 of 49');
     await page.getByLabel('Action', { exact: true }).fill('login');
     await page.getByLabel('User', { exact: true }).fill('MALLORY');
     await page.getByRole('button', { name: 'Apply' }).click();
@@ -179,7 +179,7 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     await page.goBack();
     await page.waitForURL(/\?limit=10$/);
     await shown(page);
-    expect(await summary(page)).toBe('Rows 1–10 of 48');
+    expect(await summary(page)).toBe('Rows 1–10 of 49');
     expect(await page.getByLabel('Action', { exact: true }).inputValue()).toBe('');
   });
 
@@ -230,20 +230,20 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     await page.getByRole('link', { name: 'Next ›' }).click();
     await page.waitForURL(/page=2/);
     await shown(page);
-    expect(await summary(page)).toBe('Rows 11–20 of 48');
+    expect(await summary(page)).toBe('Rows 11–20 of 49');
     expect(await rows(page).allInnerTexts()).not.toEqual(firstPage);
-    expect(await rows(page).locator('.resource .primary').first().textContent()).toBe('WS-37');
+    expect(await rows(page).locator('.resource .primary').first().textContent()).toBe('WS-38');
 
     await page.getByRole('link', { name: 'Last »' }).click();
     await page.waitForURL(/page=5/);
     await shown(page);
-    expect(await summary(page)).toBe('Rows 41–48 of 48');
+    expect(await summary(page)).toBe('Rows 41–49 of 49');
     expect(await page.getByRole('link', { name: 'Next ›' }).count()).toBe(0);
 
     await page.getByLabel('Rows per page').selectOption('25');
     await page.waitForURL(/\?limit=25$/);
     await shown(page);
-    expect(await summary(page)).toBe('Rows 1–25 of 48');
+    expect(await summary(page)).toBe('Rows 1–25 of 49');
   });
 
   it('leads a link past the last page back to the last page', async () => {
@@ -254,7 +254,7 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     await page.getByRole('link', { name: 'Last »' }).click();
     await page.waitForURL(/\?page=5&limit=10$/);
     await shown(page);
-    expect(await summary(page)).toBe('Rows 41–48 of 48');
+    expect(await summary(page)).toBe('Rows 41–49 of 49');
   });
 
   it('opens an entry from the keyboard with its before/after values side by side and the raw details; Escape closes it', async () => {
@@ -336,7 +336,7 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     await page.getByRole('button', { name: 'Sign in' }).click();
     await shown(page);
     expect(await page.locator('.account').textContent()).toContain('Org User');
-    expect(await rows(page).count()).toBe(48);
+    expect(await rows(page).count()).toBe(49);
   });
 
   it('says so when the API cannot be reached, and shows the list once it answers again', async () => {
@@ -351,7 +351,7 @@ describe.skipIf(!browserAvailable())('the audit-log viewer in a browser', () => 
     await page.unroute(unreachable);
     await page.getByRole('button', { name: 'Try again' }).click();
     await shown(page);
-    expect(await rows(page).count()).toBe(48);
+    expect(await rows(page).count()).toBe(49);
     expect(await page.locator('#alert').textContent()).toBe('');
   });
 

@@ -79,25 +79,38 @@ const rowsOf = (orgId: string, action: string) =>
     )
     .then((r) => r.rows);
 
-/** Runs `work` while the API's role may not append to the trail (the request itself still succeeds). */
-async function withoutAuditInserts<T>(work: () => Promise<T>): Promise<T> {
-  await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
+/**
+ * Runs `work` while the API's role may not insert into `table` (the request itself still succeeds): audit_entries, the
+ * trail; audit_intents, where a change writes its audit rows in its own transaction.
+ */
+async function withoutAuditInserts<T>(work: () => Promise<T>, table = 'audit_entries'): Promise<T> {
+  await t.db.admin.query(`REVOKE INSERT ON ${table} FROM logbook_app`);
   try {
     return await work();
   } finally {
-    await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
+    await t.db.admin.query(`GRANT INSERT ON ${table} TO logbook_app`);
   }
 }
 
+const intentsOf = async (orgId: string) =>
+  (
+    await t.db.admin.query<{ count: number }>(
+      'SELECT count(*)::int AS count FROM audit_intents WHERE org_id = :orgId::uuid',
+      { orgId },
+    )
+  ).rows[0]!.count;
+
 describe('the audit spool through the work queue', () => {
-  it('sends a refused audit row to SQS and the worker appends it once, with its original timestamp', async () => {
+  it("sends a change's audit row the database refused to SQS and the worker appends it once, with its original timestamp", async () => {
     sqs.messages.length = 0;
     const before = Date.now();
-    const reply = await withoutAuditInserts(() =>
-      t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
-        token: tenant.partnerToken,
-        body: { name: 'Queued Renamed' },
-      }),
+    const reply = await withoutAuditInserts(
+      () =>
+        t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
+          token: tenant.partnerToken,
+          body: { name: 'Queued Renamed' },
+        }),
+      'audit_intents',
     );
     expect(reply.status).toBe(200);
     expect(await rowsOf(tenant.orgId, 'organization.update')).toEqual([]);
@@ -120,6 +133,43 @@ describe('the audit spool through the work queue', () => {
     // SQS delivers at least once: the same message again (and a concurrent copy) adds nothing.
     await Promise.all([invoke(worker, sqsEvent(sqs.messages)), invoke(worker, sqsEvent(sqs.messages))]);
     expect(await rowsOf(tenant.orgId, 'organization.update')).toHaveLength(1);
+    expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
+  });
+
+  it('keeps the audit rows of a committed change whose seal failed, and the worker seals them once when armed', async () => {
+    sqs.messages.length = 0;
+    const earlier = (await rowsOf(tenant.orgId, 'organization.update')).length;
+    const before = Date.now();
+    const reply = await withoutAuditInserts(() =>
+      t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
+        token: tenant.partnerToken,
+        body: { name: 'Sealed Late' },
+      }),
+    );
+    expect(reply.status).toBe(200);
+    expect(await rowsOf(tenant.orgId, 'organization.update')).toHaveLength(earlier);
+    // Committed with the change; the seal after the commit was refused, and armed the sweep.
+    expect(await intentsOf(tenant.orgId)).toBe(1);
+    expect(sqs.messages.map((message) => JSON.parse(message.body).kind)).toEqual(['audit.seal']);
+    expect(sqs.messages[0]!.delaySeconds).toBe(30);
+
+    const sweptAt = Date.now();
+    // As SQS hands it over once its delay has passed: due now.
+    const armed = sqsEvent(
+      sqs.messages.map((message) => ({
+        ...message,
+        body: JSON.stringify({ ...JSON.parse(message.body), dueAt: sweptAt }),
+      })),
+    );
+    expect(await invoke(worker, armed)).toEqual({ batchItemFailures: [] });
+    const rows = await rowsOf(tenant.orgId, 'organization.update');
+    expect(rows.slice(earlier).map((row) => row.name)).toEqual(['Sealed Late']);
+    expect(rows[earlier]!.timestamp.getTime()).toBeGreaterThanOrEqual(before - 5);
+    expect(rows[earlier]!.timestamp.getTime()).toBeLessThan(sweptAt);
+    expect(await intentsOf(tenant.orgId)).toBe(0);
+    // Delivered again, and twice at once: nothing more.
+    await Promise.all([invoke(worker, armed), invoke(worker, armed)]);
+    expect(await rowsOf(tenant.orgId, 'organization.update')).toHaveLength(earlier + 1);
     expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
   });
 

@@ -44,8 +44,8 @@ const updates = (orgId: string) =>
 
 describe('the audit spool', () => {
   it('keeps an audit write the database refused, and the replay appends it with its original timestamp', async () => {
-    // The fault: the API's role may not append to the trail for a while (the request itself still succeeds).
-    await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
+    // The fault: the API's role may not store a change's audit rows for a while (the request itself still succeeds).
+    await t.db.admin.query('REVOKE INSERT ON audit_intents FROM logbook_app');
     const before = Date.now();
     let reply: Awaited<ReturnType<typeof t.api.request>>;
     try {
@@ -54,7 +54,7 @@ describe('the audit spool', () => {
         body: { name: 'Spooled Renamed' },
       });
     } finally {
-      await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
+      await t.db.admin.query('GRANT INSERT ON audit_intents TO logbook_app');
     }
     expect(reply.status).toBe(200);
     expect(await updates(tenant.orgId)).toEqual([]);
@@ -83,7 +83,7 @@ describe('the audit spool', () => {
   });
 
   it('leaves the rows spooled when the replay fails, and appends them on a later replay', async () => {
-    await t.db.admin.query('REVOKE INSERT ON audit_entries FROM logbook_app');
+    await t.db.admin.query('REVOKE INSERT ON audit_intents, audit_entries FROM logbook_app');
     try {
       const reply = await t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
         token: tenant.partnerToken,
@@ -92,7 +92,7 @@ describe('the audit spool', () => {
       expect(reply.status).toBe(200);
       await expect(spool.replay(app)).rejects.toThrow(/permission denied/);
     } finally {
-      await t.db.admin.query('GRANT INSERT ON audit_entries TO logbook_app');
+      await t.db.admin.query('GRANT INSERT ON audit_intents, audit_entries TO logbook_app');
     }
     expect(await spool.replay(app)).toBe(1);
     expect((await updates(tenant.orgId)).map((row) => row.name)).toEqual(['Spooled Renamed', 'Spooled Twice']);

@@ -7,7 +7,6 @@
  * connects) keep it quick.
  */
 import { rmSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
 import { freePort, type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
@@ -15,55 +14,19 @@ import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { type Api, type Reply, startApi } from '#test/support/api.ts';
-import { serverProcesses, signal } from '#test/support/server-processes.ts';
+import { type FreezingRelay, startFreezingRelay } from '#test/support/server-processes.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const dir = `.data/test-idempotency-faults-${process.pid}`;
 let port: number;
 let server: RunningPostgres;
-let relay: Server;
+let relay: FreezingRelay;
 let admin: Db;
 let api: Api;
 let tenant: Tenant;
 const saved: Record<string, string | undefined> = {};
 
 const adminUrl = () => `postgres://postgres:logbook-local@127.0.0.1:${port}/logbook_idempotency_faults`;
-
-/** The trap of the relay: armed, it freezes the server before the COMMIT of a transaction that claimed a key. */
-const trap: { armed: boolean; frozen: number[] | undefined; sprung?: () => void } = { armed: false, frozen: undefined };
-
-/**
- * A TCP relay from the API to the server. On a connection that sent the claim of an Idempotency-Key (its advisory
- * lock), the next message holding COMMIT, while the trap is armed, first stops every server process, then goes on:
- * the COMMIT waits in the frozen backend's socket, as a COMMIT sent to a server that froze meanwhile does.
- */
-function startRelay(target: number): Promise<{ server: Server; port: number }> {
-  const relayServer = createServer((client: Socket) => {
-    const upstream = connect(target, '127.0.0.1');
-    let claimed = false;
-    client.on('data', (chunk: Buffer) => {
-      const text = chunk.toString('latin1');
-      if (text.includes('pg_try_advisory_xact_lock(2,')) claimed = true;
-      if (trap.armed && claimed && text.includes('COMMIT')) {
-        trap.armed = false;
-        trap.frozen = serverProcesses(dir);
-        signal(trap.frozen, 'SIGSTOP');
-        trap.sprung?.();
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
-    client.on('end', () => upstream.end());
-    upstream.on('end', () => client.end());
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-  });
-  return new Promise((resolve) =>
-    relayServer.listen(0, '127.0.0.1', () =>
-      resolve({ server: relayServer, port: (relayServer.address() as { port: number }).port }),
-    ),
-  );
-}
 
 beforeAll(async () => {
   port = await freePort();
@@ -72,10 +35,9 @@ beforeAll(async () => {
   await bootstrap.query('CREATE DATABASE logbook_idempotency_faults');
   await bootstrap.close();
   await prepareDatabase(adminUrl());
-  const relayed = await startRelay(port);
-  relay = relayed.server;
+  relay = await startFreezingRelay(port, dir);
   const appUrl = new URL(roleUrls(adminUrl()).app);
-  appUrl.port = String(relayed.port);
+  appUrl.port = String(relay.port);
   const env = { APP_DATABASE_URL: appUrl.toString(), DB_STATEMENT_TIMEOUT_MS: '1000', DB_CONNECT_TIMEOUT_MS: '1000' };
   for (const [name, value] of Object.entries(env)) {
     saved[name] = process.env[name];
@@ -89,7 +51,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Never left frozen, whatever failed.
-  if (trap.frozen) signal(trap.frozen, 'SIGCONT');
+  relay?.thaw();
   await api?.close();
   await closeAppDb();
   await admin?.close();
@@ -124,10 +86,8 @@ describe('a keyed create over a server frozen as its COMMIT is sent', () => {
           body: { name },
           headers: { 'idempotency-key': `frozen-commit-${table}` },
         });
-      const sprung = new Promise<void>((resolve) => {
-        trap.sprung = resolve;
-      });
-      trap.armed = true;
+      // The transaction that claimed the key (its advisory lock) freezes the server as it sends COMMIT.
+      const sprung = relay.arm({ after: 'pg_try_advisory_xact_lock(2,', on: 'COMMIT' });
       let first: Reply;
       let during: Reply;
       try {
@@ -138,8 +98,7 @@ describe('a keyed create over a server frozen as its COMMIT is sent', () => {
         // The client gave up; it retries while the server is still frozen.
         during = await send();
       } finally {
-        signal(trap.frozen ?? [], 'SIGCONT');
-        trap.frozen = undefined;
+        relay.thaw();
       }
       expect(first.status).toBe(503);
       expect(first.body.error.code).toBe('UNAVAILABLE');

@@ -41,7 +41,7 @@ describe('normalising stored names to NFC', () => {
           { orgId, groupName },
         );
 
-      expect(await migrate(fresh)).toEqual([nfcMigration]);
+      expect((await migrate(fresh))[0]).toBe(nfcMigration);
 
       const groups = await fresh.query<{ name: string }>('SELECT name FROM device_groups ORDER BY created_at');
       expect(groups.rows.map((row) => row.name)).toEqual(['Caf\u00e9', 'CAFE\u0301', 'Th\u00e9']);
