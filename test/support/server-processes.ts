@@ -45,6 +45,11 @@ export interface FreezingRelay {
   arm(trap: FreezeTrap): Promise<void>;
   /** Thaws the server if a trap froze it (SIGCONT); safe to call at any time. */
   thaw(): void;
+  /**
+   * Resolves once the server's end of the connection that sprung the last trap has closed: its backend has read and
+   * run what it was sent before its client hung up, and exited.
+   */
+  settled(): Promise<void>;
   close(): void;
 }
 
@@ -56,8 +61,10 @@ export interface FreezingRelay {
 export function startFreezingRelay(target: number, dataDir: string): Promise<FreezingRelay> {
   let armed: (FreezeTrap & { sprung: () => void }) | undefined;
   let frozen: number[] | undefined;
+  let sprungClosed: Promise<void> = Promise.resolve();
   const relay = createServer((client: Socket) => {
     const upstream = connect(target, '127.0.0.1');
+    const closed = new Promise<void>((resolve) => upstream.once('close', () => resolve()));
     let sentAfter = false;
     client.on('data', (chunk: Buffer) => {
       const text = chunk.toString('latin1');
@@ -65,6 +72,7 @@ export function startFreezingRelay(target: number, dataDir: string): Promise<Fre
       if (armed && (sentAfter || !armed.after) && text.includes(armed.on)) {
         const { sprung } = armed;
         armed = undefined;
+        sprungClosed = closed;
         frozen = serverProcesses(dataDir);
         signal(frozen, 'SIGSTOP');
         sprung();
@@ -89,6 +97,7 @@ export function startFreezingRelay(target: number, dataDir: string): Promise<Fre
           if (frozen) signal(frozen, 'SIGCONT');
           frozen = undefined;
         },
+        settled: () => sprungClosed,
         close: () => relay.close(),
       }),
     ),

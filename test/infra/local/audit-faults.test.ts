@@ -155,6 +155,8 @@ describe('a change and its audit rows over a frozen server', () => {
     const first = await frozenAt({ on: 'logbook_audit_seal_intents' }, send);
     // The seal never fails the change: committed, and answered.
     expect(first.status).toBe(201);
+    // The request gave up on its seal; the server, thawed, still runs it before it sees the connection closed.
+    await relay.settled();
     await sweepTwiceAtOnce();
     expect(await once(send)).toMatchObject({ status: 201, body: first.body });
     await sweepTwiceAtOnce();
@@ -169,6 +171,8 @@ describe('a change and its audit rows over a frozen server', () => {
     const send = createContact('Never Committed', 'audit-frozen-intent');
     const first = await frozenAt({ on: 'audit_intents_add' }, send);
     expect(first.status).toBe(503);
+    // Its backend, thawed, runs the statement, finds the connection closed, and rolls the transaction back.
+    await relay.settled();
     await sweepTwiceAtOnce();
     expect(await contactsNamed('Never Committed')).toEqual([]);
     expect(await trailOf('contact.create', 'Never Committed')).toEqual([]);
