@@ -28,38 +28,43 @@ export interface ScriptFailure {
 export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity: Severity): Promise<void> {
   // Raised by the system; sealed after the commit, outside any keyed request.
   const audit: AuditContext = { db: unkeyedDb(db), caller: null, pending: [] };
-  const raised = await db.transaction(async (tx) => {
-    const { alert, created } = await store.upsertAlert(tx, {
-      orgId: failure.orgId,
-      partnerId: failure.partnerId,
-      deviceId: failure.deviceId,
-      sourceType: 'script',
-      sourceId: failure.runItemId,
-      sourceKey: `script:${failure.scriptId}`,
-      severity,
-      title: `${failure.scriptName} exited with code ${failure.exitCode} on ${failure.hostname}`,
-      details: {
-        scriptId: failure.scriptId,
-        scriptName: failure.scriptName,
-        scriptVersion: failure.scriptVersion,
-        runId: failure.runId,
-        runItemId: failure.runItemId,
-        hostname: failure.hostname,
-        exitCode: failure.exitCode,
-      },
+  let raised: { alert: store.AlertRow; integrationId: string | undefined } | undefined;
+  try {
+    raised = await db.transaction(async (tx) => {
+      const { alert, created } = await store.upsertAlert(tx, {
+        orgId: failure.orgId,
+        partnerId: failure.partnerId,
+        deviceId: failure.deviceId,
+        sourceType: 'script',
+        sourceId: failure.runItemId,
+        sourceKey: `script:${failure.scriptId}`,
+        severity,
+        title: `${failure.scriptName} exited with code ${failure.exitCode} on ${failure.hostname}`,
+        details: {
+          scriptId: failure.scriptId,
+          scriptName: failure.scriptName,
+          scriptVersion: failure.scriptVersion,
+          runId: failure.runId,
+          runItemId: failure.runItemId,
+          hostname: failure.hostname,
+          exitCode: failure.exitCode,
+        },
+      });
+      if (!created) return undefined;
+      await auditChange(tx, audit, {
+        orgId: alert.orgId,
+        action: 'alert.create',
+        resourceType: 'alert',
+        resourceId: alert.id,
+        resourceName: alert.title,
+        details: { severity, deviceId: failure.deviceId, source: alert.source },
+      });
+      return { alert, integrationId: await bindNewAlert(tx, audit, alert, failure.partnerId) };
     });
-    if (!created) return undefined;
-    await auditChange(tx, audit, {
-      orgId: alert.orgId,
-      action: 'alert.create',
-      resourceType: 'alert',
-      resourceId: alert.id,
-      resourceName: alert.title,
-      details: { severity, deviceId: failure.deviceId, source: alert.source },
-    });
-    return { alert, integrationId: await bindNewAlert(tx, audit, alert, failure.partnerId) };
-  });
-  await flushAudit(audit);
+  } finally {
+    // Also when the commit failed: one that landed anyway arms the sweep.
+    await flushAudit(audit);
+  }
   // The PSA hears of it once the alert is committed.
   if (raised?.integrationId) await queueAlertEvent(db, raised.alert, 'alert.created', raised.integrationId);
 }

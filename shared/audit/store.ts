@@ -205,12 +205,23 @@ export async function sealAuditIntents(db: Db, ids: string[]): Promise<AppendedR
  * Seals up to `limit` of the oldest committed intents no other statement is moving (the sweep): those a process left
  * behind when it stopped, or lost its database, between a change's commit and its seal. Answers how many it sealed.
  */
-export async function sealOldestIntents(db: Db, limit: number): Promise<number> {
+export async function sealOldestIntents(db: Db, limit: number, after = '0'): Promise<number> {
   const { rows } = await db.query<AppendedRow>(
-    sealIntentsSql('SELECT id FROM audit_intents ORDER BY id LIMIT :limit::int FOR UPDATE SKIP LOCKED'),
-    { limit },
+    sealIntentsSql(
+      'SELECT id FROM audit_intents WHERE id > :after::bigint ORDER BY id LIMIT :limit::int FOR UPDATE SKIP LOCKED',
+    ),
+    { limit, after },
   );
   return rows.length;
+}
+
+/** The ids of up to `limit` waiting intents after `after`, oldest first. */
+export async function selectWaitingIntentIds(db: Db, limit: number, after: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id::text AS id FROM audit_intents WHERE id > :after::bigint ORDER BY id LIMIT :limit::int',
+    { limit, after },
+  );
+  return rows.map((row) => row.id);
 }
 
 /** A row as appended: pos orders the rows of one statement as they were sent, and as the chain seals them. */

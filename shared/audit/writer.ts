@@ -2,13 +2,13 @@ import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { asIp } from '../client-ip.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { issueDetails, ValidationFailed } from '../errors.ts';
-import { specifiedLog } from '../logger.ts';
+import { logger, specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { appendAuditRows, sealIntentsOf } from './grouped-append.ts';
 import { type AuditEvent, auditEvent } from './schemas.ts';
 import { spoolAuditRow } from './spool.ts';
-import { type AuditRowInput, sealOldestIntents } from './store.ts';
+import { type AuditRowInput, sealAuditIntents, sealOldestIntents, selectWaitingIntentIds } from './store.ts';
 
 export const zeroUuid = '00000000-0000-0000-0000-000000000000';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -283,19 +283,43 @@ async function spoolRows(rows: AuditRowInput[]): Promise<void> {
   for (const row of rows) await spoolAuditRow(row);
 }
 
-/** Seals a committed change's intents, per organization; a failure is logged, and the sweep is armed. */
+/**
+ * Seals a committed change's intents: grouped with the process's other seals of the organization, or, for a change of
+ * several organizations (a partner-wide one), in one statement of their own, as appendAuditRows does. A failure is
+ * logged, and the sweep is armed.
+ */
 async function sealCommitted(db: Db, rows: AuditRowInput[], ids: string[]): Promise<void> {
-  const byOrg = new Map<string, string[]>();
-  for (const [at, row] of rows.entries()) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), ids[at]!]);
+  const orgId = rows[0]!.orgId;
   try {
-    await Promise.all([...byOrg].map(([orgId, ofOrg]) => sealIntentsOf(db, orgId, ofOrg)));
+    if (rows.every((row) => row.orgId === orgId)) await sealIntentsOf(db, orgId, ids);
+    else await sealAuditIntents(db, ids);
     countMetric('AuditEventsWritten', rows.length);
+    await sweepOnStart(db);
   } catch (error) {
     countMetric('AuditWriteFailures');
     specifiedLog.auditWriteFailed(rows[0]!.action, error);
     // The intents are committed: the sweep seals them, once the database answers again.
     await enqueue({ kind: 'audit.seal' }, sweepDelaySeconds);
   }
+}
+
+/** Whether this process has swept since it started. */
+let swept = false;
+
+/**
+ * A process's first seal also sweeps: a Lambda instance that stopped between a change's commit and its seal (a timeout)
+ * armed nothing, and its intents are sealed by the next instance that makes a change, if no job sealed them first.
+ * A request that changes nothing never pays for it.
+ */
+async function sweepOnStart(db: Db): Promise<void> {
+  if (swept) return;
+  swept = true;
+  await sealWaitingIntents(db).catch((error: unknown) => {
+    swept = false;
+    logger.error('[audit] Could not seal the waiting audit intents', {
+      error: error instanceof Error ? error.message : String(error),
+    });
+  });
 }
 
 /** How long after a failed seal the sweep runs: long enough for a database that failed over or resumed to answer. */
@@ -306,26 +330,59 @@ const sweepBatch = 500;
 
 /**
  * The sweep: seals every committed audit intent not sealed yet, oldest first, each exactly once (a request sealing its
- * own at the same moment waits for, or skips, what the sweep took). Run on start, by the queue worker, by the daily
- * integrity watch, and as the `audit.seal` job a failed seal arms. Answers how many it sealed.
+ * own at the same moment waits for, or skips, what the sweep took). Run at a process's start (a local server's, and
+ * each Lambda instance's first request), by the queue worker, and as the `audit.seal` job a failed seal arms. A batch
+ * the trail refuses (a data or constraint error) is sealed one intent at a time, and an intent refused alone is
+ * logged, counted and passed over, so it never holds back the ones after it. Answers how many it sealed.
  */
 export async function sealWaitingIntents(db: Db): Promise<number> {
   let sealed = 0;
+  let after = '0';
   for (;;) {
-    const count = await sealOldestIntents(db, sweepBatch);
+    let count: number;
+    try {
+      count = await sealOldestIntents(db, sweepBatch, after);
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      const passed = await sealOneByOne(db, after);
+      sealed += passed.sealed;
+      if (passed.last === undefined) break;
+      after = passed.last;
+      continue;
+    }
     sealed += count;
     if (count < sweepBatch) break;
   }
-  if (sealed > 0) {
-    countMetric('AuditEventsWritten', sealed);
-    countMetric('AuditIntentsSweptLate', sealed);
-  }
+  if (sealed > 0) countMetric('AuditIntentsSweptLate', sealed);
   return sealed;
+}
+
+const isDataError = (error: unknown) => /^2[23]/.test(String((error as { code?: unknown }).code ?? ''));
+
+/** One batch of the sweep, an intent at a time: answers how many it sealed, and the last id it tried. */
+async function sealOneByOne(db: Db, after: string): Promise<{ sealed: number; last: string | undefined }> {
+  let sealed = 0;
+  let last: string | undefined;
+  for (const id of await selectWaitingIntentIds(db, sweepBatch, after)) {
+    last = id;
+    try {
+      sealed += (await sealAuditIntents(db, [id])).length;
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      countMetric('AuditEventsFailedPermanently');
+      logger.error('[audit] The trail refuses a waiting audit intent; it is kept and passed over', {
+        intentId: id,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  return { sealed, last };
 }
 
 /** Awaits every write of the request; failures were already logged. */
 export async function flushAudit(context: AuditContext): Promise<void> {
   await Promise.allSettled(context.pending);
+  // A change whose commit was not seen (its COMMIT failed, or never answered) may have committed: the sweep is armed.
   const unseen = uncommitted.get(context.pending);
   if (unseen?.size) {
     unseen.clear();

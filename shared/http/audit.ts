@@ -3,8 +3,24 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import { clientAddress } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
+import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import type { HttpContext } from './authenticate.ts';
+
+/**
+ * The Db audit writes use: the API's, outside any keyed request (they never claim its Idempotency-Key nor wait for its
+ * commit); one per executor, so the concurrent requests of a process share the grouping of their seals.
+ */
+const auditDbs = new WeakMap<Db, Db>();
+function auditDb(): Db {
+  const db = appDb();
+  let wrapped = auditDbs.get(db);
+  if (!wrapped) {
+    wrapped = unkeyedDb(db);
+    auditDbs.set(db, wrapped);
+  }
+  return wrapped;
+}
 
 export interface AuditHttpContext extends HttpContext {
   audit?: AuditContext;
@@ -23,8 +39,7 @@ export const auditWrites = (): MiddlewareObj<
   before: async (request) => {
     const headers = request.event.headers ?? {};
     request.context.audit = {
-      // Audit writes are not the request's change: they never claim its Idempotency-Key nor wait for its commit.
-      db: unkeyedDb(appDb()),
+      db: auditDb(),
       caller: request.context.caller,
       ipAddress: clientAddress(headers, request.event.requestContext.http.sourceIp),
       userAgent: headers['user-agent'] ?? null,

@@ -17,38 +17,43 @@ export async function finishItems(db: Db, finish: (tx: Tx) => Promise<FinishedIt
   const pending: Promise<void>[] = [];
   // The seals run after the commit, outside any keyed request.
   const sealDb = unkeyedDb(db);
-  const items = await db.transaction(async (tx) => {
-    const finished = await finish(tx);
-    for (const item of finished)
-      await auditChange(
-        tx,
-        { db: sealDb, caller: runStarter(item.startedBy), pending },
-        {
-          orgId: item.orgId,
-          action: 'script.execute',
-          resourceType: 'script',
-          resourceId: item.scriptId,
-          resourceName: item.scriptName,
-          result: item.status === 'completed' && item.exitCode === 0 ? 'success' : 'failure',
-          errorMessage: item.error?.message ?? null,
-          ipAddress: null,
-          userAgent: null,
-          details: {
-            runId: item.runId,
-            runItemId: item.id,
-            deviceId: item.deviceId,
-            hostname: item.hostname,
-            version: item.scriptVersion,
-            status: item.status,
-            exitCode: item.exitCode,
-            durationMs: item.durationMs,
-            parameters: item.parameters,
+  let items: FinishedItem[];
+  try {
+    items = await db.transaction(async (tx) => {
+      const finished = await finish(tx);
+      for (const item of finished)
+        await auditChange(
+          tx,
+          { db: sealDb, caller: runStarter(item.startedBy), pending },
+          {
+            orgId: item.orgId,
+            action: 'script.execute',
+            resourceType: 'script',
+            resourceId: item.scriptId,
+            resourceName: item.scriptName,
+            result: item.status === 'completed' && item.exitCode === 0 ? 'success' : 'failure',
+            errorMessage: item.error?.message ?? null,
+            ipAddress: null,
+            userAgent: null,
+            details: {
+              runId: item.runId,
+              runItemId: item.id,
+              deviceId: item.deviceId,
+              hostname: item.hostname,
+              version: item.scriptVersion,
+              status: item.status,
+              exitCode: item.exitCode,
+              durationMs: item.durationMs,
+              parameters: item.parameters,
+            },
           },
-        },
-      );
-    return finished;
-  });
-  await flushAudit({ db: sealDb, pending });
+        );
+      return finished;
+    });
+  } finally {
+    // Also when the commit failed: one that landed anyway arms the sweep.
+    await flushAudit({ db: sealDb, pending });
+  }
   for (const item of items) {
     const severity = severityOf(item.mapping, item.status === 'completed' ? item.exitCode : null);
     if (severity !== 'none')

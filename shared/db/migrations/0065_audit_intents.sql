@@ -42,4 +42,6 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 --> statement-breakpoint
+REVOKE EXECUTE ON FUNCTION audit_intents_add(jsonb) FROM PUBLIC;
+--> statement-breakpoint
 GRANT EXECUTE ON FUNCTION audit_intents_add(jsonb) TO logbook_app;
