@@ -1,6 +1,6 @@
 /**
  * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40 --bulk 1000000 --writes-only]`: the audit
- * trail's figures of issues 3 and 19, each printed beside a baseline measured in the same run on the same server,
+ * trail's write and read figures, each printed beside a baseline measured in the same run on the same server,
  * with its target:
  *
  * - writing: inserts into audit_entries (sealed into audit_chain_links by its trigger) against an unsealed copy of

@@ -1,5 +1,5 @@
 /**
- * The integrity watch (issues 4 and 13), the last step of the daily retention run: every organization with a chain
+ * The integrity watch, the last step of the daily retention run: every organization with a chain
  * head or an anchor is verified in full, every retained row, against its signed evidence (shared/audit/evidence.ts:
  * the signed retention checkpoint it starts after, its newest anchor, the record that it was anchored), exactly as
  * GET /audit-logs/verify and `npm run audit:verify` verify it. Only a chain that verifies up to its head gets a new
