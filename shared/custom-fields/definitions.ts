@@ -222,6 +222,8 @@ export async function deleteDefinition(db: Db, principal: Principal, id: string,
     if (total > 0 && !force)
       throw Conflict(`The field holds ${total} values; delete with ?force=true to remove them with it`);
     const removed = await store.deleteDefinition(tx, id);
+    // Deleted meanwhile by another request, which audited it.
+    if (removed === undefined) throw NotFound('Custom field');
     await auditDefinition(tx, audit, field, 'custom_field.delete', (orgId) => ({
       before: snapshot(field),
       valuesRemoved: counts.find((count) => count.orgId === orgId)?.values ?? 0,

@@ -164,15 +164,16 @@ export async function countValuesByOrg(db: Db, fieldId: string) {
 }
 
 /** Deletes the definition with its values; how many values went. */
-export async function deleteDefinition(tx: Db, id: string) {
-  const row = await one<{ values: number }>(
+/** Deletes a definition with its values: how many values went with it, or undefined when it was gone already. */
+export async function deleteDefinition(tx: Db, id: string): Promise<number | undefined> {
+  const row = await one<{ values: number; deleted: boolean }>(
     tx,
     `WITH v AS (DELETE FROM device_custom_field_values WHERE field_id = :id::uuid RETURNING 1),
           f AS (DELETE FROM custom_field_definitions WHERE id = :id::uuid AND (SELECT count(*) FROM v) >= 0 RETURNING 1)
-     SELECT (SELECT count(*) FROM v)::int AS values`,
+     SELECT (SELECT count(*) FROM v)::int AS values, EXISTS (SELECT 1 FROM f) AS deleted`,
     { id },
   );
-  return row!.values;
+  return row!.deleted ? row!.values : undefined;
 }
 
 /** The live organizations of a partner: a partner-wide definition's audit rows go to each. */

@@ -183,4 +183,13 @@ describe('custom field definitions', () => {
     });
     expect(deleted.find((row) => row.orgId === acmeSecondOrg.orgId)!.details).toMatchObject({ valuesRemoved: 0 });
   });
+
+  it('deleted twice at once: one delete answers 204 and is audited, the other finds it gone (404)', async () => {
+    const field = await create(acme.orgToken, { name: 'Racked', key: 'racked', type: 'text', orgId: acme.orgId });
+    expect(field.status).toBe(201);
+    const path = `/api/v1/custom-fields/${field.body.id}`;
+    const replies = await Promise.all([1, 2].map(() => t.api.request('DELETE', path, { token: acme.orgToken })));
+    expect(replies.map((reply) => reply.status).sort()).toEqual([204, 404]);
+    expect(await auditRows('custom_field.delete', field.body.id)).toHaveLength(1);
+  });
 });
