@@ -178,21 +178,13 @@ const insertSql = prepared(
 );
 
 /**
- * Moves audit intents into the trail: deletes them and inserts their entries in one statement (sealed by the chain's
- * trigger at its end), by organization and then in the order they were written. An intent another statement moved
- * meanwhile is not found, so each becomes one entry; one another statement is moving now is waited for.
+ * Moves audit intents into the trail (migration 0065's audit_intents_seal): deletes them and inserts their entries in
+ * one statement, sealed by the chain's trigger at its end. An intent another statement moved meanwhile is not found,
+ * so each becomes one entry; one another statement is moving now is waited for.
  */
-const sealIntentsSql = (which: string) => `WITH taken AS (
-    DELETE FROM audit_intents WHERE id IN (${which}) RETURNING id, entry
-  )
-  INSERT INTO audit_entries (${entryColumns})
-  SELECT ${entryValues} FROM taken t CROSS JOIN LATERAL jsonb_to_record(t.entry) AS ${entryRecord}
-   ORDER BY r."orgId", t.id
-  RETURNING id::text AS id, org_id::text AS "orgId", pos`;
-
 const sealIdsSql = prepared(
   'logbook_audit_seal_intents',
-  sealIntentsSql('SELECT value::bigint FROM jsonb_array_elements_text(:ids::jsonb)'),
+  `SELECT sealed_id::text AS id, sealed_org::text AS "orgId", sealed_pos AS pos FROM audit_intents_seal(:ids::jsonb)`,
 );
 
 /** Seals these committed intents (their ids): the request that wrote them, once its change has committed. */
@@ -202,16 +194,15 @@ export async function sealAuditIntents(db: Db, ids: string[]): Promise<AppendedR
 }
 
 /**
- * Seals up to `limit` of the oldest committed intents no other statement is moving (the sweep): those a process left
- * behind when it stopped, or lost its database, between a change's commit and its seal. Answers how many it sealed.
+ * Seals up to `limit` of the oldest committed intents after `after` that no other statement is moving (the sweep,
+ * audit_intents_sweep): those a process left behind when it stopped, or lost its database, between a change's commit
+ * and its seal. Answers how many it sealed.
  */
 export async function sealOldestIntents(db: Db, limit: number, after = '0'): Promise<number> {
-  const { rows } = await db.query<AppendedRow>(
-    sealIntentsSql(
-      'SELECT id FROM audit_intents WHERE id > :after::bigint ORDER BY id LIMIT :limit::int FOR UPDATE SKIP LOCKED',
-    ),
-    { limit, after },
-  );
+  const { rows } = await db.query('SELECT sealed_id FROM audit_intents_sweep(:after::bigint, :limit::int)', {
+    limit,
+    after,
+  });
   return rows.length;
 }
 

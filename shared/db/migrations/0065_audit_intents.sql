@@ -13,11 +13,9 @@ CREATE TABLE audit_intents (
   created_at  timestamptz NOT NULL DEFAULT now()
 );
 --> statement-breakpoint
-GRANT SELECT, INSERT, DELETE ON audit_intents TO logbook_app;
---> statement-breakpoint
--- The sweep takes the intents it seals FOR UPDATE SKIP LOCKED, which asks for the UPDATE privilege on a column; no
--- statement updates an intent.
-GRANT UPDATE (created_at) ON audit_intents TO logbook_app;
+-- The API's role writes intents and reads them; only the two sealing functions below delete them, each into the trail
+-- in the same statement, so the role cannot take back the audit rows of a change it committed.
+GRANT SELECT, INSERT ON audit_intents TO logbook_app;
 --> statement-breakpoint
 -- Stores a change's audit rows (a JSON array of entries) and answers their ids, comma-separated, in the order given.
 -- A failure is answered (failure: its SQLSTATE and message), never raised: the exception block is a savepoint of its
@@ -45,3 +43,48 @@ $$;
 REVOKE EXECUTE ON FUNCTION audit_intents_add(jsonb) FROM PUBLIC;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION audit_intents_add(jsonb) TO logbook_app;
+--> statement-breakpoint
+-- Moves intents into the trail: deletes them and inserts their entries in one statement, sealed by the chain's trigger
+-- at its end, by organization and then in the order they were written. An intent another statement moved meanwhile
+-- is not found, so each becomes one entry; one another statement is moving now is waited for. `ids`: the request's
+-- own intents (a JSON array of ids), sealed once its change has committed.
+-- SECURITY DEFINER (owner logbook_owner) with a pinned search_path, as the seal itself: the API's role may not delete
+-- an intent any other way.
+CREATE FUNCTION audit_intents_seal(ids jsonb)
+RETURNS TABLE (sealed_id uuid, sealed_org uuid, sealed_pos bigint)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+  WITH taken AS (
+    DELETE FROM public.audit_intents i WHERE i.id IN (SELECT value::bigint FROM jsonb_array_elements_text(ids))
+    RETURNING i.id, i.entry
+  )
+  INSERT INTO public.audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type,
+                                    resource_id, resource_name, details, ip_address, user_agent, result, error_message)
+  SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action,
+         r."resourceType", r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result,
+         r."errorMessage"
+    FROM taken t CROSS JOIN LATERAL jsonb_to_record(t.entry) AS r("orgId" uuid, timestamp timestamptz,
+         "actorType" public.audit_actor_type, "actorId" uuid, "actorEmail" text, action text, "resourceType" text,
+         "resourceId" uuid, "resourceName" text, details jsonb, "ipAddress" text, "userAgent" text,
+         result public.audit_result, "errorMessage" text)
+   ORDER BY r."orgId", t.id
+  RETURNING id, org_id, pos
+$$;
+--> statement-breakpoint
+-- The sweep: seals up to `lim` of the oldest committed intents after `after` that no other statement is moving (those
+-- a process left behind when it stopped, or lost its database, between a change's commit and its seal).
+CREATE FUNCTION audit_intents_sweep(after bigint, lim integer)
+RETURNS TABLE (sealed_id uuid, sealed_org uuid, sealed_pos bigint)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT s.sealed_id, s.sealed_org, s.sealed_pos
+    FROM public.audit_intents_seal((
+      SELECT coalesce(jsonb_agg(w.id), '[]'::jsonb) FROM (
+        SELECT i.id FROM public.audit_intents i WHERE i.id > after ORDER BY i.id LIMIT lim FOR UPDATE SKIP LOCKED
+      ) w
+    )) s
+$$;
+--> statement-breakpoint
+REVOKE EXECUTE ON FUNCTION audit_intents_seal(jsonb), audit_intents_sweep(bigint, integer) FROM PUBLIC;
+--> statement-breakpoint
+GRANT EXECUTE ON FUNCTION audit_intents_seal(jsonb), audit_intents_sweep(bigint, integer) TO logbook_app;

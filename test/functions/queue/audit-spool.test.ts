@@ -140,12 +140,17 @@ describe('the audit spool through the work queue', () => {
     sqs.messages.length = 0;
     const earlier = (await rowsOf(tenant.orgId, 'organization.update')).length;
     const before = Date.now();
-    const reply = await withoutAuditInserts(() =>
-      t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
+    // The fault: the API's role may not seal for a while (the request itself still succeeds).
+    await t.db.admin.query('REVOKE EXECUTE ON FUNCTION audit_intents_seal(jsonb) FROM logbook_app');
+    let reply: Awaited<ReturnType<typeof t.api.request>>;
+    try {
+      reply = await t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
         token: tenant.partnerToken,
         body: { name: 'Sealed Late' },
-      }),
-    );
+      });
+    } finally {
+      await t.db.admin.query('GRANT EXECUTE ON FUNCTION audit_intents_seal(jsonb) TO logbook_app');
+    }
     expect(reply.status).toBe(200);
     expect(await rowsOf(tenant.orgId, 'organization.update')).toHaveLength(earlier);
     // Committed with the change; the seal after the commit was refused, and armed the sweep.

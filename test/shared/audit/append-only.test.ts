@@ -37,10 +37,10 @@ const withRetentionFlag = (db: Db, sql: string, params = {}) =>
   });
 
 describe('the API role logbook_app', () => {
-  it('holds only SELECT and INSERT on audit entries, and only SELECT on links, the view, heads and checkpoints', async () => {
+  it('holds only SELECT and INSERT on audit entries and intents, and only SELECT on links, the view, heads and checkpoints', async () => {
     const { rows } = await t.db.admin.query<{ table: string; privilege: string }>(
       `SELECT t AS table, p AS privilege
-         FROM unnest(ARRAY['audit_entries', 'audit_chain_links', 'audit_logs', 'audit_chain_heads', 'audit_chain_checkpoints']) t,
+         FROM unnest(ARRAY['audit_entries', 'audit_intents', 'audit_chain_links', 'audit_logs', 'audit_chain_heads', 'audit_chain_checkpoints']) t,
               unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p
         WHERE has_table_privilege('logbook_app', t, p)
         ORDER BY 1, 2`,
@@ -51,8 +51,53 @@ describe('the API role logbook_app', () => {
       { table: 'audit_chain_links', privilege: 'SELECT' },
       { table: 'audit_entries', privilege: 'INSERT' },
       { table: 'audit_entries', privilege: 'SELECT' },
+      { table: 'audit_intents', privilege: 'INSERT' },
+      { table: 'audit_intents', privilege: 'SELECT' },
       { table: 'audit_logs', privilege: 'SELECT' },
     ]);
+  });
+
+  it('removes a committed audit intent only by sealing it into the trail', async () => {
+    const orgId = crypto.randomUUID();
+    await t.app.transaction((tx) =>
+      tx.query('SELECT ids, failure FROM audit_intents_add(:entries::jsonb)', {
+        entries: [
+          {
+            orgId,
+            timestamp: null,
+            actorType: 'system',
+            actorId: '00000000-0000-0000-0000-000000000000',
+            actorEmail: null,
+            action: 'device.update',
+            resourceType: 'device',
+            resourceId: null,
+            resourceName: 'WS-intent',
+            details: {},
+            ipAddress: null,
+            userAgent: null,
+            result: 'success',
+            errorMessage: null,
+          },
+        ],
+      }),
+    );
+    const params = { orgId };
+    await expect(t.app.query('DELETE FROM audit_intents WHERE org_id = :orgId::uuid', params)).rejects.toThrow(
+      /permission denied/,
+    );
+    await expect(
+      t.app.query(`UPDATE audit_intents SET entry = '{}' WHERE org_id = :orgId::uuid`, params),
+    ).rejects.toThrow(/permission denied/);
+    const { rows } = await t.app.query<{ id: string }>(
+      'SELECT id::text AS id FROM audit_intents WHERE org_id = :orgId::uuid',
+      params,
+    );
+    const sealed = await t.app.query('SELECT sealed_id FROM audit_intents_seal(:ids::jsonb)', {
+      ids: rows.map((row) => row.id),
+    });
+    expect(sealed.rowCount).toBe(1);
+    const trail = await t.db.admin.query('SELECT 1 FROM audit_logs WHERE org_id = :orgId::uuid', params);
+    expect(trail.rowCount).toBe(1);
   });
 
   it('cannot update, delete or truncate audit rows, entries or links', async () => {
