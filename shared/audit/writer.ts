@@ -1,6 +1,6 @@
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { asIp } from '../client-ip.ts';
-import type { Db, Tx } from '../db/db.ts';
+import { type Db, prepared, type Tx } from '../db/db.ts';
 import { issueDetails, ValidationFailed } from '../errors.ts';
 import { logger, specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
@@ -247,10 +247,9 @@ export async function auditChange(tx: Tx, context: AuditContext, events: RouteEv
   }
   if (rows.length === 0) return;
   const happenedAt = new Date().toISOString();
-  const { rows: answered } = await tx.query<{ ids: string | null; failure: string | null }>(
-    'SELECT ids, failure FROM audit_intents_add(:entries::jsonb)',
-    { entries: rows },
-  );
+  const { rows: answered } = await tx.query<{ ids: string | null; failure: string | null }>(addIntentsSql, {
+    entries: rows,
+  });
   const ids = answered[0]?.ids?.split(',');
   if (!ids || ids.length !== rows.length) {
     const failure = answered[0]?.failure ?? 'the audit intents were not stored';
@@ -271,6 +270,12 @@ export async function auditChange(tx: Tx, context: AuditContext, events: RouteEv
     context.pending.push(sealCommitted(context.db, rows, ids));
   });
 }
+
+/** Prepared once per connection, as the trail's own insert. */
+const addIntentsSql = prepared(
+  'logbook_audit_intents_add',
+  'SELECT ids, failure FROM audit_intents_add(:entries::jsonb)',
+);
 
 /**
  * Per request (its `pending` list, which copies of its context share): the changes that wrote audit intents and whose
