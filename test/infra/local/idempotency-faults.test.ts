@@ -6,68 +6,22 @@
  * server at the moment the transaction that claimed the key sends COMMIT. Short timeouts (1 s statements, 1 s
  * connects) keep it quick.
  */
-import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
-import { freePort, type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
-import { closeAppDb } from '#shared/db/client.ts';
-import type { Db } from '#shared/db/db.ts';
-import { createPgDb } from '#shared/db/pg.ts';
-import { type Api, type Reply, startApi } from '#test/support/api.ts';
-import { type FreezingRelay, startFreezingRelay } from '#test/support/server-processes.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Reply } from '#test/support/api.ts';
+import { useRelayedServer } from '#test/support/relayed-server.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
-const dir = `.data/test-idempotency-faults-${process.pid}`;
-let port: number;
-let server: RunningPostgres;
-let relay: FreezingRelay;
-let admin: Db;
-let api: Api;
+const t = useRelayedServer('idempotency-faults');
 let tenant: Tenant;
-const saved: Record<string, string | undefined> = {};
-
-const adminUrl = () => `postgres://postgres:logbook-local@127.0.0.1:${port}/logbook_idempotency_faults`;
 
 beforeAll(async () => {
-  port = await freePort();
-  server = await startEmbeddedPostgres({ dir, port, persistent: true });
-  const bootstrap = createPgDb({ connectionString: server.url, max: 1 });
-  await bootstrap.query('CREATE DATABASE logbook_idempotency_faults');
-  await bootstrap.close();
-  await prepareDatabase(adminUrl());
-  relay = await startFreezingRelay(port, dir);
-  const appUrl = new URL(roleUrls(adminUrl()).app);
-  appUrl.port = String(relay.port);
-  const env = { APP_DATABASE_URL: appUrl.toString(), DB_STATEMENT_TIMEOUT_MS: '1000', DB_CONNECT_TIMEOUT_MS: '1000' };
-  for (const [name, value] of Object.entries(env)) {
-    saved[name] = process.env[name];
-    process.env[name] = value;
-  }
-  await closeAppDb();
-  admin = createPgDb({ connectionString: adminUrl(), max: 2, connectTimeoutMs: 1000 });
-  api = await startApi();
-  tenant = await createTenant(api, 'Frozen Keys');
-}, 120_000);
-
-afterAll(async () => {
-  // Never left frozen, whatever failed.
-  relay?.thaw();
-  await api?.close();
-  await closeAppDb();
-  await admin?.close();
-  relay?.close();
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-  await server?.stop().catch(() => undefined);
-  rmSync(dir, { recursive: true, force: true });
+  tenant = await createTenant(t.api, 'Frozen Keys');
 });
 
 /** The ids of the rows a create made, by name: a contact (created in a transaction) or a site (one statement). */
 const rowsNamed = async (table: 'contacts' | 'sites', name: string) =>
   (
-    await admin.query<{ id: string }>(`SELECT id FROM ${table} WHERE org_id = :orgId::uuid AND name = :name::text`, {
+    await t.admin.query<{ id: string }>(`SELECT id FROM ${table} WHERE org_id = :orgId::uuid AND name = :name::text`, {
       orgId: tenant.orgId,
       name,
     })
@@ -81,13 +35,13 @@ describe('a keyed create over a server frozen as its COMMIT is sent', () => {
     '$table: answers 503, commits after the thaw, and the retry with the same key replays it: one row',
     async ({ table, name }) => {
       const send = () =>
-        api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/${table}`, {
+        t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/${table}`, {
           token: tenant.orgToken,
           body: { name },
           headers: { 'idempotency-key': `frozen-commit-${table}` },
         });
       // The transaction that claimed the key (its advisory lock) freezes the server as it sends COMMIT.
-      const sprung = relay.arm({ after: 'pg_try_advisory_xact_lock(2,', on: 'COMMIT' });
+      const sprung = t.relay.arm({ after: 'pg_try_advisory_xact_lock(2,', on: 'COMMIT' });
       let first: Reply;
       let during: Reply;
       try {
@@ -98,7 +52,7 @@ describe('a keyed create over a server frozen as its COMMIT is sent', () => {
         // The client gave up; it retries while the server is still frozen.
         during = await send();
       } finally {
-        relay.thaw();
+        t.relay.thaw();
       }
       expect(first.status).toBe(503);
       expect(first.body.error.code).toBe('UNAVAILABLE');
