@@ -260,15 +260,9 @@ export async function auditChange(tx: Tx, context: AuditContext, events: RouteEv
     );
     return;
   }
-  // Until its commit is seen, the change counts as one whose outcome is unknown (a COMMIT that timed out may still
-  // land): flushAudit then arms the sweep.
-  const change = {};
-  const waiting = uncommitted.get(context.pending) ?? new Set<object>();
-  uncommitted.set(context.pending, waiting.add(change));
-  tx.afterCommit(() => {
-    waiting.delete(change);
-    context.pending.push(sealCommitted(context.db, rows, ids));
-  });
+  tx.afterCommit(() => context.pending.push(sealCommitted(context.db, rows, ids)));
+  // A COMMIT that failed on its way may still land, with these intents: the sweep is armed for them.
+  tx.ifCommitUnknown(() => context.pending.push(enqueue({ kind: 'audit.seal' }, sweepDelaySeconds)));
 }
 
 /** Prepared once per connection, as the trail's own insert. */
@@ -276,13 +270,6 @@ const addIntentsSql = prepared(
   'logbook_audit_intents_add',
   'SELECT ids, failure FROM audit_intents_add(:entries::jsonb)',
 );
-
-/**
- * Per request (its `pending` list, which copies of its context share): the changes that wrote audit intents and whose
- * commit was not seen. Most rolled back, and their intents with them; but a COMMIT the database received and did not
- * answer in time commits after the request gave up, and its intents then wait for the sweep.
- */
-const uncommitted = new WeakMap<Promise<void>[], Set<object>>();
 
 async function spoolRows(rows: AuditRowInput[]): Promise<void> {
   for (const row of rows) await spoolAuditRow(row);
@@ -387,10 +374,4 @@ async function sealOneByOne(db: Db, after: string): Promise<{ sealed: number; la
 /** Awaits every write of the request; failures were already logged. */
 export async function flushAudit(context: AuditContext): Promise<void> {
   await Promise.allSettled(context.pending);
-  // A change whose commit was not seen (its COMMIT failed, or never answered) may have committed: the sweep is armed.
-  const unseen = uncommitted.get(context.pending);
-  if (unseen?.size) {
-    unseen.clear();
-    await enqueue({ kind: 'audit.seal' }, sweepDelaySeconds);
-  }
 }

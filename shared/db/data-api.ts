@@ -301,7 +301,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
       };
       // The session's pid, by which a statement that outlives its call is followed (continueAfterTimeout).
       let session: { pid: number } | undefined;
-      const { tx, committed } = openTx({
+      const { tx, committed, commitUnknown } = openTx({
         query: (sql, params) => inTurn(() => execute(sql, params, transactionId, session)),
         maxResultBytes,
       });
@@ -319,7 +319,10 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
           call(() =>
             client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }), bounded(true)),
           ),
-        );
+        ).catch((error: unknown) => {
+          commitUnknown();
+          throw error;
+        });
         committed();
         return result;
       } catch (error) {

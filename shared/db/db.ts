@@ -39,24 +39,37 @@ export interface Tx extends Db {
    * change owes after its commit (sealing its audit rows) hangs here, so it cannot run for a change that did not commit.
    */
   afterCommit(fn: () => void): void;
+  /**
+   * Calls `fn` when the COMMIT was sent and failed (a lost connection, a database that froze and never answered):
+   * the client cannot tell whether it committed, and the change may land after the caller was answered.
+   */
+  ifCommitUnknown(fn: () => void): void;
 }
 
-/** The Tx of an executor's transaction: its statements, and the calls to make once it has committed. */
-export function openTx(db: Omit<Db, 'transaction' | 'close'>): { tx: Tx; committed: () => void } {
-  const waiting: (() => void)[] = [];
+/** The Tx of an executor's transaction: its statements, and the calls to make once its COMMIT succeeded or failed. */
+export function openTx(db: Omit<Db, 'transaction' | 'close'>): {
+  tx: Tx;
+  committed: () => void;
+  commitUnknown: () => void;
+} {
+  const onCommit: (() => void)[] = [];
+  const onUnknown: (() => void)[] = [];
   const tx: Tx = {
     ...db,
     query: db.query,
     transaction: () => Promise.reject(new Error('nested transactions are not supported')),
     close: async () => undefined,
     afterCommit: (fn) => {
-      waiting.push(fn);
+      onCommit.push(fn);
+    },
+    ifCommitUnknown: (fn) => {
+      onUnknown.push(fn);
     },
   };
-  const committed = () => {
-    for (const fn of waiting.splice(0)) fn();
+  const run = (calls: (() => void)[]) => () => {
+    for (const fn of calls.splice(0)) fn();
   };
-  return { tx, committed };
+  return { tx, committed: run(onCommit), commitUnknown: run(onUnknown) };
 }
 
 const preparedNames = new Map<string, string>();

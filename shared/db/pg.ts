@@ -124,11 +124,14 @@ export function createPgDb(options: PgDbOptions): Db & { pool: pg.Pool } {
       let lost = lostConnections.get(client);
       try {
         await run(client, opts?.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation}` : 'BEGIN');
-        const { tx, committed } = openTx({ query: (sql, params) => run(client, sql, params) });
+        const { tx, committed, commitUnknown } = openTx({ query: (sql, params) => run(client, sql, params) });
         const result = await fn(tx);
         lost ??= lostConnections.get(client);
         if (lost) throw asConnectionFailure(lost);
-        await run(client, 'COMMIT');
+        await run(client, 'COMMIT').catch((error: unknown) => {
+          commitUnknown();
+          throw error;
+        });
         committed();
         return result;
       } catch (error) {
