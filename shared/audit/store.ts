@@ -160,20 +160,16 @@ export type AuditRowInput = Omit<AuditRow, 'id' | 'seq' | 'timestamp' | 'details
   details: Record<string, unknown>;
 };
 
-/** The columns of audit_entries a row sets, and the record type of an AuditRowInput read from JSON. */
-const entryColumns = `org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
-  resource_name, details, ip_address, user_agent, result, error_message`;
-const entryValues = `r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action,
-  r."resourceType", r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"`;
-const entryRecord = `r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type, "actorId" uuid, "actorEmail" text,
-  action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb, "ipAddress" text,
-  "userAgent" text, result audit_result, "errorMessage" text)`;
-
 /** Prepared once per connection: parsed once, and planned once after its first five runs. */
 const insertSql = prepared(
   'logbook_audit_insert',
-  `INSERT INTO audit_entries (${entryColumns})
-     SELECT ${entryValues} FROM jsonb_to_recordset(:rows::jsonb) AS ${entryRecord}
+  `INSERT INTO audit_entries (org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type, resource_id,
+                             resource_name, details, ip_address, user_agent, result, error_message)
+     SELECT r."orgId", coalesce(r.timestamp, now()), r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
+            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
+       FROM jsonb_to_recordset(:rows::jsonb) AS r("orgId" uuid, timestamp timestamptz, "actorType" audit_actor_type,
+            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text, details jsonb,
+            "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
      RETURNING id::text AS id, org_id::text AS "orgId", pos`,
 );
 
