@@ -16,6 +16,8 @@ import { routes as deviceGroups } from './device-groups/routes.ts';
 import { routes as eventLogs } from './event-logs/routes.ts';
 import { routes as hierarchy } from './hierarchy/routes.ts';
 import { routes as liveQuery } from './live-query/routes.ts';
+import { routes as monitoring } from './monitoring/routes.ts';
+import { routes as policies } from './policies/routes.ts';
 import { routes as posture } from './posture/routes.ts';
 import { routes as reconciliation } from './reconciliation/routes.ts';
 import { routes as scripts } from './scripts/routes.ts';
@@ -36,6 +38,8 @@ export const domainRoutes = {
   'event-logs': eventLogs,
   hierarchy,
   'live-query': liveQuery,
+  monitoring,
+  policies,
   posture,
   reconciliation,
   scripts,
@@ -55,6 +59,8 @@ export const routes = {
   ...eventLogs,
   ...hierarchy,
   ...liveQuery,
+  ...monitoring,
+  ...policies,
   ...posture,
   ...reconciliation,
   ...scripts,

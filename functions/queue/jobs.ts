@@ -3,6 +3,7 @@ import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { appDb } from '#shared/db/client.ts';
+import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -20,6 +21,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'audit.replay': (job) => replayQueuedAuditRow(appDb(), job as AuditReplayJob),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
+  // Armed by a heartbeat for when an offline monitor is due: judges it against the device's last heartbeat.
+  [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */
