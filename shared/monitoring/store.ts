@@ -207,7 +207,7 @@ export async function selectSamples(
     `SELECT m.volume, m.value, m.at AS timestamp FROM device_metric_samples m
       WHERE m.device_id = :deviceId::uuid AND m.metric = :metric::text AND (:volume::text IS NULL OR m.volume = :volume::text)
         AND m.at >= :from::timestamptz AND m.at < :to::timestamptz
-      ORDER BY m.at DESC LIMIT :limit::int`,
+      ORDER BY m.at DESC, m.volume DESC LIMIT :limit::int`,
     { deviceId, metric, volume, from, to, limit },
   );
   return rows.reverse();
