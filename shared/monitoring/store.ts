@@ -213,16 +213,28 @@ export async function selectSamples(
   return rows.reverse();
 }
 
-/** Deletes samples and check results older than each organization's retention (default 30 days): how many. */
-export async function pruneMonitoringData(db: Db, defaultDays: number): Promise<number> {
+/** Rows deleted per statement of the daily prune, so no statement holds a long lock or a huge WAL burst. */
+const pruneBatchRows = 50_000;
+
+/**
+ * Deletes samples and check results older than each organization's monitoring retention (default 30 days), in
+ * batches, until none is left or `signal` stops it: how many. Run by the daily retention run.
+ */
+export async function pruneMonitoringData(db: Db, defaultDays: number, signal?: AbortSignal): Promise<number> {
   let deleted = 0;
   for (const table of ['device_metric_samples', 'monitor_check_results']) {
-    const { rowCount } = await db.query(
-      `DELETE FROM ${table} x USING organizations o
-        WHERE o.id = x.org_id AND x.at < now() - coalesce(o.monitoring_retention_days, :defaultDays::int) * interval '1 day'`,
-      { defaultDays },
-    );
-    deleted += rowCount;
+    for (;;) {
+      if (signal?.aborted) return deleted;
+      const { rowCount } = await db.query(
+        `DELETE FROM ${table} WHERE ctid IN (
+           SELECT x.ctid FROM ${table} x JOIN organizations o ON o.id = x.org_id
+            WHERE x.at < now() - coalesce(o.monitoring_retention_days, :defaultDays::int) * interval '1 day'
+            LIMIT :batch::int)`,
+        { defaultDays, batch: pruneBatchRows },
+      );
+      deleted += rowCount;
+      if (rowCount < pruneBatchRows) break;
+    }
   }
   return deleted;
 }

@@ -139,3 +139,6 @@ GRANT SELECT, INSERT, UPDATE ON policies, policy_versions TO logbook_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON policy_assignments, policy_exemptions, monitor_states TO logbook_app;
 --> statement-breakpoint
 GRANT SELECT, INSERT, DELETE ON device_metric_samples, monitor_check_results TO logbook_app;
+--> statement-breakpoint
+-- The daily retention run prunes samples and check results past each organization's monitoring retention.
+GRANT SELECT, DELETE ON device_metric_samples, monitor_check_results TO logbook_audit_admin;

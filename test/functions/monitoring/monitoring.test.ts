@@ -1,5 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runRetention } from '#shared/audit/retention.ts';
 import { appDb } from '#shared/db/client.ts';
+import { createPgDb } from '#shared/db/pg.ts';
 import { runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
@@ -305,5 +307,33 @@ describe('backtest', () => {
         })
       ).status,
     ).toBe(404);
+  });
+});
+
+describe('retention', () => {
+  it("the daily run deletes samples and check results past the organization's retention, and keeps the rest", async () => {
+    const count = async (table: string) =>
+      (
+        await t.db.admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE device_id = :id::uuid`, {
+          id: device.deviceId,
+        })
+      ).rows[0]!.n;
+    const recent = await metrics([{ metric: 'memory.percent', value: 30, timestamp: new Date().toISOString() }]);
+    expect(recent.body.accepted).toBe(1);
+    const samplesBefore = await count('device_metric_samples');
+    const resultsBefore = await count('monitor_check_results');
+    // The test samples are of 2026-11-20; a retention of one day makes them old, the one of now stays.
+    await t.db.admin.query('UPDATE organizations SET monitoring_retention_days = 1 WHERE id = :id::uuid', {
+      id: tenant.orgId,
+    });
+    const auditAdmin = createPgDb({ connectionString: t.db.urls.auditAdmin, max: 1 });
+    try {
+      const run = await runRetention(auditAdmin, { integrityWatch: false });
+      expect(run.monitoringRowsDeleted).toBe(samplesBefore - 1 + resultsBefore);
+    } finally {
+      await auditAdmin.close();
+    }
+    expect(await count('device_metric_samples')).toBe(1);
+    expect(await count('monitor_check_results')).toBe(0);
   });
 });
