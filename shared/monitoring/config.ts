@@ -13,7 +13,7 @@ import * as store from './store.ts';
  */
 export async function getAgentConfig(db: Db, caller: AgentPrincipal, agentId: string) {
   const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', agent.orgId);
+  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring');
   if (!resolved) throw NotFound('Agent');
   return {
     configVersion: resolved.effective.configVersion,

@@ -199,7 +199,7 @@ export async function uploadMetrics(
   audit: AuditContext,
 ) {
   const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', agent.orgId);
+  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring');
   if (!resolved) throw NotFound('Agent');
   const { device, effective } = resolved;
   const now = Date.now();
@@ -290,7 +290,7 @@ export async function uploadCheckResults(
   audit: AuditContext,
 ) {
   const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', agent.orgId);
+  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring');
   if (!resolved) throw NotFound('Agent');
   const { device, effective } = resolved;
   const byKey = new Map(
@@ -383,7 +383,7 @@ export async function offlineAfterHeartbeat(
   orgId: string,
   audit: AuditContext,
 ): Promise<string | undefined> {
-  const resolved = await effectivePoliciesOf(db, deviceId, 'monitoring', orgId);
+  const resolved = await effectivePoliciesOf(db, deviceId, 'monitoring');
   if (!resolved) return undefined;
   const offline = resolved.effective.items.filter((e) => e.item.type === 'offline');
   if (offline.length > 0) {
@@ -439,7 +439,7 @@ export async function judgeOffline(
       await store.lockDevice(tx, deviceId);
       const seen = await store.selectLastSeen(tx, deviceId);
       if (!seen) return;
-      const resolved = await effectivePoliciesOf(tx, deviceId, 'monitoring', seen.orgId);
+      const resolved = await effectivePoliciesOf(tx, deviceId, 'monitoring');
       if (!resolved) return;
       const states = new Map((await store.selectStates(tx, deviceId, itemKeys)).map((s) => [s.itemKey, s]));
       const now = new Date();
