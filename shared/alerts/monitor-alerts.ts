@@ -1,5 +1,6 @@
 import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
+import { closeTicketOf } from './alerts.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import { bindNewAlert } from './raise.ts';
 import type { Severity } from './schemas.ts';
@@ -101,18 +102,7 @@ export async function resolveMonitorAlert(
       ...reason,
     },
   });
-  if (row.binding.ticketId) {
-    const closed = await store.closeTicket(tx, row.binding.ticketId);
-    if (closed)
-      await auditChange(tx, audit, {
-        orgId: row.orgId,
-        action: 'ticket.close',
-        resourceType: 'ticket',
-        resourceId: row.binding.ticketId,
-        resourceName: `#${closed.number}`,
-        details: { alertId: row.id, before: { status: 'open' }, after: { status: 'closed' } },
-      });
-  }
+  await closeTicketOf(tx, audit, row);
   if (row.binding.integrationId)
     after.push({ alert: row, event: 'alert.resolved', integrationId: row.binding.integrationId });
 }

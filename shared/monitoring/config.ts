@@ -1,12 +1,10 @@
-import { deviceOfAgent } from '../agents/log-access.ts';
 import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
-import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
-import { effectivePoliciesOf } from '../policies/effective.ts';
+import { monitoringOfAgent } from './evaluate.ts';
 import * as store from './store.ts';
 import { monitoringRetentionDays } from './store.ts';
 
@@ -15,12 +13,10 @@ import { monitoringRetentionDays } from './store.ts';
  * the agent fetches again only when it changed (and keeps working from its last config while offline).
  */
 export async function getAgentConfig(db: Db, caller: AgentPrincipal, agentId: string) {
-  const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring');
-  if (!resolved) throw NotFound('Agent');
+  const { effective } = await monitoringOfAgent(db, caller, agentId);
   return {
-    configVersion: resolved.effective.configVersion,
-    monitoring: resolved.effective.items.map((e) => ({ ...e.item, policyId: e.origin.policyId })),
+    configVersion: effective.configVersion,
+    monitoring: effective.items.map((e) => ({ ...e.item, policyId: e.origin.policyId })),
   };
 }
 
