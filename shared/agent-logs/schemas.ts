@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { agentTimestamp, jsonObject, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { enumList, levelList, optionalParam } from '../request-values.ts';
+import { levelList, optionalParam } from '../request-values.ts';
 
 /** The levels of a diagnostic log entry. */
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;

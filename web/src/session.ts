@@ -13,6 +13,17 @@ export function takeTokenFromFragment(): string | undefined {
   return token;
 }
 
+/**
+ * Signs in with a token a sign-in link brings to a tab already open on the page: following the link changes only
+ * the fragment, which reloads nothing.
+ */
+export function signInOnFragmentToken(signIn: (token: string) => void): void {
+  window.addEventListener('hashchange', () => {
+    const token = takeTokenFromFragment();
+    if (token) signIn(token);
+  });
+}
+
 export function storedToken(): string | undefined {
   try {
     return sessionStorage.getItem(storageKey) ?? undefined;
