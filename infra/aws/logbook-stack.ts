@@ -140,6 +140,7 @@ export class LogbookStack extends Stack {
       JWT_ISSUER: settings.jwtIssuer,
       JWT_AUDIENCE: settings.jwtAudience,
       ...(settings.jwtJwksUrl && { JWT_JWKS_URL: settings.jwtJwksUrl }),
+      ...jwtClaimEnvironment(settings),
       TRUST_PROXY_HEADERS: String(settings.trustProxyHeaders),
     };
     const apiFunction = (
@@ -476,4 +477,16 @@ export class LogbookStack extends Stack {
         'See which function in the Lambda console; raise liveQueryConcurrency or agentChannelConcurrency, or ask AWS for a higher concurrency quota.',
     });
   }
+}
+
+/** The claim-name settings that are set, as the functions read them (shared/auth/jwt.ts). */
+function jwtClaimEnvironment(settings: LogbookSettings): Record<string, string> {
+  const variables = {
+    JWT_CLAIM_ROLE: settings.jwtClaimRole,
+    JWT_CLAIM_PARTNER_ID: settings.jwtClaimPartnerId,
+    JWT_CLAIM_ORG_IDS: settings.jwtClaimOrgIds,
+    JWT_CLAIM_SCOPE: settings.jwtClaimScope,
+    JWT_CLAIM_USER_ID: settings.jwtClaimUserId,
+  };
+  return Object.fromEntries(Object.entries(variables).filter((entry): entry is [string, string] => !!entry[1]));
 }

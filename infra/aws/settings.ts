@@ -11,6 +11,15 @@ export interface LogbookSettings {
   allowNoUserAuth: boolean;
   jwtIssuer: string;
   jwtAudience: string;
+  /**
+   * The claims of the identity provider's tokens that carry Logbook's role, partner id, organization id(s), scope
+   * and user id (docs/operations.md "Identity"); unset: `role`, `partnerId`, `orgId`, `scope`, `sub`.
+   */
+  jwtClaimRole?: string;
+  jwtClaimPartnerId?: string;
+  jwtClaimOrgIds?: string;
+  jwtClaimScope?: string;
+  jwtClaimUserId?: string;
   /** Take the client IP from X-Forwarded-For: only behind a proxy that sets it. */
   trustProxyHeaders: boolean;
   /** ARN of a Secrets Manager secret holding the agents' enrollment secret; enrollment needs none without it. */
@@ -106,6 +115,11 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'jwtJwksUrl',
     'jwtIssuer',
     'jwtAudience',
+    'jwtClaimRole',
+    'jwtClaimPartnerId',
+    'jwtClaimOrgIds',
+    'jwtClaimScope',
+    'jwtClaimUserId',
     'trustProxyHeaders',
     'agentEnrollmentSecretArn',
     'viewer',
