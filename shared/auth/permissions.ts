@@ -23,6 +23,8 @@ export const permissions = [
   'alerts:read',
   'alerts:manage',
   'integrations:manage',
+  // The users API: a partner's (or an organization's) people and their roles.
+  'users:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -58,7 +60,14 @@ const technician: Permission[] = [
   'scripts:run',
   'alerts:manage',
 ];
-const admin: Permission[] = [...technician, 'orgs:write', 'api-keys:manage', 'audit:manage', 'integrations:manage'];
+const admin: Permission[] = [
+  ...technician,
+  'orgs:write',
+  'api-keys:manage',
+  'audit:manage',
+  'integrations:manage',
+  'users:manage',
+];
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {
   platform_admin: permissions,
