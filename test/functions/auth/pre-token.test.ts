@@ -30,11 +30,7 @@ const invite = (body: Record<string, unknown>) =>
 describe('the Cognito pre-token-generation trigger', () => {
   it("puts the role, scope, partner and organization of the user's record into both tokens", async () => {
     const user = await invite({ email: 'viewer@pool.example', role: 'org_viewer', orgId: tenant.orgId });
-    const event = (await handler(
-      tokenEvent('Viewer@Pool.example'),
-      {} as never,
-      () => undefined,
-    )) as PreTokenGenerationV2TriggerEvent;
+    const event = (await handler(tokenEvent('Viewer@Pool.example'))) as PreTokenGenerationV2TriggerEvent;
     const claims = {
       role: 'org_viewer',
       scope: 'organization',
@@ -54,11 +50,7 @@ describe('the Cognito pre-token-generation trigger', () => {
 
   it('gives a partner user partner scope and no organization', async () => {
     await invite({ email: 'tech@pool.example', role: 'partner_technician' });
-    const event = (await handler(
-      tokenEvent('tech@pool.example'),
-      {} as never,
-      () => undefined,
-    )) as PreTokenGenerationV2TriggerEvent;
+    const event = (await handler(tokenEvent('tech@pool.example'))) as PreTokenGenerationV2TriggerEvent;
     expect(event.response.claimsAndScopeOverrideDetails.idTokenGeneration?.claimsToAddOrOverride).toMatchObject({
       role: 'partner_technician',
       scope: 'partner',
