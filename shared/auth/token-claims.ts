@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
-import { selectUserByEmail } from './user-store.ts';
 import { isOrganizationRole } from './user-schemas.ts';
+import { selectUserByEmail } from './user-store.ts';
 
 /** The claim that carries the Logbook user id in the tokens of Logbook's own user pool (JWT_CLAIM_USER_ID). */
 export const userIdClaim = 'logbookUserId';

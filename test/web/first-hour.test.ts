@@ -120,8 +120,10 @@ describe.runIf(browserAvailable())('the pages of the first hour, at desktop and 
 
       const viewer = await open('/');
       await viewer.getByRole('heading', { name: 'Sign in' }).waitFor();
-      await viewer.goto(`${site.url}/#token=${token}`);
+      // As a hosted sign-in page returns: #id_token=…&token_type=Bearer.
+      await viewer.goto(`${site.url}/#id_token=${token}&token_type=Bearer&expires_in=3600`);
       await viewer.getByRole('button', { name: 'Sign out' }).waitFor();
+      expect(new URL(viewer.url()).hash).toBe('');
     });
 
     it('the audit viewer says why an inverted date range matches nothing', async () => {

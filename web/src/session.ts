@@ -1,13 +1,14 @@
 /**
  * The signed-in token. Kept in sessionStorage: it survives reloads and Back, and is gone when the tab closes.
  * `npm start` prints a link carrying the demo token in the fragment (#token=…), which never reaches a server;
- * the page takes it from there and removes it from the address bar.
+ * the page takes it from there (or the #id_token=… a hosted sign-in page returns) and removes it from the address bar.
  */
 const storageKey = 'logbook.viewer.token';
 
 export function takeTokenFromFragment(): string | undefined {
   const fragment = new URLSearchParams(location.hash.slice(1));
-  const token = fragment.get('token');
+  // id_token: what a hosted sign-in page (the stack's Cognito user pool) returns to the page.
+  const token = fragment.get('token') ?? fragment.get('id_token');
   if (!token) return undefined;
   history.replaceState(history.state, '', `${location.pathname}${location.search}`);
   return token;
