@@ -64,15 +64,38 @@ export interface IssueDetail {
   code: string;
 }
 
-export function issueDetails(error: z.ZodError, location?: string): IssueDetail[] {
+export function issueDetails(error: z.ZodError, location?: string, input?: unknown): IssueDetail[] {
   const path = (...parts: PropertyKey[]) => [...(location ? [location] : []), ...parts.map(String)].join('.');
   return error.issues.flatMap((issue): IssueDetail[] =>
     // An unknown field is named in the path, like any other field at fault.
     issue.code === 'unrecognized_keys'
       ? issue.keys.map((key) => ({ path: path(...issue.path, key), message: `Unknown field ${key}`, code: issue.code }))
-      : [{ path: path(...issue.path), message: issue.message, code: issue.code }],
+      : [
+          {
+            path: path(...issue.path),
+            message: missingMessage(issue, location, input) ?? issue.message,
+            code: issue.code,
+          },
+        ],
   );
 }
+
+/** What a missing field or parameter is called where it is missing. */
+const missingNouns: Record<string, string> = { query: 'query parameter', params: 'path parameter', body: 'field' };
+
+/** "Missing query parameter q" for a required value that is absent from `input`; undefined for any other issue. */
+function missingMessage(issue: z.core.$ZodIssue, location: string | undefined, input: unknown): string | undefined {
+  if (issue.code !== 'invalid_type' || issue.path.length === 0 || input === undefined) return undefined;
+  let value: unknown = input;
+  for (const key of issue.path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  if (value !== undefined) return undefined;
+  const name = issue.path.map(String).join('.');
+  return `Missing ${missingNouns[location ?? ''] ?? 'field'} ${name}`;
+}
+
 /** Scripts: another live script of the library has this name. */
 export const NameConflict = (name: string) =>
   new DomainError('NAME_CONFLICT', `A script named ${JSON.stringify(name)} already exists in this library`);

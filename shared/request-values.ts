@@ -48,15 +48,22 @@ function admitEmpty({ jsonSchema }: { jsonSchema: Record<string, unknown> }) {
 export const optionalParam = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional()).meta({ override: admitEmpty });
 
-/** A comma-separated list of enum values in one query parameter (`level=warn,error`), deduplicated; empty: no filter. */
-export function enumList<const T extends readonly [string, ...string[]]>(values: T) {
+/**
+ * A comma-separated list of enum values in one query parameter (`level=warn,error`), deduplicated; empty: no filter.
+ * `read` turns each item into the value it stands for (a level's alias into the level).
+ */
+export function enumList<const T extends readonly [string, ...string[]]>(
+  values: T,
+  read: (item: string) => string = (item) => item,
+  note = '',
+) {
   const list = optionalParam(
     z
       .string()
-      .transform((text) => [...new Set(text.split(','))])
+      .transform((text) => [...new Set(text.split(',').map(read))])
       .pipe(z.array(z.enum(values))),
   ).meta({
-    description: `One or more of ${values.join(', ')}, comma-separated`,
+    description: `One or more of ${values.join(', ')}, comma-separated${note}`,
     param: { style: 'form', explode: false },
     override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
       for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
@@ -72,3 +79,31 @@ export function enumList<const T extends readonly [string, ...string[]]>(values:
  * (unique names compare equal, and the stored text is the composed form).
  */
 export const nameText = (max: number) => z.string().trim().normalize('NFC').min(1).max(max);
+
+/** The names other log types give a level: each log type answers in its own words and reads the others' too. */
+const levelAliases: Record<string, readonly string[]> = {
+  warn: ['warning'],
+  warning: ['warn'],
+  info: ['information'],
+  information: ['info'],
+};
+
+/** A level as `levels` names it: itself when it is one of them, else its alias there (`warn` → `warning`). */
+export const levelIn =
+  (levels: readonly string[]) =>
+  (text: string): string => {
+    const level = text.trim().toLowerCase();
+    return levels.includes(level) ? level : (levelAliases[level]?.find((alias) => levels.includes(alias)) ?? text);
+  };
+
+const aliasNote = ' (also read: warn or warning, info or information)';
+
+/** A filter by one or more levels of a log type, comma-separated, reading the other log types' names for them. */
+export const levelList = <const T extends readonly [string, ...string[]]>(levels: T) =>
+  enumList(levels, levelIn(levels), aliasNote);
+
+/** A filter by one level of a log type, reading the other log types' names for it. */
+export const levelParam = <const T extends readonly [string, ...string[]]>(levels: T) =>
+  optionalParam(z.preprocess((v) => (typeof v === 'string' ? levelIn(levels)(v) : v), z.enum(levels))).meta({
+    description: `One of ${levels.join(', ')}${aliasNote}`,
+  });

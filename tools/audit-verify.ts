@@ -28,7 +28,7 @@ const usage = `Usage:
   npm run audit:verify -- --file <export.json> [--public-key <key.pem>]
 
   --org <orgId>     verify the organization's chain in the database: DATABASE_URL if set, else the
-                    embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329)
+                    embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT, else .data/postgres.port)
   --from, --to      only the rows timestamped in this range, and the links around them (ISO 8601; without an
                     offset UTC; a date alone is from the start / to the end of that UTC day)
   --progress        show the progress line even when stderr is not a terminal

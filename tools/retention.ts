@@ -30,7 +30,7 @@ const usage = `Usage:
   --progress         show the progress line even when stderr is not a terminal
 
   Database: AUDIT_ADMIN_DATABASE_URL; else the logbook_audit_admin login derived from DATABASE_URL;
-  else the embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT or 54329).
+  else the embedded database of a running \`npm start\` (127.0.0.1, port EMBEDDED_PG_PORT, else .data/postgres.port).
 
 Exit status: 0 done, 2 usage error or failure.`;
 

@@ -4,7 +4,7 @@
  *   LOGBOOK_ENROLLMENT_KEY / LOGBOOK_ENROLLMENT_SECRET. Exits 0 enrolled (or agent.yaml already there), 2 refused,
  *   3 server unreachable, 1 anything else.
  *
- * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001]
+ * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001, by default --url's port + 1]
  *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]
  *   [--posture 'rmm/Datto RMM=active,remote-access/TeamViewer=installed' | --posture none]`
  *
@@ -19,6 +19,7 @@ import { startAgent } from './agent.ts';
 import { generateEventStore } from './event-store.ts';
 import { EnrollmentRefused, enroll, readIdentity, ServerUnreachable, writeIdentity } from './identity.ts';
 import { defaultMachine } from './monitoring.ts';
+import { wsUrlBeside } from './ws-url.ts';
 
 const agentVersion = '2.4.1-sim';
 
@@ -42,15 +43,6 @@ const { values: args, positionals } = parseArgs({
   strict: true,
   allowPositionals: true,
 });
-
-/** The WebSocket API beside the HTTP API: the same host, WS_PORT (3001 by default). */
-function defaultWsUrl(server: string): string {
-  const url = new URL(server);
-  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  url.port = process.env.WS_PORT ?? '3001';
-  url.pathname = '/';
-  return url.toString().replace(/\/$/, '');
-}
 
 async function main() {
   if (positionals.length > 0 && positionals.join(' ') !== 'enroll')
@@ -81,7 +73,7 @@ async function main() {
     );
   }
   if (positionals[0] === 'enroll') return;
-  const wsUrl = args['ws-url'] ?? defaultWsUrl(server);
+  const wsUrl = args['ws-url'] ?? wsUrlBeside(server);
   const heartbeatSeconds = Number(args['heartbeat-seconds']);
   if (!(heartbeatSeconds > 0)) throw new Error('--heartbeat-seconds takes a positive number');
   const agent = startAgent({

@@ -24,6 +24,7 @@ import {
   writeDispatchEntry,
 } from './functions.ts';
 import { RestApi } from './http-api.ts';
+import { CognitoIdentity } from './identity.ts';
 import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
 import { checkSettings, type LogbookSettings, settingsFromContext } from './settings.ts';
@@ -117,6 +118,8 @@ export class LogbookStack extends Stack {
   readonly retention: LogbookFunction;
   readonly anchorKey: AnchorKey;
   readonly viewer?: Viewer;
+  /** The stack's own user pool (`identity: "cognito"`). */
+  readonly identity?: CognitoIdentity;
   readonly alarms: Alarms;
   /** Where the daily run's event goes when all its attempts failed (docs/operations.md "Re-running a failed day"). */
   readonly retentionFailures: Queue;
@@ -135,11 +138,20 @@ export class LogbookStack extends Stack {
     const database = this.database;
     this.anchorKey = new AnchorKey(this, 'AnchorKey', { generation: settings.anchorKeyGeneration, logRetention });
 
+    if (settings.identity === 'cognito')
+      this.identity = new CognitoIdentity(this, 'Identity', {
+        database,
+        logRetention,
+        domainPrefix: settings.cognitoDomainPrefix,
+      });
     const apiEnvironment: Record<string, string> = {
       ...database.connection(database.appSecret, 'APP_DB_SECRET_ARN'),
       JWT_ISSUER: settings.jwtIssuer,
       JWT_AUDIENCE: settings.jwtAudience,
       ...(settings.jwtJwksUrl && { JWT_JWKS_URL: settings.jwtJwksUrl }),
+      ...jwtClaimEnvironment(settings),
+      // The stack's own user pool, when it has one, names the identity provider and the claim of the user id.
+      ...this.identity?.jwtEnvironment(),
       TRUST_PROXY_HEADERS: String(settings.trustProxyHeaders),
     };
     const apiFunction = (
@@ -251,6 +263,7 @@ export class LogbookStack extends Stack {
         apiDomainName: settings.apiDomainName,
       });
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
+    this.identity?.allowSignInTo(corsOrigins.map((origin) => `${origin}/`));
     this.restApi = new RestApi(this, 'RestApi', {
       routes: Object.fromEntries(Object.keys(served).map((key) => [key, { handler: key }])),
       defaultRoute: { handler: '$default' },
@@ -321,6 +334,17 @@ export class LogbookStack extends Stack {
       value: this.restApi.url,
     });
     if (this.viewer) new CfnOutput(this, 'ViewerUrl', { description: 'The audit viewer', value: this.viewer.url });
+    if (this.identity) {
+      new CfnOutput(this, 'UserPoolId', {
+        description: 'The Cognito user pool of the users (invite them with POST /users and AdminCreateUser)',
+        value: this.identity.userPool.userPoolId,
+      });
+      if (this.viewer)
+        new CfnOutput(this, 'SignInUrl', {
+          description: 'The hosted sign-in page, returning to the web pages',
+          value: this.identity.signInUrl(this.viewer.url),
+        });
+    }
     new CfnOutput(this, 'AuditAnchorKeyId', {
       description: 'Id of the key that signs the audit anchors (keep its public key when rotating)',
       value: this.anchorKey.keyId,
@@ -476,4 +500,16 @@ export class LogbookStack extends Stack {
         'See which function in the Lambda console; raise liveQueryConcurrency or agentChannelConcurrency, or ask AWS for a higher concurrency quota.',
     });
   }
+}
+
+/** The claim-name settings that are set, as the functions read them (shared/auth/jwt.ts). */
+function jwtClaimEnvironment(settings: LogbookSettings): Record<string, string> {
+  const variables = {
+    JWT_CLAIM_ROLE: settings.jwtClaimRole,
+    JWT_CLAIM_PARTNER_ID: settings.jwtClaimPartnerId,
+    JWT_CLAIM_ORG_IDS: settings.jwtClaimOrgIds,
+    JWT_CLAIM_SCOPE: settings.jwtClaimScope,
+    JWT_CLAIM_USER_ID: settings.jwtClaimUserId,
+  };
+  return Object.fromEntries(Object.entries(variables).filter((entry): entry is [string, string] => !!entry[1]));
 }

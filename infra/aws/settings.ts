@@ -5,12 +5,28 @@ import type { Node } from 'constructs';
  * `context` in cdk.json) or as stack props. docs/operations.md lists them.
  */
 export interface LogbookSettings {
+  /**
+   * `cognito`: the stack's own Cognito user pool signs the users in (infra/aws/identity.ts) and the jwt* settings
+   * follow from it; unset: your own OpenID Connect provider, named by the jwt* settings.
+   */
+  identity?: 'cognito';
+  /** The prefix of the hosted sign-in page's domain (`<prefix>.auth.<region>.amazoncognito.com`); default logbook-<account>. */
+  cognitoDomainPrefix?: string;
   /** Identity provider: the JWKS that signs user tokens, their issuer and audience. */
   jwtJwksUrl?: string;
   /** Synthesize without `jwtJwksUrl` (no user token is then accepted): only for agent-only test stages. */
   allowNoUserAuth: boolean;
   jwtIssuer: string;
   jwtAudience: string;
+  /**
+   * The claims of the identity provider's tokens that carry Logbook's role, partner id, organization id(s), scope
+   * and user id (docs/operations.md "Identity"); unset: `role`, `partnerId`, `orgId`, `scope`, `sub`.
+   */
+  jwtClaimRole?: string;
+  jwtClaimPartnerId?: string;
+  jwtClaimOrgIds?: string;
+  jwtClaimScope?: string;
+  jwtClaimUserId?: string;
   /** Take the client IP from X-Forwarded-For: only behind a proxy that sets it. */
   trustProxyHeaders: boolean;
   /** ARN of a Secrets Manager secret holding the agents' enrollment secret; enrollment needs none without it. */
@@ -103,9 +119,16 @@ function read(node: Node, key: keyof LogbookSettings): unknown {
 
 export function settingsFromContext(node: Node): LogbookSettings {
   const keys: (keyof LogbookSettings)[] = [
+    'identity',
+    'cognitoDomainPrefix',
     'jwtJwksUrl',
     'jwtIssuer',
     'jwtAudience',
+    'jwtClaimRole',
+    'jwtClaimPartnerId',
+    'jwtClaimOrgIds',
+    'jwtClaimScope',
+    'jwtClaimUserId',
     'trustProxyHeaders',
     'agentEnrollmentSecretArn',
     'viewer',
@@ -141,6 +164,10 @@ export function settingsFromContext(node: Node): LogbookSettings {
     throw new Error('context maxCapacityAcu must be 1 to 256 in steps of 0.5');
   if (settings.autoPauseMinutes < 5 || settings.autoPauseMinutes > 1440)
     throw new Error('context autoPauseMinutes must be 5 to 1440');
+  if (settings.identity !== undefined && settings.identity !== 'cognito')
+    throw new Error(
+      `context identity must be cognito (or unset, for your own identity provider), not ${settings.identity}`,
+    );
   if (!Number.isInteger(settings.anchorKeyGeneration) || settings.anchorKeyGeneration < 1)
     throw new Error('context anchorKeyGeneration must be a whole number from 1');
   return settings;
@@ -151,9 +178,13 @@ export function settingsFromContext(node: Node): LogbookSettings {
  * Checked on the merged settings (context and props alike).
  */
 export function checkSettings(settings: LogbookSettings): void {
-  if (!settings.jwtJwksUrl && !settings.allowNoUserAuth)
+  if (settings.identity !== undefined && settings.identity !== 'cognito')
     throw new Error(
-      'Set jwtJwksUrl (cdk deploy -c jwtJwksUrl=https://<your identity provider>/.well-known/jwks.json): without it no user token is accepted and every user route fails. For an agent-only test stage, deploy with -c allowNoUserAuth=true.',
+      `identity must be cognito (or unset, for your own identity provider), not ${String(settings.identity)}`,
+    );
+  if (!settings.jwtJwksUrl && settings.identity !== 'cognito' && !settings.allowNoUserAuth)
+    throw new Error(
+      "Set jwtJwksUrl (cdk deploy -c jwtJwksUrl=https://<your identity provider>/.well-known/jwks.json), or -c identity=cognito for a user pool of the stack's own: without it no user token is accepted and every user route fails. For an agent-only test stage, deploy with -c allowNoUserAuth=true.",
     );
   for (const [name, value] of [
     ['liveQueryConcurrency', settings.liveQueryConcurrency],

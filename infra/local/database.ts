@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { migrate } from '#shared/db/migrate.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins, type RolePasswords, roleNames, withCredentials } from '#shared/db/roles.ts';
@@ -5,8 +6,18 @@ import { grantRoleLogins, type RolePasswords, roleNames, withCredentials } from 
 /** The superuser password of an embedded PostgreSQL (infra/local/embedded-postgres.ts). */
 export const embeddedPassword = 'logbook-local';
 
-/** The port of `npm start`'s embedded PostgreSQL: EMBEDDED_PG_PORT or 54329. */
-export const devServerPort = () => Number(process.env.EMBEDDED_PG_PORT ?? 54329);
+/** Where a running `npm start` keeps its embedded PostgreSQL's port, so the operator tools find it by themselves. */
+export const embeddedPortFile = '.data/postgres.port';
+
+/**
+ * The port of `npm start`'s embedded PostgreSQL: EMBEDDED_PG_PORT, else the port a running (or crashed) `npm start`
+ * wrote to .data/postgres.port, else 54329.
+ */
+export function devServerPort(): number {
+  if (process.env.EMBEDDED_PG_PORT) return Number(process.env.EMBEDDED_PG_PORT);
+  const written = existsSync(embeddedPortFile) ? Number(readFileSync(embeddedPortFile, 'utf8').trim()) : Number.NaN;
+  return Number.isInteger(written) && written > 0 ? written : 54329;
+}
 
 /** Superuser connection string of an embedded PostgreSQL on this port (by default `npm start`'s). */
 export const embeddedUrl = (port = devServerPort()) =>

@@ -4,7 +4,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { startAgent } from '#demo/agent/agent.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
 import { defaultMachine } from '#demo/agent/monitoring.ts';
@@ -24,7 +24,15 @@ import { pruneMonitoringData } from '#shared/monitoring/store.ts';
 import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
 import { fileAuditSpool } from './audit-file-spool.ts';
 import { useLocalDataApi } from './data-api-server.ts';
-import { devServerPort, type LocalRole, prepareDatabase, roleUrls, roleUrlVariables } from './database.ts';
+import { embeddedDatabaseUnreachable } from './data-directory.ts';
+import {
+  devServerPort,
+  embeddedPortFile,
+  type LocalRole,
+  prepareDatabase,
+  roleUrls,
+  roleUrlVariables,
+} from './database.ts';
 import { type RunningPostgres, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { startHttpGateway } from './http-gateway.ts';
 import { loadWebSite } from './web-site.ts';
@@ -32,7 +40,8 @@ import { startWsGateway, useLocalManagementApi } from './ws-gateway.ts';
 
 const dataDir = '.data';
 const port = Number(process.env.PORT ?? 3000);
-const wsPort = Number(process.env.WS_PORT ?? 3001);
+// The WebSocket API listens beside the HTTP API, one port up unless WS_PORT says otherwise (the agent counts on it).
+const wsPort = Number(process.env.WS_PORT ?? port + 1);
 // Unset: every interface, IPv6 and IPv4 where the host has IPv6, IPv4 alone where it has not.
 const host = process.env.HOST || undefined;
 
@@ -135,12 +144,19 @@ function scheduleRetention(): () => Promise<void> {
 }
 
 async function main() {
+  let adminUrl = process.env.DATABASE_URL;
+  const unreachable = adminUrl ? undefined : embeddedDatabaseUnreachable(`${dataDir}/postgres`);
+  if (unreachable) {
+    console.error(unreachable);
+    process.exit(1);
+  }
   // The audit viewer builds (esbuild, in memory) while the database starts.
   const site = loadWebSite();
   let embedded: RunningPostgres | undefined;
-  let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
-    embedded = await startEmbeddedPostgres({ dir: `${dataDir}/postgres`, port: devServerPort(), log: console.error });
+    const embeddedPort = devServerPort();
+    embedded = await startEmbeddedPostgres({ dir: `${dataDir}/postgres`, port: embeddedPort, log: console.error });
+    writeFileSync(embeddedPortFile, `${embeddedPort}\n`);
     adminUrl = embedded.url;
   }
   // Only the roles whose connection is derived here get the local login; a given URL keeps its password.
@@ -243,7 +259,10 @@ Try
     await stopSpool();
     await closeAppDb();
     await dataApi?.close();
-    await embedded?.stop();
+    if (embedded) {
+      await embedded.stop();
+      rmSync(embeddedPortFile, { force: true });
+    }
     process.exit(0);
   };
   // embedded-postgres's exit hook would end the process (code 130) a few milliseconds after the signal, racing

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { agentTimestamp, jsonObject, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { enumList, optionalParam } from '../request-values.ts';
+import { levelList, optionalParam } from '../request-values.ts';
 
 /** The levels of a diagnostic log entry. */
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
@@ -50,7 +50,7 @@ export const logsReceipt = z
 
 export const diagnosticLogsQuery = z.object({
   ...pageQuery({ defaultLimit: 50, maxLimit: 1000 }),
-  level: enumList(logLevels),
+  level: levelList(logLevels),
   component: optionalParam(z.string().max(100)).meta({ description: 'Exact component' }),
   since: queryInstant('Entries at or after this time'),
   until: queryInstant('Entries at or before this time'),

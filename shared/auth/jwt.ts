@@ -47,6 +47,49 @@ export const userClaims = z
   );
 export type UserClaims = z.input<typeof userClaims>;
 
+/**
+ * Where a token carries Logbook's claims: the names are settings (JWT_CLAIM_ROLE, JWT_CLAIM_PARTNER_ID,
+ * JWT_CLAIM_ORG_IDS, JWT_CLAIM_SCOPE, JWT_CLAIM_USER_ID), so that an identity provider's own claims serve (Entra ID's
+ * app roles in `roles` and its object id in `oid`, an Auth0 action's namespaced `https://…/partnerId`). Unset:
+ * Logbook's own names.
+ */
+export function claimNames() {
+  return {
+    userId: process.env.JWT_CLAIM_USER_ID || 'sub',
+    role: process.env.JWT_CLAIM_ROLE || 'role',
+    partnerId: process.env.JWT_CLAIM_PARTNER_ID || 'partnerId',
+    orgIds: process.env.JWT_CLAIM_ORG_IDS || 'orgId',
+    scope: process.env.JWT_CLAIM_SCOPE || 'scope',
+  };
+}
+
+/**
+ * A claim's one value: itself, or from a list (app roles, groups) the one entry that `fits` (a Logbook role, an
+ * id); a list holding several that fit is ambiguous and reads as none.
+ */
+function oneOf(value: unknown, fits: (item: string) => boolean): unknown {
+  if (!Array.isArray(value)) return value;
+  const fitting = [...new Set(value.filter((item): item is string => typeof item === 'string' && fits(item)))];
+  return fitting.length === 1 ? fitting[0] : undefined;
+}
+
+const isRole = (item: string) => (userRoles as readonly string[]).includes(item);
+const isUuid = (item: string) => z.uuid().safeParse(item).success;
+const isScope = (item: string) => ['platform', 'partner', 'organization'].includes(item);
+
+/** The token's claims under Logbook's names, read from where the settings say the provider puts them. */
+export function logbookClaims(payload: Record<string, unknown>): Record<string, unknown> {
+  const names = claimNames();
+  return {
+    ...payload,
+    sub: payload[names.userId],
+    role: oneOf(payload[names.role], isRole),
+    partnerId: oneOf(payload[names.partnerId], isUuid),
+    orgId: oneOf(payload[names.orgIds], isUuid),
+    scope: oneOf(payload[names.scope], isScope),
+  };
+}
+
 interface Verifier {
   key: Uint8Array | JWTVerifyGetKey;
   algorithms: string[];
@@ -88,7 +131,7 @@ export function resetJwtVerifier(): void {
  */
 export async function verifyUserToken(token: string): Promise<Principal> {
   const { key, algorithms, issuer, audience } = getVerifier();
-  let payload: unknown;
+  let payload: Record<string, unknown>;
   try {
     ({ payload } = await jwtVerify(token, key as Uint8Array, {
       algorithms,
@@ -103,7 +146,7 @@ export async function verifyUserToken(token: string): Promise<Principal> {
     }
     throw Unauthenticated('Invalid or expired token');
   }
-  const claims = userClaims.safeParse(payload);
+  const claims = userClaims.safeParse(logbookClaims(payload));
   if (!claims.success) throw Unauthenticated('Token claims are invalid');
   const c = claims.data;
   return {

@@ -26,6 +26,8 @@ export const permissions = [
   // Policies (monitoring, patching, automation), their assignments and exemptions.
   'policies:read',
   'policies:write',
+  // The users API: a partner's (or an organization's) people and their roles.
+  'users:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -76,6 +78,7 @@ const admin: Permission[] = [
   'audit:manage',
   'integrations:manage',
   'policies:write',
+  'users:manage',
 ];
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {

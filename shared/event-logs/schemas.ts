@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { agentTimestamp, jsonObject, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { enumList, optionalParam } from '../request-values.ts';
+import { enumList, levelList, optionalParam } from '../request-values.ts';
 
 /** The levels of a device event. */
 export const eventLevels = ['info', 'warning', 'error', 'critical'] as const;
@@ -52,7 +52,7 @@ export const eventsReceipt = z
 export const eventLogsQuery = z.object({
   ...pageQuery({ defaultLimit: 50, maxLimit: 500 }),
   category: enumList(eventCategories),
-  level: enumList(eventLevels),
+  level: levelList(eventLevels),
   source: optionalParam(z.string().max(255)).meta({ description: 'Exact source' }),
   startDate: queryInstant('Events at or after this time'),
   endDate: queryInstant('Events at or before this time'),

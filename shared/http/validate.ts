@@ -64,7 +64,11 @@ function parse(schema: z.ZodType | undefined, value: unknown, location: string):
   const issues = textIssues(value, location);
   if (issues.length > 0) throw ValidationFailed(`Invalid ${location}`, issues);
   const result = schema.safeParse(value);
-  if (!result.success) throw ValidationFailed(`Invalid ${location}`, issueDetails(result.error, location));
+  if (!result.success) {
+    const details = issueDetails(result.error, location, value);
+    // The message names the first fault in words; `details` lists them all.
+    throw ValidationFailed(`Invalid ${location}: ${details[0]?.message ?? 'not readable'}`, details);
+  }
   return result.data;
 }
 

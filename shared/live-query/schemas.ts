@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { queryInstant } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
-import { decimalInteger, optionalParam } from '../request-values.ts';
+import { decimalInteger, levelParam, optionalParam } from '../request-values.ts';
 import { liveEventLevels } from './protocol.ts';
 
 /**
@@ -27,7 +27,7 @@ export const deviceEventParams = z.object({ id: deviceId, name, recordId });
 /** Query of the live event list: page and limit, and the filters the agent applies. */
 export const liveEventsQuery = z.object({
   ...pageQuery({ defaultLimit: 50, maxLimit: 500 }),
-  level: optionalParam(z.enum(liveEventLevels)).meta({ description: `One of ${liveEventLevels.join(', ')}` }),
+  level: levelParam(liveEventLevels),
   source: optionalParam(z.string().max(255)).meta({
     description: 'Event source (provider), matched exactly but case-insensitively',
   }),

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
 import { retentionAction } from '#shared/audit/retention.ts';
@@ -25,10 +28,11 @@ interface Run {
  * Runs `npm run retention`'s entry point against this file's database. Unless a test says otherwise it has only
  * DATABASE_URL, as on a developer's machine, and derives the audit-admin login from it as `npm start` does.
  */
-function retention(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+function retention(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Promise<Run> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: t.db.urls.admin };
   delete childEnv.AUDIT_ADMIN_DATABASE_URL;
   const child = spawn(process.execPath, cli.args(args), {
+    cwd,
     env: { ...childEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -162,6 +166,22 @@ describe('npm run retention', { timeout: 60_000 }, () => {
     );
     expect(run.stderr).not.toContain('secret');
     expect(run.status).toBe(2);
+  });
+
+  it("finds a running `npm start`'s database by the port it wrote to .data/, without EMBEDDED_PG_PORT", async () => {
+    const checkout = mkdtempSync(join(tmpdir(), 'logbook-checkout-'));
+    try {
+      const port = new URL(t.db.urls.admin).port;
+      mkdirSync(join(checkout, '.data'));
+      writeFileSync(join(checkout, '.data/postgres.port'), `${port}\n`);
+      const run = await retention(['--dry-run'], { DATABASE_URL: '', EMBEDDED_PG_PORT: '' }, checkout);
+      // The cluster's own `postgres` database holds no Logbook tables: the server answered, on the port written.
+      expect(run.stderr).toContain(`in the database at 127.0.0.1:${port}/postgres`);
+      expect(run.stderr).toContain('relation "audit_retention_policies" does not exist');
+      expect(run.stderr).not.toContain('ECONNREFUSED');
+    } finally {
+      rmSync(checkout, { recursive: true, force: true });
+    }
   });
 
   it('exits 2 on a usage error', async () => {

@@ -89,6 +89,7 @@ describe.runIf(browserAvailable())('the custom-field import wizard', () => {
     expect(created.status).toBe(201);
 
     const page = await openWizard(acme);
+    await page.getByLabel('Field values').check();
     await page.getByLabel('Source system').selectOption('generic');
     await page.getByRole('button', { name: 'Next' }).click();
     await upload(page, 'values.csv', valuesCsv);
@@ -191,6 +192,7 @@ describe.runIf(browserAvailable())('the custom-field import wizard', () => {
     expect(created.status).toBe(201);
     const csv = ['hostname,rack', ...Array.from({ length: 2500 }, (_, i) => `G-${i},R${i}`)].join('\n');
     const page = await openWizard(globex);
+    await page.getByLabel('Field values').check();
     let commits = 0;
     await page.route('**/api/v1/custom-fields/import/values', (route) =>
       ++commits === 2 ? route.abort('connectionreset') : route.continue(),

@@ -1,5 +1,97 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { humanizeAction, knownActionPhrases, pastTense } from '../../web/src/humanize.ts';
+
+/** Every audit action the service writes, with how the viewer reads it. */
+const catalogue: [code: string, phrase: string][] = [
+  ['agent.eventlogs.submit', 'submitted event logs'],
+  ['agent.source.ip.changed', 'changed source IP'],
+  ['alert.acknowledge', 'acknowledged alert'],
+  ['alert.create', 'raised alert'],
+  ['alert.resolve', 'resolved alert'],
+  ['alert_binding.update', 'updated alert binding'],
+  ['api_key.create', 'created API key'],
+  ['api_key.revoke', 'revoked API key'],
+  ['automation.policy.evaluate', 'evaluated automation policy'],
+  ['contact.create', 'created contact'],
+  ['contact.delete', 'deleted contact'],
+  ['contact.import', 'imported contact'],
+  ['contact.update', 'updated contact'],
+  ['custom_field.create', 'created custom field'],
+  ['custom_field.delete', 'deleted custom field'],
+  ['custom_field.import.definitions', 'imported custom field definitions'],
+  ['custom_field.import.values', 'imported custom field values'],
+  ['custom_field.update', 'updated custom field'],
+  ['data.access', 'accessed data'],
+  ['data.export', 'exported data'],
+  ['device.create', 'created device'],
+  ['device.delete', 'deleted device'],
+  ['device.posture.changed', 'changed device posture'],
+  ['device.update', 'updated device'],
+  ['device_group.create', 'created device group'],
+  ['device_group.delete', 'deleted device group'],
+  ['device_group.import', 'imported device group'],
+  ['device_group.member.add', 'added device group member'],
+  ['device_group.member.remove', 'removed device group member'],
+  ['device_group.update', 'updated device group'],
+  ['enrollment_key.create', 'created enrollment key'],
+  ['enrollment_key.revoke', 'revoked enrollment key'],
+  ['integration.create', 'created integration'],
+  ['integration.delete', 'deleted integration'],
+  ['integration.update', 'updated integration'],
+  ['organization.create', 'created organization'],
+  ['organization.delete', 'deleted organization'],
+  ['organization.import', 'imported organization'],
+  ['organization.reconciliation.upload', 'uploaded organization reconciliation'],
+  ['organization.update', 'updated organization'],
+  ['policy.assign', 'assigned policy'],
+  ['policy.create', 'created policy'],
+  ['policy.evaluate', 'evaluated policy'],
+  ['policy.update', 'updated policy'],
+  ['script.create', 'created script'],
+  ['script.delete', 'deleted script'],
+  ['script.execute', 'ran script'],
+  ['script.import', 'imported script'],
+  ['script.update', 'updated script'],
+  ['site.create', 'created site'],
+  ['site.delete', 'deleted site'],
+  ['site.update', 'updated site'],
+  ['system.audit.anchored', 'anchored the audit chain'],
+  ['system.audit.retention', 'pruned expired audit rows'],
+  ['ticket.close', 'closed ticket'],
+  ['ticket.create', 'created ticket'],
+  ['user.create', 'created user'],
+  ['user.delete', 'deleted user'],
+  ['user.login', 'logged in'],
+  ['user.login.failed', 'failed login'],
+  ['user.logout', 'logged out'],
+  ['user.permission.change', 'changed permissions'],
+];
+
+/** The action codes the service's code writes as `action: '…'`. */
+function writtenActions(): string[] {
+  const files = ['shared', 'functions'].flatMap((root) =>
+    readdirSync(root, { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => join(root, name)),
+  );
+  const codes = files.flatMap((file) =>
+    [...readFileSync(file, 'utf8').matchAll(/\baction: '([a-z_]+(?:\.[a-z_]+)+)'/g)].map((match) => match[1]!),
+  );
+  return [...new Set(codes)].sort();
+}
+
+describe('the action catalogue', () => {
+  it.each(catalogue)('%s reads "%s"', (code, phrase) => {
+    expect(humanizeAction(code)).toBe(phrase);
+  });
+
+  it('holds every action the service writes', () => {
+    const known = new Set(catalogue.map(([code]) => code));
+    expect(writtenActions().filter((code) => !known.has(code))).toEqual([]);
+  });
+});
 
 describe('the viewer words action codes', () => {
   it.each([

@@ -259,7 +259,9 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
             { class: 'empty' },
             state.page > 1
               ? 'This page lies beyond the end of the list.'
-              : 'No entries match this view. Clear or widen the filters.',
+              : invertedRange(state)
+                ? 'No entries match: From is later than To, so no time lies between them. Swap or clear them.'
+                : 'No entries match this view. Clear or widen the filters.',
           ),
     );
     fill(
@@ -358,3 +360,9 @@ export function startViewer(apiBaseUrl: string, elements: ViewerElements) {
 
   return { signIn, signOut };
 }
+
+/** Whether the view's From lies after its To (a date alone as To: the end of that day), a range no entry falls in. */
+const invertedRange = (view: ViewState) =>
+  view.from !== '' &&
+  view.to !== '' &&
+  Date.parse(view.from) > Date.parse(view.to) + (/^\d{4}-\d{2}-\d{2}$/.test(view.to) ? 86_400_000 - 1 : 0);

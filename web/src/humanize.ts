@@ -23,9 +23,53 @@ const knownActions: Readonly<Record<string, string>> = {
   'organization.update': 'updated organization',
   'agent.eventlogs.submit': 'submitted event logs',
   'agent.source.ip.changed': 'changed source IP',
-  // the service's own (docs/retention.md)
+  // the service's own (docs/retention.md, docs/audit.md)
   'system.audit.retention': 'pruned expired audit rows',
+  'system.audit.anchored': 'anchored the audit chain',
 };
+
+/**
+ * The verbs action codes use. A code whose last part is none of them names what the action produced
+ * (`custom_field.import.definitions`): its verb is the last part that is one, and the parts after it follow the object.
+ */
+export const actionVerbs: ReadonlySet<string> = new Set([
+  'access',
+  'acknowledge',
+  'add',
+  'anchor',
+  'assign',
+  'cancel',
+  'change',
+  'close',
+  'create',
+  'delete',
+  'deliver',
+  'disable',
+  'enable',
+  'enroll',
+  'evaluate',
+  'execute',
+  'export',
+  'import',
+  'invite',
+  'login',
+  'logout',
+  'move',
+  'open',
+  'remove',
+  'rename',
+  'reopen',
+  'resolve',
+  'restore',
+  'revoke',
+  'rotate',
+  'run',
+  'submit',
+  'unassign',
+  'update',
+  'upload',
+  'verify',
+]);
 
 const irregularPast: Readonly<Record<string, string>> = {
   begin: 'began',
@@ -174,6 +218,13 @@ export function humanizeAction(action: string): string {
   if (refusals.has(last) && rest.length > 0)
     return `tried to ${phrase(rest, (verb) => baseForms[verb] ?? verb)} (${last})`;
   if (last === 'succeeded' && rest.length > 0) return phrase(rest, pastTense);
+  const verbAt = parts.findLastIndex((part) => actionVerbs.has(part.toLowerCase()));
+  // `custom_field.import.definitions`: imported custom field definitions.
+  if (verbAt >= 0 && verbAt < parts.length - 1)
+    return [
+      pastTense(parts[verbAt]!.toLowerCase()),
+      ...[...parts.slice(0, verbAt), ...parts.slice(verbAt + 1)].flatMap(words),
+    ].join(' ');
   // Already in the past (`agent.source.ip.changed`): the verb leads, as in any other phrase.
   if ((last.endsWith('ed') || irregularPastForms.has(last)) && rest.length > 0) return phrase(parts, (verb) => verb);
   return phrase(parts, pastTense);

@@ -2,7 +2,7 @@ import { startViewer } from './app.ts';
 import { loadApiBaseUrl } from './config.ts';
 import { fill, h } from './element.ts';
 import { pageNav } from './pages.ts';
-import { storedToken, takeTokenFromFragment } from './session.ts';
+import { signInOnFragmentToken, storedToken, takeTokenFromFragment } from './session.ts';
 
 const required = (id: string) => {
   const element = document.getElementById(id);
@@ -21,6 +21,7 @@ async function boot() {
   const token = takeTokenFromFragment() ?? storedToken();
   if (token) viewer.signIn(token);
   else viewer.signOut();
+  signInOnFragmentToken(viewer.signIn);
 }
 
 boot().catch((error: unknown) => {

@@ -6,7 +6,15 @@ import { type ApiClient, ApiError, apiClient, describeError } from './api.ts';
 import { loadApiBaseUrl } from './config.ts';
 import { fill, h } from './element.ts';
 import { pageNav } from './pages.ts';
-import { type Claims, claimsOf, forgetToken, keepToken, storedToken, takeTokenFromFragment } from './session.ts';
+import {
+  type Claims,
+  claimsOf,
+  forgetToken,
+  keepToken,
+  signInOnFragmentToken,
+  storedToken,
+  takeTokenFromFragment,
+} from './session.ts';
 import { accountBar } from './views/account.ts';
 import { signInForm } from './views/sign-in.ts';
 
@@ -64,6 +72,7 @@ export function startPage(href: string, render: (context: PageContext) => void |
     const token = takeTokenFromFragment() ?? storedToken();
     if (token) signIn(token);
     else signOut();
+    signInOnFragmentToken(signIn);
   }
 
   boot().catch((error: unknown) => {

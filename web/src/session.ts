@@ -1,16 +1,28 @@
 /**
  * The signed-in token. Kept in sessionStorage: it survives reloads and Back, and is gone when the tab closes.
  * `npm start` prints a link carrying the demo token in the fragment (#token=…), which never reaches a server;
- * the page takes it from there and removes it from the address bar.
+ * the page takes it from there (or the #id_token=… a hosted sign-in page returns) and removes it from the address bar.
  */
 const storageKey = 'logbook.viewer.token';
 
 export function takeTokenFromFragment(): string | undefined {
   const fragment = new URLSearchParams(location.hash.slice(1));
-  const token = fragment.get('token');
+  // id_token: what a hosted sign-in page (the stack's Cognito user pool) returns to the page.
+  const token = fragment.get('token') ?? fragment.get('id_token');
   if (!token) return undefined;
   history.replaceState(history.state, '', `${location.pathname}${location.search}`);
   return token;
+}
+
+/**
+ * Signs in with a token a sign-in link brings to a tab already open on the page: following the link changes only
+ * the fragment, which reloads nothing.
+ */
+export function signInOnFragmentToken(signIn: (token: string) => void): void {
+  window.addEventListener('hashchange', () => {
+    const token = takeTokenFromFragment();
+    if (token) signIn(token);
+  });
 }
 
 export function storedToken(): string | undefined {

@@ -79,6 +79,13 @@ describe('GET /api/v1/devices/{id}/diagnostic-logs', () => {
     expect((await list('level=debug')).body.pagination.total).toBe(150);
   });
 
+  it('reads warning as warn and information as info, and answers in its own words', async () => {
+    const reply = await list('level=warning,information&limit=1000');
+    const want = expected((e) => e.level === 'warn' || e.level === 'info');
+    expect(reply.status).toBe(200);
+    expect(reply.body.data.map((d: { level: string }) => d.level)).toEqual(want.map((e) => e.level));
+  });
+
   it('refuses an unknown level with 400 naming query.level', async () => {
     const reply = await list('level=warn,fatal');
     expect(reply.status).toBe(400);

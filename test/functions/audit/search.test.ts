@@ -68,6 +68,14 @@ describe('GET /audit-logs/search', () => {
     }
   });
 
+  it('says in words that q is missing', async () => {
+    const reply = await search('action=device');
+    expect(reply.body.error.message).toBe('Invalid query: Missing query parameter q');
+    expect(reply.body.error.details).toEqual([
+      { path: 'query.q', message: 'Missing query parameter q', code: 'invalid_type' },
+    ]);
+  });
+
   it('combines q with the filters by AND', async () => {
     expect(ids(await search('q=zebra&user=zebra@'))).toEqual([byEmail.id]);
     expect(ids(await search('q=zebra&to=2026-03-01T10:03:00Z&from=2026-03-01T10:02:00Z'))).toEqual([

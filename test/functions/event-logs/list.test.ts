@@ -85,6 +85,11 @@ describe('GET /api/v1/devices/{id}/eventlogs', () => {
     await expectMatches('level=error,critical', (e) => e.level === 'error' || e.level === 'critical');
   });
 
+  it('reads warn as warning and information as info, and answers in its own words', async () => {
+    await expectMatches('level=warn,information', (e) => e.level === 'warning' || e.level === 'info');
+    await expectMatches('level=WARN', (e) => e.level === 'warning');
+  });
+
   it('filters by exact source', async () => {
     await expectMatches('source=disk', (e) => e.source === 'disk');
     expect((await list('source=Disk')).body.pagination.total).toBe(0);
@@ -106,7 +111,7 @@ describe('GET /api/v1/devices/{id}/eventlogs', () => {
 
   it('refuses an unknown category or level and a malformed date with 400', async () => {
     expect((await list('category=network')).status).toBe(400);
-    expect((await list('level=information')).status).toBe(400);
+    expect((await list('level=notice')).status).toBe(400);
     const bad = await list('startDate=not-a-date');
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0].path).toBe('query.startDate');

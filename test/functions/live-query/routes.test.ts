@@ -168,7 +168,6 @@ describe('query validation', () => {
 
   it.each([
     ['level=fatal', 'query.level'],
-    ['level=info', 'query.level'],
     ['eventId=abc', 'query.eventId'],
     ['eventId=-1', 'query.eventId'],
     ['eventId=1.5', 'query.eventId'],
@@ -182,6 +181,18 @@ describe('query validation', () => {
     expect(reply.status).toBe(400);
     expect(reply.body.error.code).toBe('VALIDATION_FAILED');
     expect(reply.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+  });
+
+  it("reads the other log types' names of a level as its own: warn as warning, info as information", async () => {
+    const total = (query: string) => events(`${query}&limit=1`).then((reply) => reply.body.pagination.total);
+    expect(await total('level=warn')).toBe(await total('level=warning'));
+    expect(await total('level=info')).toBe(await total('level=information'));
+    expect(await total('level=information')).toBeGreaterThan(0);
+  });
+
+  it('names a missing or malformed parameter in words', async () => {
+    const reply = await events('eventId=abc');
+    expect(reply.body.error.message).toBe('Invalid query: Give a whole number in decimal digits');
   });
 
   it('clamps a limit above 500 to 500 and reads empty filters as none', async () => {

@@ -208,7 +208,7 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
         details: expect.arrayContaining([
           expect.objectContaining({
             path: 'body.enrollmentKey',
-            message: 'Invalid input: expected string, received undefined',
+            message: 'Missing field enrollmentKey',
           }),
         ]),
       },

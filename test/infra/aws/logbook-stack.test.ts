@@ -45,6 +45,8 @@ const configured = synth(
       jwtJwksUrl: 'https://idp.example.com/.well-known/jwks.json',
       jwtIssuer: 'https://idp.example.com/',
       jwtAudience: 'rmm',
+      jwtClaimRole: 'roles',
+      jwtClaimOrgIds: 'extn.logbookOrgId',
       trustProxyHeaders: true,
       agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf',
       viewerOrigin: 'http://localhost:5173, https://audit.example.com',
@@ -475,6 +477,8 @@ describe('the CDK stack', () => {
       JWT_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json',
       JWT_ISSUER: 'https://idp.example.com/',
       JWT_AUDIENCE: 'rmm',
+      JWT_CLAIM_ROLE: 'roles',
+      JWT_CLAIM_ORG_IDS: 'extn.logbookOrgId',
       TRUST_PROXY_HEADERS: 'true',
       AGENT_ENROLLMENT_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf',
     });
@@ -486,6 +490,8 @@ describe('the CDK stack', () => {
       configured.resources[configured.functionId('Logbook audit')]!.Properties.Environment.Variables
         .AGENT_ENROLLMENT_SECRET_ARN,
     ).toBeUndefined();
+    // Claim names left unset stay Logbook's own: no variable.
+    expect(hierarchy.Properties.Environment.Variables.JWT_CLAIM_SCOPE).toBeUndefined();
   });
 
   it("allows the deployed viewer's origin by CORS, and the extra origins of viewerOrigin; none without a viewer", () => {

@@ -58,7 +58,8 @@ const fieldText = (field: ValuesImportReply['rows'][number]['fields'][number]) =
   `${field.key}: ${field.status}${field.reason ? ` (${field.reason})` : ''}`;
 
 export function importWizard({ api, main, report, fail }: PageContext) {
-  let kind: Kind = 'values';
+  // Pass 1 comes first: the definitions, then the values that need them.
+  let kind: Kind = 'definitions';
   let sourceSystem: string = 'datto-rmm';
   let file: ImportFile | undefined;
   let chunks: Chunk[] = [];
@@ -318,10 +319,10 @@ export function importWizard({ api, main, report, fail }: PageContext) {
     return h(
       'dl',
       { class: 'wizard-counts', 'aria-label': `Counts of ${what}` },
-      Object.entries(summary).flatMap(([status, count]) => [
-        h('dt', {}, status),
-        h('dd', { 'data-status': status }, number(count)),
-      ]),
+      // Each label and its number in one box, so that the grid never pairs a label with its neighbour's number.
+      Object.entries(summary).map(([status, count]) =>
+        h('div', { class: 'wizard-count' }, h('dt', {}, status), h('dd', { 'data-status': status }, number(count))),
+      ),
     );
   }
 
@@ -522,7 +523,11 @@ export function importWizard({ api, main, report, fail }: PageContext) {
       ),
       counts(summaryOf(replies), kind === 'values' ? 'values' : 'fields'),
       notApplied.length > 0
-        ? button(`Download the ${number(notApplied.length)} rows not applied (CSV)`, download, false)
+        ? button(
+            `Download the ${notApplied.length === 1 ? 'row' : `${number(notApplied.length)} rows`} not applied (CSV)`,
+            download,
+            false,
+          )
         : null,
       ...rowsTable(rows),
       h('div', { class: 'toolbar' }, button('Start another import', chooseSource)),

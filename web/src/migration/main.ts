@@ -16,7 +16,7 @@ interface Organization {
   name: string;
 }
 
-async function render({ api, main, fail }: PageContext) {
+async function render({ api, main, report, fail }: PageContext) {
   fill(main, h('p', { class: 'muted', role: 'status' }, 'Loading the organizations…'));
   const { data: organizations } = await api.get<{ data: Organization[] }>(
     '/orgs/organizations',
@@ -39,14 +39,23 @@ async function render({ api, main, fail }: PageContext) {
     type: 'number',
     min: 1,
     max: 365,
-    value: Number(address.get('staleDays')) || defaultStaleDays,
+    value: staleWindow(address.get('staleDays') ?? '') ?? defaultStaleDays,
+    'aria-describedby': 'alert',
   });
   const progress = h('div', { class: 'slot', id: 'progress' });
   const posture = h('div', { class: 'slot', id: 'posture' });
   const scripts = h('div', { class: 'slot', id: 'scripts' });
 
   const show = () => {
-    const staleDays = Math.min(365, Math.max(1, Math.trunc(Number(staleInput.value)) || defaultStaleDays));
+    const staleDays = staleWindow(staleInput.value);
+    staleInput.setAttribute('aria-invalid', String(staleDays === undefined));
+    if (staleDays === undefined) {
+      report(
+        `Stale after takes a whole number of days from 1 to 365; "${staleInput.value}" is not one. The report still shows the last valid window.`,
+      );
+      return;
+    }
+    report('');
     const orgId = orgSelect.value;
     history.replaceState(null, '', `?${new URLSearchParams({ org: orgId, staleDays: String(staleDays) })}`);
     for (const part of [
@@ -72,25 +81,31 @@ async function render({ api, main, fail }: PageContext) {
       ),
       h(
         'section',
-        { class: 'panel', 'aria-labelledby': 'progress-title' },
+        { class: 'panel', tabindex: 0, 'aria-labelledby': 'progress-title' },
         h('h2', { id: 'progress-title' }, 'Enrollment progress'),
         progress,
       ),
       h(
         'section',
-        { class: 'panel', 'aria-labelledby': 'posture-title' },
+        { class: 'panel', tabindex: 0, 'aria-labelledby': 'posture-title' },
         h('h2', { id: 'posture-title' }, 'Management posture'),
         posture,
       ),
       h(
         'section',
-        { class: 'panel', 'aria-labelledby': 'scripts-title' },
+        { class: 'panel', tabindex: 0, 'aria-labelledby': 'scripts-title' },
         h('h2', { id: 'scripts-title' }, 'Deployment script'),
         scripts,
       ),
     ),
   );
   show();
+}
+
+/** A staleness window as typed: a whole number of days from 1 to 365, else undefined. */
+function staleWindow(text: string): number | undefined {
+  const days = Number(text.trim());
+  return text.trim() !== '' && Number.isInteger(days) && days >= 1 && days <= 365 ? days : undefined;
 }
 
 startPage('migration.html', render);

@@ -85,7 +85,11 @@ export async function showPosture(api: ApiClient, slot: HTMLElement, orgId: stri
 
   const coverageRows = [
     { kind: 'bar-never', label: 'Never scanned', value: coverage.neverScanned },
-    { kind: 'bar-stale', label: `Stale (over ${report.staleDays} days)`, value: coverage.stale },
+    {
+      kind: 'bar-stale',
+      label: `Stale (over ${report.staleDays} ${report.staleDays === 1 ? 'day' : 'days'})`,
+      value: coverage.stale,
+    },
     { kind: 'bar-clean', label: 'Clean', value: coverage.clean },
     { kind: 'bar-detected', label: 'With a detection', value: coverage.withDetection },
   ];

@@ -1,6 +1,6 @@
 import { h } from '../element.ts';
 
-/** Sign-in for local use: paste a user token (JWT) with audit:read. */
+/** Sign-in for local use: paste a user token (JWT). */
 export function signInForm(onToken: (token: string) => void, message?: string) {
   const token = h('textarea', {
     name: 'token',
@@ -30,7 +30,7 @@ export function signInForm(onToken: (token: string) => void, message?: string) {
       h(
         'p',
         { id: 'token-hint', class: 'hint' },
-        'A user token (JWT) that may read the audit log. ',
+        'A user token (JWT) from your identity provider. ',
         h('code', {}, 'npm start'),
         ' prints demo tokens and a link that signs you in. The token stays in this browser tab only.',
       ),

@@ -1,0 +1,113 @@
+import { join } from 'node:path';
+import { Aws, Duration, Fn, RemovalPolicy } from 'aws-cdk-lib';
+import {
+  AccountRecovery,
+  type CfnUserPoolClient,
+  FeaturePlan,
+  LambdaVersion,
+  Mfa,
+  OAuthScope,
+  StandardThreatProtectionMode,
+  UserPool,
+  type UserPoolClient,
+  UserPoolClientIdentityProvider,
+  type UserPoolDomain,
+  UserPoolOperation,
+} from 'aws-cdk-lib/aws-cognito';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { userIdClaim } from '#shared/auth/token-claims.ts';
+import type { Database } from './database.ts';
+import { LogbookFunction, projectRoot } from './functions.ts';
+
+/**
+ * `identity: "cognito"`: the stack's own user pool. Nobody signs themselves up: administrators invite users
+ * (POST /users, and Cognito's AdminCreateUser for the login); MFA (an authenticator app) is required, threat
+ * protection blocks risky sign-ins, and the hosted sign-in page returns the ID token to the web pages. Before each
+ * token, a trigger puts the role, scope, partner and organization of the user's Logbook record into it.
+ */
+export class CognitoIdentity extends Construct {
+  readonly userPool: UserPool;
+  readonly client: UserPoolClient;
+  readonly domain: UserPoolDomain;
+  readonly trigger: LogbookFunction;
+
+  constructor(
+    scope: Construct,
+    id: string,
+    props: { database: Database; logRetention: RetentionDays; domainPrefix?: string },
+  ) {
+    super(scope, id);
+    this.userPool = new UserPool(this, 'Users', {
+      userPoolName: `${Aws.STACK_NAME}-users`,
+      selfSignUpEnabled: false,
+      signInAliases: { email: true },
+      signInCaseSensitive: false,
+      autoVerify: { email: true },
+      mfa: Mfa.REQUIRED,
+      mfaSecondFactor: { otp: true, sms: false },
+      featurePlan: FeaturePlan.PLUS,
+      standardThreatProtectionMode: StandardThreatProtectionMode.FULL_FUNCTION,
+      passwordPolicy: {
+        minLength: 12,
+        requireLowercase: true,
+        requireUppercase: true,
+        requireDigits: true,
+        requireSymbols: true,
+        tempPasswordValidity: Duration.days(3),
+      },
+      accountRecovery: AccountRecovery.EMAIL_ONLY,
+      deletionProtection: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.trigger = new LogbookFunction(this, 'PreTokenFunction', {
+      entry: join(projectRoot, 'functions/auth/pre-token.ts'),
+      description:
+        "Logbook: Cognito pre-token-generation trigger: the role, scope, partner and organization of the user's Logbook record into the tokens",
+      timeout: Duration.seconds(5),
+      logRetention: props.logRetention,
+      environment: props.database.connection(props.database.appSecret, 'APP_DB_SECRET_ARN'),
+    });
+    props.database.grantDataApi(this.trigger, props.database.appSecret);
+    this.trigger.node.addDependency(props.database.migration);
+    this.userPool.addTrigger(UserPoolOperation.PRE_TOKEN_GENERATION_CONFIG, this.trigger, LambdaVersion.V2_0);
+    this.domain = this.userPool.addDomain('SignIn', {
+      cognitoDomain: { domainPrefix: props.domainPrefix ?? Fn.join('-', ['logbook', Aws.ACCOUNT_ID]) },
+    });
+    // The web pages take the ID token the hosted page returns in the address's fragment (#id_token=…).
+    this.client = this.userPool.addClient('Web', {
+      generateSecret: false,
+      preventUserExistenceErrors: true,
+      supportedIdentityProviders: [UserPoolClientIdentityProvider.COGNITO],
+      oAuth: {
+        flows: { implicitCodeGrant: true },
+        scopes: [OAuthScope.OPENID, OAuthScope.EMAIL, OAuthScope.PROFILE],
+        callbackUrls: ['http://localhost:3000/'],
+      },
+      idTokenValidity: Duration.hours(1),
+      accessTokenValidity: Duration.hours(1),
+    });
+  }
+
+  /** Where the hosted sign-in page may return to: the deployed web pages (and the extra viewer origins). */
+  allowSignInTo(urls: string[]): void {
+    const client = this.client.node.defaultChild as CfnUserPoolClient;
+    client.callbackUrLs = urls;
+    client.logoutUrLs = urls;
+  }
+
+  /** The settings with which the functions verify the pool's ID tokens (shared/auth/jwt.ts). */
+  jwtEnvironment(): Record<string, string> {
+    return {
+      JWT_JWKS_URL: `${this.userPool.userPoolProviderUrl}/.well-known/jwks.json`,
+      JWT_ISSUER: this.userPool.userPoolProviderUrl,
+      JWT_AUDIENCE: this.client.userPoolClientId,
+      JWT_CLAIM_USER_ID: userIdClaim,
+    };
+  }
+
+  /** The hosted sign-in page, returning the ID token to the web pages at `returnTo`. */
+  signInUrl(returnTo: string): string {
+    return `${this.domain.baseUrl()}/login?client_id=${this.client.userPoolClientId}&response_type=token&scope=openid+email+profile&redirect_uri=${returnTo}`;
+  }
+}
