@@ -23,6 +23,9 @@ export const permissions = [
   'alerts:read',
   'alerts:manage',
   'integrations:manage',
+  // Contracts and invoicing: a partner's business, never held by an organization's users.
+  'billing:read',
+  'billing:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -62,7 +65,7 @@ const admin: Permission[] = [...technician, 'orgs:write', 'api-keys:manage', 'au
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {
   platform_admin: permissions,
-  partner_admin: admin,
+  partner_admin: [...admin, 'billing:read', 'billing:manage'],
   partner_technician: technician,
   org_admin: admin,
   org_technician: technician,
