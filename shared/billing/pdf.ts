@@ -1,4 +1,3 @@
-import PDFDocument from 'pdfkit';
 import type { InvoiceView } from './invoices.ts';
 
 export interface PdfParties {
@@ -9,9 +8,11 @@ export interface PdfParties {
 
 /**
  * The invoice as a PDF (pdfkit, with its built-in Helvetica, so no font file ships): the partner's logo, name,
- * address and tax id, the customer, number and dates, one row per line and the totals.
+ * address and tax id, the customer, number and dates, one row per line and the totals. pdfkit is imported on first
+ * use, so a bundle's cold start does not load it for the routes that render no PDF.
  */
-export function invoicePdf(invoice: InvoiceView, parties: PdfParties): Promise<Buffer> {
+export async function invoicePdf(invoice: InvoiceView, parties: PdfParties): Promise<Buffer> {
+  const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: title(invoice), Producer: 'Logbook' } });
   const chunks: Buffer[] = [];
   doc.on('data', (chunk: Buffer) => chunks.push(chunk));
