@@ -179,6 +179,8 @@ export const contract = z
   .strict()
   .meta({ id: 'Contract' });
 
+export type Contract = z.output<typeof contract>;
+
 export const contractPage = pageOf(contract);
 export const contractParams = z.object({ id: z.uuid() });
 export const orgParams = z.object({ id: z.uuid() });
@@ -239,6 +241,7 @@ export const estimate = z
   })
   .strict()
   .meta({ id: 'InvoiceEstimate' });
+export type Estimate = z.output<typeof estimate>;
 
 export const invoice = z
   .object({
@@ -268,6 +271,7 @@ export const invoice = z
   })
   .strict()
   .meta({ id: 'Invoice' });
+export type Invoice = z.output<typeof invoice>;
 
 export const invoicePage = pageOf(invoice);
 export const invoiceParams = z.object({ id: z.uuid() });
