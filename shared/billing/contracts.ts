@@ -47,7 +47,7 @@ const auditedFields = [
 
 /** The contract as its replies and audit rows show it. */
 export async function contractView(db: Db, contract: store.ContractRow) {
-  const [lines, pauses] = await Promise.all([store.selectLines(db, contract.id), store.selectPauses(db, contract.id)]);
+  const { lines, pauses } = await store.selectTerms(db, contract.id);
   const { nextPeriodStart, nextDueOn, ...rest } = contract;
   const next = nextPeriodStart ? periodContaining(contract.startDate, contract.intervalMonths, nextPeriodStart) : null;
   return {

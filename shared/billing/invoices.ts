@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type AuditContext, auditChange } from '../audit/writer.ts';
+import { type AuditContext, auditChange, type RouteEvent } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
@@ -31,8 +31,14 @@ export function contractPeriod(contract: store.ContractRow, start: string, path:
 }
 
 /** The figures of a period as they stand now: its usage statement and the priced lines. */
-export async function computePeriod(db: Db, contract: store.ContractRow, period: Period, invoiceId: string | null) {
-  const [lines, pauses] = await Promise.all([store.selectLines(db, contract.id), store.selectPauses(db, contract.id)]);
+export async function computePeriod(
+  db: Db,
+  contract: store.ContractRow,
+  period: Period,
+  invoiceId: string | null,
+  terms?: store.ContractTerms,
+) {
+  const { lines, pauses } = terms ?? (await store.selectTerms(db, contract.id));
   const statement = await usageStatement(db, contract, period, pauses, invoiceId);
   const groupMembers = new Map<string, Set<string>>();
   for (const line of lines)
@@ -44,7 +50,9 @@ export async function computePeriod(db: Db, contract: store.ContractRow, period:
     taxRatePercent: contract.taxRatePercent,
     currency: contract.currency,
     groupMembers,
-    billedManualLines: await store.selectBilledManualLines(db, contract.id, period.start),
+    billedManualLines: lines.some((line) => line.type === 'manual')
+      ? await store.selectBilledManualLines(db, contract.id, period.start)
+      : new Set<string>(),
   });
   return { periodStart: period.start, periodEnd: period.end, currency: contract.currency, ...priced, usage: statement };
 }
@@ -94,24 +102,48 @@ export async function generateInvoice(
 ) {
   const found = await reachableContract(db, principal, contractId, 'manage');
   const period = contractPeriod(found, periodStart, 'body.periodStart');
-  const id = await db.transaction((tx) => generateLocked(tx, contractId, period, audit));
+  const id = await db.transaction(async (tx) => {
+    const contract = (await store.lockContract(tx, contractId))!;
+    if (contract.status === 'draft') throw InvalidState('A draft contract bills nothing; activate it first');
+    return generateLocked(tx, contract, period, audit);
+  });
   return invoiceView((await store.selectInvoice(db, id))!);
 }
 
-/** The generate inside a transaction: also the daily run's. Answers the invoice's id. */
-export async function generateLocked(tx: Tx, contractId: string, period: Period, audit: AuditContext) {
-  const contract = (await store.lockContract(tx, contractId))!;
-  if (contract.status === 'draft') throw InvalidState('A draft contract bills nothing; activate it first');
-  const existing = await store.selectPeriodInvoice(tx, contractId, period.start);
+/**
+ * Records a change's audit event in its transaction, or, given a list, adds it there: the daily run writes the
+ * events of all the periods it bills for a contract at once, in the same transaction.
+ */
+async function record(tx: Tx, audit: AuditContext | RouteEvent[], event: RouteEvent) {
+  if (Array.isArray(audit)) audit.push(event);
+  else await auditChange(tx, audit, event);
+}
+
+/**
+ * The generate inside a transaction holding the contract's lock: also the daily run's, which reads the contract's
+ * terms and its periods' invoices once for all the periods it catches up (`known`). Answers the invoice's id.
+ */
+export async function generateLocked(
+  tx: Tx,
+  contract: store.ContractRow,
+  period: Period,
+  audit: AuditContext | RouteEvent[],
+  known?: { terms: store.ContractTerms; invoices: Map<string, store.InvoiceRow> },
+) {
+  const contractId = contract.id;
+  const terms = known?.terms;
+  const existing = known
+    ? known.invoices.get(period.start)
+    : await store.selectPeriodInvoice(tx, contractId, period.start);
   if (existing && existing.status !== 'draft') return existing.id;
-  const figures = await computePeriod(tx, contract, period, existing?.id ?? null);
+  const figures = await computePeriod(tx, contract, period, existing?.id ?? null, terms);
   const id = existing?.id ?? randomUUID();
   figures.usage.invoiceId = id;
   if (existing) {
     // A generate that changes nothing is no change to audit.
     if (!(await store.updateDraftFigures(tx, id, figures))) return id;
   } else await store.insertInvoice(tx, id, contract, figures);
-  await auditChange(tx, audit, {
+  await record(tx, audit, {
     orgId: contract.orgId,
     action: 'invoice.generate',
     ...invoiceResource({ id, number: null, periodStart: period.start, kind: 'invoice' }),
@@ -185,14 +217,14 @@ export async function issueInvoice(db: Db, principal: Principal, id: string, aud
   return invoiceView((await store.selectInvoice(db, id))!);
 }
 
-export async function issueLocked(tx: Tx, id: string, audit: AuditContext) {
+export async function issueLocked(tx: Tx, id: string, audit: AuditContext | RouteEvent[]) {
   const invoice = (await store.lockInvoice(tx, id))!;
   if (invoice.status === 'issued') return;
   if (invoice.status === 'void') throw InvalidState('A void invoice is not issued');
   const contract = (await store.selectContract(tx, invoice.contractId))!;
   const issue = await numbering(tx, invoice, contract.paymentTermsDays);
   await store.updateInvoiceIssued(tx, id, issue);
-  await auditChange(tx, audit, {
+  await record(tx, audit, {
     orgId: invoice.orgId,
     action: 'invoice.issue',
     ...invoiceResource({ ...invoice, number: issue.number }),

@@ -173,28 +173,30 @@ export async function retireLines(tx: Db, contractId: string) {
   );
 }
 
-export async function selectLines(db: Db, contractId: string) {
-  const { rows } = await db.query<ContractLineRow & Record<string, unknown>>(
-    `SELECT ${lineColumns} FROM contract_lines l
-      WHERE l.contract_id = :contractId::uuid AND l.retired_at IS NULL ORDER BY l.position`,
+export type ContractTerms = Awaited<ReturnType<typeof selectTerms>>;
+
+/** The contract's live lines and its pauses, in one statement. */
+export async function selectTerms(db: Db, contractId: string) {
+  const row = await one<{ lines: ContractLineRow[]; pauses: PauseRow[] }>(
+    db,
+    `SELECT COALESCE((SELECT json_agg(x ORDER BY x.position) FROM (
+              SELECT l.position, ${lineColumns} FROM contract_lines l
+               WHERE l.contract_id = :contractId::uuid AND l.retired_at IS NULL) x), '[]') AS lines,
+            COALESCE((SELECT json_agg(json_build_object('pausedOn', p.paused_on::text, 'resumedOn', p.resumed_on::text)
+                        ORDER BY p.paused_on)
+                        FROM contract_pauses p WHERE p.contract_id = :contractId::uuid), '[]') AS pauses`,
     { contractId },
   );
-  return rows;
+  return {
+    lines: row!.lines.map(({ position: _, ...line }: ContractLineRow & { position?: number }) => line),
+    pauses: row!.pauses,
+  };
 }
 
 export type PauseRow = {
   pausedOn: string;
   resumedOn: string | null;
 };
-
-export async function selectPauses(db: Db, contractId: string) {
-  const { rows } = await db.query<PauseRow & Record<string, unknown>>(
-    `SELECT paused_on::text AS "pausedOn", resumed_on::text AS "resumedOn" FROM contract_pauses
-      WHERE contract_id = :contractId::uuid ORDER BY paused_on`,
-    { contractId },
-  );
-  return rows;
-}
 
 /** A pause from this day; a pause and a resume on one day leave no paused day. */
 export async function insertPause(tx: Db, contractId: string, day: string) {
@@ -232,44 +234,50 @@ export type UsageDeviceRow = {
   siteId: string;
   osType: string | null;
   osVersion: string | null;
-  enrolledAt: Date;
-  deletedAt: Date | null;
+  /** ISO 8601 in UTC. */
+  enrolledAt: string;
+  deletedAt: string | null;
   enrolledDay: string;
   deletedDay: string | null;
+  createSeq: number | null;
+  deleteSeq: number | null;
 };
 
+const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 /**
- * The organization's devices enrolled before the end of [from, to) and not deleted before its start, days taken in
- * the billing time zone; deleted devices included (they count until the day they were deleted).
+ * In one statement, so both come from one snapshot: the organization's audit chain head, then its devices enrolled
+ * before the end of [from, to) and not deleted before its start, days taken in the billing time zone, deleted
+ * devices included (they count until the day they were deleted), each with the seq of its device.create and
+ * device.delete audit rows.
  */
-export async function selectUsageDevices(db: Db, orgId: string, timezone: string, from: string, to: string) {
-  const { rows } = await db.query<UsageDeviceRow & Record<string, unknown>>(
-    `SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType", d.os_version AS "osVersion",
-            d.created_at AS "enrolledAt", d.deleted_at AS "deletedAt",
-            to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
-            to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "deletedDay"
-       FROM devices d
-      WHERE d.org_id = :orgId::uuid
-        AND d.created_at < (:to::date::timestamp AT TIME ZONE :timezone::text)
-        AND (d.deleted_at IS NULL OR d.deleted_at >= (:from::date::timestamp AT TIME ZONE :timezone::text))
-      ORDER BY d.hostname, d.id`,
+export async function selectUsageRows(db: Db, orgId: string, timezone: string, from: string, to: string) {
+  const row = await one<{ head: { seq: number; checksum: string } | null; devices: UsageDeviceRow[] }>(
+    db,
+    `SELECT (SELECT json_build_object('seq', h.seq, 'checksum', h.checksum) FROM audit_chain_heads h
+              WHERE h.org_id = :orgId::uuid) AS head,
+            COALESCE((SELECT json_agg(x ORDER BY x.hostname, x."deviceId") FROM (
+              SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType",
+                     d.os_version AS "osVersion", ${isoUtc('d.created_at')} AS "enrolledAt",
+                     ${isoUtc('d.deleted_at')} AS "deletedAt",
+                     to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
+                     to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "deletedDay",
+                     t."createSeq", t."deleteSeq"
+                FROM devices d
+                LEFT JOIN (
+                  SELECT a.resource_id, min(a.seq) FILTER (WHERE a.action = 'device.create') AS "createSeq",
+                         min(a.seq) FILTER (WHERE a.action = 'device.delete') AS "deleteSeq"
+                    FROM audit_logs a
+                   WHERE a.org_id = :orgId::uuid AND a.action IN ('device.create', 'device.delete')
+                   GROUP BY a.resource_id
+                ) t ON t.resource_id = d.id
+               WHERE d.org_id = :orgId::uuid
+                 AND d.created_at < (:to::date::timestamp AT TIME ZONE :timezone::text)
+                 AND (d.deleted_at IS NULL OR d.deleted_at >= (:from::date::timestamp AT TIME ZONE :timezone::text))
+            ) x), '[]') AS devices`,
     { orgId, timezone, from, to },
   );
-  return rows;
-}
-
-/** The seq of each device's device.create and device.delete audit rows. */
-export async function selectDeviceAuditSeqs(db: Db, orgId: string, deviceIds: string[]) {
-  if (deviceIds.length === 0) return [];
-  const { rows } = await db.query<{ deviceId: string; action: string; seq: number }>(
-    `SELECT a.resource_id AS "deviceId", a.action, min(a.seq) AS seq
-       FROM audit_logs a
-      WHERE a.org_id = :orgId::uuid AND a.action IN ('device.create', 'device.delete')
-        AND a.resource_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:ids::jsonb))
-      GROUP BY a.resource_id, a.action`,
-    { orgId, ids: deviceIds },
-  );
-  return rows;
+  return { head: row!.head, devices: row!.devices };
 }
 
 /** The devices of a static group, or those a dynamic group's compiled filter matches, deleted or not. */
@@ -279,14 +287,6 @@ export async function selectGroupDeviceIds(db: Db, orgId: string, groupId: strin
     { orgId, groupId },
   );
   return rows.map((row) => row.id);
-}
-
-export function selectChainHead(db: Db, orgId: string) {
-  return one<{ seq: number; checksum: string }>(
-    db,
-    'SELECT seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid',
-    { orgId },
-  );
 }
 
 // Invoices.
@@ -359,6 +359,17 @@ export function selectPeriodInvoice(tx: Db, contractId: string, periodStart: str
         AND i.status <> 'void'`,
     { contractId, periodStart },
   );
+}
+
+/** The live invoices of a contract's periods from a day on, by period start. */
+export async function selectPeriodInvoicesFrom(tx: Db, contractId: string, from: string) {
+  const { rows } = await tx.query<InvoiceRow>(
+    `SELECT ${invoiceColumns} FROM invoices i
+      WHERE i.contract_id = :contractId::uuid AND i.period_start >= :from::date AND i.kind = 'invoice'
+        AND i.status <> 'void'`,
+    { contractId, from },
+  );
+  return new Map(rows.map((row) => [row.periodStart, row]));
 }
 
 /** Manual (one-off) lines already on a live invoice of another period of the contract. */

@@ -27,38 +27,29 @@ export async function usageStatement(
   pauses: store.PauseRow[],
   invoiceId: string | null = null,
 ): Promise<UsageStatement> {
-  const chainHead = (await store.selectChainHead(db, contract.orgId)) ?? null;
   const ranges = billableDays(period, contract, pauses);
-  const rows = await store.selectUsageDevices(db, contract.orgId, contract.timezone, period.start, period.end);
-  const seqs = await store.selectDeviceAuditSeqs(
-    db,
-    contract.orgId,
-    rows.map((row) => row.deviceId),
-  );
-  const seqOf = (deviceId: string, action: string) =>
-    seqs.find((s) => s.deviceId === deviceId && s.action === action)?.seq ?? null;
-  const devices: StatementDevice[] = rows.map((row) => {
+  const usage = await store.selectUsageRows(db, contract.orgId, contract.timezone, period.start, period.end);
+  const devices: StatementDevice[] = usage.devices.map((row) => {
     const until = row.deletedDay ? addDays(row.deletedDay, 1) : never;
-    const days = overlapDays(ranges, row.enrolledDay, until);
     const counted = ranges
       .map((r) => ({ from: r.from > row.enrolledDay ? r.from : row.enrolledDay, to: r.to < until ? r.to : until }))
       .filter((r) => r.from < r.to);
-    const role = deviceRole(row);
     return {
       deviceId: row.deviceId,
       hostname: row.hostname,
       siteId: row.siteId,
       osType: row.osType,
-      role,
-      enrolledAt: row.enrolledAt.toISOString(),
-      deletedAt: row.deletedAt?.toISOString() ?? null,
+      role: deviceRole(row),
+      enrolledAt: row.enrolledAt,
+      deletedAt: row.deletedAt,
       firstDay: counted[0]?.from ?? null,
       lastDay: counted.length > 0 ? addDays(counted[counted.length - 1]!.to, -1) : null,
-      days,
-      createSeq: seqOf(row.deviceId, 'device.create'),
-      deleteSeq: seqOf(row.deviceId, 'device.delete'),
+      days: overlapDays(ranges, row.enrolledDay, until),
+      createSeq: row.createSeq,
+      deleteSeq: row.deleteSeq,
     };
   });
+  const chainHead = usage.head;
   return {
     invoiceId,
     contractId: contract.id,

@@ -1,17 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import axe from 'axe-core';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
 import { browserAvailable, useViewer } from './support/viewer.ts';
 
-const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
 /** axe-core's serious and critical findings on the page as it stands (evaluated past the page's CSP). */
 async function seriousViolations(page: Page) {
-  const source = await axeSource;
   const result = (await page.evaluate(
-    `(async () => { ${source}; const r = await axe.run(document); return { passes: r.passes.length, violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })) }; })()`,
+    `(async () => { ${axe.source}; const r = await axe.run(document); return { passes: r.passes.length, violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })) }; })()`,
   )) as { passes: number; violations: { id: string; impact: string; nodes: string[] }[] };
   // axe ran its rules: a page it could not check would pass nothing.
   expect(result.passes).toBeGreaterThan(10);

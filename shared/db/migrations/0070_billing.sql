@@ -120,6 +120,13 @@ CREATE TABLE invoice_counters (
   PRIMARY KEY (partner_id, year)
 );
 --> statement-breakpoint
+-- A period's usage reads the organization's devices enrolled before its end, deleted ones included (the hierarchy's
+-- own indexes hold live devices only), and each one's device.create and device.delete audit rows.
+CREATE INDEX devices_org_enrolled_idx ON devices (org_id, created_at);
+--> statement-breakpoint
+CREATE INDEX audit_entries_device_lifecycle_idx ON audit_entries (org_id, resource_id)
+  WHERE action IN ('device.create', 'device.delete');
+--> statement-breakpoint
 GRANT SELECT, INSERT, UPDATE ON billing_profiles, contracts, contract_lines, invoices, invoice_counters TO logbook_app;
 --> statement-breakpoint
 GRANT SELECT, INSERT, UPDATE, DELETE ON contract_pauses TO logbook_app;
