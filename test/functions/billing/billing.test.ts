@@ -86,6 +86,22 @@ describe('contracts', () => {
     expect(read.body).toEqual(created);
   });
 
+  it('are created once for an Idempotency-Key sent twice', async () => {
+    const body = { ...baseContract, lines: [{ type: 'flat', description: 'Once', amount: '7' }] };
+    const send = () =>
+      t.api.request('POST', contractsPath(tenant.orgId), {
+        token: tenant.partnerToken,
+        body,
+        headers: { 'idempotency-key': 'contract-once-1' },
+      });
+    const first = await send();
+    const again = await send();
+    expect(again.status).toBe(201);
+    expect(again.body.id).toBe(first.body.id);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await auditRows('contract.create', first.body.id)).toHaveLength(1);
+  });
+
   it('refuse bad fields with a 400 naming them, and store nothing', async () => {
     const line = { type: 'per-device', description: 'Devices', unitPrice: '4.00' };
     for (const [body, path] of [
