@@ -216,7 +216,7 @@ export const routes = {
     },
     async ({ caller, params, query }) => asReply(await statementDocument(appDb(), caller, params.id, query.format)),
   ),
-  'PATCH /api/v1/partners/{id}/billing-profile': route(
+  'PATCH /api/v1/partners/{partnerId}/billing-profile': route(
     {
       operationId: 'billingProfileUpdate',
       auth: 'user',
@@ -227,6 +227,6 @@ export const routes = {
       response: billing.billingProfile,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params, body, audit }) => updateBillingProfile(appDb(), caller, params.id, body, audit),
+    ({ caller, params, body, audit }) => updateBillingProfile(appDb(), caller, params.partnerId, body, audit),
   ),
 } as const;

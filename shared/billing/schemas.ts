@@ -339,7 +339,7 @@ export const usageStatement = z
   .meta({ id: 'UsageStatement' });
 export type UsageStatement = z.output<typeof usageStatement>;
 
-export const partnerParams = z.object({ id: z.uuid() });
+export const partnerParams = z.object({ partnerId: z.uuid() });
 export const billingProfileChange = atLeastOneField(
   z
     .object({
