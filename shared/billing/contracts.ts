@@ -233,7 +233,10 @@ export async function changeContractState(
         status: 'cancelled',
         endDate: endDate < contract.startDate ? contract.startDate : endDate,
       });
-      if (updated.nextPeriodStart) {
+      // Cancelled before its start, a contract bills nothing; otherwise the run still bills up to the end.
+      if (today < contract.startDate)
+        updated = await store.updateContractRow(tx, id, { nextPeriodStart: null, nextDueOn: null });
+      else if (updated.nextPeriodStart) {
         const next = periodContaining(updated.startDate, updated.intervalMonths, updated.nextPeriodStart);
         updated = await store.updateContractRow(tx, id, nextDue(updated, next.index));
       }

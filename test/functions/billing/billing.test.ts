@@ -130,6 +130,34 @@ describe('contracts', () => {
     expect(rows).toHaveLength(0);
   });
 
+  it('are changed with PATCH, replaced lines kept out of the next invoice, audited with before and after', async () => {
+    const created = await createContract({
+      ...baseContract,
+      startDate: '2025-01-01',
+      lines: [{ type: 'flat', description: 'Old', amount: '10' }],
+    });
+    const changed = await t.api.request('PATCH', `/api/v1/contracts/${created.id}`, {
+      token: tenant.partnerToken,
+      body: { taxRatePercent: 7.5, lines: [{ type: 'flat', description: 'New', amount: '20' }] },
+    });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ taxRatePercent: '7.5', lines: [{ description: 'New', amount: '20' }] });
+    const [audit] = await auditRows('contract.update', created.id);
+    expect(audit!.details).toMatchObject({
+      before: { taxRatePercent: '19', lines: [{ description: 'Old' }] },
+      after: { taxRatePercent: '7.5', lines: [{ description: 'New' }] },
+    });
+    const estimate = await t.api.request('GET', `/api/v1/contracts/${created.id}/estimate?period=2025-01-01`, {
+      token: tenant.partnerToken,
+    });
+    expect(estimate.body).toMatchObject({ subtotal: '20.00', tax: '1.50', total: '21.50' });
+    const empty = await t.api.request('PATCH', `/api/v1/contracts/${created.id}`, {
+      token: tenant.partnerToken,
+      body: {},
+    });
+    expect(empty.status).toBe(400);
+  });
+
   it("are the partner's: organization users and technicians are refused, another tenant gets a 404", async () => {
     const body = { ...baseContract, lines: [{ type: 'flat', description: 'x', amount: '1' }] };
     const orgReply = await t.api.request('POST', contractsPath(tenant.orgId), { token: tenant.orgToken, body });
@@ -460,10 +488,21 @@ describe('the current period', () => {
 
   it('renders invoices as CSV, PDF and the accounting exports', async () => {
     const org = await createTenant(t.api, 'Render');
-    await t.api.request('PATCH', `/api/v1/partners/${org.partnerId}/billing-profile`, {
+    const profilePath = `/api/v1/partners/${org.partnerId}/billing-profile`;
+    const profile = await t.api.request('PATCH', profilePath, {
       token: org.partnerToken,
       body: { name: 'Render MSP GmbH', address: 'Hauptstr. 1, Berlin', taxId: 'DE123456789' },
     });
+    expect(profile.body).toMatchObject({ partnerId: org.partnerId, name: 'Render MSP GmbH', logo: null });
+    expect(await auditRows('billing_profile.update', org.partnerId)).toHaveLength(1);
+    const body = { taxId: 'x' };
+    expect((await t.api.request('PATCH', profilePath, { token: org.orgToken, body })).status).toBe(404);
+    expect((await t.api.request('PATCH', profilePath, { token: other.partnerToken, body })).status).toBe(404);
+    const badLogo = await t.api.request('PATCH', profilePath, {
+      token: org.partnerToken,
+      body: { logo: 'https://example.test/logo.png' },
+    });
+    expect(badLogo.body.error.details[0].path).toBe('body.logo');
     const contract = await createContract(
       {
         ...baseContract,
@@ -570,5 +609,18 @@ describe('the daily run', () => {
     expect(cancelled.body.endDate).not.toBeNull();
     for (const action of ['pause', 'resume', 'cancel'])
       expect(await auditRows(`contract.${action}`, contract.id)).toHaveLength(1);
+  });
+
+  it('bills nothing of a contract cancelled before its start', async () => {
+    const contract = await createContract({
+      ...baseContract,
+      startDate: '2099-01-01',
+      lines: [{ type: 'flat', description: 'x', amount: '1' }],
+    });
+    const cancelled = await t.api.request('POST', `/api/v1/contracts/${contract.id}/cancel`, {
+      token: tenant.partnerToken,
+      body: {},
+    });
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', nextPeriod: null, nextDueOn: null });
   });
 });
