@@ -10,6 +10,7 @@ import { routes as agents } from './agents/routes.ts';
 import { routes as alerts } from './alerts/routes.ts';
 import { routes as audit } from './audit/routes.ts';
 import { routes as auth } from './auth/routes.ts';
+import { routes as billing } from './billing/routes.ts';
 import { routes as contacts } from './contacts/routes.ts';
 import { routes as customFields } from './custom-fields/routes.ts';
 import { routes as deviceGroups } from './device-groups/routes.ts';
@@ -32,6 +33,7 @@ export const domainRoutes = {
   alerts,
   audit,
   auth,
+  billing,
   contacts,
   'custom-fields': customFields,
   'device-groups': deviceGroups,
@@ -53,6 +55,7 @@ export const routes = {
   ...alerts,
   ...audit,
   ...auth,
+  ...billing,
   ...contacts,
   ...customFields,
   ...deviceGroups,

@@ -2,8 +2,8 @@
  * Bundles a Lambda with esbuild (no Docker), as a script because esbuild's plugins need its asynchronous API;
  * what is left out of the bundles and why: docs/ARCHITECTURE.md "Lambda bundles".
  */
-import { cpSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
 export interface BundleRequest {
@@ -42,6 +42,28 @@ const leftOut: Plugin = {
   },
 };
 
+/**
+ * pdfkit loads its standard fonts' metrics with a require of its own package's subpath imports at run time, which
+ * no bundle can follow: the loaders become static imports of the font modules, bundled like any other.
+ */
+const pdfkitFonts: Plugin = {
+  name: 'pdfkit-fonts',
+  setup(esbuild) {
+    esbuild.onLoad({ filter: /[\\/]pdfkit[\\/]js[\\/]pdfkit\.node\.mjs$/ }, (args) => {
+      const fonts = new Set<string>();
+      const source = readFileSync(args.path, 'utf8').replace(
+        /require\$1\('#standard-fonts\/(\w+)'\)/g,
+        (_, name: string) => {
+          fonts.add(name);
+          return `__pdfkitFont${name}`;
+        },
+      );
+      const imports = [...fonts].map((name) => `import __pdfkitFont${name} from './standard-fonts/${name}.mjs';`);
+      return { contents: `${imports.join('\n')}\n${source}`, loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+
 export const bundleOptions = {
   bundle: true,
   // What is imported on first use (the Data API client behind shared/db/client.ts) goes into chunks loaded then,
@@ -60,7 +82,7 @@ export const bundleOptions = {
   external: ['@aws-sdk/*', '@aws-lambda-powertools/*', 'pg-native'],
   // CommonJS dependencies still call require for Node's built-in modules.
   banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
-  plugins: [leftOut],
+  plugins: [leftOut, pdfkitFonts],
   logLevel: 'warning',
 } as const;
 

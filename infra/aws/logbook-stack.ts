@@ -116,6 +116,7 @@ export class LogbookStack extends Stack {
   readonly restApi: RestApi;
   readonly agentChannel: AgentChannel;
   readonly retention: LogbookFunction;
+  readonly billingRun: LogbookFunction;
   readonly anchorKey: AnchorKey;
   readonly viewer?: Viewer;
   /** The stack's own user pool (`identity: "cognito"`). */
@@ -307,6 +308,34 @@ export class LogbookStack extends Stack {
       schedule: Schedule.expression(settings.retentionSchedule),
       targets: [
         new LambdaFunction(this.retention, {
+          retryAttempts: 2,
+          maxEventAge: Duration.hours(6),
+          deadLetterQueue: this.retentionFailures,
+        }),
+      ],
+    });
+
+    // The billing due run: generates (and with autoIssue issues) the invoices of due periods, as logbook_app.
+    this.billingRun = new LogbookFunction(this, 'BillingRunFunction', {
+      entry: join(projectRoot, 'functions/billing/run.ts'),
+      description: 'Logbook: the daily billing due run (role logbook_app)',
+      timeout: Duration.minutes(15),
+      logRetention,
+      environment: apiEnvironment,
+    });
+    database.grantDataApi(this.billingRun, database.appSecret);
+    this.billingRun.node.addDependency(database.migration);
+    workQueue.grantSend(this.billingRun);
+    this.billingRun.configureAsyncInvoke({
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(6),
+      onFailure: new SqsDestination(this.retentionFailures),
+    });
+    new Rule(this, 'BillingSchedule', {
+      description: 'Logbook: runs the billing due run',
+      schedule: Schedule.expression(settings.billingSchedule),
+      targets: [
+        new LambdaFunction(this.billingRun, {
           retryAttempts: 2,
           maxEventAge: Duration.hours(6),
           deadLetterQueue: this.retentionFailures,

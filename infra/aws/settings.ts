@@ -46,6 +46,8 @@ export interface LogbookSettings {
   snapshotOnDelete: boolean;
   /** EventBridge schedule expression of the retention worker (daily by default). */
   retentionSchedule: string;
+  /** EventBridge schedule expression of the billing due run (daily by default). */
+  billingSchedule: string;
   logRetentionDays: number;
   /** API Gateway stage throttling: a ceiling on what a flood of requests can cost. */
   throttleRateLimit: number;
@@ -86,6 +88,7 @@ export const defaultSettings: LogbookSettings = {
   deletionProtection: true,
   snapshotOnDelete: true,
   retentionSchedule: 'cron(15 3 * * ? *)',
+  billingSchedule: 'cron(5 0 * * ? *)',
   logRetentionDays: 30,
   throttleRateLimit: 100,
   throttleBurstLimit: 200,
@@ -138,6 +141,7 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'deletionProtection',
     'snapshotOnDelete',
     'retentionSchedule',
+    'billingSchedule',
     'logRetentionDays',
     'throttleRateLimit',
     'throttleBurstLimit',

@@ -16,6 +16,7 @@ import { runRetention } from '#shared/audit/retention.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
+import { runDueInvoices } from '#shared/billing/due-run.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -143,6 +144,37 @@ function scheduleRetention(): () => Promise<void> {
   };
 }
 
+/**
+ * The daily billing due run, as EventBridge runs it in AWS: a minute after start, then every 24 hours, as
+ * logbook_app. The timer never keeps the process alive; the returned stop waits for a run in progress.
+ */
+function scheduleBillingRun(): () => Promise<void> {
+  const day = 24 * 60 * 60 * 1000;
+  let stopped = false;
+  let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (delay: number) => {
+    timer = setTimeout(() => {
+      running = runDueInvoices(appDb())
+        .then((run) => {
+          if (run.generated > 0) console.log(`billing: ${run.generated} invoice(s) generated, ${run.issued} issued`);
+          if (run.failed > 0) console.error(`billing: ${run.failed} contract(s) could not be billed`);
+        })
+        .catch((error: unknown) => console.error('billing: the daily run failed:', error))
+        .finally(() => {
+          running = undefined;
+          if (!stopped) schedule(day);
+        });
+    }, delay).unref();
+  };
+  schedule(60_000);
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+}
+
 async function main() {
   let adminUrl = process.env.DATABASE_URL;
   const unreachable = adminUrl ? undefined : embeddedDatabaseUnreachable(`${dataDir}/postgres`);
@@ -198,6 +230,7 @@ async function main() {
     log: (line) => console.log(`[demo agent] ${line}`),
   });
   const stopRetention = scheduleRetention();
+  const stopBillingRun = scheduleBillingRun();
   const stopSpool = await replayAuditSpool();
 
   const origin = `http://localhost:${gateway.port}`;
@@ -256,6 +289,7 @@ Try
     await wsGateway.close();
     await gateway.close();
     await stopRetention();
+    await stopBillingRun();
     await stopSpool();
     await closeAppDb();
     await dataApi?.close();

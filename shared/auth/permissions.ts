@@ -28,6 +28,9 @@ export const permissions = [
   'policies:write',
   // The users API: a partner's (or an organization's) people and their roles.
   'users:manage',
+  // Contracts and invoicing: a partner's business, never held by an organization's users.
+  'billing:read',
+  'billing:manage',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -83,7 +86,7 @@ const admin: Permission[] = [
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {
   platform_admin: permissions,
-  partner_admin: admin,
+  partner_admin: [...admin, 'billing:read', 'billing:manage'],
   partner_technician: technician,
   org_admin: admin,
   org_technician: technician,

@@ -46,7 +46,7 @@ export const site = z
  * An IANA time zone name in its canonical spelling (`europe/berlin` is `Europe/Berlin`), or undefined: Intl refuses
  * (RangeError) any zone it does not know; offsets such as +01:00 are no zone names.
  */
-function canonicalTimeZone(zone: string): string | undefined {
+export function canonicalTimeZone(zone: string): string | undefined {
   if (/^[+-]/.test(zone)) return undefined;
   try {
     return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;

@@ -30,7 +30,11 @@ export type BusinessMetric =
   | 'AuditRowsPruned'
   | 'AuditRetentionFailures'
   | 'AuditAnchorsWritten'
-  | 'AuditChainBreaks';
+  | 'AuditChainBreaks'
+  // The daily billing due run (functions/billing/run.ts).
+  | 'InvoicesGenerated'
+  | 'InvoicesIssued'
+  | 'BillingRunFailures';
 
 /**
  * CloudWatch metrics in the embedded metric format (Powertools Metrics), written to the function's log: namespace

@@ -199,7 +199,7 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(15);
+    expect(apiFunctions.length).toBe(16);
     // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts).
     const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
     for (const [id] of apiFunctions)
@@ -425,7 +425,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(19);
+    expect(logbookFunctions.length).toBe(21);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -580,14 +580,18 @@ describe('the CDK stack', () => {
               JSON.stringify(s.Resource) === JSON.stringify({ 'Fn::GetAtt': [queue[0], 'Arn'] }),
           ),
       )
-      .map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? 'worker');
-    // Every API function spools an audit row whose write failed to the queue; scripts and alerts also
-    // queue deliveries. The retention and migration functions do not send.
+      .map(
+        ([, fn]) =>
+          /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ??
+          (fn.Properties.Description.includes('billing due run') ? 'billing run' : 'worker'),
+      );
+    // Every API function spools an audit row whose write failed to the queue, and so does the billing due run;
+    // scripts and alerts also queue deliveries. The retention and migration functions do not send.
     const apiGroups = deployed
       .ofType('AWS::Lambda::Function')
       .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
     expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
-    expect(senders.sort()).toEqual([...apiGroups, 'worker'].sort());
+    expect(senders.sort()).toEqual([...apiGroups, 'worker', 'billing run'].sort());
   });
 
   it('runs the retention worker daily from an EventBridge schedule, on a configurable schedule', () => {
@@ -598,6 +602,19 @@ describe('the CDK stack', () => {
     configured.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(12 hours)',
     });
+  });
+
+  it('runs the billing due run daily from an EventBridge schedule, as the API role', () => {
+    const billingRun = deployed.functionId('billing due run');
+    deployed.template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'cron(5 0 * * ? *)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [billingRun, 'Arn'] } })],
+    });
+    const secrets = deployed
+      .statementsOf(billingRun)
+      .filter((s) => [s.Action].flat().includes('secretsmanager:GetSecretValue'))
+      .map((s) => (s.Resource as { Ref: string }).Ref);
+    expect(secrets).toEqual([refOf('DatabaseAppSecret')]);
   });
 
   it('reads its settings from CDK context, and refuses values Aurora or CloudWatch would not take', () => {
