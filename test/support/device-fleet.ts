@@ -12,7 +12,7 @@ export interface FleetDevice {
 
 /**
  * An organization's small fleet as the devices list and a device's page show it, built through the API as users and
- * agents would: three devices on two sites (one online, one seen 10 minutes ago, one never seen), a static and a
+ * agents would: three devices on two sites (one online, one seen 10 minutes ago, one two days ago), a static and a
  * dynamic group, two custom fields (one with a default), a partner-wide monitoring policy overridden for the servers
  * by an organization's policy assigned to their group, a device exemption, and CPU samples that make SRV-01's item
  * fire (one open alert). Another tenant has a device of its own.
@@ -79,10 +79,15 @@ export async function seedDeviceFleet(api: Api, admin: Db, name = 'Fleetco'): Pr
   const otherDevice = await enroll(api, other, 'RIVAL-01', { osType: 'windows', osVersion: '11', role: 'server' });
   for (const device of [devices['SRV-01'], devices['SRV-02']])
     await ok(api.request('POST', `/api/v1/agents/${device.agentId}/heartbeat`, { token: device.token, body: {} }), 200);
-  // SRV-02 was last seen ten minutes ago: outside the online window.
-  await admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
-    id: devices['SRV-02'].deviceId,
-  });
+  // SRV-02 was last seen ten minutes ago, WS-01 two days ago: outside the online window.
+  for (const [device, ago] of [
+    ['SRV-02', '10 minutes'],
+    ['WS-01', '2 days'],
+  ] as const)
+    await admin.query(`UPDATE devices SET last_seen_at = now() - :ago::interval WHERE id = :id::uuid`, {
+      id: devices[device].deviceId,
+      ago,
+    });
 
   for (const body of [
     { name: 'Asset tag', key: 'asset_tag', type: 'text' },

@@ -12,7 +12,7 @@ function svg(tag: string, attributes: Record<string, string | number>, ...childr
   return element;
 }
 
-export interface Sample {
+interface Sample {
   value: number;
   timestamp: string;
 }

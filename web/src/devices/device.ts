@@ -66,7 +66,7 @@ const chartSamples = 60;
 const unitOf = (metric: string) => (metric === 'disk.freeBytes' ? 'bytes' : '%');
 
 /** An item's settings in words: what it watches and when it fires. */
-export function describeItem(item: Record<string, unknown>): string {
+function describeItem(item: Record<string, unknown>): string {
   const minutes = (seconds: unknown) => `${Math.round(Number(seconds) / 6) / 10} min`;
   switch (item.type) {
     case 'metric': {
@@ -395,7 +395,7 @@ async function showMonitors(api: ApiClient, slot: HTMLElement, deviceId: string,
             const samples = series.get(key)?.samples ?? [];
             return h(
               'tr',
-              { 'data-item': key, class: state ? `state-${state.state}` : null },
+              { 'data-item': key, 'data-state': state?.state ?? null },
               h(
                 'th',
                 { scope: 'row', 'data-label': 'Item' },

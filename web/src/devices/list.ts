@@ -38,7 +38,7 @@ function viewOf(search: string, organizations: Organization[]): View {
   };
 }
 
-export function addressOf(view: View): string {
+function addressOf(view: View): string {
   const params = new URLSearchParams({ org: view.org });
   if (view.filter) params.set('filter', view.filter);
   if (view.fields.length) params.set('fields', view.fields.join(','));
@@ -100,7 +100,10 @@ export async function showList({ api, main, fail }: PageContext) {
     if (loadedOrg === view.org) return;
     const [siteList, fieldList] = await Promise.all([
       api.get<{ data: Site[] }>(`/orgs/organizations/${view.org}/sites`, new URLSearchParams({ limit: '100' })),
-      api.get<{ data: Definition[] }>('/custom-fields', new URLSearchParams({ orgId: view.org, limit: '500' })),
+      // A token that may not read the definitions still sees the list, without custom field columns.
+      api
+        .get<{ data: Definition[] }>('/custom-fields', new URLSearchParams({ orgId: view.org, limit: '500' }))
+        .catch(() => ({ data: [] as Definition[] })),
     ]);
     sites = new Map(siteList.data.map((s) => [s.id, s.name]));
     definitions = fieldList.data;
@@ -161,21 +164,25 @@ export async function showList({ api, main, fail }: PageContext) {
   /** The columns shown, each with its header and its cell's text (the CSV writes these). */
   const columns = () => [
     { id: 'hostname', label: 'Hostname', text: (r: Row) => r.device.hostname },
-    { id: 'site', label: 'Site', text: (r: Row) => sites.get(r.device.siteId) ?? '' },
-    { id: 'os', label: 'OS', text: (r: Row) => osText(r.device) },
+    { id: 'site', label: 'Site', text: (r: Row) => sites.get(r.device.siteId) ?? null },
+    { id: 'os', label: 'OS', text: (r: Row) => osText(r.device) || null },
     { id: 'online', label: 'Online', text: (r: Row) => (isOnline(r.device.lastSeenAt) ? 'online' : 'offline') },
     {
       id: 'alerts',
       label: 'Open alerts',
-      text: (r: Row) => (r.summary?.openAlerts === null || !r.summary ? '' : String(r.summary.openAlerts)),
+      text: (r: Row) => (r.summary?.openAlerts === null || !r.summary ? null : String(r.summary.openAlerts)),
     },
-    { id: 'groups', label: 'Groups', text: (r: Row) => (r.summary?.groups ?? []).map((g) => g.name).join('; ') },
+    {
+      id: 'groups',
+      label: 'Groups',
+      text: (r: Row) => (r.summary?.groups ?? []).map((g) => g.name).join('; ') || null,
+    },
     ...view.fields
       .filter((key) => definitions.some((d) => d.key === key))
       .map((key) => ({
         id: `field:${key}`,
         label: definitions.find((d) => d.key === key)!.name,
-        text: (r: Row) => fieldText(r.summary?.customFields[key]),
+        text: (r: Row) => (r.summary?.customFields[key] === undefined ? null : fieldText(r.summary.customFields[key])),
       })),
   ];
 
