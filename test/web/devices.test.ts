@@ -111,6 +111,12 @@ describe.skipIf(!browserAvailable())('the Devices page in a browser', () => {
       { token, body: { filter: { field: 'osType', op: 'equals', value: 'windows' } } },
     );
     expect(preview.body.pagination.total).toBe(2);
+    // Back returns to the list before the filter, Forward to the filtered one.
+    await page.goBack();
+    await page.locator('#list-status').filter({ hasText: 'Devices 1–3 of 3' }).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Filter' }).inputValue()).toBe('');
+    await page.goForward();
+    await page.locator('#list-status').filter({ hasText: 'Devices 1–2 of 2' }).waitFor();
     // Reload keeps the filter; the online field means the list's Online column.
     const reloaded = await openList(new URL(page.url()).search);
     expect(await reloaded.getByRole('textbox', { name: 'Filter' }).inputValue()).toContain('"windows"');
