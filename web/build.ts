@@ -26,6 +26,7 @@ export const sitePages = [
   { html: 'custom-fields-import.html', entry: 'import', script: 'src/custom-fields-import/main.ts' },
   { html: 'migration.html', entry: 'migration', script: 'src/migration/main.ts' },
   { html: 'invoices.html', entry: 'invoices', script: 'src/invoices/main.ts' },
+  { html: 'devices.html', entry: 'devices', script: 'src/devices/main.ts' },
 ] as const;
 
 const contentTypes: Record<string, string> = {

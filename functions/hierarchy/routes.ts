@@ -1,6 +1,8 @@
 import * as fields from '#shared/custom-fields/schemas.ts';
 import { getDeviceWithFields } from '#shared/custom-fields/values.ts';
 import { appDb } from '#shared/db/client.ts';
+import * as groups from '#shared/device-groups/schemas.ts';
+import { summarizeDevices } from '#shared/device-groups/summaries.ts';
 import { deploymentScript } from '#shared/hierarchy/deployment-script.ts';
 import { deleteDevice, listDevices, updateDevice } from '#shared/hierarchy/devices.ts';
 import {
@@ -264,6 +266,20 @@ export const routes = {
       errors: [400, 401, 403],
     },
     ({ caller, query }) => listDevices(appDb(), caller, query),
+  ),
+  'POST /api/v1/orgs/organizations/{id}/device-summaries': route(
+    {
+      operationId: 'hierarchyDeviceSummaries',
+      auth: 'userOrApiKey',
+      tag: 'devices',
+      summary:
+        "Beside each device of a list's page: open alerts, groups and custom fields, for up to 100 devices of the organization (devices:read); reads only",
+      params: h.idParams,
+      body: groups.summariesBody,
+      response: groups.deviceSummaries,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params, body }) => summarizeDevices(appDb(), caller, params.id, body),
   ),
   'GET /api/v1/devices/{id}': route(
     {

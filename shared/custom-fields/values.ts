@@ -142,8 +142,47 @@ export async function getDeviceWithFields(db: Db, principal: Principal, deviceId
     store.selectVisibleDefinitions(db, target.partnerId, target.orgId),
     store.selectDeviceValues(db, [deviceId]),
   ]);
-  const stored = new Map(values.map((value) => [value.fieldId, value.value]));
-  const details = definitions.flatMap(
+  const details = fieldDetails(definitions, new Map(values.map((value) => [value.fieldId, value.value])), target);
+  return {
+    ...device,
+    customFields: Object.fromEntries(details.map((detail) => [detail.key, detail.value])),
+    customFieldDetails: details,
+  };
+}
+
+/**
+ * The custom fields of several devices of one organization, as `GET /devices/{id}` answers each (stored values, or
+ * the defaults of fields that apply to the device's OS): one statement for the definitions, one for the values.
+ */
+export async function customFieldsOfDevices(
+  db: Db,
+  owner: { partnerId: string; orgId: string },
+  devices: readonly { id: string; osType: string | null }[],
+): Promise<Map<string, Record<string, FieldValue>>> {
+  if (devices.length === 0) return new Map();
+  const [definitions, values] = await Promise.all([
+    store.selectVisibleDefinitions(db, owner.partnerId, owner.orgId),
+    store.selectDeviceValues(
+      db,
+      devices.map((device) => device.id),
+    ),
+  ]);
+  return new Map(
+    devices.map((device) => {
+      const stored = new Map(values.filter((v) => v.deviceId === device.id).map((v) => [v.fieldId, v.value]));
+      const details = fieldDetails(definitions, stored, device);
+      return [device.id, Object.fromEntries(details.map((detail) => [detail.key, detail.value]))];
+    }),
+  );
+}
+
+/** A device's fields: its stored value of each visible definition, else the default of one that applies to it. */
+function fieldDetails(
+  definitions: readonly DefinitionRecord[],
+  stored: ReadonlyMap<string, FieldValue>,
+  target: { osType: string | null },
+) {
+  return definitions.flatMap(
     (field): { key: string; fieldId: string; type: FieldType; value: FieldValue; source: 'value' | 'default' }[] => {
       const value = stored.get(field.id);
       if (value !== undefined) return [{ key: field.key, fieldId: field.id, type: field.type, value, source: 'value' }];
@@ -152,9 +191,4 @@ export async function getDeviceWithFields(db: Db, principal: Principal, deviceId
       return [];
     },
   );
-  return {
-    ...device,
-    customFields: Object.fromEntries(details.map((detail) => [detail.key, detail.value])),
-    customFieldDetails: details,
-  };
 }

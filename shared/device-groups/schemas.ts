@@ -161,3 +161,35 @@ export const groupImportReply = importReply(
 
 export const deviceGroupPage = pageOf(deviceGroup);
 export const memberPage = pageOf(device);
+
+/** POST /orgs/organizations/{id}/device-summaries: the devices of one page of a list. */
+export const summariesBody = z
+  .object({
+    deviceIds: z
+      .array(z.uuid())
+      .min(1)
+      .max(100)
+      .meta({ description: '1 to 100 device ids of the organization (a page of GET /devices or of a preview)' }),
+  })
+  .strict();
+export const deviceSummaries = z
+  .object({
+    data: z.array(
+      z
+        .object({
+          deviceId: z.uuid(),
+          openAlerts: z
+            .number()
+            .int()
+            .nullable()
+            .meta({ description: "The device's alerts with status open; null without alerts:read" }),
+          groups: z.array(z.object({ id: z.uuid(), name: z.string(), type: z.enum(groupTypes) }).strict()),
+          customFields: z
+            .record(z.string(), z.unknown())
+            .meta({ description: 'As GET /devices/{id} answers them: stored values, else defaults that apply' }),
+        })
+        .strict(),
+    ),
+  })
+  .strict()
+  .meta({ id: 'DeviceSummaries' });

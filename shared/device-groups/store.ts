@@ -306,3 +306,49 @@ export async function selectGroupsOfDevice(
     pagination: pagination(page.page, page.limit, Number(total)),
   };
 }
+
+/** The filters of an organization's dynamic groups. */
+export async function selectDynamicFiltersOfOrganization(db: Db, orgId: string) {
+  const { rows } = await db.query<{ id: string; filter: DeviceFilter }>(
+    `SELECT g.id, g.filter FROM device_groups g WHERE g.org_id = :orgId::uuid AND g.type = 'dynamic'`,
+    { orgId },
+  );
+  return rows;
+}
+
+export type SummaryRow = {
+  deviceId: string;
+  osType: string | null;
+  openAlerts: number;
+  groups: { id: string; name: string; type: 'static' | 'dynamic' }[];
+};
+
+/**
+ * For each live device of `deviceIds` in the organization (others are left out): its open alerts and its groups,
+ * static and dynamic, in one statement (`dynamic.sql` decides the dynamic groups of the device row `d`).
+ */
+export async function selectDeviceSummaries(
+  db: Db,
+  orgId: string,
+  deviceIds: readonly string[],
+  dynamic: { sql: string; params: Params },
+) {
+  const { rows } = await db.query<SummaryRow>(
+    `SELECT d.id AS "deviceId", d.os_type AS "osType",
+            (SELECT count(*) FROM alerts a WHERE a.device_id = d.id AND a.org_id = d.org_id AND a.status = 'open')::int
+              AS "openAlerts",
+            coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'name', g.name, 'type', g.type)
+                                       ORDER BY lower(g.name), g.id)
+                        FROM device_groups g
+                       WHERE g.org_id = d.org_id AND (g.site_id IS NULL OR g.site_id = d.site_id)
+                         AND CASE WHEN g.type = 'static'
+                                  THEN EXISTS (SELECT 1 FROM device_group_members m
+                                                WHERE m.group_id = g.id AND m.device_id = d.id)
+                                  ELSE coalesce(${dynamic.sql}, false) END), '[]'::jsonb) AS groups
+       FROM devices d
+      WHERE d.org_id = :orgId::uuid AND d.deleted_at IS NULL
+        AND d.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:deviceIds::jsonb))`,
+    { ...dynamic.params, orgId, deviceIds: JSON.stringify(deviceIds) },
+  );
+  return rows;
+}

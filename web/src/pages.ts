@@ -6,6 +6,7 @@ const pages = [
   { href: 'custom-fields-import.html', label: 'Import custom fields' },
   { href: 'migration.html', label: 'Migration' },
   { href: 'invoices.html', label: 'Invoices' },
+  { href: 'devices.html', label: 'Devices' },
 ] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */
