@@ -16,8 +16,11 @@ import { routes as deviceGroups } from './device-groups/routes.ts';
 import { routes as eventLogs } from './event-logs/routes.ts';
 import { routes as hierarchy } from './hierarchy/routes.ts';
 import { routes as liveQuery } from './live-query/routes.ts';
+import { routes as maintenance } from './maintenance/routes.ts';
+import { routes as notifications } from './notifications/routes.ts';
 import { routes as posture } from './posture/routes.ts';
 import { routes as reconciliation } from './reconciliation/routes.ts';
+import { routes as schedules } from './schedules/routes.ts';
 import { routes as scripts } from './scripts/routes.ts';
 import { provideRouteTable } from './system/route-table.ts';
 import { routes as system } from './system/routes.ts';
@@ -36,8 +39,11 @@ export const domainRoutes = {
   'event-logs': eventLogs,
   hierarchy,
   'live-query': liveQuery,
+  maintenance,
+  notifications,
   posture,
   reconciliation,
+  schedules,
   scripts,
   system,
   'tenancy-import': tenancyImport,
@@ -55,8 +61,11 @@ export const routes = {
   ...eventLogs,
   ...hierarchy,
   ...liveQuery,
+  ...maintenance,
+  ...notifications,
   ...posture,
   ...reconciliation,
+  ...schedules,
   ...scripts,
   ...system,
   ...tenancyImport,
