@@ -54,7 +54,7 @@ export function headline(event: NoticeEvent, body: NoticeBody): string {
   if (event === 'alert.digest') return `Logbook: ${body.items?.length ?? 0} notifications held back by the throttle`;
   const alert = body.alert!;
   const step = event === 'alert.escalated' ? ` (step ${(body.step ?? 0) + 1})` : '';
-  return `[${alert.severity.toUpperCase()}] ${alert.title} — ${verbs[event]}${step}`;
+  return `[${alert.severity.toUpperCase()}] ${alert.title}: ${verbs[event]}${step}`;
 }
 
 /** The lines of a message's text: the alert's facts, or the digest's items. */

@@ -384,13 +384,17 @@ export type NotificationInsert = {
   body: Record<string, unknown>;
 };
 
-/** Records a notification; undefined when its dedupe key was recorded before (it is told once). */
+/**
+ * Records a notification; undefined when its dedupe key was recorded before (it is told once). Its first attempt is
+ * due now, in milliseconds as the attempt's clock counts them.
+ */
 export async function insertNotification(db: Db, notice: NotificationInsert) {
   return one<{ id: string }>(
     db,
     `INSERT INTO notifications (channel_id, alert_id, org_id, event, step, dedupe_key, status, body, next_attempt_at)
      VALUES (:channelId::uuid, :alertId::uuid, :orgId::uuid, :event::text, :step::int, :dedupeKey::text,
-             :status::text, :body::jsonb, CASE WHEN :status::text = 'pending' THEN now() END)
+             :status::text, :body::jsonb,
+             CASE WHEN :status::text = 'pending' THEN date_trunc('milliseconds', now()) END)
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id`,
     notice,
@@ -446,7 +450,8 @@ export async function insertDigest(
 ): Promise<void> {
   await tx.query(
     `INSERT INTO notifications (id, channel_id, org_id, event, status, body, next_attempt_at)
-     VALUES (:id::uuid, :channelId::uuid, :orgId::uuid, 'alert.digest', 'pending', :body::jsonb, now())`,
+     VALUES (:id::uuid, :channelId::uuid, :orgId::uuid, 'alert.digest', 'pending', :body::jsonb,
+             date_trunc('milliseconds', now()))`,
     digest,
   );
 }
