@@ -25,9 +25,13 @@ const scheduleFields = {
 
 /** A window as answered: without its version, with its next occurrence. */
 function reply(row: store.WindowRow, now = new Date()) {
-  const { version: _, ...window } = row;
+  const { version: _, active, ...window } = row;
   const next = nextOccurrence(compileWindow(row), now);
-  return { ...window, nextOccurrence: next ? { key: next.key, local: next.local, utc: next.utc } : null };
+  return {
+    ...window,
+    // Times kept inside jsonb read back as text with an offset: answered as instants like every other time.
+    active: active && { ...active, from: new Date(active.from), until: new Date(active.until) },
+    nextOccurrence: next ? { key: next.key, local: next.local, utc: next.utc } : null };
 }
 
 /** Who owns a new window: an organization the caller reaches, or its partner (partner users only). */
