@@ -104,7 +104,7 @@ export async function startOccurrence(
   if (!still) return 'moved';
   const until = job.at + row.schedule.durationMinutes * 60_000;
   if (until <= now.getTime() || misfired(row.schedule.misfire, job.at, now.getTime())) {
-    await armNext(db, row, now);
+    await armNext(row, now);
     return 'skipped';
   }
   const audit = systemAudit(db);
@@ -157,7 +157,7 @@ export async function endOccurrence(
   const ended = await endActive(db, job.windowId, systemAudit(db), (active) => active.occurrenceKey === job.key);
   if (!ended) return 'moved';
   await onEnd(job.windowId);
-  await armNext(db, ended, now);
+  await armNext(ended, now);
   return 'ended';
 }
 
@@ -191,7 +191,7 @@ export async function endActive(
   }
 }
 
-async function armNext(db: Db, row: store.WindowRow, now: Date): Promise<void> {
+async function armNext(row: store.WindowRow, now: Date): Promise<void> {
   const next = nextOccurrence(compileWindow(row), new Date(now.getTime() + 1));
   if (next)
     await armAt(

@@ -55,7 +55,13 @@ const reachableWindow = `w.deleted_at IS NULL
 export async function insertWindow(
   db: Db,
   owner: Owner,
-  input: { name: string; schedule: WindowSchedule; targets: Targets; suppress: SuppressKind[]; allowSeverity: Severity | null },
+  input: {
+    name: string;
+    schedule: WindowSchedule;
+    targets: Targets;
+    suppress: SuppressKind[];
+    allowSeverity: Severity | null;
+  },
 ) {
   const row = await one<WindowRow>(
     db,

@@ -31,7 +31,8 @@ function reply(row: store.WindowRow, now = new Date()) {
     ...window,
     // Times kept inside jsonb read back as text with an offset: answered as instants like every other time.
     active: active && { ...active, from: new Date(active.from), until: new Date(active.until) },
-    nextOccurrence: next ? { key: next.key, local: next.local, utc: next.utc } : null };
+    nextOccurrence: next ? { key: next.key, local: next.local, utc: next.utc } : null,
+  };
 }
 
 /** Who owns a new window: an organization the caller reaches, or its partner (partner users only). */

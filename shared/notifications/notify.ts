@@ -150,7 +150,7 @@ export async function escalate(
   job: { alertId: string; policyId: string; step: number; since: number },
 ): Promise<'sent' | 'stopped'> {
   const alert = await store.selectNoticeAlert(db, job.alertId);
-  if (!alert || alert.status !== 'open') return 'stopped';
+  if (alert?.status !== 'open') return 'stopped';
   const policy = await store.selectPolicySteps(db, job.policyId);
   const step = policy?.steps[job.step];
   if (!step) return 'stopped';
