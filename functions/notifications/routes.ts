@@ -91,7 +91,8 @@ export const routes = {
   'POST /api/v1/notification-channels/{channelId}/test': route(
     {
       operationId: 'notificationsChannelsTest',
-      grants: ['seal-key'],
+      // Opens the channel's sealed secret to sign, and may send an e-mail.
+      grants: ['seal-key', 'send-mail'],
       auth: 'userOrApiKey',
       tag: 'notifications',
       summary: 'Send a test notification now, once; the reply is its log entry (delivered, or failed and why)',
