@@ -145,28 +145,101 @@ function untilAsFloating(text: string, zone: string): string {
   });
 }
 
-/** Places a local date-time of the recurrence in its zone (RFC 5545: the first of two, the offset before a gap). */
-function place(local: Temporal.PlainDateTime, zone: string): Occurrence {
-  const zoned = local.toZonedDateTime(zone, { disambiguation: 'compatible' });
-  const at = new Date(zoned.epochMilliseconds);
+const dayMs = 86_400_000;
+const formatters = new Map<string, Intl.DateTimeFormat>();
+/** The UTC offset (ms) of each zone at the start of each UTC day asked for: few days and zones are asked for. */
+const dayOffsets = new Map<string, number>();
+
+/** The zone's UTC offset at an instant, from the runtime's time-zone data (ICU). */
+function exactOffset(zone: string, at: number): number {
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(zone, format);
+  }
+  const parts: Record<string, number> = {};
+  for (const part of format.formatToParts(at)) if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return wall - Math.floor(at / 1000) * 1000;
+}
+
+function dayOffset(zone: string, day: number): number {
+  const key = `${zone}|${day}`;
+  let offset = dayOffsets.get(key);
+  if (offset === undefined) {
+    if (dayOffsets.size > 200_000) dayOffsets.clear();
+    offset = exactOffset(zone, day * dayMs);
+    dayOffsets.set(key, offset);
+  }
+  return offset;
+}
+
+/**
+ * The zone's offset at an instant: the offset of its UTC day when the day has no transition (the same offset at its
+ * start and at the next day's), read exactly on the rare days that have one (no zone changes twice in a day).
+ */
+function offsetAt(zone: string, at: number): number {
+  const day = Math.floor(at / dayMs);
+  const start = dayOffset(zone, day);
+  return start === dayOffset(zone, day + 1) ? start : exactOffset(zone, at);
+}
+
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+/** `YYYY-MM-DDTHH:MM:SS` of a wall time held as if it were UTC. */
+const wallText = (wall: number) => new Date(wall).toISOString().slice(0, 19);
+const offsetText = (offset: number) => {
+  const minutes = Math.abs(offset) / 60_000;
+  return `${offset < 0 ? '-' : '+'}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
+};
+
+/**
+ * Places a local date-time of the recurrence (its wall time held as if it were UTC) in its zone as RFC 5545 reads a
+ * DATE-TIME with TZID: of two instants showing it (fall back) the first; in a gap (spring forward) the instant the
+ * offset before the gap gives, which the clock shows later by the gap's length. The same rule as Temporal's
+ * `compatible` disambiguation, computed from the offsets around it.
+ */
+function place(wall: number, zone: string): Occurrence {
+  const before = offsetAt(zone, wall - dayMs);
+  const after = offsetAt(zone, wall + dayMs);
+  let at = wall - before;
+  if (before !== after) {
+    const showsWall = (instant: number) => offsetAt(zone, instant) === wall - instant;
+    const candidates = [wall - before, wall - after].filter(showsWall);
+    // None: a gap, read with the offset before it. Two: a repeat, the first.
+    if (candidates.length > 0) at = Math.min(...candidates);
+  }
+  const offset = offsetAt(zone, at);
   return {
-    key: local.toString({ smallestUnit: 'second' }),
-    local: `${zoned.toPlainDateTime().toString({ smallestUnit: 'second' })}${zoned.offset}`,
-    utc: at.toISOString(),
-    at,
+    key: wallText(wall),
+    local: `${wallText(at + offset)}${offsetText(offset)}`,
+    utc: new Date(at).toISOString(),
+    at: new Date(at),
   };
 }
 
+/** A floating local date-time's wall time, held as if it were UTC. */
+const wallOf = (local: Temporal.PlainDateTime) =>
+  Date.UTC(local.year, local.month - 1, local.day, local.hour, local.minute, local.second);
+
 /** The first `count` occurrences from DTSTART on. */
 export function firstOccurrences(schedule: CompiledSchedule, count: number): Occurrence[] {
-  if (!schedule.rule) return count > 0 ? [place(schedule.start, schedule.zone)] : [];
-  return schedule.rule.all((_, index) => index < count).map((each) => place(each.toPlainDateTime(), schedule.zone));
+  if (!schedule.rule) return count > 0 ? [place(wallOf(schedule.start), schedule.zone)] : [];
+  return schedule.rule.all((_, index) => index < count).map((each) => place(each.epochMilliseconds, schedule.zone));
 }
 
 /** Occurrences whose instant is in [from, to), at most `limit`, in order. */
 export function occurrencesBetween(schedule: CompiledSchedule, from: Date, to: Date, limit: number): Occurrence[] {
   if (!schedule.rule) {
-    const only = place(schedule.start, schedule.zone);
+    const only = place(wallOf(schedule.start), schedule.zone);
     return only.at >= from && only.at < to && limit > 0 ? [only] : [];
   }
   // The rule's instants are local wall times read as UTC: widen by the largest offset, then keep the real instants.
@@ -177,7 +250,7 @@ export function occurrencesBetween(schedule: CompiledSchedule, from: Date, to: D
   );
   const found: Occurrence[] = [];
   for (const candidate of candidates) {
-    const occurrence = place(candidate.toPlainDateTime(), schedule.zone);
+    const occurrence = place(candidate.epochMilliseconds, schedule.zone);
     if (occurrence.at < from || occurrence.at >= to) continue;
     found.push(occurrence);
     if (found.length >= limit) break;
@@ -188,7 +261,7 @@ export function occurrencesBetween(schedule: CompiledSchedule, from: Date, to: D
 /** The next occurrence at or after `after`, looking ahead in growing steps; undefined when the rule has ended. */
 export function nextOccurrence(schedule: CompiledSchedule, after: Date): Occurrence | undefined {
   if (!schedule.rule) {
-    const only = place(schedule.start, schedule.zone);
+    const only = place(wallOf(schedule.start), schedule.zone);
     return only.at >= after ? only : undefined;
   }
   for (const days of [2, 40, 400, 4000]) {
