@@ -25,6 +25,7 @@ export const sitePages = [
   { html: 'index.html', entry: 'app', script: 'src/main.ts' },
   { html: 'custom-fields-import.html', entry: 'import', script: 'src/custom-fields-import/main.ts' },
   { html: 'migration.html', entry: 'migration', script: 'src/migration/main.ts' },
+  { html: 'alerts.html', entry: 'alerts', script: 'src/alerts/main.ts' },
 ] as const;
 
 const contentTypes: Record<string, string> = {

@@ -5,6 +5,7 @@ const pages = [
   { href: 'index.html', label: 'Audit log' },
   { href: 'custom-fields-import.html', label: 'Import custom fields' },
   { href: 'migration.html', label: 'Migration' },
+  { href: 'alerts.html', label: 'Alerts' },
 ] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */
