@@ -17,7 +17,9 @@ import { routes as eventLogs } from './event-logs/routes.ts';
 import { routes as hierarchy } from './hierarchy/routes.ts';
 import { routes as liveQuery } from './live-query/routes.ts';
 import { routes as maintenance } from './maintenance/routes.ts';
+import { routes as monitoring } from './monitoring/routes.ts';
 import { routes as notifications } from './notifications/routes.ts';
+import { routes as policies } from './policies/routes.ts';
 import { routes as posture } from './posture/routes.ts';
 import { routes as reconciliation } from './reconciliation/routes.ts';
 import { routes as schedules } from './schedules/routes.ts';
@@ -40,7 +42,9 @@ export const domainRoutes = {
   hierarchy,
   'live-query': liveQuery,
   maintenance,
+  monitoring,
   notifications,
+  policies,
   posture,
   reconciliation,
   schedules,
@@ -62,7 +66,9 @@ export const routes = {
   ...hierarchy,
   ...liveQuery,
   ...maintenance,
+  ...monitoring,
   ...notifications,
+  ...policies,
   ...posture,
   ...reconciliation,
   ...schedules,

@@ -10,6 +10,7 @@ import type { AgentMessage, AgentQuery, LiveEventFilter } from '#shared/live-que
 import { answerFrames } from './answer-frames.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
 import { simulatedSerial } from './identity.ts';
+import { type Machine, monitoring } from './monitoring.ts';
 import { scriptRunner } from './script-runner.ts';
 
 export interface AgentOptions {
@@ -36,11 +37,17 @@ export interface AgentOptions {
   /** The device's management-posture snapshot, uploaded at start and every `postureEvery` heartbeats; none: never scans. */
   posture?: () => object;
   postureEvery?: number;
+  /** What the machine measures for monitoring (docs/monitoring.md); none: the agent sends no metrics or checks. */
+  machine?: Machine;
+  /** workstation or server, reported with each heartbeat. */
+  role?: 'workstation' | 'server';
 }
 
 export interface RunningAgent {
   /** Resolves once the WebSocket connection is open (again). */
   connected(): Promise<void>;
+  /** Heartbeats now (and reports metrics and checks after it), as the interval does. */
+  checkIn(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -78,10 +85,15 @@ export function startAgent(options: AgentOptions): RunningAgent {
     const reply = await fetch(`${options.server}/api/v1/agents/${options.agentId}${suffix}`, {
       method,
       headers: { ...authorization, 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
-    if (!reply.ok) throw new Error(`${method} ${suffix}: ${reply.status} ${await reply.text()}`);
+    const text = await reply.text();
+    if (!reply.ok) throw new Error(`${method} ${suffix}: ${reply.status} ${text}`);
+    return text ? (JSON.parse(text) as unknown) : undefined;
   };
+  const monitor = options.machine
+    ? monitoring(options.machine, (method, suffix, body) => call(method, suffix, body), log)
+    : undefined;
 
   // The upload in flight keeps its Idempotency-Key until acknowledged: a resend after a timeout or a 503 stores
   // nothing twice.
@@ -96,11 +108,13 @@ export function startAgent(options: AgentOptions): RunningAgent {
   let beats = 0;
   const checkIn = async () => {
     try {
-      await call('POST', '/heartbeat', {
+      const beat = (await call('POST', '/heartbeat', {
         agentVersion,
         status: 'online',
         serialNumber: simulatedSerial(options.store.computer),
-      });
+        ...(options.role ? { role: options.role } : {}),
+      })) as { configVersion?: string };
+      await monitor?.report(beat.configVersion);
       if (options.posture && beats++ % (options.postureEvery ?? 60) === 0)
         await call('PUT', '/management-posture', options.posture());
       await uploadLogs();
@@ -194,6 +208,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
   connect();
 
   return {
+    checkIn,
     connected: () =>
       socket?.readyState === WebSocket.OPEN ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve)),
     async stop() {

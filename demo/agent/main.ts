@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { startAgent } from './agent.ts';
 import { generateEventStore } from './event-store.ts';
 import { EnrollmentRefused, enroll, readIdentity, ServerUnreachable, writeIdentity } from './identity.ts';
+import { defaultMachine } from './monitoring.ts';
 
 const agentVersion = '2.4.1-sim';
 
@@ -32,6 +33,11 @@ const { values: args, positionals } = parseArgs({
     'heartbeat-seconds': { type: 'string', default: '60' },
     // What the management-posture scan finds: `<category>/<product>=<status>,…`; empty: a clean scan; none: no scan.
     posture: { type: 'string', default: '' },
+    // What monitoring measures (docs/monitoring.md): CPU and memory in percent, stopped services, the device's role.
+    cpu: { type: 'string' },
+    memory: { type: 'string' },
+    'stopped-services': { type: 'string', default: '' },
+    role: { type: 'string' },
   },
   strict: true,
   allowPositionals: true,
@@ -88,6 +94,8 @@ async function main() {
     heartbeatSeconds,
     log: (line) => console.log(`[agent ${identity.hostname}] ${line}`),
     posture: args.posture === 'none' ? undefined : () => postureSnapshot(args.posture),
+    machine: machineOf(args),
+    role: args.role === 'server' || args.role === 'workstation' ? args.role : undefined,
   });
   console.log(`heartbeat every ${heartbeatSeconds} s to ${server}; live queries over ${wsUrl}. Ctrl-C stops.`);
   const stop = async () => {
@@ -96,6 +104,17 @@ async function main() {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
+}
+
+/** The simulated machine's measurements, from the flags. */
+function machineOf(flags: typeof args) {
+  const machine = defaultMachine();
+  if (flags.cpu !== undefined) machine.cpuPercent = Number(flags.cpu);
+  if (flags.memory !== undefined) machine.memoryPercent = Number(flags.memory);
+  for (const name of flags['stopped-services'].split(',').filter(Boolean)) machine.services[name] = 'stopped';
+  if (!Number.isFinite(machine.cpuPercent) || !Number.isFinite(machine.memoryPercent))
+    throw new Error('--cpu and --memory take numbers (percent)');
+  return machine;
 }
 
 /** A management-posture snapshot from `<category>/<product>=<status>,…`, collected now. */

@@ -4,6 +4,7 @@ import type { AuditRowInput } from '#shared/audit/store.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { appDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
+import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { escalate, notifyAfterWindow, notifyAlert } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
@@ -34,6 +35,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
     endOccurrence(appDb(), job as Job & EndJob, (windowId) => notifyAfterWindow(appDb(), windowId)),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
+  // Armed by a heartbeat for when an offline monitor is due: judges it against the device's last heartbeat.
+  [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */

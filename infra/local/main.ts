@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { startAgent } from '#demo/agent/agent.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
+import { defaultMachine } from '#demo/agent/monitoring.ts';
 import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
 import { seedDemoPostureFleet } from '#demo/demo-posture.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
@@ -170,6 +171,8 @@ async function main() {
     agentId: demo.agentId,
     token: demo.agentToken,
     store: generateEventStore({ computer: 'demo-device' }),
+    // Metrics and checks for the demo's monitoring policies (docs/monitoring.md).
+    machine: defaultMachine(),
     // Another agent using AGENT_TOKEN takes the demo device's channel over; the demo agent comes back once it left.
     mayResume: async () => !(await selectConnection(appDb(), demo.deviceId)),
     log: (line) => console.log(`[demo agent] ${line}`),

@@ -5,6 +5,7 @@ import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
+import { offlineAfterHeartbeat } from '../monitoring/evaluate.ts';
 import { deviceOfAgent } from './log-access.ts';
 import type { heartbeat as heartbeatSchema } from './schemas.ts';
 import { moveDeviceIp, recordHeartbeat } from './store.ts';
@@ -29,6 +30,7 @@ export async function heartbeat(
     agentVersion: report.agentVersion ?? null,
     status: report.status ?? null,
     serialNumber: reportedSerial(report.serialNumber),
+    role: report.role ?? null,
   });
   if (!seen) throw NotFound('Agent');
   const previousIp = seen.previousIp;
@@ -47,5 +49,7 @@ export async function heartbeat(
         },
       );
     });
-  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString() };
+  // The device is back: its offline monitors are armed again (or clear); the reply names the config in force.
+  const configVersion = (await offlineAfterHeartbeat(db, device.id, device.orgId, audit)) ?? '';
+  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), configVersion };
 }

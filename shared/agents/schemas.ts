@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { agentStatuses } from '../hierarchy/schemas.ts';
+import { agentStatuses, deviceRoles } from '../hierarchy/schemas.ts';
 import { agentInstant, asUtc } from '../instants.ts';
 import { atLeastOneField, optionalParam } from '../request-values.ts';
 
@@ -71,6 +71,7 @@ export const heartbeat = z
       description:
         'online: working normally; degraded: running with a failing subsystem; maintenance: updating or paused on purpose',
     }),
+    role: z.enum(deviceRoles).nullish().meta({ description: 'workstation or server; policy assignments narrow by it' }),
   })
   .meta({ id: 'Heartbeat' });
 
@@ -80,6 +81,9 @@ export const heartbeatReply = z
     serverTime: z.iso
       .datetime({ offset: true })
       .meta({ description: 'The server clock, for the agent to notice its own drift' }),
+    configVersion: z.string().meta({
+      description: 'The version of the effective monitoring config: when it changed, GET /agents/{id}/config',
+    }),
   })
   .meta({ id: 'HeartbeatReply' });
 

@@ -41,7 +41,13 @@ export function selectDeviceNames(db: Db, deviceId: string) {
 export function recordHeartbeat(
   db: Db,
   deviceId: string,
-  report: { ip: string | null; agentVersion: string | null; status: string | null; serialNumber: string | null },
+  report: {
+    ip: string | null;
+    agentVersion: string | null;
+    status: string | null;
+    serialNumber: string | null;
+    role: string | null;
+  },
 ) {
   return one<{
     previousIp: string | null;
@@ -60,7 +66,8 @@ export function recordHeartbeat(
         last_ip = CASE WHEN p.last_ip IS NULL THEN COALESCE(:ip::text, d.last_ip) ELSE d.last_ip END,
         agent_version = COALESCE(:agentVersion::text, d.agent_version),
         agent_status = COALESCE(:status::text, d.agent_status),
-        serial_number = COALESCE(:serialNumber::text, d.serial_number)
+        serial_number = COALESCE(:serialNumber::text, d.serial_number),
+        role = COALESCE(:role::text, d.role)
        FROM previous p
       WHERE d.id = p.id
       RETURNING p.last_ip AS "previousIp", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,

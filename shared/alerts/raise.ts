@@ -72,7 +72,7 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
 }
 
 /** Binds a new alert as its organization's binding says: a ticket of its own, or the PSA integration to tell. */
-async function bindNewAlert(
+export async function bindNewAlert(
   tx: Tx,
   audit: AuditContext,
   alert: store.AlertRow,

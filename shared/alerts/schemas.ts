@@ -7,6 +7,7 @@ import { optionalParam } from '../request-values.ts';
 
 export const severities = ['low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof severities)[number];
+export const alertSources = ['script', 'monitor'] as const;
 export const alertStatuses = ['open', 'acknowledged', 'resolved'] as const;
 export type AlertStatus = (typeof alertStatuses)[number];
 export const deliveryEvents = ['alert.created', 'alert.acknowledged', 'alert.resolved'] as const;
@@ -29,13 +30,23 @@ export const alert = z
     id: z.uuid(),
     orgId: z.uuid(),
     deviceId: z.uuid().nullable(),
-    source: z
-      .object({
-        type: z.enum(['script']),
-        id: z.uuid().meta({ description: 'The run item that raised the alert' }),
-        lastId: z.uuid().meta({ description: 'The run item of the latest occurrence' }),
-      })
-      .strict(),
+    source: z.discriminatedUnion('type', [
+      z
+        .object({
+          type: z.literal('script'),
+          id: z.uuid().meta({ description: 'The run item that raised the alert' }),
+          lastId: z.uuid().meta({ description: 'The run item of the latest occurrence' }),
+        })
+        .strict(),
+      z
+        .object({
+          type: z.literal('monitor'),
+          policyId: z.uuid(),
+          itemKey: z.string(),
+          policyVersion: z.number().int().meta({ description: 'The version of the policy whose item fired' }),
+        })
+        .strict(),
+    ]),
     severity: z.enum(severities),
     title: z.string(),
     details: z.record(z.string(), z.unknown()),
@@ -79,9 +90,11 @@ export const listAlertsQuery = z.object({
   status: optionalParam(z.enum(alertStatuses)),
   severity: optionalParam(z.enum(severities)),
   deviceId: optionalParam(z.uuid()),
-  sourceType: optionalParam(z.enum(['script'])),
-  source: optionalParam(z.enum(['script'])).meta({ description: 'Same as sourceType' }),
-  sourceId: optionalParam(z.uuid()).meta({ description: 'The run item that raised the alert' }),
+  sourceType: optionalParam(z.enum(alertSources)),
+  source: optionalParam(z.enum(alertSources)).meta({ description: 'Same as sourceType' }),
+  sourceId: optionalParam(z.uuid()).meta({
+    description: 'The run item that raised the alert (script), or the policy whose item raised it (monitor)',
+  }),
   from: queryInstant('Alerts created at or after this time'),
   to: queryInstant('Alerts created before this time'),
 });

@@ -13,7 +13,10 @@ type Actor = {
 };
 
 const alertColumns = `a.id, a.org_id AS "orgId", a.device_id AS "deviceId",
-  jsonb_build_object('type', a.source_type, 'id', a.source_id, 'lastId', a.last_source_id) AS source,
+  CASE a.source_type
+    WHEN 'monitor' THEN jsonb_build_object('type', 'monitor', 'policyId', a.source_id, 'itemKey', a.details->>'itemKey',
+                                           'policyVersion', a.details->'policyVersion')
+    ELSE jsonb_build_object('type', a.source_type, 'id', a.source_id, 'lastId', a.last_source_id) END AS source,
   a.severity, a.title, a.details, a.status, a.occurrences, a.last_occurred_at AS "lastOccurredAt",
   a.acknowledged_at AS "acknowledgedAt", a.acknowledged_by AS "acknowledgedBy", a.resolved_at AS "resolvedAt",
   a.resolved_by AS "resolvedBy",
@@ -28,7 +31,9 @@ export type AlertRow = {
   id: string;
   orgId: string;
   deviceId: string | null;
-  source: { type: 'script'; id: string; lastId: string };
+  source:
+    | { type: 'script'; id: string; lastId: string }
+    | { type: 'monitor'; policyId: string; itemKey: string; policyVersion: number };
   severity: Severity;
   title: string;
   details: Record<string, unknown>;
@@ -59,7 +64,7 @@ export async function upsertAlert(
     orgId: string;
     partnerId: string;
     deviceId: string;
-    sourceType: 'script';
+    sourceType: 'script' | 'monitor';
     sourceId: string;
     sourceKey: string;
     severity: Severity;
@@ -179,6 +184,22 @@ export function changeAlertStatus(db: Db, id: string, to: 'acknowledged' | 'reso
         RETURNING *)
      SELECT ${alertColumns}, a.partner_id AS "partnerId" FROM a`,
     { id, to, actor: { ...actor } },
+  );
+}
+
+/**
+ * Resolves an alert the system decided is over (a monitor whose condition cleared): no one resolved it, so
+ * resolved_by stays empty. Undefined when it was resolved already.
+ */
+export function resolveAlertBySystem(db: Db, id: string) {
+  return one<AlertRow & { partnerId: string; previousStatus: AlertStatus }>(
+    db,
+    `WITH b AS (SELECT id, status FROM alerts WHERE id = :id::uuid AND status <> 'resolved' FOR UPDATE),
+     a AS (
+       UPDATE alerts x SET status = 'resolved', resolved_at = now() FROM b WHERE x.id = b.id
+        RETURNING x.*, b.status AS previous_status)
+     SELECT ${alertColumns}, a.partner_id AS "partnerId", a.previous_status AS "previousStatus" FROM a`,
+    { id },
   );
 }
 

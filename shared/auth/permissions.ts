@@ -23,6 +23,9 @@ export const permissions = [
   'alerts:read',
   'alerts:manage',
   'integrations:manage',
+  // Policies (monitoring, patching, automation), their assignments and exemptions.
+  'policies:read',
+  'policies:write',
 ] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -48,7 +51,15 @@ export const apiKeyRoles = [
 ] as const satisfies readonly Role[];
 export type ApiKeyRole = (typeof apiKeyRoles)[number];
 
-const read: Permission[] = ['orgs:read', 'devices:read', 'logs:read', 'audit:read', 'scripts:read', 'alerts:read'];
+const read: Permission[] = [
+  'orgs:read',
+  'devices:read',
+  'logs:read',
+  'audit:read',
+  'scripts:read',
+  'alerts:read',
+  'policies:read',
+];
 const technician: Permission[] = [
   ...read,
   'devices:write',
@@ -58,7 +69,14 @@ const technician: Permission[] = [
   'scripts:run',
   'alerts:manage',
 ];
-const admin: Permission[] = [...technician, 'orgs:write', 'api-keys:manage', 'audit:manage', 'integrations:manage'];
+const admin: Permission[] = [
+  ...technician,
+  'orgs:write',
+  'api-keys:manage',
+  'audit:manage',
+  'integrations:manage',
+  'policies:write',
+];
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {
   platform_admin: permissions,

@@ -117,6 +117,7 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
       osType: input.osType,
       osVersion: input.osVersion,
       agentVersion: input.agentVersion,
+      role: input.role,
     });
     const agent = await store.insertAgent(tx, device!.id, hashSecret(token));
     // The new agent is the actor: it enrolled with the key, no user was involved.

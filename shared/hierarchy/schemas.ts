@@ -6,6 +6,8 @@ import { atLeastOneField, nameText } from '../request-values.ts';
 
 /** What an agent may report about itself in its heartbeat; a device shows its agent's last. */
 export const agentStatuses = ['online', 'degraded', 'maintenance'] as const;
+/** What a device is for, as its agent reports it. */
+export const deviceRoles = ['workstation', 'server'] as const;
 export type AgentStatus = (typeof agentStatuses)[number];
 
 const name = nameText(255);
@@ -119,6 +121,10 @@ export const device = z
     serialNumber: z.string().nullable(),
     osType: z.string().nullable(),
     osVersion: z.string().nullable(),
+    role: z
+      .enum(deviceRoles)
+      .nullable()
+      .meta({ description: 'workstation or server, as the agent reports it; policy assignments narrow by it' }),
     agentVersion: z.string().nullable(),
     lastSeenAt: timestampReply.nullable(),
     lastIp: z.string().nullable(),
@@ -200,6 +206,7 @@ export const enroll = z.object({
   osType: z.string().trim().min(1).max(50).optional(),
   osVersion: z.string().trim().min(1).max(255).optional(),
   agentVersion: z.string().trim().min(1).max(50).optional(),
+  role: z.enum(deviceRoles).optional().meta({ description: 'workstation or server' }),
 });
 export const enrolled = z
   .object({

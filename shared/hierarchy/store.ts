@@ -28,6 +28,7 @@ export type DeviceRow = {
   serialNumber: string | null;
   osType: string | null;
   osVersion: string | null;
+  role: 'workstation' | 'server' | null;
   agentVersion: string | null;
   lastSeenAt: Date | null;
   lastIp: string | null;
@@ -54,7 +55,7 @@ const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at 
 const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
 /** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
 export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
-  d.serial_number AS "serialNumber", d.os_type AS "osType", d.os_version AS "osVersion", d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
+  d.serial_number AS "serialNumber", d.os_type AS "osType", d.os_version AS "osVersion", d.role, d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
   d.last_ip AS "lastIp", d.agent_status AS "agentStatus", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
 const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
 
@@ -249,15 +250,16 @@ export function insertDevice(
     osType?: string;
     osVersion?: string;
     agentVersion?: string;
+    role?: string;
   },
 ) {
   return one<{ id: string }>(
     db,
-    `INSERT INTO devices (org_id, site_id, hostname, serial_number, os_type, os_version, agent_version, last_seen_at)
+    `INSERT INTO devices (org_id, site_id, hostname, serial_number, os_type, os_version, agent_version, role, last_seen_at)
      VALUES (:orgId::uuid, :siteId::uuid, :hostname::text, :serialNumber::text, :osType::text, :osVersion::text,
-             :agentVersion::text, now())
+             :agentVersion::text, :role::text, now())
      RETURNING id`,
-    { serialNumber: null, osType: null, osVersion: null, agentVersion: null, ...device },
+    { serialNumber: null, osType: null, osVersion: null, agentVersion: null, role: null, ...device },
   );
 }
 

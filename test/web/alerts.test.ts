@@ -19,7 +19,8 @@ async function seriousFindings(page: Page) {
   // Evaluated through the browser's debugging protocol: the page's Content-Security-Policy allows no injected script.
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const { violations } = await (window as any).axe.run(document, { resultTypes: ['violations'] });
+    const scope = globalThis as any;
+    const { violations } = await scope.axe.run(scope.document, { resultTypes: ['violations'] });
     return violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
   });
   return (violations as { id: string; impact: string }[]).filter((v) => ['serious', 'critical'].includes(v.impact));

@@ -12,7 +12,9 @@ interface Alert {
   id: string;
   orgId: string;
   deviceId: string | null;
-  source: { type: string; id: string; lastId: string };
+  source:
+    | { type: 'script'; id: string }
+    | { type: 'monitor'; policyId: string; itemKey: string; policyVersion: number };
   severity: string;
   title: string;
   details: Record<string, unknown>;
@@ -321,7 +323,12 @@ async function showDetail(api: ApiClient, panel: HTMLElement, alert: Alert) {
     facts([
       ['Severity', badge(alert.severity, alert.severity)],
       ['Status', badge(alert.status, alert.status)],
-      ['Raised by', `${alert.source.type} (run item ${alert.source.id})`],
+      [
+        'Raised by',
+        alert.source.type === 'monitor'
+          ? `monitor item ${alert.source.itemKey} of policy ${alert.source.policyId} (version ${alert.source.policyVersion})`
+          : `script (run item ${alert.source.id})`,
+      ],
       ['Raised', localTime(alert.createdAt)],
       ['Last occurred', `${localTime(alert.lastOccurredAt)} (${alert.occurrences} in all)`],
       [

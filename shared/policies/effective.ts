@@ -1,0 +1,65 @@
+import type { Db } from '../db/db.ts';
+import { compileFilter, type DeviceFilter, filterParams } from '../device-groups/filter.ts';
+import { type Effective, resolvePolicies } from './resolve.ts';
+import type { PolicyKind } from './schemas.ts';
+import * as store from './store.ts';
+
+export type EffectiveDevice = store.DeviceRowFacts;
+
+type GroupRef = {
+  targetId: string;
+  groupType: 'static' | 'dynamic' | null;
+  groupFilter: DeviceFilter | null;
+  groupSiteId: string | null;
+  staticMember: boolean;
+};
+
+/**
+ * The groups among `refs` the device is a member of now: a static group by its member row, a dynamic one by its
+ * filter evaluated against the device's row (one statement for all of them); a group of another site holds none of
+ * the site's devices.
+ */
+async function memberGroups(db: Db, device: { id: string; siteId: string }, refs: GroupRef[]) {
+  const member = new Set<string>();
+  const dynamic = new Map<string, DeviceFilter>();
+  for (const ref of refs) {
+    if (!ref.groupType || (ref.groupSiteId && ref.groupSiteId !== device.siteId)) continue;
+    if (ref.groupType === 'static' && ref.staticMember) member.add(ref.targetId);
+    if (ref.groupType === 'dynamic' && ref.groupFilter) dynamic.set(ref.targetId, ref.groupFilter);
+  }
+  if (dynamic.size > 0) {
+    const { params, bind } = filterParams();
+    const groups = [...dynamic].map(([id, filter]) => ({ id, sql: compileFilter(filter, bind) }));
+    for (const id of await store.matchingDynamicGroups(db, device.id, groups, params as never)) member.add(id);
+  }
+  return member;
+}
+
+/**
+ * What applies to a live device for one kind of policy: the one resolver every consumer calls. Undefined when no
+ * live device has this id. Two statements, three when a dynamic group is named by an assignment or exemption.
+ */
+export async function effectivePoliciesOf(
+  db: Db,
+  deviceId: string,
+  kind: PolicyKind,
+  knownOrgId?: string,
+): Promise<{ device: EffectiveDevice; effective: Effective } | undefined> {
+  const [found, knownExemptions] = await Promise.all([
+    store.selectCandidates(db, deviceId, kind),
+    knownOrgId ? store.selectOrgExemptions(db, knownOrgId, deviceId, kind) : undefined,
+  ]);
+  if (!found) return undefined;
+  const { device, candidates } = found;
+  const exemptions =
+    knownExemptions && knownOrgId === device.orgId
+      ? knownExemptions
+      : await store.selectOrgExemptions(db, device.orgId, deviceId, kind);
+  const groupRefs: GroupRef[] = [
+    ...candidates.filter((c) => c.level === 'group'),
+    ...exemptions.filter((e) => e.level === 'group'),
+  ];
+  const groupIds = await memberGroups(db, device, groupRefs);
+  const effective = resolvePolicies(kind, { ...device, groupIds }, candidates, exemptions);
+  return { device, effective };
+}
