@@ -68,14 +68,49 @@ export class ScheduleProblem extends Error {
   }
 }
 
+const zoneNames = new Map<string, string | undefined>();
+
 /** The canonical IANA name of a zone, or undefined when there is no such zone (offsets are no zone names). */
 export function canonicalZone(zone: string): string | undefined {
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(zone) || !zone.includes('/')) return zone === 'UTC' ? 'UTC' : undefined;
+  if (zoneNames.has(zone)) return zoneNames.get(zone);
+  let canonical: string | undefined;
   try {
-    return Temporal.ZonedDateTime.from({ year: 2000, month: 1, day: 1, timeZone: zone }).timeZoneId;
+    canonical = Temporal.ZonedDateTime.from({ year: 2000, month: 1, day: 1, timeZone: zone }).timeZoneId;
   } catch {
-    return undefined;
+    canonical = undefined;
   }
+  if (zoneNames.size < 10_000) zoneNames.set(zone, canonical);
+  return canonical;
+}
+
+/** The numeric parts of an RRULE and their ranges (RFC 5545): a value outside is refused, not silently matched never. */
+const numericParts: Record<string, { min: number; max: number; signed?: true; list?: true }> = {
+  COUNT: { min: 1, max: 1_000_000 },
+  INTERVAL: { min: 1, max: 10_000 },
+  BYSECOND: { min: 0, max: 60, list: true },
+  BYMINUTE: { min: 0, max: 59, list: true },
+  BYHOUR: { min: 0, max: 23, list: true },
+  BYMONTHDAY: { min: 1, max: 31, signed: true, list: true },
+  BYYEARDAY: { min: 1, max: 366, signed: true, list: true },
+  BYWEEKNO: { min: 1, max: 53, signed: true, list: true },
+  BYMONTH: { min: 1, max: 12, list: true },
+  BYSETPOS: { min: 1, max: 366, signed: true, list: true },
+};
+
+function numericProblem(part: string): string | undefined {
+  const [name, value = ''] = part.split('=') as [string, string?];
+  const range = numericParts[name.toUpperCase()];
+  if (!range) return undefined;
+  const values = range.list ? value.split(',') : [value];
+  for (const each of values) {
+    if (!/^[+-]?\d{1,7}$/.test(each) || (!range.signed && /^[+-]/.test(each)))
+      return `${name} takes whole numbers: ${value}`;
+    const n = Math.abs(Number(each));
+    if (n < range.min || n > range.max)
+      return `${name} ${each} is outside ${range.signed ? '±' : ''}${range.min}–${range.max}`;
+  }
+  return undefined;
 }
 
 /** A local date-time (`YYYY-MM-DDTHH:MM[:SS]`, no offset), or undefined. */
@@ -114,6 +149,8 @@ export function compileSchedule(schedule: Schedule): CompiledSchedule {
     throw new ScheduleProblem('rrule', 'Give the rule without the RRULE: prefix, on one line');
   const unknown = text.split(';').find((part) => !ruleParts.includes(part.split('=')[0]!.toUpperCase()));
   if (unknown !== undefined) throw new ScheduleProblem('rrule', `Not a recurrence rule part: ${unknown}`);
+  const outOfRange = text.split(';').map(numericProblem).find(Boolean);
+  if (outOfRange) throw new ScheduleProblem('rrule', outOfRange);
   const freq = /(?:^|;)FREQ=([A-Z]+)/i.exec(text)?.[1]?.toUpperCase();
   if (!freq || !(frequencies as readonly string[]).includes(freq))
     throw new ScheduleProblem('rrule', `FREQ must be one of ${frequencies.join(', ')}`);
@@ -127,7 +164,6 @@ export function compileSchedule(schedule: Schedule): CompiledSchedule {
       exDate: exdates,
       temporal: Temporal as never,
     });
-    rule.all((_, index) => index < 1);
   } catch (error) {
     throw new ScheduleProblem('rrule', `Not a recurrence rule: ${(error as Error).message}`);
   }
