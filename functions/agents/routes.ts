@@ -1,9 +1,9 @@
-import { heartbeat } from '#shared/agents/heartbeat.ts';
 import { getIngestLimits, updateIngestLimits } from '#shared/agents/ingest-limits.ts';
 import * as agents from '#shared/agents/schemas.ts';
 import { appDb } from '#shared/db/client.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { route } from '#shared/http/route.ts';
+import { heartbeatAndArm } from '#shared/monitoring/evaluate.ts';
 
 /** The routes of agents, each with the one domain call answering it. */
 export const routes = {
@@ -15,14 +15,14 @@ export const routes = {
       auth: 'agent',
       tag: 'agents',
       summary:
-        'Heartbeat: records last seen, source IP, agent version and status; audits agent.source.ip.changed when the source IP changed',
+        'Heartbeat: records last seen, source IP, agent version, status and role; audits agent.source.ip.changed when the source IP changed; arms the offline monitors; answers the monitoring configVersion',
       params: agents.agentParams,
       body: agents.heartbeat,
       maxBodyBytes: 64 * 1024,
       response: agents.heartbeatReply,
       errors: [400, 401, 403, 404, 413],
     },
-    ({ caller, params, body, audit }) => heartbeat(appDb(), caller, params.id, body, audit),
+    ({ caller, params, body, audit }) => heartbeatAndArm(appDb(), caller, params.id, body, audit),
   ),
   'GET /api/v1/orgs/organizations/{id}/ingest-limits': route(
     {

@@ -1,10 +1,10 @@
 import * as agents from '#shared/agents/schemas.ts';
 import { appDb } from '#shared/db/client.ts';
-import { submitEvents } from '#shared/event-logs/ingest.ts';
 import { listEventLogs } from '#shared/event-logs/query.ts';
 import * as eventLogs from '#shared/event-logs/schemas.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { route } from '#shared/http/route.ts';
+import { submitEventsAndEvaluate } from '#shared/monitoring/event-log-items.ts';
 
 /** The routes of event-logs, each with the one domain call answering it. */
 export const routes = {
@@ -21,7 +21,7 @@ export const routes = {
       response: eventLogs.eventsReceipt,
       errors: [400, 401, 403, 404, 413, 429],
     },
-    ({ caller, params, body, audit }) => submitEvents(appDb(), caller, params.id, body.events, audit),
+    ({ caller, params, body, audit }) => submitEventsAndEvaluate(appDb(), caller, params.id, body.events, audit),
   ),
   'GET /api/v1/devices/{id}/eventlogs': route(
     {

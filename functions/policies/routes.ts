@@ -9,12 +9,12 @@ import {
   deleteExemption,
   deletePolicy,
   getEffectivePolicies,
-  getPolicy,
   listAssignments,
   listExemptions,
   listPolicies,
   listVersions,
   putInheritanceBlock,
+  reachablePolicy,
   updatePolicy,
 } from '#shared/policies/policies.ts';
 import * as p from '#shared/policies/schemas.ts';
@@ -59,7 +59,7 @@ export const routes = {
       response: p.policy,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params }) => getPolicy(appDb(), caller, params.id),
+    ({ caller, params }) => reachablePolicy(appDb(), caller, params.id),
   ),
   'PATCH /api/v1/policies/{id}': route(
     {

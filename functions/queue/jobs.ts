@@ -5,6 +5,7 @@ import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { appDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
+import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
 import { escalate, notifyAfterWindow, notifyAlert } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
@@ -37,6 +38,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'audit.seal': () => sealWaitingIntents(appDb()),
   // Armed by a heartbeat for when an offline monitor is due: judges it against the device's last heartbeat.
   [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
+  // Armed by a firing event-log monitor for when its oldest counted event leaves the window: judges it again.
+  [eventLogJobKind]: (job) => judgeEventLogItems(appDb(), (job as EventLogJob).deviceId, (job as EventLogJob).itemKey),
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { runRetention } from '#shared/audit/retention.ts';
 import { auditAdminDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
+import { pruneMonitoringData } from '#shared/monitoring/store.ts';
 import { observedHandler } from '#shared/observability/handler.ts';
 import { countMetric } from '#shared/observability/metrics.ts';
 import { loadSecretSettings } from '#shared/secrets-manager.ts';
@@ -32,6 +33,8 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
     asOf: input.asOf === undefined ? undefined : new Date(input.asOf),
     signal,
   });
+  // Monitoring samples and check results past their organization's retention go in the same daily run.
+  const monitoringRowsDeleted = run.dryRun || run.stopped ? 0 : await pruneMonitoringData(auditAdminDb(), signal);
   const pruned = run.organizations.filter((org) => org.rowsDeleted > 0);
   const summary = {
     asOf: run.asOf,
@@ -41,6 +44,7 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
     rowsDeleted: run.rowsDeleted,
     failed: run.failed,
     stopped: run.stopped,
+    monitoringRowsDeleted,
   };
   logger.info('[retention] Run finished', {
     ...summary,

@@ -20,6 +20,7 @@ import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/c
 import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { selectConnection } from '#shared/live-query/store.ts';
+import { pruneMonitoringData } from '#shared/monitoring/store.ts';
 import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
 import { fileAuditSpool } from './audit-file-spool.ts';
 import { useLocalDataApi } from './data-api-server.ts';
@@ -102,6 +103,9 @@ function scheduleRetention(): () => Promise<void> {
   const runOnce = async () => {
     try {
       const run = await runRetention(auditAdminDb(), { signal: stopping.signal });
+      const samples = await pruneMonitoringData(auditAdminDb(), stopping.signal);
+      if (samples > 0)
+        console.log(`retention: deleted ${samples.toLocaleString('en-US')} monitoring samples and results`);
       const pruned = run.organizations.filter((org) => org.rowsDeleted > 0).length;
       if (run.rowsDeleted > 0)
         console.log(

@@ -5,7 +5,6 @@ import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
-import { offlineAfterHeartbeat } from '../monitoring/evaluate.ts';
 import { deviceOfAgent } from './log-access.ts';
 import type { heartbeat as heartbeatSchema } from './schemas.ts';
 import { moveDeviceIp, recordHeartbeat } from './store.ts';
@@ -49,7 +48,5 @@ export async function heartbeat(
         },
       );
     });
-  // The device is back: its offline monitors are armed again (or clear); the reply names the config in force.
-  const configVersion = (await offlineAfterHeartbeat(db, device.id, device.orgId, audit)) ?? '';
-  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), configVersion };
+  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), device };
 }

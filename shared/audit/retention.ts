@@ -1,7 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
-import { pruneMonitoringData } from '../monitoring/store.ts';
 import { configuredAnchorKey } from './anchor-signing.ts';
 import { ingestKeyLifetimeMs, purgeIngestKeys } from './ingest-key-purge.ts';
 import { type IntegrityWatchRun, runIntegrityWatch } from './integrity-watch.ts';
@@ -23,24 +22,19 @@ export interface RetentionOptions extends Omit<PruneOptions, 'signingKey'> {
 export interface RetentionRun extends PruneRun {
   /** Ingestion idempotency keys past their lifetime, deleted (0 in a dry run). */
   ingestKeysDeleted: number;
-  /** Metric samples and check results past their organization's monitoring retention, deleted (0 in a dry run). */
-  monitoringRowsDeleted: number;
   /** The integrity watch after the cuts: anchors written and breaks found; absent when it did not run. */
   integrity?: IntegrityWatchRun;
 }
 
-/** How long metric samples and check results are kept where an organization sets nothing. */
-export const monitoringRetentionDays = 30;
-
 /**
  * The daily retention run (docs/ARCHITECTURE.md: EventBridge daily ──► functions/retention; locally the dev server's
- * timer and `npm run retention`), four steps in order: prune each organization's expired rows (signed cuts), purge
- * stale ingestion idempotency keys, prune monitoring samples and check results past their retention, and run the integrity watch over every chain. `db` is the audit-admin connection.
+ * timer and `npm run retention`), three steps in order: prune each organization's expired rows (signed cuts), purge
+ * stale ingestion idempotency keys, and run the integrity watch over every chain. `db` is the audit-admin connection.
  */
 export async function runRetention(db: Db, options: RetentionOptions = {}): Promise<RetentionRun> {
   const { anchorKey = configuredAnchorKey(), integrityWatch = true, ...pruneOptions } = options;
   const pruned = await pruneExpiredRows(db, { ...pruneOptions, signingKey: anchorKey });
-  if (pruned.dryRun || pruned.stopped) return { ...pruned, ingestKeysDeleted: 0, monitoringRowsDeleted: 0 };
+  if (pruned.dryRun || pruned.stopped) return { ...pruned, ingestKeysDeleted: 0 };
 
   const ingestKeysDeleted = await purgeIngestKeys(
     db,
@@ -48,15 +42,14 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
     options.batchRows ?? defaultBatchRows,
     options.signal,
   );
-  const monitoringRowsDeleted = await pruneMonitoringData(db, monitoringRetentionDays, options.signal);
 
-  if (!integrityWatch) return { ...pruned, ingestKeysDeleted, monitoringRowsDeleted };
+  if (!integrityWatch) return { ...pruned, ingestKeysDeleted };
   if (!anchorKey) {
     logger.warn(
       '[retention] AUDIT_ANCHOR_PRIVATE_KEY is not set: the integrity watch is skipped and no anchor is written',
     );
-    return { ...pruned, ingestKeysDeleted, monitoringRowsDeleted };
+    return { ...pruned, ingestKeysDeleted };
   }
   const integrity = await runIntegrityWatch(db, anchorKey, { anchoredAt: new Date() });
-  return { ...pruned, ingestKeysDeleted, monitoringRowsDeleted, integrity };
+  return { ...pruned, ingestKeysDeleted, integrity };
 }

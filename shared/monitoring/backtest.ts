@@ -18,7 +18,8 @@ async function inBatches<T, R>(list: T[], size: number, each: (item: T) => Promi
 
 /**
  * POST /policies/{id}/items/{itemKey}/backtest: how often a metric item would have fired and resolved on each
- * device it applies to now (by the one resolver), from the samples stored between `from` and `to`.
+ * device it applies to now (by the one resolver), from the samples stored between `from` and `to`. Devices without a
+ * sample of the metric in the range are not listed: nothing would have been judged there.
  */
 export async function backtest(
   db: Db,
@@ -43,12 +44,18 @@ export async function backtest(
         AND (:policyOrg::uuid IS NULL OR d.org_id = :policyOrg::uuid)
         AND (:orgId::uuid IS NULL OR d.org_id = :orgId::uuid)
         AND (:tenantOrgId::uuid IS NULL OR d.org_id = :tenantOrgId::uuid)
+        AND EXISTS (SELECT 1 FROM device_metric_samples m
+                     WHERE m.device_id = d.id AND m.metric = :metric::text
+                       AND m.at > :from::timestamptz AND m.at <= :to::timestamptz)
       ORDER BY d.hostname, d.id`,
     {
       partnerId: policy.partnerId,
       policyOrg: policy.orgId,
       orgId,
       tenantOrgId: principal.scope === 'organization' ? principal.orgId : null,
+      metric: metric.metric,
+      from: body.from,
+      to: body.to,
     },
   );
   const applies = await inBatches(devices, concurrency, async (device) => {

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
+import { heartbeat } from '../agents/heartbeat.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
+import type { heartbeat as heartbeatSchema } from '../agents/schemas.ts';
 import {
   type AfterCommit,
   type MonitorFiring,
@@ -32,7 +34,7 @@ function sampleTime(text: string, now: number): string {
 }
 
 /** One evaluation that moved an item's state: what is audited, raised or resolved. */
-interface Moved {
+export interface Moved {
   effective: EffectiveItem;
   from: store.StateRow['state'];
   to: store.StateRow['state'];
@@ -47,7 +49,7 @@ interface Moved {
 type Evaluated = { itemKey: string; from: Moved['from']; to: Moved['from'] };
 
 /** The previous state of an item, or a fresh one when the item is new here or now comes from another policy. */
-function previousOf(effective: EffectiveItem, row: store.StateRow | null, at: Date): store.StateRow {
+export function previousOf(effective: EffectiveItem, row: store.StateRow | null, at: Date): store.StateRow {
   if (row && row.policyId === effective.origin.policyId && row.itemType === effective.item.type) return row;
   return {
     ...initialState(at),
@@ -78,7 +80,7 @@ const describe: Record<string, (item: MonitoringItem, value: number | null) => s
  * `policy.evaluate` row per change of state (not per sample), the alerts raised by firing items and resolved by
  * clearing ones (when the item resolves on its own).
  */
-async function applyMoves(
+export async function applyEvaluations(
   tx: Tx,
   audit: AuditContext,
   device: EffectiveDevice,
@@ -145,7 +147,7 @@ async function applyMoves(
 }
 
 /** Steps one item and records what it did. */
-function evaluateOne(
+export function evaluateOne(
   effective: EffectiveItem,
   previous: store.StateRow,
   observation: Observation,
@@ -260,7 +262,7 @@ export async function uploadMetrics(
         before = move.state;
       }
     }
-    await applyMoves(tx, audit, device, written, moves, after);
+    await applyEvaluations(tx, audit, device, written, moves, after);
     const transitions: Evaluated[] = moves.map((m) => ({ itemKey: m.effective.key, from: m.from, to: m.to }));
     return { accepted, transitions };
   });
@@ -340,7 +342,7 @@ export async function uploadCheckResults(
       );
       written.set(e.key, list[0]!);
     }
-    await applyMoves(tx, audit, device, [...written.values()], moves, after);
+    await applyEvaluations(tx, audit, device, [...written.values()], moves, after);
     return {
       accepted: stored.length,
       transitions: moves.map((m) => ({ itemKey: m.effective.key, from: m.from, to: m.to })),
@@ -470,11 +472,27 @@ export async function judgeOffline(
         } else state.armedUntil = null;
         written.push(state);
       }
-      await applyMoves(tx, context, resolved.device, written, moves, after);
+      await applyEvaluations(tx, context, resolved.device, written, moves, after);
     });
   } finally {
     if (!audit) await flushAudit(context);
   }
   await tellPsas(db, after);
   for (const { itemKey, until } of rearm) await armJob(deviceId, itemKey, until);
+}
+
+/**
+ * POST /agents/{id}/heartbeat: the agents domain records it; then the device's offline monitors are armed again (or
+ * clear: the device is back), and the reply names the monitoring config in force.
+ */
+export async function heartbeatAndArm(
+  db: Db,
+  caller: AgentPrincipal,
+  agentId: string,
+  report: z.output<typeof heartbeatSchema>,
+  audit: AuditContext,
+) {
+  const { device, ...reply } = await heartbeat(db, caller, agentId, report, audit);
+  const configVersion = (await offlineAfterHeartbeat(db, device.id, device.orgId, audit)) ?? '';
+  return { ...reply, configVersion };
 }

@@ -186,13 +186,6 @@ export function selectLastSeen(db: Db, deviceId: string) {
   );
 }
 
-export async function rearmOffline(db: Db, deviceId: string, itemKey: string, until: Date): Promise<void> {
-  await db.query(
-    'UPDATE monitor_states SET armed_until = :until::timestamptz WHERE device_id = :deviceId::uuid AND item_key = :itemKey::text',
-    { deviceId, itemKey, until },
-  );
-}
-
 /** A device's samples of one metric in a time range, oldest first. */
 export async function selectSamples(
   db: Db,
@@ -213,6 +206,9 @@ export async function selectSamples(
   return rows.reverse();
 }
 
+/** How long samples and check results are kept where an organization sets nothing. */
+export const monitoringRetentionDays = 30;
+
 /** Rows deleted per statement of the daily prune, so no statement holds a long lock or a huge WAL burst. */
 const pruneBatchRows = 50_000;
 
@@ -220,7 +216,7 @@ const pruneBatchRows = 50_000;
  * Deletes samples and check results older than each organization's monitoring retention (default 30 days), in
  * batches, until none is left or `signal` stops it: how many. Run by the daily retention run.
  */
-export async function pruneMonitoringData(db: Db, defaultDays: number, signal?: AbortSignal): Promise<number> {
+export async function pruneMonitoringData(db: Db, signal?: AbortSignal): Promise<number> {
   let deleted = 0;
   for (const table of ['device_metric_samples', 'monitor_check_results']) {
     for (;;) {
@@ -230,7 +226,7 @@ export async function pruneMonitoringData(db: Db, defaultDays: number, signal?: 
            SELECT x.ctid FROM ${table} x JOIN organizations o ON o.id = x.org_id
             WHERE x.at < now() - coalesce(o.monitoring_retention_days, :defaultDays::int) * interval '1 day'
             LIMIT :batch::int)`,
-        { defaultDays, batch: pruneBatchRows },
+        { defaultDays: monitoringRetentionDays, batch: pruneBatchRows },
       );
       deleted += rowCount;
       if (rowCount < pruneBatchRows) break;

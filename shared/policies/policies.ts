@@ -108,8 +108,6 @@ export function listPolicies(
   return store.selectPolicies(db, principal, query, query);
 }
 
-export const getPolicy = reachablePolicy;
-
 const snapshot = (p: store.PolicyRow) => ({ kind: p.kind, name: p.name, version: p.version, items: p.items });
 
 export async function createPolicy(db: Db, principal: Principal, body: CreatePolicy, audit: AuditContext) {

@@ -14,7 +14,6 @@ export const deviceRoles = ['workstation', 'server'] as const;
 export const monitorStates = ['ok', 'pending', 'firing'] as const;
 export type MonitorStateName = (typeof monitorStates)[number];
 export const metricNames = ['cpu.percent', 'memory.percent', 'disk.freePercent', 'disk.freeBytes'] as const;
-export type MetricName = (typeof metricNames)[number];
 
 const itemKey = z
   .string()

@@ -44,14 +44,19 @@ async function waitForLockWaiters(count: number) {
 }
 
 describe('POST /api/v1/agents/{id}/heartbeat', () => {
-  it('records when the device was last seen, its source IP, agent version and status', async () => {
+  it('records when the device was last seen, its source IP, agent version, status and role', async () => {
     const agent = await enrollDevice(t.api, tenant, 'beat-1');
     const before = await device(agent);
-    const reply = await beat(agent, '203.0.113.10', { agentVersion: '2.5.0', status: 'degraded' });
+    const reply = await beat(agent, '203.0.113.10', { agentVersion: '2.5.0', status: 'degraded', role: 'server' });
     expect(reply.status).toBe(200);
-    expect(reply.body).toEqual({ ok: true, serverTime: expect.any(String) });
+    expect(reply.body).toEqual({ ok: true, serverTime: expect.any(String), configVersion: expect.any(String) });
     const after = await device(agent);
-    expect(after).toMatchObject({ lastIp: '203.0.113.10', agentVersion: '2.5.0', agentStatus: 'degraded' });
+    expect(after).toMatchObject({
+      lastIp: '203.0.113.10',
+      agentVersion: '2.5.0',
+      agentStatus: 'degraded',
+      role: 'server',
+    });
     expect(Date.parse(after.lastSeenAt)).toBeGreaterThan(Date.parse(before.lastSeenAt));
     expect(after.lastSeenAt).toBe(reply.body.serverTime);
   });

@@ -1,8 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runRetention } from '#shared/audit/retention.ts';
 import { appDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { runOfflineJob } from '#shared/monitoring/evaluate.ts';
+import { judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
+import { pruneMonitoringData } from '#shared/monitoring/store.ts';
+import { deviceEvent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
@@ -222,6 +224,58 @@ describe('check results', () => {
   });
 });
 
+describe('event-log items', () => {
+  it('fire when enough matching events were ingested within the window, and clear once they left it', async () => {
+    const p = await t.api.request('POST', '/api/v1/policies', {
+      token: tenant.orgToken,
+      body: {
+        kind: 'monitoring',
+        name: 'Disk errors',
+        orgId: tenant.orgId,
+        items: [
+          {
+            key: 'disk-errors',
+            type: 'event-log',
+            severity: 'critical',
+            source: 'disk',
+            level: 'error',
+            text: 'bad block',
+            count: 2,
+            windowSeconds: 600,
+          },
+        ],
+      },
+    });
+    await t.api.request('POST', `/api/v1/policies/${p.body.id}/assignments`, {
+      token: tenant.orgToken,
+      body: { level: 'device', targetId: device.deviceId },
+    });
+    const diskError = (n: number) =>
+      deviceEvent(n, {
+        source: 'disk',
+        level: 'error',
+        category: 'hardware',
+        eventId: `disk-${n}`,
+        message: `The device has a bad block (${n})`,
+      });
+    // Other events match nothing; one match is below the count.
+    await submitEvents(t.api, device, [deviceEvent(1), diskError(2)]);
+    expect((await states())['disk-errors'].state).toBe('ok');
+    await submitEvents(t.api, device, [diskError(3)]);
+    expect((await states())['disk-errors'].state).toBe('firing');
+    const alert = (await monitorAlerts()).find((a) => a.source.itemKey === 'disk-errors' && a.status === 'open');
+    expect(alert.severity).toBe('critical');
+    // Later: the events left the window; the armed job judges it again and it clears.
+    await t.db.admin.query(
+      `UPDATE device_event_logs SET timestamp = timestamp - interval '1 hour' WHERE device_id = :id::uuid AND source = 'disk'`,
+      { id: device.deviceId },
+    );
+    await judgeEventLogItems(appDb(), device.deviceId, 'disk-errors');
+    expect((await states())['disk-errors'].state).toBe('ok');
+    expect((await monitorAlerts()).find((a) => a.id === alert.id).status).toBe('resolved');
+  });
+});
+
 describe('offline', () => {
   const armed = async () =>
     (
@@ -311,7 +365,7 @@ describe('backtest', () => {
 });
 
 describe('retention', () => {
-  it("the daily run deletes samples and check results past the organization's retention, and keeps the rest", async () => {
+  it("the daily prune deletes samples and check results past the organization's retention, and keeps the rest", async () => {
     const count = async (table: string) =>
       (
         await t.db.admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE device_id = :id::uuid`, {
@@ -328,8 +382,7 @@ describe('retention', () => {
     });
     const auditAdmin = createPgDb({ connectionString: t.db.urls.auditAdmin, max: 1 });
     try {
-      const run = await runRetention(auditAdmin, { integrityWatch: false });
-      expect(run.monitoringRowsDeleted).toBe(samplesBefore - 1 + resultsBefore);
+      expect(await pruneMonitoringData(auditAdmin)).toBe(samplesBefore - 1 + resultsBefore);
     } finally {
       await auditAdmin.close();
     }

@@ -198,7 +198,7 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(17);
+    expect(apiFunctions.length).toBe(18);
     // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts), channel
     // secrets (notifications).
     const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications'].map((group) =>
@@ -452,7 +452,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(21);
+    expect(logbookFunctions.length).toBe(22);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
