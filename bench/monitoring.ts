@@ -122,7 +122,7 @@ async function loadFleet(admin: Db, partnerId: string, orgIds: string[]) {
        INSERT INTO policies (partner_id, kind, name, items)
        SELECT :partnerId::uuid, 'monitoring', 'Override ' || i, jsonb_build_array(:items::jsonb -> (i % :itemCount::int))
          FROM generate_series(1, :n::int) AS i
-       RETURNING id, row_number() OVER () AS i),
+       RETURNING id, split_part(name, ' ', 2)::int AS i),
      d AS (SELECT id, org_id, site_id, row_number() OVER (ORDER BY id) AS i FROM devices)
      INSERT INTO policy_assignments (policy_id, partner_id, org_id, kind, level, target_id, priority)
      SELECT p.id, :partnerId::uuid, d.org_id, 'monitoring',
@@ -166,13 +166,13 @@ async function main() {
     const pick = () => fleet[next++ % fleet.length]!;
     const resolved = await latency(() => {
       const d = pick();
-      return effectivePoliciesOf(db, d.id, 'monitoring', d.orgId);
+      return effectivePoliciesOf(db, d.id, 'monitoring');
     }, samples);
     const bareRow = await latency(
       () => db.query('SELECT * FROM devices WHERE id = :id::uuid', { id: pick().id }),
       samples,
     );
-    const example = await effectivePoliciesOf(db, fleet[6]!.id, 'monitoring', fleet[6]!.orgId);
+    const example = await effectivePoliciesOf(db, fleet[6]!.id, 'monitoring');
     lines.push(
       [
         `Effective-policy resolution of one device, ${number(assigned[0]!.n)} assignments in the partner (p50 / p95 of ${samples})`,

@@ -3,7 +3,13 @@ import { appDb } from '#shared/db/client.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { route } from '#shared/http/route.ts';
 import { backtest } from '#shared/monitoring/backtest.ts';
-import { getAgentConfig, getMetrics, getMonitorStates } from '#shared/monitoring/config.ts';
+import {
+  getAgentConfig,
+  getMetrics,
+  getMonitoringSettings,
+  getMonitorStates,
+  putMonitoringSettings,
+} from '#shared/monitoring/config.ts';
 import { uploadCheckResults, uploadMetrics } from '#shared/monitoring/evaluate.ts';
 import * as p from '#shared/policies/schemas.ts';
 
@@ -100,5 +106,33 @@ export const routes = {
       errors: [400, 401, 403, 404],
     },
     ({ caller, params, body }) => backtest(appDb(), caller, params.id, params.itemKey, body),
+  ),
+  'GET /api/v1/orgs/organizations/{id}/monitoring-settings': route(
+    {
+      operationId: 'monitoringSettingsGet',
+      group: 'policies',
+      auth: 'userOrApiKey',
+      tag,
+      summary: "How long the organization's metric samples and check results are kept (policies:read)",
+      params: h.idParams,
+      response: p.monitoringSettings,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params }) => getMonitoringSettings(appDb(), caller, params.id),
+  ),
+  'PUT /api/v1/orgs/organizations/{id}/monitoring-settings': route(
+    {
+      operationId: 'monitoringSettingsPut',
+      group: 'policies',
+      auth: 'userOrApiKey',
+      tag,
+      summary:
+        'Set how long metric samples and check results are kept (orgs:write; null: 30 days); audited as organization.update',
+      params: h.idParams,
+      body: p.putMonitoringSettings,
+      response: p.monitoringSettings,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params, body, audit }) => putMonitoringSettings(appDb(), caller, params.id, body, audit),
   ),
 } as const;

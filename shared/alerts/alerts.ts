@@ -1,13 +1,28 @@
 import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { InvalidState } from '../errors.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { ListAlertsQuery } from './schemas.ts';
 import * as store from './store.ts';
+
+/** Closes the ticket of a resolved alert, if it has an open one, audited as ticket.close in the same transaction. */
+export async function closeTicketOf(tx: Tx, audit: AuditContext, alert: store.AlertRow) {
+  if (!alert.binding.ticketId) return;
+  const closed = await store.closeTicket(tx, alert.binding.ticketId);
+  if (closed)
+    await auditChange(tx, audit, {
+      orgId: alert.orgId,
+      action: 'ticket.close',
+      resourceType: 'ticket',
+      resourceId: alert.binding.ticketId,
+      resourceName: `#${closed.number}`,
+      details: { alertId: alert.id, before: { status: 'open' }, after: { status: 'closed' } },
+    });
+}
 
 export function listAlerts(db: Db, principal: Principal, query: ListAlertsQuery) {
   requirePermission(principal, 'alerts:read');
@@ -57,18 +72,7 @@ async function changeStatus(
       details: { before: { status: before.status }, after: { status: row.status }, severity: row.severity },
     });
     await notifyAlertChange(tx, audit, row, to === 'acknowledged' ? 'alert.acknowledged' : 'alert.resolved');
-    if (to === 'resolved' && row.binding.ticketId) {
-      const closed = await store.closeTicket(tx, row.binding.ticketId);
-      if (closed)
-        await auditChange(tx, audit, {
-          orgId: row.orgId,
-          action: 'ticket.close',
-          resourceType: 'ticket',
-          resourceId: row.binding.ticketId,
-          resourceName: `#${closed.number}`,
-          details: { alertId: row.id, before: { status: 'open' }, after: { status: 'closed' } },
-        });
-    }
+    if (to === 'resolved') await closeTicketOf(tx, audit, row);
     return row;
   });
   const { partnerId: _, ...alert } = changed;

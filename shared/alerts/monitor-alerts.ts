@@ -1,6 +1,7 @@
 import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
+import { closeTicketOf } from './alerts.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import { bindNewAlert } from './raise.ts';
 import type { Severity } from './schemas.ts';
@@ -108,18 +109,7 @@ export async function resolveMonitorAlert(
     },
   });
   await notifyAlertChange(tx, audit, row, 'alert.resolved');
-  if (row.binding.ticketId) {
-    const closed = await store.closeTicket(tx, row.binding.ticketId);
-    if (closed)
-      await auditChange(tx, audit, {
-        orgId: row.orgId,
-        action: 'ticket.close',
-        resourceType: 'ticket',
-        resourceId: row.binding.ticketId,
-        resourceName: `#${closed.number}`,
-        details: { alertId: row.id, before: { status: 'open' }, after: { status: 'closed' } },
-      });
-  }
+  await closeTicketOf(tx, audit, row);
   if (row.binding.integrationId)
     after.push({ alert: row, event: 'alert.resolved', integrationId: row.binding.integrationId });
 }

@@ -59,7 +59,7 @@ export async function backtest(
     },
   );
   const applies = await inBatches(devices, concurrency, async (device) => {
-    const resolved = await effectivePoliciesOf(db, device.id, 'monitoring', device.orgId);
+    const resolved = await effectivePoliciesOf(db, device.id, 'monitoring');
     return resolved?.effective.items.some((e) => e.key === itemKey && e.origin.policyId === policyId) ?? false;
   });
   const from = Date.parse(body.from);

@@ -1,23 +1,22 @@
-import { deviceOfAgent } from '../agents/log-access.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
-import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
-import { effectivePoliciesOf } from '../policies/effective.ts';
+import { monitoringOfAgent } from './evaluate.ts';
 import * as store from './store.ts';
+import { monitoringRetentionDays } from './store.ts';
 
 /**
  * GET /agents/{id}/config: the device's effective monitoring items and the version the heartbeat reply carries, so
  * the agent fetches again only when it changed (and keeps working from its last config while offline).
  */
 export async function getAgentConfig(db: Db, caller: AgentPrincipal, agentId: string) {
-  const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', agent.orgId);
-  if (!resolved) throw NotFound('Agent');
+  const { effective } = await monitoringOfAgent(db, caller, agentId);
   return {
-    configVersion: resolved.effective.configVersion,
-    monitoring: resolved.effective.items.map((e) => ({ ...e.item, policyId: e.origin.policyId })),
+    configVersion: effective.configVersion,
+    monitoring: effective.items.map((e) => ({ ...e.item, policyId: e.origin.policyId })),
   };
 }
 
@@ -46,4 +45,47 @@ export async function getMetrics(
     metric: query.metric as 'cpu.percent',
     samples: rows.map((r) => ({ volume: r.volume || null, value: r.value, timestamp: r.timestamp })),
   };
+}
+
+/** An organization's monitoring settings: how long its samples and check results are kept (null: the default). */
+export async function getMonitoringSettings(db: Db, principal: Principal, orgId: string) {
+  await reachableOrganization(db, principal, orgId, 'policies:read');
+  const { rows } = await db.query<{ days: number | null }>(
+    'SELECT monitoring_retention_days AS days FROM organizations WHERE id = :orgId::uuid',
+    { orgId },
+  );
+  const days = rows[0]?.days ?? null;
+  return { orgId, sampleRetentionDays: days ?? monitoringRetentionDays, override: days };
+}
+
+/** Sets the retention of samples and check results (null: back to the default); audited as organization.update. */
+export async function putMonitoringSettings(
+  db: Db,
+  principal: Principal,
+  orgId: string,
+  body: { sampleRetentionDays: number | null },
+  audit: AuditContext,
+) {
+  const org = await reachableOrganization(db, principal, orgId, 'orgs:write');
+  await db.transaction(async (tx) => {
+    const { rows } = await tx.query<{ before: number | null }>(
+      `UPDATE organizations o SET monitoring_retention_days = :days::int
+         FROM (SELECT monitoring_retention_days AS before FROM organizations WHERE id = :orgId::uuid FOR UPDATE) b
+        WHERE o.id = :orgId::uuid RETURNING b.before`,
+      { orgId, days: body.sampleRetentionDays },
+    );
+    if (rows[0]?.before === body.sampleRetentionDays) return;
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'organization.update',
+      resourceType: 'organization',
+      resourceId: orgId,
+      resourceName: org.name,
+      details: {
+        before: { monitoringRetentionDays: rows[0]?.before ?? null },
+        after: { monitoringRetentionDays: body.sampleRetentionDays },
+      },
+    });
+  });
+  return getMonitoringSettings(db, principal, orgId);
 }

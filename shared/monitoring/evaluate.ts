@@ -186,6 +186,14 @@ const evidenceOf = (samples: readonly Sample[], at: number) =>
     .slice(-20)
     .map((s) => ({ volume: s.volume || null, value: s.value, timestamp: new Date(s.at).toISOString() }));
 
+/** The calling agent's device and its effective monitoring items. */
+export async function monitoringOfAgent(db: Db, caller: AgentPrincipal, agentId: string) {
+  const agent = await deviceOfAgent(db, caller, agentId);
+  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring');
+  if (!resolved) throw NotFound('Agent');
+  return resolved;
+}
+
 /**
  * PUT /agents/{id}/metrics: stores the samples (a repeat of one already stored is kept once) and evaluates the
  * device's metric items that watch them, in the request, at the newest sample's time. A window without samples
@@ -198,10 +206,7 @@ export async function uploadMetrics(
   body: z.output<typeof metricUpload>,
   audit: AuditContext,
 ) {
-  const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', agent.orgId);
-  if (!resolved) throw NotFound('Agent');
-  const { device, effective } = resolved;
+  const { device, effective } = await monitoringOfAgent(db, caller, agentId);
   const now = Date.now();
   const samples = body.samples.map((s) => ({
     metric: s.metric,
@@ -289,10 +294,7 @@ export async function uploadCheckResults(
   body: z.output<typeof checkResultUpload>,
   audit: AuditContext,
 ) {
-  const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', agent.orgId);
-  if (!resolved) throw NotFound('Agent');
-  const { device, effective } = resolved;
+  const { device, effective } = await monitoringOfAgent(db, caller, agentId);
   const byKey = new Map(
     effective.items.filter((e) => checkTypes.has(String(e.item.type))).map((e) => [e.key, e] as const),
   );
@@ -383,7 +385,7 @@ export async function offlineAfterHeartbeat(
   orgId: string,
   audit: AuditContext,
 ): Promise<string | undefined> {
-  const resolved = await effectivePoliciesOf(db, deviceId, 'monitoring', orgId);
+  const resolved = await effectivePoliciesOf(db, deviceId, 'monitoring');
   if (!resolved) return undefined;
   const offline = resolved.effective.items.filter((e) => e.item.type === 'offline');
   if (offline.length > 0) {
@@ -439,7 +441,7 @@ export async function judgeOffline(
       await store.lockDevice(tx, deviceId);
       const seen = await store.selectLastSeen(tx, deviceId);
       if (!seen) return;
-      const resolved = await effectivePoliciesOf(tx, deviceId, 'monitoring', seen.orgId);
+      const resolved = await effectivePoliciesOf(tx, deviceId, 'monitoring');
       if (!resolved) return;
       const states = new Map((await store.selectStates(tx, deviceId, itemKeys)).map((s) => [s.itemKey, s]));
       const now = new Date();

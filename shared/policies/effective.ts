@@ -37,24 +37,16 @@ async function memberGroups(db: Db, device: { id: string; siteId: string }, refs
 
 /**
  * What applies to a live device for one kind of policy: the one resolver every consumer calls. Undefined when no
- * live device has this id. Two statements, three when a dynamic group is named by an assignment or exemption.
+ * live device has this id. One statement, two when a dynamic group is named by an assignment or exemption.
  */
 export async function effectivePoliciesOf(
   db: Db,
   deviceId: string,
   kind: PolicyKind,
-  knownOrgId?: string,
 ): Promise<{ device: EffectiveDevice; effective: Effective } | undefined> {
-  const [found, knownExemptions] = await Promise.all([
-    store.selectCandidates(db, deviceId, kind),
-    knownOrgId ? store.selectOrgExemptions(db, knownOrgId, deviceId, kind) : undefined,
-  ]);
+  const found = await store.selectCandidates(db, deviceId, kind);
   if (!found) return undefined;
-  const { device, candidates } = found;
-  const exemptions =
-    knownExemptions && knownOrgId === device.orgId
-      ? knownExemptions
-      : await store.selectOrgExemptions(db, device.orgId, deviceId, kind);
+  const { device, candidates, exemptions } = found;
   const groupRefs: GroupRef[] = [
     ...candidates.filter((c) => c.level === 'group'),
     ...exemptions.filter((e) => e.level === 'group'),

@@ -351,7 +351,7 @@ export async function putInheritanceBlock(
 export async function getEffectivePolicies(db: Db, principal: Principal, deviceId: string, kind: PolicyKind) {
   const device = await getDevice(db, principal, deviceId);
   requirePermission(principal, 'policies:read');
-  const resolved = await effectivePoliciesOf(db, device.id, kind, device.orgId);
+  const resolved = await effectivePoliciesOf(db, device.id, kind);
   if (!resolved) throw NotFound('Device');
   const { effective } = resolved;
   return {

@@ -428,3 +428,19 @@ export const backtestReply = z
   })
   .strict()
   .meta({ id: 'BacktestReply' });
+
+export const putMonitoringSettings = z
+  .object({
+    sampleRetentionDays: z.number().int().min(1).max(3650).nullable().meta({
+      description: 'Days metric samples and check results are kept; null: the default (30)',
+    }),
+  })
+  .strict();
+export const monitoringSettings = z
+  .object({
+    orgId: z.uuid(),
+    sampleRetentionDays: z.number().int().meta({ description: 'In force: the override, else the default' }),
+    override: z.number().int().nullable(),
+  })
+  .strict()
+  .meta({ id: 'MonitoringSettings' });

@@ -377,9 +377,21 @@ describe('retention', () => {
     const samplesBefore = await count('device_metric_samples');
     const resultsBefore = await count('monitor_check_results');
     // The test samples are of 2026-11-20; a retention of one day makes them old, the one of now stays.
-    await t.db.admin.query('UPDATE organizations SET monitoring_retention_days = 1 WHERE id = :id::uuid', {
-      id: tenant.orgId,
-    });
+    const settings = `/api/v1/orgs/organizations/${tenant.orgId}/monitoring-settings`;
+    expect((await t.api.request('GET', settings, { token: tenant.orgToken })).body.sampleRetentionDays).toBe(30);
+    expect(
+      (await t.api.request('PUT', settings, { token: tenant.orgToken, body: { sampleRetentionDays: 0 } })).status,
+    ).toBe(400);
+    expect(
+      (await t.api.request('PUT', settings, { token: other.orgToken, body: { sampleRetentionDays: 1 } })).status,
+    ).toBe(404);
+    const put = await t.api.request('PUT', settings, { token: tenant.orgToken, body: { sampleRetentionDays: 1 } });
+    expect(put.body).toEqual({ orgId: tenant.orgId, sampleRetentionDays: 1, override: 1 });
+    const audited = await t.db.admin.query<{ details: any }>(
+      `SELECT details FROM audit_logs WHERE action = 'organization.update' AND resource_id = :id::uuid`,
+      { id: tenant.orgId },
+    );
+    expect(audited.rows.at(-1)!.details.after).toEqual({ monitoringRetentionDays: 1 });
     const auditAdmin = createPgDb({ connectionString: t.db.urls.auditAdmin, max: 1 });
     try {
       expect(await pruneMonitoringData(auditAdmin)).toBe(samplesBefore - 1 + resultsBefore);
