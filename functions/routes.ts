@@ -17,10 +17,13 @@ import { routes as deviceGroups } from './device-groups/routes.ts';
 import { routes as eventLogs } from './event-logs/routes.ts';
 import { routes as hierarchy } from './hierarchy/routes.ts';
 import { routes as liveQuery } from './live-query/routes.ts';
+import { routes as maintenance } from './maintenance/routes.ts';
 import { routes as monitoring } from './monitoring/routes.ts';
+import { routes as notifications } from './notifications/routes.ts';
 import { routes as policies } from './policies/routes.ts';
 import { routes as posture } from './posture/routes.ts';
 import { routes as reconciliation } from './reconciliation/routes.ts';
+import { routes as schedules } from './schedules/routes.ts';
 import { routes as scripts } from './scripts/routes.ts';
 import { provideRouteTable } from './system/route-table.ts';
 import { routes as system } from './system/routes.ts';
@@ -40,10 +43,13 @@ export const domainRoutes = {
   'event-logs': eventLogs,
   hierarchy,
   'live-query': liveQuery,
+  maintenance,
   monitoring,
+  notifications,
   policies,
   posture,
   reconciliation,
+  schedules,
   scripts,
   system,
   'tenancy-import': tenancyImport,
@@ -62,10 +68,13 @@ export const routes = {
   ...eventLogs,
   ...hierarchy,
   ...liveQuery,
+  ...maintenance,
   ...monitoring,
+  ...notifications,
   ...policies,
   ...posture,
   ...reconciliation,
+  ...schedules,
   ...scripts,
   ...system,
   ...tenancyImport,

@@ -27,6 +27,7 @@ export const sitePages = [
   { html: 'migration.html', entry: 'migration', script: 'src/migration/main.ts' },
   { html: 'invoices.html', entry: 'invoices', script: 'src/invoices/main.ts' },
   { html: 'devices.html', entry: 'devices', script: 'src/devices/main.ts' },
+  { html: 'alerts.html', entry: 'alerts', script: 'src/alerts/main.ts' },
 ] as const;
 
 const contentTypes: Record<string, string> = {

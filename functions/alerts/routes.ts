@@ -1,5 +1,6 @@
 import { acknowledgeAlert, getAlert, listAlerts, listDeliveries, resolveAlert } from '#shared/alerts/alerts.ts';
 import { getOrgBinding, getPartnerBinding, putOrgBinding, putPartnerBinding } from '#shared/alerts/bindings.ts';
+import { changeAlerts } from '#shared/alerts/bulk.ts';
 import {
   createIntegration,
   deleteIntegration,
@@ -220,5 +221,29 @@ export const routes = {
       errors: [400, 401, 403, 404],
     },
     ({ caller, params, body, audit }) => putPartnerBinding(appDb(), caller, params.partnerId, body, audit),
+  ),
+  'POST /api/v1/alerts/acknowledge': route(
+    {
+      operationId: 'alertsAlertsAcknowledgeMany',
+      auth: 'userOrApiKey',
+      tag: 'alerts',
+      summary: 'Acknowledge up to 500 alerts (alerts:manage): an outcome per id',
+      body: alerts.bulkAlertAction,
+      response: alerts.bulkAlertReply,
+      errors: [400, 401, 403],
+    },
+    ({ caller, body, audit }) => changeAlerts(appDb(), caller, body.alertIds, 'acknowledged', audit),
+  ),
+  'POST /api/v1/alerts/resolve': route(
+    {
+      operationId: 'alertsAlertsResolveMany',
+      auth: 'userOrApiKey',
+      tag: 'alerts',
+      summary: 'Resolve up to 500 alerts (alerts:manage): an outcome per id',
+      body: alerts.bulkAlertAction,
+      response: alerts.bulkAlertReply,
+      errors: [400, 401, 403],
+    },
+    ({ caller, body, audit }) => changeAlerts(appDb(), caller, body.alertIds, 'resolved', audit),
   ),
 } as const;

@@ -3,8 +3,11 @@ import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { appDb } from '#shared/db/client.ts';
+import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
+import { escalate, notifyAfterWindow, notifyAlert } from '#shared/notifications/notify.ts';
+import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -20,6 +23,17 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
     deliverPendingItems(appDb(), job as Job & { deviceId: string; connectionId: string; attempt: number }),
   'psa.deliver': (job) => attemptDelivery(appDb(), (job as Job & { deliveryId: string }).deliveryId),
   'audit.replay': (job) => replayQueuedAuditRow(appDb(), job as AuditReplayJob),
+  // Notifications: an alert change told to its channels, one attempt of a notification, a channel's digest, an
+  // escalation step.
+  'notifications.alert': (job) => notifyAlert(appDb(), job as Job & Parameters<typeof notifyAlert>[1]),
+  'notifications.deliver': (job) =>
+    attemptNotification(appDb(), (job as Job & { notificationId: string }).notificationId),
+  'notifications.digest': (job) => sendDigest(appDb(), (job as Job & { channelId: string }).channelId),
+  'notifications.escalate': (job) => escalate(appDb(), job as Job & Parameters<typeof escalate>[1]),
+  // A maintenance window's occurrence starts; it ends, and the alerts it held back that still fire are told.
+  'maintenance.start': (job) => startOccurrence(appDb(), job as Job & StartJob),
+  'maintenance.end': (job) =>
+    endOccurrence(appDb(), job as Job & EndJob, (windowId) => notifyAfterWindow(appDb(), windowId)),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
   // Armed by a heartbeat for when an offline monitor is due: judges it against the device's last heartbeat.

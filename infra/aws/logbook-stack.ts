@@ -4,6 +4,7 @@ import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { MathExpression, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -212,6 +213,25 @@ export class LogbookStack extends Stack {
       'SMG4',
       'Not rotated: keys sealed under the old value could no longer be opened, and their deployment scripts would carry a placeholder instead of the key',
     );
+    // Notification e-mails go out through SES from the verified sender: the worker sends them, and so does the route
+    // that sends a channel's test.
+    const sendsMail = (fn: LogbookFunction) => {
+      if (!settings.notificationEmailFrom) return;
+      fn.addEnvironment('NOTIFICATION_EMAIL_FROM', settings.notificationEmailFrom);
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['ses:SendEmail', 'ses:SendRawEmail'],
+          resources: [`arn:${this.partition}:ses:${this.region}:${this.account}:identity/*`],
+          conditions: { StringEquals: { 'ses:FromAddress': settings.notificationEmailFrom } },
+        }),
+      );
+      acknowledge(
+        fn.role!,
+        'IAM5[Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:identity/*]',
+        'SES identities: the sender may be verified as an address or as its domain; the condition pins the sender',
+      );
+    };
+    sendsMail(workQueue.worker);
     // PSA deliveries sign with the integration's sealed secret.
     workQueue.worker.addEnvironment('ENROLLMENT_KEY_SEAL_KEY_ARN', sealKey.secretArn);
     sealKey.grantRead(workQueue.worker);
@@ -248,6 +268,7 @@ export class LogbookStack extends Stack {
       if (enrolls) enrollmentSecret.grantRead(fn);
       if (seals) sealKey.grantRead(fn);
       if (relays) this.agentChannel.grantRelay(fn);
+      if (grants.has('send-mail')) sendsMail(fn);
       // Every API function may spool an audit row whose write failed (shared/audit/spool.ts); scripts and alerts
       // also queue their deliveries.
       workQueue.grantSend(fn);

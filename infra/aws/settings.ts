@@ -61,6 +61,8 @@ export interface LogbookSettings {
   anchorKeyGeneration: number;
   /** An e-mail address the alarm topic notifies (it must confirm the subscription); none: subscribe yourself. */
   alarmEmail?: string;
+  /** The SES-verified sender (address, or an address of a verified domain) of notification e-mails; none: e-mail channels fail "not set". */
+  notificationEmailFrom?: string;
   /**
    * Concurrency reserved for (and capping) the live-query and WebSocket functions, so that a flood of live queries
    * cannot take the executions the retention and migration functions need; 0: none reserved.
@@ -151,6 +153,7 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'anchorKeyGeneration',
     'allowNoUserAuth',
     'alarmEmail',
+    'notificationEmailFrom',
     'liveQueryConcurrency',
     'agentChannelConcurrency',
     'apiDomainName',

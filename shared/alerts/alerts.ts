@@ -4,6 +4,7 @@ import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { InvalidState } from '../errors.ts';
+import { notifyAlertChange } from '../notifications/notify.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { ListAlertsQuery } from './schemas.ts';
 import * as store from './store.ts';
@@ -70,6 +71,7 @@ async function changeStatus(
       resourceName: row.title,
       details: { before: { status: before.status }, after: { status: row.status }, severity: row.severity },
     });
+    await notifyAlertChange(tx, audit, row, to === 'acknowledged' ? 'alert.acknowledged' : 'alert.resolved');
     if (to === 'resolved') await closeTicketOf(tx, audit, row);
     return row;
   });

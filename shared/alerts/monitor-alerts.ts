@@ -1,5 +1,6 @@
 import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
+import { notifyAlertChange } from '../notifications/notify.ts';
 import { closeTicketOf } from './alerts.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import { bindNewAlert } from './raise.ts';
@@ -74,6 +75,11 @@ export async function raiseMonitorAlert(
       evidence: firing.evidence,
     },
   });
+  // The item's own channels and escalation policy, in place of the defaults when it names them.
+  await notifyAlertChange(tx, audit, alert, 'alert.created', {
+    channels: firing.item.channels as string[] | undefined,
+    escalationPolicyId: firing.item.escalationPolicyId as string | undefined,
+  });
   const integrationId = await bindNewAlert(tx, audit, alert, firing.partnerId);
   if (integrationId) after.push({ alert, event: 'alert.created', integrationId });
   return alert;
@@ -102,6 +108,7 @@ export async function resolveMonitorAlert(
       ...reason,
     },
   });
+  await notifyAlertChange(tx, audit, row, 'alert.resolved');
   await closeTicketOf(tx, audit, row);
   if (row.binding.integrationId)
     after.push({ alert: row, event: 'alert.resolved', integrationId: row.binding.integrationId });

@@ -1,6 +1,7 @@
 import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
+import { notifyAlertChange } from '../notifications/notify.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { Severity } from './schemas.ts';
 import * as store from './store.ts';
@@ -59,6 +60,7 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
         resourceName: alert.title,
         details: { severity, deviceId: failure.deviceId, source: alert.source },
       });
+      await notifyAlertChange(tx, audit, alert, 'alert.created');
       return { alert, integrationId: await bindNewAlert(tx, audit, alert, failure.partnerId) };
     });
   } finally {

@@ -66,6 +66,11 @@ export const alert = z
       })
       .strict(),
     createdAt: timestampReply,
+    suppressedBy: z
+      .object({ maintenanceWindowId: z.uuid() })
+      .strict()
+      .nullable()
+      .meta({ description: 'The maintenance window in progress when it was raised: recorded, not notified' }),
   })
   .strict()
   .meta({ id: 'Alert' });
@@ -245,3 +250,32 @@ export const putAlertBinding = z
   });
 export type PutAlertBinding = z.output<typeof putAlertBinding>;
 export const partnerParams = z.object({ partnerId: z.uuid() });
+
+/** POST /alerts/acknowledge and /alerts/resolve: up to 500 alerts at once. */
+export const bulkAlertAction = z
+  .object({
+    alertIds: z
+      .array(z.uuid())
+      .min(1)
+      .max(500)
+      .transform((list) => [...new Set(list)]),
+  })
+  .strict();
+export const bulkAlertReply = z
+  .object({
+    results: z.array(
+      z
+        .object({
+          alertId: z.uuid(),
+          outcome: z.enum(['acknowledged', 'resolved', 'not_found', 'invalid_state']),
+          status: z
+            .enum(alertStatuses)
+            .nullable()
+            .meta({ description: "The alert's status after the call; null when not found" }),
+        })
+        .strict(),
+    ),
+    changed: z.number().int(),
+  })
+  .strict()
+  .meta({ id: 'BulkAlertReply' });

@@ -23,7 +23,9 @@ const alertColumns = `a.id, a.org_id AS "orgId", a.device_id AS "deviceId",
   jsonb_build_object('target', CASE WHEN a.ticket_id IS NOT NULL THEN 'tickets' WHEN a.psa_integration_id IS NOT NULL
                                     THEN 'psa' ELSE 'none' END,
                      'ticketId', a.ticket_id, 'integrationId', a.psa_integration_id, 'psaTicketId', a.psa_ticket_id) AS binding,
-  a.created_at AS "createdAt"`;
+  a.created_at AS "createdAt",
+  CASE WHEN a.suppressed_by IS NULL THEN NULL
+       ELSE jsonb_build_object('maintenanceWindowId', a.suppressed_by -> 'maintenanceWindowId') END AS "suppressedBy"`;
 
 export type AlertRow = {
   id: string;
@@ -49,6 +51,7 @@ export type AlertRow = {
     psaTicketId: string | null;
   };
   createdAt: Date;
+  suppressedBy: { maintenanceWindowId: string } | null;
 };
 
 /**

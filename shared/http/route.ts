@@ -8,9 +8,15 @@ import type { CallerOf } from './authenticate.ts';
  * What a route's Lambda may reach beyond the database and the work queue (which every API function may send to):
  * the agents' WebSocket connections, the enrollment secret, the key sealing enrollment keys, the audit anchors'
  * public key, the route table itself as data (every route key and the OpenAPI document, computed when the stack is
- * synthesized). The stack grants a Lambda the union of its routes' grants.
+ * synthesized), sending e-mail through SES (notification channels). The stack grants a Lambda the union of its routes' grants.
  */
-export type Grant = 'agent-channel' | 'enrollment-secret' | 'seal-key' | 'anchor-public-key' | 'route-table';
+export type Grant =
+  | 'agent-channel'
+  | 'enrollment-secret'
+  | 'seal-key'
+  | 'anchor-public-key'
+  | 'route-table'
+  | 'send-mail';
 
 /** One route as its domain declares it in functions/<domain>/routes.ts. */
 export interface RouteDef {

@@ -7,6 +7,7 @@ const pages = [
   { href: 'migration.html', label: 'Migration' },
   { href: 'invoices.html', label: 'Invoices' },
   { href: 'devices.html', label: 'Devices' },
+  { href: 'alerts.html', label: 'Alerts' },
 ] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */

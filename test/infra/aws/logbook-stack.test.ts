@@ -24,6 +24,7 @@ const everyOption = {
   jwtJwksUrl: undefined,
   allowNoUserAuth: true,
   alarmEmail: 'ops@example.com',
+  notificationEmailFrom: 'alerts@msp.example.com',
   backupPlan: true,
   apiDomainName: 'api.logbook.example.com',
   apiCertificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
@@ -199,9 +200,12 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(16);
-    // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts).
-    const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
+    expect(apiFunctions.length).toBe(19);
+    // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts), channel
+    // secrets (notifications).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications'].map((group) =>
+      deployed.functionId(`Logbook ${group}:`),
+    );
     for (const [id] of apiFunctions)
       expect(secretsReadBy(id)).toEqual(
         sealers.includes(id) ? [appSecret, refOf('EnrollmentKeySealKey')].sort() : [appSecret],
@@ -246,8 +250,11 @@ describe('the CDK stack', () => {
       ExcludePunctuation: true,
       IncludeSpace: false,
     });
-    // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs).
-    const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
+    // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs),
+    // notification channel secrets (notifications).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications'].map((group) =>
+      deployed.functionId(`Logbook ${group}:`),
+    );
     const worker = deployed.functionId('Logbook: the work queue worker');
     const readers = readersOf(seal);
     expect(readers).toHaveLength(sealers.length + 1);
@@ -261,6 +268,28 @@ describe('the CDK stack', () => {
         [...sealers, worker].includes(id) ? { Ref: seal } : undefined,
       );
     }
+  });
+
+  it('lets the work queue worker and the channel test route send e-mail from the verified sender alone, and no other function', () => {
+    const sends = (stack: typeof deployed, fnId: string) =>
+      stack.statementsOf(fnId).filter((s) => [s.Action].flat().includes('ses:SendEmail'));
+    const senders = [
+      withEveryOption.functionId('Logbook notifications:'),
+      withEveryOption.functionId('Logbook: the work queue worker'),
+    ];
+    for (const [id, fn] of withEveryOption.ofType('AWS::Lambda::Function')) {
+      const statements = sends(withEveryOption, id);
+      if (!senders.includes(id)) {
+        expect(statements).toEqual([]);
+        continue;
+      }
+      expect(statements).toMatchObject([
+        { Condition: { StringEquals: { 'ses:FromAddress': 'alerts@msp.example.com' } } },
+      ]);
+      expect(fn.Properties.Environment.Variables.NOTIFICATION_EMAIL_FROM).toBe('alerts@msp.example.com');
+    }
+    // Without a sender, nothing may send.
+    for (const [id] of deployed.ofType('AWS::Lambda::Function')) expect(sends(deployed, id)).toEqual([]);
   });
 
   it('lets the migration write the audit-admin login and the generator write the anchor key, without reading either back', () => {
@@ -425,7 +454,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(21);
+    expect(logbookFunctions.length).toBe(24);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
