@@ -18,6 +18,8 @@ const knownActions: Readonly<Record<string, string>> = {
   'automation.policy.evaluate': 'evaluated automation policy',
   'alert.create': 'raised alert',
   'alert.acknowledge': 'acknowledged alert',
+  'alert.notification.failed': 'failed to notify of alert',
+  'alert.notification.throttled': 'throttled alert notification',
   'data.access': 'accessed data',
   'data.export': 'exported data',
   'organization.update': 'updated organization',
