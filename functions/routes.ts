@@ -9,6 +9,7 @@ import { routes as agentLogs } from './agent-logs/routes.ts';
 import { routes as agents } from './agents/routes.ts';
 import { routes as alerts } from './alerts/routes.ts';
 import { routes as audit } from './audit/routes.ts';
+import { routes as auditStreams } from './audit-streams/routes.ts';
 import { routes as auth } from './auth/routes.ts';
 import { routes as contacts } from './contacts/routes.ts';
 import { routes as customFields } from './custom-fields/routes.ts';
@@ -29,6 +30,7 @@ export const domainRoutes = {
   agents,
   alerts,
   audit,
+  'audit-streams': auditStreams,
   auth,
   contacts,
   'custom-fields': customFields,
@@ -48,6 +50,7 @@ export const routes = {
   ...agents,
   ...alerts,
   ...audit,
+  ...auditStreams,
   ...auth,
   ...contacts,
   ...customFields,

@@ -2,6 +2,7 @@ import { attemptDelivery } from '#shared/alerts/psa-delivery.ts';
 import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
+import { deliverJobKind, deliverOrganization } from '#shared/audit-streams/delivery.ts';
 import { appDb } from '#shared/db/client.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
@@ -20,6 +21,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'audit.replay': (job) => replayQueuedAuditRow(appDb(), job as AuditReplayJob),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
+  // Armed by the writes that seal an organization's rows: its audit streams deliver them.
+  [deliverJobKind]: (job) => deliverOrganization(appDb(), (job as Job & { orgId: string }).orgId),
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */

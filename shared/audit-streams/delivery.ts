@@ -1,0 +1,195 @@
+/**
+ * Delivery of the audit trail to its destinations (docs/audit-streaming.md "Delivery"): at least once, in seq order
+ * per organization, from a cursor per (destination, organization) kept in the database. Nothing polls: a write that
+ * seals rows arms one coalesced job per organization on the work queue, and that job drains every destination of
+ * the organization from its cursor to the head. A failed attempt leaves the cursor where it was and arms its own
+ * retry, with a growing delay, until the receiver takes the rows again.
+ */
+import { auditCategoryOf } from '../audit/categories.ts';
+import type { AuditRow } from '../audit/row.ts';
+import { selectChainPage } from '../audit/store.ts';
+import { openSecret, sealSecret } from '../auth/key-seal.ts';
+import type { Db } from '../db/db.ts';
+import { logger } from '../logger.ts';
+import { enqueue } from '../queue/work-queue.ts';
+import { jsonFormat, octetCounted, renderRecord, type StreamRecord, syslogRecord } from './formats.ts';
+import type { StreamFilter } from './schemas.ts';
+import * as store from './store.ts';
+import { type Destination, sendHec, sendHttps, sendSyslog, timeoutMs } from './transports.ts';
+
+/** The work queue's job of one organization: deliver what its destinations have not taken yet. */
+export const deliverJobKind = 'audit-streams.deliver';
+
+/** Rows read and sent per batch. */
+const batchRows = 1000;
+
+/** How long a delivery holds a cursor: a few attempts' timeouts; a delivery that died lets it go when it ends. */
+const leaseSeconds = () => Math.ceil(timeoutMs() / 1000) * 3 + 30;
+
+/** A cursor another delivery holds is tried again this much later: that delivery may have read the head already. */
+const busyDelaySeconds = 2;
+
+/** Waits before the retries of a destination that failed: 1 s, doubling, at most 10 minutes, for as long as it fails. */
+export const retryDelaySeconds = (attempts: number) => Math.min(600, 2 ** Math.min(attempts, 10));
+
+/** At most one job per organization per this many milliseconds from one process (writes in between share it). */
+const coalesceMs = 1000;
+/** Per organization: when the job this process armed last runs (or ran). */
+const armedRunAt = new Map<string, number>();
+
+/**
+ * Arms the delivery of these organizations' new rows (called once their rows are committed): a job armed and not run
+ * yet covers a write, since it reads the head when it runs; otherwise a job runs at once, or, when one ran less than
+ * a second ago, a second later, so a busy organization costs at most one job a second.
+ */
+export async function armDelivery(orgIds: readonly string[]): Promise<void> {
+  const now = Date.now();
+  const armed: Promise<void>[] = [];
+  for (const orgId of orgIds) {
+    const runAt = armedRunAt.get(orgId);
+    if (runAt !== undefined && runAt > now) continue;
+    const delayMs = runAt === undefined || now - runAt >= coalesceMs ? 0 : coalesceMs - (now - runAt);
+    armedRunAt.set(orgId, now + delayMs);
+    armed.push(enqueue({ kind: deliverJobKind, orgId }, delayMs / 1000));
+  }
+  await Promise.all(armed);
+}
+
+/** Whether a row passes the destination's filter (categories, exact actions, or action prefixes ending in `*`). */
+export function passesFilter(filter: StreamFilter, row: Pick<AuditRow, 'action'>): boolean {
+  if (filter.categories && !filter.categories.includes(auditCategoryOf(row.action))) return false;
+  if (
+    filter.actions &&
+    !filter.actions.some((action) =>
+      action.endsWith('*') ? row.action.startsWith(action.slice(0, -1)) : row.action === action,
+    )
+  )
+    return false;
+  return true;
+}
+
+/** The destination's secret in the clear; one stored in the clear (no seal key then) is sealed on this first read. */
+export async function openedSecret(db: Db, destination: store.DeliverableStream): Promise<string | undefined> {
+  if (destination.secret === null) return undefined;
+  if (!destination.secretSealed) {
+    const sealed = sealSecret(destination.secret);
+    if (sealed) await store.updateStreamSecretSealed(db, destination.id, destination.secret, sealed);
+    return destination.secret;
+  }
+  const secret = openSecret(destination.secret);
+  if (secret === undefined) throw new Error('its secret cannot be opened (ENROLLMENT_KEY_SEAL_KEY unset or changed)');
+  return secret;
+}
+
+/** Sends records to a destination in its format; throws when the receiver did not take them all. */
+export async function sendRecords(
+  destination: Destination & { format: store.StreamRow['format'] },
+  secret: string | undefined,
+  records: StreamRecord[],
+): Promise<void> {
+  const { format } = destination;
+  switch (destination.type) {
+    case 'syslog-tls':
+    case 'syslog-tcp':
+      return sendSyslog(
+        destination,
+        records.map((record) => octetCounted(syslogRecord(record, format))),
+      );
+    case 'https': {
+      // One JSON value per line: the record's object (ocsf, ndjson), or its text line as a JSON string.
+      const lines = records.map((record) => {
+        const rendered = renderRecord(record, format);
+        return jsonFormat(format) ? rendered : JSON.stringify(rendered);
+      });
+      return sendHttps(destination, secret ?? '', `${lines.join('\n')}\n`);
+    }
+    case 'splunk-hec': {
+      const events = records.map((record) => {
+        const rendered = renderRecord(record, format);
+        const at = record.type === 'audit' ? record.row.timestamp : record.at;
+        return JSON.stringify({
+          time: Date.parse(at) / 1000,
+          host: 'logbook',
+          source: 'logbook',
+          sourcetype: `logbook:audit:${format}`,
+          event: jsonFormat(format) ? JSON.parse(rendered) : rendered,
+        });
+      });
+      return sendHec(destination, secret ?? '', events.join('\n'));
+    }
+    case 's3':
+      throw new Error('s3 destinations are not delivered yet');
+  }
+}
+
+export type CursorOutcome = 'delivered' | 'busy' | 'waiting' | 'failed' | 'replayed';
+
+/**
+ * Drains one destination's cursor in one organization: claims it (one sender per cursor keeps the order), sends
+ * batch after batch from the cursor up to the head, each followed by the anchors it completes, and moves the cursor
+ * after each batch the receiver took. A failure keeps the cursor and arms the retry.
+ */
+export async function deliverCursor(
+  db: Db,
+  destination: store.DeliverableStream,
+  orgId: string,
+  now = new Date(),
+): Promise<CursorOutcome> {
+  const key = { streamId: destination.id, orgId };
+  const cursor = await store.claimCursor(db, destination.id, orgId, leaseSeconds());
+  if (!cursor) {
+    await enqueue({ kind: deliverJobKind, orgId }, busyDelaySeconds);
+    return 'busy';
+  }
+  // After a failure the retry is armed for its time: writes before then do not hammer a receiver that is down.
+  if (cursor.retryAt && cursor.retryAt > now) {
+    await store.releaseCursor(db, key);
+    return 'waiting';
+  }
+  let delivered = cursor.deliveredSeq;
+  try {
+    const secret = await openedSecret(db, destination);
+    for (;;) {
+      const rows = await selectChainPage(db, orgId, {
+        afterSeq: delivered,
+        untilSeq: null,
+        rows: batchRows,
+        bytes: db.maxResultBytes,
+      });
+      const last = rows.at(-1)?.seq ?? delivered;
+      const anchors = await store.selectAnchorsToStream(db, key, last);
+      if (rows.length === 0 && anchors.length === 0) break;
+      const records: StreamRecord[] = rows
+        .filter((row) => passesFilter(destination.filter, row))
+        .map((row) => ({ type: 'audit', row }));
+      for (const { anchoredAt: _, ...anchor } of anchors) records.push(anchor);
+      if (records.length > 0) await sendRecords(destination, secret, records);
+      if (rows.length > 0 && !(await store.advanceCursor(db, { ...key, epoch: cursor.epoch }, last, leaseSeconds())))
+        return 'replayed';
+      if (anchors.length > 0) await store.advanceAnchors(db, key, anchors.at(-1)!.anchoredAt);
+      delivered = last;
+      if (rows.length < batchRows && anchors.length < 100) break;
+    }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const delay = retryDelaySeconds(cursor.attempts);
+    await store.failCursor(db, key, message, new Date(Date.now() + delay * 1000));
+    await enqueue({ kind: deliverJobKind, orgId }, delay);
+    logger.warn('[audit-streams] A delivery failed; the cursor stays and the retry is armed', {
+      streamId: destination.id,
+      orgId,
+      afterSeq: delivered,
+      retryInSeconds: delay,
+      error: message,
+    });
+    return 'failed';
+  }
+  await store.releaseCursor(db, key);
+  return 'delivered';
+}
+
+/** The job: every destination of the organization, each from its own cursor, side by side. */
+export async function deliverOrganization(db: Db, orgId: string): Promise<CursorOutcome[]> {
+  const destinations = await store.selectDestinationsOf(db, orgId);
+  return Promise.all(destinations.map((destination) => deliverCursor(db, destination, orgId)));
+}
