@@ -108,7 +108,7 @@ export const cefHeader = (value: string) => value.replace(/[\\|]/g, (c) => `\\${
 export const cefValue = (value: string) =>
   value
     .replace(/[\\=]/g, (c) => `\\${c}`)
-    .replace(/\r\n|\n/g, '\\n')
+    .replace(/\n/g, '\\n')
     .replace(/\r/g, '\\r');
 
 const cefSeverity = (result: string) => (result === 'success' ? 3 : result === 'denied' ? 7 : 6);
