@@ -7,7 +7,9 @@
  */
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
+import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import { configuredWitness } from '#shared/audit-streams/witness.ts';
 import { auditAdminDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
 import { observedHandler } from '#shared/observability/handler.ts';
@@ -15,6 +17,8 @@ import { countMetric } from '#shared/observability/metrics.ts';
 import { loadSecretSettings } from '#shared/secrets-manager.ts';
 
 await loadSecretSettings(['AUDIT_ANCHOR_PRIVATE_KEY']);
+// Each anchor is also published to the outside witness (AUDIT_WITNESS: the Object Lock bucket of the stack).
+useAnchorWitness(configuredWitness({ streams: Boolean(process.env.WORK_QUEUE_URL) }));
 
 const invocation = z.object({ dryRun: z.boolean().optional(), asOf: z.iso.datetime({ offset: true }).optional() });
 

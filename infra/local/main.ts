@@ -11,9 +11,11 @@ import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
 import { seedDemoPostureFleet } from '#demo/demo-posture.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
+import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
+import { configuredWitness, localWitnessDir } from '#shared/audit-streams/witness.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { selectDatabaseIdentity } from '#shared/db/identity.ts';
@@ -152,6 +154,10 @@ async function main() {
   process.env.ENROLLMENT_KEY_SEAL_KEY ||= localSecret('enrollment-key-seal-key', 'base64');
   // The integrity watch's signing key (shared/audit/anchor-signing.ts), generated once and shared with `npm run retention`.
   process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
+  // The outside witness of anchors: a directory beside the embedded database (AUDIT_WITNESS for another database), an
+  // S3 bucket with Object Lock in AWS.
+  if (embedded) process.env.AUDIT_WITNESS ||= localWitnessDir;
+  useAnchorWitness(configuredWitness({ streams: true }));
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const { demo, trailRows } = await seedDemo(admin)

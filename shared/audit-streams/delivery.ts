@@ -13,6 +13,7 @@ import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { jsonFormat, octetCounted, renderRecord, type StreamRecord, syslogRecord } from './formats.ts';
+import { putNdjsonObjects } from './s3.ts';
 import type { StreamFilter } from './schemas.ts';
 import * as store from './store.ts';
 import { type Destination, sendHec, sendHttps, sendSyslog, timeoutMs } from './transports.ts';
@@ -81,6 +82,12 @@ export async function openedSecret(db: Db, destination: store.DeliverableStream)
   return secret;
 }
 
+/** One JSON value per line: the record's object (ocsf, ndjson), or its text line as a JSON string (rfc5424, cef). */
+function ndjsonLine(record: StreamRecord, format: store.StreamRow['format']): string {
+  const rendered = renderRecord(record, format);
+  return jsonFormat(format) ? rendered : JSON.stringify(rendered);
+}
+
 /** Sends records to a destination in its format; throws when the receiver did not take them all. */
 export async function sendRecords(
   destination: Destination & { format: store.StreamRow['format'] },
@@ -96,11 +103,7 @@ export async function sendRecords(
         records.map((record) => octetCounted(syslogRecord(record, format))),
       );
     case 'https': {
-      // One JSON value per line: the record's object (ocsf, ndjson), or its text line as a JSON string.
-      const lines = records.map((record) => {
-        const rendered = renderRecord(record, format);
-        return jsonFormat(format) ? rendered : JSON.stringify(rendered);
-      });
+      const lines = records.map((record) => ndjsonLine(record, format));
       return sendHttps(destination, secret ?? '', `${lines.join('\n')}\n`);
     }
     case 'splunk-hec': {
@@ -118,8 +121,28 @@ export async function sendRecords(
       return sendHec(destination, secret ?? '', events.join('\n'));
     }
     case 's3':
-      throw new Error('s3 destinations are not delivered yet');
+      return putNdjsonObjects(
+        destination.endpoint,
+        records[0]!.type === 'audit' ? records[0]!.row.orgId : records[0]!.orgId,
+        byHour(records, format),
+      );
   }
+}
+
+/** The records as NDJSON lines grouped by the hour of their time (`YYYY/MM/DD/HH`), with their seq range. */
+function byHour(records: StreamRecord[], format: store.StreamRow['format']) {
+  const groups = new Map<string, { hour: string; firstSeq: number; lastSeq: number; lines: string[] }>();
+  for (const record of records) {
+    const at = record.type === 'audit' ? record.row.timestamp : record.at;
+    const seq = record.type === 'audit' ? record.row.seq : record.seq;
+    const hour = `${at.slice(0, 4)}/${at.slice(5, 7)}/${at.slice(8, 10)}/${at.slice(11, 13)}`;
+    const group = groups.get(hour) ?? { hour, firstSeq: seq, lastSeq: seq, lines: [] };
+    group.lines.push(ndjsonLine(record, format));
+    group.firstSeq = Math.min(group.firstSeq, seq);
+    group.lastSeq = Math.max(group.lastSeq, seq);
+    groups.set(hour, group);
+  }
+  return [...groups.values()];
 }
 
 export type CursorOutcome = 'delivered' | 'busy' | 'waiting' | 'failed' | 'replayed';

@@ -107,7 +107,7 @@ export async function startSyslogReceiver(tls?: Certificate, host = '127.0.0.1')
   const sockets = new Set<Socket>();
   const serve = (socket: Socket) => {
     sockets.add(socket);
-    let buffer = Buffer.alloc(0);
+    let buffer: Buffer = Buffer.alloc(0);
     socket.on('data', (part: Buffer) => {
       const split = splitFrames(Buffer.concat([buffer, part]));
       buffer = split.rest;
