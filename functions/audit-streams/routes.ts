@@ -9,6 +9,7 @@ import {
   testStream,
   updateStream,
 } from '#shared/audit-streams/streams.ts';
+import { listWitnessed } from '#shared/audit-streams/witness.ts';
 import { appDb } from '#shared/db/client.ts';
 import { route } from '#shared/http/route.ts';
 
@@ -120,5 +121,18 @@ export const routes = {
       errors: [400, 401, 403, 404],
     },
     ({ caller, params, body, audit }) => replayStream(appDb(), caller, params.id, body, audit),
+  ),
+  'GET /api/v1/audit-logs/witness': route(
+    {
+      operationId: 'auditStreamsWitness',
+      auth: 'userOrApiKey',
+      tag: 'audit-streams',
+      summary:
+        "The organization's anchors as the outside witness holds them (audit:read), newest first, with the age of the newest",
+      query: streams.witnessQuery,
+      response: streams.witnessReply,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, query }) => listWitnessed(appDb(), caller, query.orgId),
   ),
 };

@@ -203,3 +203,32 @@ export const testReply = z
   })
   .strict()
   .meta({ id: 'AuditStreamTest' });
+
+export const witnessQuery = z.object({
+  orgId: z.uuid().optional().meta({ description: "The organization (an organization user's own by default)" }),
+});
+const witnessed = z
+  .object({
+    orgId: z.uuid(),
+    seq: z.number().int(),
+    checksum: z.string(),
+    firstRetainedSeq: z.number().int(),
+    boundaryChecksum: z.string().nullable(),
+    orgCount: z.number().int(),
+    orgsDigest: z.string(),
+    anchoredAt: z.string(),
+    keyId: z.string(),
+    signature: z.string(),
+  })
+  .strict()
+  .meta({ id: 'WitnessedAnchor' });
+export const witnessReply = z
+  .object({
+    orgId: z.uuid(),
+    location: z.string().nullable().meta({ description: 'Where anchors are witnessed; null: no witness configured' }),
+    anchors: z.array(witnessed).meta({ description: 'Every witnessed anchor of the organization, newest first' }),
+    lastPublishedAt: z.string().nullable(),
+    ageSeconds: z.number().nullable().meta({ description: 'How long ago the newest anchor was witnessed' }),
+  })
+  .strict()
+  .meta({ id: 'AuditWitness' });

@@ -9,7 +9,10 @@ import { z } from 'zod';
 import { type AnchorFields, configuredAnchorPublicKey, verifyAnchorSignature } from '../audit/anchor-signing.ts';
 import type { AnchorWitness, WitnessBreak } from '../audit/anchor-witness.ts';
 import { type ChainLink, selectChainHead, selectLatestCheckpoint } from '../audit/store.ts';
+import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { type Db, one } from '../db/db.ts';
+import { ValidationFailed } from '../errors.ts';
 import { armDelivery } from './delivery.ts';
 import { s3WitnessStore } from './s3.ts';
 import { directoryWitnessStore, type WitnessStore } from './witness-store.ts';
@@ -147,4 +150,21 @@ export function configuredWitness(
     publicKey: configuredAnchorPublicKey(env),
     ...(options.streams && { witnessed: (orgId: string) => armDelivery([orgId]) }),
   });
+}
+
+/** The organization's witnessed anchors, newest first, for a caller who may read its trail (audit:read). */
+export async function listWitnessed(db: Db, principal: Principal, orgId: string | undefined) {
+  const id = orgId ?? principal.orgId;
+  if (!id) throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Give orgId', code: 'custom' }]);
+  await reachableOrganization(db, principal, id, 'audit:read');
+  const location = process.env.AUDIT_WITNESS || null;
+  const anchors = location ? (await witnessedAnchors(witnessStoreAt(location), id)).reverse() : [];
+  const newest = anchors[0];
+  return {
+    orgId: id,
+    location,
+    anchors,
+    lastPublishedAt: newest?.anchoredAt ?? null,
+    ageSeconds: newest ? Math.max(0, Math.round((Date.now() - Date.parse(newest.anchoredAt)) / 1000)) : null,
+  };
 }

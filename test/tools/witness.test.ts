@@ -11,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { generateAnchorKey, publicKeyPem } from '#shared/audit/anchor-signing.ts';
 import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import { armDelivery } from '#shared/audit-streams/delivery.ts';
 import { anchorWitnessAt } from '#shared/audit-streams/witness.ts';
 import { directoryWitnessStore } from '#shared/audit-streams/witness-store.ts';
 import type { Db } from '#shared/db/db.ts';
@@ -26,6 +27,8 @@ import {
 } from '#test/shared/audit/audit-rows.ts';
 import { useApi } from '#test/support/api.ts';
 import { useCli } from '#test/support/cli.ts';
+import { eventually } from '#test/support/live-agents.ts';
+import { startSyslogReceiver } from '#test/support/siem-receivers.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -44,10 +47,16 @@ beforeAll(() => {
   witnessDir = join(dir, 'witness');
   publicKeyFile = join(dir, 'anchor-public.pem');
   writeFileSync(publicKeyFile, publicKeyPem(key));
-  useAnchorWitness(anchorWitnessAt(directoryWitnessStore(witnessDir), { publicKey: key }));
+  useAnchorWitness(
+    anchorWitnessAt(directoryWitnessStore(witnessDir), { publicKey: key, witnessed: (orgId) => armDelivery([orgId]) }),
+  );
+  process.env.AUDIT_WITNESS = witnessDir;
+  process.env.OUTBOUND_ALLOW_LOOPBACK = 'true';
 });
 afterAll(async () => {
   useAnchorWitness(undefined);
+  delete process.env.AUDIT_WITNESS;
+  delete process.env.OUTBOUND_ALLOW_LOOPBACK;
   await auditAdmin?.close();
   rmSync(dir, { recursive: true, force: true });
   if (previousKey === undefined) delete process.env.AUDIT_ANCHOR_PRIVATE_KEY;
@@ -200,5 +209,51 @@ describe('the outside witness', { timeout: 120_000 }, () => {
     const witnessed = await auditVerify(['--org', tenant.orgId, '--witness', witnessDir]);
     expect(witnessed.status).toBe(1);
     expect(witnessed.stdout).toMatch(/witness .*kind tail-truncated/);
+  });
+
+  it('is listed by GET /audit-logs/witness, and each witnessed anchor is streamed as an event after the rows it covers', async () => {
+    const tenant = await createTenant(t.api, 'Streamed anchors');
+    const receiver = await startSyslogReceiver();
+    try {
+      const created = await t.api.request('POST', '/api/v1/audit-streams', {
+        token: tenant.partnerToken,
+        body: { orgId: tenant.orgId, name: 'SIEM', type: 'syslog-tcp', format: 'ndjson', endpoint: receiver.endpoint },
+      });
+      expect(created.status).toBe(201);
+      await appendAudit(t.db.admin, [{ orgId: tenant.orgId }, { orgId: tenant.orgId }]);
+      const run = await daily();
+      const anchor = run.integrity!.anchors.find((each) => each.orgId === tenant.orgId)!;
+      // The rows, the chain's record of the first anchor, then the anchor itself.
+      await eventually(() => receiver.messages.some((frame) => frame.includes('"type":"anchor"')));
+      const events = receiver.messages.map((frame) => JSON.parse(frame.slice(frame.indexOf('{"type"'))));
+      expect(events.at(-1)).toEqual({
+        type: 'anchor',
+        orgId: tenant.orgId,
+        seq: anchor.seq,
+        checksum: anchor.checksum,
+        keyId: anchor.keyId,
+        signature: anchor.signature,
+        at: anchor.anchoredAt,
+      });
+      expect(events.at(-2)).toEqual(expect.objectContaining({ type: 'audit', action: 'system.audit.anchored' }));
+      expect(events.filter((event) => event.type === 'audit').map((event) => event.seq)).toContain(anchor.seq);
+
+      const listed = await t.api.request('GET', `/api/v1/audit-logs/witness?orgId=${tenant.orgId}`, {
+        token: tenant.orgToken,
+      });
+      expect(listed.status).toBe(200);
+      expect(listed.body).toEqual(
+        expect.objectContaining({ orgId: tenant.orgId, location: witnessDir, lastPublishedAt: anchor.anchoredAt }),
+      );
+      expect(listed.body.anchors).toEqual([expect.objectContaining({ seq: anchor.seq, signature: anchor.signature })]);
+      expect(listed.body.ageSeconds).toBeGreaterThanOrEqual(0);
+      const other = await createTenant(t.api, 'Nosy');
+      const refused = await t.api.request('GET', `/api/v1/audit-logs/witness?orgId=${tenant.orgId}`, {
+        token: other.orgToken,
+      });
+      expect(refused.status).toBe(404);
+    } finally {
+      await receiver.close();
+    }
   });
 });
