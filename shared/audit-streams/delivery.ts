@@ -11,6 +11,7 @@ import { selectChainPage } from '../audit/store.ts';
 import { openSecret, sealSecret } from '../auth/key-seal.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { countMetric, gaugeMetric } from '../observability/metrics.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { jsonFormat, octetCounted, renderRecord, type StreamRecord, syslogRecord } from './formats.ts';
 import { putNdjsonObjects } from './s3.ts';
@@ -170,6 +171,8 @@ export async function deliverCursor(
     return 'waiting';
   }
   let delivered = cursor.deliveredSeq;
+  // The time of the oldest row this run sends, for the lag metric.
+  let oldest: string | undefined;
   try {
     const secret = await openedSecret(db, destination);
     for (;;) {
@@ -182,11 +185,13 @@ export async function deliverCursor(
       const last = rows.at(-1)?.seq ?? delivered;
       const anchors = await store.selectAnchorsToStream(db, key, last);
       if (rows.length === 0 && anchors.length === 0) break;
+      oldest ??= rows[0]?.timestamp;
       const records: StreamRecord[] = rows
         .filter((row) => passesFilter(destination.filter, row))
         .map((row) => ({ type: 'audit', row }));
       for (const { anchoredAt: _, ...anchor } of anchors) records.push(anchor);
       if (records.length > 0) await sendRecords(destination, secret, records);
+      countMetric('AuditStreamRowsDelivered', records.length);
       if (rows.length > 0 && !(await store.advanceCursor(db, { ...key, epoch: cursor.epoch }, last, leaseSeconds())))
         return 'replayed';
       if (anchors.length > 0) await store.advanceAnchors(db, key, anchors.at(-1)!.anchoredAt);
@@ -194,6 +199,8 @@ export async function deliverCursor(
       if (rows.length < batchRows && anchors.length < 100) break;
     }
   } catch (error) {
+    recordLag(oldest);
+    countMetric('AuditStreamDeliveryFailures');
     const message = error instanceof Error ? error.message : String(error);
     const delay = retryDelaySeconds(cursor.attempts);
     await store.failCursor(db, key, message, new Date(Date.now() + delay * 1000));
@@ -207,8 +214,14 @@ export async function deliverCursor(
     });
     return 'failed';
   }
+  recordLag(oldest);
   await store.releaseCursor(db, key);
   return 'delivered';
+}
+
+/** The lag metric: how long the oldest row of this run waited for its destination (its alarm: docs/operations.md). */
+function recordLag(oldest: string | undefined): void {
+  if (oldest) gaugeMetric('AuditStreamLagSeconds', Math.max(0, (Date.now() - Date.parse(oldest)) / 1000));
 }
 
 /** The job: every destination of the organization, each from its own cursor, side by side. */

@@ -155,7 +155,8 @@ export function configuredWitness(
 /** The organization's witnessed anchors, newest first, for a caller who may read its trail (audit:read). */
 export async function listWitnessed(db: Db, principal: Principal, orgId: string | undefined) {
   const id = orgId ?? principal.orgId;
-  if (!id) throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Give orgId', code: 'custom' }]);
+  if (!id)
+    throw ValidationFailed('orgId is required', [{ path: 'query.orgId', message: 'Give orgId', code: 'custom' }]);
   await reachableOrganization(db, principal, id, 'audit:read');
   const location = process.env.AUDIT_WITNESS || null;
   const anchors = location ? (await witnessedAnchors(witnessStoreAt(location), id)).reverse() : [];

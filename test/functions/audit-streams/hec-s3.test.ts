@@ -90,7 +90,8 @@ describe('Splunk HTTP Event Collector', () => {
         }),
       );
       const seqs = events.map((event) => event.event.metadata.sequence as number);
-      expect(seqs).toEqual([seqs[0], seqs[0] + 1, seqs[0] + 2]);
+      const first = seqs[0]!;
+      expect(seqs).toEqual([first, first + 1, first + 2]);
     } finally {
       await receiver.close();
     }

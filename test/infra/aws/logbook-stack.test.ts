@@ -197,9 +197,12 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(14);
-    // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts).
-    const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
+    expect(apiFunctions.length).toBe(15);
+    // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts), audit stream
+    // secrets (audit-streams).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'audit-streams'].map((group) =>
+      deployed.functionId(`Logbook ${group}:`),
+    );
     for (const [id] of apiFunctions)
       expect(secretsReadBy(id)).toEqual(
         sealers.includes(id) ? [appSecret, refOf('EnrollmentKeySealKey')].sort() : [appSecret],
@@ -244,8 +247,11 @@ describe('the CDK stack', () => {
       ExcludePunctuation: true,
       IncludeSpace: false,
     });
-    // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs).
-    const sealers = ['hierarchy', 'scripts', 'alerts'].map((group) => deployed.functionId(`Logbook ${group}:`));
+    // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs),
+    // audit stream secrets (audit-streams).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'audit-streams'].map((group) =>
+      deployed.functionId(`Logbook ${group}:`),
+    );
     const worker = deployed.functionId('Logbook: the work queue worker');
     const readers = readersOf(seal);
     expect(readers).toHaveLength(sealers.length + 1);
@@ -423,7 +429,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(18);
+    expect(logbookFunctions.length).toBe(19);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -582,6 +588,33 @@ describe('the CDK stack', () => {
       .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
     expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
     expect(senders.sort()).toEqual([...apiGroups, 'worker'].sort());
+  });
+
+  it('witnesses the anchors in a bucket with Object Lock in compliance mode, written by the retention worker alone', () => {
+    deployed.template.hasResourceProperties('AWS::S3::Bucket', {
+      ObjectLockEnabled: true,
+      ObjectLockConfiguration: {
+        ObjectLockEnabled: 'Enabled',
+        Rule: { DefaultRetention: { Mode: 'COMPLIANCE', Days: 400 } },
+      },
+      VersioningConfiguration: { Status: 'Enabled' },
+    });
+    const bucket = deployed.ofType('AWS::S3::Bucket').find(([, b]) => b.Properties.ObjectLockEnabled)![0];
+    const writers = deployed
+      .ofType('AWS::IAM::Policy')
+      .filter(([, policy]) =>
+        (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]).some(
+          (statement) =>
+            [statement.Action].flat().some((action) => /^s3:(PutObject|\*)/.test(action)) &&
+            JSON.stringify(statement.Resource).includes(bucket),
+        ),
+      );
+    expect(writers.map(([, policy]) => (policy.Properties.Roles as { Ref: string }[])[0]!.Ref)).toEqual([
+      roleOf(deployed.functionId('retention worker')),
+    ]);
+    expect(
+      deployed.resources[deployed.functionId('retention worker')]!.Properties.Environment.Variables.AUDIT_WITNESS,
+    ).toBeDefined();
   });
 
   it('runs the retention worker daily from an EventBridge schedule, on a configurable schedule', () => {
@@ -773,6 +806,8 @@ describe('the audit viewer on S3 and CloudFront', () => {
 
   it('is left out when the viewer setting is false', () => {
     apiOnly.template.resourceCountIs('AWS::CloudFront::Distribution', 0);
-    apiOnly.template.resourceCountIs('AWS::S3::Bucket', 0);
+    // The one bucket left is the anchors' witness.
+    apiOnly.template.resourceCountIs('AWS::S3::Bucket', 1);
+    apiOnly.template.hasResourceProperties('AWS::S3::Bucket', { ObjectLockEnabled: true });
   });
 });
