@@ -13,14 +13,12 @@ import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { countMetric, gaugeMetric } from '../observability/metrics.ts';
 import { enqueue } from '../queue/work-queue.ts';
+import { deliverJobKind, jobStarted } from './arm.ts';
 import { jsonFormat, octetCounted, renderRecord, type StreamRecord, syslogRecord } from './formats.ts';
 import { putNdjsonObjects } from './s3.ts';
 import type { StreamFilter } from './schemas.ts';
 import * as store from './store.ts';
 import { type Destination, sendHec, sendHttps, sendSyslog, timeoutMs } from './transports.ts';
-
-/** The work queue's job of one organization: deliver what its destinations have not taken yet. */
-export const deliverJobKind = 'audit-streams.deliver';
 
 /** Rows read and sent per batch. */
 const batchRows = 1000;
@@ -32,30 +30,7 @@ const leaseSeconds = () => Math.ceil(timeoutMs() / 1000) * 3 + 30;
 const busyDelaySeconds = 2;
 
 /** Waits before the retries of a destination that failed: 1 s, doubling, at most 10 minutes, for as long as it fails. */
-export const retryDelaySeconds = (attempts: number) => Math.min(600, 2 ** Math.min(attempts, 10));
-
-/** At most one job per organization per this many milliseconds from one process (writes in between share it). */
-const coalesceMs = 1000;
-/** Per organization: when the job this process armed last runs (or ran). */
-const armedRunAt = new Map<string, number>();
-
-/**
- * Arms the delivery of these organizations' new rows (called once their rows are committed): a job armed and not run
- * yet covers a write, since it reads the head when it runs; otherwise a job runs at once, or, when one ran less than
- * a second ago, a second later, so a busy organization costs at most one job a second.
- */
-export async function armDelivery(orgIds: readonly string[]): Promise<void> {
-  const now = Date.now();
-  const armed: Promise<void>[] = [];
-  for (const orgId of orgIds) {
-    const runAt = armedRunAt.get(orgId);
-    if (runAt !== undefined && runAt > now) continue;
-    const delayMs = runAt === undefined || now - runAt >= coalesceMs ? 0 : coalesceMs - (now - runAt);
-    armedRunAt.set(orgId, now + delayMs);
-    armed.push(enqueue({ kind: deliverJobKind, orgId }, delayMs / 1000));
-  }
-  await Promise.all(armed);
-}
+const retryDelaySeconds = (attempts: number) => Math.min(600, 2 ** Math.min(attempts, 10));
 
 /** Whether a row passes the destination's filter (categories, exact actions, or action prefixes ending in `*`). */
 export function passesFilter(filter: StreamFilter, row: Pick<AuditRow, 'action'>): boolean {
@@ -226,6 +201,7 @@ function recordLag(oldest: string | undefined): void {
 
 /** The job: every destination of the organization, each from its own cursor, side by side. */
 export async function deliverOrganization(db: Db, orgId: string): Promise<CursorOutcome[]> {
+  jobStarted(orgId);
   const destinations = await store.selectDestinationsOf(db, orgId);
   return Promise.all(destinations.map((destination) => deliverCursor(db, destination, orgId)));
 }

@@ -12,7 +12,8 @@ import type { Page } from '../db/page.ts';
 import { Forbidden, ValidationFailed } from '../errors.ts';
 import { logger } from '../logger.ts';
 import { configurationProblem } from '../outbound/address.ts';
-import { armDelivery, openedSecret, sendRecords } from './delivery.ts';
+import { armDelivery } from './arm.ts';
+import { openedSecret, sendRecords } from './delivery.ts';
 import { renderRecord, type StreamRecord, streamFormats } from './formats.ts';
 import {
   type CreateStream,

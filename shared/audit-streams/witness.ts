@@ -13,7 +13,7 @@ import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { type Db, one } from '../db/db.ts';
 import { ValidationFailed } from '../errors.ts';
-import { armDelivery } from './delivery.ts';
+import { armDelivery } from './arm.ts';
 import { s3WitnessStore } from './s3.ts';
 import { directoryWitnessStore, type WitnessStore } from './witness-store.ts';
 

@@ -2,7 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { onAuditSealed } from '../audit/sealed.ts';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
-import { armDelivery } from '../audit-streams/delivery.ts';
+import { armDelivery } from '../audit-streams/arm.ts';
 import { clientAddress } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
 import type { Db } from '../db/db.ts';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { generateAnchorKey, publicKeyPem } from '#shared/audit/anchor-signing.ts';
 import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import { runRetention } from '#shared/audit/retention.ts';
-import { armDelivery } from '#shared/audit-streams/delivery.ts';
+import { armDelivery } from '#shared/audit-streams/arm.ts';
 import { anchorWitnessAt } from '#shared/audit-streams/witness.ts';
 import { directoryWitnessStore } from '#shared/audit-streams/witness-store.ts';
 import type { Db } from '#shared/db/db.ts';
