@@ -3,6 +3,7 @@
  * job per organization on the work queue. Kept apart from the delivery itself, so that every function that writes
  * audit rows loads only this and the queue.
  */
+import { type Db, one } from '../db/db.ts';
 import { enqueue } from '../queue/work-queue.ts';
 
 /** The work queue's job of one organization: deliver what its destinations have not taken yet. */
@@ -36,4 +37,33 @@ export async function armDelivery(orgIds: readonly string[]): Promise<void> {
 /** The organization's job started: a write from now on needs a job of its own. */
 export function jobStarted(orgId: string): void {
   armedRunAt.delete(orgId);
+}
+
+/** Whether any destination exists: asked at most once a minute per process, known at once where one is created. */
+let known: { exist: boolean; until: number } | undefined;
+const knownForMs = 60_000;
+
+/** A destination was created in this process: writes arm their delivery from now on. */
+export function destinationCreated(): void {
+  known = { exist: true, until: Date.now() + knownForMs };
+}
+
+async function destinationsMayExist(db: Db): Promise<boolean> {
+  if (known && known.until > Date.now()) return known.exist;
+  const found = await one<{ exist: boolean }>(
+    db,
+    'SELECT EXISTS (SELECT FROM audit_streams WHERE deleted_at IS NULL) AS exist',
+  );
+  known = { exist: found?.exist ?? true, until: Date.now() + knownForMs };
+  return known.exist;
+}
+
+/**
+ * The listener of sealed rows (shared/audit/sealed.ts): arms their organizations' delivery, unless no destination
+ * exists at all, so a trail without streams costs no job and no statement after its writes. A destination created in
+ * another process is seen within a minute; its rows wait in the trail meanwhile, behind its cursor, never lost.
+ */
+export async function armAfterSeal(orgIds: string[], db: Db | undefined): Promise<void> {
+  if (db && !(await destinationsMayExist(db).catch(() => true))) return;
+  await armDelivery(orgIds);
 }

@@ -12,7 +12,7 @@ import type { Page } from '../db/page.ts';
 import { Forbidden, ValidationFailed } from '../errors.ts';
 import { logger } from '../logger.ts';
 import { configurationProblem } from '../outbound/address.ts';
-import { armDelivery } from './arm.ts';
+import { armDelivery, destinationCreated } from './arm.ts';
 import { openedSecret, sendRecords } from './delivery.ts';
 import { renderRecord, type StreamRecord, streamFormats } from './formats.ts';
 import {
@@ -111,6 +111,7 @@ export async function createStream(db: Db, principal: Principal, input: CreateSt
     });
     return row;
   });
+  destinationCreated();
   // A destination from an earlier seq has rows to deliver already.
   if (input.fromSeq !== undefined) await armDelivery(await store.selectServedOrganizations(db, created));
   return generated === undefined ? created : { ...created, secret: generated };

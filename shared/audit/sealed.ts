@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../db/db.ts';
 
 /** Told which organizations' chains grew, once the rows are committed (audit streaming arms its delivery here). */
-type SealedListener = (orgIds: string[]) => Promise<void>;
+type SealedListener = (orgIds: string[], db: Db | undefined) => Promise<void>;
 let listener: SealedListener | undefined;
 
 /** Registers the one listener (the composition layer registers audit streaming's; this domain knows none). */
@@ -17,7 +17,7 @@ export async function auditSealed(db: Db, rows: readonly { orgId: string }[]): P
   const tell = listener;
   if (!tell || rows.length === 0) return;
   const orgIds = [...new Set(rows.map((row) => row.orgId))];
-  const safely = () => tell(orgIds).catch(() => undefined);
-  if ('afterCommit' in db) (db as Tx).afterCommit(() => void safely());
-  else await safely();
+  // After a transaction's commit its connection is gone: the listener gets no Db to ask.
+  if ('afterCommit' in db) (db as Tx).afterCommit(() => void tell(orgIds, undefined).catch(() => undefined));
+  else await tell(orgIds, db).catch(() => undefined);
 }

@@ -2,7 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { onAuditSealed } from '../audit/sealed.ts';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
-import { armDelivery } from '../audit-streams/arm.ts';
+import { armAfterSeal } from '../audit-streams/arm.ts';
 import { clientAddress } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
 import type { Db } from '../db/db.ts';
@@ -25,7 +25,7 @@ function auditDb(): Db {
 }
 
 // The rows a request seals arm the delivery of its organization's audit streams, once committed.
-onAuditSealed(armDelivery);
+onAuditSealed(armAfterSeal);
 
 export interface AuditHttpContext extends HttpContext {
   audit?: AuditContext;
