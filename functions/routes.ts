@@ -9,6 +9,7 @@ import { routes as agentLogs } from './agent-logs/routes.ts';
 import { routes as agents } from './agents/routes.ts';
 import { routes as alerts } from './alerts/routes.ts';
 import { routes as audit } from './audit/routes.ts';
+import { routes as auditStreams } from './audit-streams/routes.ts';
 import { routes as auth } from './auth/routes.ts';
 import { routes as billing } from './billing/routes.ts';
 import { routes as contacts } from './contacts/routes.ts';
@@ -35,6 +36,7 @@ export const domainRoutes = {
   agents,
   alerts,
   audit,
+  'audit-streams': auditStreams,
   auth,
   billing,
   contacts,
@@ -60,6 +62,7 @@ export const routes = {
   ...agents,
   ...alerts,
   ...audit,
+  ...auditStreams,
   ...auth,
   ...billing,
   ...contacts,

@@ -13,18 +13,26 @@ import { embeddedUrl } from '#infra/local/database.ts';
 import { auditAnchor } from '#shared/audit/anchor-schemas.ts';
 import { configuredAnchorPublicKey } from '#shared/audit/anchor-signing.ts';
 import type { Anchor } from '#shared/audit/anchor-store.ts';
+import { witnessBreakMeaning } from '#shared/audit/anchor-witness.ts';
 import { describeChainBreak } from '#shared/audit/chain-break.ts';
 import { exportColumns, maxExportRows } from '#shared/audit/export.ts';
 import type { AuditRow } from '#shared/audit/row.ts';
 import { auditChainEvidence, auditVerifyQuery } from '#shared/audit/schemas.ts';
 import type { ChainLink } from '#shared/audit/store.ts';
 import { verifyChain, verifyRowsOffline } from '#shared/audit/verify.ts';
+import {
+  type WitnessedAnchor,
+  witnessContradiction,
+  witnessedAnchors,
+  witnessStoreAt,
+} from '#shared/audit-streams/witness.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { count, location, progressLine, reason, rows, runCommand, usageError } from './cli.ts';
 
 const usage = `Usage:
   npm run audit:verify -- --org <orgId> [--from <instant>] [--to <instant>] [--progress]
   npm run audit:verify -- --org <orgId> --anchor <anchors.json> [--public-key <key.pem>]
+  npm run audit:verify -- --org <orgId> --witness <dir | s3://bucket/prefix> [--public-key <key.pem>]
   npm run audit:verify -- --file <export.json> [--public-key <key.pem>]
 
   --org <orgId>     verify the organization's chain in the database: DATABASE_URL if set, else the
@@ -35,6 +43,12 @@ const usage = `Usage:
   --anchor <path>   also prove the chain still holds what a signed anchor recorded: a reply of
                     GET /api/v1/audit-logs/anchors (its newest anchor of --org is used) or one anchor, kept
                     outside the database; catches a chain rewritten wholesale, which verifies on its own
+  --witness <location>  also compare the chain with every anchor published to the outside witness: the
+                    directory of \`npm start\` (.data/witness) or the Object Lock bucket (s3://bucket/prefix);
+                    reports a wiped organization (kind organization-wiped), a head below the newest witnessed
+                    anchor (head-rolled-back), its rows gone under a head that claims them (tail-truncated), a
+                    row at a witnessed position with another checksum (head-not-extending), or a witnessed
+                    anchor not signed by the key (witness-signature)
   --public-key <path>  the Ed25519 public key (SPKI PEM) that signs anchors and retention checkpoints; default:
                     for --anchor the publicKey of the anchors reply, for --file the export's publicKey, else
                     AUDIT_ANCHOR_PUBLIC_KEY, AUDIT_ANCHOR_PRIVATE_KEY or the key file of \`npm start\` (.data/anchor-key.pem)
@@ -149,11 +163,21 @@ const signatures = (key: EvidenceKey) =>
     ? `signatures of checkpoints and anchors checked with ${key.from}`
     : 'signatures of checkpoints and anchors NOT checked: no key (give --public-key)';
 
+/** The anchors the witness at `location` holds of the organization. */
+async function readWitness(location: string, orgId: string): Promise<{ location: string; anchors: WitnessedAnchor[] }> {
+  try {
+    return { location, anchors: await witnessedAnchors(witnessStoreAt(location), orgId) };
+  } catch (error) {
+    throw new Unverifiable(`cannot read the witness at ${location}: ${reason(error)}`);
+  }
+}
+
 async function verifyInDatabase(
   query: { orgId: string; from?: string; to?: string },
   showProgress: boolean,
   key: EvidenceKey,
   kept?: KeptAnchor,
+  witness?: { location: string; anchors: WitnessedAnchor[] },
 ): Promise<number> {
   // The embedded database of `npm start` (infra/local/main.ts, embedded-postgres.ts: its superuser and password).
   const url = process.env.DATABASE_URL || embeddedUrl();
@@ -199,7 +223,18 @@ async function verifyInDatabase(
               `${kept.publicKey ? ', or its signature is not valid' : ''}; ${signed}`,
       );
     }
-    return result.ok ? 0 : 1;
+    const contradicted = witness && (await witnessContradiction(db, query.orgId, witness.anchors, key?.key));
+    if (witness) {
+      const newest = witness.anchors.at(-1);
+      console.log(
+        contradicted
+          ? `break: organization ${query.orgId}: witness ${witness.location}: seq ${contradicted.seq}, kind ${contradicted.kind}: ${witnessBreakMeaning[contradicted.kind]}`
+          : newest
+            ? `witness: organization ${query.orgId}: the chain extends all ${witness.anchors.length} anchors witnessed at ${witness.location} (newest: seq ${newest.seq}, checksum ${newest.checksum}, ${newest.anchoredAt})`
+            : `witness: organization ${query.orgId}: no anchor witnessed at ${witness.location}: nothing to compare`,
+      );
+    }
+    return result.ok && !contradicted ? 0 : 1;
   } catch (error) {
     progress.end();
     const hint = process.env.DATABASE_URL
@@ -331,6 +366,7 @@ const parseOptions = (argv: string[]) =>
       to: { type: 'string' },
       file: { type: 'string' },
       anchor: { type: 'string' },
+      witness: { type: 'string' },
       'public-key': { type: 'string' },
       progress: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -355,9 +391,10 @@ async function main(argv: string[]): Promise<number> {
       values.org !== undefined ||
       values.from !== undefined ||
       values.to !== undefined ||
-      values.anchor !== undefined
+      values.anchor !== undefined ||
+      values.witness !== undefined
     ) {
-      return usageError(usage, '--file takes no --org, --from, --to or --anchor: the file is the range');
+      return usageError(usage, '--file takes no --org, --from, --to, --anchor or --witness: the file is the range');
     }
     return verifyFile(values.file, values['public-key']);
   }
@@ -369,12 +406,16 @@ async function main(argv: string[]): Promise<number> {
   }
   if (values.anchor !== undefined && (values.from !== undefined || values.to !== undefined))
     return usageError(usage, '--anchor proves the whole chain: it takes no --from or --to');
+  if (values.witness !== undefined && (values.from !== undefined || values.to !== undefined))
+    return usageError(usage, '--witness proves the whole chain: it takes no --from or --to');
   const kept = values.anchor === undefined ? undefined : readAnchor(values.anchor, values.org, values['public-key']);
+  const witness = values.witness === undefined ? undefined : await readWitness(values.witness, values.org);
   return verifyInDatabase(
     { orgId: values.org, from: query.data.from, to: query.data.to },
     values.progress,
     evidenceKey(values['public-key']),
     kept,
+    witness,
   );
 }
 

@@ -9,12 +9,14 @@ import { z } from 'zod';
 import { localAnchorKeyFile, localAnchorKeyPem } from '#infra/local/anchor-key-file.ts';
 import { embeddedUrl, roleUrls } from '#infra/local/database.ts';
 import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
+import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import {
   type OrganizationRetention,
   type RetentionProgress,
   type RetentionRun,
   runRetention,
 } from '#shared/audit/retention.ts';
+import { configuredWitness, localWitnessDir } from '#shared/audit-streams/witness.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { count, location, progressLine, reason, rows, runCommand, usageError } from './cli.ts';
 
@@ -135,6 +137,9 @@ async function main(argv: string[]): Promise<number> {
   // The integrity watch's signing key: AUDIT_ANCHOR_PRIVATE_KEY, else the one `npm start` keeps in .data/.
   process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
   const anchorKey = configuredAnchorKey();
+  // Each anchor is published to the outside witness too: AUDIT_WITNESS, else, on the database of `npm start`, its own.
+  if (!process.env.DATABASE_URL && !process.env.AUDIT_ADMIN_DATABASE_URL) process.env.AUDIT_WITNESS ||= localWitnessDir;
+  useAnchorWitness(configuredWitness());
   const { url, source } = auditAdminConnection();
   const db = createPgDb({ connectionString: url, max: 1, applicationName: 'logbook-retention' });
   const progress = retentionProgress(dryRun, values.progress || process.stderr.isTTY === true);

@@ -2,6 +2,8 @@ import { attemptDelivery } from '#shared/alerts/psa-delivery.ts';
 import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
+import { deliverJobKind } from '#shared/audit-streams/arm.ts';
+import { deliverOrganization } from '#shared/audit-streams/delivery.ts';
 import { appDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
@@ -40,6 +42,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
   // Armed by a firing event-log monitor for when its oldest counted event leaves the window: judges it again.
   [eventLogJobKind]: (job) => judgeEventLogItems(appDb(), (job as EventLogJob).deviceId, (job as EventLogJob).itemKey),
+  // Armed by the writes that seal an organization's rows: its audit streams deliver them.
+  [deliverJobKind]: (job) => deliverOrganization(appDb(), (job as Job & { orgId: string }).orgId),
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */

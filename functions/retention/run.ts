@@ -7,7 +7,11 @@
  */
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
+import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
+import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
+import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import { configuredWitness } from '#shared/audit-streams/witness.ts';
 import { auditAdminDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
 import { pruneMonitoringData } from '#shared/monitoring/store.ts';
@@ -16,14 +20,37 @@ import { countMetric } from '#shared/observability/metrics.ts';
 import { loadSecretSettings } from '#shared/secrets-manager.ts';
 
 await loadSecretSettings(['AUDIT_ANCHOR_PRIVATE_KEY']);
+// Each anchor is also published to the outside witness (AUDIT_WITNESS: the Object Lock bucket of the stack).
+useAnchorWitness(configuredWitness({ streams: Boolean(process.env.WORK_QUEUE_URL) }));
 
-const invocation = z.object({ dryRun: z.boolean().optional(), asOf: z.iso.datetime({ offset: true }).optional() });
+const invocation = z.object({
+  dryRun: z.boolean().optional(),
+  asOf: z.iso.datetime({ offset: true }).optional(),
+  // The anchor schedule (anchorIntervalMinutes): the integrity watch alone, anchoring and witnessing every intact head.
+  anchorOnly: z.boolean().optional(),
+});
 
 /** Stop starting batches this long before Lambda's deadline, so the cut so far is audited before the environment is frozen. */
 const deadlineMarginMs = 60_000;
 
+/** The integrity watch between daily runs: fails (for the error alarm) when a chain is broken or contradicts its witness. */
+async function anchorOnly() {
+  const key = configuredAnchorKey();
+  if (!key) throw new Error('AUDIT_ANCHOR_PRIVATE_KEY is not set: no anchor can be written');
+  const run = await runIntegrityWatch(auditAdminDb(), key);
+  countMetric('AuditAnchorsWritten', run.anchors.length);
+  countMetric('AuditChainBreaks', run.failures.length);
+  logger.info('[retention] Anchors taken', { anchored: run.anchors.length, broken: run.failures.length });
+  if (run.failures.length > 0)
+    throw new Error(
+      `audit chain integrity: ${run.failures.map((f) => `${f.orgId}: seq ${f.seq}, kind ${f.kind}`).join('; ')}`,
+    );
+  return { anchored: run.anchors.length };
+}
+
 export const handler = observedHandler(async (event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) => {
   const input = invocation.parse(event ?? {});
+  if (input.anchorOnly) return anchorOnly();
   const budgetMs = context ? context.getRemainingTimeInMillis() - deadlineMarginMs : undefined;
   // Already inside the margin: stopped before the first batch, not after a timer tick.
   const signal =

@@ -59,13 +59,13 @@ export class Alarms extends Construct {
     this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.days(1) });
   }
 
-  /** A metric of this service (Powertools: the namespace, dimension `service`), summed over `period`. */
-  metric(name: string, period = Duration.minutes(5)): Metric {
+  /** A metric of this service (Powertools: the namespace, dimension `service`), summed (or its maximum) over `period`. */
+  metric(name: string, period = Duration.minutes(5), statistic: 'Sum' | 'Maximum' = 'Sum'): Metric {
     return new Metric({
       namespace: this.props.metricsNamespace,
       metricName: name,
       dimensionsMap: { service: this.props.serviceName },
-      statistic: 'Sum',
+      statistic,
       period,
     });
   }

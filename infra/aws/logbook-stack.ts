@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { MathExpression, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
@@ -30,6 +30,7 @@ import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
 import { checkSettings, type LogbookSettings, settingsFromContext } from './settings.ts';
 import { Viewer } from './viewer.ts';
+import { AnchorWitness } from './witness.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface LogbookStackProps extends StackProps {
@@ -324,6 +325,24 @@ export class LogbookStack extends Stack {
       maxEventAge: Duration.hours(6),
       onFailure: new SqsDestination(this.retentionFailures),
     });
+    // The outside witness of the anchors: written by the anchor function only, read by GET /audit-logs/witness.
+    const witness = new AnchorWitness(this, 'AnchorWitness', { retentionDays: settings.witnessRetentionDays });
+    witness.grantPublish(this.retention);
+    const streamsFunction = groupFunctions.get('audit-streams');
+    if (streamsFunction) witness.grantRead(streamsFunction);
+    if (settings.anchorIntervalMinutes > 0)
+      new Rule(this, 'AnchorSchedule', {
+        description: 'Logbook: anchors and witnesses every intact audit chain between daily runs',
+        schedule: Schedule.rate(Duration.minutes(settings.anchorIntervalMinutes)),
+        targets: [
+          new LambdaFunction(this.retention, {
+            event: RuleTargetInput.fromObject({ anchorOnly: true }),
+            retryAttempts: 2,
+            maxEventAge: Duration.hours(1),
+            deadLetterQueue: this.retentionFailures,
+          }),
+        ],
+      });
     new Rule(this, 'RetentionSchedule', {
       description: 'Logbook: runs the audit retention worker',
       schedule: Schedule.expression(settings.retentionSchedule),
@@ -369,7 +388,7 @@ export class LogbookStack extends Stack {
       serviceName: settings.serviceName,
       email: settings.alarmEmail,
     });
-    this.addAlarms();
+    this.addAlarms(settings);
 
     // Powertools: the service of logs, metrics and traces, and the metrics' namespace, the same in every function.
     for (const fn of this.node
@@ -423,7 +442,7 @@ export class LogbookStack extends Stack {
     });
   }
   /** The alarms of docs/operations.md "Alarms", each with its meaning and what to do. */
-  private addAlarms(): void {
+  private addAlarms(settings: LogbookSettings): void {
     const { alarms } = this;
     const hour = Duration.hours(1);
     alarms.add('AuditChainBreaks', {
@@ -433,6 +452,13 @@ export class LogbookStack extends Stack {
         "The integrity watch found an organization's audit chain broken (a row changed, missing or out of order).",
       action:
         'Run GET /api/v1/audit-logs/verify for the organization named in the retention log, compare with your signed anchors, treat as a security incident.',
+    });
+    alarms.add('AuditStreamLag', {
+      metric: alarms.metric('AuditStreamLagSeconds', Duration.minutes(5), 'Maximum'),
+      threshold: settings.auditStreamLagAlarmSeconds,
+      meaning: 'An audit stream has rows older than the lag threshold not delivered (its receiver fails or is slow).',
+      action:
+        'GET /api/v1/audit-streams/{id}/status names the organization and the last error; fix the receiver, the cursor catches up by itself.',
     });
     alarms.add('AuditRetentionFailures', {
       metric: alarms.metric('AuditRetentionFailures', hour),

@@ -59,6 +59,12 @@ export interface LogbookSettings {
   powertoolsLayerArn?: string;
   /** Bump to rotate the audit anchors' signing key on the next deploy (infra/aws/anchor-key.ts). */
   anchorKeyGeneration: number;
+  /** Days each witnessed anchor stays locked (S3 Object Lock, compliance mode) in the witness bucket. */
+  witnessRetentionDays: number;
+  /** Anchors taken (and witnessed) this often besides the daily run, in minutes; 0: daily only. */
+  anchorIntervalMinutes: number;
+  /** The oldest row an audit stream has not delivered may wait this long before the lag alarm. */
+  auditStreamLagAlarmSeconds: number;
   /** An e-mail address the alarm topic notifies (it must confirm the subscription); none: subscribe yourself. */
   alarmEmail?: string;
   /** The SES-verified sender (address, or an address of a verified domain) of notification e-mails; none: e-mail channels fail "not set". */
@@ -98,6 +104,9 @@ export const defaultSettings: LogbookSettings = {
   serviceName: 'logbook',
   metricsNamespace: 'Logbook',
   anchorKeyGeneration: 1,
+  witnessRetentionDays: 400,
+  anchorIntervalMinutes: 0,
+  auditStreamLagAlarmSeconds: 900,
   allowNoUserAuth: false,
   liveQueryConcurrency: 100,
   agentChannelConcurrency: 50,
@@ -151,6 +160,9 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'metricsNamespace',
     'powertoolsLayerArn',
     'anchorKeyGeneration',
+    'witnessRetentionDays',
+    'anchorIntervalMinutes',
+    'auditStreamLagAlarmSeconds',
     'allowNoUserAuth',
     'alarmEmail',
     'notificationEmailFrom',
@@ -177,6 +189,10 @@ export function settingsFromContext(node: Node): LogbookSettings {
     );
   if (!Number.isInteger(settings.anchorKeyGeneration) || settings.anchorKeyGeneration < 1)
     throw new Error('context anchorKeyGeneration must be a whole number from 1');
+  if (!Number.isInteger(settings.witnessRetentionDays) || settings.witnessRetentionDays < 1)
+    throw new Error('context witnessRetentionDays must be a whole number of days from 1');
+  if (!Number.isInteger(settings.anchorIntervalMinutes) || settings.anchorIntervalMinutes < 0)
+    throw new Error('context anchorIntervalMinutes must be a whole number of minutes (0: daily anchors only)');
   return settings;
 }
 

@@ -12,9 +12,13 @@ import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
 import { seedDemoPostureFleet } from '#demo/demo-posture.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
+import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
+import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
+import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
+import { configuredWitness, localWitnessDir } from '#shared/audit-streams/witness.ts';
 import { jwtDefaults } from '#shared/auth/jwt.ts';
 import { runDueInvoices } from '#shared/billing/due-run.ts';
 import { appDb, auditAdminDb, closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
@@ -97,6 +101,42 @@ async function replayAuditSpool(): Promise<() => Promise<void>> {
   return async () => {
     clearInterval(timer);
     await replay();
+  };
+}
+
+/**
+ * Anchors between daily runs (ANCHOR_INTERVAL_MINUTES, as anchorIntervalMinutes schedules them in AWS): the integrity
+ * watch alone, every N minutes, so that the window a database superuser could rewrite unwitnessed is that short.
+ */
+function scheduleAnchors(minutes: number): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const runOnce = async () => {
+    const key = configuredAnchorKey();
+    if (!key) return;
+    const run = await runIntegrityWatch(auditAdminDb(), key).catch((error: unknown) => {
+      console.error('anchors: the integrity watch failed:', error);
+      return undefined;
+    });
+    for (const failure of run?.failures ?? [])
+      console.error(
+        `anchors: organization ${failure.orgId}: seq ${failure.seq}, kind ${failure.kind}: ${failure.meaning}`,
+      );
+  };
+  const schedule = () => {
+    timer = setTimeout(() => {
+      running = runOnce().finally(() => {
+        running = undefined;
+        if (!stopped) schedule();
+      });
+    }, minutes * 60_000).unref();
+  };
+  schedule();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
   };
 }
 
@@ -205,6 +245,10 @@ async function main() {
   process.env.ENROLLMENT_KEY_SEAL_KEY ||= localSecret('enrollment-key-seal-key', 'base64');
   // The integrity watch's signing key (shared/audit/anchor-signing.ts), generated once and shared with `npm run retention`.
   process.env.AUDIT_ANCHOR_PRIVATE_KEY ||= localAnchorKeyPem(localAnchorKeyFile);
+  // The outside witness of anchors: a directory beside the embedded database (AUDIT_WITNESS for another database), an
+  // S3 bucket with Object Lock in AWS.
+  if (embedded) process.env.AUDIT_WITNESS ||= localWitnessDir;
+  useAnchorWitness(configuredWitness({ streams: true }));
 
   const admin = createPgDb({ connectionString: adminUrl, max: 1 });
   const { demo, trailRows } = await seedDemo(admin)
@@ -231,6 +275,8 @@ async function main() {
   });
   const stopRetention = scheduleRetention();
   const stopBillingRun = scheduleBillingRun();
+  const anchorMinutes = Number(process.env.ANCHOR_INTERVAL_MINUTES) || 0;
+  const stopAnchors = anchorMinutes > 0 ? scheduleAnchors(anchorMinutes) : async () => undefined;
   const stopSpool = await replayAuditSpool();
 
   const origin = `http://localhost:${gateway.port}`;
@@ -288,6 +334,7 @@ Try
     await demoAgent.stop();
     await wsGateway.close();
     await gateway.close();
+    await stopAnchors();
     await stopRetention();
     await stopBillingRun();
     await stopSpool();

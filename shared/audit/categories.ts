@@ -28,6 +28,11 @@ const categoryPrefixes: readonly (readonly [prefix: string, category: AuditCateg
   ['organization.', 'organization'],
 ];
 
+/** The category of an action, as categorySql works it out in SQL. */
+export function auditCategoryOf(action: string): AuditCategory {
+  return categoryPrefixes.find(([prefix]) => action.startsWith(prefix))?.[1] ?? 'system';
+}
+
 /** The actions the security events report shows. */
 export const securityEventActions = [
   'user.login',

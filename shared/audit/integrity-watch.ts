@@ -17,6 +17,7 @@ import {
   selectAnchoredOrgSets,
   selectLatestAnchors,
 } from './anchor-store.ts';
+import { anchorWitness, type WitnessBreakKind, witnessBreakMeaning } from './anchor-witness.ts';
 import { type ChainBreakKind, chainBreakMeaning } from './chain-break.ts';
 import {
   anchoredAction,
@@ -32,7 +33,7 @@ export interface IntegrityFailure {
   orgId: string;
   /** Where the first break is (0 when the organization could not be verified at all). */
   seq: number;
-  kind: ChainBreakKind | 'unverifiable';
+  kind: ChainBreakKind | WitnessBreakKind | 'unverifiable';
   /** What the kind means, in the words every verifier uses (chainBreakMeaning). */
   meaning: string;
 }
@@ -105,8 +106,11 @@ export async function runIntegrityWatch(
   }
   // An anchored organization without a head lost its chain: it is verified too, and its anchor reports it. So is one
   // with entries and no head: they were never sealed.
+  // So is every organization the outside witness holds anchors of: one wiped with its anchors and sets is still there.
+  const witness = anchorWitness();
+  const witnessed = witness ? await witness.organizations() : [];
   const orgIds = [
-    ...new Set([...chained, ...anchored.keys(), ...recorded, ...(await selectHeadlessOrganizations(db))]),
+    ...new Set([...chained, ...anchored.keys(), ...recorded, ...witnessed, ...(await selectHeadlessOrganizations(db))]),
   ].sort();
   const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: setFailures };
   for (const failure of setFailures)
@@ -125,6 +129,13 @@ export async function runIntegrityWatch(
         const failure = { orgId, seq, kind, meaning: chainBreakMeaning[kind] };
         run.failures.push(failure);
         logger.error('[integrity-watch] The audit chain of an organization is broken; no anchor written', failure);
+        continue;
+      }
+      const contradiction = await witness?.contradiction(db, orgId);
+      if (contradiction) {
+        const failure = { ...contradiction, meaning: witnessBreakMeaning[contradiction.kind] };
+        run.failures.push(failure);
+        logger.error('[integrity-watch] The audit chain contradicts its witnessed anchors; no anchor written', failure);
         continue;
       }
       if (!head) continue;
@@ -151,6 +162,17 @@ export async function runIntegrityWatch(
         return insertAnchor(tx, { ...fields, signature: signAnchor(fields, key) });
       });
       run.anchors.push(anchor);
+      // Published outside the database, where no one who can rewrite the database can take it back.
+      await witness?.publish(anchor).catch((error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        run.failures.push({
+          orgId,
+          seq: anchor.seq,
+          kind: 'unverifiable',
+          meaning: `the anchor could not be published to the witness at ${witness.location}: ${message}`,
+        });
+        logger.error('[integrity-watch] An anchor could not be published to the witness', { orgId, error: message });
+      });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       run.failures.push({ orgId, seq: 0, kind: 'unverifiable', meaning: `could not be verified: ${message}` });

@@ -1,6 +1,7 @@
 import { type Db, one, prepared } from '../db/db.ts';
 import type { AnchorFields, SignedCheckpoint } from './anchor-signing.ts';
 import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
+import { auditSealed } from './sealed.ts';
 
 /** A position in an organization's chain: the head, or a retention checkpoint. */
 export type ChainLink = { seq: number; checksum: string };
@@ -186,6 +187,7 @@ const sealIdsSql = prepared(
 /** Seals these committed intents (their ids): the request that wrote them, once its change has committed. */
 export async function sealAuditIntents(db: Db, ids: string[]): Promise<AppendedRow[]> {
   const { rows } = await db.query<AppendedRow>(sealIdsSql, { ids });
+  await auditSealed(db, rows);
   return rows;
 }
 
@@ -195,10 +197,11 @@ export async function sealAuditIntents(db: Db, ids: string[]): Promise<AppendedR
  * and its seal. Answers how many it sealed.
  */
 export async function sealOldestIntents(db: Db, limit: number, after = '0'): Promise<number> {
-  const { rows } = await db.query('SELECT sealed_id FROM audit_intents_sweep(:after::bigint, :limit::int)', {
-    limit,
-    after,
-  });
+  const { rows } = await db.query<{ orgId: string }>(
+    'SELECT sealed_org::text AS "orgId" FROM audit_intents_sweep(:after::bigint, :limit::int)',
+    { limit, after },
+  );
+  await auditSealed(db, rows);
   return rows.length;
 }
 
@@ -222,5 +225,6 @@ export type AppendedRow = { id: string; orgId: string; pos: number };
 export async function insertAuditRows(db: Db, rows: AuditRowInput[]): Promise<AppendedRow[]> {
   const sorted = [...rows].sort((a, b) => (a.orgId < b.orgId ? -1 : a.orgId > b.orgId ? 1 : 0));
   const { rows: sealed } = await db.query<AppendedRow>(insertSql, { rows: sorted });
+  await auditSealed(db, sealed);
   return sealed;
 }

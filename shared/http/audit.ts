@@ -1,6 +1,8 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { onAuditSealed } from '../audit/sealed.ts';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
+import { armAfterSeal } from '../audit-streams/arm.ts';
 import { clientAddress } from '../client-ip.ts';
 import { appDb } from '../db/client.ts';
 import type { Db } from '../db/db.ts';
@@ -21,6 +23,9 @@ function auditDb(): Db {
   }
   return wrapped;
 }
+
+// The rows a request seals arm the delivery of its organization's audit streams, once committed.
+onAuditSealed(armAfterSeal);
 
 export interface AuditHttpContext extends HttpContext {
   audit?: AuditContext;

@@ -34,7 +34,15 @@ export type BusinessMetric =
   // The daily billing due run (functions/billing/run.ts).
   | 'InvoicesGenerated'
   | 'InvoicesIssued'
-  | 'BillingRunFailures';
+  | 'BillingRunFailures'
+  // shared/audit-streams/delivery.ts: rows a destination took, and attempts that failed (retried from the cursor).
+  | 'AuditStreamRowsDelivered'
+  | 'AuditStreamDeliveryFailures';
+
+/** What the service measures as a value, not a count (alarms take their maximum). */
+export type GaugeMetric =
+  // shared/audit-streams/delivery.ts: how long the oldest row a delivery sent (or failed to send) had been waiting.
+  'AuditStreamLagSeconds';
 
 /**
  * CloudWatch metrics in the embedded metric format (Powertools Metrics), written to the function's log: namespace
@@ -52,6 +60,11 @@ export const metrics: Metrics | undefined = inLambda
 /** Adds `value` to a count of this invocation (published when the invocation ends). */
 export function countMetric(name: BusinessMetric, value = 1): void {
   if (value > 0) metrics?.addMetric(name, 'Count', value);
+}
+
+/** Records a measured value of this invocation, in seconds. */
+export function gaugeMetric(name: GaugeMetric, seconds: number): void {
+  metrics?.addMetric(name, 'Seconds', seconds);
 }
 
 /** Publishes this invocation's counts; an invocation that counted nothing writes no metric line (and no warning). */

@@ -17,7 +17,14 @@ export interface OutboundAnswer {
  */
 export async function postOutbound(
   url: string,
-  options: { headers: Record<string, string>; body: string; timeoutMs: number; maxAnswerBytes: number },
+  options: {
+    headers: Record<string, string>;
+    body: string;
+    timeoutMs: number;
+    maxAnswerBytes: number;
+    /** The CA certificates an https:// connection trusts instead of the system's (default: the system's). */
+    ca?: string[];
+  },
 ): Promise<OutboundAnswer> {
   const destination = await checkDestination(url);
   // Every lookup of this connection answers the checked address.
@@ -30,6 +37,7 @@ export async function postOutbound(
     const request = send(destination.url, {
       method: 'POST',
       lookup: pinned,
+      ...(options.ca && { ca: options.ca }),
       headers: { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) },
       signal: AbortSignal.timeout(options.timeoutMs),
     });

@@ -200,10 +200,10 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(19);
+    expect(apiFunctions.length).toBe(20);
     // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts), channel
-    // secrets (notifications).
-    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications'].map((group) =>
+    // secrets (notifications), audit stream secrets (audit-streams).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications', 'audit-streams'].map((group) =>
       deployed.functionId(`Logbook ${group}:`),
     );
     for (const [id] of apiFunctions)
@@ -251,8 +251,8 @@ describe('the CDK stack', () => {
       IncludeSpace: false,
     });
     // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs),
-    // notification channel secrets (notifications).
-    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications'].map((group) =>
+    // notification channel secrets (notifications), audit stream secrets (audit-streams).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications', 'audit-streams'].map((group) =>
       deployed.functionId(`Logbook ${group}:`),
     );
     const worker = deployed.functionId('Logbook: the work queue worker');
@@ -454,7 +454,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(24);
+    expect(logbookFunctions.length).toBe(25);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -621,6 +621,33 @@ describe('the CDK stack', () => {
       .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
     expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
     expect(senders.sort()).toEqual([...apiGroups, 'worker', 'billing run'].sort());
+  });
+
+  it('witnesses the anchors in a bucket with Object Lock in compliance mode, written by the retention worker alone', () => {
+    deployed.template.hasResourceProperties('AWS::S3::Bucket', {
+      ObjectLockEnabled: true,
+      ObjectLockConfiguration: {
+        ObjectLockEnabled: 'Enabled',
+        Rule: { DefaultRetention: { Mode: 'COMPLIANCE', Days: 400 } },
+      },
+      VersioningConfiguration: { Status: 'Enabled' },
+    });
+    const bucket = deployed.ofType('AWS::S3::Bucket').find(([, b]) => b.Properties.ObjectLockEnabled)![0];
+    const writers = deployed
+      .ofType('AWS::IAM::Policy')
+      .filter(([, policy]) =>
+        (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]).some(
+          (statement) =>
+            [statement.Action].flat().some((action) => /^s3:(PutObject|\*)/.test(action)) &&
+            JSON.stringify(statement.Resource).includes(bucket),
+        ),
+      );
+    expect(writers.map(([, policy]) => (policy.Properties.Roles as { Ref: string }[])[0]!.Ref)).toEqual([
+      roleOf(deployed.functionId('retention worker')),
+    ]);
+    expect(
+      deployed.resources[deployed.functionId('retention worker')]!.Properties.Environment.Variables.AUDIT_WITNESS,
+    ).toBeDefined();
   });
 
   it('runs the retention worker daily from an EventBridge schedule, on a configurable schedule', () => {
@@ -825,6 +852,8 @@ describe('the audit viewer on S3 and CloudFront', () => {
 
   it('is left out when the viewer setting is false', () => {
     apiOnly.template.resourceCountIs('AWS::CloudFront::Distribution', 0);
-    apiOnly.template.resourceCountIs('AWS::S3::Bucket', 0);
+    // The one bucket left is the anchors' witness.
+    apiOnly.template.resourceCountIs('AWS::S3::Bucket', 1);
+    apiOnly.template.hasResourceProperties('AWS::S3::Bucket', { ObjectLockEnabled: true });
   });
 });

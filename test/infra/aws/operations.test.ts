@@ -60,6 +60,7 @@ describe('alarms', () => {
       [
         'AuditChainBreaks',
         'AuditRetentionFailures',
+        'AuditStreamLag',
         'RetentionErrors',
         'RetentionDidNotRun',
         'RetentionFailuresQueued',
@@ -89,6 +90,13 @@ describe('alarms', () => {
         TreatMissingData: 'notBreaching',
       });
     }
+    expect(alarmNamed('AuditStreamLag')).toMatchObject({
+      MetricName: 'AuditStreamLagSeconds',
+      Namespace: 'Logbook',
+      Statistic: 'Maximum',
+      Threshold: 900,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
     expect(alarmNamed('RetentionErrors')).toMatchObject({
       MetricName: 'Errors',
       Namespace: 'AWS/Lambda',

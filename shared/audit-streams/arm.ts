@@ -1,0 +1,69 @@
+/**
+ * Arming the delivery of audit streams (docs/audit-streaming.md "Delivery"): the rows a write seals arm one coalesced
+ * job per organization on the work queue. Kept apart from the delivery itself, so that every function that writes
+ * audit rows loads only this and the queue.
+ */
+import { type Db, one } from '../db/db.ts';
+import { enqueue } from '../queue/work-queue.ts';
+
+/** The work queue's job of one organization: deliver what its destinations have not taken yet. */
+export const deliverJobKind = 'audit-streams.deliver';
+
+/** At most one job per organization per this many milliseconds from one process (writes in between share it). */
+const coalesceMs = 1000;
+/** Per organization: when the job this process armed last runs (or ran); gone once it started here. */
+const armedRunAt = new Map<string, number>();
+
+/**
+ * Arms the delivery of these organizations' new rows (called once their rows are committed). A job armed and not
+ * started yet covers a write, since it reads the head when it starts: in this process's own queue (no
+ * WORK_QUEUE_URL) its start is seen (jobStarted); on SQS, a job whose time has come may have started, so a write
+ * then arms another, at once, or a second after the last one, so a busy organization costs at most one job a second.
+ */
+export async function armDelivery(orgIds: readonly string[]): Promise<void> {
+  const now = Date.now();
+  const seesStart = !process.env.WORK_QUEUE_URL;
+  const armed: Promise<void>[] = [];
+  for (const orgId of orgIds) {
+    const runAt = armedRunAt.get(orgId);
+    if (runAt !== undefined && (runAt > now || seesStart)) continue;
+    const delayMs = runAt === undefined || now - runAt >= coalesceMs ? 0 : coalesceMs - (now - runAt);
+    armedRunAt.set(orgId, now + delayMs);
+    armed.push(enqueue({ kind: deliverJobKind, orgId }, delayMs / 1000));
+  }
+  await Promise.all(armed);
+}
+
+/** The organization's job started: a write from now on needs a job of its own. */
+export function jobStarted(orgId: string): void {
+  armedRunAt.delete(orgId);
+}
+
+/** Whether any destination exists: asked at most once a minute per process, known at once where one is created. */
+let known: { exist: boolean; until: number } | undefined;
+const knownForMs = 60_000;
+
+/** A destination was created in this process: writes arm their delivery from now on. */
+export function destinationCreated(): void {
+  known = { exist: true, until: Date.now() + knownForMs };
+}
+
+async function destinationsMayExist(db: Db): Promise<boolean> {
+  if (known && known.until > Date.now()) return known.exist;
+  const found = await one<{ exist: boolean }>(
+    db,
+    'SELECT EXISTS (SELECT FROM audit_streams WHERE deleted_at IS NULL) AS exist',
+  );
+  known = { exist: found?.exist ?? true, until: Date.now() + knownForMs };
+  return known.exist;
+}
+
+/**
+ * The listener of sealed rows (shared/audit/sealed.ts): arms their organizations' delivery, unless no destination
+ * exists at all, so a trail without streams costs no job and no statement after its writes. A destination created in
+ * another process is seen within a minute; its rows wait in the trail meanwhile, behind its cursor, never lost.
+ */
+export async function armAfterSeal(orgIds: string[], db: Db | undefined): Promise<void> {
+  if (db && !(await destinationsMayExist(db).catch(() => true))) return;
+  await armDelivery(orgIds);
+}

@@ -1,0 +1,323 @@
+/**
+ * The formats a destination receives its records in (docs/audit-streaming.md "Formats"): RFC 5424 syslog with the
+ * row in structured data, ArcSight CEF, OCSF 1.1 JSON and the plain audit row as JSON. Every record carries the
+ * organization, seq, checksum and prevChecksum, so a receiver can check order and completeness itself. Every value
+ * a tenant or a caller controls is escaped as its format requires: nothing it holds can end a field, a header or a line.
+ */
+import { auditCategoryOf } from '../audit/categories.ts';
+import type { AuditRow } from '../audit/row.ts';
+
+export const streamFormats = ['rfc5424', 'cef', 'ocsf', 'ndjson'] as const;
+export type StreamFormat = (typeof streamFormats)[number];
+
+/** A signed anchor of an organization's chain, as streams carry it. */
+export type AnchorEvent = {
+  type: 'anchor';
+  orgId: string;
+  seq: number;
+  checksum: string;
+  keyId: string;
+  signature: string;
+  at: string;
+};
+
+export type StreamRecord = { type: 'audit'; row: AuditRow } | AnchorEvent;
+
+/** The record as plain JSON: the audit row as an export holds it (details as its jsonb text), with its category. */
+export function recordJson(record: StreamRecord): Record<string, unknown> {
+  if (record.type === 'anchor') return { ...record };
+  return { type: 'audit', ...record.row, category: auditCategoryOf(record.row.action) };
+}
+
+/** Milliseconds since the epoch of a canonical timestamp (microseconds, UTC). */
+const epochMs = (timestamp: string) => Date.parse(timestamp);
+
+// ---------------------------------------------------------------------------------------------------------------
+// RFC 5424
+
+/** The structured-data id of the records: `logbook` under the documentation enterprise number of RFC 5612. */
+export const sdId = 'logbook@32473';
+
+/** Facility 13 (log audit). Severity: informational for success, warning for denied, error for failure. */
+const syslogPriority = (result: string | undefined) =>
+  13 * 8 + (result === 'failure' ? 3 : result === 'denied' ? 4 : 6);
+
+/** A PARAM-VALUE: `"`, `\` and `]` escaped with a backslash (RFC 5424 section 6.3.3). */
+export const sdValue = (value: string) => value.replace(/["\\\]]/g, (c) => `\\${c}`);
+
+/** A header field (MSGID, at most 32 printable US-ASCII characters): anything else becomes `_`; empty is `-`. */
+const headerToken = (value: string, max: number) => value.replace(/[^\x21-\x7e]/g, '_').slice(0, max) || '-';
+
+/** An RFC 5424 message: its header, structured data (`-`: none) and MSG. */
+export function syslogMessage(
+  parts: { result?: string; timestamp: string; msgId: string; sd: string | null },
+  msg: string,
+): string {
+  const header = `<${syslogPriority(parts.result)}>1 ${parts.timestamp} logbook logbook - ${headerToken(parts.msgId, 32)}`;
+  return `${header} ${parts.sd ?? '-'} ${msg}`;
+}
+
+function structuredData(values: Record<string, string | number | null>): string {
+  const params = Object.entries(values)
+    .filter(([, value]) => value !== null)
+    .map(([name, value]) => `${name}="${sdValue(String(value))}"`);
+  return `[${sdId} ${params.join(' ')}]`;
+}
+
+function rfc5424(record: StreamRecord): string {
+  if (record.type === 'anchor') {
+    const { type, ...anchor } = record;
+    return syslogMessage(
+      { timestamp: record.at, msgId: 'anchor', sd: structuredData({ type, ...anchor }) },
+      JSON.stringify(recordJson(record)),
+    );
+  }
+  const row = record.row;
+  const sd = structuredData({
+    type: 'audit',
+    id: row.id,
+    orgId: row.orgId,
+    seq: row.seq,
+    checksum: row.checksum,
+    prevChecksum: row.prevChecksum,
+    timestamp: row.timestamp,
+    actorType: row.actorType,
+    actorId: row.actorId,
+    actorEmail: row.actorEmail,
+    action: row.action,
+    category: auditCategoryOf(row.action),
+    resourceType: row.resourceType,
+    resourceId: row.resourceId,
+    resourceName: row.resourceName,
+    ipAddress: row.ipAddress,
+    result: row.result,
+  });
+  return syslogMessage(
+    { result: row.result, timestamp: row.timestamp, msgId: row.action, sd },
+    JSON.stringify(recordJson(record)),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// CEF
+
+/** A CEF header field: `\` and `|` escaped; a line break (not allowed in the header) becomes a space. */
+export const cefHeader = (value: string) => value.replace(/[\\|]/g, (c) => `\\${c}`).replace(/\r\n|[\r\n]/g, ' ');
+
+/** A CEF extension value: `\` and `=` escaped, line breaks written as `\n` and `\r`. */
+export const cefValue = (value: string) =>
+  value
+    .replace(/[\\=]/g, (c) => `\\${c}`)
+    .replace(/\n/g, '\\n')
+    .replace(/\r/g, '\\r');
+
+const cefSeverity = (result: string) => (result === 'success' ? 3 : result === 'denied' ? 7 : 6);
+
+function cefLine(signatureId: string, name: string, severity: number, extension: [string, unknown][]): string {
+  const header = ['CEF:0', 'Logbook', 'Logbook', '1', signatureId, name, String(severity)].map((field, n) =>
+    n === 0 ? field : cefHeader(field),
+  );
+  const ext = extension
+    .filter(([, value]) => value !== null && value !== undefined)
+    .map(([key, value]) => `${key}=${cefValue(String(value))}`)
+    .join(' ');
+  return `${header.join('|')}|${ext}`;
+}
+
+function cef(record: StreamRecord): string {
+  if (record.type === 'anchor')
+    return cefLine('anchor', 'Audit chain anchor', 1, [
+      ['rt', epochMs(record.at)],
+      ['cs1Label', 'orgId'],
+      ['cs1', record.orgId],
+      ['cn1Label', 'seq'],
+      ['cn1', record.seq],
+      ['cs2Label', 'checksum'],
+      ['cs2', record.checksum],
+      ['cs3Label', 'keyId'],
+      ['cs3', record.keyId],
+      ['cs4Label', 'signature'],
+      ['cs4', record.signature],
+    ]);
+  const row = record.row;
+  return cefLine(row.action, row.action, cefSeverity(row.result), [
+    ['rt', epochMs(row.timestamp)],
+    ['externalId', row.id],
+    ['act', row.action],
+    ['cat', auditCategoryOf(row.action)],
+    ['outcome', row.result],
+    ['suid', row.actorId],
+    ['suser', row.actorEmail],
+    ['src', row.ipAddress],
+    ['requestClientApplication', row.userAgent],
+    ['msg', row.errorMessage],
+    ['cs1Label', 'orgId'],
+    ['cs1', row.orgId],
+    ['cn1Label', 'seq'],
+    ['cn1', row.seq],
+    ['cs2Label', 'checksum'],
+    ['cs2', row.checksum],
+    ['cs3Label', 'prevChecksum'],
+    ['cs3', row.prevChecksum],
+    ['cs4Label', 'resourceType'],
+    ['cs4', row.resourceType],
+    ['cs5Label', 'resourceName'],
+    ['cs5', row.resourceName],
+    ['cs6Label', 'resourceId'],
+    ['cs6', row.resourceId],
+    ['flexString1Label', 'actorType'],
+    ['flexString1', row.actorType],
+    ['flexString2Label', 'details'],
+    ['flexString2', row.details],
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// OCSF 1.1
+
+/** API Activity's activities by the action's verb (its last segment): 1 create, 2 read, 3 update, 4 delete. */
+const verbActivities: [number, string, readonly string[]][] = [
+  [1, 'Create', ['create', 'add', 'import', 'enroll', 'submit', 'register', 'upload', 'raise', 'generate']],
+  [2, 'Read', ['read', 'access', 'export', 'list', 'view', 'get', 'search', 'download', 'query']],
+  [
+    3,
+    'Update',
+    ['update', 'change', 'edit', 'acknowledge', 'resolve', 'rotate', 'assign', 'set', 'rename', 'replay', 'restore'],
+  ],
+  [4, 'Delete', ['delete', 'remove', 'purge', 'revoke', 'prune']],
+];
+
+/** The OCSF class and activity of an action: Authentication, Account Change, else API Activity. */
+export function ocsfClass(action: string): {
+  classUid: number;
+  className: string;
+  activityId: number;
+  activity: string;
+} {
+  if (action === 'user.login' || action.startsWith('user.login.'))
+    return { classUid: 3002, className: 'Authentication', activityId: 1, activity: 'Logon' };
+  if (action === 'user.logout')
+    return { classUid: 3002, className: 'Authentication', activityId: 2, activity: 'Logoff' };
+  if (action.startsWith('user.permission'))
+    return { classUid: 3001, className: 'Account Change', activityId: 99, activity: 'Other' };
+  const verb = action.split('.').at(-1) ?? '';
+  const found = verbActivities.find(([, , verbs]) => verbs.includes(verb));
+  return {
+    classUid: 6003,
+    className: 'API Activity',
+    activityId: found?.[0] ?? 99,
+    activity: found?.[1] ?? 'Other',
+  };
+}
+
+const ocsfCategories: Record<number, string> = {
+  0: 'Uncategorized',
+  3: 'Identity & Access Management',
+  6: 'Application Activity',
+};
+
+const ocsfMetadata = (uid: string, orgId: string, seq: number) => ({
+  version: '1.1.0',
+  product: { name: 'Logbook', vendor_name: 'Logbook' },
+  log_name: 'audit',
+  uid,
+  tenant_uid: orgId,
+  sequence: seq,
+});
+
+function ocsf(record: StreamRecord): Record<string, unknown> {
+  if (record.type === 'anchor')
+    return {
+      class_uid: 0,
+      class_name: 'Base Event',
+      category_uid: 0,
+      category_name: ocsfCategories[0],
+      activity_id: 99,
+      activity_name: 'Other',
+      type_uid: 99,
+      type_name: 'Base Event: Other',
+      time: epochMs(record.at),
+      severity_id: 1,
+      severity: 'Informational',
+      message: 'Audit chain anchor',
+      metadata: ocsfMetadata(`anchor:${record.orgId}:${record.seq}`, record.orgId, record.seq),
+      unmapped: { ...record },
+    };
+  const row = record.row;
+  const kind = ocsfClass(row.action);
+  const categoryUid = Math.floor(kind.classUid / 1000);
+  const failed = row.result !== 'success';
+  const user = { uid: row.actorId, email_addr: row.actorEmail ?? undefined, type: row.actorType };
+  return {
+    class_uid: kind.classUid,
+    class_name: kind.className,
+    category_uid: categoryUid,
+    category_name: ocsfCategories[categoryUid],
+    activity_id: kind.activityId,
+    activity_name: kind.activity,
+    type_uid: kind.classUid * 100 + kind.activityId,
+    type_name: `${kind.className}: ${kind.activity}`,
+    time: epochMs(row.timestamp),
+    severity_id: failed ? 3 : 1,
+    severity: failed ? 'Medium' : 'Informational',
+    status_id: failed ? 2 : 1,
+    status: failed ? 'Failure' : 'Success',
+    ...(row.result === 'denied' && { status_detail: 'denied' }),
+    ...(row.errorMessage !== null && { message: row.errorMessage }),
+    metadata: ocsfMetadata(row.id, row.orgId, row.seq),
+    actor: { user },
+    ...(kind.classUid !== 6003 && { user }),
+    ...(kind.classUid === 6003 && {
+      api: { operation: row.action },
+      resources:
+        row.resourceType === null ? [] : [{ type: row.resourceType, uid: row.resourceId, name: row.resourceName }],
+    }),
+    ...(row.ipAddress !== null && { src_endpoint: { ip: row.ipAddress } }),
+    ...(row.userAgent !== null && { http_request: { user_agent: row.userAgent } }),
+    unmapped: recordJson(record),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The record in a format, as one line: RFC 5424 and CEF as their text (a line break in a value is escaped, or
+ * inside a syslog structured-data value framed by its length), OCSF and NDJSON as compact JSON.
+ */
+export function renderRecord(record: StreamRecord, format: StreamFormat): string {
+  switch (format) {
+    case 'rfc5424':
+      return rfc5424(record);
+    case 'cef':
+      return cef(record);
+    case 'ocsf':
+      return JSON.stringify(ocsf(record));
+    case 'ndjson':
+      return JSON.stringify(recordJson(record));
+  }
+}
+
+/** Whether the format renders JSON (an object per record) rather than a text line. */
+export const jsonFormat = (format: StreamFormat) => format === 'ocsf' || format === 'ndjson';
+
+/**
+ * The record as a syslog message: an RFC 5424 record is one already; any other format is the MSG of an RFC 5424
+ * message without structured data.
+ */
+export function syslogRecord(record: StreamRecord, format: StreamFormat): string {
+  const rendered = renderRecord(record, format);
+  if (format === 'rfc5424') return rendered;
+  const audit = record.type === 'audit' ? record.row : undefined;
+  return syslogMessage(
+    {
+      result: audit?.result,
+      timestamp: audit?.timestamp ?? (record as AnchorEvent).at,
+      msgId: audit?.action ?? 'anchor',
+      sd: null,
+    },
+    rendered,
+  );
+}
+
+/** Octet-counting framing (RFC 6587 section 3.4.1, RFC 5425): the message's length in bytes, a space, the message. */
+export const octetCounted = (message: string) => `${Buffer.byteLength(message, 'utf8')} ${message}`;

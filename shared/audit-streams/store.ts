@@ -1,0 +1,337 @@
+import type { Principal } from '../auth/principal.ts';
+import { type Db, one, type Tx } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { selectPage } from '../db/page.ts';
+import type { AnchorEvent, StreamFormat } from './formats.ts';
+import type { StreamFilter, StreamType } from './schemas.ts';
+
+export type StreamRow = {
+  id: string;
+  partnerId: string;
+  orgId: string | null;
+  availability: 'organization' | 'partner';
+  name: string;
+  type: StreamType;
+  format: StreamFormat;
+  endpoint: string;
+  caCertificate: string | null;
+  streams: 'audit'[];
+  filter: StreamFilter;
+  hasSecret: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+/** A destination with its secret as stored, for a delivery. */
+export type DeliverableStream = StreamRow & { secret: string | null; secretSealed: boolean };
+
+export type StoredSecret = { secret: string; sealed: boolean };
+
+const columns = `s.id::text AS id, s.partner_id::text AS "partnerId", s.org_id::text AS "orgId",
+  CASE WHEN s.org_id IS NULL THEN 'partner' ELSE 'organization' END AS availability, s.name, s.type, s.format, s.endpoint,
+  s.ca_certificate AS "caCertificate", s.streams, s.filter, s.secret IS NOT NULL AS "hasSecret",
+  s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
+
+/** The destinations the principal manages: the partner's (and its organizations') or the organization's own. */
+function scopeSql(principal: Principal): { where: string; params: Record<string, string | null> } {
+  if (principal.scope === 'platform') return { where: 's.deleted_at IS NULL', params: {} };
+  if (principal.scope === 'partner')
+    return {
+      where: 's.deleted_at IS NULL AND s.partner_id = :partnerId::uuid',
+      params: { partnerId: principal.partnerId },
+    };
+  return { where: 's.deleted_at IS NULL AND s.org_id = :orgId::uuid', params: { orgId: principal.orgId } };
+}
+
+export async function insertStream(
+  tx: Tx,
+  values: {
+    partnerId: string;
+    orgId: string | null;
+    name: string;
+    type: StreamType;
+    format: StreamFormat;
+    endpoint: string;
+    caCertificate: string | null;
+    streams: string[];
+    filter: StreamFilter;
+  },
+  secret: StoredSecret | null,
+): Promise<StreamRow> {
+  const row = await one<StreamRow>(
+    tx,
+    `WITH s AS (
+       INSERT INTO audit_streams (partner_id, org_id, name, type, format, endpoint, ca_certificate, streams, filter, secret, secret_sealed)
+       VALUES (:partnerId::uuid, :orgId::uuid, :name::text, :type::text, :format::text, :endpoint::text, :caCertificate::text,
+               :streams::jsonb, :filter::jsonb, :secret::text, :sealed::boolean)
+       RETURNING *)
+     SELECT ${columns} FROM s`,
+    { ...values, secret: secret?.secret ?? null, sealed: secret?.sealed ?? false },
+  );
+  return row!;
+}
+
+/**
+ * The cursors of a new destination, one per live organization it serves: at the organization's head now (the rows
+ * written after the destination's creation are delivered), or just before `fromSeq`. An organization created later
+ * starts from its first row.
+ */
+export async function insertCursors(tx: Tx, stream: StreamRow, fromSeq: number | undefined): Promise<void> {
+  await tx.query(
+    `INSERT INTO audit_stream_cursors (stream_id, org_id, delivered_seq)
+     SELECT :streamId::uuid, o.id, coalesce(:fromSeq::bigint - 1, h.seq, 0)
+       FROM organizations o LEFT JOIN audit_chain_heads h ON h.org_id = o.id
+      WHERE o.deleted_at IS NULL
+        AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))`,
+    { streamId: stream.id, fromSeq: fromSeq ?? null, orgId: stream.orgId, partnerId: stream.partnerId },
+  );
+}
+
+export function selectStreams(db: Db, principal: Principal, page: Page) {
+  const scope = scopeSql(principal);
+  return selectPage<StreamRow>(
+    db,
+    columns,
+    `audit_streams s WHERE ${scope.where}`,
+    's.created_at, s.id',
+    scope.params,
+    page,
+  );
+}
+
+export function selectStream(db: Db, principal: Principal, id: string): Promise<StreamRow | undefined> {
+  const scope = scopeSql(principal);
+  return one<StreamRow>(db, `SELECT ${columns} FROM audit_streams s WHERE s.id = :id::uuid AND ${scope.where}`, {
+    ...scope.params,
+    id,
+  });
+}
+
+export async function updateStreamRow(
+  tx: Tx,
+  id: string,
+  fields: {
+    name?: string;
+    format?: StreamFormat;
+    endpoint?: string;
+    caCertificate?: string | null;
+    streams?: string[];
+    filter?: StreamFilter;
+  },
+  secret: StoredSecret | undefined,
+): Promise<StreamRow> {
+  const row = await one<StreamRow>(
+    tx,
+    `WITH s AS (
+       UPDATE audit_streams SET
+         name = coalesce(:name::text, name),
+         format = coalesce(:format::text, format),
+         endpoint = coalesce(:endpoint::text, endpoint),
+         ca_certificate = CASE WHEN :caGiven::boolean THEN :caCertificate::text ELSE ca_certificate END,
+         streams = coalesce(:streams::jsonb, streams),
+         filter = coalesce(:filter::jsonb, filter),
+         secret = coalesce(:secret::text, secret),
+         secret_sealed = coalesce(:sealed::boolean, secret_sealed),
+         updated_at = now()
+       WHERE id = :id::uuid RETURNING *)
+     SELECT ${columns} FROM s`,
+    {
+      id,
+      name: fields.name ?? null,
+      format: fields.format ?? null,
+      endpoint: fields.endpoint ?? null,
+      caGiven: fields.caCertificate !== undefined,
+      caCertificate: fields.caCertificate ?? null,
+      streams: fields.streams ?? null,
+      filter: fields.filter ?? null,
+      secret: secret?.secret ?? null,
+      sealed: secret?.sealed ?? null,
+    },
+  );
+  return row!;
+}
+
+export async function softDeleteStream(tx: Tx, id: string): Promise<void> {
+  await tx.query('UPDATE audit_streams SET deleted_at = now() WHERE id = :id::uuid', { id });
+}
+
+export async function updateStreamSecretSealed(db: Db, id: string, clear: string, sealed: string): Promise<void> {
+  await db.query(
+    `UPDATE audit_streams SET secret = :sealed::text, secret_sealed = true
+      WHERE id = :id::uuid AND secret = :clear::text AND NOT secret_sealed`,
+    { id, clear, sealed },
+  );
+}
+
+/** The live destinations streaming the audit trail of an organization: its own and its partner's. */
+export async function selectDestinationsOf(db: Db, orgId: string): Promise<DeliverableStream[]> {
+  const { rows } = await db.query<DeliverableStream>(
+    `SELECT ${columns}, s.secret, s.secret_sealed AS "secretSealed"
+       FROM audit_streams s JOIN organizations o ON o.id = :orgId::uuid
+      WHERE s.deleted_at IS NULL AND o.deleted_at IS NULL AND s.streams ? 'audit'
+        AND (s.org_id = o.id OR (s.org_id IS NULL AND s.partner_id = o.partner_id))
+      ORDER BY s.created_at, s.id`,
+    { orgId },
+  );
+  return rows;
+}
+
+/** One destination with its secret as stored. */
+export function selectDeliverableStream(db: Db, id: string): Promise<DeliverableStream | undefined> {
+  return one<DeliverableStream>(
+    db,
+    `SELECT ${columns}, s.secret, s.secret_sealed AS "secretSealed" FROM audit_streams s WHERE s.id = :id::uuid`,
+    { id },
+  );
+}
+
+/** A destination's cursor in one organization, held by the delivery that claimed it. */
+export type Cursor = { deliveredSeq: number; epoch: number; attempts: number; retryAt: Date | null };
+
+/**
+ * Claims the cursor of (destination, organization) for `leaseSeconds`, creating it at the organization's start if
+ * it has none (an organization created after its partner's destination). Undefined: another delivery holds it.
+ */
+export async function claimCursor(
+  db: Db,
+  streamId: string,
+  orgId: string,
+  leaseSeconds: number,
+): Promise<Cursor | undefined> {
+  await db.query(
+    `INSERT INTO audit_stream_cursors (stream_id, org_id, delivered_seq) VALUES (:streamId::uuid, :orgId::uuid, 0)
+     ON CONFLICT (stream_id, org_id) DO NOTHING`,
+    { streamId, orgId },
+  );
+  return one<Cursor>(
+    db,
+    `UPDATE audit_stream_cursors SET leased_until = now() + make_interval(secs => :lease::int)
+      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid AND (leased_until IS NULL OR leased_until < now())
+      RETURNING delivered_seq AS "deliveredSeq", epoch, attempts, retry_at AS "retryAt"`,
+    { streamId, orgId, lease: leaseSeconds },
+  );
+}
+
+/**
+ * Moves the cursor to `seq` once the receiver took everything up to it, and extends the lease; false when a replay
+ * moved the cursor meanwhile (its epoch changed): the delivery stops, and the replay's own job goes on.
+ */
+export async function advanceCursor(
+  db: Db,
+  key: { streamId: string; orgId: string; epoch: number },
+  seq: number,
+  leaseSeconds: number,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE audit_stream_cursors
+        SET delivered_seq = :seq::bigint, delivered_at = now(), attempts = 0, retry_at = NULL, last_error = NULL,
+            leased_until = now() + make_interval(secs => :lease::int)
+      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid AND epoch = :epoch::int`,
+    { ...key, seq, lease: leaseSeconds },
+  );
+  return rowCount === 1;
+}
+
+/** Records a failed attempt, when the next one is due, and lets the cursor go. */
+export async function failCursor(
+  db: Db,
+  key: { streamId: string; orgId: string },
+  error: string,
+  retryAt: Date,
+): Promise<void> {
+  await db.query(
+    `UPDATE audit_stream_cursors
+        SET attempts = attempts + 1, retry_at = :retryAt::timestamptz, last_error = :error::text, last_error_at = now(),
+            leased_until = NULL
+      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid`,
+    { ...key, error: error.slice(0, 2000), retryAt },
+  );
+}
+
+export async function releaseCursor(db: Db, key: { streamId: string; orgId: string }): Promise<void> {
+  await db.query(
+    'UPDATE audit_stream_cursors SET leased_until = NULL WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid',
+    key,
+  );
+}
+
+/** Moves the cursor back to just before `fromSeq` (a replay): a new epoch, and the next attempt due at once. */
+export async function replayCursor(tx: Tx, key: { streamId: string; orgId: string }, fromSeq: number): Promise<void> {
+  await tx.query(
+    `INSERT INTO audit_stream_cursors (stream_id, org_id, delivered_seq) VALUES (:streamId::uuid, :orgId::uuid, :seq::bigint)
+     ON CONFLICT (stream_id, org_id) DO UPDATE
+       SET delivered_seq = excluded.delivered_seq, epoch = audit_stream_cursors.epoch + 1, attempts = 0, retry_at = NULL,
+           leased_until = NULL`,
+    { ...key, seq: fromSeq - 1 },
+  );
+}
+
+/** The live organizations a destination serves (one, or every one of its partner). */
+export async function selectServedOrganizations(db: Db, stream: StreamRow): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT o.id::text AS id FROM organizations o
+      WHERE o.deleted_at IS NULL AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))
+      ORDER BY o.id`,
+    { orgId: stream.orgId, partnerId: stream.partnerId },
+  );
+  return rows.map((row) => row.id);
+}
+
+export type CursorStatus = {
+  orgId: string;
+  lastDeliveredSeq: number;
+  lastDeliveredAt: Date | null;
+  lagRows: number;
+  lagSeconds: number;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+};
+
+/**
+ * Where the destination stands in each organization it serves: the last seq delivered, how many rows and how many
+ * seconds (since the oldest row not delivered yet was written) it is behind, and its last error.
+ */
+export async function selectCursorStatus(db: Db, stream: StreamRow, orgId?: string): Promise<CursorStatus[]> {
+  const { rows } = await db.query<CursorStatus>(
+    `SELECT o.id::text AS "orgId", coalesce(c.delivered_seq, 0) AS "lastDeliveredSeq", c.delivered_at AS "lastDeliveredAt",
+            greatest(coalesce(h.seq, 0) - coalesce(c.delivered_seq, 0), 0) AS "lagRows",
+            coalesce(extract(epoch FROM greatest(now() - (
+              SELECT a.timestamp FROM audit_logs a
+               WHERE a.org_id = o.id AND a.seq > coalesce(c.delivered_seq, 0) ORDER BY a.seq LIMIT 1), interval '0')), 0)::float8
+              AS "lagSeconds",
+            c.retry_at AS "nextAttemptAt", c.last_error AS "lastError"
+       FROM organizations o
+       LEFT JOIN audit_stream_cursors c ON c.stream_id = :streamId::uuid AND c.org_id = o.id
+       LEFT JOIN audit_chain_heads h ON h.org_id = o.id
+      WHERE o.deleted_at IS NULL AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))
+        AND (:only::uuid IS NULL OR o.id = :only::uuid)
+      ORDER BY o.id`,
+    { streamId: stream.id, orgId: stream.orgId, partnerId: stream.partnerId, only: orgId ?? null },
+  );
+  return rows;
+}
+
+/** The anchors of an organization taken after the cursor's last streamed one and covering rows up to `seq`. */
+export async function selectAnchorsToStream(
+  db: Db,
+  key: { streamId: string; orgId: string },
+  seq: number,
+): Promise<(AnchorEvent & { anchoredAt: Date })[]> {
+  const { rows } = await db.query<AnchorEvent & { anchoredAt: Date }>(
+    `SELECT 'anchor' AS type, a.org_id::text AS "orgId", a.seq, a.checksum, a.key_id AS "keyId", a.signature,
+            to_char(a.anchored_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, a.anchored_at AS "anchoredAt"
+       FROM audit_anchors a JOIN audit_stream_cursors c ON c.stream_id = :streamId::uuid AND c.org_id = a.org_id
+      WHERE a.org_id = :orgId::uuid AND a.anchored_at > c.anchors_after AND a.seq <= :seq::bigint
+      ORDER BY a.anchored_at, a.seq LIMIT 100`,
+    { ...key, seq },
+  );
+  return rows;
+}
+
+export async function advanceAnchors(db: Db, key: { streamId: string; orgId: string }, after: Date): Promise<void> {
+  await db.query(
+    `UPDATE audit_stream_cursors SET anchors_after = :after::timestamptz
+      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid`,
+    { ...key, after },
+  );
+}

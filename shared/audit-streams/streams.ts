@@ -1,0 +1,259 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { changedFields } from '../audit/changes.ts';
+import { auditPartnerChange } from '../audit/partner-audit.ts';
+import type { AuditRow } from '../audit/row.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
+import { sealSecret } from '../auth/key-seal.ts';
+import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
+import { assertReachable, requirePermission } from '../auth/tenancy.ts';
+import type { Db, Tx } from '../db/db.ts';
+import type { Page } from '../db/page.ts';
+import { Forbidden, ValidationFailed } from '../errors.ts';
+import { logger } from '../logger.ts';
+import { configurationProblem } from '../outbound/address.ts';
+import { armDelivery, destinationCreated } from './arm.ts';
+import { openedSecret, sendRecords } from './delivery.ts';
+import { renderRecord, type StreamRecord, streamFormats } from './formats.ts';
+import {
+  type CreateStream,
+  endpointUrl,
+  type OrganizationStatus,
+  type StreamType,
+  typedProblems,
+  type UpdateStream,
+} from './schemas.ts';
+import * as store from './store.ts';
+
+/** Audit destinations hold where the trail goes: managed with audit:manage. */
+const manage = (principal: Principal) => requirePermission(principal, 'audit:manage');
+
+const invalid = (field: string, message: string) =>
+  ValidationFailed(message, [{ path: `body.${field}`, message, code: 'custom' }]);
+
+/** The endpoint checked with what its name resolves to now (the schema checked its text); each delivery checks again. */
+async function assertOutbound(type: StreamType, endpoint: string): Promise<void> {
+  const url = endpointUrl(type, endpoint);
+  if (url === undefined) return;
+  const problem = await configurationProblem(url);
+  if (problem) throw invalid('endpoint', `Refused endpoint: ${problem}`);
+}
+
+function storedSecret(secret: string): store.StoredSecret {
+  const sealed = sealSecret(secret);
+  if (sealed) return { secret: sealed, sealed: true };
+  logger.warn('ENROLLMENT_KEY_SEAL_KEY is not set: an audit stream secret is stored in the clear');
+  return { secret, sealed: false };
+}
+
+const generatedSecret = () => randomBytes(32).toString('base64url');
+
+/** Who owns a new destination: one reachable organization, or the caller's partner (partner users and the platform). */
+async function ownerOf(db: Db, principal: Principal, input: CreateStream) {
+  if (input.orgId) {
+    const org = await reachableOrganization(db, principal, input.orgId, 'audit:manage');
+    return { partnerId: org.partnerId as string, orgId: input.orgId };
+  }
+  manage(principal);
+  if (principal.scope === 'organization') throw Forbidden('A partner destination is managed by partner users');
+  const partnerId = principal.scope === 'platform' ? input.partnerId : principal.partnerId;
+  if (!partnerId) throw invalid('partnerId', 'Platform callers name the partner of a partner destination');
+  return { partnerId, orgId: null };
+}
+
+function auditStream(tx: Tx, audit: AuditContext, stream: store.StreamRow, action: string, details: object) {
+  const event = {
+    action,
+    resourceType: 'audit_stream',
+    resourceId: stream.id,
+    resourceName: stream.name,
+    details: details as Record<string, unknown>,
+  };
+  return stream.orgId
+    ? auditChange(tx, audit, { ...event, orgId: stream.orgId })
+    : auditPartnerChange(tx, audit, stream.partnerId, event);
+}
+
+const shown = (stream: store.StreamRow) => ({
+  name: stream.name,
+  type: stream.type,
+  format: stream.format,
+  endpoint: stream.endpoint,
+  streams: stream.streams,
+  filter: stream.filter,
+});
+
+export async function createStream(db: Db, principal: Principal, input: CreateStream, audit: AuditContext) {
+  const owner = await ownerOf(db, principal, input);
+  await assertOutbound(input.type, input.endpoint);
+  const generated = input.type === 'https' && input.secret === undefined ? generatedSecret() : undefined;
+  const secret = input.secret ?? generated;
+  const created = await db.transaction(async (tx) => {
+    const row = await store.insertStream(
+      tx,
+      {
+        ...owner,
+        name: input.name,
+        type: input.type,
+        format: input.format,
+        endpoint: input.endpoint,
+        caCertificate: input.caCertificate ?? null,
+        streams: input.streams,
+        filter: input.filter,
+      },
+      secret === undefined ? null : storedSecret(secret),
+    );
+    await store.insertCursors(tx, row, input.fromSeq);
+    await auditStream(tx, audit, row, 'audit_stream.create', {
+      after: shown(row),
+      fromSeq: input.fromSeq ?? null,
+      secretGenerated: generated !== undefined,
+    });
+    return row;
+  });
+  destinationCreated();
+  // A destination from an earlier seq has rows to deliver already.
+  if (input.fromSeq !== undefined) await armDelivery(await store.selectServedOrganizations(db, created));
+  return generated === undefined ? created : { ...created, secret: generated };
+}
+
+export function listStreams(db: Db, principal: Principal, page: Page) {
+  manage(principal);
+  return store.selectStreams(db, principal, page);
+}
+
+export async function getStream(db: Db, principal: Principal, id: string) {
+  manage(principal);
+  return assertReachable(await store.selectStream(db, principal, id), 'Audit stream');
+}
+
+export async function updateStream(
+  db: Db,
+  principal: Principal,
+  id: string,
+  change: UpdateStream,
+  audit: AuditContext,
+) {
+  const before = await getStream(db, principal, id);
+  const problem = typedProblems({ ...change, type: before.type })[0];
+  if (problem) throw invalid(problem.field, problem.message);
+  if (change.endpoint !== undefined) await assertOutbound(before.type, change.endpoint);
+  const { secret, rotateSecret, ...fields } = change;
+  const generated = rotateSecret ? generatedSecret() : undefined;
+  const newSecret = secret ?? generated;
+  const updated = await db.transaction(async (tx) => {
+    const row = await store.updateStreamRow(
+      tx,
+      id,
+      fields,
+      newSecret === undefined ? undefined : storedSecret(newSecret),
+    );
+    await auditStream(tx, audit, row, 'audit_stream.update', {
+      ...changedFields(shown(before), shown(row), ['name', 'format', 'endpoint', 'streams', 'filter']),
+      secretChanged: newSecret !== undefined,
+      caCertificateChanged: change.caCertificate !== undefined,
+    });
+    return row;
+  });
+  return generated === undefined ? updated : { ...updated, secret: generated };
+}
+
+/** Soft delete: nothing more is sent; its cursors stay with it. */
+export async function deleteStream(db: Db, principal: Principal, id: string, audit: AuditContext) {
+  const stream = await getStream(db, principal, id);
+  await db.transaction(async (tx) => {
+    await store.softDeleteStream(tx, id);
+    await auditStream(tx, audit, stream, 'audit_stream.delete', {});
+  });
+}
+
+const toStatus = (row: store.CursorStatus): OrganizationStatus => ({
+  orgId: row.orgId,
+  lastDeliveredSeq: row.lastDeliveredSeq,
+  lastDeliveredAt: row.lastDeliveredAt,
+  lagRows: row.lagRows,
+  lagSeconds: row.lagRows === 0 ? 0 : Math.round(row.lagSeconds * 1000) / 1000,
+  nextAttemptAt: row.nextAttemptAt,
+  ...(row.lastError !== null && { lastError: row.lastError }),
+});
+
+export async function streamStatus(db: Db, principal: Principal, id: string) {
+  const stream = await getStream(db, principal, id);
+  return { organizations: (await store.selectCursorStatus(db, stream)).map(toStatus) };
+}
+
+/** Delivers again from `fromSeq` on, in the organization the destination serves; answers its status then. */
+export async function replayStream(
+  db: Db,
+  principal: Principal,
+  id: string,
+  input: { orgId: string; fromSeq: number },
+  audit: AuditContext,
+) {
+  const stream = await getStream(db, principal, id);
+  const served = await store.selectServedOrganizations(db, stream);
+  if (!served.includes(input.orgId)) throw invalid('orgId', 'The destination does not serve this organization');
+  await db.transaction(async (tx) => {
+    await store.replayCursor(tx, { streamId: id, orgId: input.orgId }, input.fromSeq);
+    await auditChange(tx, audit, {
+      orgId: input.orgId,
+      action: 'audit_stream.replay',
+      resourceType: 'audit_stream',
+      resourceId: stream.id,
+      resourceName: stream.name,
+      details: { fromSeq: input.fromSeq },
+    });
+  });
+  await armDelivery([input.orgId]);
+  return toStatus((await store.selectCursorStatus(db, stream, input.orgId))[0]!);
+}
+
+/** The record a test sends: shaped as an audit row, at seq 0 (no row of the chain has it), so a receiver can tell. */
+function testRecord(stream: store.StreamRow, orgId: string): StreamRecord {
+  const row: AuditRow = {
+    id: randomUUID(),
+    orgId,
+    seq: 0,
+    timestamp: new Date().toISOString().replace(/Z$/, '000Z'),
+    actorType: 'system',
+    actorId: '00000000-0000-0000-0000-000000000000',
+    actorEmail: null,
+    action: 'audit_stream.test',
+    resourceType: 'audit_stream',
+    resourceId: stream.id,
+    resourceName: stream.name,
+    details: '{"test": true}',
+    ipAddress: null,
+    userAgent: null,
+    result: 'success',
+    errorMessage: null,
+    prevChecksum: null,
+    checksum: '0'.repeat(64),
+  };
+  return { type: 'audit', row };
+}
+
+/** Sends one test record to the destination now; answers it rendered in the destination's format and in every format. */
+export async function testStream(db: Db, principal: Principal, id: string) {
+  const stream = await getStream(db, principal, id);
+  const orgId = stream.orgId ?? (await store.selectServedOrganizations(db, stream))[0] ?? stream.partnerId;
+  const record = testRecord(stream, orgId);
+  let error: string | undefined;
+  try {
+    const deliverable = (await store.selectDeliverableStream(db, stream.id))!;
+    await sendRecords(deliverable, await openedSecret(db, deliverable), [record]);
+  } catch (failure) {
+    error = failure instanceof Error ? failure.message : String(failure);
+  }
+  const lines = Object.fromEntries(streamFormats.map((format) => [format, renderRecord(record, format)])) as Record<
+    (typeof streamFormats)[number],
+    string
+  >;
+  return {
+    format: stream.format,
+    line: lines[stream.format],
+    lines,
+    delivered: error === undefined,
+    ...(error !== undefined && { error }),
+  };
+}
