@@ -8,7 +8,7 @@ import { appDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
-import { escalate, notifyAfterWindow, notifyAlert } from '#shared/notifications/notify.ts';
+import { escalate, notifyAfterWindow, notifyAlert, renotify } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
@@ -32,6 +32,8 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
     attemptNotification(appDb(), (job as Job & { notificationId: string }).notificationId),
   'notifications.digest': (job) => sendDigest(appDb(), (job as Job & { channelId: string }).channelId),
   'notifications.escalate': (job) => escalate(appDb(), job as Job & Parameters<typeof escalate>[1]),
+  // Armed by a new alert whose rule renotifies, and by each reminder: its channels again while nobody acts on it.
+  'notifications.renotify': (job) => renotify(appDb(), job as Job & Parameters<typeof renotify>[1]),
   // A maintenance window's occurrence starts; it ends, and the alerts it held back that still fire are told.
   'maintenance.start': (job) => startOccurrence(appDb(), job as Job & StartJob),
   'maintenance.end': (job) =>

@@ -79,6 +79,7 @@ export async function raiseMonitorAlert(
   await notifyAlertChange(tx, audit, alert, 'alert.created', {
     channels: firing.item.channels as string[] | undefined,
     escalationPolicyId: firing.item.escalationPolicyId as string | undefined,
+    renotifyMinutes: firing.item.renotifyMinutes as number | undefined,
   });
   const integrationId = await bindNewAlert(tx, audit, alert, firing.partnerId);
   if (integrationId) after.push({ alert, event: 'alert.created', integrationId });

@@ -44,6 +44,7 @@ const verbs: Record<NoticeEvent, string> = {
   'alert.acknowledged': 'acknowledged',
   'alert.resolved': 'resolved',
   'alert.escalated': 'unacknowledged: escalated',
+  'alert.renotified': 'still firing',
   'alert.digest': 'digest',
   'channel.test': 'test',
 };
@@ -53,7 +54,12 @@ export function headline(event: NoticeEvent, body: NoticeBody): string {
   if (event === 'channel.test') return `Logbook test notification for channel "${body.channelName}"`;
   if (event === 'alert.digest') return `Logbook: ${body.items?.length ?? 0} notifications held back by the throttle`;
   const alert = body.alert!;
-  const step = event === 'alert.escalated' ? ` (step ${(body.step ?? 0) + 1})` : '';
+  const step =
+    event === 'alert.escalated'
+      ? ` (step ${(body.step ?? 0) + 1})`
+      : event === 'alert.renotified'
+        ? ` (reminder ${body.step ?? 1})`
+        : '';
   return `[${alert.severity.toUpperCase()}] ${alert.title}: ${verbs[event]}${step}`;
 }
 

@@ -22,6 +22,8 @@ export type AlertChange = 'alert.created' | 'alert.acknowledged' | 'alert.resolv
 export interface ItemRouting {
   channels?: string[];
   escalationPolicyId?: string | null;
+  /** While the alert stays open (unacknowledged and unresolved), its channels are told again this often. */
+  renotifyMinutes?: number;
 }
 
 /**
@@ -111,6 +113,8 @@ export async function notifyAlert(db: Db, job: { alertId: string; event: AlertCh
 async function startNotices(db: Db, alert: store.NoticeAlert, item: ItemRouting | undefined): Promise<void> {
   const routing = await channelsFor(db, alert, item);
   await Promise.all(routing.channelIds.map((channelId) => tellAlert(db, alert, channelId, 'alert.created', 0)));
+  if (item?.renotifyMinutes)
+    await enqueue({ kind: 'notifications.renotify', alertId: alert.id, item, round: 1 }, item.renotifyMinutes * 60);
   if (routing.escalationPolicyId) {
     const policy = await store.selectPolicySteps(db, routing.escalationPolicyId);
     const first = policy?.steps[0];
@@ -164,6 +168,25 @@ export async function escalate(
       Math.max(0, Math.ceil((due - Date.now()) / 1000)),
     );
   }
+  return 'sent';
+}
+
+/**
+ * A reminder of an alert still open after its rule's renotify interval: the alert is read again, and only while
+ * nobody acknowledged or resolved it are its channels told again (each reminder once per channel), and the next one
+ * is armed. Nothing is cancelled: a reminder that finds the alert acknowledged or resolved stops.
+ */
+export async function renotify(
+  db: Db,
+  job: { alertId: string; item: ItemRouting; round: number },
+): Promise<'sent' | 'stopped'> {
+  const alert = await store.selectNoticeAlert(db, job.alertId);
+  if (alert?.status !== 'open' || alert.suppressedBy || !job.item.renotifyMinutes) return 'stopped';
+  const routing = await channelsFor(db, alert, job.item);
+  await Promise.all(
+    routing.channelIds.map((channelId) => tellAlert(db, alert, channelId, 'alert.renotified', job.round)),
+  );
+  await enqueue({ ...job, kind: 'notifications.renotify', round: job.round + 1 }, job.item.renotifyMinutes * 60);
   return 'sent';
 }
 

@@ -14,6 +14,7 @@ export const noticeEvents = [
   'alert.acknowledged',
   'alert.resolved',
   'alert.escalated',
+  'alert.renotified',
   'alert.digest',
   'channel.test',
 ] as const;

@@ -7,7 +7,7 @@ import { raiseScriptAlert } from '#shared/alerts/raise.ts';
 import type { Severity } from '#shared/alerts/schemas.ts';
 import { appDb } from '#shared/db/client.ts';
 import { signature } from '#shared/notifications/formats.ts';
-import { escalate } from '#shared/notifications/notify.ts';
+import { escalate, renotify } from '#shared/notifications/notify.ts';
 import { attemptNotification, retryDelaysSeconds, sendDigest } from '#shared/notifications/send.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
@@ -311,6 +311,20 @@ describe('retries, throttle and digest, escalation', () => {
     await t.api.request('POST', `/api/v1/alerts/${alertId}/acknowledge`, { token: tenant.orgToken, body: {} });
     expect(await escalate(appDb(), { ...job, step: 1 })).toBe('stopped');
     expect(receivers.received('escalate-2')).toEqual([]);
+  });
+
+  it("a rule's renotify interval tells its channels again while the alert is open, once per reminder", async () => {
+    const reminded = await channel({ type: 'slack', config: { url: receivers.url('renotify') } });
+    const alertId = await raise('high');
+    const job = { alertId, item: { channels: [reminded.id], renotifyMinutes: 30 }, round: 1 };
+    expect(await renotify(appDb(), job)).toBe('sent');
+    // The same reminder armed twice is told once.
+    expect(await renotify(appDb(), job)).toBe('sent');
+    await eventually(() => receivers.received('renotify').length === 1);
+    expect(receivers.received('renotify')[0]!.json.text).toContain('still firing (reminder 1)');
+    await t.api.request('POST', `/api/v1/alerts/${alertId}/acknowledge`, { token: tenant.orgToken, body: {} });
+    expect(await renotify(appDb(), { ...job, round: 2 })).toBe('stopped');
+    expect(receivers.received('renotify')).toHaveLength(1);
   });
 
   it('refuses steps naming a channel the owner does not have, and steps out of order', async () => {
