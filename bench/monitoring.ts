@@ -4,8 +4,8 @@
  * beside a baseline measured in the same run on the same server:
  *
  * - metric uploads of a fleet of --devices devices with --items effective metric items each (a partner library),
- *   by --workers concurrent agents for --seconds: uploads per second and the latency of one upload including its
- *   evaluation, against the bare insert of the same samples;
+ *   by --workers concurrent agents for --seconds (how many per second at full speed), and arriving at the target
+ *   rate of 170/s (the latency of one upload including its evaluation), against the bare insert of the same samples;
  * - the effective-policy resolution of one device with --assignments assignments in the partner (every level),
  *   against a bare read of the device's row;
  * - the backtest of one item over --backtest-days days of samples every --backtest-minutes minutes on
@@ -232,6 +232,39 @@ async function main() {
       );
       await Promise.all(context.pending);
     });
+    // The target's load: uploads arriving at the target rate, each timed from its arrival (an open loop).
+    status(`metric uploads arriving at ${targets.uploadsPerSecond}/s for ${seconds} s ...`);
+    const paced = await (async () => {
+      const times: number[] = [];
+      let failures = 0;
+      const inFlight: Promise<void>[] = [];
+      const startedAt = performance.now();
+      const total = targets.uploadsPerSecond * seconds;
+      for (let n = 0; n < total; n++) {
+        const due = startedAt + (n * 1000) / targets.uploadsPerSecond;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        const d = fleet[(n + fleet.length / 2) % fleet.length]!;
+        const arrived = performance.now();
+        const context = audit();
+        inFlight.push(
+          uploadMetrics(
+            db,
+            { actorType: 'agent', agentId: d.id, deviceId: d.id, orgId: d.orgId },
+            d.id,
+            { samples: sampleOf(Math.floor(n / fleet.length) + 500) },
+            context,
+          )
+            .then(() => Promise.all(context.pending))
+            .then(
+              () => void times.push(performance.now() - arrived),
+              () => void failures++,
+            ),
+        );
+      }
+      await Promise.all(inFlight);
+      return { ...percentiles(times), failures, perSecond: times.length / ((performance.now() - startedAt) / 1000) };
+    })();
     const bare = await run((d, minute) =>
       db.query(
         `INSERT INTO device_metric_samples (device_id, metric, volume, at, org_id, value)
@@ -255,12 +288,20 @@ async function main() {
         verdict(evaluated.perSecond >= targets.uploadsPerSecond && evaluated.failures === 0),
       ],
       [
-        '  one upload, p50 / p95',
+        '  one upload at full speed, p50 / p95',
         `${ms(evaluated.p50)} / ${ms(evaluated.p95)}`,
         `${ms(bare.p95)} bare insert p95`,
         ratio(evaluated.p95 / bare.p95),
+        '',
+        '',
+      ],
+      [
+        `  one upload arriving at ${targets.uploadsPerSecond}/s, p50 / p95`,
+        `${ms(paced.p50)} / ${ms(paced.p95)} (${paced.failures} failed)`,
+        `${ms(bare.p95)} bare insert p95`,
+        ratio(paced.p95 / bare.p95),
         `p95 < ${targets.uploadP95Ms} ms`,
-        verdict(evaluated.p95 < targets.uploadP95Ms),
+        verdict(paced.p95 < targets.uploadP95Ms && paced.failures === 0),
       ],
     );
 
