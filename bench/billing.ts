@@ -11,11 +11,8 @@
  *
  * Runs the production use cases (shared/billing) on a scratch database and drops it.
  */
-import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
-import type { Principal } from '#shared/auth/principal.ts';
 import { createContract } from '#shared/billing/contracts.ts';
 import { statementDocument } from '#shared/billing/documents.ts';
 import { runDueInvoices } from '#shared/billing/due-run.ts';
@@ -25,6 +22,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 import { latency, timed } from './support/timing.ts';
@@ -42,18 +40,6 @@ const deviceCount = positive('devices', args.devices);
 const samples = positive('samples', args.samples);
 
 const targets = { yearS: 60, statementP95Ms: 200 };
-
-const partnerAdmin = (partnerId: string): Principal => ({
-  actorType: 'user',
-  id: randomUUID(),
-  email: 'admin@bench.example',
-  name: 'Bench Admin',
-  role: 'partner_admin',
-  scope: 'partner',
-  partnerId,
-  orgId: null,
-  permissions: scopedPermissions('partner', rolePermissions.partner_admin),
-});
 
 async function main() {
   const started = performance.now();

@@ -13,12 +13,9 @@
  *
  * Runs the production use cases (shared/monitoring, shared/policies) on a scratch database and drops it.
  */
-import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
-import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
-import type { Principal } from '#shared/auth/principal.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
@@ -27,6 +24,7 @@ import { backtest } from '#shared/monitoring/backtest.ts';
 import { uploadMetrics } from '#shared/monitoring/evaluate.ts';
 import { effectivePoliciesOf } from '#shared/policies/effective.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 import { latency, percentiles, timed } from './support/timing.ts';
@@ -57,18 +55,6 @@ const samples = positive('samples', args.samples);
 
 const targets = { uploadsPerSecond: 170, uploadP95Ms: 50, resolveP95Ms: 10, backtestS: 5 };
 const orgCount = 20;
-
-const partnerAdmin = (partnerId: string): Principal => ({
-  actorType: 'user',
-  id: randomUUID(),
-  email: 'admin@bench.example',
-  name: 'Bench Admin',
-  role: 'partner_admin',
-  scope: 'partner',
-  partnerId,
-  orgId: null,
-  permissions: scopedPermissions('partner', rolePermissions.partner_admin),
-});
 
 const metrics = ['cpu.percent', 'memory.percent', 'disk.freePercent'] as const;
 /** Metric items over the three metrics, thresholds that rarely fire (the common case: most uploads move nothing). */

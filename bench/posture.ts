@@ -17,8 +17,6 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
-import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
-import type { Principal } from '#shared/auth/principal.ts';
 import type { Db, Params, Row } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
@@ -28,6 +26,7 @@ import { postureReport } from '#shared/posture/report.ts';
 import { uploadPosture } from '#shared/posture/snapshot.ts';
 import { uploadReconciliation } from '#shared/reconciliation/reconcile.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 import { latency, timed } from './support/timing.ts';
@@ -53,18 +52,6 @@ const samples = positive('samples', args.samples);
 
 // Targets.
 const targets = { reportP95Ms: 150, reconcileS: 3 };
-
-const partnerAdmin = (partnerId: string): Principal => ({
-  actorType: 'user',
-  id: randomUUID(),
-  email: 'admin@bench.example',
-  name: 'Bench Admin',
-  role: 'partner_admin',
-  scope: 'partner',
-  partnerId,
-  orgId: null,
-  permissions: scopedPermissions('partner', rolePermissions.partner_admin),
-});
 
 const jsonOnly = {
   maxBytes: Number.MAX_SAFE_INTEGER,
