@@ -20,15 +20,26 @@ export interface WebFile {
   immutable: boolean;
 }
 
-/** Each page: its HTML file in web/ (which names %SCRIPT% and %STYLESHEET%) and its script's entry point. */
-export const sitePages = [
-  { html: 'index.html', entry: 'app', script: 'src/main.ts' },
-  { html: 'custom-fields-import.html', entry: 'import', script: 'src/custom-fields-import/main.ts' },
-  { html: 'migration.html', entry: 'migration', script: 'src/migration/main.ts' },
-  { html: 'invoices.html', entry: 'invoices', script: 'src/invoices/main.ts' },
-  { html: 'devices.html', entry: 'devices', script: 'src/devices/main.ts' },
-  { html: 'alerts.html', entry: 'alerts', script: 'src/alerts/main.ts' },
-] as const;
+const shell = 'shell-page.html';
+
+/**
+ * Each page: the HTML it is written as and its script's entry point. Its HTML comes from web/ (`source`): its own
+ * file, or the shell every page drawn by its script shares (`shell-page.html`, which names %PAGE% and %page%, the
+ * page's name as a title and in a sentence). Both name %SCRIPT% and %STYLESHEET%.
+ */
+export const sitePages: readonly { html: string; entry: string; script: string; source: string; name?: string }[] = [
+  { html: 'index.html', entry: 'app', script: 'src/main.ts', source: 'index.html' },
+  {
+    html: 'custom-fields-import.html',
+    entry: 'import',
+    script: 'src/custom-fields-import/main.ts',
+    source: 'custom-fields-import.html',
+  },
+  { html: 'migration.html', entry: 'migration', script: 'src/migration/main.ts', source: shell, name: 'Migration' },
+  { html: 'invoices.html', entry: 'invoices', script: 'src/invoices/main.ts', source: shell, name: 'Invoices' },
+  { html: 'devices.html', entry: 'devices', script: 'src/devices/main.ts', source: shell, name: 'Devices' },
+  { html: 'alerts.html', entry: 'alerts', script: 'src/alerts/main.ts', source: shell, name: 'Alerts' },
+];
 
 const contentTypes: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -72,7 +83,9 @@ export async function bundleWeb(): Promise<WebFile[]> {
   };
   const pages = await Promise.all(
     sitePages.map(async (page) => {
-      const html = (await readFile(join(webDir, page.html), 'utf8'))
+      const html = (await readFile(join(webDir, page.source), 'utf8'))
+        .replaceAll('%PAGE%', page.name ?? '')
+        .replaceAll('%page%', page.name?.toLowerCase() ?? '')
         .replace('%SCRIPT%', asset(page.entry, '.js'))
         .replace('%STYLESHEET%', asset('styles', '.css'))
         .replace(/>\s+</g, '><');
