@@ -193,7 +193,7 @@ export async function replayStream(
   const stream = await getStream(db, principal, id);
   const served = await store.selectServedOrganizations(db, stream);
   if (!served.includes(input.orgId)) throw invalid('orgId', 'The destination does not serve this organization');
-  await db.transaction(async (tx) => {
+  const status = await db.transaction(async (tx) => {
     await store.replayCursor(tx, { streamId: id, orgId: input.orgId }, input.fromSeq);
     await auditChange(tx, audit, {
       orgId: input.orgId,
@@ -203,9 +203,11 @@ export async function replayStream(
       resourceName: stream.name,
       details: { fromSeq: input.fromSeq },
     });
+    // Read before the delivery is armed: the answer is where the replay starts, not how far it got since.
+    return toStatus((await store.selectCursorStatus(tx, stream, input.orgId))[0]!);
   });
   await armDelivery([input.orgId]);
-  return toStatus((await store.selectCursorStatus(db, stream, input.orgId))[0]!);
+  return status;
 }
 
 /** The record a test sends: shaped as an audit row, at seq 0 (no row of the chain has it), so a receiver can tell. */
