@@ -1,21 +1,66 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Test files that change process state a later file would see (environment variables read once at load, AWS clients
+ * bound to a stub's port, mocked modules, counted statements): each runs in a fresh process. Every other file runs in
+ * the `shared` project, in a process that keeps its loaded modules from one file to the next, starting each as
+ * test/support/shared-process.ts says.
+ */
+const isolated = [
+  'test/functions/agent-logs/ingest.test.ts',
+  'test/functions/agents/ingest-budget.test.ts',
+  'test/functions/audit-streams/hec-s3.test.ts',
+  'test/functions/audit/anchors.test.ts',
+  'test/functions/live-query/failures.test.ts',
+  'test/functions/migrate/**',
+  'test/functions/queue/audit-spool.test.ts',
+  'test/functions/retention/run.test.ts',
+  'test/functions/system/idle.test.ts',
+  'test/infra/aws/bundle.test.ts',
+  'test/infra/local/**',
+  'test/shared/audit/anchors.test.ts',
+  'test/shared/audit/writer.test.ts',
+  'test/shared/auth/**',
+  'test/shared/db/**',
+  'test/shared/observability/**',
+  'test/shared/outbound/**',
+  'test/tools/**',
+  'test/web/entries.test.ts',
+];
+
+const env = {
+  NODE_ENV: 'test',
+  JWT_SECRET: 'logbook-test-secret-0123456789abcdef',
+  JWT_ISSUER: 'logbook-local',
+  JWT_AUDIENCE: 'logbook',
+  ENROLLMENT_KEY_SEAL_KEY: 'bG9nYm9vay10ZXN0LXNlYWwta2V5LTAxMjM0NTY3ODk=',
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
-    env: {
-      NODE_ENV: 'test',
-      JWT_SECRET: 'logbook-test-secret-0123456789abcdef',
-      JWT_ISSUER: 'logbook-local',
-      JWT_AUDIENCE: 'logbook',
-      ENROLLMENT_KEY_SEAL_KEY: 'bG9nYm9vay10ZXN0LXNlYWwta2V5LTAxMjM0NTY3ODk=',
-    },
+    env,
     // A bound for a test that hangs, not a guess of its speed: tests wait for events, and a loaded machine is slow.
     testTimeout: 60_000,
+    hookTimeout: 60_000,
     // Much of a test file's time is waiting (child processes, a browser, its own PostgreSQL): three files at once keep
     // two cores busy, where the default (cores - 1) runs one.
     maxWorkers: 3,
-    hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'isolated', include: isolated, isolate: true },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          include: ['test/**/*.test.ts'],
+          exclude: isolated,
+          isolate: false,
+          setupFiles: ['test/support/shared-process.ts'],
+        },
+      },
+    ],
   },
 });

@@ -48,14 +48,30 @@ export async function enqueue(job: Job, delaySeconds = 0): Promise<void> {
   }
 }
 
+/** The timers of this process's jobs not started yet (no WORK_QUEUE_URL). */
+const localTimers = new Set<NodeJS.Timeout>();
+
+/**
+ * Drops the jobs of this process that have not started (no WORK_QUEUE_URL), as stopping the process would: the test
+ * files that share one process start each without the jobs an earlier file armed against its own database.
+ */
+export function dropLocalJobs(): void {
+  for (const timer of localTimers) clearTimeout(timer);
+  localTimers.clear();
+}
+
 /** Sends a queued job on: to SQS with the delay left (at most 15 minutes), or to a timer of this process. */
 export async function send(job: QueuedJob): Promise<void> {
   const delayMs = Math.max(0, job.dueAt - Date.now());
   const queueUrl = process.env.WORK_QUEUE_URL;
   if (!queueUrl) {
     const { dueAt: _, ...plain } = job;
-    const timer = setTimeout(() => void runInProcess(plain as Job), delayMs);
+    const timer = setTimeout(() => {
+      localTimers.delete(timer);
+      void runInProcess(plain as Job);
+    }, delayMs);
     timer.unref();
+    localTimers.add(timer);
     return;
   }
   sdk ??= import('@aws-sdk/client-sqs');

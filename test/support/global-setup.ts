@@ -21,11 +21,36 @@ export const databaseName = (url: string, name: string) => {
   return parsed.toString();
 };
 
+interface Prepared {
+  serverUrl: string;
+  template: string;
+  prefix: string;
+  teardown: () => Promise<void>;
+}
+
+/** The one server and template of this run, shared by the projects of vitest.config.ts (each calls the setup). */
+const run = globalThis as typeof globalThis & { logbookTestRun?: { prepared: Promise<Prepared>; users: number } };
+
 /**
  * Starts an embedded PostgreSQL (or uses DATABASE_URL), migrates one template
- * database, and hands it to the test files, which each clone it.
+ * database, and hands it to the test files, which each clone it. Every project of the run shares them; the last
+ * project to finish stops them.
  */
 export default async function setup(project: TestProject) {
+  run.logbookTestRun ??= { prepared: prepare(), users: 0 };
+  const shared = run.logbookTestRun;
+  shared.users += 1;
+  const { serverUrl, template, prefix, teardown } = await shared.prepared;
+  project.provide('serverUrl', serverUrl);
+  project.provide('templateDatabase', template);
+  project.provide('databasePrefix', prefix);
+  return async () => {
+    shared.users -= 1;
+    if (shared.users === 0) await teardown();
+  };
+}
+
+async function prepare(): Promise<Prepared> {
   keepFailedExitCode();
   let serverUrl = process.env.DATABASE_URL;
   let stop: (() => Promise<void>) | undefined;
@@ -39,11 +64,7 @@ export default async function setup(project: TestProject) {
   const admin = createPgDb({ connectionString: serverUrl, max: 1 });
   await admin.query(`CREATE DATABASE ${template}`);
   await prepareDatabase(databaseName(serverUrl, template));
-  project.provide('serverUrl', serverUrl);
-  project.provide('templateDatabase', template);
-  project.provide('databasePrefix', prefix);
-
-  return async () => {
+  const teardown = async () => {
     const { rows } = await admin.query<{ datname: string }>(
       'SELECT datname FROM pg_database WHERE starts_with(datname, :prefix::text)',
       { prefix },
@@ -52,6 +73,7 @@ export default async function setup(project: TestProject) {
     await admin.close();
     await stop?.();
   };
+  return { serverUrl, template, prefix, teardown };
 }
 
 /**
