@@ -312,7 +312,8 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     if (f.transport === 'ws-message')
       t.wsMessageUnits +=
         n * f.messagesPerCall * Math.max(1, Math.ceil(requestBytes / prices.apiGateway.wsMeteredBytes));
-    t.accessLogLines += n * (f.transport === 'http' ? 1 : f.transport === 'ws-connection' ? 2 : f.messagesPerCall);
+    // The access logs have a line per request, per message the agent sends, per $connect and $disconnect.
+    t.accessLogLines += n * (f.transport === 'ws-connection' ? 2 : 1);
     t.invocations += n * invocations;
     const billedMs = f.durationMs * p.lambdaSlowdown + f.dataApiCalls * p.dataApiLatencyMs;
     t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs)) * gbPerMs;
