@@ -19,6 +19,10 @@ function main(): number {
     console.error(`cost: ${error.message}\n\n${usage}`);
     return 1;
   }
+  if ('help' in parsed) {
+    console.log(usage);
+    return 0;
+  }
   const { inputs, operationsFile } = parsed;
   const prices = readJson<Prices>(beside('prices.json'));
   const measured = readJson<MeasuredOperations>(operationsFile ?? beside('operations.json'));

@@ -14,7 +14,7 @@ const choices: Partial<Record<keyof CostInputs, readonly string[]>> = {
 const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const fields = ['devices', ...Object.keys(defaultInputs)] as (keyof CostInputs)[];
 
-export const usage = `usage: npm run cost -- --devices <n> [--<flag> <value> ...] [--operations <file>]
+export const usage = `usage: npm run cost -- --devices <n> [--<flag> <value> ...] [--operations <file>] [--help]
 
 Prints the monthly AWS bill of <n> devices (docs/operations.md "Cost model"). Flags and their defaults:
 ${fields
@@ -27,7 +27,7 @@ ${fields
   --operations <file>  per-operation figures (default tools/cost/operations.json, written by npm run bench:cost)`;
 
 /** The model's inputs from the command line; a UsageError names what is wrong. */
-export function parseCostArgs(argv: string[]): { inputs: CostInputs; operationsFile?: string } {
+export function parseCostArgs(argv: string[]): { inputs: CostInputs; operationsFile?: string } | { help: true } {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
@@ -35,6 +35,7 @@ export function parseCostArgs(argv: string[]): { inputs: CostInputs; operationsF
       options: {
         ...Object.fromEntries(fields.map((field) => [kebab(field), { type: 'string' as const }])),
         operations: { type: 'string' },
+        help: { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -42,6 +43,7 @@ export function parseCostArgs(argv: string[]): { inputs: CostInputs; operationsF
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
+  if (values.help) return { help: true };
   if (values.devices === undefined) throw new UsageError('--devices <n> is required');
   const inputs: Record<string, unknown> = { ...defaultInputs };
   for (const field of fields) {
