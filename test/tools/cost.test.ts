@@ -208,6 +208,13 @@ describe('npm run cost', () => {
       expect(stdout).toContain(cost);
   });
 
+  it('lists every flag with its default on --help', async () => {
+    const { status, stdout } = await run(['--help']);
+    expect(status).toBe(0);
+    expect(stdout).toContain('--heartbeat-transport http|websocket (default http)');
+    expect(stdout).toContain('--secret-reads-per-data-api-call <number> (default 1)');
+  });
+
   it('reads the figures of another measurement with --operations', async () => {
     const file = join(dir, 'operations.json');
     writeFileSync(file, JSON.stringify(measured));
