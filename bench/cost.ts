@@ -324,12 +324,26 @@ async function main() {
     // WebSocket operations: the keep-alive message on an open connection, a connection opened and closed.
     const socket = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${agent.token}` } });
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-    await measure('ws.ping', 'keep-alive message on the agent WebSocket (baseline)', 'ws-message', 1, async () => {
-      const text = JSON.stringify({ type: 'ping' });
+    /** A message on the agent's connection, timed as its handler runs; with `reply`, the answer is awaited and billed too. */
+    const message = async (body: object, reply = false): Promise<CallResult> => {
+      const text = JSON.stringify(body);
       const ran = handlerRun('ws/default');
+      const answered = reply
+        ? new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())))
+        : Promise.resolve('');
       socket.send(text);
-      return { ms: await ran, requestBytes: text.length, responseBytes: 0, messages: 1 };
-    });
+      const ms = await ran;
+      const answer = await answered;
+      return {
+        ms,
+        requestBytes: Buffer.byteLength(text),
+        responseBytes: Buffer.byteLength(answer),
+        messages: reply ? 2 : 1,
+      };
+    };
+    await measure('ws.ping', 'keep-alive message on the agent WebSocket (baseline)', 'ws-message', 1, () =>
+      message({ type: 'ping' }),
+    );
     await measure('ws.connect', 'WebSocket $connect and $disconnect', 'ws-connection', 1, async () => {
       const connected = handlerRun('ws/connect');
       const other = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${connector.token}` } });
