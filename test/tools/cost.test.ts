@@ -171,6 +171,14 @@ describe('the cost model', () => {
     expect(storage({ ...profile, logEntriesPerDay: 2000, agentLogRetentionDays: 30 })).toBe('6.00');
   });
 
+  it('bills the offline monitor: a job per window on the queue, one statement more per heartbeat', () => {
+    const bill = cents(computeBill({ ...onlyHeartbeats, offlineMonitorMinutes: 15 }, measured, prices));
+    // 96 windows a day: 2.92 M jobs, each sent, received and deleted once.
+    expect(bill['SQS requests']).toBe('3.50');
+    // 87.6 M calls of the heartbeats, 43.8 M more for the armed state, 3 per job.
+    expect(bill['RDS Data API requests']).toBe((((87.6e6 + 43.8e6 + 3 * 2.92e6) * 0.35) / 1e6).toFixed(2));
+  });
+
   it('refuses to bill an operation it has no figures for', () => {
     expect(() => computeBill({ ...onlyHeartbeats, postureUploadsPerDay: 1 }, measured, prices)).toThrow(
       'tools/cost/operations.json has no figures for posture.upload: run npm run bench:cost',

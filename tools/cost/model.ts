@@ -229,7 +229,7 @@ export const operationUses: OperationUse[] = [
   { key: 'metrics.upload', callsPerDay: (p) => p.metricsUploadsPerDay, itemsPerCall: (p) => p.metricSamplesPerUpload },
 ];
 
-/** One job of the offline monitor (not measured: a queue worker run reading the device and re-arming). */
+/** One job of the offline monitor (not measured: a queue worker run reading the device and re-arming it). */
 const offlineJob = { dataApiCalls: 3, durationMs: 40, walBytes: 300 } as const;
 
 export interface BillLine {
@@ -334,6 +334,10 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   const jobsPerMonth = p.offlineMonitorMinutes > 0 ? (p.devices * 1440 * daysPerMonth) / p.offlineMonitorMinutes : 0;
   const hops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15);
   if (jobsPerMonth > 0) {
+    // A heartbeat of a device with an offline monitor reads its armed state: one statement more (docs/benchmarks.md).
+    const heartbeats = p.devices * perDay(p.heartbeatSeconds) * daysPerMonth;
+    t.dataApiCalls += heartbeats;
+    t.dataApiUnits += heartbeats;
     t.invocations += hops;
     t.gbSeconds +=
       hops *
