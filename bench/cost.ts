@@ -1,0 +1,409 @@
+/**
+ * `npm run bench:cost [-- --calls 60 --items 20]`: what one call of each agent operation costs on the local stack, the
+ * figures the cost model reads (tools/cost/operations.json, written by this run; docs/operations.md "Cost model").
+ * The API runs behind the local gateways and reaches PostgreSQL through the local RDS Data API, as in Lambda, so for
+ * each operation it counts statements at the API's Db seam, Data API requests, WAL bytes (pg_current_wal_lsn), the
+ * growth of tables and indexes, PostgreSQL's CPU time (/proc, so the embedded server of the run) and the handler's
+ * time.
+ *
+ * Each figure is printed beside its baseline measured in the same run: an HTTP operation beside the readiness check
+ * (GET /api/v1/health/ready, one statement), a WebSocket operation beside the keep-alive message.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { routes, wsRoutes } from '#functions/routes.ts';
+import { useLocalDataApi } from '#infra/local/data-api-server.ts';
+import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
+import { startHttpGateway } from '#infra/local/http-gateway.ts';
+import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
+import { appStatementCount, closeAppDb } from '#shared/db/client.ts';
+import { createPgDb } from '#shared/db/pg.ts';
+import { grantRoleLogins } from '#shared/db/roles.ts';
+import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
+import { insertPartner } from '#shared/hierarchy/store.ts';
+import type { WebSocketHandler } from '#shared/http/ws-handler.ts';
+import type { MeasuredOperations, OperationFigures, StoredClass, Transport } from '#tools/cost/model.ts';
+import { insertFleetKey } from './support/fleet-key.ts';
+import { loadAverage, positive, status } from './support/format.ts';
+import { createScratchDatabase } from './support/scratch-database.ts';
+import { formatTable } from './support/table.ts';
+import { percentiles } from './support/timing.ts';
+
+// `npm run bench` passes its arguments to every benchmark: options of the others are ignored here.
+const { values: args } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '60' },
+    items: { type: 'string', default: '20' },
+    out: { type: 'string', default: 'tools/cost/operations.json' },
+  },
+  strict: false,
+});
+const calls = positive('calls', args.calls);
+const items = positive('items', args.items);
+
+/** What a call of an operation sent and got. */
+interface CallResult {
+  ms: number;
+  requestBytes: number;
+  responseBytes: number;
+  /** WebSocket messages billed for the call (0 over HTTP). */
+  messages: number;
+}
+
+/** Headers of a request and of its answer, beside the bodies, in the bytes an HTTP API call moves. */
+const headerBytes = 300;
+
+/** The table's retention class: what keeps its rows, and so how long they add to Aurora's storage. */
+function storedClass(table: string): StoredClass {
+  if (table.startsWith('audit')) return 'audit';
+  if (table.startsWith('agent_log')) return 'agentLogs';
+  if (table.startsWith('device_event_log')) return 'eventLogs';
+  if (table.startsWith('device_metric_samples') || table.startsWith('monitor_check_results')) return 'metrics';
+  return 'churn';
+}
+
+const lsnBytes = (lsn: string) => {
+  const [high = '0', low = '0'] = lsn.split('/');
+  return BigInt(`0x${high}`) * 2n ** 32n + BigInt(`0x${low}`);
+};
+
+/** The fields of /proc/<pid>/stat after the command's name (state, ppid, …), or none when the process is gone. */
+function procStat(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time (user and system) of a PostgreSQL server's processes, in ms: Linux counts it in ticks of 10 ms. */
+function serverCpuMs(postmaster: number): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = procStat(entry);
+    if (fields && (Number(entry) === postmaster || Number(fields[1]) === postmaster))
+      ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * 10;
+}
+
+async function main() {
+  const scratch = await createScratchDatabase('cost');
+  const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
+  let http: Awaited<ReturnType<typeof startHttpGateway>> | undefined;
+  let ws: Awaited<ReturnType<typeof startWsGateway>> | undefined;
+  let dataApi: Awaited<ReturnType<typeof useLocalDataApi>> | undefined;
+  try {
+    await grantRoleLogins(admin, localRolePasswords);
+    const urls = roleUrls(scratch.url);
+    process.env.APP_DATABASE_URL = urls.app;
+    process.env.AUDIT_ADMIN_DATABASE_URL = urls.auditAdmin;
+    process.env.JWT_SECRET ??= randomBytes(32).toString('base64url');
+    process.env.LOG_LEVEL ??= 'WARN';
+    // The API's connection goes through the local Data API, as a Lambda's does.
+    const api = await useLocalDataApi();
+    dataApi = api;
+
+    const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
+    const org = await admin.transaction((tx) =>
+      insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
+    );
+    const key = await insertFleetKey(admin, org.id);
+
+    // The WebSocket handlers timed as they run, as Lambda bills them.
+    const runs = new EventEmitter();
+    const loadHandler = async (handlerPath: string): Promise<WebSocketHandler> => {
+      const module = (await import(new URL(`../functions/${handlerPath}.ts`, import.meta.url).href)) as {
+        handler: WebSocketHandler;
+      };
+      return async (event, context) => {
+        const started = performance.now();
+        try {
+          return await module.handler(event, context);
+        } finally {
+          runs.emit(handlerPath, performance.now() - started);
+        }
+      };
+    };
+    const handlerRun = (handlerPath: string) =>
+      new Promise<number>((resolve) => runs.once(handlerPath, (ms: number) => resolve(ms)));
+
+    http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
+    ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes, loadHandler });
+    useLocalManagementApi(ws);
+    const base = http.url;
+    const wsUrl = ws.url;
+
+    const enroll = async (hostname: string) => {
+      const reply = await fetch(`${base}/api/v1/agents/enroll`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ enrollmentKey: key, hostname }),
+      });
+      if (reply.status !== 201) throw new Error(`enroll: ${reply.status} ${await reply.text()}`);
+      return (await reply.json()) as { agentId: string; token: string };
+    };
+    const agent = await enroll('COST-0001');
+    const connector = await enroll('COST-0002');
+
+    const call = async (
+      method: string,
+      path: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<CallResult> => {
+      const text = body === undefined ? undefined : JSON.stringify(body);
+      const started = performance.now();
+      const reply = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json', ...headers },
+        body: text,
+      });
+      const answer = await reply.text();
+      const ms = performance.now() - started;
+      if (!reply.ok) throw new Error(`${method} ${path}: ${reply.status} ${answer}`);
+      return {
+        ms,
+        requestBytes: headerBytes + Buffer.byteLength(text ?? ''),
+        responseBytes: headerBytes + Buffer.byteLength(answer),
+        messages: 0,
+      };
+    };
+    const agentPath = `/api/v1/agents/${agent.agentId}`;
+
+    // PostgreSQL's CPU time: the server's processes (the postmaster and its children) as /proc counts them.
+    const { rows: backend } = await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const postmaster = Number(procStat(backend[0]!.pid)?.[1]);
+    async function counts() {
+      const { rows: wal } = await admin.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+      const { rows: tables } = await admin.query<{ name: string; bytes: string }>(
+        `SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS bytes
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')`,
+      );
+      const stored: Record<StoredClass, number> = { audit: 0, agentLogs: 0, eventLogs: 0, metrics: 0, churn: 0 };
+      for (const table of tables) stored[storedClass(table.name)] += Number(table.bytes);
+      if (api.calls.length >= 10_000) throw new Error('the local Data API keeps 10,000 calls: give fewer --calls');
+      return { wal: lsnBytes(wal[0]!.lsn), stored, statements: appStatementCount(), dataApiCalls: api.calls.length };
+    }
+    // The CPU time is read after the counting queries before the calls, and before them after.
+    const snapshot = {
+      before: async () => ({ ...(await counts()), dbMs: serverCpuMs(postmaster) }),
+      after: async () => {
+        const dbMs = serverCpuMs(postmaster);
+        return { ...(await counts()), dbMs };
+      },
+    };
+
+    const figures: Record<string, OperationFigures> = {};
+    async function measure(
+      key: string,
+      description: string,
+      transport: Transport,
+      itemsPerCall: number,
+      run: (i: number) => Promise<CallResult>,
+    ): Promise<void> {
+      status(`${description} ...`);
+      // Warm: the handler's module is loaded and its first statements planned before anything is counted.
+      for (let i = 0; i < 2; i++) await run(-1 - i);
+      const before = await snapshot.before();
+      const results: CallResult[] = [];
+      for (let i = 0; i < calls; i++) results.push(await run(i));
+      const after = await snapshot.after();
+      const per = (n: number) => n / calls;
+      const mean = (pick: (r: CallResult) => number) => per(results.reduce((sum, r) => sum + pick(r), 0));
+      figures[key] = {
+        description,
+        transport,
+        statements: per(after.statements - before.statements),
+        dataApiCalls: per(after.dataApiCalls - before.dataApiCalls),
+        walBytes: Math.round(per(Number(after.wal - before.wal))),
+        storedBytes: Object.fromEntries(
+          (Object.keys(after.stored) as StoredClass[]).map((c) => [
+            c,
+            Math.max(0, Math.round(per(after.stored[c] - before.stored[c]))),
+          ]),
+        ) as Record<StoredClass, number>,
+        durationMs: Number(percentiles(results.map((r) => r.ms)).p50.toFixed(2)),
+        dbMs: Number(per(after.dbMs - before.dbMs).toFixed(2)),
+        requestBytes: Math.round(mean((r) => r.requestBytes)),
+        responseBytes: Math.round(mean((r) => r.responseBytes)),
+        itemsPerCall,
+        messagesPerCall: mean((r) => r.messages),
+      };
+    }
+
+    // HTTP operations, as the simulated agent (demo/agent) sends them.
+    await measure('health.ready', 'readiness check GET /health/ready (baseline)', 'http', 1, () =>
+      call('GET', '/api/v1/health/ready'),
+    );
+    await measure('heartbeat.http', 'heartbeat POST /agents/{id}/heartbeat', 'http', 1, () =>
+      call('POST', `${agentPath}/heartbeat`, { agentVersion: '2.4.1-sim', status: 'online', serialNumber: 'SIM-0001' }),
+    );
+    await measure(
+      'logs.upload',
+      `diagnostic log upload POST /agents/{id}/logs (${items} entries)`,
+      'http',
+      items,
+      (i) =>
+        call(
+          'POST',
+          `${agentPath}/logs`,
+          {
+            logs: Array.from({ length: items }, (_, j) => ({
+              timestamp: new Date().toISOString(),
+              level: j % 10 === 0 ? 'warn' : 'info',
+              component: 'service',
+              message: `Checked in with the server (${i}.${j}); next check-in in 60 s`,
+              fields: { attempt: j, ms: 41 },
+              agentVersion: '2.4.1-sim',
+            })),
+          },
+          { 'idempotency-key': randomUUID() },
+        ),
+    );
+    await measure(
+      'eventlogs.submit',
+      `event-log submission PUT /agents/{id}/eventlogs (${items} events)`,
+      'http',
+      items,
+      (i) =>
+        call('PUT', `${agentPath}/eventlogs`, {
+          events: Array.from({ length: items }, (_, j) => {
+            const recordId = (i + 10) * items + j;
+            return {
+              timestamp: new Date(Date.now() - j * 60_000).toISOString(),
+              level: j % 4 === 0 ? 'error' : 'warning',
+              category: 'system',
+              source: 'Service Control Manager',
+              eventId: `System:${recordId}`,
+              message: `The Windows Update service terminated unexpectedly. It has done this ${j + 1} time(s).`,
+              details: { logName: 'System', recordId, windowsEventId: 7031, computer: 'COST-0001', user: null },
+            };
+          }),
+        }),
+    );
+    await measure('posture.upload', 'management-posture upload PUT /agents/{id}/management-posture', 'http', 1, () =>
+      call('PUT', `${agentPath}/management-posture`, {
+        collectedAt: new Date().toISOString(),
+        categories: {
+          rmm: [{ name: 'Datto RMM', status: 'active' }],
+          'remote-access': [{ name: 'TeamViewer', status: 'installed' }],
+          'endpoint-security': [{ name: 'Microsoft Defender', status: 'active' }],
+        },
+      }),
+    );
+    const samplesAt = Date.now() - (calls + 5) * 5 * 60_000;
+    await measure(
+      'metrics.upload',
+      `monitoring metrics upload PUT /agents/{id}/metrics (${items} samples)`,
+      'http',
+      items,
+      (i) =>
+        call('PUT', `${agentPath}/metrics`, {
+          samples: Array.from({ length: items }, (_, j) => {
+            const metrics = ['cpu.percent', 'memory.percent', 'disk.freePercent', 'disk.freeBytes'] as const;
+            const metric = metrics[j % metrics.length]!;
+            const timestamp = new Date(
+              samplesAt + ((i + 2) * 5 + Math.floor(j / metrics.length)) * 60_000,
+            ).toISOString();
+            const value = metric === 'disk.freeBytes' ? 160 * 1024 ** 3 : 10 + (j % 7);
+            return metric.startsWith('disk')
+              ? { metric, volume: 'C:', value, timestamp }
+              : { metric, value, timestamp };
+          }),
+        }),
+    );
+
+    // WebSocket operations: the keep-alive message on an open connection, a connection opened and closed.
+    const socket = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${agent.token}` } });
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    /** A message on the agent's connection, timed as its handler runs; with `reply`, the answer is awaited and billed too. */
+    const message = async (body: object, reply = false): Promise<CallResult> => {
+      const text = JSON.stringify(body);
+      const ran = handlerRun('ws/default');
+      const answered = reply
+        ? new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())))
+        : Promise.resolve('');
+      socket.send(text);
+      const ms = await ran;
+      const answer = await answered;
+      return {
+        ms,
+        requestBytes: Buffer.byteLength(text),
+        responseBytes: Buffer.byteLength(answer),
+        messages: reply ? 2 : 1,
+      };
+    };
+    await measure('ws.ping', 'keep-alive message on the agent WebSocket (baseline)', 'ws-message', 1, () =>
+      message({ type: 'ping' }),
+    );
+    await measure('ws.connect', 'WebSocket $connect and $disconnect', 'ws-connection', 1, async () => {
+      const connected = handlerRun('ws/connect');
+      const other = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${connector.token}` } });
+      await new Promise((resolve, reject) => other.once('open', resolve).once('error', reject));
+      const connectMs = await connected;
+      const disconnected = handlerRun('ws/disconnect');
+      other.close(1000);
+      const disconnectMs = await disconnected;
+      return { ms: connectMs + disconnectMs, requestBytes: 0, responseBytes: 0, messages: 0 };
+    });
+    socket.close(1000);
+    status('');
+
+    const measured: MeasuredOperations = {
+      measuredAt: new Date().toISOString().slice(0, 16).concat('Z'),
+      where: `local gateways and Data API, ${scratch.server.split(' (')[0]}, ${availableParallelism()} CPUs`,
+      operations: figures,
+    };
+    writeFileSync(String(args.out), `${JSON.stringify(measured, null, 2)}\n`);
+    print(figures);
+    console.log(`\nWritten to ${String(args.out)} (read by npm run cost).`);
+  } finally {
+    await ws?.close();
+    await http?.close();
+    await closeAppDb();
+    await dataApi?.close();
+    await admin.close();
+    await scratch.drop();
+  }
+}
+
+function print(figures: Record<string, OperationFigures>) {
+  const stored = (f: OperationFigures) => Object.values(f.storedBytes).reduce((a, b) => a + b, 0);
+  const cells = (f: OperationFigures) => [
+    String(f.statements),
+    String(f.dataApiCalls),
+    String(f.walBytes),
+    String(stored(f)),
+    String(f.dbMs),
+    String(f.durationMs),
+  ];
+  const baselines = ['health.ready', 'ws.ping'];
+  const baseline = (f: OperationFigures) => figures[f.transport === 'http' ? 'health.ready' : 'ws.ping']!;
+  const rows = [
+    ['baselines'],
+    ...baselines.map((key) => [figures[key]!.description.replace(' (baseline)', ''), ...cells(figures[key]!)]),
+    ['operations, each beside its baseline'],
+    ...Object.entries(figures)
+      .filter(([key]) => !baselines.includes(key))
+      .flatMap(([, f]) => [
+        [f.description, ...cells(f)],
+        [`  baseline: ${baseline(f).description.replace(' (baseline)', '')}`, ...cells(baseline(f))],
+      ]),
+  ];
+  console.log(`
+Logbook per-operation cost figures (${new Date().toISOString().slice(0, 16)}Z), per call, mean of ${calls} (time: median); load ${loadAverage()}.
+${formatTable(['operation', 'statements', 'Data API calls', 'WAL bytes', 'stored bytes', 'PostgreSQL CPU ms', 'handler ms'], rows)}`);
+}
+
+main().catch((error: unknown) => {
+  console.error('bench:cost failed:', error);
+  process.exit(1);
+});
