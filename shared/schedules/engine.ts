@@ -183,8 +183,9 @@ function untilAsFloating(text: string, zone: string): string {
 
 const dayMs = 86_400_000;
 const formatters = new Map<string, Intl.DateTimeFormat>();
-/** The UTC offset (ms) of each zone at the start of each UTC day asked for: few days and zones are asked for. */
-const dayOffsets = new Map<string, number>();
+/** Per zone, its UTC offset (ms) at the start of each UTC day asked for: few days and zones are asked for. */
+const dayOffsets = new Map<string, Map<number, number>>();
+let cachedDays = 0;
 
 /** The zone's UTC offset at an instant, from the runtime's time-zone data (ICU). */
 function exactOffset(zone: string, at: number): number {
@@ -209,12 +210,22 @@ function exactOffset(zone: string, at: number): number {
 }
 
 function dayOffset(zone: string, day: number): number {
-  const key = `${zone}|${day}`;
-  let offset = dayOffsets.get(key);
+  let days = dayOffsets.get(zone);
+  if (!days) {
+    days = new Map();
+    dayOffsets.set(zone, days);
+  }
+  let offset = days.get(day);
   if (offset === undefined) {
-    if (dayOffsets.size > 200_000) dayOffsets.clear();
+    if (cachedDays > 200_000) {
+      dayOffsets.clear();
+      cachedDays = 0;
+      days = new Map();
+      dayOffsets.set(zone, days);
+    }
     offset = exactOffset(zone, day * dayMs);
-    dayOffsets.set(key, offset);
+    days.set(day, offset);
+    cachedDays++;
   }
   return offset;
 }
@@ -244,6 +255,12 @@ const offsetText = (offset: number) => {
  * `compatible` disambiguation, computed from the offsets around it.
  */
 function place(wall: number, zone: string): Occurrence {
+  const day = Math.floor(wall / dayMs);
+  const steady = dayOffset(zone, day);
+  // The common case, with the same answer as the reading below: one offset at the start of the day before the wall
+  // time's UTC day through the start of the second day after it, so no transition is near.
+  if (steady === dayOffset(zone, day - 1) && steady === dayOffset(zone, day + 1) && steady === dayOffset(zone, day + 2))
+    return placed(wall, wall - steady, steady);
   const before = offsetAt(zone, wall - dayMs);
   const after = offsetAt(zone, wall + dayMs);
   let at = wall - before;
@@ -253,7 +270,10 @@ function place(wall: number, zone: string): Occurrence {
     // None: a gap, read with the offset before it. Two: a repeat, the first.
     if (candidates.length > 0) at = Math.min(...candidates);
   }
-  const offset = offsetAt(zone, at);
+  return placed(wall, at, offsetAt(zone, at));
+}
+
+function placed(wall: number, at: number, offset: number): Occurrence {
   return {
     key: wallText(wall),
     local: `${wallText(at + offset)}${offsetText(offset)}`,
