@@ -23,7 +23,7 @@ export const routes = {
       auth: 'userOrApiKey',
       tag: 'alerts',
       summary:
-        'Alerts the caller reaches, newest first, filtered by status, severity, device, source and time (alerts:read)',
+        'Alerts the caller reaches, newest first, filtered by organization, status, severity, site, device, source and time (alerts:read)',
       query: alerts.listAlertsQuery,
       response: alerts.alertPage,
       errors: [400, 401, 403],

@@ -90,6 +90,7 @@ export const listAlertsQuery = z.object({
   status: optionalParam(z.enum(alertStatuses)),
   severity: optionalParam(z.enum(severities)),
   deviceId: optionalParam(z.uuid()),
+  siteId: optionalParam(z.uuid()).meta({ description: "Alerts of the site's devices" }),
   sourceType: optionalParam(z.enum(alertSources)),
   source: optionalParam(z.enum(alertSources)).meta({ description: 'Same as sourceType' }),
   sourceId: optionalParam(z.uuid()).meta({

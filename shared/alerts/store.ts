@@ -117,6 +117,7 @@ export async function selectAlerts(
     status?: string;
     severity?: string;
     deviceId?: string;
+    siteId?: string;
     sourceType?: string;
     source?: string;
     sourceId?: string;
@@ -130,6 +131,7 @@ export async function selectAlerts(
       AND (:status::text IS NULL OR a.status = :status::text)
       AND (:severity::text IS NULL OR a.severity = :severity::text)
       AND (:deviceId::uuid IS NULL OR a.device_id = :deviceId::uuid)
+      AND (:siteId::uuid IS NULL OR a.device_id IN (SELECT d.id FROM devices d WHERE d.site_id = :siteId::uuid))
       AND (:sourceType::text IS NULL OR a.source_type = :sourceType::text)
       AND (:sourceId::uuid IS NULL OR a.source_id = :sourceId::uuid)
       AND (:from::timestamptz IS NULL OR a.created_at >= :from::timestamptz)
@@ -140,6 +142,7 @@ export async function selectAlerts(
     status: filter.status ?? null,
     severity: filter.severity ?? null,
     deviceId: filter.deviceId ?? null,
+    siteId: filter.siteId ?? null,
     sourceType: filter.sourceType ?? filter.source ?? null,
     sourceId: filter.sourceId ?? null,
     from: filter.from ?? null,

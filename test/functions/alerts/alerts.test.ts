@@ -138,6 +138,24 @@ describe('alerts from exit codes', () => {
     });
     expect((await t.api.request('GET', `/api/v1/alerts/${alert.id}`, { token: other.partnerToken })).status).toBe(404);
   });
+
+  it("filters by site: the alerts of the site's devices, none of another site's, nothing through another tenant", async () => {
+    const bySite = async (siteId: string, token = tenant.orgToken) =>
+      (await t.api.request('GET', `/api/v1/alerts?siteId=${siteId}`, { token })).body;
+    const all = (await alertsOf()).data.map((alert: { id: string }) => alert.id);
+    expect(all.length).toBeGreaterThan(0);
+    expect((await bySite(tenant.siteId)).data.map((alert: { id: string }) => alert.id)).toEqual(all);
+    const branch = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/sites`, {
+      token: tenant.orgToken,
+      body: { name: 'Branch office' },
+    });
+    expect(branch.status).toBe(201);
+    expect((await bySite(branch.body.id)).data).toEqual([]);
+    expect((await bySite(tenant.siteId, other.partnerToken)).data).toEqual([]);
+    const refused = await t.api.request('GET', '/api/v1/alerts?siteId=not-a-uuid', { token: tenant.orgToken });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('siteId');
+  });
 });
 
 describe('PSA binding', () => {

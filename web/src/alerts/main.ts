@@ -1,6 +1,6 @@
 /**
  * The Alerts page: alerts across the caller's reach with filters kept in the address (?orgId=&status=&severity=
- * &source=&deviceId=&from=&to=), bulk acknowledge and resolve, an alert's detail (what raised it, the samples that fired
+ * &source=&siteId=&deviceId=&from=&to=), bulk acknowledge and resolve, an alert's detail (what raised it, the samples that fired
  * it, the maintenance window that held it back, its notification log), and the organization's maintenance calendar.
  */
 import type { ApiClient } from '../api.ts';
@@ -52,7 +52,7 @@ interface Organization {
 
 const statuses = ['open', 'acknowledged', 'resolved'] as const;
 const severities = ['low', 'medium', 'high', 'critical'] as const;
-const filterNames = ['orgId', 'status', 'severity', 'source', 'deviceId', 'from', 'to'] as const;
+const filterNames = ['orgId', 'status', 'severity', 'source', 'siteId', 'deviceId', 'from', 'to'] as const;
 
 const select = (id: string, label: string, options: [string, string][], value: string | null) =>
   h(
@@ -111,9 +111,11 @@ async function render({ api, main, fail }: PageContext) {
         [
           ['', 'Any'],
           ['script', 'script'],
+          ['monitor', 'monitor'],
         ],
         address.get('source'),
       ),
+      input('siteId', 'Site id', { value: address.get('siteId') ?? '', placeholder: 'any site' }),
       input('deviceId', 'Device id', { value: address.get('deviceId') ?? '', placeholder: 'any device' }),
       input('from', 'Raised from', { type: 'datetime-local', step: '1', value: localOf(address.get('from')) }),
       input('to', 'Raised to', { type: 'datetime-local', step: '1', value: localOf(address.get('to')) }),
