@@ -12,6 +12,7 @@ import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { selectSite } from '../hierarchy/store.ts';
 import { compileFilter, type DeviceFilter, filterParams } from './filter.ts';
+import { dynamicMembership } from './membership.ts';
 import type {
   createDeviceGroup as createSchema,
   memberSorts,
@@ -321,8 +322,5 @@ export async function listGroupsOfDevice(db: Db, principal: Principal, deviceId:
     getDevice(db, principal, deviceId),
     store.selectDynamicFiltersOf(db, deviceId),
   ]);
-  const { params, bind } = filterParams();
-  const cases = filters.map((group) => `WHEN ${bind(group.id, 'uuid')} THEN ${compileFilter(group.filter, bind)}`);
-  const sql = cases.length > 0 ? `CASE g.id ${cases.join(' ')} ELSE false END` : 'false';
-  return store.selectGroupsOfDevice(db, device, { sql, params }, page);
+  return store.selectGroupsOfDevice(db, device, dynamicMembership(filters), page);
 }

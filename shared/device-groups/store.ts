@@ -307,6 +307,17 @@ export async function selectGroupsOfDevice(
   };
 }
 
+/** The dynamic groups of the device's organization (and site) whose condition the device's row meets. */
+export async function selectDynamicGroupsHolding(db: Db, deviceId: string, dynamic: { sql: string; params: Params }) {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT g.id FROM device_groups g JOIN devices d ON d.id = :deviceId::uuid
+      WHERE g.org_id = d.org_id AND g.type = 'dynamic' AND (g.site_id IS NULL OR g.site_id = d.site_id)
+        AND coalesce(${dynamic.sql}, false)`,
+    { ...dynamic.params, deviceId },
+  );
+  return rows.map((row) => row.id);
+}
+
 /** The filters of an organization's dynamic groups. */
 export async function selectDynamicFiltersOfOrganization(db: Db, orgId: string) {
   const { rows } = await db.query<{ id: string; filter: DeviceFilter }>(

@@ -2,6 +2,8 @@ import type { Principal } from '../auth/principal.ts';
 import { tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
+import type { DeviceFilter } from '../device-groups/filter.ts';
+import { dynamicGroupsHolding } from '../device-groups/membership.ts';
 import type { Misfire } from '../schedules/schemas.ts';
 import type { Severity, SuppressKind, Targets } from './schemas.ts';
 
@@ -187,18 +189,35 @@ export async function clearActive(tx: Tx, id: string): Promise<void> {
 
 /**
  * Whether a window covers a device of an organization: the organization, the device's site, one of its static
- * groups, or the device itself is among its targets.
+ * groups, one of the dynamic groups whose filter it meets (`:dynamicGroupIds`, from dynamicTargetsHolding), or the
+ * device itself is among its targets.
  */
 const covers = `(w.targets -> 'orgIds' ? :orgId::text
   OR (:deviceId::uuid IS NOT NULL AND (
         w.targets -> 'deviceIds' ? :deviceId::text
      OR w.targets -> 'siteIds' ? (SELECT d.site_id::text FROM devices d WHERE d.id = :deviceId::uuid)
+     OR w.targets -> 'groupIds' ?| ARRAY(SELECT jsonb_array_elements_text(:dynamicGroupIds::jsonb))
      OR EXISTS (SELECT 1 FROM device_group_members m
                  WHERE m.device_id = :deviceId::uuid AND w.targets -> 'groupIds' ? m.group_id::text))))`;
 
 const inProgress = `w.deleted_at IS NULL AND w.active_from <= now() AND w.active_until > now()
   AND w.partner_id = (SELECT o.partner_id FROM organizations o WHERE o.id = :orgId::uuid)
   AND (w.org_id IS NULL OR w.org_id = :orgId::uuid)`;
+
+/**
+ * The dynamic groups named by a window in progress that hold the device now: their filters are read (none, and no
+ * second statement, while no window in progress names a dynamic group) and evaluated against the device's row.
+ */
+async function dynamicTargetsHolding(db: Db, orgId: string, deviceId: string | null): Promise<string[]> {
+  if (!deviceId) return [];
+  const { rows } = await db.query<{ id: string; filter: DeviceFilter }>(
+    `SELECT g.id, g.filter FROM device_groups g
+      WHERE g.org_id = :orgId::uuid AND g.type = 'dynamic'
+        AND EXISTS (SELECT 1 FROM maintenance_windows w WHERE ${inProgress} AND w.targets -> 'groupIds' ? g.id::text)`,
+    { orgId },
+  );
+  return dynamicGroupsHolding(db, deviceId, rows);
+}
 
 const rank = (column: string) =>
   `CASE ${column} WHEN 'low' THEN 1 WHEN 'medium' THEN 2 WHEN 'high' THEN 3 WHEN 'critical' THEN 4 END`;
@@ -207,7 +226,11 @@ const rank = (column: string) =>
  * The window in progress that holds back a new alert of this severity on this device: one that suppresses alerts
  * or notifications and whose allowed severity (if any) the alert does not reach; the one ending last.
  */
-export function selectSuppressingWindow(db: Db, alert: { orgId: string; deviceId: string | null; severity: string }) {
+export async function selectSuppressingWindow(
+  db: Db,
+  alert: { orgId: string; deviceId: string | null; severity: string },
+) {
+  const dynamicGroupIds = await dynamicTargetsHolding(db, alert.orgId, alert.deviceId);
   return one<{ id: string }>(
     db,
     `SELECT w.id FROM maintenance_windows w
@@ -215,12 +238,13 @@ export function selectSuppressingWindow(db: Db, alert: { orgId: string; deviceId
         AND (w.suppress ? 'alerts' OR w.suppress ? 'notifications')
         AND (w.allow_severity IS NULL OR ${rank(':severity::text')} < ${rank('w.allow_severity')})
       ORDER BY w.active_until DESC, w.id LIMIT 1`,
-    { orgId: alert.orgId, deviceId: alert.deviceId, severity: alert.severity },
+    { orgId: alert.orgId, deviceId: alert.deviceId, severity: alert.severity, dynamicGroupIds },
   );
 }
 
 /** The windows in progress covering a device. */
 export async function selectDeviceWindows(db: Db, device: { orgId: string; deviceId: string }) {
+  const dynamicGroupIds = await dynamicTargetsHolding(db, device.orgId, device.deviceId);
   const { rows } = await db.query<{
     id: string;
     name: string;
@@ -234,7 +258,7 @@ export async function selectDeviceWindows(db: Db, device: { orgId: string; devic
             w.allow_severity AS "allowSeverity"
        FROM maintenance_windows w WHERE ${inProgress} AND ${covers}
       ORDER BY w.active_until DESC, w.id`,
-    device,
+    { ...device, dynamicGroupIds },
   );
   return rows;
 }

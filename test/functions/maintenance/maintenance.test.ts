@@ -234,6 +234,41 @@ describe('suppression and the end of a window', () => {
     expect(await auditRowsOf(t.db.admin, 'maintenance.delete', window.id)).toHaveLength(1);
   });
 
+  it('a dynamic group targeted covers the devices its filter matches now, and no other', async () => {
+    const group = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, {
+      token: tenant.orgToken,
+      body: {
+        name: 'Maintained hosts',
+        type: 'dynamic',
+        filter: { field: 'hostname', op: 'equals', value: 'maint-host' },
+      },
+    });
+    expect(group.status).toBe(201);
+    const window = await createWindow({
+      schedule: { start: '2027-07-01T00:00:00', durationMinutes: 60 },
+      targets: { groupIds: [group.body.id] },
+    });
+    await t.api.request('POST', `/api/v1/maintenance-windows/${window.id}/start`, {
+      token: tenant.orgToken,
+      body: { minutes: 30 },
+    });
+    const covered = await t.api.request('GET', `/api/v1/devices/${device.deviceId}/maintenance`, {
+      token: tenant.orgToken,
+    });
+    expect(covered.body).toMatchObject({ inMaintenance: true, windows: [{ id: window.id }] });
+    const spared = await t.api.request('GET', `/api/v1/devices/${bystander.deviceId}/maintenance`, {
+      token: tenant.orgToken,
+    });
+    expect(spared.body).toMatchObject({ inMaintenance: false, windows: [] });
+    const held = await raise('medium');
+    expect(
+      (await t.api.request('GET', `/api/v1/alerts/${held}`, { token: tenant.orgToken })).body.suppressedBy,
+    ).toEqual({ maintenanceWindowId: window.id });
+    const told_ = await raise('medium', bystander.deviceId);
+    await eventually(() => told(told_).length === 1);
+    await t.api.request('POST', `/api/v1/maintenance-windows/${window.id}/end`, { token: tenant.orgToken });
+  });
+
   it('a scheduled occurrence in progress starts at creation; its end job ends it once; a stale start does nothing', async () => {
     const local = new Date(Date.now() - 10 * 60_000).toISOString().slice(0, 19);
     const start = new Date(`${local}Z`);
