@@ -5,6 +5,7 @@ import { type Page, selectPage } from '../db/page.ts';
 import type {
   ContractLineInput,
   ContractStatus,
+  DeviceRole,
   InvoiceLine,
   InvoiceStatus,
   LineType,
@@ -234,6 +235,7 @@ export type UsageDeviceRow = {
   siteId: string;
   osType: string | null;
   osVersion: string | null;
+  role: DeviceRole | null;
   /** ISO 8601 in UTC. */
   enrolledAt: string;
   deletedAt: string | null;
@@ -258,7 +260,7 @@ export async function selectUsageRows(db: Db, orgId: string, timezone: string, f
               WHERE h.org_id = :orgId::uuid) AS head,
             COALESCE((SELECT json_agg(x ORDER BY x.hostname, x."deviceId") FROM (
               SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType",
-                     d.os_version AS "osVersion", ${isoUtc('d.created_at')} AS "enrolledAt",
+                     d.os_version AS "osVersion", d.role, ${isoUtc('d.created_at')} AS "enrolledAt",
                      ${isoUtc('d.deleted_at')} AS "deletedAt",
                      to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
                      to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "deletedDay",

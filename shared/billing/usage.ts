@@ -4,10 +4,16 @@ import type { DeviceRole, StatementDevice, UsageStatement } from './schemas.ts';
 import * as store from './store.ts';
 
 /**
- * A device is a server when its operating system names a server edition (`Windows Server 2022`, `Ubuntu Server`),
- * otherwise a workstation.
+ * A device's role: the one its agent reports (the policies narrow by the same), else, for an agent that reports none,
+ * a server when its operating system names a server edition (`Windows Server 2022`, `Ubuntu Server`), otherwise a
+ * workstation.
  */
-export function deviceRole(device: { osType: string | null; osVersion: string | null }): DeviceRole {
+export function deviceRole(device: {
+  role?: DeviceRole | null;
+  osType: string | null;
+  osVersion: string | null;
+}): DeviceRole {
+  if (device.role) return device.role;
   return /server/i.test(`${device.osType ?? ''} ${device.osVersion ?? ''}`) ? 'server' : 'workstation';
 }
 

@@ -8,6 +8,7 @@ import {
   periodContaining,
   periodStartingOn,
 } from '#shared/billing/periods.ts';
+import { deviceRole } from '#shared/billing/usage.ts';
 
 describe('money', () => {
   it('rounds half to even, negative amounts too', () => {
@@ -65,5 +66,15 @@ describe('periods', () => {
       { from: '2024-03-08', to: '2024-03-20' },
     ]);
     expect(countDays(ranges)).toBe(16);
+  });
+});
+
+describe('the role a device is billed as', () => {
+  it('is the role its agent reports, else a server edition in its OS names a server', () => {
+    const windows = { osType: 'windows', osVersion: 'Windows Server 2022' };
+    expect(deviceRole({ ...windows, role: 'workstation' })).toBe('workstation');
+    expect(deviceRole({ ...windows, role: null })).toBe('server');
+    expect(deviceRole({ osType: 'linux', osVersion: 'Ubuntu 24.04', role: 'server' })).toBe('server');
+    expect(deviceRole({ osType: 'macos', osVersion: '15.1' })).toBe('workstation');
   });
 });
