@@ -1,5 +1,6 @@
 /**
- * The simulated agent: what a Windows device's agent does towards Logbook. It heartbeats, posts its
+ * The simulated agent: what a Windows device's agent does towards Logbook. It heartbeats (on its WebSocket connection
+ * while that is open, else over HTTP), posts its
  * diagnostic logs, submits its stored event logs once, and keeps a WebSocket connection (reconnecting
  * with exponential backoff) on which it answers live event-log queries from its generated event
  * store, in chunks when an answer exceeds about 100 KB (docs/live-query.md).
@@ -105,10 +106,40 @@ export function startAgent(options: AgentOptions): RunningAgent {
     upload = undefined;
   };
 
+  // The heartbeat sent on the connection, waiting for its heartbeat.ack (or error).
+  let acked: ((reply: Record<string, unknown>) => void) | undefined;
+  const beatOnSocket = (ws: WebSocket, body: object) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        acked = undefined;
+        reject(new Error('no heartbeat.ack within 10 s'));
+      }, 10_000);
+      acked = (reply) => {
+        clearTimeout(timer);
+        acked = undefined;
+        if (reply.type === 'heartbeat.ack') resolve(reply);
+        else reject(new Error(`heartbeat refused: ${JSON.stringify(reply.error)}`));
+      };
+      sendMessage(ws, JSON.stringify({ type: 'heartbeat', ...body }));
+    });
+  // On the open connection (no API Gateway request nor Lambda of its own per beat); over HTTP without one, or when the
+  // connection does not answer.
+  const sendHeartbeat = async (body: object) => {
+    const ws = socket;
+    if (ws?.readyState === WebSocket.OPEN && !acked) {
+      try {
+        return await beatOnSocket(ws, body);
+      } catch (error) {
+        log(`heartbeat on the connection failed, sending it over HTTP: ${String(error)}`);
+      }
+    }
+    return call('POST', '/heartbeat', body);
+  };
+
   let beats = 0;
   const checkIn = async () => {
     try {
-      const beat = (await call('POST', '/heartbeat', {
+      const beat = (await sendHeartbeat({
         agentVersion,
         status: 'online',
         serialNumber: simulatedSerial(options.store.computer),
@@ -153,6 +184,11 @@ export function startAgent(options: AgentOptions): RunningAgent {
         if (options.mayResume) watchForResume(options.mayResume);
         return;
       }
+      if (
+        (message?.type === 'heartbeat.ack' || (message?.type === 'error' && message.inReplyTo === 'heartbeat')) &&
+        acked
+      )
+        return acked(message);
       if (message?.type === 'script.run') return scripts.receive(message, (text) => sendMessage(ws, text));
       if (typeof message?.requestId === 'string' && typeof message.type === 'string') {
         const started = performance.now();

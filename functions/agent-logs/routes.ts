@@ -1,5 +1,6 @@
 import { submitLogs } from '#shared/agent-logs/ingest.ts';
 import { listDiagnosticLogs } from '#shared/agent-logs/query.ts';
+import { getLogRetention, updateLogRetention } from '#shared/agent-logs/retention.ts';
 import * as agentLogs from '#shared/agent-logs/schemas.ts';
 import * as agents from '#shared/agents/schemas.ts';
 import { appDb } from '#shared/db/client.ts';
@@ -38,5 +39,32 @@ export const routes = {
       errors: [400, 401, 403, 404],
     },
     ({ caller, params, query }) => listDiagnosticLogs(appDb(), caller, params.id, query),
+  ),
+  'GET /api/v1/orgs/organizations/{id}/log-retention': route(
+    {
+      operationId: 'logRetentionGet',
+      auth: 'userOrApiKey',
+      tag: 'agent-logs',
+      summary:
+        "Days the organization's agent diagnostic logs and device event logs are kept (logs:read); configured false with the defaults (30 and 90) when never set",
+      params: h.idParams,
+      response: agentLogs.logRetention,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params }) => getLogRetention(appDb(), caller, params.id),
+  ),
+  'PUT /api/v1/orgs/organizations/{id}/log-retention': route(
+    {
+      operationId: 'logRetentionUpdate',
+      auth: 'userOrApiKey',
+      tag: 'agent-logs',
+      summary:
+        "Set the days the organization's agent diagnostic logs and device event logs are kept, 1 to 3650 each (logs:manage); the daily retention run deletes older rows; audited as log_retention.update",
+      params: h.idParams,
+      body: agentLogs.updateLogRetention,
+      response: agentLogs.logRetention,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params, body, audit }) => updateLogRetention(appDb(), caller, params.id, body, audit),
   ),
 } as const;

@@ -7,6 +7,7 @@
  */
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
+import { pruneExpiredLogs } from '#shared/agent-logs/retention.ts';
 import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
@@ -62,6 +63,11 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
   });
   // Monitoring samples and check results past their organization's retention go in the same daily run.
   const monitoringRowsDeleted = run.dryRun || run.stopped ? 0 : await pruneMonitoringData(auditAdminDb(), signal);
+  // And agent diagnostic logs and device event logs past their organization's windows (30 and 90 days by default).
+  const logs =
+    run.dryRun || run.stopped || signal?.aborted
+      ? { agentLogsDeleted: 0, eventLogsDeleted: 0, pruned: [], failed: 0, stopped: false }
+      : await pruneExpiredLogs(auditAdminDb(), { signal });
   const pruned = run.organizations.filter((org) => org.rowsDeleted > 0);
   const summary = {
     asOf: run.asOf,
@@ -72,6 +78,9 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
     failed: run.failed,
     stopped: run.stopped,
     monitoringRowsDeleted,
+    agentLogsDeleted: logs.agentLogsDeleted,
+    eventLogsDeleted: logs.eventLogsDeleted,
+    logPruneFailures: logs.failed,
   };
   logger.info('[retention] Run finished', {
     ...summary,
@@ -93,6 +102,8 @@ export const handler = observedHandler(async (event: unknown, context?: Pick<Con
     countMetric('AuditAnchorsWritten', run.integrity?.anchors.length ?? 0);
     countMetric('AuditChainBreaks', broken.length);
   }
+  if (logs.failed > 0)
+    throw new Error(`log retention failed for ${logs.failed} organization(s) and log type(s); see the logged errors`);
   if (run.failed > 0)
     throw new Error(
       `retention failed for ${run.failed} organization(s): ${run.organizations

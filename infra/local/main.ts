@@ -12,6 +12,7 @@ import { seedDemo, signDemoUserTokens } from '#demo/demo.ts';
 import { seedDemoPostureFleet } from '#demo/demo-posture.ts';
 import { seedDemoTrail } from '#demo/demo-trail.ts';
 import { defaultRoute, routes, wsRoutes } from '#functions/routes.ts';
+import { pruneExpiredLogs } from '#shared/agent-logs/retention.ts';
 import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
 import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
@@ -156,6 +157,11 @@ function scheduleRetention(): () => Promise<void> {
       const samples = await pruneMonitoringData(auditAdminDb(), stopping.signal);
       if (samples > 0)
         console.log(`retention: deleted ${samples.toLocaleString('en-US')} monitoring samples and results`);
+      const logs = await pruneExpiredLogs(auditAdminDb(), { signal: stopping.signal });
+      if (logs.agentLogsDeleted + logs.eventLogsDeleted > 0)
+        console.log(
+          `retention: deleted ${logs.agentLogsDeleted.toLocaleString('en-US')} diagnostic log entries and ${logs.eventLogsDeleted.toLocaleString('en-US')} stored events past their organization's windows`,
+        );
       const pruned = run.organizations.filter((org) => org.rowsDeleted > 0).length;
       if (run.rowsDeleted > 0)
         console.log(

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { agentTimestamp, jsonObject, queryInstant, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { levelList, optionalParam } from '../request-values.ts';
+import { atLeastOneField, levelList, optionalParam } from '../request-values.ts';
 
 /** The levels of a diagnostic log entry. */
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
@@ -76,3 +76,32 @@ export const diagnosticLog = z
   .meta({ id: 'DiagnosticLog' });
 
 export const diagnosticLogPage = pageOf(diagnosticLog);
+
+/** Days agent diagnostic logs and device event logs are kept when the organization set nothing. */
+export const defaultLogRetention = { agentLogDays: 30, eventLogDays: 90 } as const;
+
+const retentionDays = z.number().int().min(1).max(3650);
+
+/** PUT /orgs/organizations/{id}/log-retention: a field left out keeps the value in force. */
+export const updateLogRetention = atLeastOneField(
+  z
+    .object({
+      agentLogDays: retentionDays.optional().meta({
+        description: 'Days agent diagnostic logs are kept, by their own timestamp: an integer from 1 to 3650',
+      }),
+      eventLogDays: retentionDays
+        .optional()
+        .meta({ description: 'Days device event logs are kept, by their own timestamp: an integer from 1 to 3650' }),
+    })
+    .strict(),
+);
+
+export const logRetention = z
+  .object({
+    agentLogDays: z.number().int().meta({ description: 'Days agent diagnostic logs are kept (default 30)' }),
+    eventLogDays: z.number().int().meta({ description: 'Days device event logs are kept (default 90)' }),
+    configured: z.boolean().meta({
+      description: 'Whether the values were set explicitly; false: the defaults, which the daily run prunes at',
+    }),
+  })
+  .meta({ id: 'LogRetention' });

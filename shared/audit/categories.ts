@@ -26,6 +26,10 @@ const categoryPrefixes: readonly (readonly [prefix: string, category: AuditCateg
   ['alert.', 'alert'],
   ['data.', 'compliance'],
   ['organization.', 'organization'],
+  // How long an organization's logs are kept is one of its settings; the daily run's deletions are the system's own.
+  ['log_retention.', 'organization'],
+  ['agent_logs.', 'system'],
+  ['device_event_logs.', 'system'],
 ];
 
 /** The category of an action, as categorySql works it out in SQL. */
@@ -56,6 +60,8 @@ export const complianceActions = [
   'automation.policy.evaluate',
   'script.execute',
   'organization.update',
+  // Shortening the log windows deletes evidence: tracked like the audit retention (organization.update).
+  'log_retention.update',
 ] as const;
 
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;

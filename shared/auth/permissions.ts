@@ -12,6 +12,8 @@ export const permissions = [
   'enrollment:manage',
   'api-keys:manage',
   'logs:read',
+  // How long an organization's agent diagnostic logs and device event logs are kept.
+  'logs:manage',
   'audit:read',
   'audit:manage',
   // Reporting audit events of other platform components (POST /api/v1/audit-logs/events).
@@ -79,6 +81,7 @@ const admin: Permission[] = [
   'orgs:write',
   'api-keys:manage',
   'audit:manage',
+  'logs:manage',
   'integrations:manage',
   'policies:write',
   'users:manage',

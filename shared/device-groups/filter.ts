@@ -85,7 +85,19 @@ interface OperatorDef {
   /** The value the operator takes for a field (default: one value of the field's type). */
   value?: (field: FilterField) => z.ZodType;
   sql: Compile;
+  /** A comparison with a bound (timestamps): the comparison and the bound's SQL, for fields with an `hour` copy. */
+  bound?: (value: never, bind: Bind) => { cmp: '>' | '>=' | '<' | '<='; sql: string };
 }
+
+/** A timestamp compared with a bound; the bound also narrows a field's indexed hour (compileFilter). */
+function comparison<T>(cmp: '>' | '>=' | '<' | '<=', bound: (value: T, bind: Bind) => string) {
+  return {
+    types: ['timestamp'] as const,
+    bound: (value: T, bind: Bind) => ({ cmp, sql: bound(value, bind) }),
+    sql: (column: string, value: T, bind: Bind) => `${column} ${cmp} ${bound(value, bind)}`,
+  };
+}
+const at = (value: string, bind: Bind) => bind(value, 'timestamptz');
 
 const folded = (type: FieldType, sql: string) => (types[type].fold ? `${types[type].fold}(${sql})` : sql);
 const scalar = (field: FilterField) => types[field.type].value(field);
@@ -125,16 +137,15 @@ const operators = {
     value: () => regex,
     sql: (column, value: string, bind) => `${column} ~* ${bind(value, 'text')}`,
   },
-  gt: { types: ['timestamp'], sql: (column, value: string, bind) => `${column} > ${bind(value, 'timestamptz')}` },
-  gte: { types: ['timestamp'], sql: (column, value: string, bind) => `${column} >= ${bind(value, 'timestamptz')}` },
-  lt: { types: ['timestamp'], sql: (column, value: string, bind) => `${column} < ${bind(value, 'timestamptz')}` },
-  lte: { types: ['timestamp'], sql: (column, value: string, bind) => `${column} <= ${bind(value, 'timestamptz')}` },
-  before: { types: ['timestamp'], sql: (column, value: string, bind) => `${column} < ${bind(value, 'timestamptz')}` },
-  after: { types: ['timestamp'], sql: (column, value: string, bind) => `${column} > ${bind(value, 'timestamptz')}` },
+  gt: comparison('>', at),
+  gte: comparison('>=', at),
+  lt: comparison('<', at),
+  lte: comparison('<=', at),
+  before: comparison('<', at),
+  after: comparison('>', at),
   withinDays: {
-    types: ['timestamp'],
+    ...comparison('>=', (value: number, bind) => `now() - make_interval(days => ${bind(value, 'int')})`),
     value: () => z.number().int().min(1).max(36_500),
-    sql: (column, value: number, bind) => `${column} >= now() - make_interval(days => ${bind(value, 'int')})`,
   },
   inCidr: {
     types: ['ip'],
@@ -271,5 +282,11 @@ export function compileFilter(filter: DeviceFilter, bind: Bind): string {
   if ('not' in filter) return `(NOT coalesce(${compileFilter(filter.not, bind)}, false))`;
   const { field, key } = resolveField(filter.field) as { field: FilterField; key?: string };
   const op = operators[filter.op] as OperatorDef;
+  if (field.hour && op.bound) {
+    // The field's hour is at least (at most) the bound's: implied by the comparison, so the result is the same.
+    const bound = op.bound(filter.value as never, bind);
+    const hour = `${field.hour.column} ${bound.cmp.startsWith('>') ? '>=' : '<='} ${field.hour.of(bound.sql)}`;
+    return `(${hour} AND ${field.sql(bind, key)} ${bound.cmp} ${bound.sql})`;
+  }
   return `(${op.sql(field.sql(bind, key), filter.value as never, bind, field.type)})`;
 }

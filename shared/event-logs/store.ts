@@ -1,5 +1,5 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
-import type { Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import { asUtc } from '../instants.ts';
 import type { DeviceEvent, EventCategory, EventLevel } from './schemas.ts';
@@ -9,11 +9,18 @@ import type { DeviceEvent, EventCategory, EventLevel } from './schemas.ts';
  * (device, source, eventId) is already stored, by an earlier submission or an earlier batch or row of
  * this one, is skipped by the unique index. Returns the rows actually inserted.
  */
+/** What one insert stored: how many events, and the first and last of their timestamps (as stored). */
+export interface StoredEvents {
+  inserted: number;
+  first: Date | null;
+  last: Date | null;
+}
+
 export async function insertEventBatch(
   db: Db,
   device: { id: string; orgId: string },
   events: readonly DeviceEvent[],
-): Promise<number> {
+): Promise<StoredEvents> {
   const rows = events.map((e) => ({
     timestamp: e.timestamp,
     at: asUtc(e.timestamp),
@@ -24,16 +31,25 @@ export async function insertEventBatch(
     message: e.message,
     details: e.details ?? {},
   }));
-  const { rowCount } = await db.query(
-    `INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details)
-     SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::event_log_level, r.category::event_log_category,
-            r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}
-       FROM jsonb_to_recordset(:rows::jsonb)
-         AS r("timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
-     ON CONFLICT (device_id, source, event_id) DO NOTHING`,
+  const stored = await one<{ inserted: number; first: Date | null; last: Date | null }>(
+    db,
+    `WITH stored AS (
+       INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details)
+       SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::event_log_level, r.category::event_log_category,
+              r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}
+         FROM jsonb_to_recordset(:rows::jsonb)
+           AS r("timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
+       ON CONFLICT (device_id, source, event_id) DO NOTHING
+       RETURNING timestamp
+     )
+     SELECT count(*)::int AS inserted, min(timestamp) AS first, max(timestamp) AS last FROM stored`,
     { deviceId: device.id, orgId: device.orgId, rows },
   );
-  return rowCount;
+  return {
+    inserted: stored?.inserted ?? 0,
+    first: stored?.first ? new Date(stored.first) : null,
+    last: stored?.last ? new Date(stored.last) : null,
+  };
 }
 
 export interface EventLogFilter {

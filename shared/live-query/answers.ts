@@ -14,15 +14,28 @@ export function receiveMessagesNaming(field: string, receiver: MessageReceiver):
   receivers.set(field, receiver);
 }
 
+const typeReceivers = new Map<string, MessageReceiver>();
+
+/**
+ * Messages of this `type` (an agent's `heartbeat`) go to `receiver`: registered by the composition layer like
+ * receiveMessagesNaming.
+ */
+export function receiveMessagesOfType(type: string, receiver: MessageReceiver): void {
+  typeReceivers.set(type, receiver);
+}
+
 /**
  * $default: a message from an agent. An answer (or a chunk of one) is stored for the query that waits
  * for it, if this connection owns that query; the asking function reads and checks it
- * (shared/live-query/relay.ts); a message naming a registered field (a script run's runItemId) goes to its receiver.
+ * (shared/live-query/relay.ts); a message of a registered type (a heartbeat) or naming a registered field (a script
+ * run's runItemId) goes to its receiver.
  * Anything without a requestId (a keep-alive ping) is only there to keep API Gateway from closing an idle
  * connection: it reaches no database, so idle agents let Aurora pause.
  */
 export async function receiveAgentMessage(db: Db, connectionId: string, body: string): Promise<void> {
   const message = parseObject(body);
+  const byType = message && typeof message.type === 'string' ? typeReceivers.get(message.type) : undefined;
+  if (byType && message) return byType(db, connectionId, message);
   // Script runs answer on the same channel, naming their run item instead of a request.
   for (const [field, receive] of receivers)
     if (message && typeof message[field] === 'string') return receive(db, connectionId, message);

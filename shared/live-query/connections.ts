@@ -1,4 +1,5 @@
 import { authenticateAgent } from '../auth/authenticate.ts';
+import type { AgentPrincipal } from '../auth/principal.ts';
 import { clientIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
@@ -53,6 +54,17 @@ async function dropReplaced(connectionId: string): Promise<void> {
   } catch (error) {
     logger.warn('Could not close a replaced agent connection', { connectionId, error: String(error) });
   }
+}
+
+/** The agent speaking on a connection, as its $connect authenticated it, and the source IP it connected from. */
+export async function agentOfConnection(
+  db: Db,
+  connectionId: string,
+): Promise<{ agent: AgentPrincipal; sourceIp: string | null } | undefined> {
+  const row = await store.selectConnectionAgent(db, connectionId);
+  if (!row) return undefined;
+  const { sourceIp, ...agent } = row;
+  return { agent: { actorType: 'agent', ...agent }, sourceIp };
 }
 
 /** $disconnect: forgets the connection (a newer one of the same device stays). */

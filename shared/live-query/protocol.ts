@@ -97,7 +97,11 @@ export type ServiceMessage =
   | ScriptRunMessage
   | ScriptRunChunk
   // Another connection of the same agent took over this one, which is closed next: the agent should not reconnect.
-  | { type: 'connection.replaced' };
+  | { type: 'connection.replaced' }
+  // The answer to a heartbeat sent on the connection: what POST /agents/{id}/heartbeat answers.
+  | { type: 'heartbeat.ack'; ok: true; serverTime: string; configVersion: string }
+  // A message of the agent the service refused (a heartbeat with an invalid field: nothing was stored).
+  | { type: 'error'; inReplyTo: string; error: { code: string; message: string; details?: unknown } };
 
 /** An error the agent reports instead of data; code NOT_FOUND (unknown log, record not found) is a 404. */
 export interface AgentError {
@@ -111,4 +115,6 @@ export type AgentMessage =
   | { requestId: string; error: AgentError | string }
   // `data` of the chunks, concatenated in chunk order, is the JSON text of the whole answer { requestId, data | error }.
   | { requestId: string; chunk: number; chunks: number; data: string }
-  | { type: 'ping' };
+  | { type: 'ping' }
+  // The heartbeat of POST /agents/{id}/heartbeat, carried by the connection (answered heartbeat.ack, or error).
+  | { type: 'heartbeat'; [field: string]: unknown };

@@ -44,6 +44,23 @@ export async function selectConnection(db: Db, deviceId: string): Promise<string
   return row?.connectionId;
 }
 
+/**
+ * The live agent a connection belongs to and the source IP its $connect came from; undefined when the connection is
+ * gone, or its agent was revoked, its device or organization deleted since.
+ */
+export function selectConnectionAgent(db: Db, connectionId: string) {
+  return one<{ agentId: string; deviceId: string; orgId: string; sourceIp: string | null }>(
+    db,
+    `SELECT c.agent_id AS "agentId", c.device_id AS "deviceId", c.org_id AS "orgId", c.source_ip AS "sourceIp"
+       FROM agent_connections c
+       JOIN agents a ON a.id = c.agent_id
+       JOIN devices d ON d.id = c.device_id
+       JOIN organizations o ON o.id = d.org_id
+      WHERE c.connection_id = :connectionId::text AND a.revoked_at IS NULL AND d.deleted_at IS NULL AND o.deleted_at IS NULL`,
+    { connectionId },
+  );
+}
+
 /** A pending query; rows of askers that died are removed a minute after they expired. */
 export async function insertRequest(
   db: Db,

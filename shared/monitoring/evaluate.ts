@@ -484,8 +484,9 @@ export async function judgeOffline(
 }
 
 /**
- * POST /agents/{id}/heartbeat: the agents domain records it; then the device's offline monitors are armed again (or
- * clear: the device is back), and the reply names the monitoring config in force.
+ * A heartbeat, from POST /agents/{id}/heartbeat or the agent's WebSocket connection (heartbeat-message.ts) alike: the
+ * agents domain records it; then the device's offline monitors are armed again (or clear: the device is back), and the
+ * reply names the monitoring config in force.
  */
 export async function heartbeatAndArm(
   db: Db,

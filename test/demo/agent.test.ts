@@ -108,6 +108,38 @@ describe('the simulated agent', () => {
     }
   });
 
+  it('heartbeats on its WebSocket connection while it is open, over HTTP before', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'WIN-WSBEAT');
+    const posted: string[] = [];
+    const fetched = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      posted.push(String(input));
+      return fetched(input, init);
+    };
+    const running = startAgent({
+      server: t.api.url,
+      wsUrl: t.api.wsUrl,
+      agentId: agent.agentId,
+      token: agent.token,
+      store: generateEventStore({ computer: 'x' }),
+      submitEvents: false,
+      heartbeatSeconds: 3600,
+    });
+    try {
+      await running.connected();
+      const seen = async () =>
+        (await t.api.request('GET', `/api/v1/devices/${agent.deviceId}`, { token: tenant.orgToken })).body.lastSeenAt;
+      const before = await seen();
+      posted.length = 0;
+      await running.checkIn();
+      expect(Date.parse(await seen())).toBeGreaterThan(Date.parse(before));
+      expect(posted.filter((url) => url.endsWith('/heartbeat'))).toEqual([]);
+    } finally {
+      globalThis.fetch = fetched;
+      await running.stop();
+    }
+  });
+
   it('reconnects with backoff after its connection drops', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-RECONNECT');
     const running = startAgent({

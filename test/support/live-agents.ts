@@ -30,12 +30,18 @@ export class TestConnection {
 
   /**
    * Connects with the agent's token in the Authorization header (or, `via: 'query'`, as ?token=).
-   * Rejects with the HTTP status when the handshake is refused.
+   * Rejects with the HTTP status when the handshake is refused. `headers` go with the handshake (a proxy's
+   * x-forwarded-for).
    */
-  static open(api: Api, token: string | undefined, via: 'header' | 'query' = 'header'): Promise<TestConnection> {
+  static open(
+    api: Api,
+    token: string | undefined,
+    via: 'header' | 'query' = 'header',
+    headers: Record<string, string> = {},
+  ): Promise<TestConnection> {
     const url = via === 'query' && token ? `${api.wsUrl}/?token=${encodeURIComponent(token)}` : api.wsUrl;
     const socket = new WebSocket(url, {
-      headers: via === 'header' && token ? { authorization: `Bearer ${token}` } : {},
+      headers: { ...headers, ...(via === 'header' && token ? { authorization: `Bearer ${token}` } : {}) },
     });
     return new Promise((resolve, reject) => {
       socket.once('open', () => resolve(new TestConnection(socket)));

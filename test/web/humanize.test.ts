@@ -7,6 +7,7 @@ import { humanizeAction, knownActionPhrases, pastTense } from '../../web/src/hum
 const catalogue: [code: string, phrase: string][] = [
   ['agent.eventlogs.submit', 'submitted event logs'],
   ['agent.source.ip.changed', 'changed source IP'],
+  ['agent_logs.prune', 'pruned expired diagnostic logs'],
   ['alert.acknowledge', 'acknowledged alert'],
   ['alert.create', 'raised alert'],
   ['alert.notification.failed', 'failed to notify of alert'],
@@ -42,6 +43,7 @@ const catalogue: [code: string, phrase: string][] = [
   ['device.delete', 'deleted device'],
   ['device.posture.changed', 'changed device posture'],
   ['device.update', 'updated device'],
+  ['device_event_logs.prune', 'pruned expired event logs'],
   ['device_group.create', 'created device group'],
   ['device_group.delete', 'deleted device group'],
   ['device_group.import', 'imported device group'],
@@ -60,6 +62,7 @@ const catalogue: [code: string, phrase: string][] = [
   ['invoice.generate', 'generated invoice'],
   ['invoice.issue', 'issued invoice'],
   ['invoice.void', 'voided invoice'],
+  ['log_retention.update', 'updated log retention'],
   ['maintenance.create', 'created maintenance'],
   ['maintenance.delete', 'deleted maintenance'],
   ['maintenance.end', 'ended maintenance'],

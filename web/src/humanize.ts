@@ -28,6 +28,9 @@ const knownActions: Readonly<Record<string, string>> = {
   // the service's own (docs/retention.md, docs/audit.md)
   'system.audit.retention': 'pruned expired audit rows',
   'system.audit.anchored': 'anchored the audit chain',
+  'agent_logs.prune': 'pruned expired diagnostic logs',
+  'device_event_logs.prune': 'pruned expired event logs',
+  'log_retention.update': 'updated log retention',
 };
 
 /**

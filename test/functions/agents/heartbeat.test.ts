@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { type Agent, agentCall } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
+import { TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -136,6 +137,93 @@ describe('POST /api/v1/agents/{id}/heartbeat', () => {
       expect((await device(agent)).lastIp).toBe('127.0.0.1');
     } finally {
       process.env.TRUST_PROXY_HEADERS = 'true';
+    }
+  });
+});
+
+describe("heartbeat on the agent's WebSocket connection", () => {
+  /** Connects the agent as if through a proxy naming `ip`: the connection's source IP is what $connect saw. */
+  const connect = (agent: Agent, ip: string) =>
+    TestConnection.open(t.api, agent.token, 'header', { 'x-forwarded-for': ip });
+
+  const wsBeat = async (connection: TestConnection, body: Record<string, unknown> = {}) => {
+    connection.send({ type: 'heartbeat', ...body });
+    return connection.next();
+  };
+
+  it('answers heartbeat.ack with what the HTTP heartbeat answers, and records the same fields', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'wsbeat-1');
+    const http = await beat(agent, '203.0.113.40');
+    const connection = await connect(agent, '203.0.113.40');
+    try {
+      const before = await device(agent);
+      const ack = await wsBeat(connection, { agentVersion: '3.0.0', status: 'degraded', role: 'server' });
+      const { type, ...carried } = ack;
+      expect(type).toBe('heartbeat.ack');
+      expect(Object.keys(carried).sort()).toEqual(Object.keys(http.body).sort());
+      expect(carried).toEqual({ ok: true, serverTime: expect.any(String), configVersion: http.body.configVersion });
+      const after = await device(agent);
+      expect(after).toMatchObject({ agentVersion: '3.0.0', agentStatus: 'degraded', role: 'server' });
+      expect(Date.parse(after.lastSeenAt)).toBeGreaterThan(Date.parse(before.lastSeenAt));
+      expect(after.lastSeenAt).toBe(carried.serverTime);
+      // Every heartbeat advances it.
+      const again = await wsBeat(connection);
+      expect(Date.parse(again.serverTime)).toBeGreaterThan(Date.parse(carried.serverTime));
+      expect((await device(agent)).lastSeenAt).toBe(again.serverTime);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('takes the source IP from $connect: a change between the HTTP and the WebSocket heartbeat is audited once', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'wsbeat-2');
+    await beat(agent, '198.51.100.40');
+    const connection = await connect(agent, '198.51.100.41');
+    try {
+      expect((await wsBeat(connection)).type).toBe('heartbeat.ack');
+      expect((await wsBeat(connection)).type).toBe('heartbeat.ack');
+      expect((await device(agent)).lastIp).toBe('198.51.100.41');
+      await beat(agent, '198.51.100.42');
+      expect(await auditRows(agent)).toEqual([
+        expect.objectContaining({
+          action: 'agent.source.ip.changed',
+          actorType: 'agent',
+          actorId: agent.agentId,
+          ipAddress: '198.51.100.41',
+          details: expect.objectContaining({ previousIp: '198.51.100.40', ip: '198.51.100.41' }),
+        }),
+        expect.objectContaining({
+          ipAddress: '198.51.100.42',
+          details: expect.objectContaining({ previousIp: '198.51.100.41', ip: '198.51.100.42' }),
+        }),
+      ]);
+      expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('answers an invalid heartbeat with an error naming the field, and stores nothing', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'wsbeat-3');
+    await beat(agent, '192.0.2.40', { status: 'online' });
+    const before = await device(agent);
+    const connection = await connect(agent, '192.0.2.41');
+    try {
+      const reply = await wsBeat(connection, { status: 'on fire' });
+      expect(reply).toMatchObject({
+        type: 'error',
+        inReplyTo: 'heartbeat',
+        error: { code: 'VALIDATION_FAILED', message: expect.stringContaining('status') },
+      });
+      expect(reply.error.details[0].path).toBe('status');
+      expect(await device(agent)).toMatchObject({
+        lastSeenAt: before.lastSeenAt,
+        lastIp: '192.0.2.40',
+        agentStatus: 'online',
+      });
+      expect(await auditRows(agent)).toEqual([]);
+    } finally {
+      await connection.close();
     }
   });
 });

@@ -294,6 +294,34 @@ describe('dynamic device groups', () => {
     expect(hostnames(reply).filter((h) => initial.includes(h))).toEqual(expected);
   });
 
+  it('compare lastSeenAt to the instant within its hour (the index narrows by the hour, the time itself decides)', async () => {
+    const own = await createTenant(t.api, 'Hours');
+    const { deviceId } = await enrollDevice(t.api, own, 'hour-01');
+    await t.db.admin.query(`UPDATE devices SET last_seen_at = '2026-03-01T10:40:00Z' WHERE id = :id::uuid`, {
+      id: deviceId,
+    });
+    const matches = async (op: string, value: string) => {
+      const reply = await t.api.request('POST', `${groupsPath(own.orgId)}/preview`, {
+        token: own.orgToken,
+        body: { filter: { field: 'lastSeenAt', op, value } },
+      });
+      expect(reply.status).toBe(200);
+      return hostnames(reply).includes('hour-01');
+    };
+    const cases: [string, string, boolean][] = [
+      ['gt', '2026-03-01T10:20:00Z', true],
+      ['gt', '2026-03-01T10:50:00Z', false],
+      ['gte', '2026-03-01T10:40:00Z', true],
+      ['after', '2026-03-01T11:00:00+01:00', true],
+      ['lt', '2026-03-01T10:50:00Z', true],
+      ['lt', '2026-03-01T10:20:00Z', false],
+      ['lte', '2026-03-01T10:40:00Z', true],
+      ['before', '2026-03-01T10:40:00Z', false],
+    ];
+    for (const [op, value, expected] of cases)
+      expect([op, value, await matches(op, value)]).toEqual([op, value, expected]);
+  });
+
   it.each([
     [{ field: 'hostname; DROP TABLE devices', op: 'equals', value: 'x' }, 'body.filter.field'],
     [{ field: 'hostname', op: 'equals', value: "x' OR '1'='1" }, null],

@@ -101,10 +101,19 @@ describe('PUT /api/v1/agents/{id}/eventlogs', () => {
     expect(await storedEvents(agent)).toHaveLength(250);
   });
 
-  it('writes one agent.eventlogs.submit audit row per submission, by the agent, with the counts', async () => {
+  it('writes one agent.eventlogs.submit audit row per submission, by the agent, with the count, time span and duplicates', async () => {
     const agent = await enrollDevice(t.api, tenant, 'events-audit');
-    await submitEvents(t.api, agent, [deviceEvent(1), deviceEvent(2), deviceEvent(2)]);
-    await submitEvents(t.api, agent, [deviceEvent(2), deviceEvent(3)]);
+    // The span is given to the whole second, holding its events: the first rounded down, the last up.
+    const at = (n: number, timestamp: string) => deviceEvent(n, { timestamp });
+    await submitEvents(t.api, agent, [
+      at(1, '2026-03-01T10:00:00.400Z'),
+      at(2, '2026-03-01T09:58:30.600+00:00'),
+      at(2, '2026-03-01T09:58:30.600Z'),
+    ]);
+    await submitEvents(t.api, agent, [at(2, '2026-03-01T09:58:30.600Z'), at(3, '2026-03-01T11:00:00Z')]);
+    await submitEvents(t.api, agent, [at(4, '2026-03-02T08:00:00.250Z')]);
+    await submitEvents(t.api, agent, [at(4, '2026-03-02T08:00:00.250Z')]);
+    const span = ['2026-03-01T09:58:30Z', '2026-03-01T10:00:01Z', '2026-03-01T11:00:00Z', '2026-03-02T08:00:00Z'];
     expect(await submissions(agent)).toEqual([
       {
         actorType: 'agent',
@@ -114,9 +123,15 @@ describe('PUT /api/v1/agents/{id}/eventlogs', () => {
         resourceName: 'events-audit',
         ipAddress: '127.0.0.1',
         result: 'success',
-        details: { submitted: 3, inserted: 2, duplicates: 1, actor: { name: 'events-audit', role: null } },
+        details: { count: 2, from: span[0], to: span[1], duplicates: 1, actor: { name: 'events-audit', role: null } },
       },
-      expect.objectContaining({ details: expect.objectContaining({ submitted: 2, inserted: 1, duplicates: 1 }) }),
+      expect.objectContaining({
+        details: { count: 1, from: span[2], to: span[2], duplicates: 1, actor: expect.anything() },
+      }),
+      expect.objectContaining({
+        details: { count: 1, from: span[3], to: '2026-03-02T08:00:01Z', actor: expect.anything() },
+      }),
+      expect.objectContaining({ details: { count: 0, duplicates: 1, actor: expect.anything() } }),
     ]);
     expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
   });

@@ -6,6 +6,7 @@ import { judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
 import { pruneMonitoringData } from '#shared/monitoring/store.ts';
 import { deviceEvent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
+import { TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -334,6 +335,32 @@ describe('offline', () => {
     await heartbeat();
     expect((await armed())!.state).toBe('ok');
     expect((await monitorAlerts()).find((a) => a.id === alert.id).status).toBe('resolved');
+  });
+
+  it("a heartbeat on the agent's WebSocket clears and arms the same way", async () => {
+    const connection = await TestConnection.open(t.api, device.token);
+    try {
+      const before = await armed();
+      await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
+        id: device.deviceId,
+      });
+      await runOfflineJob(appDb(), {
+        kind: 'monitoring.offline',
+        deviceId: device.deviceId,
+        itemKey: 'offline',
+        until: before!.armed_until.toISOString(),
+      });
+      expect((await armed())!.state).toBe('firing');
+      const alert = (await monitorAlerts()).find((a) => a.source.itemKey === 'offline' && a.status === 'open');
+      connection.send({ type: 'heartbeat' });
+      expect(await connection.next()).toMatchObject({ type: 'heartbeat.ack', configVersion: expect.any(String) });
+      const after = await armed();
+      expect(after!.state).toBe('ok');
+      expect(after!.armed_until.getTime()).toBeGreaterThan(Date.now() + 4 * 60_000);
+      expect((await monitorAlerts()).find((a) => a.id === alert.id).status).toBe('resolved');
+    } finally {
+      await connection.close();
+    }
   });
 });
 

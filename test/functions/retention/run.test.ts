@@ -69,6 +69,34 @@ describe('the retention Lambda (EventBridge daily)', () => {
     expect((await readChain(db.admin, orgId)).map((row) => row.seq)).toEqual([3, 4, 5]);
   });
 
+  it('prunes agent diagnostic logs and device event logs past their default windows in the same run', async () => {
+    const { rows } = await db.admin.query<{ orgId: string; deviceId: string }>(
+      `WITH p AS (INSERT INTO partners (name) VALUES ('Logs MSP') RETURNING id),
+            o AS (INSERT INTO organizations (partner_id, name) SELECT id, 'Logs Ltd' FROM p RETURNING id),
+            s AS (INSERT INTO sites (org_id, name) SELECT id, 'S' FROM o RETURNING id, org_id),
+            d AS (INSERT INTO devices (org_id, site_id, hostname) SELECT org_id, id, 'h' FROM s RETURNING id, org_id)
+       SELECT org_id AS "orgId", id AS "deviceId" FROM d`,
+    );
+    const { orgId, deviceId } = rows[0]!;
+    for (const age of [31, 1])
+      await db.admin.query(
+        `INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message)
+         VALUES (:deviceId::uuid, :orgId::uuid, :at::timestamptz, 'info', 'svc', 'm')`,
+        { deviceId, orgId, at: daysAgo(age) },
+      );
+    await db.admin.query(
+      `INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, message)
+       VALUES (:deviceId::uuid, :orgId::uuid, :at::timestamptz, 'error', 'system', 'Disk', 'm')`,
+      { deviceId, orgId, at: daysAgo(91) },
+    );
+    expect(await handler(scheduledEvent)).toMatchObject({ agentLogsDeleted: 1, eventLogsDeleted: 1 });
+    const { rows: actions } = await db.admin.query<{ action: string }>(
+      `SELECT action FROM audit_logs WHERE org_id = :orgId::uuid AND action LIKE '%.prune' ORDER BY action`,
+      { orgId },
+    );
+    expect(actions.map((row) => row.action)).toEqual(['agent_logs.prune', 'device_event_logs.prune']);
+  });
+
   it('stops between batches before the Lambda deadline, and says so', async () => {
     const orgId = await organization(7, [30, 20, 1]);
     expect(await handler(scheduledEvent, { getRemainingTimeInMillis: () => 30_000 })).toMatchObject({

@@ -20,7 +20,7 @@ describe('compileFilter', () => {
     expect(sql).not.toContain('^a');
     expect(Object.values(params)).toEqual([`%${hostile}%`, hostile, 'linux', '^a.*b$', 7]);
     expect(sql).toBe(
-      '((d.hostname ILIKE :f0::text) OR (lower(d.os_type) IN (lower(:f1::text), lower(:f2::text))) OR (NOT coalesce((d.hostname ~* :f3::text), false)) OR (d.last_seen_at >= now() - make_interval(days => :f4::int)))',
+      "((d.hostname ILIKE :f0::text) OR (lower(d.os_type) IN (lower(:f1::text), lower(:f2::text))) OR (NOT coalesce((d.hostname ~* :f3::text), false)) OR (d.last_seen_hour >= date_trunc('hour', (now() - make_interval(days => :f4::int)) AT TIME ZONE 'UTC') AND d.last_seen_at >= now() - make_interval(days => :f4::int)))",
     );
   });
 
