@@ -56,6 +56,14 @@ describe('planning the integrity watch', () => {
     expect(defaultWatchSettings.runSeconds).toBeLessThan(15 * 60);
     expect(plan.jobs).toEqual([]);
     expect(coverage(chains, defaultWatchSettings.reverifyDays)).toBe(true);
+    // At the rate measured here on a machine at load 13 (docs/benchmarks.md: 200,000 rows in 9.8-13.5 s), the day's
+    // stripes go to jobs, each within one more 15-minute run.
+    const slow = { ...defaultWatchSettings, rowsPerSecond: 15_000 };
+    const slowPlan = planIntegrityWatch(chains, runAt, slow);
+    expect(slowPlan.runSeconds).toBeLessThanOrEqual(slow.runSeconds);
+    expect(slowPlan.jobs.length).toBeGreaterThan(0);
+    for (const job of slowPlan.jobs) expect(job.rows / slow.rowsPerSecond).toBeLessThanOrEqual(slow.jobSeconds);
+    expect(slowPlan.runRows + slowPlan.jobs.reduce((sum, job) => sum + job.rows, 0)).toBe(plan.runRows);
   });
 
   it('fits 100 million rows over 1,000 organizations the same way', () => {
