@@ -10,7 +10,7 @@
  *   history load (--bulk rows, 0: none) through the ingestion path;
  * - reading at scale: with --rows rows in one organization, the list and search queries of the API
  *   (listAuditEntries) against a bare SELECT … ORDER BY … LIMIT, and verifying every row (verifyChain)
- *   against only reading the same pages.
+ *   against reading the same rows one table at a time and hashing them (the raw limit).
  *
  * Runs on scratch databases (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops them.
  */
@@ -19,14 +19,16 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { generateAnchorKey } from '#shared/audit/anchor-signing.ts';
+import { auditChecksum } from '#shared/audit/canonical.ts';
 import { appendAuditRows } from '#shared/audit/grouped-append.ts';
 import { ingestAuditEvents } from '#shared/audit/ingest.ts';
 import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
 import { type AuditListQuery, listAuditEntries } from '#shared/audit/query.ts';
 import { auditScope, countAuditRows } from '#shared/audit/read-store.ts';
+import type { AuditRow } from '#shared/audit/row.ts';
 import { ingestEvents, type ingestedEvent } from '#shared/audit/schemas.ts';
 import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
-import { readChainPages, verifyChain } from '#shared/audit/verify.ts';
+import { verifyChain } from '#shared/audit/verify.ts';
 import { type AuditContext, auditChange, flushAudit, writeRouteAudit } from '#shared/audit/writer.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
 import type { Principal } from '#shared/auth/principal.ts';
@@ -64,7 +66,7 @@ const targets = {
   batchRowsPerSecond: 20_000,
   listP95Ms: 50,
   searchP95Ms: 250,
-  verifySeconds: 10,
+  verifyToRaw: 1.2,
 };
 const writers = 8;
 const loadBatch = 10_000;
@@ -509,6 +511,54 @@ async function loadTrail(db: Db, orgId: string, count: number): Promise<{ second
   return { seconds: (performance.now() - started) / 1000 };
 }
 
+/** Entries of one organization as the checksum covers them, read without their links (the raw limit's half). */
+const rawEntrySql = `SELECT a.pos, a.id::text AS id, a.org_id::text AS "orgId",
+    to_char(a.timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS timestamp, a.actor_type::text AS "actorType",
+    a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action, a.resource_type AS "resourceType",
+    a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", a.details::text AS details,
+    a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage"
+  FROM audit_entries a WHERE a.org_id = :orgId::uuid AND a.pos > :after::bigint ORDER BY a.pos LIMIT 5000`;
+const rawLinkSql = `SELECT seq, checksum, prev_checksum AS "prevChecksum" FROM audit_chain_links
+  WHERE org_id = :orgId::uuid AND seq > :after::bigint ORDER BY seq LIMIT 5000`;
+
+/**
+ * The floor of any verifier: every row of a one-organization trail (loaded in order, so the n-th entry by pos is
+ * the n-th link by seq) read one table at a time in one snapshot, then hashed, with nothing overlapped or checked.
+ * Counts the checksums that match, to prove the rows are the same.
+ */
+async function readAndHash(db: Db, orgId: string): Promise<{ matched: number; readSeconds: number }> {
+  let matched = 0;
+  let readSeconds = 0;
+  await db.transaction(
+    async (tx) => {
+      let afterPos = 0;
+      let afterSeq = 0;
+      for (;;) {
+        const started = performance.now();
+        const { rows: entries } = await tx.query<Omit<AuditRow, 'seq' | 'prevChecksum' | 'checksum'> & { pos: number }>(
+          rawEntrySql,
+          { orgId, after: afterPos },
+        );
+        const { rows: links } = await tx.query<Pick<AuditRow, 'seq' | 'prevChecksum' | 'checksum'>>(rawLinkSql, {
+          orgId,
+          after: afterSeq,
+        });
+        readSeconds += (performance.now() - started) / 1000;
+        if (entries.length === 0) return;
+        afterPos = entries.at(-1)!.pos;
+        afterSeq = links.at(-1)?.seq ?? afterSeq;
+        entries.forEach((entry, i) => {
+          const link = links[i];
+          if (link && auditChecksum({ ...entry, seq: link.seq, prevChecksum: link.prevChecksum }) === link.checksum)
+            matched += 1;
+        });
+      }
+    },
+    { isolation: 'REPEATABLE READ' },
+  );
+  return { matched, readSeconds };
+}
+
 async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
   const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
   const org = await insertOrganizationWithSite(
@@ -636,30 +686,26 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
       ]);
     }
 
-    status('reading every row of the chain ...');
-    const readStarted = performance.now();
-    let read = 0;
-    await db.transaction(
-      async (tx) => {
-        for await (const page of readChainPages(tx, org.id, { afterSeq: null, untilSeq: null })) read += page.length;
-      },
-      { isolation: 'REPEATABLE READ' },
-    );
-    const readSeconds = (performance.now() - readStarted) / 1000;
+    // The raw limit: the same rows read one table at a time (the entries in pos order, their links in seq order, pages
+    // of 5,000 by keyset, no join, nothing else checked) and hashed, one after the other, in the same run.
+    status('reading every row of the chain and hashing it (raw) ...');
+    const rawStarted = performance.now();
+    const raw = await readAndHash(db, org.id);
+    const rawSeconds = (performance.now() - rawStarted) / 1000;
     status('verifying every row of the chain ...');
     const verifyStarted = performance.now();
     const verified = await verifyChain(db, org.id);
     const verifySeconds = (performance.now() - verifyStarted) / 1000;
     statusDone();
-    if (!verified.ok || verified.checked !== totalRows || read !== totalRows)
-      throw new Error(`verification went wrong: ${JSON.stringify(verified)}, ${read} rows read`);
+    if (!verified.ok || verified.checked !== totalRows || raw.matched !== totalRows)
+      throw new Error(`verification went wrong: ${JSON.stringify(verified)}, ${raw.matched} raw checksums matched`);
     lines.push([
       `  verify all ${number(totalRows)} rows (verifyChain)`,
       `${verifySeconds.toFixed(1)} s (${number(totalRows / verifySeconds)} rows/s)`,
-      `${readSeconds.toFixed(1)} s read only`,
-      ratio(verifySeconds / readSeconds),
-      `< ${targets.verifySeconds} s`,
-      verdict(verifySeconds < targets.verifySeconds),
+      `${rawSeconds.toFixed(1)} s read + hash (${raw.readSeconds.toFixed(1)} s reading)`,
+      ratio(verifySeconds / rawSeconds),
+      `≤ ${targets.verifyToRaw}× read + hash`,
+      verdict(verifySeconds <= targets.verifyToRaw * rawSeconds),
     ]);
     // The daily watch verifies every retained row of every organization, then signs an anchor.
     status('the daily integrity watch over the whole trail ...');

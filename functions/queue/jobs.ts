@@ -1,15 +1,18 @@
 import { attemptDelivery } from '#shared/alerts/psa-delivery.ts';
+import { stripeJobKind, verifyStripeJob } from '#shared/audit/integrity-watch.ts';
 import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
+import type { StripeJob } from '#shared/audit/watch-plan.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { deliverJobKind } from '#shared/audit-streams/arm.ts';
 import { deliverOrganization } from '#shared/audit-streams/delivery.ts';
-import { appDb } from '#shared/db/client.ts';
+import { appDb, auditAdminDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
 import { escalate, notifyAfterWindow, notifyAlert, renotify } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
+import { countMetric } from '#shared/observability/metrics.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -46,6 +49,12 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   [eventLogJobKind]: (job) => judgeEventLogItems(appDb(), (job as EventLogJob).deviceId, (job as EventLogJob).itemKey),
   // Armed by the writes that seal an organization's rows: its audit streams deliver them.
   [deliverJobKind]: (job) => deliverOrganization(appDb(), (job as Job & { orgId: string }).orgId),
+  // Armed by the daily integrity watch when it has no time left for the day's stripes of older rows: verified on the
+  // audit-admin connection (as the watch verifies); a break is logged and counted for the alarm, not retried.
+  [stripeJobKind]: async (job) => {
+    const failure = await verifyStripeJob(auditAdminDb(), job as Job & StripeJob);
+    if (failure) countMetric('AuditChainBreaks', 1);
+  },
 };
 
 /** Runs one background job (shared/queue/work-queue.ts); a kind no domain declares is an error. */

@@ -4,14 +4,17 @@
  * `{ "dryRun": true, "asOf": "<ISO 8601>" }` for a rehearsal. Fails (for the function's error metric and alarm)
  * when an organization could not be pruned; the others are pruned all the same. In AWS the integrity watch's
  * signing key comes from its secret (AUDIT_ANCHOR_PRIVATE_KEY_ARN), read once per cold start by this function alone.
+ * It also takes the jobs of older rows the integrity watch queues when one run cannot verify them (its own SQS queue,
+ * INTEGRITY_QUEUE_URL; shared/audit/watch-plan.ts): a break found is logged and counted, a job that fails is retried.
  */
-import type { Context } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { pruneExpiredLogs } from '#shared/agent-logs/retention.ts';
 import { configuredAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
-import { runIntegrityWatch } from '#shared/audit/integrity-watch.ts';
+import { runIntegrityWatch, verifyStripeJob } from '#shared/audit/integrity-watch.ts';
 import { runRetention } from '#shared/audit/retention.ts';
+import type { StripeJob } from '#shared/audit/watch-plan.ts';
 import { configuredWitness } from '#shared/audit-streams/witness.ts';
 import { auditAdminDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
@@ -38,7 +41,8 @@ const deadlineMarginMs = 60_000;
 async function anchorOnly() {
   const key = configuredAnchorKey();
   if (!key) throw new Error('AUDIT_ANCHOR_PRIVATE_KEY is not set: no anchor can be written');
-  const run = await runIntegrityWatch(auditAdminDb(), key);
+  // The rows written since each newest anchor; the day's stripes of older rows are the daily run's.
+  const run = await runIntegrityWatch(auditAdminDb(), key, { stripes: false });
   countMetric('AuditAnchorsWritten', run.anchors.length);
   countMetric('AuditChainBreaks', run.failures.length);
   logger.info('[retention] Anchors taken', { anchored: run.anchors.length, broken: run.failures.length });
@@ -49,7 +53,29 @@ async function anchorOnly() {
   return { anchored: run.anchors.length };
 }
 
+/** Jobs of older rows from the integrity watch's queue, one at a time; a job that throws is received again later. */
+async function integrityJobs(event: SQSEvent): Promise<SQSBatchResponse> {
+  const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+  for (const record of event.Records) {
+    try {
+      const failure = await verifyStripeJob(auditAdminDb(), JSON.parse(record.body) as StripeJob);
+      countMetric('AuditChainBreaks', failure ? 1 : 0);
+    } catch (error) {
+      logger.error('[retention] A job of older audit rows failed', {
+        messageId: record.messageId,
+        error: String(error),
+      });
+      batchItemFailures.push({ itemIdentifier: record.messageId });
+    }
+  }
+  return { batchItemFailures };
+}
+
+const isQueueEvent = (event: unknown): event is SQSEvent =>
+  typeof event === 'object' && event !== null && Array.isArray((event as { Records?: unknown }).Records);
+
 export const handler = observedHandler(async (event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) => {
+  if (isQueueEvent(event)) return integrityJobs(event);
   const input = invocation.parse(event ?? {});
   if (input.anchorOnly) return anchorOnly();
   const budgetMs = context ? context.getRemainingTimeInMillis() - deadlineMarginMs : undefined;

@@ -6,11 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { AssetHashType, DockerImage, type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import {
+  ApplicationLogLevel,
   Architecture,
   Code,
   Function as LambdaFunction,
+  LoggingFormat,
   Runtime,
   RuntimeFamily,
+  SystemLogLevel,
   Tracing,
 } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -135,6 +138,13 @@ export interface LogbookFunctionProps {
   copy?: [string, string][];
   /** Concurrent executions reserved for (and capping) this function; none: it shares the account's pool. */
   reservedConcurrency?: number;
+  /**
+   * X-Ray active tracing (default true). Off, the function traces only a request whose caller sampled it (PassThrough):
+   * the agents' functions, for cost (docs/operations.md "Tracing and log levels").
+   */
+  tracing?: boolean;
+  /** The lowest level of the function's own log lines Lambda keeps (default INFO). */
+  logLevel?: 'INFO' | 'WARN';
 }
 
 const runtimes = new WeakMap<Stack, Runtime>();
@@ -175,10 +185,15 @@ export class LogbookFunction extends LambdaFunction {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
-      tracing: Tracing.ACTIVE,
+      tracing: props.tracing === false ? Tracing.PASS_THROUGH : Tracing.ACTIVE,
       layers: [powertoolsLayer(scope)],
       logGroup,
-      environment: { NODE_ENV: 'production', ...props.environment },
+      // JSON lines, and of the platform's own lines (START, END, REPORT) only warnings and errors: those lines cost
+      // as much to ingest as the function's, a few per invocation (docs/operations.md "Tracing and log levels").
+      loggingFormat: LoggingFormat.JSON,
+      systemLogLevelV2: SystemLogLevel.WARN,
+      applicationLogLevelV2: props.logLevel === 'WARN' ? ApplicationLogLevel.WARN : ApplicationLogLevel.INFO,
+      environment: { NODE_ENV: 'production', LOG_LEVEL: props.logLevel ?? 'INFO', ...props.environment },
     });
     acknowledge(
       this,

@@ -6,6 +6,7 @@ import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -28,7 +29,7 @@ import { RestApi } from './http-api.ts';
 import { CognitoIdentity } from './identity.ts';
 import { acknowledge } from './nag.ts';
 import { powertoolsLayer } from './powertools.ts';
-import { checkSettings, type LogbookSettings, settingsFromContext } from './settings.ts';
+import { apiThrottles, checkSettings, type LogbookSettings, settingsFromContext } from './settings.ts';
 import { Viewer } from './viewer.ts';
 import { AnchorWitness } from './witness.ts';
 import { WorkQueue } from './work-queue.ts';
@@ -65,6 +66,17 @@ export function routeGroups(
     for (const [key, route] of Object.entries(table))
       add(route.group ?? folder, key, { declaredIn: folder }, route.grants);
   add(fallback.group, '$default', { handler: fallback.handler }, fallback.grants);
+  return groups;
+}
+
+/**
+ * The Lambdas that serve agents: every group with an agent-authenticated route, and the WebSocket's (ws). Lambda
+ * traces and filters logs per function, not per route, so a group serving agents is sized for the agents' traffic.
+ */
+export function agentRouteGroups(domains: Record<string, Record<string, RouteDef>> = domainRoutes): Set<string> {
+  const groups = new Set<string>(['ws']);
+  for (const [folder, table] of Object.entries(domains))
+    for (const route of Object.values(table)) if (route.auth === 'agent') groups.add(route.group ?? folder);
   return groups;
 }
 
@@ -132,7 +144,7 @@ export class LogbookStack extends Stack {
     const settings: LogbookSettings = { ...settingsFromContext(this.node), ...props.settings };
     checkSettings(settings);
     const logRetention = retentionDays(settings.logRetentionDays);
-    const throttle = { rateLimit: settings.throttleRateLimit, burstLimit: settings.throttleBurstLimit };
+    const throttles = apiThrottles(settings);
     // Before any function: each of them runs with this one layer and this runtime.
     powertoolsLayer(this, settings.powertoolsLayerArn);
     useLambdaRuntime(this, settings.lambdaRuntime);
@@ -157,6 +169,7 @@ export class LogbookStack extends Stack {
       ...this.identity?.jwtEnvironment(),
       TRUST_PROXY_HEADERS: String(settings.trustProxyHeaders),
     };
+    const agentGroups = agentRouteGroups();
     const apiFunction = (
       name: string,
       handlers: Record<string, DispatchTarget>,
@@ -165,6 +178,8 @@ export class LogbookStack extends Stack {
     ) => {
       // Live queries hold an execution up to 28 s each: capped, so that they cannot starve the daily run.
       const reserved = { 'live-query': settings.liveQueryConcurrency, ws: settings.agentChannelConcurrency }[name];
+      // The agents' functions: untraced unless agentTracing, and their own lines from WARN up (one a heartbeat otherwise).
+      const agent = agentGroups.has(name);
       const fn = new LogbookFunction(this, `${pascal(name)}Function`, {
         entry: writeDispatchEntry(name, handlers, { routeKey, prelude: extra.prelude }),
         description: `Logbook ${name}: ${Object.keys(handlers).join(', ')}`.slice(0, 256),
@@ -173,6 +188,7 @@ export class LogbookStack extends Stack {
         logRetention,
         environment: { ...apiEnvironment, ...extra.environment },
         reservedConcurrency: reserved || undefined,
+        ...(agent && { tracing: settings.agentTracing, logLevel: 'WARN' as const }),
       });
       database.grantDataApi(fn, database.appSecret);
       fn.node.addDependency(database.migration);
@@ -183,7 +199,11 @@ export class LogbookStack extends Stack {
       Object.entries(wsRoutes).map(([key, route]) => [key, { handler: route.handler }]),
     );
     const wsFunction = apiFunction('ws', wsHandlers, 'websocket');
-    this.agentChannel = new AgentChannel(this, 'AgentChannel', { handler: wsFunction, throttle, logRetention });
+    this.agentChannel = new AgentChannel(this, 'AgentChannel', {
+      handler: wsFunction,
+      throttle: throttles.webSocket,
+      logRetention,
+    });
     // The functions that post to (or close) agents' connections: the WebSocket routes and the live queries.
     const relayEnvironment = { WS_MANAGEMENT_ENDPOINT: this.agentChannel.managementEndpoint };
     wsFunction.addEnvironment('WS_MANAGEMENT_ENDPOINT', relayEnvironment.WS_MANAGEMENT_ENDPOINT);
@@ -292,7 +312,7 @@ export class LogbookStack extends Stack {
       defaultRoute: { handler: '$default' },
       functionOf: (key) => functions.get(key)!,
       corsOrigins,
-      throttle,
+      throttle: throttles.http,
       logRetention,
       domain: domain(settings.apiDomainName, settings.apiCertificateArn),
     });
@@ -320,6 +340,21 @@ export class LogbookStack extends Stack {
       'SQS3',
       "This queue is itself the dead-letter destination of the daily run (Lambda's on-failure destination and EventBridge's dead-letter queue); nothing consumes it but an operator",
     );
+    // Past what one run verifies, the integrity watch queues the day's stripes of older rows (shared/audit/watch-plan.ts)
+    // on a queue of the retention worker's own: the audit-admin login stays with it alone. A job failing thrice lands
+    // with the failed runs.
+    const integrityJobs = new Queue(this, 'IntegrityJobs', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // Six times the worker's timeout, as Lambda's SQS event source asks.
+      visibilityTimeout: Duration.minutes(90),
+      deadLetterQueue: { queue: this.retentionFailures, maxReceiveCount: 3 },
+    });
+    this.retention.addEventSource(
+      new SqsEventSource(integrityJobs, { batchSize: 1, maxConcurrency: 2, reportBatchItemFailures: true }),
+    );
+    integrityJobs.grantSendMessages(this.retention);
+    this.retention.addEnvironment('INTEGRITY_QUEUE_URL', integrityJobs.queueUrl);
     this.retention.configureAsyncInvoke({
       retryAttempts: 2,
       maxEventAge: Duration.hours(6),
@@ -561,6 +596,27 @@ export class LogbookStack extends Stack {
       periods: 2,
       meaning: "5% or more of the agents' connects and messages failed in the integration for 10 minutes.",
       action: "Read the ws function's log; check the database (connects look agents up) and the function's throttles.",
+    });
+    // A fleet nearing the stages' throttles (sized from expectedDevices): 80 % of the rate, over 5 minutes.
+    const throttles = apiThrottles(settings);
+    const near = (rate: number) => Math.ceil(0.8 * rate * 300);
+    alarms.add('HttpApiNearThrottle', {
+      metric: api.metricCount({ period: Duration.minutes(5) }),
+      threshold: near(throttles.http.rateLimit),
+      meaning: `The HTTP API took 80 % or more of its throttle (${throttles.http.rateLimit} requests a second) over 5 minutes: more requests are refused with 429.`,
+      action:
+        'Raise expectedDevices to the fleet you run (or throttleRateLimit) and deploy; check the access log for a client looping.',
+    });
+    alarms.add('WebSocketNearThrottle', {
+      metric: new MathExpression({
+        expression: 'connects + messages',
+        usingMetrics: { connects: ws('ConnectCount'), messages: ws('MessageCount') },
+        label: "Agents' WebSocket connects and messages",
+        period: Duration.minutes(5),
+      }),
+      threshold: near(throttles.webSocket.rateLimit),
+      meaning: `The agents' WebSocket API took 80 % or more of its throttle (${throttles.webSocket.rateLimit} a second) over 5 minutes: more connects and messages are refused.`,
+      action: 'Raise expectedDevices to the fleet you run (or throttleRateLimit) and deploy.',
     });
     alarms.add('LambdaThrottles', {
       metric: new Metric({

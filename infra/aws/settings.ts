@@ -49,9 +49,22 @@ export interface LogbookSettings {
   /** EventBridge schedule expression of the billing due run (daily by default). */
   billingSchedule: string;
   logRetentionDays: number;
-  /** API Gateway stage throttling: a ceiling on what a flood of requests can cost. */
-  throttleRateLimit: number;
-  throttleBurstLimit: number;
+  /**
+   * The devices the deployment is sized for: the API stages' throttles follow from it (apiThrottles,
+   * docs/operations.md "Scale settings"), and the alarms that warn when a fleet nears them.
+   */
+  expectedDevices: number;
+  /**
+   * API Gateway stage throttling of both APIs, requests a second and burst: a ceiling on what a flood of requests can
+   * cost. Unset: sized from expectedDevices.
+   */
+  throttleRateLimit?: number;
+  throttleBurstLimit?: number;
+  /**
+   * X-Ray tracing of the functions that serve agent routes (and the WebSocket's): off by default, for cost
+   * (docs/operations.md "Tracing and log levels"); the other functions are always traced.
+   */
+  agentTracing: boolean;
   /** Powertools: the `service` of logs, metrics and traces, and the CloudWatch namespace of the metrics. */
   serviceName: string;
   metricsNamespace: string;
@@ -98,8 +111,8 @@ export const defaultSettings: LogbookSettings = {
   retentionSchedule: 'cron(15 3 * * ? *)',
   billingSchedule: 'cron(5 0 * * ? *)',
   logRetentionDays: 30,
-  throttleRateLimit: 100,
-  throttleBurstLimit: 200,
+  expectedDevices: 1_000,
+  agentTracing: false,
   viewer: true,
   serviceName: 'logbook',
   metricsNamespace: 'Logbook',
@@ -114,6 +127,9 @@ export const defaultSettings: LogbookSettings = {
   lambdaRuntime: 'nodejs22.x',
 };
 
+/** Numeric settings without a default: read as numbers all the same. */
+const numericWithoutDefault = new Set<keyof LogbookSettings>(['throttleRateLimit', 'throttleBurstLimit']);
+
 /** A context value as given on the command line (always text) or in cdk.json (typed). */
 function read(node: Node, key: keyof LogbookSettings): unknown {
   const value: unknown = node.tryGetContext(key);
@@ -123,7 +139,7 @@ function read(node: Node, key: keyof LogbookSettings): unknown {
     if (value !== 'true' && value !== 'false') throw new Error(`context ${key} must be true or false, not ${value}`);
     return value === 'true';
   }
-  if (typeof fallback === 'number') {
+  if (typeof fallback === 'number' || numericWithoutDefault.has(key)) {
     const number = Number(value);
     if (!Number.isFinite(number)) throw new Error(`context ${key} must be a number, not ${String(value)}`);
     return number;
@@ -154,8 +170,10 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'retentionSchedule',
     'billingSchedule',
     'logRetentionDays',
+    'expectedDevices',
     'throttleRateLimit',
     'throttleBurstLimit',
+    'agentTracing',
     'serviceName',
     'metricsNamespace',
     'powertoolsLayerArn',
@@ -224,8 +242,45 @@ export function checkSettings(settings: LogbookSettings): void {
     throw new Error(
       'context viewerCertificateArn must be an ACM certificate in us-east-1 (CloudFront uses only those)',
     );
+  if (!Number.isInteger(settings.expectedDevices) || settings.expectedDevices < 1)
+    throw new Error('context expectedDevices must be a whole number of devices from 1');
+  for (const name of ['throttleRateLimit', 'throttleBurstLimit'] as const) {
+    const value = settings[name];
+    if (value !== undefined && (!Number.isInteger(value) || value < 1))
+      throw new Error(`context ${name} must be a whole number from 1 (or unset: sized from expectedDevices)`);
+  }
   if (!/^nodejs\d+\.x$/.test(settings.lambdaRuntime))
     throw new Error(
       `context lambdaRuntime must name a Node.js runtime (nodejs22.x, nodejs24.x), not ${settings.lambdaRuntime}`,
     );
+}
+
+/**
+ * What one device sends, requests a minute, averaged (docs/operations.md "Scale settings"): its heartbeat, on either
+ * API (an agent without a WebSocket heartbeats over HTTP, so each stage alone must carry every heartbeat), and its
+ * other traffic (log and event-log uploads, posture, monitoring results, script results, keep-alives), at most one
+ * more a minute on average.
+ */
+const heartbeatsPerDeviceMinute = 1;
+const otherPerDeviceMinute = 1;
+/** Agents coming back in step (after an outage or a deploy), and clock-aligned schedules. */
+const headroom = 3;
+/** Users, API keys and integrations, beside the agents. */
+const userRequestsPerSecond = 50;
+
+type Throttle = { rateLimit: number; burstLimit: number };
+
+/**
+ * The throttles of the HTTP API's stage and the agents' WebSocket stage: explicit settings, or sized from
+ * expectedDevices: rate = 50 + 3 × (1 + 1) × devices / 60 requests a second (50 + devices / 10), burst twice the rate.
+ */
+export function apiThrottles(settings: LogbookSettings): { http: Throttle; webSocket: Throttle } {
+  const rateLimit =
+    settings.throttleRateLimit ??
+    Math.ceil(
+      userRequestsPerSecond +
+        (headroom * (heartbeatsPerDeviceMinute + otherPerDeviceMinute) * settings.expectedDevices) / 60,
+    );
+  const throttle = { rateLimit, burstLimit: settings.throttleBurstLimit ?? 2 * rateLimit };
+  return { http: throttle, webSocket: throttle };
 }

@@ -116,7 +116,7 @@ function scheduleAnchors(minutes: number): () => Promise<void> {
   const runOnce = async () => {
     const key = configuredAnchorKey();
     if (!key) return;
-    const run = await runIntegrityWatch(auditAdminDb(), key).catch((error: unknown) => {
+    const run = await runIntegrityWatch(auditAdminDb(), key, { stripes: false }).catch((error: unknown) => {
       console.error('anchors: the integrity watch failed:', error);
       return undefined;
     });

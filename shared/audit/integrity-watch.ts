@@ -1,14 +1,17 @@
 /**
  * The integrity watch, the last step of the daily retention run: every organization with a chain
- * head or an anchor is verified in full, every retained row, against its signed evidence (shared/audit/evidence.ts:
- * the signed retention checkpoint it starts after, its newest anchor, the record that it was anchored), exactly as
- * GET /audit-logs/verify and `npm run audit:verify` verify it. Only a chain that verifies up to its head gets a new
- * signed anchor of that head; a break is logged with its organization, seq and kind, and counted.
+ * head or an anchor is verified against its signed evidence (shared/audit/evidence.ts: the signed retention
+ * checkpoint it starts after, its newest anchor, the record that it was anchored), exactly as GET /audit-logs/verify
+ * and `npm run audit:verify` verify it: every retained row while the whole trail fits one run, else the rows written
+ * since each organization's newest anchor and the day's stripes of the older ones (shared/audit/watch-plan.ts), the
+ * stripes the run has no time for verified by jobs of the work queue. Only a chain that verifies up to its head gets
+ * a new signed anchor of that head; a break is logged with its organization, seq and kind, and counted.
  */
 import type { KeyObject } from 'node:crypto';
 import { createPublicKey } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { enqueue } from '../queue/work-queue.ts';
 import { type AnchorFields, anchorKeyId, orgsDigest, signAnchor } from './anchor-signing.ts';
 import {
   type Anchor,
@@ -25,8 +28,16 @@ import {
   selectAnchoredRecord,
   selectHeadlessOrganizations,
   selectLatestCheckpoint,
+  selectLatestCheckpoints,
 } from './store.ts';
 import { verifyChain } from './verify.ts';
+import {
+  type ChainPlan,
+  defaultWatchSettings,
+  planIntegrityWatch,
+  type StripeJob,
+  type WatchSettings,
+} from './watch-plan.ts';
 import { writeAuditEvent, zeroUuid } from './writer.ts';
 
 export interface IntegrityFailure {
@@ -45,6 +56,29 @@ export interface IntegrityWatchRun {
   rowsVerified: number;
   anchors: Anchor[];
   failures: IntegrityFailure[];
+  /** Whether every retained row was verified (else: new rows and the day's stripes, docs/audit.md). */
+  full: boolean;
+  /** Jobs of older rows handed to the work queue (none while the run has time for them). */
+  queued: number;
+}
+
+/**
+ * The job of older rows: run by the retention worker from its queue in AWS (functions/retention/run.ts), by the local
+ * job runner here (functions/queue/jobs.ts), both with verifyStripeJob.
+ */
+export const stripeJobKind = 'audit.verify-stripes';
+
+/** The watch's settings from the environment (docs/audit.md), over the defaults. */
+export function configuredWatchSettings(env: NodeJS.ProcessEnv = process.env): WatchSettings {
+  const positive = (name: string, fallback: number) => {
+    const value = Number(env[name]);
+    return env[name] !== undefined && Number.isInteger(value) && value > 0 ? value : fallback;
+  };
+  return {
+    ...defaultWatchSettings,
+    reverifyDays: positive('AUDIT_REVERIFY_DAYS', defaultWatchSettings.reverifyDays),
+    rowsPerSecond: positive('AUDIT_VERIFY_ROWS_PER_SECOND', defaultWatchSettings.rowsPerSecond),
+  };
 }
 
 /** The organizations with a chain head, in id order, with their heads. */
@@ -81,9 +115,22 @@ async function recordFirstAnchor(db: Db, orgId: string, head: ChainLink, keyId: 
 export async function runIntegrityWatch(
   db: Db,
   key: KeyObject,
-  options: { anchoredAt?: Date } = {},
+  options: {
+    /** The run's time: what its anchors say, and what picks the day's stripes. */
+    anchoredAt?: Date;
+    settings?: Partial<WatchSettings>;
+    /** False in the anchor runs between daily runs: the new rows only, the day's stripes left to the daily run. */
+    stripes?: boolean;
+    /** Where jobs of older rows go (default: the work queue). */
+    queueStripes?: (job: StripeJob) => Promise<void>;
+  } = {},
 ): Promise<IntegrityWatchRun> {
-  const anchoredAt = (options.anchoredAt ?? new Date()).toISOString();
+  const runAt = options.anchoredAt ?? new Date();
+  const anchoredAt = runAt.toISOString();
+  const settings = { ...configuredWatchSettings(), ...options.settings };
+  // In AWS the retention worker's own queue (INTEGRITY_QUEUE_URL): its jobs need the audit-admin login it alone holds.
+  const queueStripes =
+    options.queueStripes ?? ((job: StripeJob) => enqueue({ kind: stripeJobKind, ...job }, 0, 'INTEGRITY_QUEUE_URL'));
   const publicKey = createPublicKey(key);
   const keyId = anchorKeyId(publicKey);
   const heads = await readAllHeads(db);
@@ -112,7 +159,33 @@ export async function runIntegrityWatch(
   const orgIds = [
     ...new Set([...chained, ...anchored.keys(), ...recorded, ...witnessed, ...(await selectHeadlessOrganizations(db))]),
   ].sort();
-  const run: IntegrityWatchRun = { organizations: orgIds.length, rowsVerified: 0, anchors: [], failures: setFailures };
+  const checkpoints = await selectLatestCheckpoints(db, orgIds);
+  const plan = planIntegrityWatch(
+    orgIds.map((orgId) => ({
+      orgId,
+      start: (checkpoints[orgId]?.seq ?? 0) + 1,
+      head: heads.get(orgId)?.seq ?? 0,
+      anchored: anchored.get(orgId)?.seq ?? null,
+    })),
+    runAt,
+    settings,
+    { stripes: options.stripes },
+  );
+  const planned = new Map<string, ChainPlan>(plan.chains.map((chain) => [chain.orgId, chain]));
+  const run: IntegrityWatchRun = {
+    organizations: orgIds.length,
+    rowsVerified: 0,
+    anchors: [],
+    failures: setFailures,
+    full: plan.full,
+    queued: 0,
+  };
+  if (!plan.full)
+    logger.info("[integrity-watch] Incremental: new rows and the day's stripes", {
+      retainedRows: plan.retainedRows,
+      runRows: plan.runRows,
+      jobs: plan.jobs.length,
+    });
   for (const failure of setFailures)
     logger.error('[integrity-watch] An anchored organization set was altered', { ...failure });
   // The ids behind this run's digest are recorded before the first anchor that carries it; a run that may not write
@@ -121,7 +194,12 @@ export async function runIntegrityWatch(
 
   for (const orgId of orgIds) {
     try {
-      const verification = await verifyChain(db, orgId, { reportHead: true, evidence: { publicKey } });
+      const chainPlan = planned.get(orgId);
+      const verification = await verifyChain(db, orgId, {
+        reportHead: true,
+        evidence: { publicKey },
+        ...(chainPlan && !chainPlan.full && { seqRanges: chainPlan.ranges }),
+      });
       run.rowsVerified += verification.checked;
       const head = verification.head;
       if (verification.firstBreak) {
@@ -179,5 +257,22 @@ export async function runIntegrityWatch(
       logger.error('[integrity-watch] Could not verify or anchor an organization', { orgId, error: message });
     }
   }
+  for (const job of plan.jobs) {
+    await queueStripes(job);
+    run.queued += 1;
+  }
   return run;
+}
+
+/**
+ * A job of older rows (the stripes the daily run had no time for): verified in one snapshot, a break logged as the
+ * watch logs it and returned. Writes nothing: the anchors are the daily run's.
+ */
+export async function verifyStripeJob(db: Db, job: StripeJob): Promise<IntegrityFailure | undefined> {
+  const verification = await verifyChain(db, job.orgId, { seqRanges: job.ranges });
+  if (!verification.firstBreak) return undefined;
+  const { seq, kind } = verification.firstBreak;
+  const failure = { orgId: job.orgId, seq, kind, meaning: chainBreakMeaning[kind] };
+  logger.error('[integrity-watch] The audit chain of an organization is broken (older rows)', failure);
+  return failure;
 }

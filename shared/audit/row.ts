@@ -27,7 +27,7 @@ export const auditRowColumns = `a.id::text AS id, a.org_id::text AS "orgId", a.s
   a.prev_checksum AS "prevChecksum", a.checksum`;
 
 // docs/ARCHITECTURE.md: results stay under the Data API's 1 MiB; a row's unbounded texts plus an allowance for its fixed fields and framing.
-const auditRowBytesSql = `octet_length(d.details) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
+export const auditRowBytesSql = `octet_length(d.details) + coalesce(octet_length(a.user_agent), 0) + coalesce(octet_length(a.error_message), 0)
   + coalesce(octet_length(a.actor_email), 0) + coalesce(octet_length(a.resource_name), 0) + 1024`;
 
 /**

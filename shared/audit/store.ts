@@ -1,6 +1,13 @@
 import { type Db, one, prepared } from '../db/db.ts';
 import type { AnchorFields, SignedCheckpoint } from './anchor-signing.ts';
-import { type AuditRow, auditDetailsJoin, auditRowColumns, sizedAuditRowsSql } from './row.ts';
+import {
+  type AuditRow,
+  auditDetailsJoin,
+  auditRowBytesSql,
+  auditRowColumns,
+  canonicalTimestampSql,
+  sizedAuditRowsSql,
+} from './row.ts';
 import { auditSealed } from './sealed.ts';
 
 /** A position in an organization's chain: the head, or a retention checkpoint. */
@@ -149,6 +156,77 @@ export async function selectChainPage(
     sizedAuditRowsSql(`SELECT a.* FROM audit_logs a WHERE ${range} ORDER BY a.seq LIMIT :rows::int`, 'a.seq'),
     { ...params, bytes: page.bytes },
   );
+  return rows;
+}
+
+/** A link of an organization's chain: its position, the entry it seals (pos) and the checksums it records. */
+export type ChainLinkRow = { seq: number; pos: number; checksum: string; prevChecksum: string | null };
+
+/**
+ * The organization's links after `afterSeq` (null: from its start) up to `untilSeq` (null: its end), in seq order, at
+ * most `rows`: one range of the links' primary key, the narrow half of a chain page (docs/audit.md "Verifying").
+ */
+export async function selectChainLinks(
+  db: Db,
+  orgId: string,
+  page: { afterSeq: number | null; untilSeq: number | null; rows: number },
+): Promise<ChainLinkRow[]> {
+  const { rows } = await db.query<ChainLinkRow>(
+    `SELECT seq, pos, checksum, prev_checksum AS "prevChecksum" FROM audit_chain_links
+      WHERE org_id = :orgId::uuid
+        AND seq > coalesce(:afterSeq::bigint, -9223372036854775807 - 1)
+        AND seq <= coalesce(:untilSeq::bigint, 9223372036854775807)
+      ORDER BY seq LIMIT :rows::int`,
+    { orgId, afterSeq: page.afterSeq, untilSeq: page.untilSeq, rows: page.rows },
+  );
+  return rows;
+}
+
+/** An entry as the chain's checksum covers it, without the link's values (seq, prevChecksum, checksum). */
+export type ChainEntry = Omit<AuditRow, 'seq' | 'prevChecksum' | 'checksum'> & { pos: number };
+
+/** The SELECT list of a ChainEntry, over `a` (audit_entries rows) and `d` (auditDetailsJoin). */
+const entryColumns = `a.pos, a.id::text AS id, a.org_id::text AS "orgId", ${canonicalTimestampSql('a.timestamp')} AS timestamp,
+  a.actor_type::text AS "actorType", a.actor_id::text AS "actorId", a.actor_email AS "actorEmail", a.action,
+  a.resource_type AS "resourceType", a.resource_id::text AS "resourceId", a.resource_name AS "resourceName", d.details,
+  a.ip_address AS "ipAddress", a.user_agent AS "userAgent", a.result::text AS result, a.error_message AS "errorMessage"`;
+
+/**
+ * The organization's entries at these positions (ascending), in pos order: one ordered pass over the entries' pos
+ * index, a range when the positions lie close together (one organization's steady trail), else one probe per
+ * position. Given `bytes`, cut where the running size passes it, always at least one entry.
+ */
+export async function selectChainEntries(
+  db: Db,
+  orgId: string,
+  positions: readonly number[],
+  bytes?: number,
+): Promise<ChainEntry[]> {
+  if (positions.length === 0) return [];
+  const first = positions[0]!;
+  const last = positions.at(-1)!;
+  // Entries of other organizations between them are read and dropped: a range pays while they are few.
+  const dense = last - first < 2 * positions.length;
+  const where = dense
+    ? 'a.org_id = :orgId::uuid AND a.pos BETWEEN :first::bigint AND :last::bigint'
+    : `a.org_id = :orgId::uuid AND a.pos = ANY (ARRAY(SELECT value::bigint FROM jsonb_array_elements_text(:positions::jsonb)))`;
+  const params = {
+    orgId,
+    ...(dense ? { first, last } : { positions: [...positions] }),
+    ...(bytes !== undefined && { bytes }),
+  };
+  const sql =
+    bytes === undefined
+      ? `SELECT ${entryColumns} FROM audit_entries a ${auditDetailsJoin} WHERE ${where} ORDER BY a.pos`
+      : `SELECT ${entryColumns}
+           FROM (
+             SELECT a.*, d.details AS details_text,
+                    sum(${auditRowBytesSql}) OVER (ORDER BY a.pos ROWS UNBOUNDED PRECEDING) - (${auditRowBytesSql}) AS before
+               FROM audit_entries a ${auditDetailsJoin} WHERE ${where}
+           ) a CROSS JOIN LATERAL (SELECT a.details_text AS details) d
+          WHERE a.before < :bytes::int
+          ORDER BY a.pos`;
+  const { rows } = await db.query<ChainEntry>(sql, params);
   return rows;
 }
 

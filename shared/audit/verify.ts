@@ -12,12 +12,14 @@ import {
   type ChainLink,
   type CheckpointRecord,
   selectAnchoredRecord,
+  selectChainEntries,
   selectChainHead,
-  selectChainPage,
+  selectChainLinks,
   selectLatestCheckpoint,
   selectSeqSpan,
   selectUnsealedEntry,
 } from './store.ts';
+import type { SeqRange } from './watch-plan.ts';
 
 export interface ChainVerification {
   ok: boolean;
@@ -57,6 +59,11 @@ export interface VerifyOptions {
    * organization recorded as anchored still has anchors. Signatures are checked with `publicKey` when given.
    */
   evidence?: { publicKey?: KeyObject };
+  /**
+   * Only these ranges of positions, in order, each checked like a window (the row before it and the row after it
+   * too); a range whose `last` is null runs to the head, and checks the head. For the integrity watch at scale.
+   */
+  seqRanges?: readonly SeqRange[];
 }
 
 const defaultPageRows = 5_000;
@@ -134,11 +141,72 @@ export function checkAuditRows(
   return { checked, last };
 }
 
+/** A link's result row is a fixed size: what a page of links may hold under a result byte budget. */
+const linkRowBytes = 512;
+
+/** One page of the chain: its rows, and the last link read (null: none left). */
+type ChainPage = { rows: AuditRow[]; lastSeq: number | null };
+
+/**
+ * One page of the chain after `afterSeq`, read in one ordered pass per table: the links of a seq range (their
+ * primary key), then their entries by position (the entries' pos index), merged here. A link without its entry is
+ * left out, as the audit_logs view leaves it out (the verifier reports the position as missing). Under a byte budget
+ * the entries may be cut short: the page ends at the last link whose entry was read, and is at least one link.
+ */
+async function readChainPage(
+  db: Db,
+  orgId: string,
+  page: { afterSeq: number | null; untilSeq: number | null; rows: number; bytes?: number },
+): Promise<ChainPage> {
+  const links = await selectChainLinks(db, orgId, page);
+  if (links.length === 0) return { rows: [], lastSeq: null };
+  const positions = links.map((link) => link.pos).sort((a, b) => a - b);
+  let entries = await selectChainEntries(db, orgId, positions, page.bytes);
+  // Cut by the byte budget: only links up to the last entry read are complete.
+  let reached = page.bytes !== undefined && entries.length > 0 ? entries.at(-1)!.pos : Number.POSITIVE_INFINITY;
+  let end = links.findIndex((link) => link.pos > reached);
+  if (end === 0) {
+    // The first link's entry lies past the cut (positions out of seq order): that entry alone.
+    entries = await selectChainEntries(db, orgId, [links[0]!.pos], page.bytes);
+    reached = links[0]!.pos;
+    end = 1;
+  }
+  const complete = end === -1 ? links : links.slice(0, end);
+  const byPos = new Map(entries.map((entry) => [entry.pos, entry]));
+  const rows: AuditRow[] = [];
+  for (const { seq, pos, checksum, prevChecksum } of complete) {
+    const e = byPos.get(pos);
+    // Field by field: a spread of each of a million rows costs as much as hashing it.
+    if (e)
+      rows.push({
+        id: e.id,
+        orgId: e.orgId,
+        seq,
+        timestamp: e.timestamp,
+        actorType: e.actorType,
+        actorId: e.actorId,
+        actorEmail: e.actorEmail,
+        action: e.action,
+        resourceType: e.resourceType,
+        resourceId: e.resourceId,
+        resourceName: e.resourceName,
+        details: e.details,
+        ipAddress: e.ipAddress,
+        userAgent: e.userAgent,
+        result: e.result,
+        errorMessage: e.errorMessage,
+        prevChecksum,
+        checksum,
+      });
+  }
+  return { rows, lastSeq: complete.at(-1)!.seq };
+}
+
 /**
  * The organization's chain after `afterSeq` (null: from its start) up to `untilSeq` (null: its end), page by
  * page in seq order, each page under the executor's result limit: what the verifier reads, and all it reads.
  * Each page is asked for as soon as the one before it arrives, so the database reads it while the caller checks
- * the one before (statements of one transaction still run one at a time).
+ * (hashes) the one before (statements of one transaction still run one at a time).
  */
 export async function* readChainPages(
   db: Db,
@@ -148,19 +216,26 @@ export async function* readChainPages(
 ): AsyncGenerator<AuditRow[]> {
   const pageRows = options.pageRows ?? defaultPageRows;
   const bytes = options.pageBytes ?? db.maxResultBytes;
+  // Under a byte budget the links' own result must fit it too.
+  const linkRows = bytes === undefined ? pageRows : Math.max(1, Math.min(pageRows, Math.floor(bytes / linkRowBytes)));
   const read = (afterSeq: number | null, rows: number) =>
-    selectChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, bytes });
-  let rows = pageRows;
+    readChainPage(db, orgId, { afterSeq, untilSeq: range.untilSeq, rows, ...(bytes !== undefined && { bytes }) });
+  let rows = linkRows;
   let next = read(range.afterSeq, rows);
   try {
     for (;;) {
       const page = await next;
-      if (page.length === 0) return;
+      if (page.lastSeq === null) return;
+      const { lastSeq } = page;
       // Rows cut by the byte budget were read for nothing: ask next for about as many as fitted.
-      rows = Math.min(pageRows, page.length < rows ? page.length + Math.ceil(page.length / 4) : rows * 2);
-      const last = page.at(-1)!.seq;
-      next = range.untilSeq !== null && last >= range.untilSeq ? Promise.resolve([]) : read(last, rows);
-      yield page;
+      const taken = page.rows.length;
+      rows = Math.min(linkRows, taken < rows ? Math.max(1, taken + Math.ceil(taken / 4)) : rows * 2);
+      next =
+        range.untilSeq !== null && lastSeq >= range.untilSeq
+          ? Promise.resolve({ rows: [], lastSeq: null })
+          : read(lastSeq, rows);
+      // A page of links whose entries are all gone holds no row: the next one is read all the same.
+      if (page.rows.length > 0) yield page.rows;
     }
   } finally {
     // A caller that stops early (a break found) leaves the next page unread.
@@ -177,7 +252,9 @@ export function verifyChain(db: Db, orgId: string, options: VerifyOptions = {}):
     async (tx) => {
       const head = await selectChainHead(tx, orgId);
       const checkpoint = await selectLatestCheckpoint(tx, orgId);
-      const result = await verifyInSnapshot(tx, orgId, options, head, checkpoint);
+      const result = options.seqRanges
+        ? await verifyRanges(tx, orgId, options, options.seqRanges, head, checkpoint)
+        : await verifyInSnapshot(tx, orgId, options, head, checkpoint);
       const { evidence } = options;
       const newest = evidence && (await selectLatestAnchor(tx, orgId));
       const newestFault =
@@ -225,12 +302,31 @@ async function checkAnchor(
   return anchorBreak(orgId, anchor, { head, checkpoint, anchoredRow }, publicKey);
 }
 
+/** Each range in turn, in the same snapshot, up to the first break; `checked` over all of them. */
+async function verifyRanges(
+  tx: Db,
+  orgId: string,
+  options: VerifyOptions,
+  ranges: readonly SeqRange[],
+  head: ChainLink | undefined,
+  checkpoint: ChainLink | undefined,
+): Promise<ChainVerification> {
+  let checked = 0;
+  for (const range of ranges) {
+    const result = await verifyInSnapshot(tx, orgId, options, head, checkpoint, range);
+    checked += result.checked;
+    if (result.firstBreak) return { ...result, checked };
+  }
+  return options.reportHead ? { ok: true, checked, head: head ?? null } : { ok: true, checked };
+}
+
 async function verifyInSnapshot(
   tx: Db,
   orgId: string,
   options: VerifyOptions,
   head: ChainLink | undefined,
   checkpoint: ChainLink | undefined,
+  range?: SeqRange,
 ): Promise<ChainVerification> {
   const withHead = (result: ChainVerification): ChainVerification =>
     options.reportHead ? { ...result, head: head ?? null } : result;
@@ -241,7 +337,11 @@ async function verifyInSnapshot(
   let untilSeq: number | null = null;
   // In a window that does not reach back to `start`: the row whose checksum the first row in range links to.
   let predecessorSeq: number | undefined;
-  if (options.from !== undefined || options.to !== undefined) {
+  if (range) {
+    afterSeq = range.first - 2;
+    untilSeq = range.last === null ? null : range.last + 1;
+    if (range.first - 1 >= start) predecessorSeq = range.first - 1;
+  } else if (options.from !== undefined || options.to !== undefined) {
     const span = await selectSeqSpan(tx, orgId, options.from ?? null, options.to ?? null);
     if (!span) return withHead({ ok: true, checked: 0 });
     afterSeq = span.first - 2;

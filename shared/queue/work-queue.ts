@@ -38,11 +38,15 @@ export function runJobsLocally(runner: (job: Job) => Promise<void>): void {
   localRunner = runner;
 }
 
-/** Queues a job to run in `delaySeconds`; never throws (a job that cannot be queued is logged). */
-export async function enqueue(job: Job, delaySeconds = 0): Promise<void> {
+/**
+ * Queues a job to run in `delaySeconds`; never throws (a job that cannot be queued is logged). `queueUrlVariable`
+ * names the queue's setting: the work queue's by default, or a queue of its own whose function runs the job
+ * (INTEGRITY_QUEUE_URL: the retention worker's, which alone holds the audit-admin login); unset, it runs here.
+ */
+export async function enqueue(job: Job, delaySeconds = 0, queueUrlVariable = 'WORK_QUEUE_URL'): Promise<void> {
   const queued: QueuedJob = { ...job, dueAt: Date.now() + delaySeconds * 1000 };
   try {
-    await send(queued);
+    await send(queued, queueUrlVariable);
   } catch (error) {
     logger.error('Could not queue a background job', { kind: job.kind, error: String(error) });
   }
@@ -61,9 +65,9 @@ export function dropLocalJobs(): void {
 }
 
 /** Sends a queued job on: to SQS with the delay left (at most 15 minutes), or to a timer of this process. */
-export async function send(job: QueuedJob): Promise<void> {
+export async function send(job: QueuedJob, queueUrlVariable = 'WORK_QUEUE_URL'): Promise<void> {
   const delayMs = Math.max(0, job.dueAt - Date.now());
-  const queueUrl = process.env.WORK_QUEUE_URL;
+  const queueUrl = process.env[queueUrlVariable];
   if (!queueUrl) {
     const { dueAt: _, ...plain } = job;
     const timer = setTimeout(() => {

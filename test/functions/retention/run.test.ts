@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler } from '#functions/retention/run.ts';
 import { anchorKeyId, generateAnchorKey } from '#shared/audit/anchor-signing.ts';
 import { closeAuditAdminDb } from '#shared/db/client.ts';
-import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';
+import { logger } from '#shared/logger.ts';
+import { appendAudit, readChain, tamper } from '#test/shared/audit/audit-rows.ts';
 import { startStubs } from '#test/support/aws-stubs.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
@@ -142,5 +143,29 @@ describe('the retention Lambda (EventBridge daily)', () => {
       vi.unstubAllEnvs();
       stubs.close();
     }
+  });
+
+  it("verifies the integrity watch's queued jobs of older rows (SQS), reporting a break in the log, not as a retry", async () => {
+    const orgId = await organization(3650, [9, 8, 7, 6, 5]);
+    const message = (ranges: { first: number; last: number }[]) => ({
+      messageId: `m-${ranges[0]!.first}`,
+      body: JSON.stringify({ kind: 'audit.verify-stripes', orgId, ranges, rows: 2, dueAt: Date.now() }),
+    });
+    const intact = await handler({ Records: [message([{ first: 1, last: 2 }])] });
+    expect(intact).toEqual({ batchItemFailures: [] });
+    const chain = await readChain(db.admin, orgId);
+    await tamper(db.admin, (tx) =>
+      tx.query(`UPDATE audit_entries SET action = 'device.view' WHERE id = :id::uuid`, { id: chain[3]!.id }),
+    );
+    const error = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
+    expect(await handler({ Records: [message([{ first: 1, last: 2 }]), message([{ first: 4, last: 5 }])] })).toEqual({
+      batchItemFailures: [],
+    });
+    expect(error).toHaveBeenCalledTimes(1);
+    expect(error).toHaveBeenCalledWith(
+      expect.stringContaining('broken'),
+      expect.objectContaining({ orgId, seq: 4, kind: 'altered' }),
+    );
+    error.mockRestore();
   });
 });

@@ -10,7 +10,7 @@ import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { routes, wsRoutes } from '#functions/routes.ts';
-import { LogbookStack, routeGroups } from '#infra/aws/logbook-stack.ts';
+import { agentRouteGroups, LogbookStack, routeGroups } from '#infra/aws/logbook-stack.ts';
 import { guardExceptions } from '#infra/aws/policy-checks.ts';
 import { powertoolsLayerParameter, powertoolsPackages, powertoolsVersion } from '#infra/aws/powertools.ts';
 import { buildViewerSite } from '#infra/aws/viewer.ts';
@@ -30,6 +30,8 @@ const everyOption = {
   apiCertificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
   viewerDomainName: 'audit.logbook.example.com',
   viewerCertificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
+  expectedDevices: 10_000,
+  agentTracing: true,
 };
 const withEveryOption = synth({ settings: everyOption }, 'Logbook', { policyChecks: true });
 /** A test stage that sets every other setting a test reads. */
@@ -52,6 +54,8 @@ const configured = synth(
       agentEnrollmentSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:logbook-enrollment-AbCdEf',
       viewerOrigin: 'http://localhost:5173, https://audit.example.com',
       retentionSchedule: 'rate(12 hours)',
+      throttleRateLimit: 120,
+      throttleBurstLimit: 240,
     },
   },
   'Logbook',
@@ -460,7 +464,6 @@ describe('the CDK stack', () => {
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
         Handler: 'index.handler',
-        TracingConfig: { Mode: 'Active' },
       });
       expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
     }
@@ -544,14 +547,58 @@ describe('the CDK stack', () => {
     expect(() => synth({ settings: { viewerOrigin: 'https://audit.example.com/viewer' } })).toThrow(/viewerOrigin/);
   });
 
-  it('throttles and logs both API stages', () => {
-    for (const [, stage] of deployed.ofType('AWS::ApiGatewayV2::Stage')) {
-      expect(stage.Properties).toMatchObject({
-        AutoDeploy: true,
-        DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
-        AccessLogSettings: { DestinationArn: expect.anything() },
+  it('throttles and logs both API stages, sized from expectedDevices (1,000 by default), with alarms near the throttles', () => {
+    // 50 + 3 × (1 heartbeat + 1 other request) a device a minute: 50 + devices / 10 a second, burst twice that.
+    const stagesOf = (stack: typeof deployed) => stack.ofType('AWS::ApiGatewayV2::Stage');
+    const alarmOf = (stack: typeof deployed, name: string) =>
+      stack.ofType('AWS::CloudWatch::Alarm').find(([id]) => id.includes(name))![1].Properties;
+    for (const [stack, rate] of [
+      [deployed, 150],
+      [withEveryOption, 1_050],
+    ] as const) {
+      const stages = stagesOf(stack);
+      expect(stages).toHaveLength(2);
+      for (const [, stage] of stages)
+        expect(stage.Properties).toMatchObject({
+          AutoDeploy: true,
+          DefaultRouteSettings: { ThrottlingRateLimit: rate, ThrottlingBurstLimit: 2 * rate },
+          AccessLogSettings: { DestinationArn: expect.anything() },
+        });
+      // A heartbeat a device a minute fits each stage alone, with room to spare.
+      expect(rate).toBeGreaterThan((rate === 150 ? 1_000 : 10_000) / 60);
+      expect(alarmOf(stack, 'HttpApiNearThrottle')).toMatchObject({
+        MetricName: 'Count',
+        Namespace: 'AWS/ApiGateway',
+        Threshold: 0.8 * rate * 300,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       });
+      expect(alarmOf(stack, 'WebSocketNearThrottle').Threshold).toBe(0.8 * rate * 300);
     }
+    // Explicit throttles win over the sizing.
+    for (const [, stage] of stagesOf(configured))
+      expect(stage.Properties.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: 120, ThrottlingBurstLimit: 240 });
+    expect(() => synth({ settings: { expectedDevices: 0 } })).toThrow(/expectedDevices/);
+  });
+
+  it("logs JSON with the platform lines from WARN up, and traces every function but the agents' (agentTracing)", () => {
+    const agentGroups = agentRouteGroups();
+    expect([...agentGroups].sort()).toEqual(expect.arrayContaining(['agents', 'ws']));
+    const groupOf = (description: string) => /^Logbook ([\w-]+):/.exec(description)?.[1];
+    for (const [stack, agentMode] of [
+      [deployed, 'PassThrough'],
+      [withEveryOption, 'Active'],
+    ] as const)
+      for (const [, fn] of stack
+        .ofType('AWS::Lambda::Function')
+        .filter(([, f]) => String(f.Properties.Description).startsWith('Logbook'))) {
+        const agent = agentGroups.has(groupOf(fn.Properties.Description) ?? '');
+        expect(fn.Properties.TracingConfig, fn.Properties.Description).toEqual({ Mode: agent ? agentMode : 'Active' });
+        expect(fn.Properties.LoggingConfig).toMatchObject({
+          LogFormat: 'JSON',
+          SystemLogLevel: 'WARN',
+          ApplicationLogLevel: agent ? 'WARN' : 'INFO',
+        });
+      }
   });
 
   it("opens the agents' WebSocket API with $connect, $disconnect and $default on its stage, and lets only the relays post to its connections", () => {
@@ -589,10 +636,10 @@ describe('the CDK stack', () => {
   });
 
   it('queues script deliveries, PSA events and spooled audit rows on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {
-    // The work queue and its dead-letter queue, beside the daily run's failure queue.
+    // The work queue and its dead-letter queue, beside the daily run's failure queue and its integrity jobs' queue.
     const queues = deployed.ofType('AWS::SQS::Queue');
-    expect(queues).toHaveLength(3);
-    const queue = queues.find(([, q]) => q.Properties.RedrivePolicy)!;
+    expect(queues).toHaveLength(4);
+    const queue = queues.find(([, q]) => q.Properties.RedrivePolicy?.maxReceiveCount === 5)!;
     expect(queue[1].Properties).toMatchObject({ SqsManagedSseEnabled: true, RedrivePolicy: { maxReceiveCount: 5 } });
     deployed.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: deployed.functionId('work queue worker') },
@@ -621,6 +668,36 @@ describe('the CDK stack', () => {
       .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
     expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
     expect(senders.sort()).toEqual([...apiGroups, 'worker', 'billing run'].sort());
+  });
+
+  it("runs the integrity watch's jobs of older rows in the retention function, from a queue of its own", () => {
+    const retention = deployed.functionId('retention worker');
+    const [jobsQueue, jobs] = deployed.ofType('AWS::SQS::Queue').find(([id]) => id.startsWith('IntegrityJobs'))!;
+    expect(jobs.Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [refOf('RetentionFailures'), 'Arn'] }, maxReceiveCount: 3 },
+    });
+    deployed.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: retention },
+      EventSourceArn: { 'Fn::GetAtt': [jobsQueue, 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    const senders = deployed
+      .ofType('AWS::Lambda::Function')
+      .filter(([id]) =>
+        deployed
+          .statementsOf(id)
+          .some(
+            (s) =>
+              [s.Action].flat().includes('sqs:SendMessage') &&
+              JSON.stringify(s.Resource) === JSON.stringify({ 'Fn::GetAtt': [jobsQueue, 'Arn'] }),
+          ),
+      )
+      .map(([id]) => id);
+    expect(senders).toEqual([retention]);
+    expect(deployed.resources[retention]!.Properties.Environment.Variables.INTEGRITY_QUEUE_URL).toEqual({
+      Ref: jobsQueue,
+    });
   });
 
   it('witnesses the anchors in a bucket with Object Lock in compliance mode, written by the retention worker alone', () => {

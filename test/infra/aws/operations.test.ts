@@ -70,6 +70,8 @@ describe('alarms', () => {
         'DatabaseUnavailable',
         'HttpApi5xxRate',
         'WebSocketApiErrorRate',
+        'HttpApiNearThrottle',
+        'WebSocketNearThrottle',
         'LambdaThrottles',
       ].sort(),
     );
@@ -153,7 +155,12 @@ describe('the daily run', () => {
     const sends = deployed
       .statementsOf(functionId('retention worker'))
       .filter((s) => [s.Action].flat().includes('sqs:SendMessage'));
-    expect(sends.map((s) => s.Resource)).toEqual([{ 'Fn::GetAtt': [queue, 'Arn'] }]);
+    // And the integrity watch's jobs of older rows, on its own queue.
+    const jobs = idOf('IntegrityJobs');
+    expect(sends.map((s) => s.Resource).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([
+      { 'Fn::GetAtt': [jobs, 'Arn'] },
+      { 'Fn::GetAtt': [queue, 'Arn'] },
+    ]);
   });
 
   it('alarms as soon as a failed run waits in the queue', () => {

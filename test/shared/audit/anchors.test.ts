@@ -10,8 +10,10 @@ import {
 } from '#shared/audit/anchor-signing.ts';
 import { type Anchor, selectLatestAnchor } from '#shared/audit/anchor-store.ts';
 import { chainBreakMeaning } from '#shared/audit/chain-break.ts';
+import { runIntegrityWatch, verifyStripeJob } from '#shared/audit/integrity-watch.ts';
 import { runRetention } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
+import type { StripeJob } from '#shared/audit/watch-plan.ts';
 import { logger } from '#shared/logger.ts';
 import {
   appendAudit,
@@ -249,5 +251,66 @@ describe('the integrity watch', () => {
     const run = await daily();
     expect(failureOf(run, orgId)).toBeUndefined();
     expect(await anchorsOf(orgId)).toBe(2);
+  });
+});
+
+describe('the integrity watch past one run (incremental)', () => {
+  const dayMs = 24 * 60 * 60 * 1000;
+  // A day whose number is 0 modulo 3: stripe 0 (positions 1-3) is due on it, and every third day after.
+  const day0 = new Date(20_001 * dayMs + 3 * 60 * 60 * 1000);
+  const on = (days: number) => new Date(day0.getTime() + days * dayMs);
+  /** The watch with no time for older rows in the run: every stripe due goes to a job, run here as the worker does. */
+  async function watch(at: Date, orgId: string) {
+    const jobs: StripeJob[] = [];
+    const run = await runIntegrityWatch(t.auditAdmin, key, {
+      anchoredAt: at,
+      settings: { reverifyDays: 3, stripeRows: 3, runSeconds: 0 },
+      queueStripes: async (job) => void jobs.push(job),
+    });
+    const mine = jobs.filter((job) => job.orgId === orgId);
+    const stripeFailures = [];
+    for (const job of mine) {
+      const failure = await verifyStripeJob(t.auditAdmin, job);
+      if (failure) stripeFailures.push(failure);
+    }
+    return { run, jobs: mine, failure: run.failures.find((f) => f.orgId === orgId) ?? stripeFailures[0] };
+  }
+
+  it('verifies the rows written since the newest anchor every day: a break in them is found the same day', async () => {
+    const { orgId } = await chained(6);
+    const first = await watch(on(0), orgId);
+    expect(first.run.full).toBe(false);
+    expect(first.failure).toBeUndefined();
+    expect((await selectLatestAnchor(t.app, orgId))!.seq).toBe(6);
+    const more = await appendAudit(t.app, [{ orgId }, { orgId }]);
+    await tamper(t.db.admin, (tx) =>
+      tx.query(`UPDATE audit_entries SET action = 'device.view' WHERE id = :id::uuid`, { id: more[1]!.id }),
+    );
+    const next = await watch(on(1), orgId);
+    // 7: the record of the first anchor; 8 and 9 the rows after it.
+    expect(next.failure).toMatchObject({ orgId, seq: 9, kind: 'altered' });
+    expect(await anchorsOf(orgId)).toBe(1);
+  });
+
+  it('re-verifies older rows a stripe a day, so a break in them is found within the set number of days', async () => {
+    const { orgId, sealed } = await chained(9);
+    await watch(on(0), orgId);
+    await tamper(t.db.admin, (tx) =>
+      tx.query(`UPDATE audit_entries SET action = 'device.view' WHERE id = :id::uuid`, { id: sealed[1]!.id }),
+    );
+    // Days 1 and 2 verify the other stripes (4-6, then 7-9, each with the row before and after it): not row 2.
+    const day1 = await watch(on(1), orgId);
+    expect(day1.jobs).toEqual([{ orgId, ranges: [{ first: 4, last: 6 }], rows: 3 }]);
+    expect(day1.failure).toBeUndefined();
+    const day2 = await watch(on(2), orgId);
+    expect(day2.jobs).toEqual([{ orgId, ranges: [{ first: 7, last: 9 }], rows: 3 }]);
+    expect(day2.failure).toBeUndefined();
+    // Day 3, within reverifyDays of the change: stripe 0 again, and the break.
+    const day3 = await watch(on(3), orgId);
+    expect(day3.failure).toMatchObject({ orgId, seq: 2, kind: 'altered' });
+    expect(error).toHaveBeenCalledWith(
+      expect.stringContaining('broken'),
+      expect.objectContaining({ orgId, seq: 2, kind: 'altered' }),
+    );
   });
 });

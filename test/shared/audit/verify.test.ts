@@ -247,6 +247,28 @@ describe('verifying a chain', () => {
     });
   });
 
+  it("verifies an organization whose entries lie far apart among another's, page by page, and finds a change there", async () => {
+    const orgId = randomUUID();
+    const other = randomUUID();
+    // Each of the organization's rows among five of another's: its positions are not one close range.
+    await appendAudit(
+      t.app,
+      Array.from({ length: 36 }, (_, i) => ({ orgId: i % 6 === 0 ? orgId : other })),
+    );
+    const { rows: own } = await t.db.admin.query<{ id: string; pos: number }>(
+      'SELECT id::text AS id, pos FROM audit_logs WHERE org_id = :orgId::uuid ORDER BY seq',
+      { orgId },
+    );
+    expect(own.at(-1)!.pos - own[0]!.pos).toBe(30);
+    expect(await verifyChain(t.app, orgId, { pageRows: 4 })).toEqual({ ok: true, checked: 6 });
+    expect(await verifyChain(t.app, other, { pageRows: 7 })).toEqual({ ok: true, checked: 30 });
+    await run(`UPDATE audit_entries SET action = 'device.view' WHERE id = :id::uuid`, { id: own[4]!.id });
+    expect(await verifyChain(t.app, orgId, { pageRows: 4 })).toMatchObject({
+      ok: false,
+      firstBreak: { seq: 5, id: own[4]!.id, kind: 'altered' },
+    });
+  });
+
   it('reports progress after each page and counts every row once', async () => {
     const { orgId } = await chainOf(5);
     const progress: unknown[] = [];

@@ -466,9 +466,10 @@ describe('the stores through the Data API', () => {
     );
     const before = local.server.calls.length;
     expect(await verifyChain(app, big.orgId)).toEqual({ ok: true, checked: 40 });
-    expect(local.server.calls.slice(before).filter((c) => c.sql?.includes('FROM audit_logs a')).length).toBeGreaterThan(
-      2,
-    );
+    // Each page's entries are read in a statement of their own, cut under the response limit.
+    expect(
+      local.server.calls.slice(before).filter((c) => c.sql?.includes('FROM audit_entries a')).length,
+    ).toBeGreaterThan(2);
   });
 
   it('delete expired audit rows as the retention role, with the session flag set inside the transaction', async () => {
