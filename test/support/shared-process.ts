@@ -5,7 +5,7 @@
  * connection closed (the file's own database opens it anew). A file that changes module state beyond these, or reads
  * the environment once at load, belongs to the `isolated` project (vitest.config.ts).
  */
-import { closeAppDb } from '#shared/db/client.ts';
+import { closeAppDb, closeAuditAdminDb } from '#shared/db/client.ts';
 import { dropLocalJobs } from '#shared/queue/work-queue.ts';
 
 const store = globalThis as typeof globalThis & { logbookStartEnv?: Record<string, string | undefined> };
@@ -15,3 +15,4 @@ for (const name of Object.keys(process.env)) if (!(name in start)) delete proces
 Object.assign(process.env, start);
 dropLocalJobs();
 await closeAppDb();
+await closeAuditAdminDb();
