@@ -344,6 +344,9 @@ async function main() {
     await measure('ws.ping', 'keep-alive message on the agent WebSocket (baseline)', 'ws-message', 1, () =>
       message({ type: 'ping' }),
     );
+    await measure('heartbeat.websocket', 'heartbeat message on the agent WebSocket', 'ws-message', 1, () =>
+      message({ type: 'heartbeat', agentVersion: '2.4.1-sim', status: 'online', serialNumber: 'SIM-0001' }, true),
+    );
     await measure('ws.connect', 'WebSocket $connect and $disconnect', 'ws-connection', 1, async () => {
       const connected = handlerRun('ws/connect');
       const other = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${connector.token}` } });

@@ -219,7 +219,7 @@ describe('npm run cost', () => {
   it('lists every flag with its default on --help', async () => {
     const { status, stdout } = await run(['--help']);
     expect(status).toBe(0);
-    expect(stdout).toContain('--heartbeat-transport http|websocket (default http)');
+    expect(stdout).toContain('--heartbeat-transport http|websocket (default websocket)');
     expect(stdout).toContain('--secret-reads-per-data-api-call <number> (default 1)');
   });
 
@@ -231,7 +231,16 @@ describe('npm run cost', () => {
       '1000',
       '--operations',
       file,
-      ...['--ping-seconds', '0', '--ws-connects-per-day', '0', '--log-entries-per-day', '0'],
+      ...[
+        '--heartbeat-transport',
+        'http',
+        '--ping-seconds',
+        '0',
+        '--ws-connects-per-day',
+        '0',
+        '--log-entries-per-day',
+        '0',
+      ],
       ...['--event-log-entries-per-day', '0', '--posture-uploads-per-day', '0', '--metrics-uploads-per-day', '0'],
       ...['--tracing', 'all', '--lambda-memory-mb', '1024', '--lambda-slowdown', '1', '--platform-log-bytes', '500'],
       ...['--app-log-bytes', '0', '--secrets', '4', '--alarms', '10', '--custom-metrics', '10', '--schedules', '0'],
