@@ -60,8 +60,6 @@ export const complianceActions = [
   'automation.policy.evaluate',
   'script.execute',
   'organization.update',
-  // Shortening the log windows deletes evidence: tracked like the audit retention (organization.update).
-  'log_retention.update',
 ] as const;
 
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;

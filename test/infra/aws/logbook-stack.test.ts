@@ -84,7 +84,7 @@ const idOf = (type: string, prefix = '') => {
 };
 const apiFunctions = deployed
   .ofType('AWS::Lambda::Function')
-  .filter(([, r]) => /^Logbook (?!.*retention)/.test(r.Properties.Description));
+  .filter(([, r]) => /^Logbook [\w-]+:/.test(r.Properties.Description));
 /** This project's functions (not CDK's own: log retention, bucket deployment). */
 const logbookFunctions = deployed
   .ofType('AWS::Lambda::Function')
