@@ -44,3 +44,130 @@ DROP INDEX audit_entries_resource_name_trgm_idx;
 DROP INDEX audit_entries_details_trgm_idx;
 --> statement-breakpoint
 ANALYZE audit_entries;
+--> statement-breakpoint
+-- How many sealed entries each organization has of each action (docs/audit.md "Searching the trail"): an exact total
+-- of a filter on the action alone (action, the reports' action lists) is then a sum over a few rows instead of a
+-- visit of every matching row. Written only by the sealing trigger (in the statement that seals the entries, under
+-- the organization's lock) and by the retention cut (audit_entries_uncount below); read by everyone who reads the trail.
+CREATE TABLE audit_action_counts (
+  org_id  uuid NOT NULL,
+  action  varchar(100) NOT NULL,
+  n       bigint NOT NULL,
+  PRIMARY KEY (org_id, action)
+);
+--> statement-breakpoint
+INSERT INTO audit_action_counts (org_id, action, n)
+SELECT e.org_id, e.action, count(*)
+  FROM audit_entries e JOIN audit_chain_links l ON l.pos = e.pos AND l.org_id = e.org_id
+ GROUP BY e.org_id, e.action;
+--> statement-breakpoint
+-- The seal of 0060_audit_chain_links.sql, adding each statement's entries to their counts at its end.
+CREATE OR REPLACE FUNCTION audit_entries_seal() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  orgs uuid[];
+  positions bigint[];
+  -- Canonical payload v1 (DESIGN.md): 'logbook-audit-v1', id, org_id, then seq, then the fields, then prev_checksum.
+  leads text[];
+  fields text[];
+  seqs bigint[];
+  checksums text[];
+  prevs text[];
+  org uuid;
+  latest_seq bigint;
+  latest_checksum text;
+  foreign_position boolean;
+BEGIN
+  -- Only a fresh snapshot taken after the lock sees the previous writer's head; a REPEATABLE READ
+  -- snapshot would predate it and fork the chain under load, so it is refused outright.
+  IF current_setting('transaction_isolation'::text) <> 'read committed' THEN
+    RAISE EXCEPTION 'audit rows are written in READ COMMITTED transactions, not %', current_setting('transaction_isolation'::text)
+      USING ERRCODE = 'invalid_transaction_state';
+  END IF;
+  -- A position beyond what the identity has handed out (OVERRIDING SYSTEM VALUE) would collide with a later writer's.
+  -- Each array in the order the rows are sealed: by organization, then as inserted ((org_id, pos) is unique).
+  SELECT array_agg(s.org_id ORDER BY s.org_id, s.pos), array_agg(s.pos ORDER BY s.org_id, s.pos),
+         array_agg(s.lead ORDER BY s.org_id, s.pos), array_agg(s.fields ORDER BY s.org_id, s.pos),
+         max(s.pos) > (SELECT q.last_value FROM public.audit_entries_pos_seq q) OR min(s.pos) < 1
+    INTO orgs, positions, leads, fields, foreign_position
+    FROM (
+      SELECT a.org_id, a.pos,
+             concat_ws(E'\n'::text, 'logbook-audit-v1'::text, public.audit_canonical_field(a.id::text),
+                       public.audit_canonical_field(a.org_id::text)) AS lead,
+             concat_ws(E'\n'::text,
+               public.audit_canonical_field(to_char(a.timestamp AT TIME ZONE 'UTC'::text, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'::text)),
+               public.audit_canonical_field(a.actor_type::text),
+               public.audit_canonical_field(a.actor_id::text),
+               public.audit_canonical_field(a.actor_email::text),
+               public.audit_canonical_field(a.action::text),
+               public.audit_canonical_field(a.resource_type::text),
+               public.audit_canonical_field(a.resource_id::text),
+               public.audit_canonical_field(a.resource_name::text),
+               public.audit_canonical_field(a.details::text),
+               public.audit_canonical_field(a.ip_address::text),
+               public.audit_canonical_field(a.user_agent),
+               public.audit_canonical_field(a.result::text),
+               public.audit_canonical_field(a.error_message)) AS fields
+        FROM added a
+    ) s;
+  IF orgs IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF foreign_position THEN
+    RAISE EXCEPTION 'audit_entries.pos is set by the database only' USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  seqs := array_fill(NULL::bigint, ARRAY[cardinality(orgs)]);
+  checksums := array_fill(NULL::text, ARRAY[cardinality(orgs)]);
+  prevs := array_fill(NULL::text, ARRAY[cardinality(orgs)]);
+  FOR i IN 1 .. cardinality(orgs) LOOP
+    IF org IS DISTINCT FROM orgs[i] THEN
+      org := orgs[i];
+      PERFORM pg_advisory_xact_lock(1, ('x'::text || left(org::text, 8))::bit(32)::integer);
+      latest_seq := 0;
+      latest_checksum := NULL;
+      SELECT h.seq, h.checksum INTO latest_seq, latest_checksum FROM public.audit_chain_heads h WHERE h.org_id = org;
+      latest_seq := coalesce(latest_seq, 0);
+    END IF;
+    latest_seq := latest_seq + 1;
+    seqs[i] := latest_seq;
+    prevs[i] := latest_checksum;
+    latest_checksum := encode(sha256(convert_to(concat_ws(E'\n'::text, leads[i],
+      public.audit_canonical_field(latest_seq::text), fields[i], public.audit_canonical_field(latest_checksum)), 'UTF8'::name)), 'hex'::text);
+    checksums[i] := latest_checksum;
+  END LOOP;
+  WITH linked AS (
+    INSERT INTO public.audit_chain_links (org_id, seq, pos, checksum, prev_checksum)
+    SELECT * FROM unnest(orgs, seqs, positions, checksums, prevs)
+  )
+  INSERT INTO public.audit_chain_heads AS h (org_id, seq, checksum, updated_at)
+  SELECT DISTINCT ON (s.org_id) s.org_id, s.seq, s.checksum, now()
+    FROM unnest(orgs, seqs, checksums) AS s(org_id, seq, checksum) ORDER BY s.org_id, s.seq DESC
+  ON CONFLICT (org_id) DO UPDATE SET seq = excluded.seq, checksum = excluded.checksum, updated_at = excluded.updated_at;
+  -- The organizations' counts per action, under the locks taken above (so no other statement waits on their rows
+  -- that does not already wait on the lock), in organization and action order.
+  INSERT INTO public.audit_action_counts AS c (org_id, action, n)
+  SELECT a.org_id, a.action, count(*) FROM added a GROUP BY a.org_id, a.action ORDER BY a.org_id, a.action
+  ON CONFLICT (org_id, action) DO UPDATE SET n = c.n + excluded.n;
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+-- A retention cut takes its entries off their counts (never below zero: an entry written with the triggers off was
+-- never counted).
+CREATE FUNCTION audit_entries_uncount() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  UPDATE public.audit_action_counts c SET n = greatest(c.n - r.n, 0)
+    FROM (SELECT d.org_id, d.action, count(*) AS n FROM removed d GROUP BY d.org_id, d.action) r
+   WHERE c.org_id = r.org_id AND c.action = r.action;
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+CREATE TRIGGER audit_entries_uncount AFTER DELETE ON audit_entries REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION audit_entries_uncount();
+--> statement-breakpoint
+REVOKE EXECUTE ON FUNCTION audit_entries_uncount() FROM PUBLIC;
+--> statement-breakpoint
+GRANT SELECT ON audit_action_counts TO logbook_app, logbook_audit_admin;
