@@ -4,12 +4,13 @@
  * with its target:
  *
  * - writing: inserts into audit_entries (sealed into audit_chain_links by its trigger) against an unsealed copy of
- *   the entries (same columns and indexes, no trigger, no links), written by the same production function,
- *   interleaved: single rows and
+ *   the entries (same columns and indexes, no trigger, no links) and today's copy (the same with the six trigram
+ *   indexes of before the search document), written by the same production function, interleaved: single rows and
  *   100-row batches from 1 and 8 writers, batches spread over 16 organizations or rotating among them, and a bulk
  *   history load (--bulk rows, 0: none) through the ingestion path;
  * - reading at scale: with --rows rows in one organization, the list and search queries of the API
- *   (listAuditEntries) against a bare SELECT … ORDER BY … LIMIT, and verifying every row (verifyChain)
+ *   (listAuditEntries) against the same pages through today's search (a copy of the trail with the six trigram
+ *   indexes, call for call) and a bare SELECT … ORDER BY … LIMIT, and verifying every row (verifyChain)
  *   against only reading the same pages.
  *
  * Runs on scratch databases (on DATABASE_URL's server, or an embedded PostgreSQL it starts) and drops them.
@@ -32,6 +33,7 @@ import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts'
 import type { Principal } from '#shared/auth/principal.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
+import { dbTimeouts } from '#shared/db/timeouts.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { loadAverage, ms, number, positive, ratio, status, statusDone, verdict } from './support/format.ts';
@@ -120,6 +122,8 @@ interface Workload {
   rowsPerSecond: number;
   share?: number;
   overToday?: number;
+  /** The slowest sealed call stays below this (ms): the application role's statement timeout. */
+  slowestMs?: number;
 }
 
 const oneOrg = (orgs: readonly string[]) => orgs[0]!;
@@ -223,18 +227,20 @@ const perSecond = (n: number) => `${number(n)}/s`;
 function workloadLine(
   name: string,
   rates: { sealed: number; unsealed: number; today: number; slowest?: number },
-  target: { rowsPerSecond: number; share?: number; overToday?: number },
+  target: { rowsPerSecond: number; share?: number; overToday?: number; slowestMs?: number },
 ) {
   const share = rates.sealed / rates.unsealed;
   const overToday = rates.unsealed / rates.today;
   const pass =
     rates.sealed >= target.rowsPerSecond &&
     (target.share === undefined || share >= target.share) &&
-    (target.overToday === undefined || overToday >= target.overToday);
+    (target.overToday === undefined || overToday >= target.overToday) &&
+    (target.slowestMs === undefined || (rates.slowest ?? 0) < target.slowestMs);
   const targets = [
     `>= ${perSecond(target.rowsPerSecond)}`,
     ...(target.share === undefined ? [] : [`>= ${target.share * 100}%`]),
     ...(target.overToday === undefined ? [] : [`copy >= ${target.overToday}x today's`]),
+    ...(target.slowestMs === undefined ? [] : [`slowest < ${ms(target.slowestMs)}`]),
   ];
   return [
     `  ${name}`,
@@ -320,6 +326,7 @@ async function sealingCost(tables: Writers): Promise<string[][]> {
       rowsPerSecond: 18_786,
       share: 0.85,
       overToday: 2,
+      slowestMs: dbTimeouts().statementTimeoutMs,
     },
   ];
   const lines: string[][] = [
@@ -625,7 +632,7 @@ async function pairedLatency(a: () => Promise<unknown>, b: () => Promise<unknown
  */
 async function listTodaysWay(db: Db, principal: Principal, query: AuditListQuery) {
   const scope = auditScope(principal, query);
-  const conditions: string[] = [];
+  const conditions = scope.single ? ['a.org_id = :orgId::uuid'] : [];
   const ilike = (name: 'user' | 'action' | 'resource' | 'q', columns: string[]) => {
     if (query[name]) conditions.push(`(${columns.map((column) => `${column} ILIKE :${name}::text`).join(' OR ')})`);
   };
@@ -742,7 +749,7 @@ async function readingAtScale(admin: Db, url: string): Promise<string[][]> {
         lines.push([
           name,
           `p95 ${ms(now.p95)} (p50 ${ms(now.p50)})`,
-          `p95 ${ms(today.p95)} today's search, ${ms(base.p95)} bare`,
+          `p95 ${ms(today.p95)} (p50 ${ms(today.p50)}) today's search, ${ms(base.p95)} bare`,
           ratio(now.p95 / today.p95),
           `p95 < ${c.target} ms, <= 1.1x today's`,
           verdict(pass),
