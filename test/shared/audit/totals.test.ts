@@ -125,6 +125,19 @@ describe('list totals at scale', () => {
     expect(await page(admin, { action: 'nothing.like.this' })).toMatchObject({ total: 0, totalExact: true });
   });
 
+  it('counts a search as the rows it matches, by their action or elsewhere, each once', async () => {
+    const admin = orgAdmin(orgId, partner.partnerId!);
+    for (const [q, action] of [['device'], ['login'], ['upd'], ['"n": 1'], ['7'], ['device', 'login'], ['e', 'upd']]) {
+      const { rows } = await t.app.query<{ n: number }>(
+        `SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid AND action ILIKE :action
+            AND (action ILIKE :q OR actor_email ILIKE :q OR resource_type ILIKE :q OR resource_name ILIKE :q OR details::text ILIKE :q)`,
+        { orgId, q: `%${q}%`, action: `%${action ?? ''}%` },
+      );
+      expect(rows[0]!.n, q).toBeGreaterThan(0);
+      expect(await page(admin, { q, action }), `${q} ${action}`).toMatchObject({ total: rows[0]!.n, totalExact: true });
+    }
+  });
+
   it('counts the positions the chain holds: a row deleted behind its back still counts, and verification reports it', async () => {
     const before = (await page(partner, { orgId: otherOrgId })).total;
     await tamper(t.db.admin, (tx) => deleteChainRows(tx, 'org_id = :orgId::uuid', { orgId: otherOrgId }));
