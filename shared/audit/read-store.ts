@@ -32,6 +32,12 @@ export interface AuditScope {
   filtered: boolean;
   /** Whether one organization is in view (orgId, or an organization user's own). */
   single: boolean;
+  /**
+   * When every filter but orgId is on the action (action, only) or q: the rows are counted from the counts per action
+   * (audit_action_counts) of the actions that pass `actions` (conditions on `c.action`), plus, with q, the entries
+   * whose action does not match q that pass `elsewhere` (conditions on `a`, each ` AND ...`). Otherwise null.
+   */
+  counted: { actions: string; elsewhere: string | null } | null;
 }
 
 /**
@@ -51,16 +57,35 @@ export function auditScope(principal: Principal, filters: AuditFilters): AuditSc
     params.orgId = orgId;
   }
   const wholeTrails = rows.length;
-  const ilike = (name: 'user' | 'action' | 'resource' | 'q', columns: string[]) => {
+  // The action is matched on its column, the other parts through the entry's search document (one trigram index holds
+  // both), then against their own columns exactly where the document alone would match more (docs/audit.md
+  // "Searching the trail").
+  const exact = (name: 'user' | 'resource' | 'q', columns: string[]) =>
+    `(${columns.map((column) => `${column} ILIKE :${name}::text`).join(' OR ')})`;
+  const pattern = (name: 'user' | 'action' | 'resource' | 'q') => {
     const text = filters[name];
-    if (!text) return;
-    params[name] = likePattern(text);
-    rows.push(`(${columns.map((column) => `${column} ILIKE :${name}::text`).join(' OR ')})`);
+    if (text) params[name] = likePattern(text);
+    return text;
   };
-  ilike('user', ['a.actor_email', "(a.details -> 'actor' ->> 'name')"]);
-  ilike('action', ['a.action']);
-  ilike('resource', ['a.resource_type', 'a.resource_name']);
-  ilike('q', ['a.action', 'a.actor_email', 'a.resource_type', 'a.resource_name', '(a.details::text)']);
+  const user = pattern('user');
+  if (user) {
+    const columns = exact('user', ['a.actor_email', "(a.details -> 'actor' ->> 'name')"]);
+    rows.push(detailsShowVerbatim(user) ? `${searchDocument} ILIKE :user::text AND ${columns}` : columns);
+  }
+  if (pattern('action')) rows.push('a.action ILIKE :action::text');
+  if (pattern('resource'))
+    rows.push(
+      `${searchDocument} ILIKE :resource::text AND ${exact('resource', ['a.resource_type', 'a.resource_name'])}`,
+    );
+  const q = pattern('q');
+  // What q matches beside the action: a text without a line break matches the document exactly when it matches one
+  // of its parts.
+  const qElsewhere = !q
+    ? null
+    : q.includes('\n')
+      ? `${searchDocument} ILIKE :q::text AND ${exact('q', ['a.actor_email', 'a.resource_type', 'a.resource_name', '(a.details::text)'])}`
+      : `${searchDocument} ILIKE :q::text`;
+  if (qElsewhere) rows.push(`(a.action ILIKE :q::text OR ${qElsewhere})`);
   if (filters.from) {
     rows.push('a.timestamp >= :from::timestamptz');
     params.from = filters.from;
@@ -69,16 +94,46 @@ export function auditScope(principal: Principal, filters: AuditFilters): AuditSc
     rows.push('a.timestamp <= :to::timestamptz');
     params.to = filters.to;
   }
-  if (filters.only)
-    rows.push(actionInSql('a.action', filters.only === 'securityEvents' ? securityEventActions : complianceActions));
+  const only = filters.only === 'securityEvents' ? securityEventActions : complianceActions;
+  if (filters.only) rows.push(actionInSql('a.action', only));
+  const onActions = !filters.user && !filters.resource && !filters.from && !filters.to;
+  const actionsOn = (column: string) => [
+    ...(filters.action ? [`${column} ILIKE :action::text`] : []),
+    ...(filters.only ? [actionInSql(column, only)] : []),
+  ];
   return {
     orgs: orgs.join(' AND '),
     rows: rows.map((condition) => ` AND ${condition}`).join(''),
     params,
     filtered: rows.length > wholeTrails,
     single: orgId !== null,
+    counted:
+      onActions && (filters.action || filters.only || q)
+        ? {
+            actions: [...actionsOn('c.action'), ...(q ? ['c.action ILIKE :q::text'] : [])].join(' AND ') || 'true',
+            elsewhere: qElsewhere
+              ? [...rows.slice(0, wholeTrails), ...actionsOn('a.action'), 'NOT a.action ILIKE :q::text', qElsewhere]
+                  .map((condition) => ` AND ${condition}`)
+                  .join('')
+              : null,
+          }
+        : null,
   };
 }
+
+/**
+ * The entry's search document (0105_audit_search_document.sql): actor e-mail, resource type, resource name and details
+ * as text, one line each, as its trigram index holds it beside the action. A text without a line break matches it
+ * exactly when it matches one of those parts: q is the action or the document.
+ */
+const searchDocument = 'audit_search_document(a.actor_email, a.resource_type, a.resource_name, a.details)';
+
+/**
+ * Whether a text appears in details as text exactly as written, so the document finds the actor's name with it:
+ * JSON escapes only quotes, backslashes and control characters.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
+const detailsShowVerbatim = (text: string) => !/["\\\u0000-\u001f]/.test(text);
 
 /** A row as the list formats need it. */
 export type AuditEntryRow = AuditRow & {
@@ -161,19 +216,40 @@ export async function countAuditRows(db: Db, scope: AuditScope): Promise<number>
     );
     return row!.total;
   }
+  // A filter on the action is summed from the organizations' counts per action (0105_audit_search_document.sql): a
+  // few rows where counting the entries visits every matching one. A search adds the entries it matches only beyond
+  // the action, found in the document's column of the index alone.
+  if (scope.counted) {
+    const { actions, elsewhere } = scope.counted;
+    const [counted, found] = await Promise.all([
+      one<{ total: number }>(
+        db,
+        `SELECT coalesce(sum(c.n), 0)::bigint AS total FROM organizations o JOIN audit_action_counts c ON c.org_id = o.id
+          WHERE ${scope.orgs} AND ${actions}`,
+        scope.params,
+      ),
+      elsewhere === null ? { total: 0 } : countEntries(db, scope, elsewhere),
+    ]);
+    return counted!.total + found.total;
+  }
   // Counted off the entries alone: a link lookup per matching row would cost more than the count (an entry has no link
   // only if written with the triggers off, and the verifier reports it).
   // The bitmap of the matching rows is kept exact (a bit per row, not per page): under the default 4 MB work_mem a
   // broad filter's bitmap over a million rows turns lossy, and every row of those pages is rechecked (a search's five
   // ILIKEs, details::text included): p95 17.0 s instead of 1.8 s for one row in 8 of 1,000,000 (docs/benchmarks.md).
+  return (await countEntries(db, scope, scope.rows)).total;
+}
+
+/** The entries in the scope's organizations that pass `rows`, counted with an exact bitmap. */
+function countEntries(db: Db, scope: AuditScope, rows: string): Promise<{ total: number }> {
   return db.transaction(async (tx) => {
     await tx.query(`SELECT set_config('work_mem', '${countWorkMem}', true)`);
     const row = await one<{ total: number }>(
       tx,
-      `SELECT count(*) AS total FROM organizations o JOIN audit_entries a ON a.org_id = o.id WHERE ${scope.orgs}${scope.rows}`,
+      `SELECT count(*) AS total FROM organizations o JOIN audit_entries a ON a.org_id = o.id WHERE ${scope.orgs}${rows}`,
       scope.params,
     );
-    return row!.total;
+    return row!;
   });
 }
 
@@ -239,8 +315,16 @@ export async function countAuditRowsByKind(db: Db, scope: AuditScope) {
   return rows;
 }
 
-/** Rows in scope counted per action. */
+/** Rows in scope counted per action (from the counts per action when the filters are on the action alone). */
 export async function countAuditRowsByAction(db: Db, scope: AuditScope) {
+  if (scope.counted && scope.counted.elsewhere === null) {
+    const { rows } = await db.query<{ action: string; total: number }>(
+      `SELECT c.action, sum(c.n)::bigint AS total FROM organizations o JOIN audit_action_counts c ON c.org_id = o.id
+        WHERE ${scope.orgs} AND ${scope.counted.actions} GROUP BY c.action HAVING sum(c.n) > 0`,
+      scope.params,
+    );
+    return rows;
+  }
   const { rows } = await db.query<{ action: string; total: number }>(
     `SELECT a.action, count(*) AS total FROM organizations o JOIN audit_entries a ON a.org_id = o.id WHERE ${scope.orgs}${scope.rows} GROUP BY a.action`,
     scope.params,

@@ -107,3 +107,44 @@ describe('GET /audit-logs/search', () => {
     expect(ids(await search(`q=zebra&orgId=${a.orgId}`, b.partnerToken))).toEqual([]);
   });
 });
+
+describe('the filters read through one search document per entry', () => {
+  let c: Tenant;
+  let quoted: Sealed, noted: Sealed;
+  const searchC = (query: string) => search(query, c.orgToken);
+
+  beforeAll(async () => {
+    c = await createTenant(t.api, 'Gamma');
+    [quoted, noted] = (await appendAudit(t.db.admin, [
+      {
+        orgId: c.orgId,
+        timestamp: '2026-03-02T10:01:00Z',
+        ...plain,
+        action: 'zebra.create',
+        details: { actor: { name: 'Dan "the Zebra" Back\\slash' } },
+      },
+      { orgId: c.orgId, timestamp: '2026-03-02T10:02:00Z', ...plain, details: { note: 'tech@zebra.test wrote' } },
+    ])) as [Sealed, Sealed];
+  });
+
+  it('match each part alone: a text across two parts (action, then e-mail) finds nothing', async () => {
+    expect(ids(await searchC(`q=${encodeURIComponent('zebra.create\nsomeone')}`))).toEqual([]);
+    expect(ids(await searchC(`q=${encodeURIComponent('create someone')}`))).toEqual([]);
+    expect(ids(await searchC('q=zebra.create'))).toEqual([quoted.id]);
+  });
+
+  it('match the user filter against the e-mail and the name only, quotes and backslashes as written', async () => {
+    // The details mention the text, the e-mail and the name do not.
+    expect(ids(await searchC('q=zebra&user=zebra.test'))).toEqual([]);
+    expect(ids(await searchC(`q=zebra&user=${encodeURIComponent('"the zebra"')}`))).toEqual([quoted.id]);
+    expect(ids(await searchC(`q=zebra&user=${encodeURIComponent('back\\slash')}`))).toEqual([quoted.id]);
+    expect(ids(await searchC('q=zebra&user=the zebra'))).toEqual([quoted.id]);
+    expect(ids(await searchC('q=wrote&user=someone@'))).toEqual([noted.id]);
+  });
+
+  it('match the action and resource filters against their own columns only', async () => {
+    expect(ids(await searchC('q=zebra&action=zebra'))).toEqual([quoted.id]);
+    expect(ids(await searchC('q=zebra&resource=zebra'))).toEqual([]);
+    expect(ids(await searchC('q=zebra&resource=pc-1'))).toEqual([noted.id, quoted.id]);
+  });
+});

@@ -103,13 +103,39 @@ describe('list totals at scale', () => {
       await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
       await deleteChainRows(tx, 'org_id = :orgId::uuid AND seq <= 100', { orgId });
     });
-    const after = await page(orgAdmin(orgId, partner.partnerId!), {});
+    const admin = orgAdmin(orgId, partner.partnerId!);
+    const after = await page(admin, {});
     expect(after).toMatchObject({ total: updates + logins - 100, totalExact: true });
+    // The first 100 rows were updates: a filter on the action counts what is left of them.
+    expect(await page(admin, { action: 'DEVICE.UPD' })).toMatchObject({ total: updates - 100, totalExact: true });
+    expect(await page(admin, { action: 'login' })).toMatchObject({ total: logins, totalExact: true });
     const { rows } = await t.app.query<{ n: number }>(
       'SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid',
       { orgId },
     );
     expect(rows[0]!.n).toBe(after.total);
+  });
+
+  it('counts a filter on the action alone and the same filter with a search alike', async () => {
+    const admin = orgAdmin(orgId, partner.partnerId!);
+    const byAction = await page(admin, { action: 'user.' });
+    expect(byAction).toMatchObject({ total: logins, totalExact: true });
+    expect(await page(admin, { action: 'user.', q: 'login' })).toMatchObject({ total: logins, totalExact: true });
+    expect(await page(partner, { action: 'user.login' })).toMatchObject({ total: logins + 1, totalExact: true });
+    expect(await page(admin, { action: 'nothing.like.this' })).toMatchObject({ total: 0, totalExact: true });
+  });
+
+  it('counts a search as the rows it matches, by their action or elsewhere, each once', async () => {
+    const admin = orgAdmin(orgId, partner.partnerId!);
+    for (const [q, action] of [['device'], ['login'], ['upd'], ['"n": 1'], ['7'], ['device', 'login'], ['e', 'upd']]) {
+      const { rows } = await t.app.query<{ n: number }>(
+        `SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid AND action ILIKE :action
+            AND (action ILIKE :q OR actor_email ILIKE :q OR resource_type ILIKE :q OR resource_name ILIKE :q OR details::text ILIKE :q)`,
+        { orgId, q: `%${q}%`, action: `%${action ?? ''}%` },
+      );
+      expect(rows[0]!.n, q).toBeGreaterThan(0);
+      expect(await page(admin, { q, action }), `${q} ${action}`).toMatchObject({ total: rows[0]!.n, totalExact: true });
+    }
   });
 
   it('counts the positions the chain holds: a row deleted behind its back still counts, and verification reports it', async () => {
