@@ -10,7 +10,7 @@
  * Exit status: 0 every block passed, 1 some failed, 2 the server did not start.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,7 +68,6 @@ export function shellBlocks(page: string): ShellBlock[] {
  * Any other command exiting non-zero is recorded by the ERR trap. Nothing the reader sees in the block changes.
  */
 const prelude = String.raw`
-set -E
 __docs_record() { # line, command, reply
   local f
   f=$(mktemp "$__DOCS_OUT/failure.$(date +%s%N).XXXX")
@@ -105,7 +104,7 @@ npm() {
   case "$1" in ci|install|i|start|test|t)
     __docs_record "${"${BASH_LINENO[0]}"}" "npm $1: not run (fence it as console)" ''; return 125 ;;
   esac
-  command npm "$@"
+  command npm "$@" || { local rc=$?; __docs_record "${"${BASH_LINENO[0]}"}" "npm $* (exit $rc)" ''; return 125; }
 }
 trap '__docs_err $? "$BASH_COMMAND" $LINENO' ERR
 `;
@@ -156,6 +155,7 @@ export async function runPage(
         done({ output, timedOut });
       });
     });
+    if (process.env.DOCS_CHECK_VERBOSE) console.log(output);
     const failures: DocsFailure[] = readdirSync(out)
       .filter((f) => f.startsWith('failure.'))
       .sort()
@@ -182,16 +182,18 @@ export const describeFailure = (f: DocsFailure) =>
   `${f.page}:${f.line} (block ${f.block}) ${f.command}${f.reply ? `\n    ${f.reply.replaceAll('\n', '\n    ')}` : ''}`;
 
 /**
- * A scratch copy of the checkout for a fresh `npm start`: every top-level entry but `.data/` linked to the
- * repository's, so npm scripts and tools run as in the checkout, while `.data/` and the files a block writes stay
- * in the scratch directory. Readable by the embedded database's user when run as root.
+ * A scratch copy of the checkout for a fresh `npm start`: the repository's files copied (its node_modules linked),
+ * so npm scripts and tools run as in the checkout, while `.data/` and the files a block writes stay in the scratch
+ * directory. Readable by the embedded database's user when run as root.
  */
 export function scratchCheckout(): string {
-  mkdirSync(join(root, '.data'), { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), 'logbook-docs-'));
   chmodSync(dir, 0o755);
-  for (const entry of readdirSync(root))
-    if (entry !== '.data' && entry !== '.git') symlinkSync(join(root, entry), join(dir, entry));
+  for (const entry of readdirSync(root)) {
+    if (entry === '.data' || entry === '.git') continue;
+    if (entry === 'node_modules') symlinkSync(join(root, entry), join(dir, entry));
+    else cpSync(join(root, entry), join(dir, entry), { recursive: true });
+  }
   return dir;
 }
 
@@ -244,7 +246,9 @@ async function main(): Promise<number> {
     } else console.log(`Against the server at ${process.env.LOGBOOK_API}`);
     const failures: DocsFailure[] = [];
     let blocks = 0;
-    for (const page of docsPages()) {
+    // Pages named on the command line run after the README; none named: every page.
+    const named = process.argv.slice(2);
+    for (const page of docsPages().filter((p) => named.length === 0 || p === 'README.md' || named.includes(p))) {
       const pageBlocks = shellBlocks(page);
       blocks += pageBlocks.length;
       const found = await runPage(pageBlocks, { env, cwd });
