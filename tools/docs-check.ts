@@ -54,7 +54,8 @@ export function shellBlocks(page: string): ShellBlock[] {
     if (!fence) {
       if (marker) fence = { info: marker[1]!.trim(), start: i + 2, body: [] };
     } else if (marker && marker[1]!.trim() === '') {
-      if (fence.info === 'sh') blocks.push({ page, block: blocks.length + 1, line: fence.start, text: fence.body.join('\n') });
+      if (fence.info === 'sh')
+        blocks.push({ page, block: blocks.length + 1, line: fence.start, text: fence.body.join('\n') });
       fence = undefined;
     } else fence.body.push(line);
   }
@@ -87,12 +88,12 @@ curl() {
   else command curl -sS -D "$hdr" -o "$body" "$@" || rc=$?; cat "$body"; fi
   status=$(grep -aE '^HTTP/' "$hdr" | tail -n 1 | cut -d' ' -f2 || true)
   if [ $rc -ne 0 ]; then
-    __docs_record "${"${BASH_LINENO[0]}"}" "curl $method $url" "curl exited $rc"
+    __docs_record "$BASH_LINENO" "curl $method $url" "curl exited $rc"
     return $rc
   fi
   case "$status" in
     2??) return 0 ;;
-    *) __docs_record "${"${BASH_LINENO[0]}"}" "curl $method $url: $status" "$(cat "$body")"; return 22 ;;
+    *) __docs_record "$BASH_LINENO" "curl $method $url: $status" "$(cat "$body")"; return 22 ;;
   esac
 }
 __docs_err() { # status, command, line
@@ -102,9 +103,9 @@ __docs_err() { # status, command, line
 # A block that would reinstall, start a server or run the suite is fenced as console; this guards the checkout.
 npm() {
   case "$1" in ci|install|i|start|test|t)
-    __docs_record "${"${BASH_LINENO[0]}"}" "npm $1: not run (fence it as console)" ''; return 125 ;;
+    __docs_record "$BASH_LINENO" "npm $1: not run (fence it as console)" ''; return 125 ;;
   esac
-  command npm "$@" || { local rc=$?; __docs_record "${"${BASH_LINENO[0]}"}" "npm $* (exit $rc)" ''; return 125; }
+  command npm "$@" || { local rc=$?; __docs_record "$BASH_LINENO" "npm $* (exit $rc)" ''; return 125; }
 }
 trap '__docs_err $? "$BASH_COMMAND" $LINENO' ERR
 `;
