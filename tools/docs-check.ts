@@ -10,7 +10,7 @@
  * Exit status: 0 every block passed, 1 some failed, 2 the server did not start.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -185,15 +185,20 @@ export const describeFailure = (f: DocsFailure) =>
 /**
  * A scratch copy of the checkout for a fresh `npm start`: the repository's files copied (its node_modules linked),
  * so npm scripts and tools run as in the checkout, while `.data/` and the files a block writes stay in the scratch
- * directory. Readable by the embedded database's user when run as root.
+ * directory (`linked`: the checkout's own `.data/`, for a server `npm start` runs there). Readable by the embedded
+ * database's user when run as root.
  */
-export function scratchCheckout(): string {
+export function scratchCheckout(data: 'empty' | 'linked' = 'empty'): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-docs-'));
   chmodSync(dir, 0o755);
   for (const entry of readdirSync(root)) {
     if (entry === '.data' || entry === '.git') continue;
     if (entry === 'node_modules') symlinkSync(join(root, entry), join(dir, entry));
     else cpSync(join(root, entry), join(dir, entry), { recursive: true });
+  }
+  if (data === 'linked') {
+    mkdirSync(join(root, '.data'), { recursive: true });
+    symlinkSync(join(root, '.data'), join(dir, '.data'));
   }
   return dir;
 }
@@ -231,7 +236,8 @@ async function startServer(cwd: string): Promise<{ child: ChildProcess; exports:
 
 async function main(): Promise<number> {
   const given = process.env.LOGBOOK_API && process.env.ORG_ADMIN_TOKEN;
-  const cwd = given ? root : scratchCheckout();
+  // The blocks run in a scratch copy either way, so the files they write stay out of the checkout.
+  const cwd = scratchCheckout(given ? 'linked' : 'empty');
   let server: ChildProcess | undefined;
   try {
     let env: NodeJS.ProcessEnv = process.env;
@@ -265,7 +271,7 @@ async function main(): Promise<number> {
       server.kill('SIGINT');
       await exited;
     }
-    if (!given) rmSync(cwd, { recursive: true, force: true });
+    rmSync(cwd, { recursive: true, force: true });
   }
 }
 
