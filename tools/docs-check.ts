@@ -10,7 +10,17 @@
  * Exit status: 0 every block passed, 1 some failed, 2 the server did not start.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,22 +85,26 @@ __docs_record() { # line, command, reply
   { printf '%s\n%s\n' "$1" "$2"; printf '%s' "$3" | head -c 300; } > "$f"
 }
 curl() {
-  local a own_out=0 method=GET url='' rc=0 status body hdr prev=''
+  local a own_out=0 own_hdr='' method=GET url='' rc=0 status body hdr prev=''
   for a in "$@"; do
     case "$a" in -o|--output|--output=*|-O|--remote-name) own_out=1 ;; esac
+    case "$prev" in -D|--dump-header) own_hdr=$a ;; esac
     case "$prev" in -X|--request) method=$a ;; esac
     case "$prev" in -d|--data|--data-binary|--data-raw|--json|-F|--form) [ "$method" = GET ] && method=POST ;; esac
     case "$a" in http://*|https://*) url=$a ;; esac
     prev=$a
   done
-  hdr=$(mktemp "$__DOCS_OUT/headers.XXXX"); body=$(mktemp "$__DOCS_OUT/body.XXXX")
-  if [ $own_out = 1 ]; then command curl -sS -D "$hdr" "$@" || rc=$?
-  else command curl -sS -D "$hdr" -o "$body" "$@" || rc=$?; cat "$body"; fi
-  status=$(grep -aE '^HTTP/' "$hdr" | tail -n 1 | cut -d' ' -f2 || true)
+  body=$(mktemp "$__DOCS_OUT/body.XXXX")
+  # The block's own -D file holds the headers when it names one; a status it cannot show is judged by exit code.
+  if [ -n "$own_hdr" ]; then hdr=$own_hdr; set -- -sS "$@"; else hdr=$(mktemp "$__DOCS_OUT/headers.XXXX"); set -- -sS -D "$hdr" "$@"; fi
+  if [ $own_out = 1 ]; then command curl "$@" || rc=$?
+  else command curl -o "$body" "$@" || rc=$?; cat "$body"; fi
   if [ $rc -ne 0 ]; then
     __docs_record "$BASH_LINENO" "curl $method $url" "curl exited $rc"
     return $rc
   fi
+  [ -f "$hdr" ] || return 0
+  status=$(grep -aE '^HTTP/' "$hdr" | tail -n 1 | cut -d' ' -f2 || true)
   case "$status" in
     2??) return 0 ;;
     *) __docs_record "$BASH_LINENO" "curl $method $url: $status" "$(cat "$body")"; return 22 ;;
@@ -125,10 +139,12 @@ export async function runPage(
   const starts: { scriptLine: number; block: ShellBlock }[] = [];
   let script = prelude;
   for (const block of blocks) {
-    script += `# ${block.page} block ${block.block}\n`;
+    script += `# ${block.page} block ${block.block}\necho ${block.block} > "$__DOCS_OUT/block"\n`;
     starts.push({ scriptLine: script.split('\n').length, block });
     script += `${block.text}\n`;
   }
+  // Written once the last block ran: a block that ends the session (exit, set -e) is a failure of its own.
+  script += ': > "$__DOCS_OUT/completed"\n';
   const locate = (scriptLine: number) => {
     const start = starts.findLast((s) => s.scriptLine <= scriptLine) ?? starts[0]!;
     return { block: start.block.block, line: start.block.line + scriptLine - start.scriptLine };
@@ -164,6 +180,17 @@ export async function runPage(
         const [line, command, ...reply] = readFileSync(join(out, f), 'utf8').split('\n');
         return { page, ...locate(Number(line)), command: command!, reply: reply.join('\n') };
       });
+    if (!timedOut && !existsSync(join(out, 'completed'))) {
+      const last = Number(readFileSync(join(out, 'block'), 'utf8'));
+      const block = blocks.find((b) => b.block === last) ?? blocks[0]!;
+      failures.push({
+        page,
+        block: block.block,
+        line: block.line,
+        command: 'the session ended in this block: the blocks after it did not run',
+        reply: output.slice(-300),
+      });
+    }
     if (timedOut)
       failures.push({
         page,
