@@ -9,7 +9,7 @@
  * (```console: deploys, installs, commands that start servers or need AWS, synopses with placeholders) are not run.
  * Exit status: 0 every block passed, 1 some failed, 2 the server did not start.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   cpSync,
@@ -21,10 +21,12 @@ import {
   rmSync,
   symlinkSync,
 } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '#infra/local/embedded-postgres.ts';
+import { parseArgs } from 'node:util';
+import { runCommand, usageError } from './cli.ts';
 
 /** One ```sh block of a page: its number on the page (from 1), the line of its first command, its text. */
 export interface ShellBlock {
@@ -234,6 +236,21 @@ export function scratchCheckout(data: 'empty' | 'linked' = 'empty'): string {
 export const printedExports = (output: string): Record<string, string> =>
   Object.fromEntries([...output.matchAll(/^ {2}export (\w+)=(\S+)$/gm)].map(([, name, value]) => [name!, value!]));
 
+/**
+ * A port free now. (Not infra/local/embedded-postgres.ts's: importing the embedded-postgres package there would make
+ * this command's exit status 0 whatever it found.)
+ */
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
 /** Starts `npm start`'s entry in `cwd`; resolves with its exports once it serves and its demo agent is connected. */
 async function startServer(cwd: string): Promise<{ child: ChildProcess; exports: Record<string, string> }> {
   const port = await freePort();
@@ -261,7 +278,28 @@ async function startServer(cwd: string): Promise<{ child: ChildProcess; exports:
   return { child, exports: printedExports(output) };
 }
 
+const usage = `Usage:
+  npm run docs:check [-- <page>...]
+
+  Runs every sh block of README.md and docs/*.md (or of README.md and the pages named, e.g. docs/alerts.md) with
+  bash against a started server and reports each failing command: page, line, block, the reply's first 300 characters.
+
+  Server: the one whose exports (LOGBOOK_API, ORG_ADMIN_TOKEN, … as npm start prints them) are in the environment;
+  else a fresh npm start of its own, on an empty .data/ in a scratch copy of the checkout, on free ports.
+  Needs bash, curl and jq.
+
+Exit status: 0 every block passed, 1 some failed, 2 usage error, a missing tool or a server that did not start.`;
+
 async function main(): Promise<number> {
+  const { positionals: named, values } = parseArgs({ options: { help: { type: 'boolean' } }, allowPositionals: true });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  const unknown = named.filter((page) => !docsPages().includes(page));
+  if (unknown.length > 0) return usageError(usage, `no such page: ${unknown.join(', ')}`);
+  const missing = ['bash', 'curl', 'jq'].filter((tool) => spawnSync(tool, ['--version']).error);
+  if (missing.length > 0) return usageError(usage, `the docs examples need ${missing.join(', ')}, not found on PATH`);
   const given = process.env.LOGBOOK_API && process.env.ORG_ADMIN_TOKEN;
   // The blocks run in a scratch copy either way, so the files they write stay out of the checkout.
   const cwd = scratchCheckout(given ? 'linked' : 'empty');
@@ -281,7 +319,6 @@ async function main(): Promise<number> {
     const failures: DocsFailure[] = [];
     let blocks = 0;
     // Pages named on the command line run after the README; none named: every page.
-    const named = process.argv.slice(2);
     for (const page of docsPages().filter((p) => named.length === 0 || p === 'README.md' || named.includes(p))) {
       const pageBlocks = shellBlocks(page);
       blocks += pageBlocks.length;
@@ -302,5 +339,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url))
-  main().then((status) => process.exit(status));
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) runCommand(main);
