@@ -23,7 +23,7 @@ import {
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runCommand, usageError } from './cli.ts';
@@ -211,6 +211,9 @@ export async function runPage(
 export const describeFailure = (f: DocsFailure) =>
   `${f.page}:${f.line} (block ${f.block}) ${f.command}${f.reply ? `\n    ${f.reply.replaceAll('\n', '\n    ')}` : ''}`;
 
+/** What .gitignore keeps out of the repository besides .data/: build outputs, not copied. */
+const built = new Set(['cdk.out', 'dist']);
+
 /**
  * A scratch copy of the checkout for a fresh `npm start`: the repository's files copied (its node_modules linked),
  * so npm scripts and tools run as in the checkout, while `.data/` and the files a block writes stay in the scratch
@@ -221,9 +224,9 @@ export function scratchCheckout(data: 'empty' | 'linked' = 'empty'): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-docs-'));
   chmodSync(dir, 0o755);
   for (const entry of readdirSync(root)) {
-    if (entry === '.data' || entry === '.git') continue;
+    if (entry === '.data' || entry === '.git' || built.has(entry)) continue;
     if (entry === 'node_modules') symlinkSync(join(root, entry), join(dir, entry));
-    else cpSync(join(root, entry), join(dir, entry), { recursive: true });
+    else cpSync(join(root, entry), join(dir, entry), { recursive: true, filter: (from) => !built.has(basename(from)) });
   }
   if (data === 'linked') {
     mkdirSync(join(root, '.data'), { recursive: true });
