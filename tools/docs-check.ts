@@ -7,7 +7,7 @@
  * on free ports, stopped at the end. A page's blocks run in page order in one bash session (what a reader going
  * down the page does), pages one after another: README.md first, then docs/*.md by name. Blocks fenced otherwise
  * (```console: deploys, installs, commands that start servers or need AWS, synopses with placeholders) are not run.
- * Exit status: 0 every block passed, 1 some failed, 2 the server did not start.
+ * Exit status: 0 every block passed, 1 some failed, 2 a usage error, a missing tool or a server that did not start.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
@@ -56,20 +56,20 @@ export const docsPages = (): string[] => [
     .map((f) => `docs/${f}`),
 ];
 
-/** The ```sh blocks of a page (only a fence whose info string is exactly `sh`). */
+/** The ```sh blocks of a page (only a fence whose info string is exactly `sh`; one indented in a list too). */
 export function shellBlocks(page: string): ShellBlock[] {
   const lines = readFileSync(join(root, page), 'utf8').split('\n');
   const blocks: ShellBlock[] = [];
-  let fence: { info: string; start: number; body: string[] } | undefined;
+  let fence: { info: string; indent: number; start: number; body: string[] } | undefined;
   for (const [i, line] of lines.entries()) {
-    const marker = /^```(.*)$/.exec(line);
+    const marker = /^( *)```(.*)$/.exec(line);
     if (!fence) {
-      if (marker) fence = { info: marker[1]!.trim(), start: i + 2, body: [] };
-    } else if (marker && marker[1]!.trim() === '') {
+      if (marker) fence = { info: marker[2]!.trim(), indent: marker[1]!.length, start: i + 2, body: [] };
+    } else if (marker && marker[2]!.trim() === '') {
       if (fence.info === 'sh')
         blocks.push({ page, block: blocks.length + 1, line: fence.start, text: fence.body.join('\n') });
       fence = undefined;
-    } else fence.body.push(line);
+    } else fence.body.push(line.replace(new RegExp(`^ {0,${fence.indent}}`), ''));
   }
   return blocks;
 }
