@@ -10,7 +10,8 @@
  *
  * A search is translated whole or not at all: dropping one clause would widen the group.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Condition, DeviceFilter } from '#shared/device-groups/filter.ts';
 
@@ -139,7 +140,8 @@ export function translateNinjaOneFilters(
   return result;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a command (also from a checkout whose path has spaces or symlinks), not imported.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const { values: args, positionals } = parseArgs({
     options: { org: { type: 'string' }, locations: { type: 'string' } },
     allowPositionals: true,

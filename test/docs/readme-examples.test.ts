@@ -6,6 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '#infra/local/embedded-postgres.ts';
 import { useCli } from '#test/support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import {
+  type DocsFailure,
+  describeFailure,
+  docsPages,
+  printedExports,
+  runPage,
+  scratchCheckout,
+  shellBlocks,
+} from '#tools/docs-check.ts';
 
 const readme = readFileSync('README.md', 'utf8');
 const pages = [
@@ -147,9 +156,7 @@ describe("the README's curl examples", { timeout: 60_000 }, () => {
   });
 
   it('each answers 2xx against npm start, run as written with the exports it prints', async () => {
-    const exports = Object.fromEntries(
-      [...output.matchAll(/^ {2}export (\w+)=(\S+)$/gm)].map(([, name, value]) => [name!, value!]),
-    );
+    const exports = printedExports(output);
     expect(Object.keys(exports)).toEqual(
       expect.arrayContaining(['LOGBOOK_API', 'ORG_ID', 'DEVICE_ID', 'AGENT_ID', 'ORG_ADMIN_TOKEN', 'AGENT_TOKEN']),
     );
@@ -179,4 +186,19 @@ describe("the README's curl examples", { timeout: 60_000 }, () => {
     );
     expect(failures).toEqual([]);
   });
+
+  // After the README's examples, as `npm run docs:check` runs them: the docs pages may read what the README made.
+  it("every sh block of the docs pages runs as written: each page's blocks in order in one shell", async () => {
+    const env = { ...process.env, ...printedExports(output) };
+    const checkout = scratchCheckout();
+    try {
+      const pages = docsPages().filter((page) => page !== 'README.md');
+      expect(pages.flatMap(shellBlocks).length).toBeGreaterThanOrEqual(100);
+      const failures: DocsFailure[] = [];
+      for (const page of pages) failures.push(...(await runPage(shellBlocks(page), { env, cwd: checkout })));
+      expect(failures.map(describeFailure)).toEqual([]);
+    } finally {
+      rmSync(checkout, { recursive: true, force: true });
+    }
+  }, 240_000);
 });
