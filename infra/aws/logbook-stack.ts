@@ -110,6 +110,18 @@ export function extraOrigins(setting: string | undefined): string[] {
   return origins;
 }
 
+/** The buckets of context auditStreamBuckets (comma-separated), each a bucket name as S3 allows it. */
+export function streamBuckets(setting: string | undefined): string[] {
+  const buckets = (setting ?? '')
+    .split(',')
+    .map((bucket) => bucket.trim())
+    .filter(Boolean);
+  for (const bucket of buckets)
+    if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+      throw new Error(`context auditStreamBuckets must list S3 bucket names, not ${bucket}`);
+  return buckets;
+}
+
 /** Log retention in days as CloudWatch accepts it. */
 function retentionDays(days: number): RetentionDays {
   if (!Object.values(RetentionDays).includes(days))
@@ -365,6 +377,24 @@ export class LogbookStack extends Stack {
     witness.grantPublish(this.retention);
     const streamsFunction = groupFunctions.get('audit-streams');
     if (streamsFunction) witness.grantRead(streamsFunction);
+    // S3 destinations of audit streams: the worker delivering them puts objects into the buckets the setting names and
+    // no other; the routes refuse a destination naming another.
+    const buckets = streamBuckets(settings.auditStreamBuckets);
+    for (const fn of [workQueue.worker, streamsFunction]) fn?.addEnvironment('AUDIT_STREAM_BUCKETS', buckets.join(','));
+    if (buckets.length > 0) {
+      workQueue.worker.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['s3:PutObject'],
+          resources: buckets.map((bucket) => `arn:${this.partition}:s3:::${bucket}/*`),
+        }),
+      );
+      for (const bucket of buckets)
+        acknowledge(
+          workQueue.worker.role!,
+          `IAM5[Resource::arn:<AWS::Partition>:s3:::${bucket}/*]`,
+          "An audit stream's objects are named per organization and hour under its prefix: the grant is the named bucket's objects",
+        );
+    }
     if (settings.anchorIntervalMinutes > 0)
       new Rule(this, 'AnchorSchedule', {
         description: 'Logbook: anchors and witnesses every intact audit chain between daily runs',

@@ -72,6 +72,11 @@ export interface LogbookSettings {
   powertoolsLayerArn?: string;
   /** Bump to rotate the audit anchors' signing key on the next deploy (infra/aws/anchor-key.ts). */
   anchorKeyGeneration: number;
+  /**
+   * The S3 buckets of this account that audit streams of type `s3` may write to, comma-separated: the queue worker
+   * may put objects into these and no other, and a destination naming another bucket is refused. None: no S3 stream.
+   */
+  auditStreamBuckets?: string;
   /** Days each witnessed anchor stays locked (S3 Object Lock, compliance mode) in the witness bucket. */
   witnessRetentionDays: number;
   /** Anchors taken (and witnessed) this often besides the daily run, in minutes; 0: daily only. */
@@ -178,6 +183,7 @@ export function settingsFromContext(node: Node): LogbookSettings {
     'metricsNamespace',
     'powertoolsLayerArn',
     'anchorKeyGeneration',
+    'auditStreamBuckets',
     'witnessRetentionDays',
     'anchorIntervalMinutes',
     'auditStreamLagAlarmSeconds',

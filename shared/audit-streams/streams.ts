@@ -31,8 +31,22 @@ const manage = (principal: Principal) => requirePermission(principal, 'audit:man
 const invalid = (field: string, message: string) =>
   ValidationFailed(message, [{ path: `body.${field}`, message, code: 'custom' }]);
 
-/** The endpoint checked with what its name resolves to now (the schema checked its text); each delivery checks again. */
+/**
+ * The endpoint checked with what its name resolves to now (the schema checked its text); each delivery checks again.
+ * An S3 bucket must be one the stack lets the worker write to (AUDIT_STREAM_BUCKETS, from its auditStreamBuckets
+ * setting); outside Lambda (npm start, tests) any bucket of the configured endpoint is taken.
+ */
 async function assertOutbound(type: StreamType, endpoint: string): Promise<void> {
+  if (type === 's3') {
+    const bucket = endpoint.split('/')[0]!;
+    const allowed = (process.env.AUDIT_STREAM_BUCKETS ?? '').split(',').filter(Boolean);
+    if (process.env.AWS_LAMBDA_FUNCTION_NAME && !allowed.includes(bucket))
+      throw invalid(
+        'endpoint',
+        `Refused endpoint: the bucket ${bucket} is not among the deployment's auditStreamBuckets (${allowed.join(', ') || 'none'})`,
+      );
+    return;
+  }
   const url = endpointUrl(type, endpoint);
   if (url === undefined) return;
   const problem = await configurationProblem(url);

@@ -79,6 +79,30 @@ describe('creating a destination', () => {
     expect(await stored()).toEqual([]);
   });
 
+  it("in Lambda, takes an S3 bucket only among the deployment's auditStreamBuckets", async () => {
+    process.env.AWS_LAMBDA_FUNCTION_NAME = 'logbook-audit-streams';
+    process.env.AUDIT_STREAM_BUCKETS = 'acme-audit-archive';
+    try {
+      const other = await create({ orgId: a.orgId, type: 's3', format: 'ndjson', endpoint: 'someone-else/trail' });
+      expect(other.status).toBe(400);
+      expect(other.body.error.details).toContainEqual(
+        expect.objectContaining({ path: 'body.endpoint', message: expect.stringContaining('auditStreamBuckets') }),
+      );
+      expect(await stored()).toEqual([]);
+      const named = await create({
+        orgId: a.orgId,
+        type: 's3',
+        format: 'ndjson',
+        endpoint: 'acme-audit-archive/trail',
+      });
+      expect(named.status).toBe(201);
+      await t.api.request('DELETE', `${STREAMS}/${named.body.id}`, { token: a.partnerToken });
+    } finally {
+      delete process.env.AWS_LAMBDA_FUNCTION_NAME;
+      delete process.env.AUDIT_STREAM_BUCKETS;
+    }
+  });
+
   it('refuses a destination naming no owner, or both', async () => {
     expect((await create(syslog)).body.error.details[0].path).toBe('body.orgId');
     const both = await create({ ...syslog, orgId: a.orgId, availability: 'partner' });

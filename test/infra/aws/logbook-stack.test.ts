@@ -32,6 +32,7 @@ const everyOption = {
   viewerCertificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
   expectedDevices: 10_000,
   agentTracing: true,
+  auditStreamBuckets: 'acme-audit-archive, acme-siem-drop',
 };
 const withEveryOption = synth({ settings: everyOption }, 'Logbook', { policyChecks: true });
 /** A test stage that sets every other setting a test reads. */
@@ -294,6 +295,27 @@ describe('the CDK stack', () => {
     }
     // Without a sender, nothing may send.
     for (const [id] of deployed.ofType('AWS::Lambda::Function')) expect(sends(deployed, id)).toEqual([]);
+  });
+
+  it('lets the work queue worker put audit stream objects into the buckets auditStreamBuckets names, and no function any other', () => {
+    const puts = (stack: typeof deployed, fnId: string) =>
+      stack.statementsOf(fnId).filter((s) => [s.Action].flat().includes('s3:PutObject'));
+    const worker = withEveryOption.functionId('Logbook: the work queue worker');
+    expect(puts(withEveryOption, worker)).toMatchObject([
+      {
+        Resource: [
+          { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::acme-audit-archive/*']] },
+          { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::acme-siem-drop/*']] },
+        ],
+      },
+    ]);
+    for (const id of [worker, withEveryOption.functionId('Logbook audit-streams:')])
+      expect(withEveryOption.resources[id]!.Properties.Environment.Variables.AUDIT_STREAM_BUCKETS).toBe(
+        'acme-audit-archive,acme-siem-drop',
+      );
+    // Without the setting, no function may put an object into any bucket but the stack's own.
+    expect(puts(deployed, deployed.functionId('Logbook: the work queue worker'))).toEqual([]);
+    expect(() => synth({ settings: { auditStreamBuckets: 'Bad_Bucket' } })).toThrow(/auditStreamBuckets/);
   });
 
   it('lets the migration write the audit-admin login and the generator write the anchor key, without reading either back', () => {
