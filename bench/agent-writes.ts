@@ -1,36 +1,11 @@
-/**
- * `npm run bench:agent-writes [-- --devices 50 --rounds 20 --fleet 10000 --submissions 200]`: what an agent's routine
- * writes cost the database (docs/benchmarks.md "Heartbeat writes"), each figure beside its baseline from the same run:
- *
- * - WAL bytes and statements per heartbeat, over HTTP and on the agent's WebSocket, against the same heartbeat with
- *   `devices_org_last_seen_idx` (the index on last_seen_at the schema had) created again for the measurement;
- * - the lastSeenAt filter's count over an organization of --fleet devices, as device groups compile it (narrowed by
- *   the indexed hour), against the plain comparison with that index;
- * - bytes per `agent.eventlogs.submit` audit row (heap, TOAST and every index of audit_entries), against the same
- *   rows with the details they carried before, each set in a fresh copy of the table.
- *
- * Runs the real routes through the local gateways on a scratch database (an embedded PostgreSQL it starts, or
- * DATABASE_URL's server) and drops it. WAL is counted after a warm-up round that takes the checkpoint's full-page
- * images: Aurora writes none, and on PostgreSQL they come once per page and checkpoint, not per heartbeat.
- */
-import { randomBytes } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { routes, wsRoutes } from '#functions/routes.ts';
-import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
-import { startHttpGateway } from '#infra/local/http-gateway.ts';
-import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
-import { appStatementCount, closeAppDb } from '#shared/db/client.ts';
+import { appStatementCount } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
-import { createPgDb } from '#shared/db/pg.ts';
-import { grantRoleLogins } from '#shared/db/roles.ts';
 import { compileFilter } from '#shared/device-groups/filter.ts';
-import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertPartner } from '#shared/hierarchy/store.ts';
-import { insertFleetKey } from './support/fleet-key.ts';
+import { startAgentStack } from './support/agent-stack.ts';
 import { number, positive, status } from './support/format.ts';
-import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
 const { values: args } = parseArgs({
@@ -125,33 +100,18 @@ async function rowBytes(admin: Db, details: string): Promise<number> {
 }
 
 async function main() {
-  const scratch = await createScratchDatabase('agentwrites');
-  const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
-  let http: Awaited<ReturnType<typeof startHttpGateway>> | undefined;
-  let ws: Awaited<ReturnType<typeof startWsGateway>> | undefined;
+  const stack = await startAgentStack('agentwrites');
+  const { admin, base } = stack;
+  const key = stack.enrollmentKey;
   const sockets: WebSocket[] = [];
   try {
-    await grantRoleLogins(admin, { app: localRolePasswords.app });
-    process.env.APP_DATABASE_URL = roleUrls(scratch.url).app;
-    process.env.JWT_SECRET ??= randomBytes(32).toString('base64url');
-    process.env.LOG_LEVEL ??= 'WARN';
-    const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-    const org = await admin.transaction((tx) =>
-      insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
-    );
-    const key = await insertFleetKey(admin, org.id);
-    http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
-    ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
-    useLocalManagementApi(ws);
-    const base = http.url;
-
     status(`loading ${number(fleet)} devices of one organization ...`);
     await admin.query(
       `INSERT INTO devices (org_id, site_id, hostname, os_type, os_version, agent_version, agent_status, last_seen_at, last_ip)
        SELECT :orgId::uuid, s.id, 'FLEET-' || lpad(i::text, 6, '0'), 'windows', '10.0.22631', '2.4.1', 'online',
               now() - (i % 30) * interval '1 day', '10.0.' || (i % 250) || '.' || (i % 200)
          FROM generate_series(1, :fleet::int) i, (SELECT id FROM sites WHERE org_id = :orgId::uuid LIMIT 1) s`,
-      { orgId: org.id, fleet },
+      { orgId: stack.orgId, fleet },
     );
     await admin.query('ANALYZE devices');
 
@@ -183,7 +143,7 @@ async function main() {
     status('opening the agents’ WebSocket connections ...');
     const acks: ((message: string) => void)[][] = [];
     for (const [i, agent] of agents.entries()) {
-      const socket = new WebSocket(ws.url, { headers: { authorization: `Bearer ${agent.token}` } });
+      const socket = new WebSocket(stack.wsUrl, { headers: { authorization: `Bearer ${agent.token}` } });
       await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
       acks[i] = [];
       socket.on('message', (data) => acks[i]!.shift()?.(data.toString()));
@@ -201,12 +161,12 @@ async function main() {
     const overHttp = await perHeartbeat(admin, httpBeat);
     status('heartbeats on the WebSocket ...');
     const overWs = await perHeartbeat(admin, wsBeat);
-    const countWithout = await lastSeenCount(admin, org.id, compiledWithin7Days);
+    const countWithout = await lastSeenCount(admin, stack.orgId, compiledWithin7Days);
     status('heartbeats with last_seen_at indexed (the baseline) ...');
     await admin.query(lastSeenIndex);
     await admin.query('ANALYZE devices');
     const indexed = await perHeartbeat(admin, httpBeat);
-    const countWith = await lastSeenCount(admin, org.id, 'd.last_seen_at >= now() - make_interval(days => 7)');
+    const countWith = await lastSeenCount(admin, stack.orgId, 'd.last_seen_at >= now() - make_interval(days => 7)');
     await admin.query('DROP INDEX devices_org_last_seen_idx');
 
     status(`${submissions} event-log submissions ...`);
@@ -272,11 +232,7 @@ ${formatTable(
 A submission's details now: ${JSON.stringify(sample[0]?.details)}`);
   } finally {
     for (const socket of sockets) socket.terminate();
-    await ws?.close();
-    await http?.close();
-    await closeAppDb();
-    await admin.close();
-    await scratch.drop();
+    await stack.close();
   }
 }
 

@@ -1,32 +1,12 @@
-/**
- * The idle floor (docs/operations.md "What it costs while idle"): how many statements reach the database while nobody
- * works, counted at the API's Db seam (appStatementCount) with the local gateways, real HTTP and WebSocket
- * connections and the simulated agent (demo/agent). Every statement would resume a paused Aurora.
- *
- *   npm run bench:idle -- --agents 10 --seconds 300 --heartbeat-seconds 60 --ping-seconds 300
- *
- * Each figure is printed beside its baseline, measured in the same run: readiness (what GET /health did before) for
- * liveness, a key of the right shape for garbage credentials.
- */
-import { randomBytes } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { type RunningAgent, startAgent } from '#demo/agent/agent.ts';
 import { generateEventStore } from '#demo/agent/event-store.ts';
-import { routes, wsRoutes } from '#functions/routes.ts';
-import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
-import { startHttpGateway } from '#infra/local/http-gateway.ts';
-import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
 import { newSecret, secretPrefixes } from '#shared/auth/secrets.ts';
-import { appStatementCount, closeAppDb } from '#shared/db/client.ts';
-import { createPgDb } from '#shared/db/pg.ts';
-import { grantRoleLogins } from '#shared/db/roles.ts';
-import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertPartner } from '#shared/hierarchy/store.ts';
-import { insertFleetKey } from './support/fleet-key.ts';
+import { appStatementCount } from '#shared/db/client.ts';
+import { startAgentStack } from './support/agent-stack.ts';
 import { positive, status } from './support/format.ts';
-import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
 
 // `npm run bench` passes its arguments to every benchmark: options of the others are ignored here.
@@ -56,25 +36,11 @@ async function perCall(count: number, call: (i: number) => Promise<unknown>): Pr
 const per = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
 
 async function main() {
-  const scratch = await createScratchDatabase('idle');
-  const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
-  let http: Awaited<ReturnType<typeof startHttpGateway>> | undefined;
-  let ws: Awaited<ReturnType<typeof startWsGateway>> | undefined;
+  const stack = await startAgentStack('idle');
+  const { base } = stack;
+  const key = stack.enrollmentKey;
   const agents: RunningAgent[] = [];
   try {
-    await grantRoleLogins(admin, { app: localRolePasswords.app });
-    process.env.APP_DATABASE_URL = roleUrls(scratch.url).app;
-    process.env.JWT_SECRET ??= randomBytes(32).toString('base64url');
-    process.env.LOG_LEVEL ??= 'WARN';
-    const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-    const org = await admin.transaction((tx) =>
-      insertOrganizationWithSite(tx, { partnerId: partner.id, name: 'Bench Corp' }, { name: 'Headquarters' }),
-    );
-    const key = await insertFleetKey(admin, org.id);
-    http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
-    ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes });
-    useLocalManagementApi(ws);
-    const base = http.url;
     const request = async (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) => {
       const reply = await fetch(`${base}${path}`, {
         method,
@@ -95,7 +61,7 @@ async function main() {
       enrolled.push((await reply.json()) as { agentId: string; token: string });
     }
     const probe = enrolled.pop()!;
-    const orgPath = `/api/v1/orgs/organizations/${org.id}`;
+    const orgPath = `/api/v1/orgs/organizations/${stack.orgId}`;
 
     status('uptime checks and refused credentials ...');
     const liveness = await perCall(calls, () => request('GET', '/api/v1/health'));
@@ -114,7 +80,7 @@ async function main() {
     );
 
     status('keep-alive pings on one connection ...');
-    const socket = new WebSocket(ws.url, { headers: { authorization: `Bearer ${probe.token}` } });
+    const socket = new WebSocket(stack.wsUrl, { headers: { authorization: `Bearer ${probe.token}` } });
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     const pingsBefore = appStatementCount();
     for (let i = 0; i < calls; i++) socket.send(JSON.stringify({ type: 'ping' }));
@@ -135,7 +101,7 @@ async function main() {
     for (const [i, agent] of enrolled.entries()) {
       const running = startAgent({
         server: base,
-        wsUrl: ws.url,
+        wsUrl: stack.wsUrl,
         agentId: agent.agentId,
         token: agent.token,
         store: generateEventStore({ computer: `IDLE-${i}` }),
@@ -180,11 +146,7 @@ ${formatTable(
 )}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.stop()));
-    await ws?.close();
-    await http?.close();
-    await closeAppDb();
-    await admin.close();
-    await scratch.drop();
+    await stack.close();
   }
 }
 

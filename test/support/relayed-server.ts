@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
 import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
-import { freePort, type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
+import { type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -32,8 +32,8 @@ export function useRelayedServer(name: string): RelayedServer {
   let api: Api | undefined;
 
   beforeAll(async () => {
-    const port = await freePort();
-    server = await startEmbeddedPostgres({ dir, port, persistent: true });
+    server = await startEmbeddedPostgres({ dir, persistent: true });
+    const { port } = server;
     const bootstrap = createPgDb({ connectionString: server.url, max: 1 });
     await bootstrap.query(`CREATE DATABASE ${database}`);
     await bootstrap.close();

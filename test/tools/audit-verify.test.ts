@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '#infra/local/embedded-postgres.ts';
+import { freePort } from '#infra/local/free-port.ts';
 import {
   type AnchorFields,
   anchorKeyId,

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '#infra/local/embedded-postgres.ts';
+import { freePort } from '#infra/local/free-port.ts';
 import { retentionAction } from '#shared/audit/retention.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { appendAudit, readChain } from '#test/shared/audit/audit-rows.ts';

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FileAuditSpool, fileAuditSpool } from '#infra/local/audit-file-spool.ts';
 import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
-import { freePort, type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
+import { type RunningPostgres, startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
 import { useAuditSpool } from '#shared/audit/spool.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
@@ -36,8 +36,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const adminUrl = () => `postgres://postgres:logbook-local@127.0.0.1:${port}/logbook_faults`;
 
 beforeAll(async () => {
-  port = await freePort();
-  server = await startEmbeddedPostgres({ dir, port, persistent: true });
+  server = await startEmbeddedPostgres({ dir, persistent: true });
+  port = server.port;
   const bootstrap = createPgDb({ connectionString: server.url, max: 1 });
   await bootstrap.query('CREATE DATABASE logbook_faults');
   await bootstrap.close();

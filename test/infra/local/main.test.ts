@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '#infra/local/embedded-postgres.ts';
+import { freePort } from '#infra/local/free-port.ts';
 import { useCli } from '#test/support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
