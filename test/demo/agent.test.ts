@@ -18,6 +18,22 @@ beforeAll(async () => {
   tenant = await createTenant(t.api, 'Acme');
 });
 
+/** The simulated agent of an enrolled device on the test API, quiet: no event submissions, an hourly heartbeat. */
+const quietAgent = (
+  agent: { agentId: string; token: string },
+  options: Partial<Parameters<typeof startAgent>[0]> = {},
+) =>
+  startAgent({
+    server: t.api.url,
+    wsUrl: t.api.wsUrl,
+    agentId: agent.agentId,
+    token: agent.token,
+    store: generateEventStore({ computer: 'x' }),
+    submitEvents: false,
+    heartbeatSeconds: 3600,
+    ...options,
+  });
+
 describe("the simulated agent's event store", () => {
   const anchor = new Date('2026-03-01T12:00:00Z');
 
@@ -116,15 +132,7 @@ describe('the simulated agent', () => {
       posted.push(String(input));
       return fetched(input, init);
     };
-    const running = startAgent({
-      server: t.api.url,
-      wsUrl: t.api.wsUrl,
-      agentId: agent.agentId,
-      token: agent.token,
-      store: generateEventStore({ computer: 'x' }),
-      submitEvents: false,
-      heartbeatSeconds: 3600,
-    });
+    const running = quietAgent(agent);
     try {
       await running.connected();
       const seen = async () =>
@@ -142,15 +150,7 @@ describe('the simulated agent', () => {
 
   it('reconnects with backoff after its connection drops', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-RECONNECT');
-    const running = startAgent({
-      server: t.api.url,
-      wsUrl: t.api.wsUrl,
-      agentId: agent.agentId,
-      token: agent.token,
-      store: generateEventStore({ computer: 'x' }),
-      submitEvents: false,
-      heartbeatSeconds: 3600,
-    });
+    const running = quietAgent(agent);
     try {
       await running.connected();
       const rows = async () =>
@@ -177,14 +177,7 @@ describe('the simulated agent', () => {
   it('stays off the channel when another connection of its agent replaces it', async () => {
     const agent = await enrollDevice(t.api, tenant, 'WIN-TWIN');
     const lines: string[] = [];
-    const running = startAgent({
-      server: t.api.url,
-      wsUrl: t.api.wsUrl,
-      agentId: agent.agentId,
-      token: agent.token,
-      store: generateEventStore({ computer: 'x' }),
-      submitEvents: false,
-      heartbeatSeconds: 3600,
+    const running = quietAgent(agent, {
       log: (line) => lines.push(line),
     });
     try {

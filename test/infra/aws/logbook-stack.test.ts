@@ -91,6 +91,20 @@ const logbookFunctions = deployed
   .ofType('AWS::Lambda::Function')
   .filter(([, r]) => String(r.Properties.Description).startsWith('Logbook'));
 
+/** The functions of the stack as deployed that may send messages to the queue of this logical id. */
+const sendersTo = (queueId: string) =>
+  deployed
+    .ofType('AWS::Lambda::Function')
+    .filter(([id]) =>
+      deployed
+        .statementsOf(id)
+        .some(
+          (s) =>
+            [s.Action].flat().includes('sqs:SendMessage') &&
+            JSON.stringify(s.Resource) === JSON.stringify({ 'Fn::GetAtt': [queueId, 'Arn'] }),
+        ),
+    );
+
 describe('the CDK stack', () => {
   it("synthesizes with cdk-nag's AwsSolutions checks and the Control Tower rules and no unacknowledged finding, each acknowledgment with its reason", () => {
     // Each synthesis ran the checks: a finding would have thrown.
@@ -667,22 +681,11 @@ describe('the CDK stack', () => {
       FunctionName: { Ref: deployed.functionId('work queue worker') },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
     });
-    const senders = deployed
-      .ofType('AWS::Lambda::Function')
-      .filter(([id]) =>
-        deployed
-          .statementsOf(id)
-          .some(
-            (s) =>
-              [s.Action].flat().includes('sqs:SendMessage') &&
-              JSON.stringify(s.Resource) === JSON.stringify({ 'Fn::GetAtt': [queue[0], 'Arn'] }),
-          ),
-      )
-      .map(
-        ([, fn]) =>
-          /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ??
-          (fn.Properties.Description.includes('billing due run') ? 'billing run' : 'worker'),
-      );
+    const senders = sendersTo(queue[0]).map(
+      ([, fn]) =>
+        /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ??
+        (fn.Properties.Description.includes('billing due run') ? 'billing run' : 'worker'),
+    );
     // Every API function spools an audit row whose write failed to the queue, and so does the billing due run;
     // scripts and alerts also queue deliveries. The retention and migration functions do not send.
     const apiGroups = deployed
@@ -704,18 +707,7 @@ describe('the CDK stack', () => {
       EventSourceArn: { 'Fn::GetAtt': [jobsQueue, 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
     });
-    const senders = deployed
-      .ofType('AWS::Lambda::Function')
-      .filter(([id]) =>
-        deployed
-          .statementsOf(id)
-          .some(
-            (s) =>
-              [s.Action].flat().includes('sqs:SendMessage') &&
-              JSON.stringify(s.Resource) === JSON.stringify({ 'Fn::GetAtt': [jobsQueue, 'Arn'] }),
-          ),
-      )
-      .map(([id]) => id);
+    const senders = sendersTo(jobsQueue).map(([id]) => id);
     expect(senders).toEqual([retention]);
     expect(deployed.resources[retention]!.Properties.Environment.Variables.INTEGRITY_QUEUE_URL).toEqual({
       Ref: jobsQueue,
