@@ -547,6 +547,23 @@ export class LogbookStack extends Stack {
       action:
         'Check the RetentionSchedule rule is enabled and the function exists; run the day again (docs/operations.md "Re-running a failed day").',
     });
+    alarms.add('BillingRunErrors', {
+      metric: this.billingRun.metricErrors({ period: hour }),
+      threshold: 1,
+      meaning: 'An invocation of the billing due run failed (Lambda retries it twice).',
+      action:
+        "Read the billing run's log; a run that fails all its attempts lands in the failures queue, and the next day's run generates what is still due.",
+    });
+    alarms.add('BillingDidNotRun', {
+      metric: this.billingRun.metricInvocations({ period: hour }),
+      threshold: 1,
+      below: true,
+      periods: 26,
+      missing: TreatMissingData.BREACHING,
+      meaning: 'The daily billing due run has not run for 26 hours: invoices due meanwhile were not generated.',
+      action:
+        'Check the BillingSchedule rule is enabled and the function exists; the next run catches up every period still due, or invoke the function now (docs/billing.md "The daily due run").',
+    });
     alarms.add('RetentionFailuresQueued', {
       metric: this.retentionFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
       threshold: 1,

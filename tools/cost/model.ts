@@ -122,7 +122,7 @@ export const defaultInputs: Omit<CostInputs, 'devices'> = {
   monthsInService: 12,
   cloudWatchLogRetentionDays: 30,
   secrets: 5,
-  alarms: 12,
+  alarms: 17,
   customMetrics: 14,
   schedules: 2,
   lambdaMemoryMb: 512,

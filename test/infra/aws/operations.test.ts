@@ -63,6 +63,8 @@ describe('alarms', () => {
         'AuditStreamLag',
         'RetentionErrors',
         'RetentionDidNotRun',
+        'BillingRunErrors',
+        'BillingDidNotRun',
         'RetentionFailuresQueued',
         'AuditWriteFailures',
         'AuditEventsFailedPermanently',
@@ -112,17 +114,21 @@ describe('alarms', () => {
     expect(JSON.stringify(alarmNamed('HttpApi5xxRate').Metrics)).toContain('"MetricName":"5xx"');
   });
 
-  it('alarm when the daily run has not run for 26 hours, missing data counting as not run', () => {
-    expect(alarmNamed('RetentionDidNotRun')).toMatchObject({
-      MetricName: 'Invocations',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId('retention worker') } }],
-      Period: 3600,
-      EvaluationPeriods: 26,
-      DatapointsToAlarm: 26,
-      Threshold: 1,
-      ComparisonOperator: 'LessThanThreshold',
-      TreatMissingData: 'breaching',
-    });
+  it('alarm when a daily run (retention, billing) has not run for 26 hours, missing data counting as not run', () => {
+    for (const [name, fn] of [
+      ['RetentionDidNotRun', 'retention worker'],
+      ['BillingDidNotRun', 'billing due run'],
+    ] as const)
+      expect(alarmNamed(name)).toMatchObject({
+        MetricName: 'Invocations',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(fn) } }],
+        Period: 3600,
+        EvaluationPeriods: 26,
+        DatapointsToAlarm: 26,
+        Threshold: 1,
+        ComparisonOperator: 'LessThanThreshold',
+        TreatMissingData: 'breaching',
+      });
   });
 
   it('show on one dashboard', () => {
