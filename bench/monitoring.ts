@@ -18,14 +18,14 @@ import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertPartner } from '#shared/hierarchy/store.ts';
 import { backtest } from '#shared/monitoring/backtest.ts';
 import { uploadMetrics } from '#shared/monitoring/evaluate.ts';
 import { effectivePoliciesOf } from '#shared/policies/effective.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { insertBenchOrganizations } from './support/organizations.ts';
 import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
+import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
 import { latency, percentiles, timed } from './support/timing.ts';
 
@@ -128,17 +128,10 @@ async function main() {
   const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
   const db = createPgDb({ connectionString: scratch.url, max: 20, applicationName: 'logbook-bench-monitoring' });
   try {
-    const { rows: server } = await admin.query<{ version: string; shared_buffers: string }>(
-      `SELECT current_setting('server_version') AS version, current_setting('shared_buffers') AS shared_buffers`,
-    );
-    const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-    const orgIds: string[] = [];
-    for (let i = 0; i < orgCount; i++)
-      orgIds.push(
-        (await insertOrganizationWithSite(admin, { partnerId: partner.id, name: `Customer ${i}` }, { name: 'HQ' })).id,
-      );
+    const server = await serverSettings(admin, scratch.server);
+    const { partnerId, orgIds } = await insertBenchOrganizations(admin, orgCount);
     status(`loading ${number(deviceCount)} devices and ${assignmentCount} assignments ...`);
-    const policyId = await loadFleet(admin, partner.id, orgIds);
+    const policyId = await loadFleet(admin, partnerId, orgIds);
     await admin.query('VACUUM ANALYZE');
     const { rows: assigned } = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM policy_assignments');
     const { rows: fleet } = await admin.query<{ id: string; orgId: string }>(
@@ -307,7 +300,7 @@ async function main() {
       { from, minutes: backtestMinutes, perDevice, ids: backtestFleet.map((d) => d.id) },
     );
     await admin.query('VACUUM ANALYZE device_metric_samples');
-    const principal = partnerAdmin(partner.id);
+    const principal = partnerAdmin(partnerId);
     const replay = await timed(() =>
       backtest(db, principal, policyId, 'm0', { from: from.toISOString(), to: to.toISOString(), orgId: undefined }),
     );
@@ -333,8 +326,8 @@ async function main() {
     );
 
     console.log(`
-Logbook monitoring benchmark (${new Date().toISOString().slice(0, 16)}Z): PostgreSQL ${server[0]!.version} on ${scratch.server},
-shared_buffers ${server[0]!.shared_buffers}; ${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
+Logbook monitoring benchmark (${new Date().toISOString().slice(0, 16)}Z): ${server};
+${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
 load average ${loadAtStart} at the start and ${loadAverage()} at the end.
 
 ${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], lines)}

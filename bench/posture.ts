@@ -20,14 +20,15 @@ import type { AuditContext } from '#shared/audit/writer.ts';
 import type { Db, Params, Row } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
-import { insertPartner } from '#shared/hierarchy/store.ts';
 import { postureCatalog } from '#shared/posture/catalog.ts';
 import { postureReport } from '#shared/posture/report.ts';
 import { uploadPosture } from '#shared/posture/snapshot.ts';
 import { uploadReconciliation } from '#shared/reconciliation/reconcile.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { insertBenchOrganizations } from './support/organizations.ts';
 import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
+import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
 import { latency, timed } from './support/timing.ts';
 
@@ -104,22 +105,15 @@ async function main() {
   const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
   const db = createPgDb({ connectionString: scratch.url, max: 20, applicationName: 'logbook-bench-posture' });
   try {
-    const { rows: server } = await admin.query<{ version: string; shared_buffers: string }>(
-      `SELECT current_setting('server_version') AS version, current_setting('shared_buffers') AS shared_buffers`,
-    );
-    const partner = (await insertPartner(admin, 'Bench MSP')) as { id: string };
-    const orgIds: string[] = [];
-    for (let i = 0; i < orgCount; i++)
-      orgIds.push(
-        (await insertOrganizationWithSite(admin, { partnerId: partner.id, name: `Customer ${i}` }, { name: 'HQ' })).id,
-      );
+    const server = await serverSettings(admin, scratch.server);
+    const { partnerId, orgIds } = await insertBenchOrganizations(admin, orgCount);
     status(`loading ${number(deviceCount)} devices with ${detectionCount} detections each ...`);
     await loadFleet(admin, orgIds);
     await admin.query('VACUUM ANALYZE');
     const { rows: loaded } = await admin.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM device_posture_detections',
     );
-    const principal = partnerAdmin(partner.id);
+    const principal = partnerAdmin(partnerId);
     const lines: string[][] = [];
 
     if (args.explain) {
@@ -232,11 +226,7 @@ async function main() {
     for (const r of failedSamples) status(`upload failed: ${(r as PromiseRejectedResult).reason}`);
 
     status(`reconciliation of ${number(reconcileCount)} devices ...`);
-    const big = await insertOrganizationWithSite(
-      admin,
-      { partnerId: partner.id, name: 'Big Customer' },
-      { name: 'HQ' },
-    );
+    const big = await insertOrganizationWithSite(admin, { partnerId, name: 'Big Customer' }, { name: 'HQ' });
     await admin.query(
       `INSERT INTO devices (org_id, site_id, hostname) SELECT :orgId::uuid, :siteId::uuid, 'host-' || i FROM generate_series(1, :n::int) AS i`,
       { orgId: big.id, siteId: big.site!.id as string, n: reconcileCount },
@@ -269,8 +259,8 @@ async function main() {
     );
 
     console.log(`
-Logbook management-posture benchmark (${new Date().toISOString().slice(0, 16)}Z): PostgreSQL ${server[0]!.version} on ${scratch.server},
-shared_buffers ${server[0]!.shared_buffers}; ${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
+Logbook management-posture benchmark (${new Date().toISOString().slice(0, 16)}Z): ${server};
+${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
 load average ${loadAtStart} at the start and ${loadAverage()} at the end.
 
 ${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], lines)}
