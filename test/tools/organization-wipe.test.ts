@@ -4,37 +4,20 @@
  * `organization-missing`, naming it: the anchors of the day before recorded it among the organizations with a chain.
  */
 import { spawn } from 'node:child_process';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { generateAnchorKey } from '#shared/audit/anchor-signing.ts';
-import { runRetention } from '#shared/audit/retention.ts';
-import type { Db } from '#shared/db/db.ts';
-import { createPgDb } from '#shared/db/pg.ts';
+import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { logger } from '#shared/logger.ts';
 import { appendAudit, tamper } from '#test/shared/audit/audit-rows.ts';
+import { useAnchorSigning } from '#test/support/anchor-signing.ts';
 import { useApi } from '#test/support/api.ts';
 import { useCli } from '#test/support/cli.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
 const cli = useCli('tools/audit-verify.ts');
-const key = generateAnchorKey();
-const previousKey = process.env.AUDIT_ANCHOR_PRIVATE_KEY;
-let auditAdmin: Db;
-
-beforeAll(() => {
-  process.env.AUDIT_ANCHOR_PRIVATE_KEY = key.export({ type: 'pkcs8', format: 'pem' }).toString();
-  auditAdmin = createPgDb({ connectionString: t.db.urls.auditAdmin, max: 1 });
-});
-afterAll(async () => {
-  await auditAdmin?.close();
-  if (previousKey === undefined) delete process.env.AUDIT_ANCHOR_PRIVATE_KEY;
-  else process.env.AUDIT_ANCHOR_PRIVATE_KEY = previousKey;
-});
+const { daily } = useAnchorSigning(t, 'wipe');
 beforeEach(() => {
   vi.spyOn(logger, 'error').mockImplementation(() => undefined);
 });
-
-const daily = () => runRetention(auditAdmin, { anchorKey: key });
 
 function auditVerify(orgId: string): Promise<{ status: number | null; stdout: string }> {
   const child = spawn(process.execPath, cli.args(['--org', orgId]), {

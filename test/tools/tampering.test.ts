@@ -4,15 +4,10 @@
  * `npm run audit:verify -- --org` and the offline check of the JSON export (`--file`).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { generateAnchorKey, publicKeyPem } from '#shared/audit/anchor-signing.ts';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChainBreakKind } from '#shared/audit/chain-break.ts';
-import { runRetention } from '#shared/audit/retention.ts';
-import type { Db } from '#shared/db/db.ts';
-import { createPgDb } from '#shared/db/pg.ts';
 import { logger } from '#shared/logger.ts';
 import {
   appendAudit,
@@ -23,38 +18,20 @@ import {
   tamper,
   updateChainRows,
 } from '#test/shared/audit/audit-rows.ts';
+import { useAnchorSigning } from '#test/support/anchor-signing.ts';
 import { useApi } from '#test/support/api.ts';
 import { useCli } from '#test/support/cli.ts';
 import { createTenant, orgUser, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
 const cli = useCli('tools/audit-verify.ts');
-const key = generateAnchorKey();
-const previousKey = process.env.AUDIT_ANCHOR_PRIVATE_KEY;
-let auditAdmin: Db;
-let dir: string;
-let publicKeyFile: string;
-
-beforeAll(() => {
-  // The API checks signatures with the public half of the configured key, as the retention worker signs with it.
-  process.env.AUDIT_ANCHOR_PRIVATE_KEY = key.export({ type: 'pkcs8', format: 'pem' }).toString();
-  auditAdmin = createPgDb({ connectionString: t.db.urls.auditAdmin, max: 1 });
-  dir = mkdtempSync(join(tmpdir(), 'logbook-tampering-'));
-  publicKeyFile = join(dir, 'anchor-public.pem');
-  writeFileSync(publicKeyFile, publicKeyPem(key));
-});
-afterAll(async () => {
-  await auditAdmin?.close();
-  rmSync(dir, { recursive: true, force: true });
-  if (previousKey === undefined) delete process.env.AUDIT_ANCHOR_PRIVATE_KEY;
-  else process.env.AUDIT_ANCHOR_PRIVATE_KEY = previousKey;
-});
+const anchors = useAnchorSigning(t, 'tampering');
 // The daily run logs every break it finds (those of earlier tests too).
 beforeEach(() => {
   vi.spyOn(logger, 'error').mockImplementation(() => undefined);
 });
 
-const daily = () => runRetention(auditAdmin, { anchorKey: key });
+const { daily } = anchors;
 
 function auditVerify(args: string[]): Promise<{ status: number | null; stdout: string }> {
   const child = spawn(process.execPath, cli.args(args), {
@@ -84,12 +61,12 @@ async function verdicts(tenant: Tenant) {
   const failure = run.integrity!.failures.find((f) => f.orgId === tenant.orgId);
   const api = await t.api.request('GET', `/api/v1/audit-logs/verify?orgId=${tenant.orgId}`, { token: tenant.orgToken });
   expect(api.status).toBe(200);
-  const cli = await auditVerify(['--org', tenant.orgId, '--public-key', publicKeyFile]);
+  const cli = await auditVerify(['--org', tenant.orgId, '--public-key', anchors.publicKeyFile]);
   const exported = await t.api.request('GET', '/api/v1/audit-logs/export?format=json', { token: tenant.orgToken });
   expect(exported.status).toBe(200);
-  const file = join(dir, `${tenant.orgId}.json`);
+  const file = join(anchors.dir, `${tenant.orgId}.json`);
   writeFileSync(file, typeof exported.body === 'string' ? exported.body : JSON.stringify(exported.body));
-  const offline = await auditVerify(['--file', file, '--public-key', publicKeyFile]);
+  const offline = await auditVerify(['--file', file, '--public-key', anchors.publicKeyFile]);
   const kindIn = (output: { status: number | null; stdout: string }) =>
     output.status === 0 ? 'ok' : (/kind (\w+)/.exec(output.stdout)?.[1] ?? `exit ${output.status}`);
   return {

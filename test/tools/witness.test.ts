@@ -4,18 +4,14 @@
  * `npm run audit:verify -- --witness` report each rewrite with its kind.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { generateAnchorKey, publicKeyPem } from '#shared/audit/anchor-signing.ts';
 import { useAnchorWitness } from '#shared/audit/anchor-witness.ts';
-import { runRetention } from '#shared/audit/retention.ts';
 import { armDelivery } from '#shared/audit-streams/arm.ts';
 import { anchorWitnessAt } from '#shared/audit-streams/witness.ts';
 import { directoryWitnessStore } from '#shared/audit-streams/witness-store.ts';
 import type { Db } from '#shared/db/db.ts';
-import { createPgDb } from '#shared/db/pg.ts';
 import { logger } from '#shared/logger.ts';
 import {
   appendAudit,
@@ -25,6 +21,7 @@ import {
   readChain,
   tamper,
 } from '#test/shared/audit/audit-rows.ts';
+import { useAnchorSigning } from '#test/support/anchor-signing.ts';
 import { useApi } from '#test/support/api.ts';
 import { useCli } from '#test/support/cli.ts';
 import { eventually } from '#test/support/live-agents.ts';
@@ -33,43 +30,29 @@ import { createTenant, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
 const cli = useCli('tools/audit-verify.ts');
-const key = generateAnchorKey();
-const previousKey = process.env.AUDIT_ANCHOR_PRIVATE_KEY;
-let auditAdmin: Db;
-let dir: string;
+const anchors = useAnchorSigning(t, 'witness');
+const { key, daily } = anchors;
 let witnessDir: string;
-let publicKeyFile: string;
 
 beforeAll(() => {
-  process.env.AUDIT_ANCHOR_PRIVATE_KEY = key.export({ type: 'pkcs8', format: 'pem' }).toString();
-  auditAdmin = createPgDb({ connectionString: t.db.urls.auditAdmin, max: 1 });
-  dir = mkdtempSync(join(tmpdir(), 'logbook-witness-'));
-  witnessDir = join(dir, 'witness');
-  publicKeyFile = join(dir, 'anchor-public.pem');
-  writeFileSync(publicKeyFile, publicKeyPem(key));
+  witnessDir = join(anchors.dir, 'witness');
   useAnchorWitness(
     anchorWitnessAt(directoryWitnessStore(witnessDir), { publicKey: key, witnessed: (orgId) => armDelivery([orgId]) }),
   );
   process.env.AUDIT_WITNESS = witnessDir;
   process.env.OUTBOUND_ALLOW_LOOPBACK = 'true';
 });
-afterAll(async () => {
+afterAll(() => {
   useAnchorWitness(undefined);
   delete process.env.AUDIT_WITNESS;
   delete process.env.OUTBOUND_ALLOW_LOOPBACK;
-  await auditAdmin?.close();
-  rmSync(dir, { recursive: true, force: true });
-  if (previousKey === undefined) delete process.env.AUDIT_ANCHOR_PRIVATE_KEY;
-  else process.env.AUDIT_ANCHOR_PRIVATE_KEY = previousKey;
 });
 beforeEach(() => {
   vi.spyOn(logger, 'error').mockImplementation(() => undefined);
 });
 
-const daily = () => runRetention(auditAdmin, { anchorKey: key });
-
 function auditVerify(args: string[]): Promise<{ status: number | null; stdout: string }> {
-  const child = spawn(process.execPath, cli.args([...args, '--public-key', publicKeyFile]), {
+  const child = spawn(process.execPath, cli.args([...args, '--public-key', anchors.publicKeyFile]), {
     env: { ...process.env, DATABASE_URL: t.db.urls.admin },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
