@@ -12,6 +12,7 @@ import { csvRecord } from '../csv-record.ts';
 import { fill, h } from '../element.ts';
 import type { PageContext } from '../page-shell.ts';
 import { saveFile } from '../save-file.ts';
+import { organizationSelect, reachableOrganizations } from '../views/organizations.ts';
 import { type Device, type DeviceSummary, fieldText, isOnline, localTime, osText } from './format.ts';
 
 type Organization = z.output<typeof organization>;
@@ -53,22 +54,12 @@ interface Row {
 }
 
 export async function showList({ api, main, fail }: PageContext) {
-  fill(main, h('p', { class: 'muted', role: 'status' }, 'Loading the organizations…'));
-  const { data: organizations } = await api.get<{ data: Organization[] }>(
-    '/orgs/organizations',
-    new URLSearchParams({ limit: '100' }),
-  );
-  if (organizations.length === 0) {
-    fill(main, h('p', { class: 'empty' }, 'No organization to show.'));
-    return;
-  }
+  const reached = await reachableOrganizations<Organization>(api, main);
+  if (!reached) return;
+  const organizations = reached;
   let view = viewOf(location.search, organizations);
 
-  const orgSelect = h(
-    'select',
-    { id: 'org', name: 'org' },
-    organizations.map((o) => h('option', { value: o.id, selected: o.id === view.org }, o.name)),
-  );
+  const orgSelect = organizationSelect(organizations, view.org);
   const filterInput = h('textarea', {
     id: 'filter',
     name: 'filter',

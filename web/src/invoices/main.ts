@@ -8,6 +8,7 @@ import { type ApiClient, ApiError, describeError } from '../api.ts';
 import { fill, h } from '../element.ts';
 import { downloadButton } from '../migration/posture.ts';
 import { type PageContext, startPage } from '../page-shell.ts';
+import { organizationSelect, reachableOrganizations } from '../views/organizations.ts';
 
 interface Organization {
   id: string;
@@ -254,22 +255,11 @@ async function showInvoice(
 }
 
 async function render({ api, main, fail }: PageContext) {
-  fill(main, h('p', { class: 'muted', role: 'status' }, 'Loading the organizations…'));
-  const { data: organizations } = await api.get<{ data: Organization[] }>(
-    '/orgs/organizations',
-    new URLSearchParams({ limit: '100' }),
-  );
-  if (organizations.length === 0) {
-    fill(main, h('p', { class: 'empty' }, 'No organization to show.'));
-    return;
-  }
+  const organizations = await reachableOrganizations<Organization>(api, main);
+  if (!organizations) return;
   const address = new URLSearchParams(location.search);
   const chosen = organizations.find((o) => o.id === address.get('org')) ?? organizations[0]!;
-  const orgSelect = h(
-    'select',
-    { id: 'org', name: 'org' },
-    organizations.map((o) => h('option', { value: o.id, selected: o.id === chosen.id }, o.name)),
-  );
+  const orgSelect = organizationSelect(organizations, chosen.id);
   const statusSelect = h(
     'select',
     { id: 'status', name: 'status' },
