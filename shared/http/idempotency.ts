@@ -80,6 +80,8 @@ export async function answerOnce(
   keyed: KeyedRequest,
   handle: () => Promise<APIGatewayProxyStructuredResultV2>,
 ): Promise<APIGatewayProxyStructuredResultV2> {
+  // Taken before the handler runs: the transaction it may leave open for the reply is always ended below.
+  const db = appDb();
   let reply: APIGatewayProxyStructuredResultV2;
   let failed = false;
   try {
@@ -91,7 +93,7 @@ export async function answerOnce(
     failed = true;
   }
   try {
-    await finishKeyed(appDb(), keyed, reply as StoredReply, failed);
+    await finishKeyed(db, keyed, reply as StoredReply, failed);
   } catch (error) {
     return toErrorReply(error) as APIGatewayProxyStructuredResultV2;
   }
