@@ -82,7 +82,19 @@ export function startAgent(options: AgentOptions): RunningAgent {
   let waiters: (() => void)[] = [];
   const scripts = scriptRunner(options.store.computer);
 
-  const call = async (method: string, suffix: string, body: unknown, headers: Record<string, string> = {}) => {
+  // The work under way (calls, check-ins): stopping waits for it, so an agent stopped leaves no request behind it.
+  const underWay = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    underWay.add(work);
+    void work.then(
+      () => underWay.delete(work),
+      () => underWay.delete(work),
+    );
+    return work;
+  };
+  const call = (method: string, suffix: string, body: unknown, headers: Record<string, string> = {}) =>
+    track(send(method, suffix, body, headers));
+  const send = async (method: string, suffix: string, body: unknown, headers: Record<string, string>) => {
     const reply = await fetch(`${options.server}/api/v1/agents/${options.agentId}${suffix}`, {
       method,
       headers: { ...authorization, 'content-type': 'application/json', ...headers },
@@ -137,7 +149,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
   };
 
   let beats = 0;
-  const checkIn = async () => {
+  const checkInOnce = async () => {
     try {
       const beat = (await sendHeartbeat({
         agentVersion,
@@ -153,6 +165,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
       if (!stopped) log(`heartbeat failed: ${String(error)}`);
     }
   };
+  const checkIn = () => track(checkInOnce());
 
   const connect = () => {
     if (stopped) return;
@@ -255,6 +268,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
       clearTimeout(resume);
       clearInterval(ping);
       waiters = [];
+      while (underWay.size > 0) await Promise.allSettled([...underWay]);
       const ws = socket;
       if (ws && ws.readyState !== WebSocket.CLOSED) {
         await new Promise<void>((resolve) => {

@@ -91,12 +91,18 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
   // One "execution environment" per gateway: its log stream suffix, as Lambda names them.
   const instanceId = randomBytes(16).toString('hex');
 
+  // The requests being answered: closing waits for their handlers, as a Lambda's invocation runs to its end whether
+  // or not its caller is still there, so nothing a request started outlives the gateway.
+  const answering = new Set<Promise<void>>();
   const server = createServer((req, res) => {
-    serve(req, res).catch((error: unknown) => {
-      console.error(error);
-      if (!res.headersSent) reply(res, 500, { message: 'Internal Server Error' });
-      else res.destroy();
-    });
+    const answered = serve(req, res)
+      .catch((error: unknown) => {
+        console.error(error);
+        if (!res.headersSent) reply(res, 500, { message: 'Internal Server Error' });
+        else res.destroy();
+      })
+      .finally(() => answering.delete(answered));
+    answering.add(answered);
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -169,11 +175,13 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
   return {
     port,
     url: `http://${shownHost}:${port}`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    close: async () => {
+      await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      }),
+      });
+      await Promise.all(answering);
+    },
   };
 }
 

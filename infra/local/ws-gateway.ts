@@ -77,18 +77,24 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   };
   const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   const connections = new Map<string, Connection>();
-  const disconnects = new Set<Promise<unknown>>();
+  // Every handler invocation under way: closing waits for them, as a Lambda's invocation runs to its end.
+  const invocations = new Set<Promise<unknown>>();
   let closing = false;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes });
 
-  async function invoke(routeKey: RouteKey, event: WebSocketEvent): Promise<APIGatewayProxyResultV2 | undefined> {
+  function invoke(routeKey: RouteKey, event: WebSocketEvent): Promise<APIGatewayProxyResultV2 | undefined> {
     const context = buildContext(options.routes[routeKey].handler);
-    try {
-      return await (await handlerFor(routeKey))(event, context);
-    } catch (error) {
-      console.error(`[${context.functionName}] ${event.requestContext.requestId}`, error);
-      return undefined;
-    }
+    const done = (async () => {
+      try {
+        return await (await handlerFor(routeKey))(event, context);
+      } catch (error) {
+        console.error(`[${context.functionName}] ${event.requestContext.requestId}`, error);
+        return undefined;
+      }
+    })();
+    invocations.add(done);
+    void done.finally(() => invocations.delete(done));
+    return done;
   }
 
   const server = createServer((req, res) => {
@@ -180,12 +186,10 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       clearTimeout(connection.idle);
       if (closing) return;
       connections.delete(base.connectionId);
-      const done = invoke(
+      void invoke(
         '$disconnect',
         disconnectEvent(base, connection.closeCode ?? code, connection.closeReason ?? reason.toString('utf8')),
       );
-      disconnects.add(done);
-      void done.finally(() => disconnects.delete(done));
     });
   }
 
@@ -272,7 +276,7 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       closing = true;
       for (const { socket } of connections.values()) socket.terminate();
       connections.clear();
-      await Promise.allSettled([...disconnects]);
+      await Promise.allSettled([...invocations]);
       wss.close();
       await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));

@@ -267,3 +267,36 @@ describe('a local HTTP API gateway started without a host', () => {
     }
   });
 });
+
+describe('closing the local HTTP API gateway', () => {
+  it('waits for the handlers still answering, as a Lambda invocation runs to its end without its caller', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const started = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const finished: string[] = [];
+    const open = await startHttpGateway({
+      port: 0,
+      host: '127.0.0.1',
+      routes,
+      loadHandler: async () => async () => {
+        entered();
+        await released;
+        finished.push('handler');
+        return { statusCode: 200, body: 'late' };
+      },
+    });
+    const caller = fetch(`${open.url}/api/v1/plain`).catch(() => 'connection closed');
+    await started;
+    const closing = open.close().then(() => finished.push('closed'));
+    // The caller hears its connection closed; only then does the handler finish.
+    expect(await caller).toBe('connection closed');
+    release();
+    await closing;
+    expect(finished).toEqual(['handler', 'closed']);
+  });
+});
