@@ -39,6 +39,7 @@ const env = {
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
+    reporters: ['default', './test/support/stall-reporter.ts'],
     env,
     // A bound for a test that hangs, not a guess of its speed: tests wait for events, and a loaded machine is slow.
     testTimeout: 60_000,
