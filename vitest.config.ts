@@ -11,6 +11,7 @@ const isolated = [
   'test/functions/agents/ingest-budget.test.ts',
   'test/functions/audit-streams/hec-s3.test.ts',
   'test/functions/audit/anchors.test.ts',
+  'test/functions/auth/user-logins.test.ts',
   'test/functions/live-query/failures.test.ts',
   'test/functions/migrate/**',
   'test/functions/queue/audit-spool.test.ts',

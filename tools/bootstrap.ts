@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { devServerPort, embeddedUrl } from '#infra/local/database.ts';
 import { signUserToken } from '#infra/local/tokens.ts';
+import { inviteLogin } from '#shared/auth/logins.ts';
 import { createDataApiDb } from '#shared/db/data-api.ts';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -24,6 +25,9 @@ const usage = `Usage:
   exist; prints the sign-in link.
 
   --viewer-url <url>  where the web pages are (the stack's ViewerUrl); locally http://localhost:$PORT/
+
+  Sign-in: with COGNITO_USER_POOL_ID set (the stack's UserPoolId output, identity: "cognito"), the administrator's
+  login is made in the pool too, which mails a temporary password (a login that exists is kept).
 
   Database: with DB_CLUSTER_ARN set, the RDS Data API (DB_NAME, OWNER_DB_SECRET_ARN: the owner's secret; the
   deploying role runs it once); else DATABASE_URL; else the embedded database of a running \`npm start\`.
@@ -121,6 +125,12 @@ async function main(): Promise<number> {
         ? `administrator ${admin.email} created: ${admin.id} (partner_admin)`
         : `administrator ${admin.email} exists: ${admin.id}; not created again`,
     );
+    if (process.env.COGNITO_USER_POOL_ID) {
+      await inviteLogin(admin);
+      console.log(
+        `login of ${admin.email} in user pool ${process.env.COGNITO_USER_POOL_ID}: the pool mails a temporary password`,
+      );
+    }
     console.log(`export PARTNER_ID=${partner.id}`);
     console.log(await signIn(result, Boolean(process.env.DB_CLUSTER_ARN)));
     return 0;

@@ -74,6 +74,7 @@ export const routes = {
     {
       operationId: 'authUsersCreate',
       auth: 'user',
+      grants: ['user-logins'],
       tag: 'users',
       summary: "Invite a user: the partner's (or an organization's) person, with a role",
       body: u.createUser,
@@ -112,6 +113,7 @@ export const routes = {
     {
       operationId: 'authUsersDelete',
       auth: 'user',
+      grants: ['user-logins'],
       tag: 'users',
       summary: 'Delete a user: their tokens no longer carry a role',
       params: u.userParams,

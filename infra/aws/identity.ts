@@ -22,7 +22,7 @@ import { LogbookFunction, projectRoot } from './functions.ts';
 
 /**
  * `identity: "cognito"`: the stack's own user pool. Nobody signs themselves up: administrators invite users
- * (POST /users, and Cognito's AdminCreateUser for the login); MFA (an authenticator app) is required, threat
+ * (POST /users makes the login, and Cognito mails the invitation; DELETE /users/{id} removes it); MFA (an authenticator app) is required, threat
  * protection blocks risky sign-ins, and the hosted sign-in page returns the ID token to the web pages. Before each
  * token, a trigger puts the role, scope, partner and organization of the user's Logbook record into it.
  */
@@ -94,6 +94,12 @@ export class CognitoIdentity extends Construct {
     const client = this.client.node.defaultChild as CfnUserPoolClient;
     client.callbackUrLs = urls;
     client.logoutUrLs = urls;
+  }
+
+  /** Lets `fn` make and remove the pool's logins of the users invited and deleted through the API (shared/auth/logins.ts). */
+  grantLogins(fn: LogbookFunction): void {
+    fn.addEnvironment('COGNITO_USER_POOL_ID', this.userPool.userPoolId);
+    this.userPool.grant(fn, 'cognito-idp:AdminCreateUser', 'cognito-idp:AdminDeleteUser');
   }
 
   /** The settings with which the functions verify the pool's ID tokens (shared/auth/jwt.ts). */

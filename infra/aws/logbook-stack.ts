@@ -302,6 +302,7 @@ export class LogbookStack extends Stack {
       if (seals) sealKey.grantRead(fn);
       if (relays) this.agentChannel.grantRelay(fn);
       if (grants.has('send-mail')) sendsMail(fn);
+      if (grants.has('user-logins')) this.identity?.grantLogins(fn);
       // Every API function may spool an audit row whose write failed (shared/audit/spool.ts); scripts and alerts
       // also queue their deliveries.
       workQueue.grantSend(fn);

@@ -1,11 +1,13 @@
 /**
  * The users API: a partner's people and their roles, which an identity provider's token hook puts into their tokens.
- * Every change is audited in its own transaction: user.create, user.permission.change, user.delete.
+ * Every change is audited in its own transaction: user.create, user.permission.change, user.delete. With the stack's
+ * own user pool, inviting a user makes their login and deleting one removes it (./logins.ts).
  */
 import type { z } from 'zod';
 import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
+import { inviteLogin, removeLogin } from './logins.ts';
 import type { Principal } from './principal.ts';
 import { selectOrganization } from './store.ts';
 import { assertReachable, requirePermission } from './tenancy.ts';
@@ -75,6 +77,7 @@ export async function createUserRecord(
     });
     if (!created) throw Conflict(`A user with the e-mail address ${input.email} exists`);
     await audit(tx, created, { action: 'user.create', details: { after: userOf(created) } });
+    await inviteLogin(created);
     return created;
   });
 }
@@ -113,6 +116,8 @@ export async function deleteUserRecord(db: Db, principal: Principal, id: string,
   await db.transaction(async (tx) => {
     const user = assertReachable(await store.selectUser(tx, principal, id, true), 'User');
     const deleted = await store.softDeleteUser(tx, user.id);
-    if (deleted) await audit(tx, deleted, { action: 'user.delete', details: { before: userOf(user) } });
+    if (!deleted) return;
+    await audit(tx, deleted, { action: 'user.delete', details: { before: userOf(user) } });
+    await removeLogin(user.email);
   });
 }

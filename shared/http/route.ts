@@ -8,7 +8,8 @@ import type { CallerOf } from './authenticate.ts';
  * What a route's Lambda may reach beyond the database and the work queue (which every API function may send to):
  * the agents' WebSocket connections, the enrollment secret, the key sealing enrollment keys, the audit anchors'
  * public key, the route table itself as data (every route key and the OpenAPI document, computed when the stack is
- * synthesized), sending e-mail through SES (notification channels). The stack grants a Lambda the union of its routes' grants.
+ * synthesized), sending e-mail through SES (notification channels), making and removing the logins of the stack's own
+ * user pool (users). The stack grants a Lambda the union of its routes' grants.
  */
 export type Grant =
   | 'agent-channel'
@@ -16,7 +17,8 @@ export type Grant =
   | 'seal-key'
   | 'anchor-public-key'
   | 'route-table'
-  | 'send-mail';
+  | 'send-mail'
+  | 'user-logins';
 
 /** One route as its domain declares it in functions/<domain>/routes.ts. */
 export interface RouteDef {

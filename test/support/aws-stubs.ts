@@ -110,3 +110,51 @@ export async function startSqsStub(): Promise<SqsStub> {
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return { endpoint, queueUrl: `${endpoint}/000000000000/logbook-work`, messages, close: () => server.close() };
 }
+
+export interface CognitoStub {
+  /** The endpoint (AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER). */
+  endpoint: string;
+  /** The pool's logins by username (the e-mail address), with their attributes. */
+  logins: Map<string, Record<string, string>>;
+  /** Every call, in order: operation and username. */
+  calls: { operation: string; username: string; request: Record<string, unknown> }[];
+  /** While set, every call fails with this status and error type, as a pool that is down or throttles would. */
+  failing?: { status: number; type: string };
+  close(): void;
+}
+
+/**
+ * A local stand-in for a Cognito user pool's AdminCreateUser and AdminDeleteUser (the awsJson1_1 protocol of
+ * @aws-sdk/client-cognito-identity-provider), answering UsernameExistsException and UserNotFoundException as the
+ * service does.
+ */
+export async function startCognitoStub(): Promise<CognitoStub> {
+  const stub: CognitoStub = { endpoint: '', logins: new Map(), calls: [], close: () => server.close() };
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const reply = (status: number, value: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(value));
+      const error = (status: number, type: string) => reply(status, { __type: type, message: type });
+      const operation = String(req.headers['x-amz-target']).replace(/^AWSCognitoIdentityProviderService\./, '');
+      const request = JSON.parse(body) as { Username: string; UserAttributes?: { Name: string; Value: string }[] };
+      stub.calls.push({ operation, username: request.Username, request });
+      if (stub.failing) return error(stub.failing.status, stub.failing.type);
+      if (operation === 'AdminCreateUser') {
+        if (stub.logins.has(request.Username)) return error(400, 'UsernameExistsException');
+        const attributes = Object.fromEntries((request.UserAttributes ?? []).map((a) => [a.Name, a.Value]));
+        stub.logins.set(request.Username, attributes);
+        return reply(200, { User: { Username: randomUUID(), Enabled: true, UserStatus: 'FORCE_CHANGE_PASSWORD' } });
+      }
+      if (operation === 'AdminDeleteUser') {
+        if (!stub.logins.delete(request.Username)) return error(400, 'UserNotFoundException');
+        return reply(200, {});
+      }
+      return error(400, 'InvalidAction');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  stub.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return stub;
+}

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useApi } from '#test/support/api.ts';
+import { startCognitoStub } from '#test/support/aws-stubs.ts';
 import { useCli } from '#test/support/cli.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
 
@@ -65,6 +66,33 @@ describe('npm run bootstrap', () => {
     });
     expect(created.status).toBe(201);
     expect(created.body.partnerId).toBe(partnerId);
+  });
+
+  it("makes the administrator's login in the stack's own user pool, and keeps it on a second run", async () => {
+    const pool = await startCognitoStub();
+    try {
+      const env = {
+        COGNITO_USER_POOL_ID: 'eu-west-1_Logbook1',
+        AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER: pool.endpoint,
+        AWS_REGION: 'eu-west-1',
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+      };
+      const args = ['--partner', 'Pooled MSP', '--admin-email', 'owner@pooled.example', '--admin-name', 'Owner'];
+      const first = await bootstrap(args, env);
+      expect(first.status).toBe(0);
+      expect(first.stdout).toContain('login of owner@pooled.example in user pool eu-west-1_Logbook1');
+      expect(pool.logins.get('owner@pooled.example')).toEqual({
+        email: 'owner@pooled.example',
+        email_verified: 'true',
+        name: 'Owner',
+      });
+      expect((await bootstrap(args, env)).status).toBe(0);
+      expect(pool.calls.map((call) => call.operation)).toEqual(['AdminCreateUser', 'AdminCreateUser']);
+      expect(pool.logins.size).toBe(1);
+    } finally {
+      pool.close();
+    }
   });
 
   it('says the partner exists on a second run, exits 0 and creates nothing', async () => {

@@ -49,6 +49,22 @@ describe('identity: "cognito"', () => {
     expect(pooled.resources[trigger]!.Properties.Environment.Variables).toHaveProperty('APP_DB_SECRET_ARN');
   });
 
+  it('lets the users routes make and remove logins of the pool, and no other function', () => {
+    const pool = pooled.ofType('AWS::Cognito::UserPool')[0]![0];
+    const users = pooled.functionId('Logbook auth');
+    expect(pooled.resources[users]!.Properties.Environment.Variables.COGNITO_USER_POOL_ID).toEqual({ Ref: pool });
+    expect(pooled.statementsOf(users)).toContainEqual(
+      expect.objectContaining({
+        Action: ['cognito-idp:AdminCreateUser', 'cognito-idp:AdminDeleteUser'],
+        Resource: { 'Fn::GetAtt': [pool, 'Arn'] },
+      }),
+    );
+    const granted = Object.keys(pooled.resources).filter((id) =>
+      JSON.stringify(pooled.resources[id]!.Properties?.Environment ?? {}).includes('COGNITO_USER_POOL_ID'),
+    );
+    expect(granted).toEqual([users]);
+  });
+
   it("points the API's token checks at the pool: its JWKS, issuer, the web client as audience, the user-id claim", () => {
     const variables = pooled.resources[pooled.functionId('Logbook hierarchy')]!.Properties.Environment.Variables;
     expect(JSON.stringify(variables.JWT_JWKS_URL)).toContain('/.well-known/jwks.json');
