@@ -23,7 +23,7 @@ import { LogbookFunction, projectRoot } from './functions.ts';
 /**
  * `identity: "cognito"`: the stack's own user pool. Nobody signs themselves up: administrators invite users
  * (POST /users makes the login, and Cognito mails the invitation; DELETE /users/{id} removes it); MFA (an authenticator app) is required, threat
- * protection blocks risky sign-ins, and the hosted sign-in page returns the ID token to the web pages. Before each
+ * protection blocks risky sign-ins, and the web pages sign in on the hosted sign-in page (code flow with PKCE). Before each
  * token, a trigger puts the role, scope, partner and organization of the user's Logbook record into it.
  */
 export class CognitoIdentity extends Construct {
@@ -74,13 +74,14 @@ export class CognitoIdentity extends Construct {
     this.domain = this.userPool.addDomain('SignIn', {
       cognitoDomain: { domainPrefix: props.domainPrefix ?? Fn.join('-', ['logbook', Aws.ACCOUNT_ID]) },
     });
-    // The web pages take the ID token the hosted page returns in the address's fragment (#id_token=…).
+    // The web pages sign in with the authorization code flow and PKCE (web/src/hosted-sign-in.ts): a public client
+    // (no secret), and no implicit flow, whose token would travel in the address.
     this.client = this.userPool.addClient('Web', {
       generateSecret: false,
       preventUserExistenceErrors: true,
       supportedIdentityProviders: [UserPoolClientIdentityProvider.COGNITO],
       oAuth: {
-        flows: { implicitCodeGrant: true },
+        flows: { authorizationCodeGrant: true },
         scopes: [OAuthScope.OPENID, OAuthScope.EMAIL, OAuthScope.PROFILE],
         callbackUrls: ['http://localhost:3000/'],
       },
@@ -112,8 +113,19 @@ export class CognitoIdentity extends Construct {
     };
   }
 
-  /** The hosted sign-in page, returning the ID token to the web pages at `returnTo`. */
-  signInUrl(returnTo: string): string {
-    return `${this.domain.baseUrl()}/login?client_id=${this.client.userPoolClientId}&response_type=token&scope=openid+email+profile&redirect_uri=${returnTo}`;
+  /** What the web pages' config.json says of the hosted sign-in: its endpoints and the web client. */
+  hostedSignIn(): { authorizeUrl: string; tokenUrl: string; clientId: string; origin: string } {
+    const origin = this.domain.baseUrl();
+    return {
+      authorizeUrl: `${origin}/oauth2/authorize`,
+      tokenUrl: `${origin}/oauth2/token`,
+      clientId: this.client.userPoolClientId,
+      origin,
+    };
+  }
+
+  /** The link that signs in: the web pages at `pages`, which leave at once for the hosted sign-in page. */
+  signInUrl(pages: string): string {
+    return `${pages}?sign-in`;
   }
 }

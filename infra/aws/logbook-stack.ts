@@ -317,6 +317,7 @@ export class LogbookStack extends Stack {
         logRetention,
         domain: domain(settings.viewerDomainName, settings.viewerCertificateArn),
         apiDomainName: settings.apiDomainName,
+        signIn: this.identity?.hostedSignIn(),
       });
     const corsOrigins = [...(this.viewer ? [this.viewer.origin] : []), ...extraOrigins(settings.viewerOrigin)];
     this.identity?.allowSignInTo(corsOrigins.map((origin) => `${origin}/`));
@@ -471,12 +472,12 @@ export class LogbookStack extends Stack {
     if (this.viewer) new CfnOutput(this, 'ViewerUrl', { description: 'The audit viewer', value: this.viewer.url });
     if (this.identity) {
       new CfnOutput(this, 'UserPoolId', {
-        description: 'The Cognito user pool of the users (invite them with POST /users and AdminCreateUser)',
+        description: 'The Cognito user pool of the users (invite them with POST /users)',
         value: this.identity.userPool.userPoolId,
       });
       if (this.viewer)
         new CfnOutput(this, 'SignInUrl', {
-          description: 'The hosted sign-in page, returning to the web pages',
+          description: 'The web pages, leaving at once for the hosted sign-in page and returning signed in',
           value: this.identity.signInUrl(this.viewer.url),
         });
     }

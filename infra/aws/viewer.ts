@@ -35,6 +35,11 @@ export interface ViewerProps {
   domain?: { name: string; certificateArn: string };
   /** The API's custom domain, which the page may call beside the region's execute-api endpoints. */
   apiDomainName?: string;
+  /**
+   * The hosted sign-in of the stack's own user pool (`identity: "cognito"`): written into config.json, its origin
+   * (the token endpoint's) allowed to the page's calls.
+   */
+  signIn?: { authorizeUrl: string; tokenUrl: string; clientId: string; origin: string };
 }
 
 /**
@@ -115,12 +120,14 @@ export class Viewer extends Construct {
       "'self'",
       `https://*.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`,
       ...(props.apiDomainName ? [`https://${props.apiDomainName}`] : []),
+      ...(props.signIn ? [props.signIn.origin] : []),
     ].join(' ');
     const headers = new ResponseHeadersPolicy(this, 'SecurityHeaders', {
       responseHeadersPolicyName: globalName(this, 'viewer-headers'),
       comment: 'Logbook audit viewer: security headers',
       securityHeadersBehavior: {
-        // The page talks to the HTTP API of this region only (and to its own origin, for config.json).
+        // The page talks to the HTTP API of this region only (and to its own origin, for config.json, and with the
+        // stack's own user pool to the pool's token endpoint).
         contentSecurityPolicy: {
           contentSecurityPolicy: `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src ${connectSrc}; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
           override: true,
@@ -186,10 +193,17 @@ export class Viewer extends Construct {
   }
 
   /**
-   * Deploys the site, built from web/ when the stack is synthesized, and its config.json naming the API. The hashed
+   * Deploys the site, built from web/ when the stack is synthesized, and its config.json naming the API (and the
+   * hosted sign-in, with the stack's own user pool). The hashed
    * assets may be cached for a year; the HTML pages and config.json are revalidated, so a deploy shows at once.
    */
   publish(apiBaseUrl: string): void {
+    const { signIn } = this.props;
+    const pageSignIn = signIn && {
+      authorizeUrl: signIn.authorizeUrl,
+      tokenUrl: signIn.tokenUrl,
+      clientId: signIn.clientId,
+    };
     const site = Source.asset(webDir, {
       assetHashType: AssetHashType.CUSTOM,
       assetHash: webSourcesHash(),
@@ -217,7 +231,7 @@ export class Viewer extends Construct {
     });
     const pages = new BucketDeployment(this, 'Pages', {
       destinationBucket: this.bucket,
-      sources: [site, Source.jsonData('config.json', { apiBaseUrl })],
+      sources: [site, Source.jsonData('config.json', { apiBaseUrl, ...(signIn && { signIn: pageSignIn }) })],
       exclude: ['*'],
       include: revalidated,
       cacheControl: [CacheControl.noCache()],

@@ -1,8 +1,9 @@
 import { startViewer } from './app.ts';
-import { loadApiBaseUrl } from './config.ts';
+import { loadConfig } from './config.ts';
 import { fill, h } from './element.ts';
+import { startingToken } from './hosted-sign-in.ts';
 import { pageNav } from './pages.ts';
-import { signInOnFragmentToken, storedToken, takeTokenFromFragment } from './session.ts';
+import { signInOnFragmentToken } from './session.ts';
 
 const required = (id: string) => {
   const element = document.getElementById(id);
@@ -12,15 +13,15 @@ const required = (id: string) => {
 
 async function boot() {
   required('pages').replaceWith(pageNav('index.html'));
-  const apiBaseUrl = await loadApiBaseUrl();
+  const { apiBaseUrl, signIn: hosted } = await loadConfig();
   const viewer = startViewer(apiBaseUrl, {
     main: required('main'),
     account: required('account'),
     alert: required('alert'),
   });
-  const token = takeTokenFromFragment() ?? storedToken();
-  if (token) viewer.signIn(token);
-  else viewer.signOut();
+  const start = await startingToken(hosted);
+  if (start.token) viewer.signIn(start.token);
+  else viewer.signOut(start.problem);
   signInOnFragmentToken(viewer.signIn);
 }
 

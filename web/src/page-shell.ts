@@ -3,18 +3,11 @@
  * token the tab keeps (shared by all pages), and the account bar. The page draws itself into #main once signed in.
  */
 import { type ApiClient, ApiError, apiClient, describeError } from './api.ts';
-import { loadApiBaseUrl } from './config.ts';
+import { loadConfig } from './config.ts';
 import { fill, h } from './element.ts';
+import { startingToken } from './hosted-sign-in.ts';
 import { pageNav } from './pages.ts';
-import {
-  type Claims,
-  claimsOf,
-  forgetToken,
-  keepToken,
-  signInOnFragmentToken,
-  storedToken,
-  takeTokenFromFragment,
-} from './session.ts';
+import { type Claims, claimsOf, forgetToken, keepToken, signInOnFragmentToken } from './session.ts';
 import { accountBar } from './views/account.ts';
 import { signInForm } from './views/sign-in.ts';
 
@@ -43,7 +36,7 @@ export function startPage(href: string, render: (context: PageContext) => void |
 
   async function boot() {
     required('pages').replaceWith(pageNav(href));
-    const apiBaseUrl = await loadApiBaseUrl();
+    const { apiBaseUrl, signIn: hosted } = await loadConfig();
 
     function signIn(token: string) {
       keepToken(token);
@@ -69,9 +62,9 @@ export function startPage(href: string, render: (context: PageContext) => void |
       main.querySelector<HTMLElement>('textarea')?.focus();
     }
 
-    const token = takeTokenFromFragment() ?? storedToken();
-    if (token) signIn(token);
-    else signOut();
+    const start = await startingToken(hosted);
+    if (start.token) signIn(start.token);
+    else signOut(start.problem);
     signInOnFragmentToken(signIn);
   }
 

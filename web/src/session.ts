@@ -1,13 +1,14 @@
 /**
  * The signed-in token. Kept in sessionStorage: it survives reloads and Back, and is gone when the tab closes.
  * `npm start` prints a link carrying the demo token in the fragment (#token=…), which never reaches a server;
- * the page takes it from there (or the #id_token=… a hosted sign-in page returns) and removes it from the address bar.
+ * the page takes it from there (or the #id_token=… an identity provider's implicit flow returns; the stack's own user
+ * pool signs in by the code flow, ./hosted-sign-in.ts) and removes it from the address bar.
  */
 const storageKey = 'logbook.viewer.token';
 
 export function takeTokenFromFragment(): string | undefined {
   const fragment = new URLSearchParams(location.hash.slice(1));
-  // id_token: what a hosted sign-in page (the stack's Cognito user pool) returns to the page.
+  // id_token: what an identity provider's implicit flow returns to the page.
   const token = fragment.get('token') ?? fragment.get('id_token');
   if (!token) return undefined;
   history.replaceState(history.state, '', `${location.pathname}${location.search}`);

@@ -23,11 +23,11 @@ describe('identity: "cognito"', () => {
     });
   });
 
-  it('has a hosted sign-in domain and a web client returning the ID token to the deployed pages', () => {
+  it('has a hosted sign-in domain and a public web client of the code flow, returning to the deployed pages', () => {
     expect(pooled.ofType('AWS::Cognito::UserPoolDomain')).toHaveLength(1);
     const [, client] = pooled.ofType('AWS::Cognito::UserPoolClient')[0]!;
     expect(client.Properties).toMatchObject({
-      AllowedOAuthFlows: ['implicit'],
+      AllowedOAuthFlows: ['code'],
       AllowedOAuthScopes: expect.arrayContaining(['openid', 'email']),
       GenerateSecret: false,
       PreventUserExistenceErrors: 'ENABLED',
@@ -35,6 +35,20 @@ describe('identity: "cognito"', () => {
     });
     expect(JSON.stringify(client.Properties.CallbackURLs)).toContain('DomainName');
     expect(Object.keys(pooled.template.toJSON().Outputs)).toEqual(expect.arrayContaining(['UserPoolId', 'SignInUrl']));
+  });
+
+  it("names the hosted sign-in in the pages' config.json and lets the pages call the pool's domain alone", () => {
+    // config.json is written at deploy time: the pool's domain and the web client are its deploy-time values.
+    const markers = JSON.stringify(
+      pooled.ofType('Custom::CDKBucketDeployment').map(([, d]) => d.Properties.SourceMarkers ?? []),
+    );
+    expect(markers).toMatch(/"Ref":"IdentityUsersSignIn\w+"/);
+    expect(markers).toMatch(/"Ref":"IdentityUsersWeb\w+"/);
+    const [, policy] = pooled.ofType('AWS::CloudFront::ResponseHeadersPolicy')[0]!;
+    const csp = JSON.stringify(
+      policy.Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig.ContentSecurityPolicy.ContentSecurityPolicy,
+    );
+    expect(csp).toContain('amazoncognito.com');
   });
 
   it('lets the trigger read the user records through the Data API as the API role, and Cognito invoke it', () => {

@@ -62,6 +62,8 @@ export function useViewer(): Viewer {
         locale: 'en-GB',
         timezoneId: 'Asia/Kolkata',
         viewport: { width: options.width ?? 1280, height: options.height ?? 900 },
+        // Local HTTPS stand-ins (an authorization server) have self-signed certificates.
+        ignoreHTTPSErrors: true,
       });
       contexts.push(context);
       const page = await context.newPage();

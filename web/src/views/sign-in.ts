@@ -1,7 +1,12 @@
 import { h } from '../element.ts';
+import { hostedSignIn, startHostedSignIn } from '../hosted-sign-in.ts';
 
-/** Sign-in for local use: paste a user token (JWT). */
+/**
+ * Sign-in: with the stack's own user pool, a button to its hosted sign-in page; always, a field to paste a user
+ * token (JWT), as local use and an identity provider of your own need.
+ */
 export function signInForm(onToken: (token: string) => void, message?: string) {
+  const hosted = hostedSignIn();
   const token = h('textarea', {
     name: 'token',
     id: 'token',
@@ -16,6 +21,17 @@ export function signInForm(onToken: (token: string) => void, message?: string) {
     { class: 'sign-in', 'aria-labelledby': 'sign-in-title' },
     h('h2', { id: 'sign-in-title' }, 'Sign in'),
     message ? h('p', { class: 'notice notice-error', role: 'alert' }, message) : null,
+    hosted
+      ? h(
+          'p',
+          {},
+          h(
+            'button',
+            { type: 'button', class: 'primary-button', onclick: () => void startHostedSignIn(hosted) },
+            'Sign in with your account',
+          ),
+        )
+      : null,
     h(
       'form',
       {
