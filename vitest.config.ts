@@ -25,6 +25,7 @@ const isolated = [
   'test/shared/db/**',
   'test/shared/observability/**',
   'test/shared/outbound/**',
+  'test/shared/queue/**',
   'test/tools/**',
   'test/web/entries.test.ts',
 ];

@@ -27,6 +27,7 @@ import { selectDatabaseIdentity } from '#shared/db/identity.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { selectConnection } from '#shared/live-query/store.ts';
 import { pruneMonitoringData } from '#shared/monitoring/store.ts';
+import { keepLocalJobsIn } from '#shared/queue/work-queue.ts';
 import { localAnchorKeyFile, localAnchorKeyPem } from './anchor-key-file.ts';
 import { fileAuditSpool } from './audit-file-spool.ts';
 import { useLocalDataApi } from './data-api-server.ts';
@@ -64,6 +65,15 @@ function localSecret(name: string, encoding: 'base64' | 'base64url'): string {
     writeFileSync(file, randomBytes(32).toString(encoding), { mode: 0o600 });
   }
   return readFileSync(file, 'utf8').trim();
+}
+
+/**
+ * Delayed jobs (a schedule's next occurrence, an escalation step, a retry) are kept in .data/jobs, under the database
+ * they belong to, until they ran: a restart arms them again, as SQS keeps them in AWS. Answers how many it armed.
+ */
+async function keepDelayedJobs(): Promise<number> {
+  const { systemIdentifier, name } = await selectDatabaseIdentity(appDb());
+  return keepLocalJobsIn(`${dataDir}/jobs/${systemIdentifier}-${name}`);
 }
 
 /**
@@ -284,6 +294,7 @@ async function main() {
   const anchorMinutes = Number(process.env.ANCHOR_INTERVAL_MINUTES) || 0;
   const stopAnchors = anchorMinutes > 0 ? scheduleAnchors(anchorMinutes) : async () => undefined;
   const stopSpool = await replayAuditSpool();
+  const rearmed = await keepDelayedJobs();
 
   const origin = `http://localhost:${gateway.port}`;
   const base = `${origin}/api/v1`;
@@ -311,7 +322,7 @@ ${jwksUrl ? `JWT settings (JWKS)\n  JWT_JWKS_URL=${jwksUrl}` : `JWT settings (HS
 
 Demo tenant
   partner ${demo.partnerId}  organization ${demo.orgId}  site ${demo.siteId}
-  device ${demo.deviceId}  agent ${demo.agentId}${trailRows > 0 ? `\n  demo audit trail: ${trailRows.toLocaleString('en-US')} rows written (Demo Organization and Northwind Traders)` : ''}
+  device ${demo.deviceId}  agent ${demo.agentId}${trailRows > 0 ? `\n  demo audit trail: ${trailRows.toLocaleString('en-US')} rows written (Demo Organization and Northwind Traders)` : ''}${rearmed > 0 ? `\n  delayed jobs kept from the last run: ${rearmed} armed again (${dataDir}/jobs)` : ''}
 
 Audit-log viewer
 ${viewer}

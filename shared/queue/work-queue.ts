@@ -7,6 +7,9 @@
  * without WORK_QUEUE_URL (npm start, tests) the same job runs in this process after its delay.
  * The one adapter of the SQS client (each AWS SDK client has one module).
  */
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { logger } from '../logger.ts';
 
@@ -64,18 +67,51 @@ export function dropLocalJobs(): void {
   localTimers.clear();
 }
 
+/**
+ * Where this process keeps its delayed jobs (`npm start`: .data/jobs), so that a restart arms them again; unset (tests),
+ * they live in their timers alone. SQS keeps them in AWS.
+ */
+let localJobsDir: string | undefined;
+
+/**
+ * Keeps this process's delayed jobs in `dir` from now on and arms again those a previous process kept there (a job
+ * whose time passed meanwhile runs at once: each job rechecks what it was armed for). Answers how many it armed.
+ */
+export async function keepLocalJobsIn(dir: string): Promise<number> {
+  await mkdir(dir, { recursive: true });
+  localJobsDir = dir;
+  const files = (await readdir(dir)).filter((name) => name.endsWith('.json'));
+  for (const name of files) {
+    const file = join(dir, name);
+    const job = JSON.parse(await readFile(file, 'utf8')) as QueuedJob;
+    armLocally(job, file);
+  }
+  return files.length;
+}
+
+/** Runs `job` in this process when it is due; `file`, where it is kept, goes once it ran. */
+function armLocally(job: QueuedJob, file?: string): void {
+  const { dueAt, ...plain } = job;
+  const timer = setTimeout(
+    () => {
+      localTimers.delete(timer);
+      void runInProcess(plain as Job).then(() => (file ? rm(file, { force: true }).catch(() => undefined) : undefined));
+    },
+    Math.max(0, dueAt - Date.now()),
+  );
+  timer.unref();
+  localTimers.add(timer);
+}
+
 /** Sends a queued job on: to SQS with the delay left (at most 15 minutes), or to a timer of this process. */
 export async function send(job: QueuedJob, queueUrlVariable = 'WORK_QUEUE_URL'): Promise<void> {
   const delayMs = Math.max(0, job.dueAt - Date.now());
   const queueUrl = process.env[queueUrlVariable];
   if (!queueUrl) {
-    const { dueAt: _, ...plain } = job;
-    const timer = setTimeout(() => {
-      localTimers.delete(timer);
-      void runInProcess(plain as Job);
-    }, delayMs);
-    timer.unref();
-    localTimers.add(timer);
+    // A job due later is kept on disk until it ran; one due now runs before a restart could lose it.
+    const file = localJobsDir && delayMs > 1000 ? join(localJobsDir, `${randomUUID()}.json`) : undefined;
+    if (file) await writeFile(file, JSON.stringify(job));
+    armLocally(job, file);
     return;
   }
   sdk ??= import('@aws-sdk/client-sqs');
