@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
-import { auditPartnerChange } from '../audit/partner-audit.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
 import type { AuditRow } from '../audit/row.ts';
 import { type AuditContext, auditChange } from '../audit/writer.ts';
 import { sealSecret } from '../auth/key-seal.ts';
@@ -83,9 +83,7 @@ function auditStream(tx: Tx, audit: AuditContext, stream: store.StreamRow, actio
     resourceName: stream.name,
     details: details as Record<string, unknown>,
   };
-  return stream.orgId
-    ? auditChange(tx, audit, { ...event, orgId: stream.orgId })
-    : auditPartnerChange(tx, audit, stream.partnerId, event);
+  return auditOwnedChange(tx, audit, stream, event);
 }
 
 const shown = (stream: store.StreamRow) => ({

@@ -22,3 +22,18 @@ export async function auditPartnerChange(
     rows.map((org) => ({ ...event, orgId: org.id })),
   );
 }
+
+/**
+ * A change to something owned by one organization, or shared by its partner (`orgId` null): into that organization's
+ * trail, or into every organization's (auditPartnerChange).
+ */
+export function auditOwnedChange(
+  tx: Tx,
+  context: AuditContext,
+  owner: { partnerId: string; orgId: string | null },
+  event: Omit<RouteEvent, 'orgId'>,
+): Promise<void> {
+  return owner.orgId
+    ? auditChange(tx, context, { ...event, orgId: owner.orgId })
+    : auditPartnerChange(tx, context, owner.partnerId, event);
+}

@@ -5,8 +5,8 @@
  * for an occurrence no longer in progress, does nothing.
  */
 
-import { auditPartnerChange } from '../audit/partner-audit.ts';
-import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
+import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { armAt, isDue, misfired } from '../schedules/arm.ts';
@@ -45,9 +45,7 @@ export function auditLifecycle(
   details: Record<string, unknown>,
 ) {
   const event = { action, resourceType: 'maintenance_window', resourceId: row.id, resourceName: row.name, details };
-  return row.orgId
-    ? auditChange(tx, audit, { ...event, orgId: row.orgId })
-    : auditPartnerChange(tx, audit, row.partnerId, event);
+  return auditOwnedChange(tx, audit, row, event);
 }
 
 const systemAudit = (db: Db): AuditContext => ({ db: unkeyedDb(db), caller: null, pending: [] });

@@ -1,12 +1,12 @@
 import { Temporal } from 'temporal-polyfill';
 import { changedFields } from '../audit/changes.ts';
-import { auditPartnerChange } from '../audit/partner-audit.ts';
-import { type AuditContext, auditChange } from '../audit/writer.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
+import type { AuditContext } from '../audit/writer.ts';
+import { assertOwnerEditable, type OwnedKind, writableOwner } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
-import { selectOrganization } from '../auth/store.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db, Tx } from '../db/db.ts';
-import { Forbidden, InvalidState, NotFound, ValidationFailed } from '../errors.ts';
+import { InvalidState, NotFound, ValidationFailed } from '../errors.ts';
 import { armAt } from '../schedules/arm.ts';
 import { nextOccurrence, occurrenceInProgress, occurrencesBetween } from '../schedules/engine.ts';
 import { compileOrRefuse } from '../schedules/preview.ts';
@@ -35,30 +35,7 @@ function reply(row: store.WindowRow, now = new Date()) {
   };
 }
 
-/** Who owns a new window: an organization the caller reaches, or its partner (partner users only). */
-async function owner(db: Db, principal: Principal, input: CreateWindow): Promise<store.Owner> {
-  requirePermission(principal, 'devices:write');
-  if (input.availability === 'partner') {
-    if (principal.scope === 'organization') throw Forbidden('Only partner users create partner maintenance windows');
-    const partnerId = principal.scope === 'partner' ? principal.partnerId! : input.partnerId;
-    if (!partnerId)
-      throw ValidationFailed('partnerId is required', [
-        { path: 'body.partnerId', message: 'Platform callers name the partner', code: 'custom' },
-      ]);
-    const known = await db.query('SELECT 1 FROM partners WHERE id = :partnerId::uuid', { partnerId });
-    if (known.rows.length === 0) throw NotFound('Partner');
-    return { partnerId, orgId: null };
-  }
-  const org = await selectOrganization(db, principal, input.orgId!);
-  if (!org) throw NotFound('Organization');
-  return { partnerId: org.partnerId, orgId: org.id };
-}
-
-function assertEditable(principal: Principal, row: { orgId: string | null }): void {
-  requirePermission(principal, 'devices:write');
-  if (row.orgId === null && principal.scope === 'organization')
-    throw Forbidden('A partner maintenance window is changed only by partner users');
-}
+const windows: OwnedKind = { permission: 'devices:write', one: 'maintenance window', many: 'maintenance windows' };
 
 /** Every target is the owner's: another tenant's id reads as unknown (400 naming the list). */
 async function assertTargets(db: Db, windowOwner: store.Owner, targets: Targets): Promise<void> {
@@ -100,9 +77,7 @@ const audited = (
   details: Record<string, unknown>,
 ) => {
   const event = { action, resourceType: 'maintenance_window', resourceId: row.id, resourceName: row.name, details };
-  return row.orgId
-    ? auditChange(tx, audit, { ...event, orgId: row.orgId })
-    : auditPartnerChange(tx, audit, row.partnerId, event);
+  return auditOwnedChange(tx, audit, row, event);
 };
 
 const describe = (row: store.WindowRow) => ({
@@ -113,7 +88,7 @@ const describe = (row: store.WindowRow) => ({
 });
 
 export async function createWindow(db: Db, principal: Principal, input: CreateWindow, audit: AuditContext) {
-  const windowOwner = await owner(db, principal, input);
+  const windowOwner = await writableOwner(db, principal, input, windows);
   await assertTargets(db, windowOwner, input.targets);
   const schedule = await storedSchedule(db, windowOwner, input.schedule, input.targets);
   const row = await db.transaction(async (tx) => {
@@ -160,7 +135,7 @@ export async function updateWindow(
   onEnd: OnWindowEnd,
 ) {
   const before = await reachable(db, principal, id);
-  assertEditable(principal, before);
+  assertOwnerEditable(principal, before, windows);
   const windowOwner = { partnerId: before.partnerId, orgId: before.orgId };
   if (change.targets) await assertTargets(db, windowOwner, change.targets);
   const schedule = change.schedule
@@ -195,7 +170,7 @@ export async function updateWindow(
 /** Soft delete; an occurrence in progress ends with it, and what it held back is told. */
 export async function deleteWindow(db: Db, principal: Principal, id: string, audit: AuditContext, onEnd: OnWindowEnd) {
   const row = await reachable(db, principal, id);
-  assertEditable(principal, row);
+  assertOwnerEditable(principal, row, windows);
   await db.transaction(async (tx) => {
     await store.softDeleteWindow(tx, id);
     await audited(tx, audit, row, 'maintenance.delete', { before: describe(row), wasActive: row.active !== null });
@@ -206,7 +181,7 @@ export async function deleteWindow(db: Db, principal: Principal, id: string, aud
 /** "Maintenance now for N minutes": the window's occurrence in progress from now, by hand (409 while one is). */
 export async function startWindowNow(db: Db, principal: Principal, id: string, minutes: number, audit: AuditContext) {
   const row = await reachable(db, principal, id);
-  assertEditable(principal, row);
+  assertOwnerEditable(principal, row, windows);
   const from = new Date();
   const until = new Date(from.getTime() + minutes * 60_000);
   const key = Temporal.Instant.fromEpochMilliseconds(from.getTime())
@@ -233,7 +208,7 @@ export async function startWindowNow(db: Db, principal: Principal, id: string, m
 /** Ends the occurrence in progress now (409 when none is); what it held back is told, the next start armed. */
 export async function endWindowNow(db: Db, principal: Principal, id: string, audit: AuditContext, onEnd: OnWindowEnd) {
   const row = await reachable(db, principal, id);
-  assertEditable(principal, row);
+  assertOwnerEditable(principal, row, windows);
   const ended = await endActive(db, id, audit, () => true);
   if (!ended) throw InvalidState('The window is not in progress');
   await onEnd(id);

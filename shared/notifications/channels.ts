@@ -1,18 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
 import type { AuditContext } from '../audit/writer.ts';
 import { sealSecret } from '../auth/key-seal.ts';
+import { assertOwnerEditable, type OwnedKind, writableOwner } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { ValidationFailed } from '../errors.ts';
 import { logger } from '../logger.ts';
 import { configurationProblem } from '../outbound/address.ts';
-import { assertEditable, auditOwned, writableOwner } from './owners.ts';
 import type { ChannelConfig, CreateChannel, ListQuery, UpdateChannel } from './schemas.ts';
 import { createChannel as createChannelSchema } from './schemas.ts';
 import { attemptNotification } from './send.ts';
 import * as store from './store.ts';
+
+const channels: OwnedKind = { permission: 'integrations:manage', one: 'channel', many: 'channels' };
 
 /** A URL the service will call, checked with what its name resolves to now: 400 naming body.config.url and why. */
 async function assertOutboundUrl(url: string | undefined): Promise<void> {
@@ -35,7 +38,7 @@ function storedSecret(secret: string): store.StoredSecret {
 const generatedSecret = () => randomBytes(32).toString('base64url');
 
 export async function createChannel(db: Db, principal: Principal, input: CreateChannel, audit: AuditContext) {
-  const owner = await writableOwner(db, principal, input, 'channels');
+  const owner = await writableOwner(db, principal, input, channels);
   const config = input.config as ChannelConfig;
   await assertOutboundUrl(config.url);
   // A webhook signs every delivery: without a secret given, one is generated and shown once.
@@ -48,7 +51,7 @@ export async function createChannel(db: Db, principal: Principal, input: CreateC
       { name: input.name, type: input.type, config, throttle: input.throttle },
       secret === undefined ? undefined : storedSecret(secret),
     );
-    await auditOwned(tx, audit, owner, {
+    await auditOwnedChange(tx, audit, owner, {
       action: 'notification_channel.create',
       resourceType: 'notification_channel',
       resourceId: row.id,
@@ -78,7 +81,7 @@ export async function updateChannel(
   audit: AuditContext,
 ) {
   const before = await getChannel(db, principal, id);
-  assertEditable(principal, before, 'channel');
+  assertOwnerEditable(principal, before, channels);
   const { secret, rotateSecret, config: rawConfig, ...fields } = change;
   let config: ChannelConfig | undefined;
   if (rawConfig !== undefined) {
@@ -113,7 +116,7 @@ export async function updateChannel(
       { ...fields, config },
       newSecret === undefined ? undefined : storedSecret(newSecret),
     );
-    await auditOwned(tx, audit, before, {
+    await auditOwnedChange(tx, audit, before, {
       action: 'notification_channel.update',
       resourceType: 'notification_channel',
       resourceId: row.id,
@@ -131,10 +134,10 @@ export async function updateChannel(
 /** Soft delete: its delivery log stays; its pending notifications fail as "channel deleted". */
 export async function deleteChannel(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const channel = await getChannel(db, principal, id);
-  assertEditable(principal, channel, 'channel');
+  assertOwnerEditable(principal, channel, channels);
   await db.transaction(async (tx) => {
     await store.softDeleteChannel(tx, id);
-    await auditOwned(tx, audit, channel, {
+    await auditOwnedChange(tx, audit, channel, {
       action: 'notification_channel.delete',
       resourceType: 'notification_channel',
       resourceId: channel.id,

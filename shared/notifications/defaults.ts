@@ -1,10 +1,11 @@
+import { auditOwnedChange } from '../audit/partner-audit.ts';
 import type { AuditContext } from '../audit/writer.ts';
+import { assertPartnerReached } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { NotFound, ValidationFailed } from '../errors.ts';
-import { assertPartnerReached, auditOwned } from './owners.ts';
 import { type PutDefaults, type Severity, severities } from './schemas.ts';
 import * as store from './store.ts';
 
@@ -105,7 +106,7 @@ async function save(
   await db.transaction(async (tx) => {
     const before = await store.selectDefaults(tx, owner);
     await store.upsertDefaults(tx, owner, { channels, escalationPolicyId });
-    await auditOwned(tx, audit, owner, {
+    await auditOwnedChange(tx, audit, owner, {
       action: 'notification_defaults.update',
       resourceType: owner.orgId ? 'organization' : 'partner',
       resourceId: owner.orgId ?? owner.partnerId,

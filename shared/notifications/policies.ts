@@ -1,12 +1,19 @@
 import { changedFields } from '../audit/changes.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
 import type { AuditContext } from '../audit/writer.ts';
+import { assertOwnerEditable, type OwnedKind, writableOwner } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { ValidationFailed } from '../errors.ts';
-import { assertEditable, auditOwned, writableOwner } from './owners.ts';
 import type { CreatePolicy, ListQuery, Step, UpdatePolicy } from './schemas.ts';
 import * as store from './store.ts';
+
+const escalationPolicies: OwnedKind = {
+  permission: 'integrations:manage',
+  one: 'escalation policy',
+  many: 'escalation policies',
+};
 
 /** Each step's channels serve the policy's owner: 400 naming the step's channelIds otherwise. */
 async function assertStepChannels(db: Db, owner: store.Owner, steps: Step[]): Promise<void> {
@@ -32,11 +39,11 @@ const event = (row: store.PolicyRow, action: string, details: Record<string, unk
 });
 
 export async function createPolicy(db: Db, principal: Principal, input: CreatePolicy, audit: AuditContext) {
-  const owner = await writableOwner(db, principal, input, 'escalation policies');
+  const owner = await writableOwner(db, principal, input, escalationPolicies);
   await assertStepChannels(db, owner, input.steps);
   return db.transaction(async (tx) => {
     const row = await store.insertPolicy(tx, owner, input);
-    await auditOwned(tx, audit, owner, event(row, 'escalation_policy.create', { after: { steps: row.steps } }));
+    await auditOwnedChange(tx, audit, owner, event(row, 'escalation_policy.create', { after: { steps: row.steps } }));
     return row;
   });
 }
@@ -59,11 +66,11 @@ export async function updatePolicy(
   audit: AuditContext,
 ) {
   const before = await getPolicy(db, principal, id);
-  assertEditable(principal, before, 'escalation policy');
+  assertOwnerEditable(principal, before, escalationPolicies);
   if (change.steps) await assertStepChannels(db, before, change.steps);
   return db.transaction(async (tx) => {
     const row = await store.updatePolicyRow(tx, id, change);
-    await auditOwned(
+    await auditOwnedChange(
       tx,
       audit,
       before,
@@ -76,9 +83,14 @@ export async function updatePolicy(
 /** Soft delete: defaults naming it stop naming it; escalations under way find it gone and stop. */
 export async function deletePolicy(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const policy = await getPolicy(db, principal, id);
-  assertEditable(principal, policy, 'escalation policy');
+  assertOwnerEditable(principal, policy, escalationPolicies);
   await db.transaction(async (tx) => {
     await store.softDeletePolicy(tx, id);
-    await auditOwned(tx, audit, policy, event(policy, 'escalation_policy.delete', { before: { steps: policy.steps } }));
+    await auditOwnedChange(
+      tx,
+      audit,
+      policy,
+      event(policy, 'escalation_policy.delete', { before: { steps: policy.steps } }),
+    );
   });
 }

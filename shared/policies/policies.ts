@@ -1,11 +1,11 @@
 import type { z } from 'zod';
-import { auditPartnerChange } from '../audit/partner-audit.ts';
-import { type AuditContext, auditChange, type RouteEvent } from '../audit/writer.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
-import type { Db, Tx } from '../db/db.ts';
+import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
@@ -72,17 +72,6 @@ const policyResource = (policy: { id: string; name: string }) => ({
   resourceName: policy.name,
 });
 
-/** A change of a policy goes into its organization's trail, or, for a partner library, every organization's. */
-async function auditPolicyChange(
-  tx: Tx,
-  audit: AuditContext,
-  policy: { partnerId: string; orgId: string | null },
-  event: Omit<RouteEvent, 'orgId'>,
-) {
-  if (policy.orgId) await auditChange(tx, audit, { ...event, orgId: policy.orgId });
-  else await auditPartnerChange(tx, audit, policy.partnerId, event);
-}
-
 export async function reachablePolicy(db: Db, principal: Principal, id: string) {
   requirePermission(principal, 'policies:read');
   const policy = await store.selectPolicy(db, principal, id);
@@ -134,7 +123,7 @@ export async function createPolicy(db: Db, principal: Principal, body: CreatePol
       { ...owner, kind: body.kind, name: body.name, items },
       actorOf(principal),
     );
-    await auditPolicyChange(tx, audit, policy, {
+    await auditOwnedChange(tx, audit, policy, {
       action: 'policy.create',
       ...policyResource(policy),
       details: { after: snapshot(policy) },
@@ -152,7 +141,7 @@ export async function updatePolicy(db: Db, principal: Principal, id: string, bod
     if (!before) throw NotFound('Policy');
     const after = await store.updatePolicyRow(tx, id, { name: body.name, items }, actorOf(principal));
     if (!after) throw NotFound('Policy');
-    await auditPolicyChange(tx, audit, after, {
+    await auditOwnedChange(tx, audit, after, {
       action: 'policy.update',
       ...policyResource(after),
       details: { before: snapshot(before), after: snapshot(after) },
@@ -166,7 +155,7 @@ export async function deletePolicy(db: Db, principal: Principal, id: string, aud
   const policy = await writablePolicy(db, principal, id);
   await db.transaction(async (tx) => {
     if (!(await store.deletePolicyRow(tx, id))) throw NotFound('Policy');
-    await auditPolicyChange(tx, audit, policy, {
+    await auditOwnedChange(tx, audit, policy, {
       action: 'policy.delete',
       ...policyResource(policy),
       details: { before: snapshot(policy) },
@@ -231,8 +220,7 @@ export async function createAssignment(
       ...policyResource(policy),
       details: { assignment: { after: row } },
     };
-    if (row.orgId) await auditChange(tx, audit, { ...event, orgId: row.orgId });
-    else await auditPartnerChange(tx, audit, policy.partnerId, event);
+    await auditOwnedChange(tx, audit, { partnerId: policy.partnerId, orgId: row.orgId }, event);
     return row;
   });
 }
@@ -262,8 +250,7 @@ export async function deleteAssignment(db: Db, principal: Principal, id: string,
   await db.transaction(async (tx) => {
     if (!(await store.deleteAssignmentRow(tx, id))) throw NotFound('Policy assignment');
     const event = { action: 'policy.update', ...policyResource(policy), details: { assignment: { before: row } } };
-    if (row.orgId) await auditChange(tx, audit, { ...event, orgId: row.orgId });
-    else await auditPartnerChange(tx, audit, policy.partnerId, event);
+    await auditOwnedChange(tx, audit, { partnerId: policy.partnerId, orgId: row.orgId }, event);
   });
 }
 

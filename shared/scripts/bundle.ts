@@ -1,5 +1,5 @@
-import { auditPartnerChange } from '../audit/partner-audit.ts';
-import { type AuditContext, auditChange } from '../audit/writer.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
+import type { AuditContext } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Db, Tx } from '../db/db.ts';
 import {
@@ -118,8 +118,7 @@ async function importInto(db: Tx, principal: Principal, input: ImportBundle, aud
     resourceType: 'script_bundle',
     details: { availability: library.orgId ? 'organization' : 'partner', scripts: scripts.length, summary },
   };
-  if (library.orgId) await auditChange(db, audit, { ...event, orgId: library.orgId });
-  else await auditPartnerChange(db, audit, library.partnerId, event);
+  await auditOwnedChange(db, audit, library, event);
   return { scripts, summary };
 }
 

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { changedFields } from '../audit/changes.ts';
-import { auditPartnerChange } from '../audit/partner-audit.ts';
-import { type AuditContext, auditChange } from '../audit/writer.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
+import type { AuditContext } from '../audit/writer.ts';
+import { assertOwnerEditable, type OwnedKind, writableOwner } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
-import { selectOrganization } from '../auth/store.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { Forbidden, NameConflict, NotFound, ValidationFailed } from '../errors.ts';
+import { NameConflict } from '../errors.ts';
 import type { CreateScript, ListScriptsQuery, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
 import {
   hasClearSecretDefault,
@@ -74,32 +74,12 @@ export async function sealClearDefaults(db: Db, scriptId: string): Promise<void>
  * The library a caller writes into: an organization it reaches with scripts:write, or its partner's
  * library, which only partner (and platform) users change.
  */
-export async function writableLibrary(
+const scriptLibraries: OwnedKind = { permission: 'scripts:write', one: 'script', many: 'scripts' };
+export const writableLibrary = (
   db: Db,
   principal: Principal,
   target: { availability?: 'organization' | 'partner'; orgId?: string; partnerId?: string },
-): Promise<Library> {
-  requirePermission(principal, 'scripts:write');
-  if (target.availability === 'partner') {
-    if (principal.scope === 'organization') throw Forbidden('Only partner users create partner scripts');
-    if (principal.scope === 'partner') return { partnerId: principal.partnerId!, orgId: null };
-    if (!target.partnerId)
-      throw ValidationFailed('partnerId is required', [
-        { path: 'body.partnerId', message: 'Platform callers name the partner of a partner script', code: 'custom' },
-      ]);
-    return { partnerId: target.partnerId, orgId: null };
-  }
-  const org = await selectOrganization(db, principal, target.orgId!);
-  if (!org) throw NotFound('Organization');
-  return { partnerId: org.partnerId, orgId: org.id };
-}
-
-/** A partner script is changed only by partner users with scripts:write; organization users see and run it. */
-function assertEditable(principal: Principal, script: { orgId: string | null }): void {
-  requirePermission(principal, 'scripts:write');
-  if (script.orgId === null && principal.scope === 'organization')
-    throw Forbidden('A partner script is changed only by partner users');
-}
+): Promise<Library> => writableOwner(db, principal, target, scriptLibraries);
 
 export async function createScript(db: Db, principal: Principal, input: CreateScript, audit: AuditContext) {
   const library = await writableLibrary(db, principal, input);
@@ -131,7 +111,7 @@ export async function updateScript(
   audit: AuditContext,
 ) {
   const before = await storedScript(db, principal, id);
-  assertEditable(principal, before);
+  assertOwnerEditable(principal, before, scriptLibraries);
   const updated = await db.transaction(async (tx) => {
     const changed = await changeScript(tx, before, change, principal.id);
     await auditScript(tx, audit, changed.script, 'script.update', {
@@ -179,7 +159,7 @@ const comparable = (list: ScriptParameter[]) =>
 /** Soft delete: runs and the trail keep pointing at the script. */
 export async function deleteScript(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const script = await reachableScript(db, principal, id);
-  assertEditable(principal, script);
+  assertOwnerEditable(principal, script, scriptLibraries);
   await db.transaction(async (tx) => {
     await store.softDeleteScript(tx, id);
     await auditScript(tx, audit, script, 'script.delete', { version: script.version });
@@ -240,8 +220,7 @@ export async function auditScript(
     resourceName: script.name,
     details: { availability: script.orgId ? 'organization' : 'partner', version: script.version, ...details },
   };
-  if (script.orgId) await auditChange(tx, audit, { ...event, orgId: script.orgId });
-  else await auditPartnerChange(tx, audit, script.partnerId, event);
+  await auditOwnedChange(tx, audit, script, event);
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
