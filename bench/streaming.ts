@@ -179,7 +179,7 @@ async function main() {
           },
           type === 'https' ? { secret: 'bench-hmac-key-0123456789', sealed: false } : null,
         );
-        await insertCursors(tx, stream, 1);
+        await insertCursors(tx, stream, ['audit'], 1);
       });
       const run = await timed(() => Promise.all(orgIds.map((orgId) => deliverOrganization(db, orgId))));
       // The other destination already took its rows: only this one's count.
