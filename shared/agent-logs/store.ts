@@ -32,8 +32,9 @@ export async function insertLogBatch(
      INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message, fields, agent_version, stream_seq)
      SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::agent_log_level, r.component, r.message,
             ${jsonWithOriginalTimestampSql('r.fields')}, r."agentVersion", keys.base + r.n
-       FROM keys, jsonb_to_recordset(:rows::jsonb)
-         AS r(n int, "timestamp" text, at text, level text, component text, message text, fields jsonb, "agentVersion" text)`,
+       FROM jsonb_to_recordset(:rows::jsonb)
+         AS r(n int, "timestamp" text, at text, level text, component text, message text, fields jsonb, "agentVersion" text)
+       LEFT JOIN keys ON true`,
     { deviceId: device.id, orgId: device.orgId, rows, count: rows.length },
   );
   return rowCount;

@@ -90,7 +90,15 @@ export async function insertCursors(
 ): Promise<void> {
   if (sources.length === 0) return;
   await tx.query(
-    `INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
+    `WITH heads AS (
+       INSERT INTO log_stream_heads (org_id, source, seq)
+       SELECT o.id, s.source, 0
+         FROM organizations o CROSS JOIN jsonb_array_elements_text(:sources::jsonb) AS s(source)
+        WHERE s.source <> 'audit' AND o.deleted_at IS NULL
+          AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))
+       ON CONFLICT (org_id, source) DO NOTHING
+     )
+     INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
      SELECT :streamId::uuid, o.id, s.source,
             CASE WHEN s.source = 'audit' AND :fromSeq::bigint IS NOT NULL THEN :fromSeq::bigint - 1 ELSE ${headSql('s.source')} END
        FROM organizations o CROSS JOIN jsonb_array_elements_text(:sources::jsonb) AS s(source)
@@ -217,11 +225,17 @@ const whereKey = 'stream_id = :streamId::uuid AND org_id = :orgId::uuid AND sour
 
 /**
  * Claims the cursor of (destination, organization, stream) for `leaseSeconds`, creating it at the organization's
- * start if it has none (an organization created after its partner's destination). Undefined: another delivery holds it.
+ * start if it has none (an organization created after its partner's destination; a log stream's keys start there,
+ * with its head). Undefined: another delivery holds it.
  */
 export async function claimCursor(db: Db, key: CursorKey, leaseSeconds: number): Promise<Cursor | undefined> {
   await db.query(
-    `INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
+    `WITH head AS (
+       INSERT INTO log_stream_heads (org_id, source, seq)
+       SELECT :orgId::uuid, :source::text, 0 WHERE :source::text <> 'audit'
+       ON CONFLICT (org_id, source) DO NOTHING
+     )
+     INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
      VALUES (:streamId::uuid, :orgId::uuid, :source::text, 0)
      ON CONFLICT (stream_id, org_id, source) DO NOTHING`,
     key,

@@ -40,8 +40,9 @@ export async function insertEventBatch(
        INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details, stream_seq)
        SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::event_log_level, r.category::event_log_category,
               r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}, keys.base + r.n
-         FROM keys, jsonb_to_recordset(:rows::jsonb)
+         FROM jsonb_to_recordset(:rows::jsonb)
            AS r(n int, "timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
+         LEFT JOIN keys ON true
        ON CONFLICT (device_id, source, event_id) DO NOTHING
        RETURNING timestamp
      )

@@ -6,8 +6,12 @@
 -- numbers its rows after it, and holds the row until its transaction ends. A later insert of the organization gets
 -- its numbers only once the earlier one committed (or rolled back), so the keys become visible in their order and a
 -- cursor never passes a row that commits later. Keys are increasing, not gapless: an event skipped as a duplicate, or
--- a rolled-back insert, leaves its number unused. Rows stored before this migration have none and are not streamed
--- (a destination starts at the head anyway).
+-- a rolled-back insert, leaves its number unused.
+--
+-- A head exists only for the organizations a destination streams the log to (created with the destination's cursors,
+-- or by the first delivery of an organization created later): the logs of every other organization get no key, and
+-- their inserts take no lock and add nothing to the index below. Rows stored before this migration have no key and
+-- are not streamed (a destination starts at the head anyway).
 CREATE TABLE log_stream_heads (
   org_id  uuid NOT NULL REFERENCES organizations (id),
   source  varchar(20) NOT NULL CHECK (source IN ('device-events', 'agent-logs')),

@@ -173,6 +173,22 @@ describe('device event logs and agent diagnostic logs', () => {
     expect(receiver.messages[1]).toBe(frame);
   });
 
+  it('numbers no log of an organization no destination streams it to: no head, no key, no lock', async () => {
+    const other = await createTenant(t.api, 'Unstreamed');
+    const device = await enrollDevice(t.api, other, 'quiet-1');
+    expect((await submitLogs(t.api, device, [logEntry(0), logEntry(1)])).status).toBe(201);
+    expect((await submitEvents(t.api, device, [deviceEvent(0, { eventId: `q-${randomUUID()}` })])).status).toBe(200);
+    const { rows } = await t.db.admin.query<{ keyed: number; total: number; heads: number }>(
+      `SELECT (SELECT count(stream_seq) FROM agent_logs WHERE org_id = :orgId::uuid)
+            + (SELECT count(stream_seq) FROM device_event_logs WHERE org_id = :orgId::uuid) AS keyed,
+              (SELECT count(*) FROM agent_logs WHERE org_id = :orgId::uuid)
+            + (SELECT count(*) FROM device_event_logs WHERE org_id = :orgId::uuid) AS total,
+              (SELECT count(*) FROM log_stream_heads WHERE org_id = :orgId::uuid) AS heads`,
+      { orgId: other.orgId },
+    );
+    expect(rows[0]).toEqual({ keyed: 0, total: 3, heads: 0 });
+  });
+
   it('refuses a replay of a stream the destination does not receive, naming the field, and changes nothing', async () => {
     const receiver = await startSyslogReceiver();
     receivers.push(receiver);
