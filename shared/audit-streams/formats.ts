@@ -344,6 +344,18 @@ const ocsfMetadata = (uid: string, orgId: string, seq: number) => ({
   sequence: seq,
 });
 
+/** What no 1.x class describes (an anchor, a log entry): a Base Event, category Uncategorized, activity Other. */
+const ocsfBaseEvent = {
+  class_uid: 0,
+  class_name: 'Base Event',
+  category_uid: 0,
+  category_name: ocsfCategories[0],
+  activity_id: 99,
+  activity_name: 'Other',
+  type_uid: 99,
+  type_name: 'Base Event: Other',
+};
+
 /** OCSF severity ids of the log levels: 1 informational, 2 low, 3 medium, 4 high, 5 critical. */
 const ocsfLevelSeverities: Record<LogRecord['level'], [number, string]> = {
   debug: [1, 'Informational'],
@@ -363,14 +375,7 @@ function ocsfLog(record: LogRecord): Record<string, unknown> {
   const [severityId, severity] = ocsfLevelSeverities[record.level];
   const stream = record.type === 'device-event' ? 'device-events' : 'agent-logs';
   return {
-    class_uid: 0,
-    class_name: 'Base Event',
-    category_uid: 0,
-    category_name: ocsfCategories[0],
-    activity_id: 99,
-    activity_name: 'Other',
-    type_uid: 99,
-    type_name: 'Base Event: Other',
+    ...ocsfBaseEvent,
     time: epochMs(record.timestamp),
     severity_id: severityId,
     severity,
@@ -385,14 +390,7 @@ function ocsf(record: StreamRecord): Record<string, unknown> {
   if (record.type === 'device-event' || record.type === 'agent-log') return ocsfLog(record);
   if (record.type === 'anchor')
     return {
-      class_uid: 0,
-      class_name: 'Base Event',
-      category_uid: 0,
-      category_name: ocsfCategories[0],
-      activity_id: 99,
-      activity_name: 'Other',
-      type_uid: 99,
-      type_name: 'Base Event: Other',
+      ...ocsfBaseEvent,
       time: epochMs(record.at),
       severity_id: 1,
       severity: 'Informational',

@@ -1,32 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type Agent, deviceEvent, logEntry, submitEvents, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
-import {
-  type Certificate,
-  type Receiver,
-  selfSignedCertificate,
-  startHttpsReceiver,
-  startSyslogReceiver,
-} from '#test/support/siem-receivers.ts';
+import { type Receiver, startHttpsReceiver, startSyslogReceiver, useReceivers } from '#test/support/siem-receivers.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
+const local = useReceivers();
 let tenant: Tenant;
 let agent: Agent;
-let cert: Certificate;
-const receivers: Receiver[] = [];
 
 beforeAll(async () => {
-  process.env.OUTBOUND_ALLOW_LOOPBACK = 'true';
   tenant = await createTenant(t.api, 'Logstream');
   agent = await enrollDevice(t.api, tenant, 'ws-17');
-  cert = selfSignedCertificate();
-});
-afterAll(async () => {
-  delete process.env.OUTBOUND_ALLOW_LOOPBACK;
-  await Promise.all(receivers.map((receiver) => receiver.close()));
 });
 
 async function createStream(body: Record<string, unknown>) {
@@ -68,14 +55,13 @@ const increasing = (seqs: number[]) => seqs.every((seq, n) => n === 0 || seq > s
 
 describe('device event logs and agent diagnostic logs', () => {
   it('streams both beside the audit trail, each in its own key order from its own cursor, with its organization and device', async () => {
-    const receiver = await startHttpsReceiver(cert);
-    receivers.push(receiver);
+    const receiver = local.keep(await startHttpsReceiver(local.cert));
     const startEvents = await head('device-events');
     const stream = await createStream({
       type: 'https',
       format: 'ndjson',
       endpoint: receiver.endpoint,
-      caCertificate: cert.cert,
+      caCertificate: local.cert.cert,
       streams: ['audit', 'device-events', 'agent-logs'],
     });
     expect(stream.streams).toEqual(['audit', 'device-events', 'agent-logs']);
@@ -126,8 +112,7 @@ describe('device event logs and agent diagnostic logs', () => {
   });
 
   it('renders log entries in the destination format (CEF over syslog), sends only what its filter lets through, and keeps its cursor while the receiver is down', async () => {
-    const receiver = await startSyslogReceiver();
-    receivers.push(receiver);
+    const receiver = local.keep(await startSyslogReceiver());
     const stream = await createStream({
       type: 'syslog-tcp',
       format: 'cef',
@@ -190,8 +175,7 @@ describe('device event logs and agent diagnostic logs', () => {
   });
 
   it('refuses a replay of a stream the destination does not receive, naming the field, and changes nothing', async () => {
-    const receiver = await startSyslogReceiver();
-    receivers.push(receiver);
+    const receiver = local.keep(await startSyslogReceiver());
     const stream = await createStream({ type: 'syslog-tcp', format: 'rfc5424', endpoint: receiver.endpoint });
     const reply = await t.api.request('POST', `/api/v1/audit-streams/${stream.id}/replay`, {
       token: tenant.partnerToken,

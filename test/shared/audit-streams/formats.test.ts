@@ -246,15 +246,15 @@ describe('NDJSON and anchors', () => {
 });
 
 describe('device events and diagnostic log entries', () => {
+  const times = { timestamp: '2026-11-27T08:15:30.123456Z', storedAt: '2026-11-27T08:15:31.000000Z' };
+  const device = { orgId: row().orgId, deviceId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d' };
   const event: StreamRecord = {
     type: 'device-event',
     id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b',
-    orgId: row().orgId,
-    deviceId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+    ...device,
     hostname: hostile,
     seq: 7,
-    timestamp: '2026-11-27T08:15:30.123456Z',
-    storedAt: '2026-11-27T08:15:31.000000Z',
+    ...times,
     level: 'error',
     category: 'security',
     source: hostile,
@@ -265,12 +265,10 @@ describe('device events and diagnostic log entries', () => {
   const entry: StreamRecord = {
     type: 'agent-log',
     id: '6f7a8b9c-0d1e-4f2a-8b3c-4d5e6f7a8b9c',
-    orgId: row().orgId,
-    deviceId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+    ...device,
     hostname: null,
     seq: 3,
-    timestamp: '2026-11-27T08:15:30.123456Z',
-    storedAt: '2026-11-27T08:15:31.000000Z',
+    ...times,
     level: 'debug',
     component: hostile,
     message: hostile,

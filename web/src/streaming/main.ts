@@ -69,7 +69,10 @@ function stateOf(cursors: Cursor[]): { kind: 'failing' | 'behind' | 'current'; t
   if (cursors.some((cursor) => cursor.lagRows > 0)) return { kind: 'behind', text: 'catching up' };
   return { kind: 'current', text: 'up to date' };
 }
-const badge = (kind: string, text: string) => h('span', { class: `stream-badge stream-badge-${kind}` }, text);
+/** The state's badge, in the colours of the Alerts page's badges (failing as critical, catching up as medium). */
+const badgeColours = { failing: 'critical', behind: 'medium', current: 'resolved' } as const;
+const badge = (kind: keyof typeof badgeColours, text: string) =>
+  h('span', { class: `stream-state alert-badge alert-badge-${badgeColours[kind]}` }, text);
 
 /** The cursors of an organization's status, one per stream the destination receives. */
 const cursorsOf = (status: OrganizationStatus) => status.streams ?? [{ stream: 'audit', ...status }];
@@ -252,7 +255,7 @@ async function showWitness(api: ApiClient, slot: HTMLElement, orgId: string) {
     slot,
     h(
       'dl',
-      { class: 'witness-facts' },
+      { class: 'alert-facts witness-facts' },
       facts.flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]),
     ),
   );
