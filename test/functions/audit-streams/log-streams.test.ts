@@ -202,4 +202,34 @@ describe('device event logs and agent diagnostic logs', () => {
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('streams');
   });
+
+  it('starts a stream a change adds at its head: only the entries stored after it, as RFC 5424 with the entry in structured data', async () => {
+    const receiver = local.keep(await startSyslogReceiver());
+    const stream = await createStream({
+      type: 'syslog-tcp',
+      format: 'rfc5424',
+      endpoint: receiver.endpoint,
+      filter: { actions: ['nothing.matches'] },
+    });
+    expect((await submitLogs(t.api, agent, [logEntry(0, { message: 'before' })])).status).toBe(201);
+    const changed = await t.api.request('PATCH', `/api/v1/audit-streams/${stream.id}`, {
+      token: tenant.partnerToken,
+      body: { streams: ['audit', 'agent-logs'] },
+    });
+    expect(changed.status).toBe(200);
+    expect(streamOf(await status(stream.id), 'agent-logs')).toEqual(
+      expect.objectContaining({ lastDeliveredSeq: await head('agent-logs'), lagRows: 0 }),
+    );
+    const entry = logEntry(0, { level: 'error', component: 'upd]ater', message: 'after' });
+    expect((await submitLogs(t.api, agent, [entry])).status).toBe(201);
+    await receiver.waitFor(1);
+    // Facility 1 (user-level), severity 3 (error): <11>; the audit rows are filtered out.
+    const frame = receiver.messages[0]!;
+    expect(frame).toMatch(/^<11>1 \S+ logbook logbook - agent-log \[logbook@32473 type="agent-log" /);
+    expect(frame).toContain(`deviceId="${agent.deviceId}"`);
+    expect(frame).toContain(`seq="${await head('agent-logs')}"`);
+    expect(frame).toContain('component="upd\\]ater"');
+    expect(JSON.parse(frame.slice(frame.indexOf('] {') + 2)).message).toBe('after');
+    expect(receiver.messages).toHaveLength(1);
+  });
 });
