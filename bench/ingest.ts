@@ -1,5 +1,5 @@
 /**
- * `npm run bench:ingest [-- --seconds 5 --agents 8 --rows 1000000 --samples 40]`: the agent telemetry figures,
+ * `npm run bench:ingest [-- --seconds 5 --agents 8 --rows 1000000 --samples 40 --streamed]`: the agent telemetry figures,
  * each beside a baseline measured in the same run on the same server, with its target:
  *
  * - agent-log ingest: `--agents` agents each POSTing 500 entries per request through the local API Gateway
@@ -44,6 +44,8 @@ const { values: args } = parseArgs({
     agents: { type: 'string', default: '8' },
     rows: { type: 'string', default: '1000000' },
     samples: { type: 'string', default: '40' },
+    // The organization's logs numbered for a destination streaming them (docs/audit-streaming.md "Streams").
+    streamed: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -352,6 +354,11 @@ async function main() {
       'INSERT INTO agent_ingest_limits (org_id, logs_per_device_hour, events_per_device_hour) VALUES (:orgId::uuid, 10000000, 10000000)',
       { orgId: org.id },
     );
+    if (args.streamed)
+      await admin.query(
+        `INSERT INTO log_stream_heads (org_id, source, seq) VALUES (:orgId::uuid, 'device-events', 0), (:orgId::uuid, 'agent-logs', 0)`,
+        { orgId: org.id },
+      );
     const key = await insertFleetKey(admin, org.id);
 
     gateway = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });

@@ -2,10 +2,15 @@ import { submitLogs } from '#shared/agent-logs/ingest.ts';
 import { listDiagnosticLogs } from '#shared/agent-logs/query.ts';
 import { getLogRetention, updateLogRetention } from '#shared/agent-logs/retention.ts';
 import * as agentLogs from '#shared/agent-logs/schemas.ts';
+import { onAgentLogsStored } from '#shared/agent-logs/stored.ts';
 import * as agents from '#shared/agents/schemas.ts';
+import { armAfterSeal } from '#shared/audit-streams/arm.ts';
 import { appDb } from '#shared/db/client.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { route } from '#shared/http/route.ts';
+
+// Stored entries arm the delivery of their organization's streams (a destination with the agent-logs stream).
+onAgentLogsStored(armAfterSeal);
 
 /** The routes of agent-logs, each with the one domain call answering it. */
 export const routes = {

@@ -8,6 +8,7 @@ import { logger, specifiedLog } from '../logger.ts';
 import { countMetric } from '../observability/metrics.ts';
 import type { LogEntry } from './schemas.ts';
 import { insertLogBatch } from './store.ts';
+import { agentLogsStored } from './stored.ts';
 
 /**
  * POST /agents/:id/logs: charged to the hourly budget, inserted in batches; a failing batch costs only
@@ -32,6 +33,7 @@ export async function submitLogs(
       let received = 0;
       for (const batch of batchesOf(logs)) received += await insertLogBatch(tx, device, batch.items);
       countMetric('AgentLogsStored', received);
+      await agentLogsStored(tx, device.orgId);
       return { received };
     });
   }
@@ -49,6 +51,7 @@ export async function submitLogs(
     }
   }
   countMetric('AgentLogsStored', received);
+  if (received > 0) await agentLogsStored(db, device.orgId);
   if (failed.length === 0) return { received };
   await releaseIngest(db, device, 'logs', reservation, logs.length - received).catch((error: unknown) => {
     logger.error('Could not give back the budget of unstored log entries', {

@@ -3,6 +3,7 @@ import type { Db } from '../db/db.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import type { Page } from '../db/page.ts';
 import { pagination } from '../db/paging.ts';
+import { streamKeysSql } from '../db/stream-keys.ts';
 import { asUtc } from '../instants.ts';
 import type { LogEntry, LogLevel } from './schemas.ts';
 
@@ -16,7 +17,8 @@ export async function insertLogBatch(
   device: { id: string; orgId: string },
   entries: readonly LogEntry[],
 ): Promise<number> {
-  const rows = entries.map((e) => ({
+  const rows = entries.map((e, n) => ({
+    n: n + 1,
     timestamp: e.timestamp,
     at: asUtc(e.timestamp),
     level: e.level,
@@ -26,12 +28,14 @@ export async function insertLogBatch(
     agentVersion: e.agentVersion ?? null,
   }));
   const { rowCount } = await db.query(
-    `INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message, fields, agent_version)
+    `WITH ${streamKeysSql('agent-logs')}
+     INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message, fields, agent_version, stream_seq)
      SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::agent_log_level, r.component, r.message,
-            ${jsonWithOriginalTimestampSql('r.fields')}, r."agentVersion"
+            ${jsonWithOriginalTimestampSql('r.fields')}, r."agentVersion", keys.base + r.n
        FROM jsonb_to_recordset(:rows::jsonb)
-         AS r("timestamp" text, at text, level text, component text, message text, fields jsonb, "agentVersion" text)`,
-    { deviceId: device.id, orgId: device.orgId, rows },
+         AS r(n int, "timestamp" text, at text, level text, component text, message text, fields jsonb, "agentVersion" text)
+       LEFT JOIN keys ON true`,
+    { deviceId: device.id, orgId: device.orgId, rows, count: rows.length },
   );
   return rowCount;
 }

@@ -59,11 +59,14 @@ async function destinationsMayExist(db: Db): Promise<boolean> {
 }
 
 /**
- * The listener of sealed rows (shared/audit/sealed.ts): arms their organizations' delivery, unless no destination
- * exists at all, so a trail without streams costs no job and no statement after its writes. A destination created in
- * another process is seen within a minute; its rows wait in the trail meanwhile, behind its cursor, never lost.
+ * The listener of sealed audit rows (shared/audit/sealed.ts) and of stored diagnostic log entries
+ * (shared/agent-logs/stored.ts; device event logs seal an audit row of their own): arms their organizations'
+ * delivery, unless no destination exists at all, so writes without streams cost no job and no statement after them.
+ * Without a Db (told after a commit) only what this process knows already can spare the job. A destination created
+ * in another process is seen within a minute; its rows wait meanwhile, behind its cursor, never lost.
  */
 export async function armAfterSeal(orgIds: string[], db: Db | undefined): Promise<void> {
   if (db && !(await destinationsMayExist(db).catch(() => true))) return;
+  if (!db && known && known.until > Date.now() && !known.exist) return;
   await armDelivery(orgIds);
 }

@@ -1,9 +1,11 @@
 /**
- * Delivery of the audit trail to its destinations (docs/audit-streaming.md "Delivery"): at least once, in seq order
- * per organization, from a cursor per (destination, organization) kept in the database. Nothing polls: a write that
- * seals rows arms one coalesced job per organization on the work queue, and that job drains every destination of
- * the organization from its cursor to the head. A failed attempt leaves the cursor where it was and arms its own
- * retry, with a growing delay, until the receiver takes the rows again.
+ * Delivery of the audit trail, device event logs and agent diagnostic logs to their destinations
+ * (docs/audit-streaming.md "Delivery"): at least once, in order per organization and stream, from a cursor per
+ * (destination, organization, stream) kept in the database. Nothing polls: a write that seals audit rows (a device
+ * event submission seals one) or stores diagnostic entries arms one coalesced job per organization on the work queue,
+ * and that job drains every stream of every destination of the organization from its cursor to the head. A failed
+ * attempt leaves the cursor where it was and arms its own retry, with a growing delay, until the receiver takes the
+ * rows again.
  */
 import { auditCategoryOf } from '../audit/categories.ts';
 import type { AuditRow } from '../audit/row.ts';
@@ -14,9 +16,19 @@ import { logger } from '../logger.ts';
 import { countMetric, gaugeMetric } from '../observability/metrics.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { deliverJobKind, jobStarted } from './arm.ts';
-import { jsonFormat, octetCounted, renderRecord, type StreamRecord, syslogRecord } from './formats.ts';
+import {
+  jsonFormat,
+  type LogRecord,
+  octetCounted,
+  recordOrg,
+  recordSeq,
+  recordTime,
+  renderRecord,
+  type StreamRecord,
+  syslogRecord,
+} from './formats.ts';
 import { putNdjsonObjects } from './s3.ts';
-import type { StreamFilter } from './schemas.ts';
+import type { StreamFilter, StreamSource } from './schemas.ts';
 import * as store from './store.ts';
 import { type Destination, sendHec, sendHttps, sendSyslog, timeoutMs } from './transports.ts';
 
@@ -44,6 +56,22 @@ export function passesFilter(filter: StreamFilter, row: Pick<AuditRow, 'action'>
     return false;
   return true;
 }
+
+/** Whether a log entry passes the destination's filter of its stream (device events, diagnostic entries). */
+export function passesLogFilter(filter: StreamFilter, record: LogRecord): boolean {
+  if (record.type === 'device-event') {
+    const only = filter.deviceEvents;
+    if (only?.categories && !only.categories.includes(record.category)) return false;
+    return !only?.levels || only.levels.includes(record.level);
+  }
+  const only = filter.agentLogs;
+  if (only?.levels && !only.levels.includes(record.level)) return false;
+  return !only?.components || only.components.includes(record.component);
+}
+
+/** The stream a record belongs to: the audit trail (rows and anchors), or a log. */
+const sourceOf = (record: StreamRecord): StreamSource =>
+  record.type === 'device-event' ? 'device-events' : record.type === 'agent-log' ? 'agent-logs' : 'audit';
 
 /** The destination's secret in the clear; one stored in the clear (no seal key then) is sealed on this first read. */
 export async function openedSecret(db: Db, destination: store.DeliverableStream): Promise<string | undefined> {
@@ -85,12 +113,11 @@ export async function sendRecords(
     case 'splunk-hec': {
       const events = records.map((record) => {
         const rendered = renderRecord(record, format);
-        const at = record.type === 'audit' ? record.row.timestamp : record.at;
         return JSON.stringify({
-          time: Date.parse(at) / 1000,
+          time: Date.parse(recordTime(record)) / 1000,
           host: 'logbook',
           source: 'logbook',
-          sourcetype: `logbook:audit:${format}`,
+          sourcetype: `logbook:${sourceOf(record)}:${format}`,
           event: jsonFormat(format) ? JSON.parse(rendered) : rendered,
         });
       });
@@ -99,8 +126,9 @@ export async function sendRecords(
     case 's3':
       return putNdjsonObjects(
         destination.endpoint,
-        records[0]!.type === 'audit' ? records[0]!.row.orgId : records[0]!.orgId,
+        recordOrg(records[0]!),
         byHour(records, format),
+        sourceOf(records[0]!),
       );
   }
 }
@@ -109,8 +137,8 @@ export async function sendRecords(
 function byHour(records: StreamRecord[], format: store.StreamRow['format']) {
   const groups = new Map<string, { hour: string; firstSeq: number; lastSeq: number; lines: string[] }>();
   for (const record of records) {
-    const at = record.type === 'audit' ? record.row.timestamp : record.at;
-    const seq = record.type === 'audit' ? record.row.seq : record.seq;
+    const at = recordTime(record);
+    const seq = recordSeq(record);
     const hour = `${at.slice(0, 4)}/${at.slice(5, 7)}/${at.slice(8, 10)}/${at.slice(11, 13)}`;
     const group = groups.get(hour) ?? { hour, firstSeq: seq, lastSeq: seq, lines: [] };
     group.lines.push(ndjsonLine(record, format));
@@ -123,19 +151,83 @@ function byHour(records: StreamRecord[], format: store.StreamRow['format']) {
 
 export type CursorOutcome = 'delivered' | 'busy' | 'waiting' | 'failed' | 'replayed';
 
+/** One batch read from a cursor: its records, how far it moves the cursor, and whether more may follow. */
+type Batch = {
+  records: StreamRecord[];
+  /** The key the cursor moves to once the receiver took the records (the cursor's own: nothing to move). */
+  last: number;
+  /** When the oldest row of the batch was written, for the lag metric. */
+  oldest?: string;
+  /** The newest anchor sent (the audit trail's). */
+  anchoredAt?: Date;
+  more: boolean;
+};
+
+/** The audit trail after `delivered`: a page of rows, and the anchors they complete. */
+async function auditBatch(db: Db, destination: store.DeliverableStream, key: store.CursorKey, delivered: number) {
+  const rows = await selectChainPage(db, key.orgId, {
+    afterSeq: delivered,
+    untilSeq: null,
+    rows: batchRows,
+    bytes: db.maxResultBytes,
+  });
+  const last = rows.at(-1)?.seq ?? delivered;
+  const anchors = await store.selectAnchorsToStream(db, key, last);
+  const records: StreamRecord[] = rows
+    .filter((row) => passesFilter(destination.filter, row))
+    .map((row) => ({ type: 'audit', row }));
+  for (const { anchoredAt: _, ...anchor } of anchors) records.push(anchor);
+  return {
+    records,
+    last,
+    oldest: rows[0]?.timestamp,
+    anchoredAt: anchors.at(-1)?.anchoredAt,
+    more: rows.length === batchRows || anchors.length === 100,
+    empty: rows.length === 0 && anchors.length === 0,
+  };
+}
+
 /**
- * Drains one destination's cursor in one organization: claims it (one sender per cursor keeps the order), sends
- * batch after batch from the cursor up to the head, each followed by the anchors it completes, and moves the cursor
- * after each batch the receiver took. A failure keeps the cursor and arms the retry.
+ * A log stream after `delivered`, up to `head` (read when the run began: every key up to it is committed, since a
+ * key's head moves in the transaction that stores its row). The last page moves the cursor to the head itself, past
+ * the keys of skipped duplicates.
+ */
+async function logBatch(
+  db: Db,
+  destination: store.DeliverableStream,
+  key: store.CursorKey & { source: store.LogSource },
+  delivered: number,
+  head: number,
+) {
+  const rows = await store.selectLogPage(db, key.source, key.orgId, {
+    afterSeq: delivered,
+    untilSeq: head,
+    rows: batchRows,
+  });
+  const more = rows.length === batchRows;
+  return {
+    records: rows.filter((row) => passesLogFilter(destination.filter, row)),
+    last: more ? rows.at(-1)!.seq : head,
+    oldest: rows[0]?.storedAt,
+    more,
+    empty: head <= delivered,
+  };
+}
+
+/**
+ * Drains one destination's cursor in one organization and stream: claims it (one sender per cursor keeps the order),
+ * sends batch after batch from the cursor up to the head (the audit trail's each followed by the anchors it
+ * completes), and moves the cursor after each batch the receiver took. A failure keeps the cursor and arms the retry.
  */
 export async function deliverCursor(
   db: Db,
   destination: store.DeliverableStream,
   orgId: string,
+  source: StreamSource = 'audit',
   now = new Date(),
 ): Promise<CursorOutcome> {
-  const key = { streamId: destination.id, orgId };
-  const cursor = await store.claimCursor(db, destination.id, orgId, leaseSeconds());
+  const key: store.CursorKey = { streamId: destination.id, orgId, source };
+  const cursor = await store.claimCursor(db, key, leaseSeconds());
   if (!cursor) {
     await enqueue({ kind: deliverJobKind, orgId }, busyDelaySeconds);
     return 'busy';
@@ -150,28 +242,24 @@ export async function deliverCursor(
   let oldest: string | undefined;
   try {
     const secret = await openedSecret(db, destination);
+    const head = source === 'audit' ? 0 : await store.selectLogHead(db, orgId, source);
     for (;;) {
-      const rows = await selectChainPage(db, orgId, {
-        afterSeq: delivered,
-        untilSeq: null,
-        rows: batchRows,
-        bytes: db.maxResultBytes,
-      });
-      const last = rows.at(-1)?.seq ?? delivered;
-      const anchors = await store.selectAnchorsToStream(db, key, last);
-      if (rows.length === 0 && anchors.length === 0) break;
-      oldest ??= rows[0]?.timestamp;
-      const records: StreamRecord[] = rows
-        .filter((row) => passesFilter(destination.filter, row))
-        .map((row) => ({ type: 'audit', row }));
-      for (const { anchoredAt: _, ...anchor } of anchors) records.push(anchor);
-      if (records.length > 0) await sendRecords(destination, secret, records);
-      countMetric('AuditStreamRowsDelivered', records.length);
-      if (rows.length > 0 && !(await store.advanceCursor(db, { ...key, epoch: cursor.epoch }, last, leaseSeconds())))
+      const batch: Batch & { empty: boolean } =
+        source === 'audit'
+          ? await auditBatch(db, destination, key, delivered)
+          : await logBatch(db, destination, { ...key, source }, delivered, head);
+      if (batch.empty) break;
+      oldest ??= batch.oldest;
+      if (batch.records.length > 0) await sendRecords(destination, secret, batch.records);
+      countMetric('AuditStreamRowsDelivered', batch.records.length);
+      if (
+        batch.last > delivered &&
+        !(await store.advanceCursor(db, { ...key, epoch: cursor.epoch }, batch.last, leaseSeconds()))
+      )
         return 'replayed';
-      if (anchors.length > 0) await store.advanceAnchors(db, key, anchors.at(-1)!.anchoredAt);
-      delivered = last;
-      if (rows.length < batchRows && anchors.length < 100) break;
+      if (batch.anchoredAt) await store.advanceAnchors(db, key, batch.anchoredAt);
+      delivered = batch.last;
+      if (!batch.more) break;
     }
   } catch (error) {
     recordLag(oldest);
@@ -183,6 +271,7 @@ export async function deliverCursor(
     logger.warn('[audit-streams] A delivery failed; the cursor stays and the retry is armed', {
       streamId: destination.id,
       orgId,
+      stream: source,
       afterSeq: delivered,
       retryInSeconds: delay,
       error: message,
@@ -199,9 +288,13 @@ function recordLag(oldest: string | undefined): void {
   if (oldest) gaugeMetric('AuditStreamLagSeconds', Math.max(0, (Date.now() - Date.parse(oldest)) / 1000));
 }
 
-/** The job: every destination of the organization, each from its own cursor, side by side. */
+/** The job: every stream of every destination of the organization, each from its own cursor, side by side. */
 export async function deliverOrganization(db: Db, orgId: string): Promise<CursorOutcome[]> {
   jobStarted(orgId);
   const destinations = await store.selectDestinationsOf(db, orgId);
-  return Promise.all(destinations.map((destination) => deliverCursor(db, destination, orgId)));
+  return Promise.all(
+    destinations.flatMap((destination) =>
+      destination.streams.map((source) => deliverCursor(db, destination, orgId, source)),
+    ),
+  );
 }

@@ -21,13 +21,54 @@ export type AnchorEvent = {
   at: string;
 };
 
-export type StreamRecord = { type: 'audit'; row: AuditRow } | AnchorEvent;
+/** What every streamed log entry carries: its organization, device, ordering key (`seq`) and times. */
+type LogRecordBase = {
+  id: string;
+  orgId: string;
+  deviceId: string;
+  hostname: string | null;
+  /** The stream's ordering key in the organization (increasing, not gapless). */
+  seq: number;
+  /** When the device says it happened (canonical, microseconds, UTC). */
+  timestamp: string;
+  /** When the service stored it. */
+  storedAt: string;
+  message: string;
+};
+
+/** A device event log entry (the device-events stream). */
+export type DeviceEventRecord = LogRecordBase & {
+  type: 'device-event';
+  level: 'info' | 'warning' | 'error' | 'critical';
+  category: 'security' | 'hardware' | 'application' | 'system';
+  source: string;
+  eventId: string | null;
+  details: Record<string, unknown>;
+};
+
+/** An agent diagnostic log entry (the agent-logs stream). */
+export type AgentLogRecord = LogRecordBase & {
+  type: 'agent-log';
+  level: 'debug' | 'info' | 'warn' | 'error';
+  component: string;
+  fields: Record<string, unknown>;
+  agentVersion: string | null;
+};
+
+export type LogRecord = DeviceEventRecord | AgentLogRecord;
+export type StreamRecord = { type: 'audit'; row: AuditRow } | AnchorEvent | LogRecord;
 
 /** The record as plain JSON: the audit row as an export holds it (details as its jsonb text), with its category. */
 export function recordJson(record: StreamRecord): Record<string, unknown> {
-  if (record.type === 'anchor') return { ...record };
+  if (record.type !== 'audit') return { ...record };
   return { type: 'audit', ...record.row, category: auditCategoryOf(record.row.action) };
 }
+
+/** The record's organization, ordering key and time (the audit row's, the anchor's, the log entry's own). */
+export const recordOrg = (record: StreamRecord) => (record.type === 'audit' ? record.row.orgId : record.orgId);
+export const recordSeq = (record: StreamRecord) => (record.type === 'audit' ? record.row.seq : record.seq);
+export const recordTime = (record: StreamRecord) =>
+  record.type === 'audit' ? record.row.timestamp : record.type === 'anchor' ? record.at : record.timestamp;
 
 /** Milliseconds since the epoch of a canonical timestamp (microseconds, UTC). */
 const epochMs = (timestamp: string) => Date.parse(timestamp);
@@ -38,9 +79,22 @@ const epochMs = (timestamp: string) => Date.parse(timestamp);
 /** The structured-data id of the records: `logbook` under the documentation enterprise number of RFC 5612. */
 export const sdId = 'logbook@32473';
 
-/** Facility 13 (log audit). Severity: informational for success, warning for denied, error for failure. */
-const syslogPriority = (result: string | undefined) =>
-  13 * 8 + (result === 'failure' ? 3 : result === 'denied' ? 4 : 6);
+/** Audit rows and anchors: facility 13 (log audit); severity informational for success, warning for denied, error for failure. */
+const auditPriority = (result: string | undefined) => 13 * 8 + (result === 'failure' ? 3 : result === 'denied' ? 4 : 6);
+
+/** RFC 5424 severities of the log levels. */
+const levelSeverities: Record<LogRecord['level'], number> = {
+  debug: 7,
+  info: 6,
+  warn: 4,
+  warning: 4,
+  error: 3,
+  critical: 2,
+};
+
+/** Log entries: facility 4 (security/authorization) for security events, else 1 (user-level); severity by level. */
+const logPriority = (record: LogRecord) =>
+  (record.type === 'device-event' && record.category === 'security' ? 4 : 1) * 8 + levelSeverities[record.level];
 
 /** A PARAM-VALUE: `"`, `\` and `]` escaped with a backslash (RFC 5424 section 6.3.3). */
 export const sdValue = (value: string) => value.replace(/["\\\]]/g, (c) => `\\${c}`);
@@ -50,10 +104,11 @@ const headerToken = (value: string, max: number) => value.replace(/[^\x21-\x7e]/
 
 /** An RFC 5424 message: its header, structured data (`-`: none) and MSG. */
 export function syslogMessage(
-  parts: { result?: string; timestamp: string; msgId: string; sd: string | null },
+  parts: { result?: string; priority?: number; timestamp: string; msgId: string; sd: string | null },
   msg: string,
 ): string {
-  const header = `<${syslogPriority(parts.result)}>1 ${parts.timestamp} logbook logbook - ${headerToken(parts.msgId, 32)}`;
+  const priority = parts.priority ?? auditPriority(parts.result);
+  const header = `<${priority}>1 ${parts.timestamp} logbook logbook - ${headerToken(parts.msgId, 32)}`;
   return `${header} ${parts.sd ?? '-'} ${msg}`;
 }
 
@@ -64,7 +119,32 @@ function structuredData(values: Record<string, string | number | null>): string 
   return `[${sdId} ${params.join(' ')}]`;
 }
 
+/** The structured data of a log entry: every field but its free-form details, fields and message. */
+function logStructuredData(record: LogRecord): string {
+  const common = {
+    type: record.type,
+    id: record.id,
+    orgId: record.orgId,
+    deviceId: record.deviceId,
+    hostname: record.hostname,
+    seq: record.seq,
+    timestamp: record.timestamp,
+    storedAt: record.storedAt,
+    level: record.level,
+  };
+  return structuredData(
+    record.type === 'device-event'
+      ? { ...common, category: record.category, source: record.source, eventId: record.eventId }
+      : { ...common, component: record.component, agentVersion: record.agentVersion },
+  );
+}
+
 function rfc5424(record: StreamRecord): string {
+  if (record.type === 'device-event' || record.type === 'agent-log')
+    return syslogMessage(
+      { priority: logPriority(record), timestamp: record.timestamp, msgId: record.type, sd: logStructuredData(record) },
+      JSON.stringify(recordJson(record)),
+    );
   if (record.type === 'anchor') {
     const { type, ...anchor } = record;
     return syslogMessage(
@@ -124,7 +204,46 @@ function cefLine(signatureId: string, name: string, severity: number, extension:
   return `${header.join('|')}|${ext}`;
 }
 
+/** CEF severities (0 to 10) of the log levels. */
+const cefLevelSeverities: Record<LogRecord['level'], number> = {
+  debug: 1,
+  info: 3,
+  warn: 5,
+  warning: 5,
+  error: 7,
+  critical: 9,
+};
+
+function cefLog(record: LogRecord): string {
+  const device = record.type === 'device-event';
+  // Signature: the event's source and id (a device event), or the component (a diagnostic entry).
+  const signatureId = device ? `${record.source}:${record.eventId ?? '-'}` : `agent:${record.component}`;
+  return cefLine(signatureId, record.message.slice(0, 512), cefLevelSeverities[record.level], [
+    ['rt', epochMs(record.timestamp)],
+    ['externalId', record.id],
+    ['cat', device ? record.category : record.component],
+    ['dvchost', record.hostname],
+    ['deviceExternalId', record.deviceId],
+    ['msg', record.message],
+    ['cs1Label', 'orgId'],
+    ['cs1', record.orgId],
+    ['cn1Label', 'seq'],
+    ['cn1', record.seq],
+    ['cs2Label', 'stream'],
+    ['cs2', device ? 'device-events' : 'agent-logs'],
+    ['cs3Label', 'level'],
+    ['cs3', record.level],
+    ['cs4Label', device ? 'source' : 'agentVersion'],
+    ['cs4', device ? record.source : record.agentVersion],
+    ['cs5Label', device ? 'eventId' : 'component'],
+    ['cs5', device ? record.eventId : record.component],
+    ['flexString2Label', device ? 'details' : 'fields'],
+    ['flexString2', JSON.stringify(device ? record.details : record.fields)],
+  ]);
+}
+
 function cef(record: StreamRecord): string {
+  if (record.type === 'device-event' || record.type === 'agent-log') return cefLog(record);
   if (record.type === 'anchor')
     return cefLine('anchor', 'Audit chain anchor', 1, [
       ['rt', epochMs(record.at)],
@@ -225,17 +344,53 @@ const ocsfMetadata = (uid: string, orgId: string, seq: number) => ({
   sequence: seq,
 });
 
+/** What no 1.x class describes (an anchor, a log entry): a Base Event, category Uncategorized, activity Other. */
+const ocsfBaseEvent = {
+  class_uid: 0,
+  class_name: 'Base Event',
+  category_uid: 0,
+  category_name: ocsfCategories[0],
+  activity_id: 99,
+  activity_name: 'Other',
+  type_uid: 99,
+  type_name: 'Base Event: Other',
+};
+
+/** OCSF severity ids of the log levels: 1 informational, 2 low, 3 medium, 4 high, 5 critical. */
+const ocsfLevelSeverities: Record<LogRecord['level'], [number, string]> = {
+  debug: [1, 'Informational'],
+  info: [1, 'Informational'],
+  warn: [3, 'Medium'],
+  warning: [3, 'Medium'],
+  error: [4, 'High'],
+  critical: [5, 'Critical'],
+};
+
+/**
+ * A log entry as an OCSF Base Event (class 0, activity 99 Other): no 1.x class describes a relayed OS event or an
+ * agent's own diagnostic line (Event Log Activity, 1008, reports actions on the logging service itself, such as a
+ * cleared log), so the entry keeps the base class with its device, message and severity, and its own fields unmapped.
+ */
+function ocsfLog(record: LogRecord): Record<string, unknown> {
+  const [severityId, severity] = ocsfLevelSeverities[record.level];
+  const stream = record.type === 'device-event' ? 'device-events' : 'agent-logs';
+  return {
+    ...ocsfBaseEvent,
+    time: epochMs(record.timestamp),
+    severity_id: severityId,
+    severity,
+    message: record.message,
+    metadata: { ...ocsfMetadata(record.id, record.orgId, record.seq), log_name: stream },
+    device: { uid: record.deviceId, ...(record.hostname !== null && { hostname: record.hostname }), type_id: 0 },
+    unmapped: recordJson(record),
+  };
+}
+
 function ocsf(record: StreamRecord): Record<string, unknown> {
+  if (record.type === 'device-event' || record.type === 'agent-log') return ocsfLog(record);
   if (record.type === 'anchor')
     return {
-      class_uid: 0,
-      class_name: 'Base Event',
-      category_uid: 0,
-      category_name: ocsfCategories[0],
-      activity_id: 99,
-      activity_name: 'Other',
-      type_uid: 99,
-      type_name: 'Base Event: Other',
+      ...ocsfBaseEvent,
       time: epochMs(record.at),
       severity_id: 1,
       severity: 'Informational',
@@ -307,11 +462,16 @@ export const jsonFormat = (format: StreamFormat) => format === 'ocsf' || format 
 export function syslogRecord(record: StreamRecord, format: StreamFormat): string {
   const rendered = renderRecord(record, format);
   if (format === 'rfc5424') return rendered;
+  if (record.type === 'device-event' || record.type === 'agent-log')
+    return syslogMessage(
+      { priority: logPriority(record), timestamp: record.timestamp, msgId: record.type, sd: null },
+      rendered,
+    );
   const audit = record.type === 'audit' ? record.row : undefined;
   return syslogMessage(
     {
       result: audit?.result,
-      timestamp: audit?.timestamp ?? (record as AnchorEvent).at,
+      timestamp: recordTime(record),
       msgId: audit?.action ?? 'anchor',
       sd: null,
     },

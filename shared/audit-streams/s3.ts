@@ -84,19 +84,22 @@ export function s3WitnessStore(bucket: string, prefix: string): WitnessStore {
 
 /**
  * Puts a batch of an organization's NDJSON lines as gzipped objects, one per hour of the rows' time:
- * `<prefix>/<orgId>/<YYYY>/<MM>/<DD>/<HH>/<firstSeq>-<lastSeq>.ndjson.gz`. A retried batch puts the same keys again,
- * so a receiver reading the bucket sees each row once per key.
+ * `<prefix>/<orgId>/<YYYY>/<MM>/<DD>/<HH>/<firstSeq>-<lastSeq>.ndjson.gz` for the audit trail, with the stream's
+ * name after the organization for the logs (`<orgId>/device-events/…`, by their ordering key). A retried batch puts the
+ * same keys again, so a receiver reading the bucket sees each row once per key.
  */
 export async function putNdjsonObjects(
   endpoint: string,
   orgId: string,
   lines: { hour: string; firstSeq: number; lastSeq: number; lines: string[] }[],
+  stream = 'audit',
 ): Promise<void> {
   const [bucket, ...rest] = endpoint.split('/');
   const prefix = rest.join('/');
   const { loaded, client } = await s3();
   for (const group of lines) {
-    const key = joinKey(prefix, `${orgId}/${group.hour}/${group.firstSeq}-${group.lastSeq}.ndjson.gz`);
+    const folder = stream === 'audit' ? orgId : `${orgId}/${stream}`;
+    const key = joinKey(prefix, `${folder}/${group.hour}/${group.firstSeq}-${group.lastSeq}.ndjson.gz`);
     await client.send(
       new loaded.PutObjectCommand({
         Bucket: bucket,

@@ -1,15 +1,18 @@
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
+import { logLevels } from '../agent-logs/schemas.ts';
 import { auditCategories } from '../audit/categories.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
+import { eventCategories, eventLevels } from '../event-logs/schemas.ts';
 import { urlProblem } from '../outbound/address.ts';
 import { streamFormats } from './formats.ts';
 
 export const streamTypes = ['syslog-tls', 'syslog-tcp', 'https', 'splunk-hec', 's3'] as const;
 export type StreamType = (typeof streamTypes)[number];
-/** What a destination receives. Only the audit trail is streamed so far. */
-export const streamSources = ['audit'] as const;
+/** What a destination receives: the audit trail, device event logs, agent diagnostic logs (each from its own cursor). */
+export const streamSources = ['audit', 'device-events', 'agent-logs'] as const;
+export type StreamSource = (typeof streamSources)[number];
 
 /** `host:port` of a syslog receiver: a name, an IPv4 address or a bracketed IPv6 address, and a port. */
 const hostPort = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?):(\d{1,5})$/;
@@ -63,8 +66,25 @@ const filter = z
       .max(100)
       .optional()
       .meta({ description: 'Actions to send: exact, or a prefix ending in `*` (`device.*`)' }),
+    deviceEvents: z
+      .object({
+        categories: z.array(z.enum(eventCategories)).min(1).max(eventCategories.length).optional(),
+        levels: z.array(z.enum(eventLevels)).min(1).max(eventLevels.length).optional(),
+      })
+      .strict()
+      .optional()
+      .meta({ description: 'The device events to send (the device-events stream): by category and level' }),
+    agentLogs: z
+      .object({
+        levels: z.array(z.enum(logLevels)).min(1).max(logLevels.length).optional(),
+        components: z.array(z.string().min(1).max(100)).min(1).max(100).optional(),
+      })
+      .strict()
+      .optional()
+      .meta({ description: 'The diagnostic log entries to send (the agent-logs stream): by level and component' }),
   })
-  .strict();
+  .strict()
+  .meta({ description: 'categories and actions select audit rows; deviceEvents and agentLogs select their streams' });
 export type StreamFilter = z.output<typeof filter>;
 
 const name = z.string().trim().min(1).max(255);
@@ -113,12 +133,10 @@ export const createStream = z
     caCertificate: caCertificate.optional(),
     streams: streams.default(['audit']),
     filter: filter.default({}),
-    fromSeq: z
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .meta({ description: 'Deliver from this seq on (default: the rows written after the destination was created)' }),
+    fromSeq: z.number().int().min(1).optional().meta({
+      description:
+        'Deliver the audit trail from this seq on (default: the rows written after the destination was created; the log streams always start there)',
+    }),
   })
   .strict()
   .superRefine((body, ctx) => {
@@ -173,15 +191,31 @@ export const auditStreamPage = pageOf(auditStream).meta({ id: 'AuditStreamPage' 
 export const streamParams = z.object({ id: z.uuid() });
 export const listStreamsQuery = z.object(pageQuery({ defaultLimit: 50, maxLimit: 200 }));
 
+/** Where a destination stands in one stream of one organization; the seq is the stream's ordering key. */
+const cursorStatus = {
+  lastDeliveredSeq: z.number().int(),
+  lastDeliveredAt: timestampReply.nullable(),
+  lagRows: z.number().int(),
+  lagSeconds: z.number(),
+  nextAttemptAt: timestampReply.nullable(),
+  lastError: z.string().optional(),
+};
+const streamCursorStatus = z
+  .object({ stream: z.enum(streamSources), ...cursorStatus })
+  .strict()
+  .meta({
+    id: 'AuditStreamCursorStatus',
+    description:
+      "One stream's cursor: the audit trail by seq, device-events and agent-logs by their ordering key (lagRows: keys not delivered yet)",
+  });
 export const organizationStatus = z
   .object({
     orgId: z.uuid(),
-    lastDeliveredSeq: z.number().int(),
-    lastDeliveredAt: timestampReply.nullable(),
-    lagRows: z.number().int(),
-    lagSeconds: z.number(),
-    nextAttemptAt: timestampReply.nullable(),
-    lastError: z.string().optional(),
+    ...cursorStatus,
+    streams: z
+      .array(streamCursorStatus)
+      .optional()
+      .meta({ description: "Every stream the destination receives (the fields above are the audit trail's)" }),
   })
   .strict()
   .meta({ id: 'AuditStreamOrganizationStatus' });
@@ -191,7 +225,16 @@ export const streamStatus = z
   .strict()
   .meta({ id: 'AuditStreamStatus' });
 
-export const replayBody = z.object({ orgId: z.uuid(), fromSeq: z.number().int().min(1) }).strict();
+export const replayBody = z
+  .object({
+    orgId: z.uuid(),
+    fromSeq: z.number().int().min(1),
+    stream: z
+      .enum(streamSources)
+      .default('audit')
+      .meta({ description: "The stream to deliver again (fromSeq is its ordering key); the audit trail's by default" }),
+  })
+  .strict();
 
 export const testReply = z
   .object({

@@ -2,8 +2,8 @@ import type { Principal } from '../auth/principal.ts';
 import { type Db, one, type Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { selectPage } from '../db/page.ts';
-import type { AnchorEvent, StreamFormat } from './formats.ts';
-import type { StreamFilter, StreamType } from './schemas.ts';
+import type { AnchorEvent, LogRecord, StreamFormat } from './formats.ts';
+import type { StreamFilter, StreamSource, StreamType } from './schemas.ts';
 
 export type StreamRow = {
   id: string;
@@ -15,7 +15,7 @@ export type StreamRow = {
   format: StreamFormat;
   endpoint: string;
   caCertificate: string | null;
-  streams: 'audit'[];
+  streams: StreamSource[];
   filter: StreamFilter;
   hasSecret: boolean;
   createdAt: Date;
@@ -71,19 +71,49 @@ export async function insertStream(
   return row!;
 }
 
+/** The head of a stream in organization `o`: the audit chain's seq, or the log's last ordering key (0: none). */
+const headSql = (source: string) => `coalesce(CASE ${source}
+    WHEN 'audit' THEN (SELECT h.seq FROM audit_chain_heads h WHERE h.org_id = o.id)
+    ELSE (SELECT h.seq FROM log_stream_heads h WHERE h.org_id = o.id AND h.source = ${source}) END, 0)`;
+
 /**
- * The cursors of a new destination, one per live organization it serves: at the organization's head now (the rows
- * written after the destination's creation are delivered), or just before `fromSeq`. An organization created later
- * starts from its first row.
+ * The cursors of a destination's streams (a new destination's, or the streams a change adds), one per live
+ * organization it serves and stream: at the stream's head now (what is written after is delivered), or for the audit
+ * trail just before `fromSeq`. A stream added again starts at its head again. An organization created later starts
+ * from its first row.
  */
-export async function insertCursors(tx: Tx, stream: StreamRow, fromSeq: number | undefined): Promise<void> {
+export async function insertCursors(
+  tx: Tx,
+  stream: StreamRow,
+  sources: readonly StreamSource[],
+  fromSeq: number | undefined,
+): Promise<void> {
+  if (sources.length === 0) return;
   await tx.query(
-    `INSERT INTO audit_stream_cursors (stream_id, org_id, delivered_seq)
-     SELECT :streamId::uuid, o.id, coalesce(:fromSeq::bigint - 1, h.seq, 0)
-       FROM organizations o LEFT JOIN audit_chain_heads h ON h.org_id = o.id
+    `WITH heads AS (
+       INSERT INTO log_stream_heads (org_id, source, seq)
+       SELECT o.id, s.source, 0
+         FROM organizations o CROSS JOIN jsonb_array_elements_text(:sources::jsonb) AS s(source)
+        WHERE s.source <> 'audit' AND o.deleted_at IS NULL
+          AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))
+       ON CONFLICT (org_id, source) DO NOTHING
+     )
+     INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
+     SELECT :streamId::uuid, o.id, s.source,
+            CASE WHEN s.source = 'audit' AND :fromSeq::bigint IS NOT NULL THEN :fromSeq::bigint - 1 ELSE ${headSql('s.source')} END
+       FROM organizations o CROSS JOIN jsonb_array_elements_text(:sources::jsonb) AS s(source)
       WHERE o.deleted_at IS NULL
-        AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))`,
-    { streamId: stream.id, fromSeq: fromSeq ?? null, orgId: stream.orgId, partnerId: stream.partnerId },
+        AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))
+     ON CONFLICT (stream_id, org_id, source) DO UPDATE
+       SET delivered_seq = excluded.delivered_seq, epoch = audit_stream_cursors.epoch + 1, attempts = 0, retry_at = NULL,
+           leased_until = NULL, last_error = NULL`,
+    {
+      streamId: stream.id,
+      sources: JSON.stringify(sources),
+      fromSeq: fromSeq ?? null,
+      orgId: stream.orgId,
+      partnerId: stream.partnerId,
+    },
   );
 }
 
@@ -163,12 +193,12 @@ export async function updateStreamSecretSealed(db: Db, id: string, clear: string
   );
 }
 
-/** The live destinations streaming the audit trail of an organization: its own and its partner's. */
+/** The live destinations of an organization: its own and its partner's. */
 export async function selectDestinationsOf(db: Db, orgId: string): Promise<DeliverableStream[]> {
   const { rows } = await db.query<DeliverableStream>(
     `SELECT ${columns}, s.secret, s.secret_sealed AS "secretSealed"
        FROM audit_streams s JOIN organizations o ON o.id = :orgId::uuid
-      WHERE s.deleted_at IS NULL AND o.deleted_at IS NULL AND s.streams ? 'audit'
+      WHERE s.deleted_at IS NULL AND o.deleted_at IS NULL
         AND (s.org_id = o.id OR (s.org_id IS NULL AND s.partner_id = o.partner_id))
       ORDER BY s.created_at, s.id`,
     { orgId },
@@ -185,30 +215,37 @@ export function selectDeliverableStream(db: Db, id: string): Promise<Deliverable
   );
 }
 
-/** A destination's cursor in one organization, held by the delivery that claimed it. */
+/** A destination's cursor in one stream of one organization, held by the delivery that claimed it. */
 export type Cursor = { deliveredSeq: number; epoch: number; attempts: number; retryAt: Date | null };
 
+/** Which cursor: a destination's, in one organization, of one stream. */
+export type CursorKey = { streamId: string; orgId: string; source: StreamSource };
+
+const whereKey = 'stream_id = :streamId::uuid AND org_id = :orgId::uuid AND source = :source::text';
+
 /**
- * Claims the cursor of (destination, organization) for `leaseSeconds`, creating it at the organization's start if
- * it has none (an organization created after its partner's destination). Undefined: another delivery holds it.
+ * Claims the cursor of (destination, organization, stream) for `leaseSeconds`, creating it at the organization's
+ * start if it has none (an organization created after its partner's destination; a log stream's keys start there,
+ * with its head). Undefined: another delivery holds it.
  */
-export async function claimCursor(
-  db: Db,
-  streamId: string,
-  orgId: string,
-  leaseSeconds: number,
-): Promise<Cursor | undefined> {
+export async function claimCursor(db: Db, key: CursorKey, leaseSeconds: number): Promise<Cursor | undefined> {
   await db.query(
-    `INSERT INTO audit_stream_cursors (stream_id, org_id, delivered_seq) VALUES (:streamId::uuid, :orgId::uuid, 0)
-     ON CONFLICT (stream_id, org_id) DO NOTHING`,
-    { streamId, orgId },
+    `WITH head AS (
+       INSERT INTO log_stream_heads (org_id, source, seq)
+       SELECT :orgId::uuid, :source::text, 0 WHERE :source::text <> 'audit'
+       ON CONFLICT (org_id, source) DO NOTHING
+     )
+     INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
+     VALUES (:streamId::uuid, :orgId::uuid, :source::text, 0)
+     ON CONFLICT (stream_id, org_id, source) DO NOTHING`,
+    key,
   );
   return one<Cursor>(
     db,
     `UPDATE audit_stream_cursors SET leased_until = now() + make_interval(secs => :lease::int)
-      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid AND (leased_until IS NULL OR leased_until < now())
+      WHERE ${whereKey} AND (leased_until IS NULL OR leased_until < now())
       RETURNING delivered_seq AS "deliveredSeq", epoch, attempts, retry_at AS "retryAt"`,
-    { streamId, orgId, lease: leaseSeconds },
+    { ...key, lease: leaseSeconds },
   );
 }
 
@@ -218,7 +255,7 @@ export async function claimCursor(
  */
 export async function advanceCursor(
   db: Db,
-  key: { streamId: string; orgId: string; epoch: number },
+  key: CursorKey & { epoch: number },
   seq: number,
   leaseSeconds: number,
 ): Promise<boolean> {
@@ -226,40 +263,33 @@ export async function advanceCursor(
     `UPDATE audit_stream_cursors
         SET delivered_seq = :seq::bigint, delivered_at = now(), attempts = 0, retry_at = NULL, last_error = NULL,
             leased_until = now() + make_interval(secs => :lease::int)
-      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid AND epoch = :epoch::int`,
+      WHERE ${whereKey} AND epoch = :epoch::int`,
     { ...key, seq, lease: leaseSeconds },
   );
   return rowCount === 1;
 }
 
 /** Records a failed attempt, when the next one is due, and lets the cursor go. */
-export async function failCursor(
-  db: Db,
-  key: { streamId: string; orgId: string },
-  error: string,
-  retryAt: Date,
-): Promise<void> {
+export async function failCursor(db: Db, key: CursorKey, error: string, retryAt: Date): Promise<void> {
   await db.query(
     `UPDATE audit_stream_cursors
         SET attempts = attempts + 1, retry_at = :retryAt::timestamptz, last_error = :error::text, last_error_at = now(),
             leased_until = NULL
-      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid`,
+      WHERE ${whereKey}`,
     { ...key, error: error.slice(0, 2000), retryAt },
   );
 }
 
-export async function releaseCursor(db: Db, key: { streamId: string; orgId: string }): Promise<void> {
-  await db.query(
-    'UPDATE audit_stream_cursors SET leased_until = NULL WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid',
-    key,
-  );
+export async function releaseCursor(db: Db, key: CursorKey): Promise<void> {
+  await db.query(`UPDATE audit_stream_cursors SET leased_until = NULL WHERE ${whereKey}`, key);
 }
 
 /** Moves the cursor back to just before `fromSeq` (a replay): a new epoch, and the next attempt due at once. */
-export async function replayCursor(tx: Tx, key: { streamId: string; orgId: string }, fromSeq: number): Promise<void> {
+export async function replayCursor(tx: Tx, key: CursorKey, fromSeq: number): Promise<void> {
   await tx.query(
-    `INSERT INTO audit_stream_cursors (stream_id, org_id, delivered_seq) VALUES (:streamId::uuid, :orgId::uuid, :seq::bigint)
-     ON CONFLICT (stream_id, org_id) DO UPDATE
+    `INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
+     VALUES (:streamId::uuid, :orgId::uuid, :source::text, :seq::bigint)
+     ON CONFLICT (stream_id, org_id, source) DO UPDATE
        SET delivered_seq = excluded.delivered_seq, epoch = audit_stream_cursors.epoch + 1, attempts = 0, retry_at = NULL,
            leased_until = NULL`,
     { ...key, seq: fromSeq - 1 },
@@ -279,6 +309,7 @@ export async function selectServedOrganizations(db: Db, stream: StreamRow): Prom
 
 export type CursorStatus = {
   orgId: string;
+  source: StreamSource;
   lastDeliveredSeq: number;
   lastDeliveredAt: Date | null;
   lagRows: number;
@@ -288,25 +319,76 @@ export type CursorStatus = {
 };
 
 /**
- * Where the destination stands in each organization it serves: the last seq delivered, how many rows and how many
- * seconds (since the oldest row not delivered yet was written) it is behind, and its last error.
+ * Where the destination stands in each organization it serves and each stream (the audit trail always, and every
+ * stream it receives): the last key delivered, how many keys and how many seconds (since the oldest row not delivered
+ * yet was stored) it is behind, and its last error. Ordered by organization, the audit trail first.
  */
 export async function selectCursorStatus(db: Db, stream: StreamRow, orgId?: string): Promise<CursorStatus[]> {
   const { rows } = await db.query<CursorStatus>(
-    `SELECT o.id::text AS "orgId", coalesce(c.delivered_seq, 0) AS "lastDeliveredSeq", c.delivered_at AS "lastDeliveredAt",
-            greatest(coalesce(h.seq, 0) - coalesce(c.delivered_seq, 0), 0) AS "lagRows",
-            coalesce(extract(epoch FROM greatest(now() - (
-              SELECT a.timestamp FROM audit_logs a
-               WHERE a.org_id = o.id AND a.seq > coalesce(c.delivered_seq, 0) ORDER BY a.seq LIMIT 1), interval '0')), 0)::float8
-              AS "lagSeconds",
+    `SELECT o.id::text AS "orgId", s.source, coalesce(c.delivered_seq, 0) AS "lastDeliveredSeq",
+            c.delivered_at AS "lastDeliveredAt", greatest(${headSql('s.source')} - coalesce(c.delivered_seq, 0), 0) AS "lagRows",
+            coalesce(extract(epoch FROM greatest(now() - (CASE s.source
+              WHEN 'audit' THEN (SELECT a.timestamp FROM audit_logs a
+                WHERE a.org_id = o.id AND a.seq > coalesce(c.delivered_seq, 0) ORDER BY a.seq LIMIT 1)
+              WHEN 'device-events' THEN (SELECT e.created_at FROM device_event_logs e
+                WHERE e.org_id = o.id AND e.stream_seq > coalesce(c.delivered_seq, 0) ORDER BY e.stream_seq LIMIT 1)
+              ELSE (SELECT l.created_at FROM agent_logs l
+                WHERE l.org_id = o.id AND l.stream_seq > coalesce(c.delivered_seq, 0) ORDER BY l.stream_seq LIMIT 1)
+              END), interval '0')), 0)::float8 AS "lagSeconds",
             c.retry_at AS "nextAttemptAt", c.last_error AS "lastError"
        FROM organizations o
-       LEFT JOIN audit_stream_cursors c ON c.stream_id = :streamId::uuid AND c.org_id = o.id
-       LEFT JOIN audit_chain_heads h ON h.org_id = o.id
+      CROSS JOIN (SELECT 'audit' AS source, 0 AS n
+                  UNION SELECT source, 1 FROM jsonb_array_elements_text(:sources::jsonb) AS e(source) WHERE source <> 'audit') s
+       LEFT JOIN audit_stream_cursors c ON c.stream_id = :streamId::uuid AND c.org_id = o.id AND c.source = s.source
       WHERE o.deleted_at IS NULL AND (o.id = :orgId::uuid OR (:orgId::uuid IS NULL AND o.partner_id = :partnerId::uuid))
         AND (:only::uuid IS NULL OR o.id = :only::uuid)
-      ORDER BY o.id`,
-    { streamId: stream.id, orgId: stream.orgId, partnerId: stream.partnerId, only: orgId ?? null },
+      ORDER BY o.id, s.n, s.source`,
+    {
+      streamId: stream.id,
+      sources: JSON.stringify(stream.streams),
+      orgId: stream.orgId,
+      partnerId: stream.partnerId,
+      only: orgId ?? null,
+    },
+  );
+  return rows;
+}
+
+/** The last ordering key of a log stream in the organization whose rows are all committed (0: none yet). */
+export async function selectLogHead(db: Db, orgId: string, source: LogSource): Promise<number> {
+  const head = await one<{ seq: number }>(
+    db,
+    'SELECT seq FROM log_stream_heads WHERE org_id = :orgId::uuid AND source = :source::text',
+    { orgId, source },
+  );
+  return head?.seq ?? 0;
+}
+
+export type LogSource = Exclude<StreamSource, 'audit'>;
+
+const timestampSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The organization's log rows with keys in (afterSeq, untilSeq], in key order, with their device's hostname. */
+export async function selectLogPage(
+  db: Db,
+  source: LogSource,
+  orgId: string,
+  range: { afterSeq: number; untilSeq: number; rows: number },
+): Promise<LogRecord[]> {
+  const specific =
+    source === 'device-events'
+      ? `'device-event' AS type, r.category, r.source, r.event_id AS "eventId", r.details`
+      : `'agent-log' AS type, r.component, r.fields, r.agent_version AS "agentVersion"`;
+  const { rows } = await db.query<LogRecord>(
+    `SELECT ${specific}, r.id::text AS id, r.org_id::text AS "orgId", r.device_id::text AS "deviceId",
+            d.hostname, r.stream_seq AS seq, ${timestampSql('r.timestamp')} AS timestamp,
+            ${timestampSql('r.created_at')} AS "storedAt", r.level, r.message
+       FROM ${source === 'device-events' ? 'device_event_logs' : 'agent_logs'} r
+       LEFT JOIN devices d ON d.id = r.device_id
+      WHERE r.org_id = :orgId::uuid AND r.stream_seq > :afterSeq::bigint AND r.stream_seq <= :untilSeq::bigint
+      ORDER BY r.stream_seq
+      LIMIT :rows::int`,
+    { orgId, ...range },
   );
   return rows;
 }
@@ -314,13 +396,14 @@ export async function selectCursorStatus(db: Db, stream: StreamRow, orgId?: stri
 /** The anchors of an organization taken after the cursor's last streamed one and covering rows up to `seq`. */
 export async function selectAnchorsToStream(
   db: Db,
-  key: { streamId: string; orgId: string },
+  key: CursorKey,
   seq: number,
 ): Promise<(AnchorEvent & { anchoredAt: Date })[]> {
   const { rows } = await db.query<AnchorEvent & { anchoredAt: Date }>(
     `SELECT 'anchor' AS type, a.org_id::text AS "orgId", a.seq, a.checksum, a.key_id AS "keyId", a.signature,
             to_char(a.anchored_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, a.anchored_at AS "anchoredAt"
-       FROM audit_anchors a JOIN audit_stream_cursors c ON c.stream_id = :streamId::uuid AND c.org_id = a.org_id
+       FROM audit_anchors a
+       JOIN audit_stream_cursors c ON c.stream_id = :streamId::uuid AND c.org_id = a.org_id AND c.source = 'audit'
       WHERE a.org_id = :orgId::uuid AND a.anchored_at > c.anchors_after AND a.seq <= :seq::bigint
       ORDER BY a.anchored_at, a.seq LIMIT 100`,
     { ...key, seq },
@@ -328,10 +411,10 @@ export async function selectAnchorsToStream(
   return rows;
 }
 
-export async function advanceAnchors(db: Db, key: { streamId: string; orgId: string }, after: Date): Promise<void> {
+export async function advanceAnchors(db: Db, key: CursorKey, after: Date): Promise<void> {
   await db.query(
     `UPDATE audit_stream_cursors SET anchors_after = :after::timestamptz
-      WHERE stream_id = :streamId::uuid AND org_id = :orgId::uuid`,
+      WHERE ${whereKey}`,
     { ...key, after },
   );
 }

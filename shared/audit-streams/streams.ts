@@ -19,6 +19,7 @@ import {
   type CreateStream,
   endpointUrl,
   type OrganizationStatus,
+  type StreamSource,
   type StreamType,
   typedProblems,
   type UpdateStream,
@@ -115,7 +116,7 @@ export async function createStream(db: Db, principal: Principal, input: CreateSt
       },
       secret === undefined ? null : storedSecret(secret),
     );
-    await store.insertCursors(tx, row, input.fromSeq);
+    await store.insertCursors(tx, row, row.streams, input.fromSeq);
     await auditStream(tx, audit, row, 'audit_stream.create', {
       after: shown(row),
       fromSeq: input.fromSeq ?? null,
@@ -160,6 +161,9 @@ export async function updateStream(
       fields,
       newSecret === undefined ? undefined : storedSecret(newSecret),
     );
+    // A stream the change adds starts at its head, as a new destination's do.
+    const added = row.streams.filter((source) => !before.streams.includes(source));
+    await store.insertCursors(tx, row, added, undefined);
     await auditStream(tx, audit, row, 'audit_stream.update', {
       ...changedFields(shown(before), shown(row), ['name', 'format', 'endpoint', 'streams', 'filter']),
       secretChanged: newSecret !== undefined,
@@ -179,8 +183,7 @@ export async function deleteStream(db: Db, principal: Principal, id: string, aud
   });
 }
 
-const toStatus = (row: store.CursorStatus): OrganizationStatus => ({
-  orgId: row.orgId,
+const cursorStatus = (row: store.CursorStatus) => ({
   lastDeliveredSeq: row.lastDeliveredSeq,
   lastDeliveredAt: row.lastDeliveredAt,
   lagRows: row.lagRows,
@@ -189,9 +192,25 @@ const toStatus = (row: store.CursorStatus): OrganizationStatus => ({
   ...(row.lastError !== null && { lastError: row.lastError }),
 });
 
+/**
+ * Each organization's status: the audit trail's cursor in the fields of the organization (as before any other stream
+ * existed), and every stream the destination receives in `streams`.
+ */
+function toStatuses(stream: store.StreamRow, rows: store.CursorStatus[]): OrganizationStatus[] {
+  const byOrg = new Map<string, store.CursorStatus[]>();
+  for (const row of rows) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), row]);
+  return [...byOrg].map(([orgId, cursors]) => ({
+    orgId,
+    ...cursorStatus(cursors.find((cursor) => cursor.source === 'audit')!),
+    streams: cursors
+      .filter((cursor) => stream.streams.includes(cursor.source))
+      .map((cursor) => ({ stream: cursor.source, ...cursorStatus(cursor) })),
+  }));
+}
+
 export async function streamStatus(db: Db, principal: Principal, id: string) {
   const stream = await getStream(db, principal, id);
-  return { organizations: (await store.selectCursorStatus(db, stream)).map(toStatus) };
+  return { organizations: toStatuses(stream, await store.selectCursorStatus(db, stream)) };
 }
 
 /** Delivers again from `fromSeq` on, in the organization the destination serves; answers its status then. */
@@ -199,24 +218,26 @@ export async function replayStream(
   db: Db,
   principal: Principal,
   id: string,
-  input: { orgId: string; fromSeq: number },
+  input: { orgId: string; fromSeq: number; stream: StreamSource },
   audit: AuditContext,
 ) {
   const stream = await getStream(db, principal, id);
   const served = await store.selectServedOrganizations(db, stream);
   if (!served.includes(input.orgId)) throw invalid('orgId', 'The destination does not serve this organization');
+  if (!stream.streams.includes(input.stream))
+    throw invalid('stream', `The destination does not receive the ${input.stream} stream`);
   const status = await db.transaction(async (tx) => {
-    await store.replayCursor(tx, { streamId: id, orgId: input.orgId }, input.fromSeq);
+    await store.replayCursor(tx, { streamId: id, orgId: input.orgId, source: input.stream }, input.fromSeq);
     await auditChange(tx, audit, {
       orgId: input.orgId,
       action: 'audit_stream.replay',
       resourceType: 'audit_stream',
       resourceId: stream.id,
       resourceName: stream.name,
-      details: { fromSeq: input.fromSeq },
+      details: { fromSeq: input.fromSeq, stream: input.stream },
     });
     // Read before the delivery is armed: the answer is where the replay starts, not how far it got since.
-    return toStatus((await store.selectCursorStatus(tx, stream, input.orgId))[0]!);
+    return toStatuses(stream, await store.selectCursorStatus(tx, stream, input.orgId))[0]!;
   });
   await armDelivery([input.orgId]);
   return status;

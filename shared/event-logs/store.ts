@@ -1,6 +1,7 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
+import { streamKeysSql } from '../db/stream-keys.ts';
 import { asUtc } from '../instants.ts';
 import type { DeviceEvent, EventCategory, EventLevel } from './schemas.ts';
 
@@ -21,7 +22,8 @@ export async function insertEventBatch(
   device: { id: string; orgId: string },
   events: readonly DeviceEvent[],
 ): Promise<StoredEvents> {
-  const rows = events.map((e) => ({
+  const rows = events.map((e, n) => ({
+    n: n + 1,
     timestamp: e.timestamp,
     at: asUtc(e.timestamp),
     level: e.level,
@@ -33,17 +35,19 @@ export async function insertEventBatch(
   }));
   const stored = await one<{ inserted: number; first: Date | null; last: Date | null }>(
     db,
-    `WITH stored AS (
-       INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details)
+    `WITH ${streamKeysSql('device-events')},
+     stored AS (
+       INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details, stream_seq)
        SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::event_log_level, r.category::event_log_category,
-              r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}
+              r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}, keys.base + r.n
          FROM jsonb_to_recordset(:rows::jsonb)
-           AS r("timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
+           AS r(n int, "timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
+         LEFT JOIN keys ON true
        ON CONFLICT (device_id, source, event_id) DO NOTHING
        RETURNING timestamp
      )
      SELECT count(*)::int AS inserted, min(timestamp) AS first, max(timestamp) AS last FROM stored`,
-    { deviceId: device.id, orgId: device.orgId, rows },
+    { deviceId: device.id, orgId: device.orgId, rows, count: rows.length },
   );
   return {
     inserted: stored?.inserted ?? 0,

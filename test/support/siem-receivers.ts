@@ -10,6 +10,7 @@ import { createServer as createTcpServer, type Server, type Socket } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface Certificate {
   cert: string;
@@ -186,5 +187,31 @@ export async function startHttpsReceiver(
         if (!server.listening) return resolve();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * A test file's receivers: loopback endpoints allowed while it runs (OUTBOUND_ALLOW_LOOPBACK), one self-signed
+ * certificate made on first use, and every receiver kept here closed after the file.
+ */
+export function useReceivers() {
+  const receivers: Receiver[] = [];
+  let cert: Certificate | undefined;
+  beforeAll(() => {
+    process.env.OUTBOUND_ALLOW_LOOPBACK = 'true';
+  });
+  afterAll(async () => {
+    delete process.env.OUTBOUND_ALLOW_LOOPBACK;
+    await Promise.all(receivers.map((receiver) => receiver.close()));
+  });
+  return {
+    get cert(): Certificate {
+      cert ??= selfSignedCertificate();
+      return cert;
+    },
+    keep<R extends Receiver>(receiver: R): R {
+      receivers.push(receiver);
+      return receiver;
+    },
   };
 }

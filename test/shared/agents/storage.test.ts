@@ -28,6 +28,8 @@ describe('agent_logs and device_event_logs', () => {
         'brin ("timestamp")',
         '(device_id, "timestamp" DESC, id DESC) INCLUDE (level, component)',
         'gin (message gin_trgm_ops)',
+        // The log streams' ordering key (docs/audit-streaming.md "Streams"): only rows that have one.
+        '(org_id, stream_seq) WHERE (stream_seq IS NOT NULL)',
       ].sort(),
     );
   });
@@ -41,6 +43,7 @@ describe('agent_logs and device_event_logs', () => {
         '(category, level)',
         'UNIQUE (device_id, source, event_id)',
         '(device_id, "timestamp" DESC, id DESC) INCLUDE (category, level)',
+        '(org_id, stream_seq) WHERE (stream_seq IS NOT NULL)',
       ].sort(),
     );
   });
@@ -62,6 +65,7 @@ describe('agent_logs and device_event_logs', () => {
       'agent_logs.fields jsonb',
       'agent_logs.agent_version character varying(50)',
       'agent_logs.created_at timestamp with time zone',
+      'agent_logs.stream_seq bigint',
       'device_event_logs.id uuid',
       'device_event_logs.device_id uuid',
       'device_event_logs.org_id uuid',
@@ -73,6 +77,7 @@ describe('agent_logs and device_event_logs', () => {
       'device_event_logs.message text',
       'device_event_logs.details jsonb',
       'device_event_logs.created_at timestamp with time zone',
+      'device_event_logs.stream_seq bigint',
     ]);
     const { rows: levels } = await db.admin.query<{ name: string; labels: string }>(
       `SELECT t.typname AS name, string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) AS labels

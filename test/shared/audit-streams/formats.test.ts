@@ -244,3 +244,89 @@ describe('NDJSON and anchors', () => {
     expect(JSON.parse(renderRecord(anchor, 'ocsf')).unmapped).toEqual(anchor);
   });
 });
+
+describe('device events and diagnostic log entries', () => {
+  const times = { timestamp: '2026-11-27T08:15:30.123456Z', storedAt: '2026-11-27T08:15:31.000000Z' };
+  const device = { orgId: row().orgId, deviceId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d' };
+  const event: StreamRecord = {
+    type: 'device-event',
+    id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b',
+    ...device,
+    hostname: hostile,
+    seq: 7,
+    ...times,
+    level: 'error',
+    category: 'security',
+    source: hostile,
+    eventId: '4625',
+    message: hostile,
+    details: { note: hostile },
+  };
+  const entry: StreamRecord = {
+    type: 'agent-log',
+    id: '6f7a8b9c-0d1e-4f2a-8b3c-4d5e6f7a8b9c',
+    ...device,
+    hostname: null,
+    seq: 3,
+    ...times,
+    level: 'debug',
+    component: hostile,
+    message: hostile,
+    fields: { attempt: 1 },
+    agentVersion: '2.4.1',
+  };
+
+  it('RFC 5424: the entry in structured data, escaped, with its organization, device and key; severity by level', () => {
+    const message = renderRecord(event, 'rfc5424');
+    // Facility 4 (security) for a security event, severity 3 (error).
+    expect(message.startsWith('<35>1 2026-11-27T08:15:30.123456Z logbook logbook - device-event [logbook@32473 ')).toBe(
+      true,
+    );
+    expect(parseStructuredData(message)).toEqual(
+      expect.objectContaining({
+        type: 'device-event',
+        orgId: row().orgId,
+        deviceId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+        hostname: hostile,
+        seq: '7',
+        source: hostile,
+        eventId: '4625',
+      }),
+    );
+    expect(renderRecord(entry, 'rfc5424').startsWith('<15>1 ')).toBe(true);
+    const { frames } = splitFrames(Buffer.from(octetCounted(syslogRecord(entry, 'cef')), 'utf8'));
+    expect(frames).toHaveLength(1);
+  });
+
+  it('CEF: header and extension escaped, reading back exactly', () => {
+    const line = renderRecord(event, 'cef');
+    expect(line).not.toMatch(/[\r\n]/);
+    const { header, extension } = parseCef(line);
+    expect(header[4]).toBe(`${hostile.replace(/\r\n|[\r\n]/g, ' ')}:4625`);
+    expect(header[6]).toBe('7');
+    expect(extension).toEqual(
+      expect.objectContaining({ cs1: row().orgId, cn1: '7', dvchost: hostile, msg: hostile, cs4: hostile }),
+    );
+    expect(parseCef(renderRecord(entry, 'cef')).extension).toEqual(
+      expect.objectContaining({ cn1: '3', cs5: hostile, cs2: 'agent-logs' }),
+    );
+  });
+
+  it('OCSF: a Base Event (class 0, Other) with its device, severity and the entry unmapped; NDJSON: the entry itself', () => {
+    const ocsf = JSON.parse(renderRecord(event, 'ocsf'));
+    expect(ocsf).toEqual(
+      expect.objectContaining({
+        class_uid: 0,
+        activity_id: 99,
+        type_uid: 99,
+        severity_id: 4,
+        message: hostile,
+        device: expect.objectContaining({ uid: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d', hostname: hostile }),
+        metadata: expect.objectContaining({ tenant_uid: row().orgId, sequence: 7, log_name: 'device-events' }),
+        unmapped: event,
+      }),
+    );
+    expect(JSON.parse(renderRecord(entry, 'ocsf')).metadata.log_name).toBe('agent-logs');
+    expect(JSON.parse(renderRecord(entry, 'ndjson'))).toEqual(entry);
+  });
+});
