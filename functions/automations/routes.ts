@@ -20,6 +20,7 @@ export const routes = {
   'POST /api/v1/automations': route(
     {
       operationId: 'automationsCreate',
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'automations',
       summary:
@@ -58,6 +59,7 @@ export const routes = {
   'PATCH /api/v1/automations/{id}': route(
     {
       operationId: 'automationsUpdate',
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'automations',
       summary: 'Change an automation: a new version; its armed occurrences follow the change',
@@ -96,6 +98,7 @@ export const routes = {
   'POST /api/v1/automations/{id}/run': route(
     {
       operationId: 'automationsRun',
+      grants: ['agent-channel', 'seal-key'],
       auth: 'userOrApiKey',
       tag: 'automations',
       summary:
@@ -164,6 +167,7 @@ export const routes = {
   'POST /api/v1/automations/{id}/webhook-secret': route(
     {
       operationId: 'automationsWebhookSecret',
+      grants: ['seal-key'],
       auth: 'userOrApiKey',
       tag: 'automations',
       summary: "Rotate the inbound webhook's HMAC secret: shown once (scripts:write)",
@@ -177,6 +181,7 @@ export const routes = {
   'POST /api/v1/hooks/automations/{id}': route(
     {
       operationId: 'automationsWebhook',
+      grants: ['agent-channel', 'seal-key'],
       auth: 'none',
       tag: 'automations',
       summary:

@@ -15,7 +15,6 @@ export const automationEvents = [
   'custom_field.changed',
   'posture.detected',
 ] as const;
-export type AutomationEvent = (typeof automationEvents)[number];
 
 const ids = (max: number) =>
   z
@@ -268,7 +267,15 @@ export const run = z
     orgId: z.uuid(),
     trigger: triggerReply,
     status: z.enum(['running', 'completed', 'failed', 'skipped', 'partial', 'empty']),
-    counts: z.record(z.enum(itemStatuses), z.number().int()),
+    counts: z
+      .object({
+        running: z.number().int(),
+        completed: z.number().int(),
+        failed: z.number().int(),
+        skipped: z.number().int(),
+        queued: z.number().int(),
+      })
+      .strict(),
     createdAt: timestampReply,
     items: z.array(runItem).optional(),
   })
@@ -338,11 +345,6 @@ export const webhookSecret = z
   })
   .strict()
   .meta({ id: 'AutomationWebhookSecret' });
-
-export const webhookBody = z
-  .object({ deviceIds: ids(1000).optional() })
-  .loose()
-  .meta({ description: 'deviceIds: the devices to run on; without them every device in scope meeting the conditions' });
 
 export const deviceAutomations = z
   .object({

@@ -418,16 +418,6 @@ export async function updateItem(db: Db, id: string, status: string, actions: Ac
   );
 }
 
-/** The script run item a run of a script on one device started. */
-export async function selectScriptRunItem(db: Db, scriptRunId: string, deviceId: string) {
-  const row = await one<{ id: string }>(
-    db,
-    'SELECT id FROM script_run_items WHERE run_id = :scriptRunId::uuid AND device_id = :deviceId::uuid',
-    { scriptRunId, deviceId },
-  );
-  return row!.id;
-}
-
 /** Per device, its runs of this automation counted by the loop guard within the last `windowMinutes`. */
 export async function countGuardedRuns(db: Db, automationId: string, deviceIds: string[], windowMinutes: number) {
   const { rows } = await db.query<{ deviceId: string; n: number }>(
@@ -535,17 +525,6 @@ export async function selectItems(db: Db, runIds: string[]) {
       WHERE i.run_id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:runIds::jsonb) v)
       ORDER BY d.hostname, i.id`,
     { runIds: json(runIds) },
-  );
-  return rows;
-}
-
-/** The latest runs of automations, for lists. */
-export async function selectQueuedItems(db: Db, automationId: string, deviceId: string) {
-  const { rows } = await db.query<{ id: string; runId: string }>(
-    `SELECT i.id, i.run_id AS "runId" FROM automation_run_items i
-      WHERE i.automation_id = :automationId::uuid AND i.device_id = :deviceId::uuid AND i.status = 'queued'
-      ORDER BY i.created_at LIMIT 1`,
-    { automationId, deviceId },
   );
   return rows;
 }
