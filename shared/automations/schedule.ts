@@ -8,8 +8,8 @@
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
-import { armAt, isDue, misfired } from '../schedules/arm.ts';
-import { type CompiledSchedule, compileSchedule, nextOccurrence, occurrencesBetween } from '../schedules/engine.ts';
+import { armedAgainIfEarly, armNextOccurrence, misfired, stillOccurs } from '../schedules/arm.ts';
+import { type CompiledSchedule, compileSchedule } from '../schedules/engine.ts';
 import { fire } from './fire.ts';
 import type { ScheduleTrigger } from './schemas.ts';
 import { devicesInScope, zonesOf } from './scope.ts';
@@ -57,34 +57,22 @@ export async function scheduleZones(db: Db, automation: store.AutomationRow): Pr
 export async function armAutomation(db: Db, automationId: string, now = new Date()): Promise<void> {
   const row = await store.selectLiveAutomation(db, automationId);
   if (!row?.enabled) return;
-  for (const each of await scheduleZones(db, row)) {
-    const next = nextOccurrence(compileTrigger(each.trigger, each.zone), now);
-    if (next)
-      await armAt(
-        {
-          kind: occurrenceJobKind,
-          automationId,
-          version: row.version,
-          trigger: each.index,
-          zone: each.zone,
-          key: next.key,
-          at: next.at.getTime(),
-        },
-        next.at,
-        now.getTime(),
-      );
-  }
-}
-
-async function armNext(row: store.AutomationRow, trigger: ScheduleTrigger, job: OccurrenceJob, now: Date) {
-  const next = nextOccurrence(compileTrigger(trigger, job.zone), new Date(Math.max(now.getTime(), job.at) + 1));
-  if (next)
-    await armAt(
-      { kind: occurrenceJobKind, ...job, version: row.version, key: next.key, at: next.at.getTime() },
-      next.at,
+  for (const each of await scheduleZones(db, row))
+    await armNextOccurrence(
+      { kind: occurrenceJobKind, automationId, version: row.version, trigger: each.index, zone: each.zone },
+      compileTrigger(each.trigger, each.zone),
+      now,
       now.getTime(),
     );
 }
+
+const armNext = (trigger: ScheduleTrigger, job: OccurrenceJob, now: Date) =>
+  armNextOccurrence(
+    { kind: occurrenceJobKind, ...job },
+    compileTrigger(trigger, job.zone),
+    new Date(Math.max(now.getTime(), job.at) + 1),
+    now.getTime(),
+  );
 
 /**
  * An occurrence's job: when the automation still has it and it is not too late for it (its misfire policy: `skip`
@@ -100,16 +88,11 @@ export async function runOccurrence(
   if (!row?.enabled || row.version !== job.version) return 'moved';
   const trigger = row.triggers[job.trigger];
   if (trigger?.type !== 'schedule') return 'moved';
-  if (!isDue(job.at, now.getTime())) {
-    await armAt({ kind: occurrenceJobKind, ...job }, new Date(job.at), now.getTime());
-    return 'not-due';
-  }
-  const schedule = compileTrigger(trigger, job.zone);
-  if (!occurrencesBetween(schedule, new Date(job.at), new Date(job.at + 1), 5).some((o) => o.key === job.key))
-    return 'moved';
+  if (await armedAgainIfEarly({ kind: occurrenceJobKind, ...job }, now.getTime())) return 'not-due';
+  if (!stillOccurs(compileTrigger(trigger, job.zone), job.key, job.at)) return 'moved';
   const misfire = { policy: trigger.schedule.misfire, graceMinutes: trigger.schedule.graceMinutes };
   if (misfired(misfire, job.at, now.getTime())) {
-    await armNext(row, trigger, job, now);
+    await armNext(trigger, job, now);
     return 'misfired';
   }
   const deviceLocal = !trigger.schedule.timezone;
@@ -128,6 +111,6 @@ export async function runOccurrence(
     audit,
     startedBy: row.createdBy,
   }).finally(() => flushAudit(audit));
-  await armNext(row, trigger, job, now);
+  await armNext(trigger, job, now);
   return fired.duplicate ? 'duplicate' : 'ran';
 }

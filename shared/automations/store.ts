@@ -64,23 +64,23 @@ export interface AutomationValues {
 
 const json = (value: unknown) => value as SqlValue;
 
+/** An automation's values as statement parameters. */
+const valueParams = (values: AutomationValues) => ({
+  name: values.name,
+  enabled: values.enabled,
+  triggers: json(values.triggers),
+  conditions: json(values.conditions),
+  actions: json(values.actions),
+  guards: json(values.guards),
+});
+
 async function insertVersion(db: Db, row: AutomationRow, actor: Actor): Promise<void> {
   await db.query(
     `INSERT INTO automation_versions (automation_id, version, name, enabled, triggers, conditions, actions, guards,
                                       created_by)
      VALUES (:id::uuid, :version::int, :name::text, :enabled::boolean, :triggers::jsonb, :conditions::jsonb,
              :actions::jsonb, :guards::jsonb, :actor::jsonb)`,
-    {
-      id: row.id,
-      version: row.version,
-      name: row.name,
-      enabled: row.enabled,
-      triggers: json(row.triggers),
-      conditions: json(row.conditions),
-      actions: json(row.actions),
-      guards: json(row.guards),
-      actor: json(actor),
-    },
+    { id: row.id, version: row.version, ...valueParams(row), actor: json(actor) },
   );
 }
 
@@ -91,16 +91,7 @@ export async function insertAutomation(db: Db, owner: Owner, values: AutomationV
      VALUES (:partnerId::uuid, :orgId::uuid, :name::text, :enabled::boolean, :triggers::jsonb, :conditions::jsonb,
              :actions::jsonb, :guards::jsonb, :actor::jsonb)
      RETURNING ${columns}`,
-    {
-      ...owner,
-      name: values.name,
-      enabled: values.enabled,
-      triggers: json(values.triggers),
-      conditions: json(values.conditions),
-      actions: json(values.actions),
-      guards: json(values.guards),
-      actor: json(actor),
-    },
+    { ...owner, ...valueParams(values), actor: json(actor) },
   ))!;
   await insertVersion(db, row, actor);
   return row;
@@ -142,15 +133,7 @@ export async function updateAutomationRow(db: Db, id: string, values: Automation
             version = version + 1, updated_at = now()
       WHERE a.id = :id::uuid AND a.deleted_at IS NULL
       RETURNING ${columns}`,
-    {
-      id,
-      name: values.name,
-      enabled: values.enabled,
-      triggers: json(values.triggers),
-      conditions: json(values.conditions),
-      actions: json(values.actions),
-      guards: json(values.guards),
-    },
+    { id, ...valueParams(values) },
   ))!;
   await insertVersion(db, row, actor);
   return row;
