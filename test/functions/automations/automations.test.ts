@@ -411,4 +411,71 @@ describe('automations', () => {
       origin: { type: 'policy', policyId: policy.body.id, level: 'partner' },
     });
   });
+
+  it('fires on device events told by the writes that cause them, each event once', async () => {
+    const onEvent = async (event: string, extra: Record<string, unknown> = {}) =>
+      (
+        await create({
+          triggers: [{ type: 'event', event, ...extra }],
+          conditions: { field: 'hostname', op: 'startsWith', value: 'evt-' },
+          actions: [{ type: 'set-custom-field', key: 'last_automation', value: event }],
+        })
+      ).body.id as string;
+    expect(
+      (
+        await t.api.request('POST', '/api/v1/custom-fields', {
+          token: tenant.partnerToken,
+          body: { name: 'Last automation', key: 'last_automation', type: 'text' },
+        })
+      ).status,
+    ).toBe(201);
+    await t.api.request('POST', '/api/v1/custom-fields', {
+      token: tenant.partnerToken,
+      body: { name: 'Ring', key: 'ring', type: 'text' },
+    });
+    const enrolledId = await onEvent('device.enrolled');
+    const onlineId = await onEvent('device.online');
+    const offlineId = await onEvent('device.offline');
+    const changedId = await onEvent('custom_field.changed', { filter: { key: 'ring', value: 'canary' } });
+    const fresh = await enrollDevice(t.api, tenant, 'evt-host');
+    await eventually(async () => (await runsOf(enrolledId)).length === 1);
+    // Seen at enrollment; offline once not seen for the online window.
+    await t.db.admin.query("UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid", {
+      id: fresh.deviceId,
+    });
+    const agent = await TestConnection.open(t.api, fresh.token);
+    await eventually(async () => (await runsOf(onlineId)).length === 1);
+    await agent.close();
+    await eventually(async () => (await runsOf(offlineId)).length === 1);
+    const put = (value: string) =>
+      t.api.request('PUT', `/api/v1/devices/${fresh.deviceId}/custom-fields/ring`, {
+        token: tenant.orgToken,
+        body: { value },
+      });
+    expect((await put('stable')).status).toBe(200);
+    expect((await put('canary')).status).toBe(200);
+    await eventually(async () => (await runsOf(changedId)).length === 1);
+    const [run] = await runsOf(changedId);
+    expect(run!.trigger).toMatchObject({ type: 'event', event: 'custom_field.changed' });
+    expect((await getRun(run!.id)).items).toEqual([
+      expect.objectContaining({ deviceId: fresh.deviceId, status: 'completed' }),
+    ]);
+    const enrolledRun = await getRun((await runsOf(enrolledId))[0]!.id);
+    expect(enrolledRun.items.map((i: { deviceId: string }) => i.deviceId)).toEqual([fresh.deviceId]);
+    // A device that matches no condition starts nothing.
+    await enrollDevice(t.api, tenant, 'other-host');
+    expect((await runsOf(enrolledId)).length).toBe(1);
+  });
+
+  it("skips a device still running the automation's script when concurrency is skip", async () => {
+    const busy = await enrollDevice(t.api, tenant, 'busy-host');
+    const automation = (await create({})).body;
+    const run = () =>
+      t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
+        token: tenant.orgToken,
+        body: { deviceIds: [busy.deviceId] },
+      });
+    expect((await run()).body.runs[0].items[0]).toMatchObject({ status: 'running' });
+    expect((await run()).body.runs[0].items[0]).toMatchObject({ status: 'skipped', skipReason: 'concurrency' });
+  });
 });
