@@ -10,7 +10,7 @@ import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { changeMemberBySystem } from '../device-groups/groups.ts';
 import { logger } from '../logger.ts';
-import { selectDeviceWindows } from '../maintenance/store.ts';
+import { anyWindowSuppressing, selectDeviceWindows } from '../maintenance/store.ts';
 import { tellAutomation } from '../notifications/send.ts';
 import { armAt } from '../schedules/arm.ts';
 import { dispatchRun } from '../scripts/dispatch.ts';
@@ -44,9 +44,14 @@ export async function decide(
     guarded ? store.countGuardedRuns(db, automation.id, ids, guards.windowMinutes) : new Map<string, number>(),
     store.selectBusyDevices(db, automation.id, ids),
   ]);
+  // The windows covering each device are read only where a window suppressing automations is in progress.
+  const orgsInMaintenance = new Set<string>();
+  if (guards.respectMaintenance)
+    for (const orgId of new Set(devices.map((d) => d.orgId)))
+      if (await anyWindowSuppressing(db, orgId, 'automations')) orgsInMaintenance.add(orgId);
   const decisions = new Map<string, Decision>();
   for (const device of devices) {
-    if (guards.respectMaintenance) {
+    if (orgsInMaintenance.has(device.orgId)) {
       const windows = await selectDeviceWindows(db, { orgId: device.orgId, deviceId: device.id });
       const window = windows.find((w) => w.suppress.includes('automations'));
       if (window) {
@@ -104,22 +109,20 @@ export async function fire(db: Db, firing: Firing): Promise<{ duplicate: boolean
         startedBy: { ...firing.startedBy },
       });
       if (!run) return undefined;
-      const items: { id: string; device: store.ScopeDevice; decision: Decision }[] = [];
-      for (const device of devices) {
-        const decision = decisions.get(device.id)!;
-        const id = await store.insertItem(tx, {
-          runId: run.id,
-          automationId: automation.id,
-          deviceId: device.id,
-          orgId,
-          guarded: firing.guarded,
-          status: decision.status === 'run' ? 'completed' : decision.status,
-          skipReason: decision.skipReason,
-          maintenanceWindowId: decision.maintenanceWindowId,
-          actions: [],
-        });
-        items.push({ id, device, decision });
-      }
+      const ids = await store.insertItems(
+        tx,
+        { runId: run.id, automationId: automation.id, orgId, guarded: firing.guarded },
+        devices.map((device) => {
+          const decision = decisions.get(device.id)!;
+          return {
+            deviceId: device.id,
+            status: decision.status === 'run' ? 'completed' : decision.status,
+            skipReason: decision.skipReason,
+            maintenanceWindowId: decision.maintenanceWindowId,
+          };
+        }),
+      );
+      const items = devices.map((device) => ({ id: ids.get(device.id)!, device, decision: decisions.get(device.id)! }));
       const count = (reason: SkipReason) => items.filter((i) => i.decision.skipReason === reason).length;
       await auditAutomation(tx, { ...firing.audit }, { ...automation, orgId }, 'automation.run', {
         runId: run.id,
@@ -234,11 +237,13 @@ async function runActions(
   } finally {
     await flushAudit(audit);
   }
-  for (const item of items) {
-    const list = outcomes.get(item.id)!;
-    const failed = list.some((o) => o.status === 'failed');
-    await store.updateItem(db, item.id, failed ? 'failed' : 'completed', list);
-  }
+  await store.updateItems(
+    db,
+    items.map((item) => {
+      const actions = outcomes.get(item.id)!;
+      return { id: item.id, status: actions.some((o) => o.status === 'failed') ? 'failed' : 'completed', actions };
+    }),
+  );
 }
 
 async function runScriptAction(
@@ -281,11 +286,12 @@ async function runScriptAction(
     { scriptRunId },
   );
   const itemOf = new Map(rows.map((row) => [row.deviceId, row.id]));
-  for (const item of going) {
-    const scriptRunItemId = itemOf.get(item.device.id)!;
-    await store.insertRunScript(db, { runItemId: item.id, actionIndex: index, scriptRunId, scriptRunItemId });
-    outcomes.get(item.id)!.push({ ...base, status: 'dispatched', scriptRunId, scriptRunItemId });
-  }
+  const links = going.map((item) => ({ runItemId: item.id, scriptRunItemId: itemOf.get(item.device.id)! }));
+  await store.insertRunScripts(db, { actionIndex: index, scriptRunId }, links);
+  for (const link of links)
+    outcomes
+      .get(link.runItemId)!
+      .push({ ...base, status: 'dispatched', scriptRunId, scriptRunItemId: link.scriptRunItemId });
   await dispatchRun(db, scriptRunId).catch((caught: unknown) =>
     logger.error('Could not dispatch an automation script run', { scriptRunId, error: String(caught) }),
   );

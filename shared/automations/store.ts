@@ -353,51 +353,54 @@ export type ActionOutcome = {
   error?: string;
 };
 
-export async function insertItem(
+/** A run's items, one per device; answers each device's item id. */
+export async function insertItems(
   db: Db,
-  item: {
-    runId: string;
-    automationId: string;
+  run: { runId: string; automationId: string; orgId: string; guarded: boolean },
+  items: {
     deviceId: string;
-    orgId: string;
-    guarded: boolean;
     status: 'completed' | 'failed' | 'skipped' | 'queued';
     skipReason: string | null;
     maintenanceWindowId: string | null;
-    actions: ActionOutcome[];
-  },
-): Promise<string> {
-  const row = await one<{ id: string }>(
-    db,
+  }[],
+): Promise<Map<string, string>> {
+  if (items.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; deviceId: string }>(
     `INSERT INTO automation_run_items (run_id, automation_id, device_id, org_id, guarded, status, skip_reason,
-                                       maintenance_window_id, actions)
-     VALUES (:runId::uuid, :automationId::uuid, :deviceId::uuid, :orgId::uuid, :guarded::boolean, :status::text,
-             :skipReason::text, :maintenanceWindowId::uuid, :actions::jsonb)
-     RETURNING id`,
-    { ...item, actions: json(item.actions) },
+                                       maintenance_window_id)
+     SELECT :runId::uuid, :automationId::uuid, x."deviceId", :orgId::uuid, :guarded::boolean, x.status, x."skipReason",
+            x."maintenanceWindowId"
+       FROM jsonb_to_recordset(:items::jsonb) AS x ("deviceId" uuid, status text, "skipReason" text, "maintenanceWindowId" uuid)
+     RETURNING id, device_id AS "deviceId"`,
+    { ...run, items: json(items) },
   );
-  return row!.id;
+  return new Map(rows.map((row) => [row.deviceId, row.id]));
 }
 
-export async function insertRunScript(
+/** Links items to the script run items an action started. */
+export async function insertRunScripts(
   db: Db,
-  link: { runItemId: string; actionIndex: number; scriptRunId: string; scriptRunItemId: string },
+  action: { actionIndex: number; scriptRunId: string },
+  links: { runItemId: string; scriptRunItemId: string }[],
 ): Promise<void> {
   await db.query(
     `INSERT INTO automation_run_scripts (run_item_id, action_index, script_run_id, script_run_item_id)
-     VALUES (:runItemId::uuid, :actionIndex::int, :scriptRunId::uuid, :scriptRunItemId::uuid)`,
-    link,
+     SELECT x."runItemId", :actionIndex::int, :scriptRunId::uuid, x."scriptRunItemId"
+       FROM jsonb_to_recordset(:links::jsonb) AS x ("runItemId" uuid, "scriptRunItemId" uuid)`,
+    { ...action, links: json(links) },
   );
 }
 
-export async function updateItem(db: Db, id: string, status: string, actions: ActionOutcome[]): Promise<void> {
+/** Items' outcomes once their actions ran. */
+export async function updateItems(
+  db: Db,
+  items: { id: string; status: 'completed' | 'failed'; actions: ActionOutcome[] }[],
+): Promise<void> {
   await db.query(
-    'UPDATE automation_run_items SET status = :status::text, actions = :actions::jsonb WHERE id = :id::uuid',
-    {
-      id,
-      status,
-      actions: json(actions),
-    },
+    `UPDATE automation_run_items i SET status = x.status, actions = x.actions
+       FROM jsonb_to_recordset(:items::jsonb) AS x (id uuid, status text, actions jsonb)
+      WHERE i.id = x.id`,
+    { items: json(items) },
   );
 }
 
