@@ -69,13 +69,16 @@ export async function runNow(
     audit,
     startedBy: actorOf(principal),
   });
-  return {
-    automationId: id,
-    occurrenceKey,
-    duplicate: fired.duplicate,
-    runs: await runViews(db, fired.runIds, true),
-  };
+  return startedReply(id, occurrenceKey, fired.duplicate, await runViews(db, fired.runIds, true));
 }
+
+/** What a firing answers: its first run at the top, and all of them. */
+export const startedReply = <R extends { id: string }>(
+  automationId: string,
+  occurrenceKey: string,
+  duplicate: boolean,
+  runs: R[],
+) => ({ ...runs[0], automationId, occurrenceKey, duplicate, runs });
 
 type ItemStatus = 'running' | 'completed' | 'failed' | 'skipped' | 'queued';
 
@@ -110,6 +113,8 @@ function itemView(item: store.ItemRow) {
     skipReason: item.skipReason,
     maintenanceWindowId: item.maintenanceWindowId,
     actions,
+    scriptRunId: actions.find((a) => a.scriptRunId)?.scriptRunId ?? null,
+    scriptRunItemId: actions.find((a) => a.scriptRunItemId)?.scriptRunItemId ?? null,
     durationMs: durations.length > 0 ? durations.reduce((a, b) => a + b, 0) : null,
     createdAt: item.createdAt,
   };

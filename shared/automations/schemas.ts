@@ -241,6 +241,8 @@ export const runItem = z
     skipReason: z.enum(['loop-guard', 'concurrency', 'maintenance']).nullable(),
     maintenanceWindowId: z.uuid().nullable(),
     actions: z.array(actionOutcome),
+    scriptRunId: z.uuid().nullable().meta({ description: 'The script run its first run-script action started' }),
+    scriptRunItemId: z.uuid().nullable().meta({ description: "That script run's item of this device" }),
     durationMs: z.number().int().nullable(),
     createdAt: timestampReply,
   })
@@ -283,15 +285,19 @@ export const run = z
   .meta({ id: 'AutomationRun' });
 export const runPage = pageOf(run).meta({ id: 'AutomationRunPage' });
 
-export const runStarted = z
-  .object({
+export const runStarted = run
+  .partial()
+  .extend({
     automationId: z.uuid(),
     occurrenceKey: z.string(),
     duplicate: z.boolean().meta({ description: 'The occurrence had run already: nothing ran again' }),
     runs: z.array(run).meta({ description: 'One run per organization of the devices it ran on' }),
   })
   .strict()
-  .meta({ id: 'AutomationRunStarted' });
+  .meta({
+    id: 'AutomationRunStarted',
+    description: 'The first run (of a partner automation: of its first organization) and every run it started',
+  });
 
 export const dryRun = z
   .object({

@@ -13,7 +13,7 @@ import type { Db } from '../db/db.ts';
 import { InvalidState, Unauthenticated, ValidationFailed } from '../errors.ts';
 import { writableAutomation } from './automations.ts';
 import { fire } from './fire.ts';
-import { runViews } from './runs.ts';
+import { runViews, startedReply } from './runs.ts';
 import { devicesInScope } from './scope.ts';
 import * as store from './store.ts';
 import { auditAutomation, webhookPath } from './stored.ts';
@@ -98,5 +98,5 @@ export async function receiveWebhook(
     audit,
     startedBy: automation.createdBy,
   });
-  return { automationId: id, occurrenceKey, duplicate: fired.duplicate, runs: await runViews(db, fired.runIds, true) };
+  return startedReply(id, occurrenceKey, fired.duplicate, await runViews(db, fired.runIds, true));
 }
