@@ -149,7 +149,7 @@ async function main() {
                   schedule: {
                     rrule: 'FREQ=DAILY;BYHOUR=3',
                     start: '2026-01-01T03:00:00',
-                    misfire: 'skip',
+                    misfire: 'run-once-late',
                     graceMinutes: 60,
                   },
                 },

@@ -35,7 +35,7 @@ const scheduleTrigger = z
         timezone: timezone.optional().meta({
           description: "IANA zone; left out, each device's local time (its site's zone): one occurrence per zone",
         }),
-        misfire: z.enum(['skip', 'run-once-late']).default('skip'),
+        misfire: z.enum(['skip', 'run-once-late']).default('run-once-late'),
         graceMinutes: z.number().int().min(0).max(10_080).default(60),
       })
       .strict(),
