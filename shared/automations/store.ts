@@ -417,7 +417,10 @@ export async function countGuardedRuns(db: Db, automationId: string, deviceIds: 
   return new Map(rows.map((row) => [row.deviceId, row.n]));
 }
 
-/** Devices on which a script run this automation started has not finished yet, with the latest deadline. */
+/**
+ * Devices on which a script run this automation started has not finished yet (nor passed its deadline or, pending,
+ * its expiry), with the latest of those.
+ */
 export async function selectBusyDevices(db: Db, automationId: string, deviceIds: string[]) {
   const { rows } = await db.query<{ deviceId: string; until: Date | null }>(
     `SELECT i.device_id AS "deviceId", max(coalesce(sri.deadline_at, sri.expires_at)) AS until
@@ -425,6 +428,7 @@ export async function selectBusyDevices(db: Db, automationId: string, deviceIds:
        JOIN automation_run_scripts rs ON rs.run_item_id = i.id
        JOIN script_run_items sri ON sri.id = rs.script_run_item_id
       WHERE i.automation_id = :automationId::uuid AND sri.status IN ('pending', 'sent', 'running')
+        AND coalesce(sri.deadline_at, sri.expires_at) > now()
         AND i.device_id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:deviceIds::jsonb) v)
       GROUP BY i.device_id`,
     { automationId, deviceIds: json(deviceIds) },
