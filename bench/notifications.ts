@@ -35,6 +35,7 @@ import { compileSchedule, occurrencesBetween } from '#shared/schedules/engine.ts
 import { number, positive, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
+import { pool } from './support/timing.ts';
 
 // `npm run bench` passes its arguments to every benchmark: options of the others are ignored here.
 const { values: args } = parseArgs({
@@ -112,16 +113,6 @@ async function startReceiver() {
     counts: () => ({ received, digests }),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-/** Runs `task` over `items`, `width` at a time. */
-async function pool<T>(items: T[], width: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(width, items.length) }, async () => {
-      for (let i = next++; i < items.length; i = next++) await task(items[i]!);
-    }),
-  );
 }
 
 async function main() {

@@ -31,7 +31,7 @@ import { insertFleetKey } from './support/fleet-key.ts';
 import { ms, positive, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { formatTable } from './support/table.ts';
-import { percentiles } from './support/timing.ts';
+import { percentiles, pool } from './support/timing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,16 +47,6 @@ const lists = positive('lists', args.lists);
 
 const targets = { alertListP95Ms: 50 };
 const seconds = (n: number) => `${(n / 1000).toFixed(1)} s`;
-
-/** Runs `task` over `items`, `width` at a time. */
-async function pool<T>(items: T[], width: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(width, items.length) }, async () => {
-      for (let i = next++; i < items.length; i = next++) await task(items[i]!, i);
-    }),
-  );
-}
 
 async function main() {
   const started = performance.now();

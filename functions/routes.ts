@@ -11,6 +11,7 @@ import { routes as alerts } from './alerts/routes.ts';
 import { routes as audit } from './audit/routes.ts';
 import { routes as auditStreams } from './audit-streams/routes.ts';
 import { routes as auth } from './auth/routes.ts';
+import { routes as automations } from './automations/routes.ts';
 import { routes as billing } from './billing/routes.ts';
 import { routes as contacts } from './contacts/routes.ts';
 import { routes as customFields } from './custom-fields/routes.ts';
@@ -38,6 +39,7 @@ export const domainRoutes = {
   audit,
   'audit-streams': auditStreams,
   auth,
+  automations,
   billing,
   contacts,
   'custom-fields': customFields,
@@ -64,6 +66,7 @@ export const routes = {
   ...audit,
   ...auditStreams,
   ...auth,
+  ...automations,
   ...billing,
   ...contacts,
   ...customFields,

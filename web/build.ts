@@ -39,6 +39,13 @@ export const sitePages: readonly { html: string; entry: string; script: string; 
   { html: 'invoices.html', entry: 'invoices', script: 'src/invoices/main.ts', source: shell, name: 'Invoices' },
   { html: 'devices.html', entry: 'devices', script: 'src/devices/main.ts', source: shell, name: 'Devices' },
   { html: 'alerts.html', entry: 'alerts', script: 'src/alerts/main.ts', source: shell, name: 'Alerts' },
+  {
+    html: 'automations.html',
+    entry: 'automations',
+    script: 'src/automations/main.ts',
+    source: shell,
+    name: 'Automations',
+  },
   { html: 'streaming.html', entry: 'streaming', script: 'src/streaming/main.ts', source: shell, name: 'Streaming' },
 ];
 

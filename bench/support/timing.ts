@@ -29,3 +29,17 @@ export async function timed<T>(call: () => Promise<T>): Promise<{ ms: number; va
   const value = await call();
   return { ms: performance.now() - started, value };
 }
+
+/** Runs `task` over `items`, `width` at a time. */
+export async function pool<T>(
+  items: T[],
+  width: number,
+  task: (item: T, index: number) => Promise<unknown>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) await task(items[i]!, i);
+    }),
+  );
+}

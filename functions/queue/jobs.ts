@@ -6,6 +6,9 @@ import type { StripeJob } from '#shared/audit/watch-plan.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { deliverJobKind } from '#shared/audit-streams/arm.ts';
 import { deliverOrganization } from '#shared/audit-streams/delivery.ts';
+import { runDeviceEvent } from '#shared/automations/events.ts';
+import { dequeueJobKind, runQueuedItem } from '#shared/automations/fire.ts';
+import { type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb, auditAdminDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
@@ -13,6 +16,7 @@ import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/m
 import { escalate, notifyAfterWindow, notifyAlert, renotify } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import { countMetric } from '#shared/observability/metrics.ts';
+import { type DeviceEvent, deviceEventKind } from '#shared/queue/device-events.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -41,6 +45,12 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'maintenance.start': (job) => startOccurrence(appDb(), job as Job & StartJob),
   'maintenance.end': (job) =>
     endOccurrence(appDb(), job as Job & EndJob, (windowId) => notifyAfterWindow(appDb(), windowId)),
+  // Automations: an occurrence of a schedule trigger; a device event told by the write that caused it; an item that
+  // waited for its device's previous run of the automation.
+  [occurrenceJobKind]: (job) => runOccurrence(appDb(), job as Job & OccurrenceJob),
+  [deviceEventKind]: (job) => runDeviceEvent(appDb(), job as Job & DeviceEvent),
+  [dequeueJobKind]: (job) =>
+    runQueuedItem(appDb(), job as Job & { itemId: string; automationId: string; deviceId: string }),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
   // Armed by a heartbeat for when an offline monitor is due: judges it against the device's last heartbeat.

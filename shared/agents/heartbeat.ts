@@ -5,7 +5,9 @@ import type { Db } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
 import { reportedSerial } from '../hierarchy/serial-number.ts';
+import { tellDeviceEvent } from '../queue/device-events.ts';
 import { deviceOfAgent } from './log-access.ts';
+import { onlineWindowMinutes } from './online.ts';
 import type { heartbeat as heartbeatSchema } from './schemas.ts';
 import { moveDeviceIp, recordHeartbeat } from './store.ts';
 
@@ -32,6 +34,13 @@ export async function heartbeat(
     role: report.role ?? null,
   });
   if (!seen) throw NotFound('Agent');
+  // A heartbeat after the device was offline (not seen for the online window) brings it online again.
+  if (!seen.previousSeenAt || seen.lastSeenAt.getTime() - seen.previousSeenAt.getTime() > onlineWindowMinutes * 60_000)
+    await tellDeviceEvent({
+      event: 'device.online',
+      eventId: `online:${device.id}:${seen.previousSeenAt?.toISOString() ?? 'never'}`,
+      deviceId: device.id,
+    });
   const previousIp = seen.previousIp;
   // A heartbeat from the same address is one statement; a new address is kept and audited in one transaction.
   if (ip && previousIp && previousIp !== ip)

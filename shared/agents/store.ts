@@ -51,6 +51,7 @@ export function recordHeartbeat(
 ) {
   return one<{
     previousIp: string | null;
+    previousSeenAt: Date | null;
     ip: string | null;
     lastSeenAt: Date;
     hostname: string;
@@ -58,7 +59,7 @@ export function recordHeartbeat(
   }>(
     db,
     `WITH previous AS (
-       SELECT id, last_ip FROM devices WHERE id = :deviceId::uuid AND deleted_at IS NULL FOR UPDATE
+       SELECT id, last_ip, last_seen_at FROM devices WHERE id = :deviceId::uuid AND deleted_at IS NULL FOR UPDATE
      )
      UPDATE devices d SET
         last_seen_at = now(),
@@ -70,7 +71,7 @@ export function recordHeartbeat(
         role = COALESCE(:role::text, d.role)
        FROM previous p
       WHERE d.id = p.id
-      RETURNING p.last_ip AS "previousIp", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
+      RETURNING p.last_ip AS "previousIp", p.last_seen_at AS "previousSeenAt", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
     { deviceId, ...report },
   );
 }

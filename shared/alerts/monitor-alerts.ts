@@ -3,7 +3,7 @@ import type { Db, Tx } from '../db/db.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
 import { closeTicketOf } from './alerts.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
-import { bindNewAlert } from './raise.ts';
+import { bindNewAlert, tellAlertRaised } from './raise.ts';
 import type { Severity } from './schemas.ts';
 import * as store from './store.ts';
 
@@ -59,6 +59,8 @@ export async function raiseMonitorAlert(
       evidence: firing.evidence,
     },
   });
+  // Automations hear of a new alert and of each new occurrence once the evaluation has committed.
+  tx.afterCommit(() => audit.pending.push(tellAlertRaised(alert)));
   if (!created) return alert;
   await auditChange(tx, audit, {
     orgId: alert.orgId,

@@ -2,6 +2,7 @@ import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
+import { tellDeviceEvent } from '../queue/device-events.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { Severity } from './schemas.ts';
 import * as store from './store.ts';
@@ -20,55 +21,86 @@ export interface ScriptFailure {
   exitCode: number;
 }
 
+/** An alert to raise: what raised it (its source), on which device, how bad. */
+export interface AlertToRaise {
+  orgId: string;
+  partnerId: string;
+  deviceId: string;
+  sourceType: 'script' | 'automation';
+  sourceId: string;
+  sourceKey: string;
+  severity: Severity;
+  title: string;
+  details: Record<string, unknown>;
+}
+
 /**
- * Raises the alert of a script failure. While an alert of the same script on the same device is
- * unresolved, the repeat only counts an occurrence on it. A new alert writes `alert.create` (actor: the system) and
- * goes where its organization's binding says: a ticket of the platform's own, or an event for the PSA integration
- * when it takes this severity. Nothing here fails the run item's answer.
+ * Raises an alert. While an alert of the same source key on the same device is unresolved, the repeat only counts an
+ * occurrence on it. A new alert writes `alert.create` (actor: the system) and goes where its organization's binding
+ * says: a ticket of the platform's own, or an event for the PSA integration when it takes this severity. A new alert
+ * and a new occurrence alike are told to automations (alert.raised). Answers the alert's id.
  */
-export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity: Severity): Promise<void> {
+export async function raiseAlert(db: Db, raise: AlertToRaise): Promise<string> {
   // Raised by the system; sealed after the commit, outside any keyed request.
   const audit: AuditContext = { db: unkeyedDb(db), caller: null, pending: [] };
-  let raised: { alert: store.AlertRow; integrationId: string | undefined } | undefined;
+  let raised: { alert: store.AlertRow; created: boolean; integrationId: string | undefined };
   try {
     raised = await db.transaction(async (tx) => {
-      const { alert, created } = await store.upsertAlert(tx, {
-        orgId: failure.orgId,
-        partnerId: failure.partnerId,
-        deviceId: failure.deviceId,
-        sourceType: 'script',
-        sourceId: failure.runItemId,
-        sourceKey: `script:${failure.scriptId}`,
-        severity,
-        title: `${failure.scriptName} exited with code ${failure.exitCode} on ${failure.hostname}`,
-        details: {
-          scriptId: failure.scriptId,
-          scriptName: failure.scriptName,
-          scriptVersion: failure.scriptVersion,
-          runId: failure.runId,
-          runItemId: failure.runItemId,
-          hostname: failure.hostname,
-          exitCode: failure.exitCode,
-        },
-      });
-      if (!created) return undefined;
+      const { alert, created } = await store.upsertAlert(tx, raise);
+      if (!created) return { alert, created, integrationId: undefined };
       await auditChange(tx, audit, {
         orgId: alert.orgId,
         action: 'alert.create',
         resourceType: 'alert',
         resourceId: alert.id,
         resourceName: alert.title,
-        details: { severity, deviceId: failure.deviceId, source: alert.source },
+        details: { severity: raise.severity, deviceId: raise.deviceId, source: alert.source },
       });
       await notifyAlertChange(tx, audit, alert, 'alert.created');
-      return { alert, integrationId: await bindNewAlert(tx, audit, alert, failure.partnerId) };
+      return { alert, created, integrationId: await bindNewAlert(tx, audit, alert, raise.partnerId) };
     });
   } finally {
     // Also when the commit failed: one that landed anyway arms the sweep.
     await flushAudit(audit);
   }
   // The PSA hears of it once the alert is committed.
-  if (raised?.integrationId) await queueAlertEvent(db, raised.alert, 'alert.created', raised.integrationId);
+  if (raised.integrationId) await queueAlertEvent(db, raised.alert, 'alert.created', raised.integrationId);
+  await tellAlertRaised(raised.alert);
+  return raised.alert.id;
+}
+
+/** alert.raised for automations: one event per occurrence of the alert. */
+export function tellAlertRaised(alert: store.AlertRow): Promise<void> {
+  if (!alert.deviceId) return Promise.resolve();
+  return tellDeviceEvent({
+    event: 'alert.raised',
+    eventId: `${alert.id}:${alert.occurrences}`,
+    deviceId: alert.deviceId,
+    data: { severity: alert.severity, source: alert.source.type as string },
+  });
+}
+
+/** Raises the alert of a script failure (its exit code maps to a severity); nothing here fails the item's answer. */
+export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity: Severity): Promise<void> {
+  await raiseAlert(db, {
+    orgId: failure.orgId,
+    partnerId: failure.partnerId,
+    deviceId: failure.deviceId,
+    sourceType: 'script',
+    sourceId: failure.runItemId,
+    sourceKey: `script:${failure.scriptId}`,
+    severity,
+    title: `${failure.scriptName} exited with code ${failure.exitCode} on ${failure.hostname}`,
+    details: {
+      scriptId: failure.scriptId,
+      scriptName: failure.scriptName,
+      scriptVersion: failure.scriptVersion,
+      runId: failure.runId,
+      runItemId: failure.runItemId,
+      hostname: failure.hostname,
+      exitCode: failure.exitCode,
+    },
+  });
 }
 
 /** Binds a new alert as its organization's binding says: a ticket of its own, or the PSA integration to tell. */

@@ -7,7 +7,7 @@ import { optionalParam } from '../request-values.ts';
 
 export const severities = ['low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof severities)[number];
-export const alertSources = ['script', 'monitor'] as const;
+export const alertSources = ['script', 'monitor', 'automation'] as const;
 export const alertStatuses = ['open', 'acknowledged', 'resolved'] as const;
 export type AlertStatus = (typeof alertStatuses)[number];
 export const deliveryEvents = ['alert.created', 'alert.acknowledged', 'alert.resolved'] as const;
@@ -36,6 +36,13 @@ export const alert = z
           type: z.literal('script'),
           id: z.uuid().meta({ description: 'The run item that raised the alert' }),
           lastId: z.uuid().meta({ description: 'The run item of the latest occurrence' }),
+        })
+        .strict(),
+      z
+        .object({
+          type: z.literal('automation'),
+          id: z.uuid().meta({ description: 'The automation run that raised the alert' }),
+          lastId: z.uuid().meta({ description: 'The automation run of the latest occurrence' }),
         })
         .strict(),
       z

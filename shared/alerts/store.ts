@@ -64,7 +64,7 @@ export async function upsertAlert(
     orgId: string;
     partnerId: string;
     deviceId: string;
-    sourceType: 'script' | 'monitor';
+    sourceType: 'script' | 'monitor' | 'automation';
     sourceId: string;
     sourceKey: string;
     severity: Severity;

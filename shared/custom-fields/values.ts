@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { reserveIngest } from '../agents/ingest-budget.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
 import { type AuditContext, auditChange } from '../audit/writer.ts';
@@ -6,6 +7,7 @@ import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { deviceResource, getDevice } from '../hierarchy/devices.ts';
+import { tellDeviceEvent } from '../queue/device-events.ts';
 import type { FieldType, FieldValue } from './schemas.ts';
 import type { DefinitionRecord, ValueTarget } from './store.ts';
 import * as store from './store.ts';
@@ -68,11 +70,19 @@ async function writeValue(
   if (checked.value === undefined) throw invalidValue(checked.reason);
   const notApplicable = appliesTo(field, device);
   if (notApplicable) throw invalidValue(notApplicable);
-  await db.transaction(async (tx) => {
+  const changed = await db.transaction(async (tx) => {
     const [written] = await store.upsertValues(tx, [{ deviceId: device.id, fieldId: field.id, value: checked.value }]);
     if (written)
       await auditChange(tx, audit, valueChangeEvents([{ device, field, before: written.before, after: value }]));
+    return written !== undefined;
   });
+  if (changed)
+    await tellDeviceEvent({
+      event: 'custom_field.changed',
+      eventId: randomUUID(),
+      deviceId: device.id,
+      data: { key: field.key, value: checked.value as string | number | boolean },
+    });
   return { deviceId: device.id, fieldId: field.id, key: field.key, type: field.type, value: checked.value };
 }
 
@@ -108,6 +118,12 @@ export async function clearDeviceValue(
     if (deleted)
       await auditChange(tx, audit, valueChangeEvents([{ device, field, before: deleted.before, after: null }]));
   });
+}
+
+/** The system sets a device's value (an automation's action), checked and audited as any other write. */
+export async function setSystemValue(db: Db, deviceId: string, key: string, value: FieldValue, audit: AuditContext) {
+  const { device, field } = await fieldOfDevice(db, deviceId, key);
+  return writeValue(db, device, field, value, audit);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { onlineWindowMinutes } from '../agents/online.ts';
 import { agentStatuses } from '../hierarchy/schemas.ts';
 import type { PostureCategory, PostureStatus } from '../posture/catalog.ts';
 
@@ -35,9 +36,6 @@ const lastSeenHour = {
   column: 'd.last_seen_hour',
   of: (bound: string) => `date_trunc('hour', (${bound}) AT TIME ZONE 'UTC')`,
 };
-
-/** An agent is online when it was seen within this window (its heartbeat runs every minute or so). */
-export const onlineWindowMinutes = 5;
 
 export const filterFields: Readonly<Record<string, FilterField>> = {
   hostname: { type: 'text', sql: () => 'd.hostname' },

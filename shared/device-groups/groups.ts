@@ -313,6 +313,32 @@ export async function removeMembers(
 }
 
 /**
+ * The system puts one device in a static group or takes it out (an automation's action): audited as
+ * device_group.member.add / .remove by the audit context's actor. Answers whether it changed anything; a group that
+ * is gone, dynamic, or of another organization than the device changes nothing.
+ */
+export async function changeMemberBySystem(
+  db: Db,
+  groupId: string,
+  device: { id: string; orgId: string },
+  change: 'add' | 'remove',
+  audit: AuditContext,
+): Promise<boolean> {
+  const group = await store.selectGroup(db, groupId);
+  if (group?.type !== 'static' || group.orgId !== device.orgId) return false;
+  return db.transaction(async (tx) => {
+    if (change === 'add') {
+      const rows = (await store.insertMembers(tx, group, [device.id])).filter((row) => row.added);
+      await auditMemberChange(tx, audit, group, 'device_group.member.add', rows);
+      return rows.length > 0;
+    }
+    const rows = (await store.deleteMembers(tx, group, [device.id])).filter((row) => row.removed);
+    await auditMemberChange(tx, audit, group, 'device_group.member.remove', rows);
+    return rows.length > 0;
+  });
+}
+
+/**
  * The groups a device belongs to, in one statement: every dynamic filter of its organization is compiled into one
  * CASE on the group id and evaluated against the device's row, beside the static member rows. The
  * filters are read beside the reach check and used only once it passed.

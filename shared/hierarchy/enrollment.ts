@@ -7,6 +7,7 @@ import { hashSecret, newSecret, sameSecret, secretPrefixes, shownPart } from '..
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { NotFound, Unauthenticated } from '../errors.ts';
+import { tellDeviceEvent } from '../queue/device-events.ts';
 import { deviceResource } from './devices.ts';
 import type { createEnrollmentKey as createSchema, enroll as enrollSchema } from './schemas.ts';
 import { reportedSerial } from './serial-number.ts';
@@ -141,6 +142,11 @@ export async function enrollAgent(db: Db, input: z.output<typeof enrollSchema>, 
       },
     );
     return { agentId: agent!.id, deviceId: device!.id, siteId: key.siteId };
+  });
+  await tellDeviceEvent({
+    event: 'device.enrolled',
+    eventId: `enrolled:${enrolled.deviceId}`,
+    deviceId: enrolled.deviceId,
   });
   return { agentId: enrolled.agentId, deviceId: enrolled.deviceId, siteId: enrolled.siteId, token };
 }

@@ -50,6 +50,7 @@ export function httpHandler<R extends RouteDef>(
           body: input.body,
           caller: context.caller,
           headers: event.headers ?? {},
+          rawBody: rawBodyOf(event),
           sourceIp: event.requestContext.http.sourceIp,
           audit: context.audit!,
         } as RequestOf<R, CallerOf<R['auth']>>);
@@ -61,4 +62,11 @@ export function httpHandler<R extends RouteDef>(
       };
       return context.keyed ? answerOnce(context.keyed, reply) : reply();
     }) as unknown as Handler;
+}
+
+/** The request's body as it arrived: the JSON parser keeps the text in rawBody; base64 bodies are decoded. */
+function rawBodyOf(event: APIGatewayProxyEventV2): string {
+  const raw = (event as { rawBody?: unknown }).rawBody ?? event.body;
+  if (typeof raw !== 'string') return '';
+  return event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
 }

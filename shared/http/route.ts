@@ -56,6 +56,8 @@ export interface RequestOf<R extends RouteDef, Caller> {
   body: Out<R['body']>;
   caller: Caller;
   headers: Record<string, string | undefined>;
+  /** The body as it arrived (UTF-8), for a route that checks a signature over it; a route with a `body` schema parses it. */
+  rawBody: string;
   /** The connection's source IP as API Gateway reports it. */
   sourceIp: string;
   /** Who acts and from where, for audit events of this request (shared/audit/writer.ts). */

@@ -1,8 +1,10 @@
+import { onlineWindowMinutes } from '../agents/online.ts';
 import { authenticateAgent } from '../auth/authenticate.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import { clientIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
+import { tellDeviceEvent } from '../queue/device-events.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
 import * as store from './store.ts';
 
@@ -43,6 +45,17 @@ export async function connectAgent(db: Db, request: AgentConnect): Promise<void>
     sourceIp: clientIp(headers, request.sourceIp),
   });
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
+  // A device without a live connection, not seen within the online window, comes online: the event is named by when
+  // it was last seen, as the heartbeat that brings it online names it, so the two tell it once.
+  else if (!previousConnectionId) {
+    const lastSeenAt = await store.selectOfflineSince(db, agent.deviceId, onlineWindowMinutes);
+    if (lastSeenAt !== undefined)
+      await tellDeviceEvent({
+        event: 'device.online',
+        eventId: `online:${agent.deviceId}:${lastSeenAt?.toISOString() ?? 'never'}`,
+        deviceId: agent.deviceId,
+      });
+  }
   for (const hook of connectHooks) await hook(db, agent.deviceId, connectionId);
 }
 
@@ -67,7 +80,8 @@ export async function agentOfConnection(
   return { agent: { actorType: 'agent', ...agent }, sourceIp };
 }
 
-/** $disconnect: forgets the connection (a newer one of the same device stays). */
-export function disconnectAgent(db: Db, connectionId: string): Promise<void> {
-  return store.deleteConnectionRow(db, connectionId);
+/** $disconnect: forgets the connection (a newer one of the same device stays); the device went offline. */
+export async function disconnectAgent(db: Db, connectionId: string): Promise<void> {
+  const deviceId = await store.deleteConnectionRow(db, connectionId);
+  if (deviceId) await tellDeviceEvent({ event: 'device.offline', eventId: `offline:${connectionId}`, deviceId });
 }

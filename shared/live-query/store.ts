@@ -19,9 +19,14 @@ export async function upsertConnection(
   return { previousConnectionId: row?.previousConnectionId ?? null };
 }
 
-/** Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. */
-export async function deleteConnectionRow(db: Db, connectionId: string): Promise<void> {
-  await db.query('DELETE FROM agent_connections WHERE connection_id = :connectionId::text', { connectionId });
+/** Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. Answers its device. */
+export async function deleteConnectionRow(db: Db, connectionId: string): Promise<string | undefined> {
+  const row = await one<{ deviceId: string }>(
+    db,
+    'DELETE FROM agent_connections WHERE connection_id = :connectionId::text RETURNING device_id AS "deviceId"',
+    { connectionId },
+  );
+  return row?.deviceId;
 }
 
 /**
@@ -158,4 +163,18 @@ export async function selectAnswer(db: Db, requestId: string, connectionId: stri
     const last = rows[rows.length - 1]!;
     after = { chunk: last.chunk, at: last.at };
   }
+}
+
+/**
+ * When an offline device was last seen (null: never), or undefined when it was seen within `windowMinutes` (online).
+ */
+export async function selectOfflineSince(db: Db, deviceId: string, windowMinutes: number) {
+  const row = await one<{ lastSeenAt: Date | null; offline: boolean }>(
+    db,
+    `SELECT last_seen_at AS "lastSeenAt",
+            (last_seen_at IS NULL OR last_seen_at < now() - :windowMinutes::int * interval '1 minute') AS offline
+       FROM devices WHERE id = :deviceId::uuid`,
+    { deviceId, windowMinutes },
+  );
+  return row?.offline ? row.lastSeenAt : undefined;
 }

@@ -9,14 +9,8 @@ import { auditOwnedChange } from '../audit/partner-audit.ts';
 import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
-import { armAt, isDue, misfired } from '../schedules/arm.ts';
-import {
-  type CompiledSchedule,
-  compileSchedule,
-  nextOccurrence,
-  occurrenceInProgress,
-  occurrencesBetween,
-} from '../schedules/engine.ts';
+import { armAt, armedAgainIfEarly, armNextOccurrence, isDue, misfired, stillOccurs } from '../schedules/arm.ts';
+import { type CompiledSchedule, compileSchedule, occurrenceInProgress } from '../schedules/engine.ts';
 import { claimOccurrence } from '../schedules/store.ts';
 import * as store from './store.ts';
 
@@ -69,16 +63,12 @@ export async function armWindow(db: Db, windowId: string, now = new Date()): Pro
       if (started === 'started') return;
     }
   }
-  const next = nextOccurrence(
+  await armNextOccurrence(
+    { kind: 'maintenance.start', windowId, version: row.version },
     schedule,
     new Date(Math.max(now.getTime(), row.active ? Date.parse(row.active.until) : 0)),
+    now.getTime(),
   );
-  if (next)
-    await armAt(
-      { kind: 'maintenance.start', windowId, version: row.version, key: next.key, at: next.at.getTime() },
-      next.at,
-      now.getTime(),
-    );
 }
 
 /**
@@ -93,13 +83,9 @@ export async function startOccurrence(
 ): Promise<'started' | 'moved' | 'not-due' | 'skipped' | 'duplicate'> {
   const row = await store.selectLiveWindow(db, job.windowId);
   if (!row || row.version !== job.version) return 'moved';
-  if (!isDue(job.at, now.getTime())) {
-    await armAt({ kind: 'maintenance.start', ...job }, new Date(job.at), now.getTime());
-    return 'not-due';
-  }
+  if (await armedAgainIfEarly({ kind: 'maintenance.start', ...job }, now.getTime())) return 'not-due';
   const schedule = compileWindow(row);
-  const still = occurrencesBetween(schedule, new Date(job.at), new Date(job.at + 1), 5).some((o) => o.key === job.key);
-  if (!still) return 'moved';
+  if (!stillOccurs(schedule, job.key, job.at)) return 'moved';
   const until = job.at + row.schedule.durationMinutes * 60_000;
   if (until <= now.getTime() || misfired(row.schedule.misfire, job.at, now.getTime())) {
     await armNext(row, now);
@@ -190,11 +176,10 @@ export async function endActive(
 }
 
 async function armNext(row: store.WindowRow, now: Date): Promise<void> {
-  const next = nextOccurrence(compileWindow(row), new Date(now.getTime() + 1));
-  if (next)
-    await armAt(
-      { kind: 'maintenance.start', windowId: row.id, version: row.version, key: next.key, at: next.at.getTime() },
-      next.at,
-      now.getTime(),
-    );
+  await armNextOccurrence(
+    { kind: 'maintenance.start', windowId: row.id, version: row.version },
+    compileWindow(row),
+    new Date(now.getTime() + 1),
+    now.getTime(),
+  );
 }

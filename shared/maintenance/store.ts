@@ -242,6 +242,19 @@ export async function selectSuppressingWindow(
   );
 }
 
+/** Whether a window in progress of the organization or its partner suppresses `kind` at all (one indexed read). */
+export async function anyWindowSuppressing(db: Db, orgId: string, kind: SuppressKind): Promise<boolean> {
+  const row = await one(
+    db,
+    `SELECT 1 FROM maintenance_windows w WHERE ${inProgress} AND w.suppress ? :kind::text LIMIT 1`,
+    {
+      orgId,
+      kind,
+    },
+  );
+  return row !== undefined;
+}
+
 /** The windows in progress covering a device. */
 export async function selectDeviceWindows(db: Db, device: { orgId: string; deviceId: string }) {
   const dynamicGroupIds = await dynamicTargetsHolding(db, device.orgId, device.deviceId);

@@ -28,6 +28,8 @@ export interface NoticeBody {
   items?: { notificationId: string; alertId: string | null; event: NoticeEvent; title: string; severity: string }[];
   /** A test's channel name. */
   channelName?: string;
+  /** An automation's notify action: what ran where. */
+  automation?: { title: string; lines: string[]; details: Record<string, unknown> };
 }
 
 export type Message =
@@ -47,11 +49,13 @@ const verbs: Record<NoticeEvent, string> = {
   'alert.renotified': 'still firing',
   'alert.digest': 'digest',
   'channel.test': 'test',
+  'automation.notify': 'automation',
 };
 
 /** One line saying what happened, for chat messages, e-mail subjects and PagerDuty summaries. */
 export function headline(event: NoticeEvent, body: NoticeBody): string {
   if (event === 'channel.test') return `Logbook test notification for channel "${body.channelName}"`;
+  if (event === 'automation.notify') return body.automation!.title;
   if (event === 'alert.digest') return `Logbook: ${body.items?.length ?? 0} notifications held back by the throttle`;
   const alert = body.alert!;
   const step =
@@ -66,6 +70,7 @@ export function headline(event: NoticeEvent, body: NoticeBody): string {
 /** The lines of a message's text: the alert's facts, or the digest's items. */
 function lines(event: NoticeEvent, body: NoticeBody): string[] {
   if (event === 'channel.test') return ['This is a test: the channel is set up and reachable.'];
+  if (event === 'automation.notify') return body.automation!.lines;
   if (event === 'alert.digest')
     return (body.items ?? []).map((item) => `• [${item.severity.toUpperCase()}] ${item.title} (${verbs[item.event]})`);
   const alert = body.alert!;

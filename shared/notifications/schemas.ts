@@ -17,6 +17,7 @@ export const noticeEvents = [
   'alert.renotified',
   'alert.digest',
   'channel.test',
+  'automation.notify',
 ] as const;
 export type NoticeEvent = (typeof noticeEvents)[number];
 

@@ -239,3 +239,35 @@ async function channelSecret(db: Db, channel: store.SendingChannel): Promise<str
   if (secret === undefined) throw new Error('its secret cannot be opened (ENROLLMENT_KEY_SEAL_KEY unset or changed)');
   return secret;
 }
+
+/**
+ * An automation's notify action: one notification on each of the channels that serves the organization (its own, its
+ * partner's), throttled like any other. Answers how many channels took it.
+ */
+export async function tellAutomation(
+  db: Db,
+  notice: {
+    channelIds: string[];
+    orgId: string;
+    title: string;
+    lines: string[];
+    dedupeKey: string;
+    details: Record<string, unknown>;
+  },
+): Promise<number> {
+  const channelIds = await store.selectServingChannels(db, notice.orgId, notice.channelIds);
+  let told = 0;
+  for (const channelId of channelIds) {
+    const result = await tell(db, {
+      channelId,
+      alertId: null,
+      orgId: notice.orgId,
+      event: 'automation.notify',
+      step: null,
+      dedupeKey: `${notice.dedupeKey}:${channelId}`,
+      body: { automation: { title: notice.title, lines: notice.lines, details: notice.details } },
+    });
+    if (result !== 'gone') told += 1;
+  }
+  return told;
+}

@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { selectOrganization } from '../auth/store.ts';
 import { requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
@@ -50,9 +50,12 @@ async function checkedItems(
     throw ValidationFailed(`Invalid policy item: ${issues[0]!.path}: ${issues[0]!.message}`, issues);
   }
   const list = parsed.data as PolicyItem[];
-  for (const [index, item] of list.entries())
+  for (const [index, item] of list.entries()) {
     if (item.type === 'script' && !(await scriptOfOwner(db, String(item.scriptId), owner)))
       throw invalid(`items.${index}.scriptId`, 'scriptId is not a script this policy can run');
+    if (item.type === 'automation' && !(await store.partnerAutomationExists(db, String(item.automationId), owner)))
+      throw invalid(`items.${index}.automationId`, "automationId is not a partner automation of this policy's partner");
+  }
   return list;
 }
 
@@ -199,6 +202,7 @@ export async function createAssignment(
   const target = await targetOf(db, principal, policy, body.level, body.targetId);
   return db.transaction(async (tx) => {
     if (!(await store.lockPolicy(tx, policyId))) throw NotFound('Policy');
+    const evaluation = await automationsBefore(tx, policy, body.level, body.targetId);
     const row = await store.insertAssignment(
       tx,
       {
@@ -221,8 +225,69 @@ export async function createAssignment(
       details: { assignment: { after: row } },
     };
     await auditOwnedChange(tx, audit, { partnerId: policy.partnerId, orgId: row.orgId }, event);
+    await auditAutomationEvaluation(tx, audit, policy, row.id, evaluation);
     return row;
   });
+}
+
+/** Devices whose automations an assignment's change is evaluated for, at most this many. */
+const maxEvaluatedDevices = 5000;
+
+type Evaluation = { devices: { id: string; orgId: string }[]; before: Map<string, Set<string>> } | undefined;
+
+/** The partner automations that apply to a device now (policy items of kind automation, through the resolver). */
+async function automationsOf(tx: Tx, deviceId: string): Promise<Set<string>> {
+  const resolved = await effectivePoliciesOf(tx, deviceId, 'automation');
+  return new Set((resolved?.effective.items ?? []).map((each) => String(each.item.automationId)));
+}
+
+/** Before an assignment of an automation policy changes: what applies to each device it targets. */
+async function automationsBefore(
+  tx: Tx,
+  policy: store.PolicyRow,
+  level: store.AssignmentRow['level'],
+  targetId: string,
+): Promise<Evaluation> {
+  if (policy.kind !== 'automation') return undefined;
+  const devices = await store.selectTargetDevices(tx, policy.partnerId, level, targetId, maxEvaluatedDevices);
+  const before = new Map<string, Set<string>>();
+  for (const device of devices) before.set(device.id, await automationsOf(tx, device.id));
+  return { devices, before };
+}
+
+/**
+ * After the change, in its transaction: `automation.policy.evaluate` in each organization where it added or removed an
+ * automation for a device, naming the devices and the automations added and removed.
+ */
+async function auditAutomationEvaluation(
+  tx: Tx,
+  audit: AuditContext,
+  policy: store.PolicyRow,
+  assignmentId: string,
+  evaluation: Evaluation,
+) {
+  if (!evaluation) return;
+  const byOrg = new Map<string, { deviceId: string; added: string[]; removed: string[] }[]>();
+  for (const device of evaluation.devices) {
+    const before = evaluation.before.get(device.id)!;
+    const after = await automationsOf(tx, device.id);
+    const added = [...after].filter((id) => !before.has(id));
+    const removed = [...before].filter((id) => !after.has(id));
+    if (added.length === 0 && removed.length === 0) continue;
+    byOrg.set(device.orgId, [...(byOrg.get(device.orgId) ?? []), { deviceId: device.id, added, removed }]);
+  }
+  for (const [orgId, devices] of byOrg)
+    await auditChange(tx, audit, {
+      orgId,
+      action: 'automation.policy.evaluate',
+      ...policyResource(policy),
+      details: {
+        assignmentId,
+        policyVersion: policy.version,
+        devices: devices.slice(0, 500),
+        deviceCount: devices.length,
+      },
+    });
 }
 
 export async function listAssignments(db: Db, principal: Principal, policyId: string, page: Page) {
@@ -248,9 +313,11 @@ async function ownedRow<R extends { policyId: string; orgId: string | null }>(
 export async function deleteAssignment(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const { row, policy } = await ownedRow(db, principal, await store.selectAssignment(db, id), 'Policy assignment');
   await db.transaction(async (tx) => {
+    const evaluation = await automationsBefore(tx, policy, row.level, row.targetId);
     if (!(await store.deleteAssignmentRow(tx, id))) throw NotFound('Policy assignment');
     const event = { action: 'policy.update', ...policyResource(policy), details: { assignment: { before: row } } };
     await auditOwnedChange(tx, audit, { partnerId: policy.partnerId, orgId: row.orgId }, event);
+    await auditAutomationEvaluation(tx, audit, policy, row.id, evaluation);
   });
 }
 

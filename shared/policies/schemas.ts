@@ -108,6 +108,12 @@ export const monitoringItem = z.discriminatedUnion('type', [
 export type MonitoringItem = z.output<typeof monitoringItem>;
 export type MetricItem = z.output<typeof metricItem>;
 
+/** An automation item: a partner automation the policy brings to the devices it is assigned to. */
+const automationItem = z
+  .object({ key: itemKey, type: z.literal('automation'), automationId: z.uuid() })
+  .strict()
+  .meta({ description: 'A partner automation (availability partner) applied where the policy is assigned' });
+
 /** Items of the kinds still to come: a key and their settings, checked when their kind is built. */
 const genericItem = z.looseObject({ key: itemKey, type: z.string().min(1).max(50) });
 
@@ -126,7 +132,12 @@ const items = z
 
 /** Items checked against their kind's shapes (monitoring items in full). */
 export function checkItems(kind: PolicyKind, list: unknown[]) {
-  const schema = kind === 'monitoring' ? z.array(monitoringItem) : z.array(genericItem);
+  const schema =
+    kind === 'monitoring'
+      ? z.array(monitoringItem)
+      : kind === 'automation'
+        ? z.array(automationItem)
+        : z.array(genericItem);
   return schema.safeParse(list);
 }
 

@@ -414,3 +414,36 @@ export async function matchingDynamicGroups(
   );
   return row?.ids ?? [];
 }
+
+/** Whether a live partner automation (availability partner) of the owner's partner has this id. */
+export async function partnerAutomationExists(db: Db, automationId: string, owner: { partnerId: string }) {
+  const row = await one(
+    db,
+    `SELECT 1 FROM automations WHERE id = :automationId::uuid AND partner_id = :partnerId::uuid AND org_id IS NULL
+        AND deleted_at IS NULL`,
+    { automationId, partnerId: owner.partnerId },
+  );
+  return row !== undefined;
+}
+
+/** The live devices an assignment's target can reach (a group's: its organization's), at most `limit`. */
+export async function selectTargetDevices(
+  db: Db,
+  partnerId: string,
+  level: AssignmentLevel,
+  targetId: string,
+  limit: number,
+) {
+  const { rows } = await db.query<{ id: string; orgId: string }>(
+    `SELECT d.id, d.org_id AS "orgId" FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
+      WHERE d.deleted_at IS NULL AND o.partner_id = :partnerId::uuid
+        AND CASE :level::text WHEN 'partner' THEN true
+                              WHEN 'organization' THEN d.org_id = :targetId::uuid
+                              WHEN 'site' THEN d.site_id = :targetId::uuid
+                              WHEN 'device' THEN d.id = :targetId::uuid
+                              ELSE d.org_id = (SELECT g.org_id FROM device_groups g WHERE g.id = :targetId::uuid) END
+      ORDER BY d.id LIMIT :limit::int`,
+    { partnerId, level, targetId, limit },
+  );
+  return rows;
+}

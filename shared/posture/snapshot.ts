@@ -5,6 +5,7 @@ import { type AuditContext, auditChange } from '../audit/writer.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import type { Db } from '../db/db.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
+import { tellDeviceEvent } from '../queue/device-events.ts';
 import { catalogVersion, type PostureCategory, postureCatalog, postureCategories } from './catalog.ts';
 import type { postureSnapshot } from './schemas.ts';
 import { type DetectionRow, lockStoredSnapshot, replaceSnapshot } from './store.ts';
@@ -69,8 +70,21 @@ export async function uploadPosture(
         },
       );
     }
-    return { applied: true, collectedAt: snapshot.collectedAt };
+    const known = new Set(stored.detections.map((d) => `${d.category}:${d.product}`));
+    return {
+      applied: true,
+      collectedAt: snapshot.collectedAt,
+      found: [...new Set(detections.filter((d) => !known.has(`${d.category}:${d.product}`)).map((d) => d.category))],
+    };
   });
+  // Automations hear of each category with a product detected that the stored snapshot did not have.
+  for (const category of result.found ?? [])
+    await tellDeviceEvent({
+      event: 'posture.detected',
+      eventId: `posture:${device.id}:${result.collectedAt}:${category}`,
+      deviceId: device.id,
+      data: { category },
+    });
   return {
     deviceId: device.id,
     collectedAt: new Date(result.collectedAt).toISOString(),

@@ -4,6 +4,7 @@
  * the object moved (changed, deleted), so changing or deleting a schedule never has to cancel a job.
  */
 import { enqueue, type Job } from '../queue/work-queue.ts';
+import { type CompiledSchedule, nextOccurrence, occurrencesBetween } from './engine.ts';
 import type { Misfire } from './schemas.ts';
 
 /**
@@ -29,3 +30,25 @@ export function misfired(misfire: Misfire, at: number, now = Date.now()): boolea
   const graceMs = misfire.policy === 'skip' ? 60_000 : misfire.graceMinutes * 60_000;
   return now - at > graceMs;
 }
+
+/** Arms `job` for the schedule's next occurrence at or after `after`, with its key and time; nothing once it ended. */
+export async function armNextOccurrence(
+  job: Job,
+  schedule: CompiledSchedule,
+  after: Date,
+  now = Date.now(),
+): Promise<void> {
+  const next = nextOccurrence(schedule, after);
+  if (next) await armAt({ ...job, key: next.key, at: next.at.getTime() }, next.at, now);
+}
+
+/** A job that came before its time (`at`) is armed again for it: true when it was. */
+export async function armedAgainIfEarly(job: Job & { at: number }, now = Date.now()): Promise<boolean> {
+  if (isDue(job.at, now)) return false;
+  await armAt(job, new Date(job.at), now);
+  return true;
+}
+
+/** Whether the schedule (as it is now) still has the occurrence `key` at the instant `at`. */
+export const stillOccurs = (schedule: CompiledSchedule, key: string, at: number) =>
+  occurrencesBetween(schedule, new Date(at), new Date(at + 1), 5).some((o) => o.key === key);

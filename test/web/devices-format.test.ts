@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onlineWindowMinutes as groupsWindow } from '#shared/device-groups/filter-fields.ts';
+import { onlineWindowMinutes as groupsWindow } from '#shared/agents/online.ts';
 import { fieldText, isOnline, onlineWindowMinutes } from '../../web/src/devices/format.ts';
 
 describe("the Devices page's rules", () => {

@@ -8,6 +8,7 @@ const pages = [
   { href: 'invoices.html', label: 'Invoices' },
   { href: 'devices.html', label: 'Devices' },
   { href: 'alerts.html', label: 'Alerts' },
+  { href: 'automations.html', label: 'Automations' },
   { href: 'streaming.html', label: 'Streaming' },
 ] as const;
 

@@ -219,10 +219,11 @@ describe('the CDK stack', () => {
     expect(secretsReadBy(deployed.functionId('retention worker'))).toEqual(
       [refOf('AnchorKeyPrivateKey'), refOf('DatabaseAuditAdminSecret')].sort(),
     );
-    expect(apiFunctions.length).toBe(20);
+    expect(apiFunctions.length).toBe(21);
     // The seal key: enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts), channel
-    // secrets (notifications), audit stream secrets (audit-streams).
-    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications', 'audit-streams'].map((group) =>
+    // secrets (notifications), audit stream secrets (audit-streams), secret script parameters and webhook secrets
+    // (automations).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications', 'audit-streams', 'automations'].map((group) =>
       deployed.functionId(`Logbook ${group}:`),
     );
     for (const [id] of apiFunctions)
@@ -270,8 +271,9 @@ describe('the CDK stack', () => {
       IncludeSpace: false,
     });
     // Enrollment keys (hierarchy), secret script defaults (scripts), PSA secrets (alerts, and the worker that signs),
-    // notification channel secrets (notifications), audit stream secrets (audit-streams).
-    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications', 'audit-streams'].map((group) =>
+    // notification channel secrets (notifications), audit stream secrets (audit-streams), secret script parameters and
+    // webhook secrets (automations).
+    const sealers = ['hierarchy', 'scripts', 'alerts', 'notifications', 'audit-streams', 'automations'].map((group) =>
       deployed.functionId(`Logbook ${group}:`),
     );
     const worker = deployed.functionId('Logbook: the work queue worker');
@@ -494,7 +496,7 @@ describe('the CDK stack', () => {
     expect(apiFunctions.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1]).sort()).toEqual(
       [...groups, 'ws'].sort(),
     );
-    expect(logbookFunctions.length).toBe(25);
+    expect(logbookFunctions.length).toBe(26);
     for (const [, fn] of logbookFunctions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -659,6 +661,7 @@ describe('the CDK stack', () => {
     ).toEqual(
       [
         deployed.resources[deployed.functionId('work queue worker')]!.Properties.Description,
+        'automations',
         'live-query',
         'scripts',
         'ws',

@@ -13,7 +13,7 @@ interface Alert {
   orgId: string;
   deviceId: string | null;
   source:
-    | { type: 'script'; id: string }
+    | { type: 'script' | 'automation'; id: string }
     | { type: 'monitor'; policyId: string; itemKey: string; policyVersion: number };
   severity: string;
   title: string;
@@ -112,6 +112,7 @@ async function render({ api, main, fail }: PageContext) {
           ['', 'Any'],
           ['script', 'script'],
           ['monitor', 'monitor'],
+          ['automation', 'automation'],
         ],
         address.get('source'),
       ),
@@ -329,7 +330,9 @@ async function showDetail(api: ApiClient, panel: HTMLElement, alert: Alert) {
         'Raised by',
         alert.source.type === 'monitor'
           ? `monitor item ${alert.source.itemKey} of policy ${alert.source.policyId} (version ${alert.source.policyVersion})`
-          : `script (run item ${alert.source.id})`,
+          : alert.source.type === 'automation'
+            ? `automation (run ${alert.source.id})`
+            : `script (run item ${alert.source.id})`,
       ],
       ['Raised', localTime(alert.createdAt)],
       ['Last occurred', `${localTime(alert.lastOccurredAt)} (${alert.occurrences} in all)`],

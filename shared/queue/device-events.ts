@@ -1,0 +1,29 @@
+/**
+ * Events of a device that automations can be triggered by, told by the write that causes them: an enrollment, an
+ * agent coming online or going offline, an alert raised (or occurring again), a custom field changed, a posture
+ * finding. Each is a job of the work queue (its runner is the automations domain's, in functions/queue/jobs.ts), so the
+ * domains that cause events know nothing of automations, and nothing polls.
+ */
+import { enqueue } from './work-queue.ts';
+
+export const deviceEventKind = 'automations.event';
+
+export interface DeviceEvent {
+  event:
+    | 'device.enrolled'
+    | 'device.online'
+    | 'device.offline'
+    | 'alert.raised'
+    | 'custom_field.changed'
+    | 'posture.detected';
+  /** Unique per event: a repeated delivery of it runs an automation once. */
+  eventId: string;
+  deviceId: string;
+  /** What filters match: an alert's severity and source type, a field's key and value, a posture category. */
+  data?: Record<string, string | number | boolean | null>;
+}
+
+/** Tells automations of a device event; never throws (enqueue logs a job it cannot queue). */
+export function tellDeviceEvent(event: DeviceEvent): Promise<void> {
+  return enqueue({ kind: deviceEventKind, ...event });
+}
