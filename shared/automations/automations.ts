@@ -1,12 +1,12 @@
 import { changedFields } from '../audit/changes.ts';
 import type { AuditContext } from '../audit/writer.ts';
 import { sealSecret } from '../auth/key-seal.ts';
+import { assertOwnerEditable, type OwnedKind, writableOwner } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
-import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
-import { DomainError, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
+import { DomainError, NotFound, ValidationFailed } from '../errors.ts';
 import { selectUnknownChannelIds } from '../notifications/store.ts';
 import { compileOrRefuse } from '../schedules/preview.ts';
 import { resolveParameters } from '../scripts/parameters.ts';
@@ -36,17 +36,15 @@ async function ownerOf(db: Db, principal: Principal, input: CreateAutomation): P
   requirePermission(principal, 'scripts:write');
   if (input.partnerId && principal.scope !== 'platform')
     throw invalid('partnerId', 'Only platform callers give partnerId');
-  if (input.orgId) {
-    const org = await reachableOrganization(db, principal, input.orgId, 'scripts:write');
-    return { partnerId: org.partnerId, orgId: org.id };
-  }
-  if (principal.scope === 'organization') throw Forbidden('Only partner users create partner automations');
-  const partnerId = principal.scope === 'partner' ? principal.partnerId! : input.partnerId;
-  if (!partnerId) throw invalid('partnerId', 'Platform callers name the partner');
-  const known = await db.query('SELECT 1 FROM partners WHERE id = :partnerId::uuid', { partnerId });
-  if (known.rows.length === 0) throw NotFound('Partner');
-  return { partnerId, orgId: null };
+  return writableOwner(
+    db,
+    principal,
+    { ...input, availability: input.orgId ? 'organization' : 'partner' },
+    automations,
+  );
 }
+
+const automations: OwnedKind = { permission: 'scripts:write', one: 'automation', many: 'automations' };
 
 /** A live script the owner's automations can run: the partner's library, or the owner organization's own. */
 function selectOwnerScript(db: Db, owner: store.Owner, scriptId: string) {
@@ -191,9 +189,7 @@ export async function reachableAutomation(db: Db, principal: Principal, id: stri
 /** An automation the principal may change: organization callers only their organization's own. */
 export async function writableAutomation(db: Db, principal: Principal, id: string) {
   const row = await reachableAutomation(db, principal, id);
-  requirePermission(principal, 'scripts:write');
-  if (row.orgId === null && principal.scope === 'organization')
-    throw Forbidden('A partner automation is changed only by partner users');
+  assertOwnerEditable(principal, row, automations);
   return row;
 }
 

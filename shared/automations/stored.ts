@@ -1,7 +1,7 @@
 /** What the domain's modules share about a stored automation: its actor, its actions as answered and run, its audit. */
 
-import { auditPartnerChange } from '../audit/partner-audit.ts';
-import { type AuditContext, auditChange } from '../audit/writer.ts';
+import { auditOwnedChange } from '../audit/partner-audit.ts';
+import type { AuditContext } from '../audit/writer.ts';
 import { openSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Tx } from '../db/db.ts';
@@ -52,7 +52,5 @@ export function auditAutomation(
   details: Record<string, unknown>,
 ) {
   const event = { action, ...resource(row), details };
-  return row.orgId
-    ? auditChange(tx, audit, { ...event, orgId: row.orgId })
-    : auditPartnerChange(tx, audit, row.partnerId, event);
+  return auditOwnedChange(tx, audit, row, event);
 }
