@@ -30,6 +30,9 @@ export async function heartbeat(
     status: report.status ?? null,
     serialNumber: reportedSerial(report.serialNumber),
     role: report.role ?? null,
+    rebootPending: report.rebootPending ?? null,
+    lastBootAt: report.lastBootAt ?? null,
+    osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
   });
   if (!seen) throw NotFound('Agent');
   const previousIp = seen.previousIp;
