@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import type { AuditContext } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { requirePermission } from '../auth/tenancy.ts';
-import type { Db } from '../db/db.ts';
+import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { auditPolicyChange } from '../policies/policies.ts';
@@ -70,14 +70,17 @@ export async function setRingPaused(
 ) {
   const of = await manageableRing(db, principal, ringId);
   await db.transaction(async (tx) => {
-    const { rows } = await tx.query<{ before: boolean | null }>(
-      `WITH before AS (SELECT paused FROM patch_ring_states WHERE ring_id = :ringId::uuid FOR UPDATE)
-       INSERT INTO patch_ring_states (ring_id, policy_id, paused) VALUES (:ringId::uuid, :policyId::uuid, :paused::boolean)
-       ON CONFLICT (ring_id) DO UPDATE SET paused = excluded.paused, updated_at = now()
-       RETURNING (SELECT paused FROM before) AS before`,
+    const before = await one<{ paused: boolean }>(
+      tx,
+      'SELECT paused FROM patch_ring_states WHERE ring_id = :ringId::uuid FOR UPDATE',
+      { ringId },
+    );
+    await tx.query(
+      `INSERT INTO patch_ring_states (ring_id, policy_id, paused) VALUES (:ringId::uuid, :policyId::uuid, :paused::boolean)
+       ON CONFLICT (ring_id) DO UPDATE SET paused = excluded.paused, updated_at = now()`,
       { ringId, policyId: of.policyId, paused },
     );
-    if ((rows[0]?.before ?? false) === paused) return;
+    if ((before?.paused ?? false) === paused) return;
     await auditPolicyChange(tx, audit, of, {
       action: paused ? 'patch.ring.pause' : 'patch.ring.resume',
       ...ringResource(of),
@@ -211,7 +214,8 @@ export async function getJob(db: Db, principal: Principal, jobId: string) {
             jd.patch_ids AS "patchIds", jd.reboot_policy AS "rebootPolicy", jd.sent_at AS "sentAt",
             jd.finished_at AS "finishedAt",
             coalesce((SELECT jsonb_agg(jsonb_build_object('patchId', r.patch_id, 'outcome', r.outcome,
-                                                          'exitCode', r.exit_code, 'message', r.message, 'at', r.at)
+                                                          'exitCode', r.exit_code, 'message', r.message,
+                                                          'at', to_char(r.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                                        ORDER BY r.patch_id)
                         FROM patch_job_results r WHERE r.job_id = jd.job_id AND r.device_id = jd.device_id), '[]') AS results
        FROM patch_job_devices jd JOIN patch_jobs j ON j.id = jd.job_id JOIN devices d ON d.id = jd.device_id
