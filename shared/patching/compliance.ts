@@ -13,7 +13,6 @@ import { requirePermission } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
-import type { RawReply } from '../http/route.ts';
 import { armAt } from '../schedules/arm.ts';
 import { type Approval, approvalOf, decisionsFor, inParallel, patchingOfDevice } from './rings.ts';
 import { defaultStaleDays, type devicePatches as devicePatchesSchema } from './schemas.ts';
@@ -151,12 +150,12 @@ export async function complianceOf(db: Db, orgId: string, staleDays: number, now
 }
 
 /** GET /orgs/organizations/{id}/patch-compliance: the counts, per ring, per device, and the daily trend (or CSV). */
-export async function patchCompliance(
+export async function patchCompliance<R>(
   db: Db,
   principal: Principal,
   orgId: string,
   query: { staleDays: number; format: 'json' | 'csv'; trendDays: number },
-  delivery: FileDelivery<RawReply>,
+  delivery: FileDelivery<R>,
 ) {
   await reachableOrganization(db, principal, orgId, 'patching:read');
   const report = await complianceOf(db, orgId, query.staleDays);

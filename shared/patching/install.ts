@@ -9,14 +9,14 @@ import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
 import { type Db, one } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { postToConnection } from '../live-query/agent-channel.ts';
-import { agentOfConnection } from '../live-query/connections.ts';
+import { agentOfConnection, connectionAudit } from '../live-query/connections.ts';
 import type { PatchInstallMessage } from '../live-query/protocol.ts';
 import { logger } from '../logger.ts';
+import type { RebootPolicy } from '../policies/patch-vocabulary.ts';
 import { auditPolicyChange } from '../policies/policies.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { armAt, isDue as isJobDue } from '../schedules/arm.ts';
 import { compileSchedule, nextOccurrence } from '../schedules/engine.ts';
-import type { RebootPolicy } from './categories.ts';
 import { passedGate } from './gate.ts';
 import {
   approvalOf,
@@ -371,13 +371,7 @@ export async function receivePatchResult(db: Db, connectionId: string, message: 
   }
   const result = parsed.data;
   const deviceId = speaker.agent.deviceId;
-  const audit: AuditContext = {
-    db: unkeyedDb(db),
-    caller: speaker.agent,
-    ipAddress: speaker.sourceIp,
-    userAgent: null,
-    pending: [],
-  };
+  const audit = connectionAudit(db, speaker);
   try {
     await db.transaction(async (tx) => {
       const item = await one<{

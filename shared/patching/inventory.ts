@@ -8,7 +8,7 @@ import { deviceOfAgent } from '../agents/log-access.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import { type Db, one } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
-import { normaliseCategory, normaliseSeverity } from './categories.ts';
+import { normaliseCategory, normaliseSeverity } from '../policies/patch-vocabulary.ts';
 import { armDailySnapshot } from './compliance.ts';
 import type { InventoryUpload } from './schemas.ts';
 

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { agentTimestamp, storableText } from '../agents/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { optionalParam } from '../request-values.ts';
 import {
   installOutcomes,
   patchCategories,
@@ -10,7 +9,8 @@ import {
   patchSources,
   patchStates,
   rebootPolicies,
-} from './categories.ts';
+} from '../policies/patch-vocabulary.ts';
+import { optionalParam } from '../request-values.ts';
 
 const text = (max: number) => storableText({ min: 1, max });
 
@@ -68,14 +68,10 @@ export const inventoryReceipt = z
   .strict()
   .meta({ id: 'PatchInventoryReceipt' });
 
-const counts = z
-  .object({
-    missing: z.number().int(),
-    installed: z.number().int(),
-    failed: z.number().int(),
-    pendingReboot: z.number().int(),
-  })
-  .strict();
+/** An object of whole-number counts by name. */
+const countOf = <const K extends string>(names: readonly K[]) =>
+  Object.fromEntries(names.map((name) => [name, z.number().int()])) as Record<K, z.ZodNumber>;
+const counts = z.object(countOf(['missing', 'installed', 'failed', 'pendingReboot'])).strict();
 
 export const decision = z
   .object({
@@ -136,30 +132,19 @@ export const decideBody = z.object(scope).strict();
 export const deferBody = z
   .object({ ...scope, until: z.iso.datetime({ offset: true }).meta({ description: 'Not installed before this' }) })
   .strict();
-export const bulkApproveBody = z
-  .object({
-    patchIds: z
-      .array(z.uuid())
-      .min(1)
-      .max(500)
-      .transform((list) => [...new Set(list)]),
-    orgId: scope.orgId,
-  })
-  .strict();
+/** 1 to 500 catalogue ids, each kept once. */
+const patchIdList = z
+  .array(z.uuid())
+  .min(1)
+  .max(500)
+  .transform((list) => [...new Set(list)]);
+export const bulkApproveBody = z.object({ patchIds: patchIdList, orgId: scope.orgId }).strict();
 export const bulkApproveReply = z
   .object({ approved: z.number().int(), decisions: z.array(decision) })
   .strict()
   .meta({ id: 'PatchBulkApproval' });
 
-export const promoteBody = z
-  .object({
-    patchIds: z
-      .array(z.uuid())
-      .min(1)
-      .max(500)
-      .transform((list) => [...new Set(list)]),
-  })
-  .strict();
+export const promoteBody = z.object({ patchIds: patchIdList }).strict();
 
 export const ringState = z
   .object({
@@ -322,23 +307,12 @@ export const deviceStates = [
   'missing-not-approved',
   'installed',
 ] as const;
-const deviceCounts = z
-  .object({
-    failed: z.number().int(),
-    missingApproved: z.number().int(),
-    pendingReboot: z.number().int(),
-    missingNotApproved: z.number().int(),
-    installed: z.number().int(),
-    stale: z.number().int().meta({ description: 'Not scanned within staleDays (or never): never compliant' }),
-  })
-  .strict();
 const pairCounts = z
-  .object({
-    failed: z.number().int(),
-    missingApproved: z.number().int(),
-    pendingReboot: z.number().int(),
-    missingNotApproved: z.number().int(),
-    installed: z.number().int(),
+  .object(countOf(['failed', 'missingApproved', 'pendingReboot', 'missingNotApproved', 'installed']))
+  .strict();
+const deviceCounts = pairCounts
+  .extend({
+    stale: z.number().int().meta({ description: 'Not scanned within staleDays (or never): never compliant' }),
   })
   .strict();
 export const compliance = z

@@ -3,10 +3,10 @@ import { agentTimestamp, queryInstant, storableText } from '../agents/schemas.ts
 import { severities } from '../alerts/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
-import { normaliseCategory, patchSeverities, rebootPolicies } from '../patching/categories.ts';
 import { nameText, optionalParam } from '../request-values.ts';
 import { compileSchedule, ScheduleProblem } from '../schedules/engine.ts';
 import { localDateTime, rruleText, timezone } from '../schedules/schemas.ts';
+import { normaliseCategory, patchSeverities, rebootPolicies } from './patch-vocabulary.ts';
 
 export const policyKinds = ['monitoring', 'patching', 'automation'] as const;
 export type PolicyKind = (typeof policyKinds)[number];
@@ -184,7 +184,6 @@ export type RingItem = z.output<typeof ringItem>;
 export type ApprovalRuleItem = z.output<typeof approvalRuleItem>;
 
 export const patchingItem = z.discriminatedUnion('type', [approvalRuleItem, ringItem]);
-export type PatchingItem = z.output<typeof patchingItem>;
 const patchingItems = z.array(patchingItem).superRefine((list, ctx) => {
   const orders = new Map<number, number>();
   list.forEach((item, index) => {

@@ -1,11 +1,9 @@
 /**
- * The patch vocabulary every part of patching shares: the normalised severities and categories (with the vendors'
+ * The patch vocabulary every part of patching shares (kept with policies, whose patching items use it): the normalised severities and categories (with the vendors'
  * synonyms), the sources a scan comes from, the states a device reports and the reboot policies of a ring.
  */
 export const patchSources = ['windows-update', 'macos', 'apt', 'dnf', 'third-party'] as const;
-export type PatchSource = (typeof patchSources)[number];
 export const patchStates = ['missing', 'installed', 'failed', 'pending-reboot'] as const;
-export type PatchState = (typeof patchStates)[number];
 export const patchSeverities = ['critical', 'important', 'moderate', 'low', 'unspecified'] as const;
 export type PatchSeverity = (typeof patchSeverities)[number];
 export const patchCategories = [
@@ -23,7 +21,6 @@ export type PatchCategory = (typeof patchCategories)[number];
 export const rebootPolicies = ['never', 'if-required', 'always'] as const;
 export type RebootPolicy = (typeof rebootPolicies)[number];
 export const installOutcomes = ['installed', 'failed', 'reboot-required'] as const;
-export type InstallOutcome = (typeof installOutcomes)[number];
 
 /** A vendor's words, compared without case, spaces, dashes or underscores and without a trailing plural. */
 const squeeze = (text: string) =>
