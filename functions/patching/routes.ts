@@ -145,7 +145,6 @@ export const routes = {
     {
       operationId: 'patchingRingRunNow',
       group,
-      grants: ['agent-channel'],
       auth: 'userOrApiKey',
       tag,
       summary:

@@ -17,9 +17,11 @@ import { type SnapshotJob, snapshotJobKind, takeDailySnapshot } from '#shared/pa
 import {
   type DeliverJob,
   deliverInstalls,
+  dispatchInstalls,
   type OccurrenceJob,
   occurrenceJobKind,
   deliverJobKind as patchDeliverJobKind,
+  dispatchJobKind as patchDispatchJobKind,
   runOccurrenceJob,
 } from '#shared/patching/install.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
@@ -60,6 +62,7 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   // an organization's daily compliance counts (armed by the day's first scan).
   [occurrenceJobKind]: (job) => runOccurrenceJob(appDb(), job as Job & OccurrenceJob),
   [patchDeliverJobKind]: (job) => deliverInstalls(appDb(), job as Job & DeliverJob),
+  [patchDispatchJobKind]: (job) => dispatchInstalls(appDb(), job as Job & { jobId: string }),
   [snapshotJobKind]: (job) => takeDailySnapshot(appDb(), job as Job & SnapshotJob),
   // Armed by the writes that seal an organization's rows: its audit streams deliver them.
   [deliverJobKind]: (job) => deliverOrganization(appDb(), (job as Job & { orgId: string }).orgId),

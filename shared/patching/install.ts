@@ -36,6 +36,7 @@ import { patchResultMessage } from './schemas.ts';
 
 export const occurrenceJobKind = 'patching.occurrence';
 export const deliverJobKind = 'patching.deliver';
+export const dispatchJobKind = 'patching.dispatch';
 export type OccurrenceJob = { ringId: string; policyId: string; version: number; key: string; at: number };
 export type DeliverJob = { deviceId: string; connectionId: string; attempt: number };
 
@@ -185,7 +186,7 @@ export async function planInstalls(db: Db, of: RingOfPolicy, now = new Date()): 
 
 /**
  * The ring's job for one occurrence: made once per (ring, occurrence key), a repeat answers the job made first. The
- * devices with a live connection are sent their installs at once.
+ * devices with a live connection are sent their installs at once (a job of the work queue).
  */
 export async function startOccurrence(
   db: Db,
@@ -251,7 +252,8 @@ export async function startOccurrence(
     const again = await jobOfOccurrence(db, of.ring.id, occurrence.key);
     return { ...again!, created: false };
   }
-  await dispatchInstalls(db, { jobId: created });
+  // Sent by the queue worker (which may post to agents' connections), at once.
+  if (plan.length > 0) await enqueue({ kind: dispatchJobKind, jobId: created });
   return { jobId: created, devices: plan.length, created: true };
 }
 
