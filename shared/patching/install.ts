@@ -223,6 +223,8 @@ export async function startOccurrence(
           },
         );
         if (!job) return undefined;
+        // Sent by the queue worker (which may post to agents' connections) once the job is committed.
+        if (plan.length > 0) tx.afterCommit(() => void enqueue({ kind: dispatchJobKind, jobId: job.id }));
         if (plan.length > 0)
           await tx.query(
             `INSERT INTO patch_job_devices (job_id, device_id, org_id, patch_ids, reboot_policy, deadline)
@@ -252,8 +254,6 @@ export async function startOccurrence(
     const again = await jobOfOccurrence(db, of.ring.id, occurrence.key);
     return { ...again!, created: false };
   }
-  // Sent by the queue worker (which may post to agents' connections), at once.
-  if (plan.length > 0) await enqueue({ kind: dispatchJobKind, jobId: created });
   return { jobId: created, devices: plan.length, created: true };
 }
 
