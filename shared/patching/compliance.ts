@@ -14,7 +14,7 @@ import { type Db, one } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { armAt } from '../schedules/arm.ts';
-import { type Approval, approvalOf, decisionsFor, inParallel, patchingOfDevice } from './rings.ts';
+import { type Approval, approvalOf, decisionsFor, patchingOfDevice, patchingOfOrganization } from './rings.ts';
 import { defaultStaleDays, type devicePatches as devicePatchesSchema } from './schemas.ts';
 
 export const snapshotJobKind = 'patching.snapshot';
@@ -83,7 +83,12 @@ export async function complianceOf(db: Db, orgId: string, staleDays: number, now
   ]);
   const pairsOf = new Map<string, PairRow[]>();
   for (const pair of pairs) pairsOf.set(pair.deviceId, [...(pairsOf.get(pair.deviceId) ?? []), pair]);
-  const patching = await inParallel(devices, 8, (d) => patchingOfDevice(db, d.id));
+  const partner = await one<{ partnerId: string }>(
+    db,
+    'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid',
+    { orgId },
+  );
+  const patching = await patchingOfOrganization(db, { orgId, partnerId: partner!.partnerId }, devices);
   const staleBefore = now - staleDays * 86_400_000;
   const totals = { devices: emptyDevices(), pairs: emptyPairs() };
   const rings = new Map<

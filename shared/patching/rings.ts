@@ -8,6 +8,7 @@
 import type { Db } from '../db/db.ts';
 import { one } from '../db/db.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
+import { filterCondition } from '../device-groups/groups.ts';
 import { dynamicGroupsHolding } from '../device-groups/membership.ts';
 import { effectivePoliciesOf } from '../policies/effective.ts';
 import type { PolicyItem } from '../policies/resolve.ts';
@@ -118,10 +119,109 @@ export async function patchingOfDevice(db: Db, deviceId: string): Promise<Device
   };
 }
 
+/**
+ * Whether every live device of the organization meets the same patching candidates: only partner- and
+ * organization-level assignments of patching policies reach it, none narrowed by OS type or role, no patching
+ * exemption is made in it and none of its sites blocks inheritance. Then the one resolver's answer for one of its
+ * devices is its answer for each; `none` when no patching assignment reaches it at all.
+ */
+async function organizationUniformity(db: Db, orgId: string): Promise<'none' | 'uniform' | 'per-device'> {
+  const row = await one<{ candidates: number; varying: number; exemptions: number; siteBlocked: boolean }>(
+    db,
+    `WITH c AS (
+       SELECT a.level, a.os_types, a.roles FROM organizations o
+         JOIN policy_assignments a ON a.partner_id = o.partner_id AND a.kind = 'patching'
+                                  AND (a.org_id IS NULL OR a.org_id = o.id)
+         JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL
+        WHERE o.id = :orgId::uuid)
+     SELECT (SELECT count(*)::int FROM c) AS candidates,
+            (SELECT count(*)::int FROM c WHERE c.level NOT IN ('partner', 'organization')
+                OR c.os_types IS NOT NULL OR c.roles IS NOT NULL) AS varying,
+            (SELECT count(*)::int FROM policy_exemptions e
+               JOIN policies p ON p.id = e.policy_id AND p.kind = 'patching' AND p.deleted_at IS NULL
+              WHERE e.org_id = :orgId::uuid) AS exemptions,
+            EXISTS (SELECT 1 FROM sites s WHERE s.org_id = :orgId::uuid AND s.policy_inheritance_blocked) AS "siteBlocked"`,
+    { orgId },
+  );
+  if (!row || row.candidates === 0) return 'none';
+  return row.varying === 0 && row.exemptions === 0 && !row.siteBlocked ? 'uniform' : 'per-device';
+}
+
+/**
+ * The ring of each device among a policy's rings, in a statement for the static groups' members and one per dynamic
+ * group the rings name (its filter evaluated over these devices): the first ring whose groups hold it, else the last.
+ */
+async function ringsOfDevices(db: Db, deviceIds: readonly string[], rings: readonly Ring[]) {
+  const held = new Map<string, Set<string>>(deviceIds.map((id) => [id, new Set()]));
+  const groupIds = [...new Set(rings.flatMap((r) => r.groupIds))];
+  if (groupIds.length > 0 && deviceIds.length > 0) {
+    const ids = { groupIds, deviceIds: [...deviceIds] };
+    const { rows: groups } = await db.query<{
+      id: string;
+      type: string;
+      filter: DeviceFilter | null;
+      siteId: string | null;
+    }>(
+      `SELECT g.id, g.type, g.filter, g.site_id AS "siteId" FROM device_groups g
+        WHERE g.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
+      ids,
+    );
+    const { rows: members } = await db.query<{ deviceId: string; groupId: string }>(
+      `SELECT m.device_id AS "deviceId", m.group_id AS "groupId" FROM device_group_members m
+        WHERE m.group_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))
+          AND m.device_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:deviceIds::jsonb))`,
+      ids,
+    );
+    for (const m of members) held.get(m.deviceId)?.add(m.groupId);
+    for (const group of groups.filter((g) => g.type === 'dynamic' && g.filter)) {
+      const condition = filterCondition(group.filter!);
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT d.id FROM devices d LEFT JOIN agents a ON a.device_id = d.id
+          WHERE d.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:deviceIds::jsonb))
+            AND d.org_id = (SELECT org_id FROM device_groups WHERE id = :groupId::uuid)
+            AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid) AND coalesce(${condition.sql}, false)`,
+        { ...condition.params, deviceIds: ids.deviceIds, groupId: group.id, siteId: group.siteId },
+      );
+      for (const r of rows) held.get(r.id)?.add(group.id);
+    }
+  }
+  return new Map(
+    deviceIds.map((id) => [id, rings.find((r) => r.groupIds.some((g) => held.get(id)!.has(g))) ?? rings.at(-1)]),
+  );
+}
+
+/** What patching each live device of one organization follows (see organizationUniformity), in its order. */
+export async function patchingOfOrganization(
+  db: Db,
+  org: { orgId: string; partnerId: string },
+  devices: readonly { id: string; hostname: string }[],
+): Promise<(DevicePatching | undefined)[]> {
+  const uniformity = await organizationUniformity(db, org.orgId);
+  if (uniformity === 'per-device') return inParallel(devices, 8, (d) => patchingOfDevice(db, d.id));
+  const resolved =
+    uniformity === 'uniform' && devices[0] ? await effectivePoliciesOf(db, devices[0].id, 'patching') : undefined;
+  const items = resolved?.effective.items.map((i) => i.item) ?? [];
+  const rings = ringsOf(items);
+  const ringOf = await ringsOfDevices(
+    db,
+    devices.map((d) => d.id),
+    rings,
+  );
+  return devices.map((d) => ({
+    deviceId: d.id,
+    orgId: org.orgId,
+    partnerId: org.partnerId,
+    hostname: d.hostname,
+    policyId: resolved?.effective.items[0]?.origin.policyId ?? null,
+    ring: ringOf.get(d.id),
+    rules: rulesOf(items),
+  }));
+}
+
 /** The live devices that could follow the policy: those of the organizations it is assigned in. */
 export async function candidateDevices(db: Db, policy: { policyId: string; partnerId: string; orgId: string | null }) {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT d.id FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
+  const { rows } = await db.query<{ id: string; orgId: string; hostname: string }>(
+    `SELECT d.id, d.org_id AS "orgId", d.hostname FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
       WHERE d.deleted_at IS NULL AND o.partner_id = :partnerId::uuid
         AND (:orgId::uuid IS NULL OR d.org_id = :orgId::uuid)
         AND EXISTS (SELECT 1 FROM policy_assignments a
@@ -129,7 +229,7 @@ export async function candidateDevices(db: Db, policy: { policyId: string; partn
       ORDER BY d.id`,
     policy,
   );
-  return rows.map((r) => r.id);
+  return rows;
 }
 
 /** Runs `work` over `items`, `width` at a time. */
@@ -145,8 +245,12 @@ export async function inParallel<T, R>(items: readonly T[], width: number, work:
 
 /** The devices that follow this ring of this policy now. */
 export async function ringDevices(db: Db, of: RingOfPolicy): Promise<DevicePatching[]> {
-  const ids = await candidateDevices(db, of);
-  const resolved = await inParallel(ids, 8, (id) => patchingOfDevice(db, id));
+  const candidates = await candidateDevices(db, of);
+  const byOrg = new Map<string, { id: string; hostname: string }[]>();
+  for (const d of candidates) byOrg.set(d.orgId, [...(byOrg.get(d.orgId) ?? []), d]);
+  const resolved: (DevicePatching | undefined)[] = [];
+  for (const [orgId, devices] of byOrg)
+    resolved.push(...(await patchingOfOrganization(db, { orgId, partnerId: of.partnerId }, devices)));
   return resolved.filter(
     (d): d is DevicePatching => d !== undefined && d.policyId === of.policyId && d.ring?.id === of.ring.id,
   );
