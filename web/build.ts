@@ -39,6 +39,7 @@ export const sitePages: readonly { html: string; entry: string; script: string; 
   { html: 'invoices.html', entry: 'invoices', script: 'src/invoices/main.ts', source: shell, name: 'Invoices' },
   { html: 'devices.html', entry: 'devices', script: 'src/devices/main.ts', source: shell, name: 'Devices' },
   { html: 'alerts.html', entry: 'alerts', script: 'src/alerts/main.ts', source: shell, name: 'Alerts' },
+  { html: 'patching.html', entry: 'patching', script: 'src/patching/main.ts', source: shell, name: 'Patching' },
 ];
 
 const contentTypes: Record<string, string> = {

@@ -8,6 +8,7 @@ const pages = [
   { href: 'invoices.html', label: 'Invoices' },
   { href: 'devices.html', label: 'Devices' },
   { href: 'alerts.html', label: 'Alerts' },
+  { href: 'patching.html', label: 'Patching' },
 ] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */
