@@ -18,9 +18,10 @@ import { parseArgs } from 'node:util';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { complianceOf } from '#shared/patching/compliance.ts';
-import { startOccurrence, systemAudit } from '#shared/patching/install.ts';
+import { dispatchInstalls, startOccurrence, systemAudit } from '#shared/patching/install.ts';
 import { uploadInventory } from '#shared/patching/inventory.ts';
 import { ringById } from '#shared/patching/rings.ts';
+import { runJobsLocally } from '#shared/queue/work-queue.ts';
 import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { insertBenchOrganizations } from './support/organizations.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
@@ -202,9 +203,18 @@ async function main() {
 
     status(`an occurrence of a ring of ${ringSize} devices ...`);
     const of = await ringById(db, ringId);
-    const occurrence = await timed(() =>
-      startOccurrence(db, of!, { key: 'bench', startsAt: new Date(), manual: false }, systemAudit(db)),
-    );
+    // Planned and stored, then sent (dispatchInstalls, which the queue worker runs; no agent is connected here).
+    runJobsLocally(() => Promise.resolve());
+    const occurrence = await timed(async () => {
+      const started = await startOccurrence(
+        db,
+        of!,
+        { key: 'bench', startsAt: new Date(), manual: false },
+        systemAudit(db),
+      );
+      await dispatchInstalls(db, { jobId: started.jobId });
+      return started;
+    });
     const bareRing = await timed(() =>
       db.query('SELECT id FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL', { orgId: orgIds[0]! }),
     );

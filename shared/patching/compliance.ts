@@ -57,11 +57,12 @@ type DeviceRow = {
 };
 type PairRow = {
   deviceId: string;
-  patchId: string;
+  patchId: string | null;
   state: string;
   lastError: string | null;
   severity: string;
   category: string;
+  n: number;
 };
 
 /** The compliance of one organization now, without its trend. */
@@ -73,16 +74,26 @@ export async function complianceOf(db: Db, orgId: string, staleDays: number, now
          FROM devices d WHERE d.org_id = :orgId::uuid AND d.deleted_at IS NULL ORDER BY d.hostname, d.id`,
       { orgId },
     ),
+    // Pairs of the same device, state, severity and category share their approval unless a manual decision names the
+    // patch: those are counted together, the decided ones read one by one.
     db.query<PairRow>(
-      `SELECT dp.device_id AS "deviceId", dp.patch_id AS "patchId", dp.state, dp.last_error AS "lastError",
-              p.severity, p.category
-         FROM device_patches dp JOIN patches p ON p.id = dp.patch_id WHERE dp.org_id = :orgId::uuid`,
+      `SELECT dp.device_id AS "deviceId", CASE WHEN x.decided THEN dp.patch_id END AS "patchId", dp.state,
+              max(dp.last_error) AS "lastError", p.severity, p.category, count(*)::int AS n
+         FROM device_patches dp JOIN patches p ON p.id = dp.patch_id
+         CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM patch_decisions d WHERE d.patch_id = dp.patch_id
+                                               AND (d.org_id IS NULL OR d.org_id = :orgId::uuid)) AS decided) x
+        WHERE dp.org_id = :orgId::uuid
+        GROUP BY 1, 2, 3, 5, 6`,
       { orgId },
     ),
     decisionsFor(db, orgId),
   ]);
   const pairsOf = new Map<string, PairRow[]>();
-  for (const pair of pairs) pairsOf.set(pair.deviceId, [...(pairsOf.get(pair.deviceId) ?? []), pair]);
+  for (const pair of pairs) {
+    const list = pairsOf.get(pair.deviceId);
+    if (list) list.push(pair);
+    else pairsOf.set(pair.deviceId, [pair]);
+  }
   const partner = await one<{ partnerId: string }>(
     db,
     'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid',
@@ -126,15 +137,15 @@ export async function complianceOf(db: Db, orgId: string, staleDays: number, now
     let worst = worstFirst.length - 1;
     for (const pair of pairsOf.get(device.id) ?? []) {
       const approval = approvalOf(
-        { id: pair.patchId, severity: pair.severity, category: pair.category },
+        { id: pair.patchId ?? '', severity: pair.severity, category: pair.category },
         { orgId, ringId: ring?.id ?? null },
         decisions,
         followed?.rules ?? [],
         now,
       );
       const state = pairState(pair.state, approval);
-      totals.pairs[countKey[state]] += 1;
-      bucket.pairs[countKey[state]] += 1;
+      totals.pairs[countKey[state]] += pair.n;
+      bucket.pairs[countKey[state]] += pair.n;
       worst = Math.min(worst, worstFirst.indexOf(state));
       if (pair.state === 'failed' && pair.lastError) reply.lastError = pair.lastError;
     }
