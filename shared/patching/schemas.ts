@@ -175,13 +175,8 @@ const gate = z
     passed: z.boolean(),
   })
   .strict();
-export const ringStatus = z
-  .object({
-    ringId: z.uuid(),
-    policyId: z.uuid(),
-    key: z.string(),
-    order: z.number().int(),
-    paused: z.boolean(),
+export const ringStatus = ringState
+  .extend({
     nextRingId: z.uuid().nullable(),
     devices: z.number().int().meta({ description: 'Devices that follow this ring now' }),
     promotion: z.object({ minDevices: z.number(), minSuccessPercent: z.number(), soakHours: z.number() }).strict(),
