@@ -22,6 +22,7 @@ import { routes as liveQuery } from './live-query/routes.ts';
 import { routes as maintenance } from './maintenance/routes.ts';
 import { routes as monitoring } from './monitoring/routes.ts';
 import { routes as notifications } from './notifications/routes.ts';
+import { routes as patching } from './patching/routes.ts';
 import { routes as policies } from './policies/routes.ts';
 import { routes as posture } from './posture/routes.ts';
 import { routes as reconciliation } from './reconciliation/routes.ts';
@@ -50,6 +51,7 @@ export const domainRoutes = {
   maintenance,
   monitoring,
   notifications,
+  patching,
   policies,
   posture,
   reconciliation,
@@ -77,6 +79,7 @@ export const routes = {
   ...maintenance,
   ...monitoring,
   ...notifications,
+  ...patching,
   ...policies,
   ...posture,
   ...reconciliation,

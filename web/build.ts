@@ -47,6 +47,7 @@ export const sitePages: readonly { html: string; entry: string; script: string; 
     name: 'Automations',
   },
   { html: 'streaming.html', entry: 'streaming', script: 'src/streaming/main.ts', source: shell, name: 'Streaming' },
+  { html: 'patching.html', entry: 'patching', script: 'src/patching/main.ts', source: shell, name: 'Patching' },
 ];
 
 const contentTypes: Record<string, string> = {

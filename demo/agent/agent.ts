@@ -12,6 +12,7 @@ import { answerFrames } from './answer-frames.ts';
 import type { EventStore, LiveEvent } from './event-store.ts';
 import { simulatedSerial } from './identity.ts';
 import { type Machine, monitoring } from './monitoring.ts';
+import { type PatchBehaviour, patchInstaller } from './patch-installer.ts';
 import { scriptRunner } from './script-runner.ts';
 
 export interface AgentOptions {
@@ -42,6 +43,8 @@ export interface AgentOptions {
   machine?: Machine;
   /** workstation or server, reported with each heartbeat. */
   role?: 'workstation' | 'server';
+  /** How patch.install is answered (default: every patch installed); the OS updater is reported suppressed. */
+  patching?: PatchBehaviour;
 }
 
 export interface RunningAgent {
@@ -81,6 +84,12 @@ export function startAgent(options: AgentOptions): RunningAgent {
   let ping: NodeJS.Timeout | undefined;
   let waiters: (() => void)[] = [];
   const scripts = scriptRunner(options.store.computer);
+  let bootedAt = new Date();
+  // A reboot after installs: the device is back at once and heartbeats with its new boot time.
+  const patches = patchInstaller(options.patching ?? {}, () => {
+    bootedAt = new Date();
+    void checkIn();
+  });
 
   // The work under way (calls, check-ins): stopping waits for it, so an agent stopped leaves no request behind it.
   const underWay = new Set<Promise<unknown>>();
@@ -156,6 +165,9 @@ export function startAgent(options: AgentOptions): RunningAgent {
         status: 'online',
         serialNumber: simulatedSerial(options.store.computer),
         ...(options.role ? { role: options.role } : {}),
+        lastBootAt: bootedAt.toISOString(),
+        rebootPending: false,
+        osUpdaterSuppressed: true,
       })) as { configVersion?: string };
       await monitor?.report(beat.configVersion);
       if (options.posture && beats++ % (options.postureEvery ?? 60) === 0)
@@ -203,6 +215,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
       )
         return acked(message);
       if (message?.type === 'script.run') return scripts.receive(message, (text) => sendMessage(ws, text));
+      if (message?.type === 'patch.install') return patches.receive(message, (text) => sendMessage(ws, text));
       if (typeof message?.requestId === 'string' && typeof message.type === 'string') {
         const started = performance.now();
         const reply = answer(options.store, message as AgentQuery & { requestId: string });

@@ -1,6 +1,7 @@
 import { appDb } from '#shared/db/client.ts';
 import * as h from '#shared/hierarchy/schemas.ts';
 import { route } from '#shared/http/route.ts';
+import { armPolicyRings } from '#shared/patching/install.ts';
 import {
   createAssignment,
   createExemption,
@@ -19,6 +20,13 @@ import {
 } from '#shared/policies/policies.ts';
 import * as p from '#shared/policies/schemas.ts';
 
+/** A patching policy's rings arm their next occurrences once it is stored. */
+async function armedRings<T extends { id: string; kind: string }>(policy: Promise<T>): Promise<T> {
+  const stored = await policy;
+  if (stored.kind === 'patching') await armPolicyRings(appDb(), stored.id);
+  return stored;
+}
+
 const tag = 'policies';
 
 /** The routes of policies, their assignments, exemptions and inheritance blocks, each with the one domain call. */
@@ -35,7 +43,7 @@ export const routes = {
       response: p.policy,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, body, audit }) => createPolicy(appDb(), caller, body, audit),
+    ({ caller, body, audit }) => armedRings(createPolicy(appDb(), caller, body, audit)),
   ),
   'GET /api/v1/policies': route(
     {
@@ -73,7 +81,7 @@ export const routes = {
       response: p.policy,
       errors: [400, 401, 403, 404],
     },
-    ({ caller, params, body, audit }) => updatePolicy(appDb(), caller, params.id, body, audit),
+    ({ caller, params, body, audit }) => armedRings(updatePolicy(appDb(), caller, params.id, body, audit)),
   ),
   'DELETE /api/v1/policies/{id}': route(
     {

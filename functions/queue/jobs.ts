@@ -16,6 +16,17 @@ import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/m
 import { escalate, notifyAfterWindow, notifyAlert, renotify } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import { countMetric } from '#shared/observability/metrics.ts';
+import { type SnapshotJob, snapshotJobKind, takeDailySnapshot } from '#shared/patching/compliance.ts';
+import {
+  type DeliverJob,
+  deliverInstalls,
+  dispatchInstalls,
+  type OccurrenceJob as PatchOccurrenceJob,
+  deliverJobKind as patchDeliverJobKind,
+  dispatchJobKind as patchDispatchJobKind,
+  occurrenceJobKind as patchOccurrenceJobKind,
+  runOccurrenceJob,
+} from '#shared/patching/install.ts';
 import { type DeviceEvent, deviceEventKind } from '#shared/queue/device-events.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
@@ -57,6 +68,12 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
   // Armed by a firing event-log monitor for when its oldest counted event leaves the window: judges it again.
   [eventLogJobKind]: (job) => judgeEventLogItems(appDb(), (job as EventLogJob).deviceId, (job as EventLogJob).itemKey),
+  // Patching: a ring's occurrence (armed by the schedule engine), installs waiting for an agent that just connected,
+  // an organization's daily compliance counts (armed by the day's first scan).
+  [patchOccurrenceJobKind]: (job) => runOccurrenceJob(appDb(), job as Job & PatchOccurrenceJob),
+  [patchDeliverJobKind]: (job) => deliverInstalls(appDb(), job as Job & DeliverJob),
+  [patchDispatchJobKind]: (job) => dispatchInstalls(appDb(), job as Job & { jobId: string }),
+  [snapshotJobKind]: (job) => takeDailySnapshot(appDb(), job as Job & SnapshotJob),
   // Armed by the writes that seal an organization's rows: its audit streams deliver them.
   [deliverJobKind]: (job) => deliverOrganization(appDb(), (job as Job & { orgId: string }).orgId),
   // Armed by the daily integrity watch when it has no time left for the day's stripes of older rows: verified on the

@@ -3,16 +3,20 @@ import { armAfterSeal } from '#shared/audit-streams/arm.ts';
 import { receiveMessagesNaming, receiveMessagesOfType } from '#shared/live-query/answers.ts';
 import { whenAgentConnects } from '#shared/live-query/connections.ts';
 import { receiveHeartbeatMessage } from '#shared/monitoring/heartbeat-message.ts';
+import { receivePatchResult, scheduleInstallDelivery } from '#shared/patching/install.ts';
 import { receiveRunMessage } from '#shared/scripts/answers.ts';
 import { scheduleConnectDelivery } from '#shared/scripts/dispatch.ts';
 
 /**
  * The agent channel's users, registered where the WebSocket routes are composed: script runs wait for an agent's
- * connection and answer on it; heartbeats arrive on it (answered like POST /agents/{id}/heartbeat). The audit rows a
+ * connection and answer on it, as patch installs do (patch.install out, patch.result back); heartbeats arrive on it
+ * (answered like POST /agents/{id}/heartbeat). The audit rows a
  * heartbeat seals arm its organization's audit streams, as on the HTTP side. Imported by each WebSocket handler
  * before it serves a message.
  */
 whenAgentConnects(scheduleConnectDelivery);
+whenAgentConnects(scheduleInstallDelivery);
+receiveMessagesOfType('patch.result', receivePatchResult);
 receiveMessagesNaming('runItemId', receiveRunMessage);
 receiveMessagesOfType('heartbeat', receiveHeartbeatMessage);
 onAuditSealed(armAfterSeal);

@@ -32,6 +32,9 @@ export async function heartbeat(
     status: report.status ?? null,
     serialNumber: reportedSerial(report.serialNumber),
     role: report.role ?? null,
+    rebootPending: report.rebootPending ?? null,
+    lastBootAt: report.lastBootAt ?? null,
+    osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
   });
   if (!seen) throw NotFound('Agent');
   // A heartbeat after the device was offline (not seen for the online window) brings it online again.

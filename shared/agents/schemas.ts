@@ -72,6 +72,11 @@ export const heartbeat = z
         'online: working normally; degraded: running with a failing subsystem; maintenance: updating or paused on purpose',
     }),
     role: z.enum(deviceRoles).nullish().meta({ description: 'workstation or server; policy assignments narrow by it' }),
+    rebootPending: z.boolean().nullish().meta({ description: 'The device waits for a reboot (patching)' }),
+    lastBootAt: agentInstant().nullish().meta({ description: 'When the device last booted (ISO 8601)' }),
+    osUpdaterSuppressed: z.boolean().nullish().meta({
+      description: "Whether the OS's own updater is suppressed (patching rings decide installs); false is flagged",
+    }),
   })
   .meta({ id: 'Heartbeat' });
 

@@ -47,6 +47,9 @@ export function recordHeartbeat(
     status: string | null;
     serialNumber: string | null;
     role: string | null;
+    rebootPending: boolean | null;
+    lastBootAt: string | null;
+    osUpdaterSuppressed: boolean | null;
   },
 ) {
   return one<{
@@ -68,7 +71,10 @@ export function recordHeartbeat(
         agent_version = COALESCE(:agentVersion::text, d.agent_version),
         agent_status = COALESCE(:status::text, d.agent_status),
         serial_number = COALESCE(:serialNumber::text, d.serial_number),
-        role = COALESCE(:role::text, d.role)
+        role = COALESCE(:role::text, d.role),
+        reboot_pending = COALESCE(:rebootPending::boolean, d.reboot_pending),
+        last_boot_at = COALESCE(:lastBootAt::timestamptz, d.last_boot_at),
+        os_updater_suppressed = COALESCE(:osUpdaterSuppressed::boolean, d.os_updater_suppressed)
        FROM previous p
       WHERE d.id = p.id
       RETURNING p.last_ip AS "previousIp", p.last_seen_at AS "previousSeenAt", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,

@@ -147,6 +147,17 @@ async function readExportEvidence(db: Db, orgIds: readonly string[]): Promise<Re
  * empty field, an empty string "" (as PostgreSQL's COPY reads CSV). Against formula injection a field starting
  * with = + - @ tab, CR or ' gets a leading ' (reversible: a reader drops one leading ').
  */
+/** A report's rows as a CSV attachment named after the report and the time (a header row first). */
+export const csvFile = (
+  name: string,
+  header: readonly string[],
+  rows: readonly (string | number | null)[][],
+): ExportFile => ({
+  filename: `${name}-${new Date().toISOString().replace(/[-:]|\.\d+/g, '')}.csv`,
+  contentType: 'text/csv; charset=utf-8',
+  body: [csvRecord(header), ...rows.map(csvRecord), ''].join('\r\n'),
+});
+
 export function csvRecord(values: readonly (string | number | null)[]): string {
   return values
     .map((value) => {

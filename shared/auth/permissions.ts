@@ -28,6 +28,10 @@ export const permissions = [
   // Policies (monitoring, patching, automation), their assignments and exemptions.
   'policies:read',
   'policies:write',
+  // Patching: the patch catalogue, compliance and rings (patching:read); approvals, ring pause, promotion and run-now
+  // (patching:manage).
+  'patching:read',
+  'patching:manage',
   // The users API: a partner's (or an organization's) people and their roles.
   'users:manage',
   // Contracts and invoicing: a partner's business, never held by an organization's users.
@@ -85,6 +89,8 @@ const admin: Permission[] = [
   'integrations:manage',
   'policies:write',
   'users:manage',
+  'patching:read',
+  'patching:manage',
 ];
 
 export const rolePermissions: Record<Role, readonly Permission[]> = {

@@ -1,8 +1,10 @@
 import { onlineWindowMinutes } from '../agents/online.ts';
+import type { AuditContext } from '../audit/writer.ts';
 import { authenticateAgent } from '../auth/authenticate.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import { clientIp } from '../client-ip.ts';
 import type { Db } from '../db/db.ts';
+import { unkeyedDb } from '../db/idempotency.ts';
 import { logger } from '../logger.ts';
 import { tellDeviceEvent } from '../queue/device-events.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
@@ -78,6 +80,11 @@ export async function agentOfConnection(
   if (!row) return undefined;
   const { sourceIp, ...agent } = row;
   return { agent: { actorType: 'agent', ...agent }, sourceIp };
+}
+
+/** Who acts when an agent speaks on its connection (a heartbeat, an install's result): the agent, from its $connect's IP. */
+export function connectionAudit(db: Db, speaker: { agent: AgentPrincipal; sourceIp: string | null }): AuditContext {
+  return { db: unkeyedDb(db), caller: speaker.agent, ipAddress: speaker.sourceIp, userAgent: null, pending: [] };
 }
 
 /** $disconnect: forgets the connection (a newer one of the same device stays); the device went offline. */

@@ -91,11 +91,26 @@ export interface ScriptRunMessage {
 }
 export type ScriptRunChunk = { type: 'script.run'; runItemId: string; chunk: number; chunks: number; data: string };
 
+/**
+ * Patches to install (docs/patching.md): catalogue ids, each with its externalId in `patches`; the agent answers
+ * `patch.result` once per patch.
+ */
+export interface PatchInstallMessage {
+  type: 'patch.install';
+  jobId: string;
+  patchIds: string[];
+  patches: { patchId: string; externalId: string; kb: string | null; title: string; requiresReboot: boolean }[];
+  rebootPolicy: 'never' | 'if-required' | 'always';
+  rebootWarningMinutes: number;
+  deadline: string;
+}
+
 /** What the service sends on an agent's connection. */
 export type ServiceMessage =
   | (AgentQuery & { requestId: string })
   | ScriptRunMessage
   | ScriptRunChunk
+  | PatchInstallMessage
   // Another connection of the same agent took over this one, which is closed next: the agent should not reconnect.
   | { type: 'connection.replaced' }
   // The answer to a heartbeat sent on the connection: what POST /agents/{id}/heartbeat answers.

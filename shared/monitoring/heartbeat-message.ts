@@ -1,10 +1,9 @@
 import { heartbeat as heartbeatSchema } from '../agents/schemas.ts';
-import { type AuditContext, flushAudit } from '../audit/writer.ts';
+import { flushAudit } from '../audit/writer.ts';
 import type { Db } from '../db/db.ts';
-import { unkeyedDb } from '../db/idempotency.ts';
 import { issueDetails } from '../errors.ts';
 import { postToConnection } from '../live-query/agent-channel.ts';
-import { agentOfConnection } from '../live-query/connections.ts';
+import { agentOfConnection, connectionAudit } from '../live-query/connections.ts';
 import { logger } from '../logger.ts';
 import { heartbeatAndArm } from './evaluate.ts';
 
@@ -32,13 +31,7 @@ export async function receiveHeartbeatMessage(
     await answer(connectionId, refusal('VALIDATION_FAILED', `Invalid heartbeat: ${fields}`, details));
     return;
   }
-  const audit: AuditContext = {
-    db: unkeyedDb(db),
-    caller: speaker.agent,
-    ipAddress: speaker.sourceIp,
-    userAgent: null,
-    pending: [],
-  };
+  const audit = connectionAudit(db, speaker);
   try {
     const reply = await heartbeatAndArm(db, speaker.agent, speaker.agent.agentId, parsed.data, audit);
     await answer(connectionId, { type: 'heartbeat.ack', ...reply });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { auditOwnedChange } from '../audit/partner-audit.ts';
 import { type AuditContext, auditChange } from '../audit/writer.ts';
@@ -39,6 +40,7 @@ async function checkedItems(
   kind: PolicyKind,
   items: unknown[],
   owner: { partnerId: string; orgId: string | null },
+  previous: readonly PolicyItem[] = [],
 ) {
   const parsed = checkItems(kind, items);
   if (!parsed.success) {
@@ -56,7 +58,28 @@ async function checkedItems(
     if (item.type === 'automation' && !(await store.partnerAutomationExists(db, String(item.automationId), owner)))
       throw invalid(`items.${index}.automationId`, "automationId is not a partner automation of this policy's partner");
   }
-  return list;
+  for (const [index, item] of list.entries())
+    if (item.type === 'ring' && !(await groupsOfOwner(db, item.groupIds as string[], owner)))
+      throw invalid(`items.${index}.groupIds`, 'groupIds names a device group this policy cannot reach');
+  return kind === 'patching' ? withRingIds(list, previous) : list;
+}
+
+/** Each ring keeps its id while it keeps its key; a new ring gets a new one (an id the client gave is ignored). */
+function withRingIds(list: PolicyItem[], previous: readonly PolicyItem[]): PolicyItem[] {
+  const ids = new Map(previous.filter((i) => i.type === 'ring').map((i) => [i.key, i.id as string]));
+  return list.map((item) => (item.type === 'ring' ? { ...item, id: ids.get(item.key) ?? randomUUID() } : item));
+}
+
+/** Live device groups of the policy's organization (or, for a partner library, of the partner's organizations). */
+async function groupsOfOwner(db: Db, groupIds: string[], owner: { partnerId: string; orgId: string | null }) {
+  if (groupIds.length === 0) return true;
+  const { rows } = await db.query(
+    `SELECT 1 FROM device_groups g JOIN organizations o ON o.id = g.org_id AND o.deleted_at IS NULL
+      WHERE g.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb)) AND o.partner_id = :partnerId::uuid
+        AND (:orgId::uuid IS NULL OR g.org_id = :orgId::uuid)`,
+    { groupIds, ...owner },
+  );
+  return rows.length === groupIds.length;
 }
 
 /** A live script of the partner's library or of the policy's organization. */
@@ -138,7 +161,7 @@ export async function createPolicy(db: Db, principal: Principal, body: CreatePol
 /** A change of the items is a new version; audited as policy.update with what changed before and after. */
 export async function updatePolicy(db: Db, principal: Principal, id: string, body: UpdatePolicy, audit: AuditContext) {
   const found = await writablePolicy(db, principal, id);
-  const items = body.items ? await checkedItems(db, found.kind, body.items, found) : undefined;
+  const items = body.items ? await checkedItems(db, found.kind, body.items, found, found.items) : undefined;
   return db.transaction(async (tx) => {
     const before = await store.lockPolicy(tx, id);
     if (!before) throw NotFound('Policy');

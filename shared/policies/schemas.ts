@@ -4,6 +4,9 @@ import { severities } from '../alerts/schemas.ts';
 import { pageOf, pageQuery } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import { nameText, optionalParam } from '../request-values.ts';
+import { compileSchedule, ScheduleProblem } from '../schedules/engine.ts';
+import { localDateTime, rruleText, timezone } from '../schedules/schemas.ts';
+import { normaliseCategory, patchSeverities, rebootPolicies } from './patch-vocabulary.ts';
 
 export const policyKinds = ['monitoring', 'patching', 'automation'] as const;
 export type PolicyKind = (typeof policyKinds)[number];
@@ -117,6 +120,86 @@ const automationItem = z
 /** Items of the kinds still to come: a key and their settings, checked when their kind is built. */
 const genericItem = z.looseObject({ key: itemKey, type: z.string().min(1).max(50) });
 
+/**
+ * Patching: an approval rule approves the patches whose severity and category both match (an absent list matches
+ * any); vendors' category words are normalised ("Security Updates" → security).
+ */
+const approvalRuleItem = z
+  .object({
+    key: itemKey,
+    type: z.literal('approval-rule'),
+    severities: z.array(z.enum(patchSeverities)).min(1).max(10).optional(),
+    categories: z
+      .array(z.string().trim().min(1).max(100))
+      .min(1)
+      .max(30)
+      .transform((list) => [...new Set(list.map(normaliseCategory))])
+      .optional()
+      .meta({ description: 'Categories, normalised (security, critical, definition, feature, driver, ...)' }),
+  })
+  .strict();
+
+/** A ring's install schedule: the schedule engine's recurrence in an IANA zone. */
+const ringSchedule = z
+  .object({
+    rrule: rruleText.optional().meta({ description: 'RFC 5545 RRULE without the RRULE: prefix; left out, a one-off' }),
+    start: localDateTime,
+    timezone,
+    exdates: z.array(localDateTime).max(500).optional(),
+  })
+  .strict()
+  .superRefine((schedule, ctx) => {
+    try {
+      compileSchedule(schedule);
+    } catch (error) {
+      if (!(error instanceof ScheduleProblem)) throw error;
+      ctx.addIssue({ code: 'custom', path: [error.field], message: error.message });
+    }
+  });
+
+/** A ring of a patching policy: its members, its deferral and deadline, its installs and its promotion gate. */
+const ringItem = z
+  .object({
+    key: itemKey,
+    type: z.literal('ring'),
+    id: z.uuid().optional().meta({ description: 'Given by the server; kept while the ring keeps its key' }),
+    name: storableText({ min: 1, max: 255 }).optional(),
+    order: z.number().int().min(0).max(1000),
+    groupIds: z
+      .array(z.uuid())
+      .max(100)
+      .default([])
+      .transform((list) => [...new Set(list)]),
+    deferralDays: z.number().int().min(0).max(365).default(0),
+    deadlineDays: z.number().int().min(0).max(365).default(7),
+    schedule: ringSchedule.optional(),
+    windowMinutes: z.number().int().min(1).max(10_080).default(240),
+    rebootPolicy: z.enum(rebootPolicies).default('if-required'),
+    rebootWarningMinutes: z.number().int().min(0).max(1440).default(15),
+    promotion: z
+      .object({
+        minDevices: z.number().int().min(0).max(1_000_000).default(1),
+        minSuccessPercent: z.number().min(0).max(100).default(100),
+        soakHours: z.number().min(0).max(8760).default(0),
+      })
+      .strict()
+      .default({ minDevices: 1, minSuccessPercent: 100, soakHours: 0 }),
+  })
+  .strict();
+export type RingItem = z.output<typeof ringItem>;
+export type ApprovalRuleItem = z.output<typeof approvalRuleItem>;
+
+export const patchingItem = z.discriminatedUnion('type', [approvalRuleItem, ringItem]);
+const patchingItems = z.array(patchingItem).superRefine((list, ctx) => {
+  const orders = new Map<number, number>();
+  list.forEach((item, index) => {
+    if (item.type !== 'ring') return;
+    if (orders.has(item.order))
+      ctx.addIssue({ code: 'custom', path: [index, 'order'], message: `Another ring has order ${item.order}` });
+    orders.set(item.order, index);
+  });
+});
+
 const items = z
   .array(z.unknown())
   .max(200)
@@ -132,13 +215,10 @@ const items = z
 
 /** Items checked against their kind's shapes (monitoring items in full). */
 export function checkItems(kind: PolicyKind, list: unknown[]) {
-  const schema =
-    kind === 'monitoring'
-      ? z.array(monitoringItem)
-      : kind === 'automation'
-        ? z.array(automationItem)
-        : z.array(genericItem);
-  return schema.safeParse(list);
+  if (kind === 'monitoring') return z.array(monitoringItem).safeParse(list);
+  if (kind === 'patching') return patchingItems.safeParse(list);
+  if (kind === 'automation') return z.array(automationItem).safeParse(list);
+  return z.array(genericItem).safeParse(list);
 }
 
 export const createPolicy = z

@@ -1,4 +1,4 @@
-import { csvRecord, type ExportFile, type FileDelivery } from '../audit/export.ts';
+import { csvFile, type FileDelivery } from '../audit/export.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
@@ -23,12 +23,6 @@ async function reportScope(db: Db, principal: Principal, orgId: string | undefin
   else requirePermission(principal, 'devices:read');
   return orgId ?? null;
 }
-
-const csvFile = (name: string, header: readonly string[], rows: readonly (string | number | null)[][]): ExportFile => ({
-  filename: `${name}-${new Date().toISOString().replace(/[-:]|\.\d+/g, '')}.csv`,
-  contentType: 'text/csv; charset=utf-8',
-  body: [csvRecord(header), ...rows.map(csvRecord), ''].join('\r\n'),
-});
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 

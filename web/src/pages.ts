@@ -10,6 +10,7 @@ const pages = [
   { href: 'alerts.html', label: 'Alerts' },
   { href: 'automations.html', label: 'Automations' },
   { href: 'streaming.html', label: 'Streaming' },
+  { href: 'patching.html', label: 'Patching' },
 ] as const;
 
 /** The header's links between pages; the current one is marked for assistive technology. */

@@ -1,0 +1,334 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent } from '#demo/agent/agent.ts';
+import { generateEventStore } from '#demo/agent/event-store.ts';
+import { appDb } from '#shared/db/client.ts';
+import type { PatchInstallMessage } from '#shared/live-query/protocol.ts';
+import { runOccurrenceJob } from '#shared/patching/install.ts';
+import { compileSchedule, nextOccurrence } from '#shared/schedules/engine.ts';
+import { useApi } from '#test/support/api.ts';
+import { eventually } from '#test/support/live-agents.ts';
+import { auditRowsOf } from '#test/support/scripts.ts';
+import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
+
+const t = useApi();
+let tenant: Tenant;
+let other: Tenant;
+type Enrolled = { agentId: string; deviceId: string; token: string };
+let a: Enrolled;
+let b: Enrolled;
+let c: Enrolled;
+let policyId: string;
+let pilot: { id: string };
+let broad: { id: string };
+let patchIds: Record<string, string>;
+const agents: { stop(): Promise<void> }[] = [];
+const received: Record<'a' | 'b' | 'c', PatchInstallMessage[]> = { a: [], b: [], c: [] };
+
+const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
+const scanOf = (externalIds: string[]) => ({
+  scanId: 'scan-1',
+  scannedAt: new Date().toISOString(),
+  source: 'windows-update',
+  items: externalIds.map((externalId) => ({
+    externalId,
+    kb: externalId,
+    title: `Update ${externalId}`,
+    severity: externalId === 'FEAT1' ? 'Moderate' : 'Critical',
+    category: externalId === 'FEAT1' ? 'Feature Packs' : 'Security Updates',
+    releaseDate: externalId === 'NEW1' ? daysAgo(2) : daysAgo(30),
+    requiresReboot: true,
+    state: 'missing',
+  })),
+});
+const ringItem = (key: string, order: number, extra: Record<string, unknown> = {}) => ({
+  key,
+  type: 'ring',
+  order,
+  groupIds: [],
+  deferralDays: 0,
+  deadlineDays: 7,
+  schedule: { rrule: 'FREQ=WEEKLY;BYDAY=SU', start: '2027-03-07T02:30:00', timezone: 'Europe/Berlin' },
+  windowMinutes: 120,
+  rebootPolicy: 'if-required',
+  promotion: { minDevices: 1, minSuccessPercent: 100, soakHours: 0 },
+  ...extra,
+});
+const post = (path: string, token: string, body?: unknown, headers?: Record<string, string>) =>
+  t.api.request('POST', path, { token, body, headers });
+const jobOf = (jobId: string) => t.api.request('GET', `/api/v1/patch-jobs/${jobId}`, { token: tenant.orgToken });
+
+beforeAll(async () => {
+  tenant = await createTenant(t.api, 'Vandelay');
+  other = await createTenant(t.api, 'Kramerica');
+  a = await enrollDevice(t.api, tenant, 'pilot-a');
+  b = await enrollDevice(t.api, tenant, 'broad-b');
+  c = await enrollDevice(t.api, tenant, 'broad-c');
+  await enrollDevice(t.api, tenant, 'never-scanned');
+  for (const device of [a, b, c])
+    await t.api.request('PUT', `/api/v1/agents/${device.agentId}/patch-inventory`, {
+      token: device.token,
+      body: scanOf(['SEC1', 'FEAT1', 'NEW1']),
+    });
+  const listed = await t.api.request('GET', '/api/v1/patches', { token: tenant.orgToken });
+  patchIds = Object.fromEntries(listed.body.data.map((p: any) => [p.externalId, p.id]));
+  const group = await post(`/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, tenant.orgToken, {
+    name: 'Pilot',
+    type: 'static',
+  });
+  await post(`/api/v1/device-groups/${group.body.id}/members`, tenant.orgToken, { deviceIds: [a.deviceId] });
+  const created = await post('/api/v1/policies', tenant.orgToken, {
+    kind: 'patching',
+    name: 'Workstations',
+    orgId: tenant.orgId,
+    items: [
+      { key: 'security', type: 'approval-rule', severities: ['critical'], categories: ['Security Updates'] },
+      ringItem('pilot', 0, { groupIds: [group.body.id] }),
+      ringItem('broad', 1, { deferralDays: 5, rebootPolicy: 'always' }),
+    ],
+  });
+  expect(created.status).toBe(201);
+  policyId = created.body.id;
+  [pilot, broad] = created.body.items.filter((i: any) => i.type === 'ring');
+  await post(`/api/v1/policies/${policyId}/assignments`, tenant.orgToken, {
+    level: 'organization',
+    targetId: tenant.orgId,
+  });
+});
+afterAll(async () => {
+  for (const agent of agents) await agent.stop();
+});
+
+/** The simulated agent of a device, answering patch.install: the patches named in `failing` fail. */
+async function simulate(device: Enrolled, name: 'a' | 'b' | 'c', failing: string[] = []) {
+  const agent = startAgent({
+    server: t.api.url,
+    wsUrl: t.api.wsUrl,
+    agentId: device.agentId,
+    token: device.token,
+    store: generateEventStore({ computer: name, anchor: new Date('2026-03-01T12:00:00Z') }),
+    submitEvents: false,
+    heartbeatSeconds: 3600,
+    patching: {
+      received: received[name],
+      outcomeOf: (patch) => (failing.includes(patch.externalId) ? 'failed' : 'installed'),
+    },
+  });
+  agents.push(agent);
+  await agent.connected();
+  return agent;
+}
+
+describe('patching policies and rings', () => {
+  it('checks ring and rule items, naming the field; each ring gets an id kept while its key stays', async () => {
+    for (const [items, path] of [
+      [
+        [ringItem('r', 0, { schedule: { rrule: 'FREQ=SECONDLY', start: '2027-01-01T00:00:00', timezone: 'UTC' } })],
+        'body.items.0.schedule.rrule',
+      ],
+      [[ringItem('r', 0), ringItem('s', 0)], 'body.items.1.order'],
+      [[ringItem('r', 0, { rebootPolicy: 'sometimes' })], 'body.items.0.rebootPolicy'],
+      [[{ key: 'x', type: 'approval-rule', severities: ['huge'] }], 'body.items.0.severities.0'],
+      [[{ key: 'x', type: 'blocklist' }], 'body.items.0.type'],
+    ] as const) {
+      const reply = await post('/api/v1/policies', tenant.orgToken, {
+        kind: 'patching',
+        name: 'Bad',
+        orgId: tenant.orgId,
+        items,
+      });
+      expect(reply.status, path).toBe(400);
+      expect(reply.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+    }
+    const theirs = await post(`/api/v1/orgs/organizations/${other.orgId}/device-groups`, other.orgToken, {
+      name: 'Theirs',
+      type: 'static',
+    });
+    const foreign = await post('/api/v1/policies', tenant.orgToken, {
+      kind: 'patching',
+      name: 'Foreign group',
+      orgId: tenant.orgId,
+      items: [ringItem('r', 0, { groupIds: [theirs.body.id] })],
+    });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error.details[0].path).toBe('body.items.0.groupIds');
+
+    expect(pilot.id).toMatch(/^[0-9a-f-]{36}$/);
+    const policy = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
+    const rule = policy.body.items.find((i: any) => i.type === 'approval-rule');
+    expect(rule.categories).toEqual(['security']);
+    // A change of the items keeps each ring's id (the key names it), a new ring gets its own.
+    const changed = await t.api.request('PATCH', `/api/v1/policies/${policyId}`, {
+      token: tenant.orgToken,
+      body: { items: [...policy.body.items.map(({ id: _, ...item }: any) => item), ringItem('late', 2)] },
+    });
+    expect(changed.status).toBe(200);
+    const rings = changed.body.items.filter((i: any) => i.type === 'ring');
+    expect(rings.map((r: any) => r.id).slice(0, 2)).toEqual([pilot.id, broad.id]);
+    expect(rings[2].id).not.toBe(pilot.id);
+    await t.api.request('PATCH', `/api/v1/policies/${policyId}`, {
+      token: tenant.orgToken,
+      body: { items: policy.body.items },
+    });
+  });
+
+  it('holds the next ring while the first has failures, passes a patch by hand, installs offline devices on connection', async () => {
+    await simulate(a, 'a', ['SEC1']);
+    const first = await post(`/api/v1/patch-rings/${pilot.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'pilot-1',
+    });
+    expect(first.status).toBe(202);
+    expect(first.body.devices).toBe(1);
+    await eventually(async () => (await jobOf(first.body.jobId)).body.items[0]?.status === 'finished');
+    // Only the approved (rule: critical security) and due patches: NEW1 is due in the pilot ring (no deferral).
+    expect(received.a[0]).toMatchObject({
+      type: 'patch.install',
+      jobId: first.body.jobId,
+      rebootPolicy: 'if-required',
+    });
+    expect(received.a[0]!.patchIds.sort()).toEqual([patchIds.SEC1, patchIds.NEW1].sort());
+    expect(received.a[0]!.patches.map((p) => p.externalId).sort()).toEqual(['NEW1', 'SEC1']);
+    const again = await post(`/api/v1/patch-rings/${pilot.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'pilot-1',
+    });
+    expect(again.body.jobId).toBe(first.body.jobId);
+    const install = await auditRowsOf(t.db.admin, 'patch.install', a.deviceId);
+    expect(install).toHaveLength(1);
+    expect(install[0]).toMatchObject({ result: 'failure', details: { outcome: 'partial', jobId: first.body.jobId } });
+
+    const status = await t.api.request('GET', `/api/v1/patch-rings/${pilot.id}/status`, { token: tenant.orgToken });
+    expect(status.status).toBe(200);
+    expect(status.body).toMatchObject({ devices: 1, paused: false, nextRingId: broad.id });
+    const sec1 = status.body.patches.find((p: any) => p.patchId === patchIds.SEC1);
+    expect(sec1).toMatchObject({ installed: 0, failed: 1, successPercent: 0, passed: false });
+    const new1 = status.body.patches.find((p: any) => p.patchId === patchIds.NEW1);
+    expect(new1).toMatchObject({ installed: 1, failed: 0, successPercent: 100, passed: true });
+
+    // The broad ring: SEC1 is held by the gate, NEW1 not due there (5 days' deferral from its release 2 days ago).
+    await simulate(b, 'b');
+    const held = await post(`/api/v1/patch-rings/${broad.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'broad-1',
+    });
+    expect(held.body.devices).toBe(0);
+
+    const promoted = await post(`/api/v1/patch-rings/${pilot.id}/promote`, tenant.orgToken, {
+      patchIds: [patchIds.SEC1],
+    });
+    expect(promoted.status).toBe(200);
+    expect(await auditRowsOf(t.db.admin, 'patch.ring.promote', pilot.id)).toHaveLength(1);
+    const next = await post(`/api/v1/patch-rings/${broad.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'broad-2',
+    });
+    expect(next.body.devices).toBe(2);
+    await eventually(() => received.b.length === 1);
+    expect(received.b[0]).toMatchObject({ patchIds: [patchIds.SEC1], rebootPolicy: 'always' });
+    const pending = await jobOf(next.body.jobId);
+    expect(pending.body.items.find((i: any) => i.deviceId === c.deviceId)).toMatchObject({ status: 'pending' });
+    // The offline device gets its install at its next connection, within the window.
+    await simulate(c, 'c');
+    await eventually(async () => (await jobOf(next.body.jobId)).body.items.every((i: any) => i.status === 'finished'));
+    expect(received.c[0]).toMatchObject({ jobId: next.body.jobId, patchIds: [patchIds.SEC1] });
+
+    // At most one forced reboot a day: the next job of the day may not reboot them.
+    await post(`/api/v1/patches/${patchIds.FEAT1}/approve`, tenant.orgToken, { orgId: tenant.orgId, ringId: broad.id });
+    await post(`/api/v1/patch-rings/${pilot.id}/promote`, tenant.orgToken, { patchIds: [patchIds.FEAT1] });
+    const third = await post(`/api/v1/patch-rings/${broad.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'broad-3',
+    });
+    expect(third.body.devices).toBe(2);
+    await eventually(() => received.b.length === 2 && received.c.length === 2);
+    expect(received.b[1]).toMatchObject({ patchIds: [patchIds.FEAT1], rebootPolicy: 'never' });
+    expect(received.c[1]).toMatchObject({ patchIds: [patchIds.FEAT1], rebootPolicy: 'never' });
+    await eventually(async () => (await jobOf(third.body.jobId)).body.items.every((i: any) => i.status === 'finished'));
+
+    const jobs = await t.api.request('GET', `/api/v1/patch-jobs?ringId=${broad.id}`, { token: tenant.orgToken });
+    expect(jobs.body.pagination.total).toBe(3);
+    expect(
+      (await t.api.request('GET', `/api/v1/patch-jobs/${third.body.jobId}`, { token: other.orgToken })).status,
+    ).toBe(404);
+  });
+
+  it('pauses and resumes a ring (audited); a paused ring refuses run-now with 409; another tenant gets 404', async () => {
+    const paused = await post(`/api/v1/patch-rings/${broad.id}/pause`, tenant.orgToken);
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({ ringId: broad.id, paused: true });
+    expect((await post(`/api/v1/patch-rings/${broad.id}/run-now`, tenant.orgToken)).status).toBe(409);
+    expect(await auditRowsOf(t.db.admin, 'patch.ring.pause', broad.id)).toHaveLength(1);
+    expect((await post(`/api/v1/patch-rings/${broad.id}/resume`, tenant.orgToken)).body.paused).toBe(false);
+    expect(await auditRowsOf(t.db.admin, 'patch.ring.resume', broad.id)).toHaveLength(1);
+    expect((await post(`/api/v1/patch-rings/${broad.id}/pause`, other.orgToken)).status).toBe(404);
+    expect(
+      (await t.api.request('GET', `/api/v1/patch-rings/${broad.id}/status`, { token: other.partnerToken })).status,
+    ).toBe(404);
+  });
+
+  it('reports compliance by worst state, pairs, rings and stale devices, as JSON and CSV', async () => {
+    const reply = await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}/patch-compliance`, {
+      token: tenant.orgToken,
+    });
+    expect(reply.status).toBe(200);
+    // a: SEC1 failed, FEAT1 not approved in its ring, NEW1 approved; b and c: SEC1 and FEAT1 installed, NEW1 approved.
+    expect(reply.body.devices).toEqual({
+      failed: 1,
+      missingApproved: 2,
+      pendingReboot: 0,
+      missingNotApproved: 0,
+      installed: 0,
+      stale: 1,
+    });
+    expect(reply.body.pairs).toEqual({
+      failed: 1,
+      missingApproved: 2,
+      pendingReboot: 0,
+      missingNotApproved: 1,
+      installed: 5,
+    });
+    const stateOf = Object.fromEntries(reply.body.deviceStates.map((d: any) => [d.hostname, d.state]));
+    expect(stateOf).toEqual({
+      'pilot-a': 'failed',
+      'broad-b': 'missing-approved',
+      'broad-c': 'missing-approved',
+      'never-scanned': 'stale',
+    });
+    expect(reply.body.deviceStates.find((d: any) => d.hostname === 'pilot-a').lastError).toMatch(/SEC1 failed/);
+    const csv = await fetch(`${t.api.url}/api/v1/orgs/organizations/${tenant.orgId}/patch-compliance?format=csv`, {
+      headers: { authorization: `Bearer ${tenant.orgToken}` },
+    });
+    expect(csv.headers.get('content-type')).toMatch(/text\/csv/);
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines[0]).toBe('deviceId,hostname,ringId,state,scannedAt,osUpdaterSuppressed,lastError');
+    expect(lines).toHaveLength(5);
+    expect(
+      (
+        await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}/patch-compliance`, {
+          token: other.partnerToken,
+        })
+      ).status,
+    ).toBe(404);
+  });
+
+  it('runs a scheduled occurrence through the schedule engine across spring-forward, once per (ring, occurrence)', async () => {
+    const policy = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
+    const ring = policy.body.items.find((i: any) => i.id === pilot.id);
+    // 02:30 does not exist in Berlin on 2027-03-28: the occurrence runs at 03:30 local, 01:30 UTC.
+    const occurrence = nextOccurrence(compileSchedule(ring.schedule), new Date('2027-03-27T00:00:00Z'))!;
+    expect(occurrence).toMatchObject({ key: '2027-03-28T02:30:00', utc: '2027-03-28T01:30:00.000Z' });
+    const job = {
+      ringId: pilot.id,
+      policyId,
+      version: policy.body.version,
+      key: occurrence.key,
+      at: occurrence.at.getTime(),
+    };
+    const now = new Date('2027-03-28T01:30:05Z');
+    expect(await runOccurrenceJob(appDb(), job, now)).toBe('started');
+    expect(await runOccurrenceJob(appDb(), job, now)).toBe('started');
+    const { rows } = await t.db.admin.query(
+      `SELECT starts_at AS "startsAt" FROM patch_jobs WHERE ring_id = :ringId::uuid AND occurrence_key = :key::text`,
+      { ringId: pilot.id, key: occurrence.key },
+    );
+    expect(rows).toHaveLength(1);
+    expect((rows[0]!.startsAt as Date).toISOString()).toBe('2027-03-28T01:30:00.000Z');
+    // A job armed for an older version of the policy does nothing.
+    expect(await runOccurrenceJob(appDb(), { ...job, version: job.version - 1 }, now)).toBe('moved');
+  });
+});
