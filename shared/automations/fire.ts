@@ -10,7 +10,7 @@ import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { changeMemberBySystem } from '../device-groups/groups.ts';
 import { logger } from '../logger.ts';
-import { anyWindowSuppressing, selectDeviceWindows } from '../maintenance/store.ts';
+import { suppressingWindows } from '../maintenance/store.ts';
 import { tellAutomation } from '../notifications/send.ts';
 import { armAt } from '../schedules/arm.ts';
 import { dispatchRun } from '../scripts/dispatch.ts';
@@ -44,20 +44,21 @@ export async function decide(
     guarded ? store.countGuardedRuns(db, automation.id, ids, guards.windowMinutes) : new Map<string, number>(),
     store.selectBusyDevices(db, automation.id, ids),
   ]);
-  // The windows covering each device are read only where a window suppressing automations is in progress.
-  const orgsInMaintenance = new Set<string>();
-  if (guards.respectMaintenance)
-    for (const orgId of new Set(devices.map((d) => d.orgId)))
-      if (await anyWindowSuppressing(db, orgId, 'automations')) orgsInMaintenance.add(orgId);
+  // A window suppressing automations holds the device back; one suppressing scripts, an automation that runs one.
+  const runsScripts = automation.actions.some((action) => action.type === 'run-script');
+  const held = guards.respectMaintenance
+    ? await suppressingWindows(
+        db,
+        devices.map((d) => ({ orgId: d.orgId, deviceId: d.id })),
+        runsScripts ? ['automations', 'scripts'] : ['automations'],
+      )
+    : new Map<string, string>();
   const decisions = new Map<string, Decision>();
   for (const device of devices) {
-    if (orgsInMaintenance.has(device.orgId)) {
-      const windows = await selectDeviceWindows(db, { orgId: device.orgId, deviceId: device.id });
-      const window = windows.find((w) => w.suppress.includes('automations'));
-      if (window) {
-        decisions.set(device.id, { status: 'skipped', skipReason: 'maintenance', maintenanceWindowId: window.id });
-        continue;
-      }
+    const windowId = held.get(device.id);
+    if (windowId) {
+      decisions.set(device.id, { status: 'skipped', skipReason: 'maintenance', maintenanceWindowId: windowId });
+      continue;
     }
     if (guarded && (counts.get(device.id) ?? 0) >= guards.maxRunsPerDevice) {
       decisions.set(device.id, { status: 'skipped', skipReason: 'loop-guard', maintenanceWindowId: null });

@@ -327,3 +327,29 @@ export function selectDeviceOrg(db: Db, principal: Principal, deviceId: string) 
     { deviceId, ...tenantParams(principal) },
   );
 }
+
+/**
+ * For each device, the window in progress covering it that suppresses one of `kinds` (automations, patching, scripts),
+ * if any: the devices' windows are read only in organizations where such a window is in progress.
+ */
+export async function suppressingWindows(
+  db: Db,
+  devices: readonly { orgId: string; deviceId: string }[],
+  kinds: readonly SuppressKind[],
+): Promise<Map<string, string>> {
+  const held = new Map<string, string>();
+  if (kinds.length === 0) return held;
+  const orgs = new Set<string>();
+  for (const orgId of new Set(devices.map((d) => d.orgId)))
+    for (const kind of kinds)
+      if (await anyWindowSuppressing(db, orgId, kind)) {
+        orgs.add(orgId);
+        break;
+      }
+  for (const device of devices) {
+    if (!orgs.has(device.orgId)) continue;
+    const window = (await selectDeviceWindows(db, device)).find((w) => w.suppress.some((k) => kinds.includes(k)));
+    if (window) held.set(device.deviceId, window.id);
+  }
+  return held;
+}

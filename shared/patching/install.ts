@@ -14,6 +14,7 @@ import { postToConnection } from '../live-query/agent-channel.ts';
 import { agentOfConnection, connectionAudit } from '../live-query/connections.ts';
 import type { PatchInstallMessage } from '../live-query/protocol.ts';
 import { logger } from '../logger.ts';
+import { suppressingWindows } from '../maintenance/store.ts';
 import type { RebootPolicy } from '../policies/patch-vocabulary.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { armAt, isDue as isJobDue } from '../schedules/arm.ts';
@@ -115,6 +116,8 @@ type PlannedDevice = {
   patchIds: string[];
   rebootPolicy: RebootPolicy;
   deadline: string;
+  /** A maintenance window suppressing patching that covers the device now: it is held back this occurrence. */
+  maintenanceWindowId: string | null;
 };
 
 /**
@@ -161,6 +164,11 @@ export async function planInstalls(db: Db, of: RingOfPolicy, now = new Date()): 
         now.getTime(),
       )
     : undefined;
+  const held = await suppressingWindows(
+    db,
+    wanted.filter((w) => w.patches.length > 0).map((w) => w.device),
+    ['patching'],
+  );
   return wanted.flatMap(({ device, patches, forcedRecently }) => {
     const admitted = patches.filter((p) => !gated || gated.has(p.patchId));
     if (admitted.length === 0) return [];
@@ -178,6 +186,7 @@ export async function planInstalls(db: Db, of: RingOfPolicy, now = new Date()): 
         patchIds: admitted.map((p) => p.patchId).sort(),
         rebootPolicy: forcedRecently && of.ring.rebootPolicy !== 'never' ? 'never' : of.ring.rebootPolicy,
         deadline: new Date(Math.max(deadline.getTime(), now.getTime())).toISOString(),
+        maintenanceWindowId: held.get(device.deviceId) ?? null,
       },
     ];
   });
@@ -225,14 +234,19 @@ export async function startOccurrence(
         );
         if (!job) return undefined;
         // Sent by the queue worker (which may post to agents' connections) once the job is committed.
-        if (plan.length > 0) tx.afterCommit(() => void enqueue({ kind: dispatchJobKind, jobId: job.id }));
+        if (plan.some((p) => !p.maintenanceWindowId))
+          tx.afterCommit(() => void enqueue({ kind: dispatchJobKind, jobId: job.id }));
+        // A device held back by a maintenance window is recorded as suppressed, with the window, and sent nothing.
         if (plan.length > 0)
           await tx.query(
-            `INSERT INTO patch_job_devices (job_id, device_id, org_id, patch_ids, reboot_policy, deadline)
+            `INSERT INTO patch_job_devices (job_id, device_id, org_id, patch_ids, reboot_policy, deadline, status,
+                                            maintenance_window_id)
              SELECT :jobId::uuid, i."deviceId", i."orgId", ARRAY(SELECT jsonb_array_elements_text(i."patchIds"))::uuid[],
-                    i."rebootPolicy", i.deadline
+                    i."rebootPolicy", i.deadline,
+                    CASE WHEN i."maintenanceWindowId" IS NULL THEN 'pending' ELSE 'suppressed' END, i."maintenanceWindowId"
                FROM jsonb_to_recordset(:plan::jsonb)
-                    AS i("deviceId" uuid, "orgId" uuid, "patchIds" jsonb, "rebootPolicy" text, deadline timestamptz)`,
+                    AS i("deviceId" uuid, "orgId" uuid, "patchIds" jsonb, "rebootPolicy" text, deadline timestamptz,
+                         "maintenanceWindowId" uuid)`,
             { jobId: job.id, plan },
           );
         if (occurrence.manual) {

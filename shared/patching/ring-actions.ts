@@ -170,7 +170,8 @@ const jobColumns = `j.id, j.ring_id AS "ringId", j.policy_id AS "policyId", j.oc
   j.created_at AS "createdAt",
   (SELECT jsonb_build_object('total', count(*), 'pending', count(*) FILTER (WHERE jd.status = 'pending'),
                              'sent', count(*) FILTER (WHERE jd.status = 'sent'),
-                             'finished', count(*) FILTER (WHERE jd.status = 'finished'))
+                             'finished', count(*) FILTER (WHERE jd.status = 'finished'),
+                             'suppressed', count(*) FILTER (WHERE jd.status = 'suppressed'))
      FROM patch_job_devices jd WHERE jd.job_id = j.id) AS devices`;
 
 /** Jobs of rings whose policies the principal reaches. */
@@ -211,6 +212,7 @@ export async function getJob(db: Db, principal: Principal, jobId: string) {
   const { rows: items } = await db.query<JobItem>(
     `SELECT jd.device_id AS "deviceId", d.hostname,
             CASE WHEN jd.status = 'pending' AND j.window_until <= now() THEN 'expired' ELSE jd.status END AS status,
+            jd.maintenance_window_id AS "maintenanceWindowId",
             jd.patch_ids AS "patchIds", jd.reboot_policy AS "rebootPolicy", jd.sent_at AS "sentAt",
             jd.finished_at AS "finishedAt",
             coalesce((SELECT jsonb_agg(jsonb_build_object('patchId', r.patch_id, 'outcome', r.outcome,

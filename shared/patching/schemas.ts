@@ -202,7 +202,13 @@ const jobFields = {
   rebootPolicy: z.enum(rebootPolicies),
   createdAt: timestampReply,
   devices: z
-    .object({ total: z.number().int(), pending: z.number().int(), sent: z.number().int(), finished: z.number().int() })
+    .object({
+      total: z.number().int(),
+      pending: z.number().int(),
+      sent: z.number().int(),
+      finished: z.number().int(),
+      suppressed: z.number().int(),
+    })
     .strict(),
 };
 export const job = z.object(jobFields).strict().meta({ id: 'PatchJob' });
@@ -215,7 +221,9 @@ export const jobDetail = z
         .object({
           deviceId: z.uuid(),
           hostname: z.string(),
-          status: z.enum(['pending', 'sent', 'finished', 'expired']),
+          status: z.enum(['pending', 'sent', 'finished', 'expired', 'suppressed']),
+          /** The maintenance window that held the device back at the occurrence (status suppressed). */
+          maintenanceWindowId: z.uuid().nullable(),
           patchIds: z.array(z.uuid()),
           rebootPolicy: z.enum(rebootPolicies),
           sentAt: timestampReply.nullable(),

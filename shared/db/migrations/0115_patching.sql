@@ -116,7 +116,10 @@ CREATE TABLE patch_job_devices (
   patch_ids         uuid[] NOT NULL,
   reboot_policy     varchar(20) NOT NULL,
   deadline          timestamptz,
-  status            varchar(20) NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'finished', 'expired')),
+  -- suppressed: held back by a maintenance window suppressing patching (maintenance_window_id) at the occurrence.
+  status            varchar(20) NOT NULL DEFAULT 'pending'
+                      CHECK (status IN ('pending', 'sent', 'finished', 'expired', 'suppressed')),
+  maintenance_window_id uuid,
   sent_at           timestamptz,
   reboot_forced_at  timestamptz,
   finished_at       timestamptz,

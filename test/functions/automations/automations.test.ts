@@ -247,6 +247,40 @@ describe('automations', () => {
     });
   });
 
+  it('holds back only the automations that run a script where a window suppresses scripts', async () => {
+    const frozen = await enrollDevice(t.api, tenant, 'frozen-host');
+    const window = await t.api.request('POST', '/api/v1/maintenance-windows', {
+      token: tenant.orgToken,
+      body: {
+        orgId: tenant.orgId,
+        name: 'Script freeze',
+        schedule: { start: '2027-01-03T02:00:00', durationMinutes: 60 },
+        targets: { deviceIds: [frozen.deviceId] },
+        suppress: ['scripts'],
+      },
+    });
+    await t.api.request('POST', `/api/v1/maintenance-windows/${window.body.id}/start`, {
+      token: tenant.orgToken,
+      body: { minutes: 30 },
+    });
+    const run = async (actions: unknown[]) => {
+      const automation = (await create({ actions })).body;
+      const reply = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
+        token: tenant.orgToken,
+        body: { deviceIds: [frozen.deviceId] },
+      });
+      return reply.body.runs[0].items[0];
+    };
+    expect(await run([{ type: 'run-script', scriptId, parameters: { days: 3, password: 'x' } }])).toMatchObject({
+      status: 'skipped',
+      skipReason: 'maintenance',
+      maintenanceWindowId: window.body.id,
+    });
+    expect(await run([{ type: 'raise-alert', severity: 'low', title: 'Not a script' }])).toMatchObject({
+      skipReason: null,
+    });
+  });
+
   it('fires device-local schedules once per zone and occurrence, DST-correct, a duplicate job running nothing', async () => {
     const site = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/sites`, {
       token: tenant.orgToken,

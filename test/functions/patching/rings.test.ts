@@ -247,6 +247,39 @@ describe('patching policies and rings', () => {
     ).toBe(404);
   });
 
+  it('holds back a device in a maintenance window suppressing patching: recorded with the window, sent nothing', async () => {
+    const created = await post('/api/v1/maintenance-windows', tenant.orgToken, {
+      orgId: tenant.orgId,
+      name: 'Change freeze',
+      schedule: { start: '2027-06-01T00:00:00', durationMinutes: 60 },
+      targets: { deviceIds: [a.deviceId] },
+      suppress: ['patching'],
+    });
+    expect(created.status).toBe(201);
+    const window = created.body;
+    expect(
+      (await post(`/api/v1/maintenance-windows/${window.id}/start`, tenant.orgToken, { minutes: 60 })).status,
+    ).toBe(200);
+    const sent = received.a.length;
+    const frozen = await post(`/api/v1/patch-rings/${pilot.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'pilot-frozen',
+    });
+    expect(frozen.status).toBe(202);
+    const job = await jobOf(frozen.body.jobId);
+    expect(job.body.devices).toMatchObject({ total: 1, pending: 0, suppressed: 1 });
+    expect(job.body.items).toEqual([
+      expect.objectContaining({ deviceId: a.deviceId, status: 'suppressed', maintenanceWindowId: window.id }),
+    ]);
+    // Once the window ends, the next occurrence installs again.
+    expect((await post(`/api/v1/maintenance-windows/${window.id}/end`, tenant.orgToken)).status).toBe(200);
+    const thawed = await post(`/api/v1/patch-rings/${pilot.id}/run-now`, tenant.orgToken, undefined, {
+      'idempotency-key': 'pilot-thawed',
+    });
+    await eventually(() => received.a.length > sent);
+    expect(received.a.at(-1)).toMatchObject({ jobId: thawed.body.jobId });
+    expect(received.a.filter((m) => m.jobId === frozen.body.jobId)).toEqual([]);
+  });
+
   it('pauses and resumes a ring (audited); a paused ring refuses run-now with 409; another tenant gets 404', async () => {
     const paused = await post(`/api/v1/patch-rings/${broad.id}/pause`, tenant.orgToken);
     expect(paused.status).toBe(200);
