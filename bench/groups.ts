@@ -12,7 +12,6 @@
  * server, or an embedded PostgreSQL it starts) and drops it.
  */
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
 import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
@@ -25,9 +24,8 @@ import { filterCondition, listGroupsOfDevice, listMembers, previewFilter } from 
 import { insertGroupRows } from '#shared/device-groups/store.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
-import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { benchReport, loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
-import { formatTable } from './support/table.ts';
 import { latency, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
@@ -355,14 +353,15 @@ async function main() {
     );
     const groups = await groupsAtScale(admin, scratch.url);
     const contacts = await contactImport(admin, scratch.url);
-    console.log(`
-Logbook device-group and contact benchmark (${new Date().toISOString().slice(0, 16)}Z): PostgreSQL ${rows[0]!.version} on ${scratch.server},
-shared_buffers ${rows[0]!.shared_buffers}; ${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
-load average ${loadAtStart} at the start and ${loadAverage()} at the end.
-
-${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], [...groups, [''], ...contacts])}
-
-Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);
+    console.log(
+      benchReport({
+        name: 'device-group and contact',
+        server: `PostgreSQL ${rows[0]!.version} on ${scratch.server}, shared_buffers ${rows[0]!.shared_buffers}`,
+        loadAtStart,
+        started,
+        lines: [...groups, [''], ...contacts],
+      }),
+    );
   } finally {
     await admin.close();
     await scratch.drop();

@@ -1,19 +1,3 @@
-/**
- * `npm run bench:monitoring [-- --devices 10000 --items 10 --assignments 500 --seconds 30 --workers 16
- *   --backtest-devices 1000 --backtest-days 30 --backtest-minutes 15 --samples 200]`: the monitoring figures, each
- * beside a baseline measured in the same run on the same server:
- *
- * - metric uploads of a fleet of --devices devices with --items effective metric items each (a partner library),
- *   by --workers concurrent agents for --seconds (how many per second at full speed), and arriving at the target
- *   rate of 170/s (the latency of one upload including its evaluation), against the bare insert of the same samples;
- * - the effective-policy resolution of one device with --assignments assignments in the partner (every level),
- *   against a bare read of the device's row;
- * - the backtest of one item over --backtest-days days of samples every --backtest-minutes minutes on
- *   --backtest-devices devices, against a bare count of the same samples.
- *
- * Runs the production use cases (shared/monitoring, shared/policies) on a scratch database and drops it.
- */
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
 import type { Db } from '#shared/db/db.ts';
@@ -21,12 +5,11 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { backtest } from '#shared/monitoring/backtest.ts';
 import { uploadMetrics } from '#shared/monitoring/evaluate.ts';
 import { effectivePoliciesOf } from '#shared/policies/effective.ts';
-import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { benchReport, loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { insertBenchOrganizations } from './support/organizations.ts';
 import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
-import { formatTable } from './support/table.ts';
 import { latency, percentiles, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
@@ -325,14 +308,7 @@ async function main() {
       ],
     );
 
-    console.log(`
-Logbook monitoring benchmark (${new Date().toISOString().slice(0, 16)}Z): ${server};
-${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
-load average ${loadAtStart} at the start and ${loadAverage()} at the end.
-
-${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], lines)}
-
-Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);
+    console.log(benchReport({ name: 'monitoring', server, loadAtStart, started, lines }));
   } finally {
     await db.close();
     await admin.close();

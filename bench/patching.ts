@@ -13,7 +13,6 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
@@ -22,11 +21,10 @@ import { dispatchInstalls, startOccurrence, systemAudit } from '#shared/patching
 import { uploadInventory } from '#shared/patching/inventory.ts';
 import { ringById } from '#shared/patching/rings.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
-import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { benchReport, loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { insertBenchOrganizations } from './support/organizations.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
-import { formatTable } from './support/table.ts';
 import { latency, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
@@ -231,14 +229,7 @@ async function main() {
       ],
     );
 
-    console.log(`
-Logbook patching benchmark (${new Date().toISOString().slice(0, 16)}Z): ${server};
-${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
-load average ${loadAtStart} at the start and ${loadAverage()} at the end.
-
-${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], lines)}
-
-Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);
+    console.log(benchReport({ name: 'patching', server, loadAtStart, started, lines }));
   } finally {
     await db.close();
     await admin.close();

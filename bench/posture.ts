@@ -14,7 +14,6 @@
  * Runs the production use cases (shared/posture, shared/reconciliation) on a scratch database and drops it.
  */
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AuditContext } from '#shared/audit/writer.ts';
 import type { Db, Params, Row } from '#shared/db/db.ts';
@@ -24,12 +23,11 @@ import { postureCatalog } from '#shared/posture/catalog.ts';
 import { postureReport } from '#shared/posture/report.ts';
 import { uploadPosture } from '#shared/posture/snapshot.ts';
 import { uploadReconciliation } from '#shared/reconciliation/reconcile.ts';
-import { loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
+import { benchReport, loadAverage, ms, number, positive, ratio, status, verdict } from './support/format.ts';
 import { insertBenchOrganizations } from './support/organizations.ts';
 import { partnerAdmin } from './support/principals.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
-import { formatTable } from './support/table.ts';
 import { latency, timed } from './support/timing.ts';
 
 const { values: args } = parseArgs({
@@ -258,14 +256,7 @@ async function main() {
       ],
     );
 
-    console.log(`
-Logbook management-posture benchmark (${new Date().toISOString().slice(0, 16)}Z): ${server};
-${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
-load average ${loadAtStart} at the start and ${loadAverage()} at the end.
-
-${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], lines)}
-
-Done in ${((performance.now() - started) / 1000 / 60).toFixed(1)} min.`);
+    console.log(benchReport({ name: 'management-posture', server, loadAtStart, started, lines }));
   } finally {
     await db.close();
     await admin.close();

@@ -1,5 +1,6 @@
 /** How the benchmarks read their arguments, word their figures and show what they are doing. */
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
+import { formatTable } from './table.ts';
 
 /** A positive integer option (`_` allowed as a digit separator), or an error naming the option. */
 export function positive(name: string, text: unknown): number {
@@ -21,3 +22,24 @@ export function status(line: string, counter = false): void {
   else if (!counter) process.stderr.write(`${line}\n`);
 }
 export const statusDone = () => process.stderr.isTTY && process.stderr.write('\r\x1b[K');
+
+/**
+ * A benchmark's report: what ran and where, the machine's load at the start and the end, each figure beside its
+ * baseline of the same run, and how long the run took (`started`: its performance.now()).
+ */
+export function benchReport(report: {
+  name: string;
+  server: string;
+  loadAtStart: string;
+  started: number;
+  lines: string[][];
+}): string {
+  return `
+Logbook ${report.name} benchmark (${new Date().toISOString().slice(0, 16)}Z): ${report.server};
+${availableParallelism()} CPUs shared by the server, this client and other work on the machine,
+load average ${report.loadAtStart} at the start and ${loadAverage()} at the end.
+
+${formatTable(['', 'figure', 'baseline (same run)', 'ratio', 'target', ''], report.lines)}
+
+Done in ${((performance.now() - report.started) / 1000 / 60).toFixed(1)} min.`;
+}
