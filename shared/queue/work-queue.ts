@@ -56,14 +56,17 @@ export async function enqueue(job: Job, delaySeconds = 0, queueUrlVariable = 'WO
 }
 
 /** The timers of this process's jobs not started yet (no WORK_QUEUE_URL). */
-const localTimers = new Set<NodeJS.Timeout>();
+const localTimers = new Map<NodeJS.Timeout, () => void>();
 
 /**
  * Drops the jobs of this process that have not started (no WORK_QUEUE_URL), as stopping the process would: the test
  * files that share one process start each without the jobs an earlier file armed against its own database.
  */
 export function dropLocalJobs(): void {
-  for (const timer of localTimers) clearTimeout(timer);
+  for (const [timer, dropped] of localTimers) {
+    clearTimeout(timer);
+    dropped();
+  }
   localTimers.clear();
 }
 
@@ -92,15 +95,37 @@ export async function keepLocalJobsIn(dir: string): Promise<number> {
 /** Runs `job` in this process when it is due; `file`, where it is kept, goes once it ran. */
 function armLocally(job: QueuedJob, file?: string): void {
   const { dueAt, ...plain } = job;
-  const timer = setTimeout(
-    () => {
-      localTimers.delete(timer);
-      void runInProcess(plain as Job).then(() => (file ? rm(file, { force: true }).catch(() => undefined) : undefined));
-    },
-    Math.max(0, dueAt - Date.now()),
-  );
+  const delayMs = Math.max(0, dueAt - Date.now());
+  let finished!: () => void;
+  const done = new Promise<void>((resolve) => {
+    finished = resolve;
+  });
+  // A job due now counts as running from the moment it is queued; one armed for later from when it starts.
+  const track = () => {
+    localRunning.add(done);
+    void done.finally(() => localRunning.delete(done));
+  };
+  if (delayMs === 0) track();
+  const timer = setTimeout(() => {
+    localTimers.delete(timer);
+    if (delayMs > 0) track();
+    void runInProcess(plain as Job)
+      .then(() => (file ? rm(file, { force: true }).catch(() => undefined) : undefined))
+      .finally(finished);
+  }, delayMs);
   timer.unref();
-  localTimers.add(timer);
+  localTimers.set(timer, finished);
+}
+
+/** This process's jobs running or due now (no WORK_QUEUE_URL). */
+const localRunning = new Set<Promise<unknown>>();
+
+/**
+ * Resolves once no job of this process is running or due now, including those they queue in turn: what a test waits
+ * for before it counts the statements of its own request. Jobs armed for later are not waited for.
+ */
+export async function localJobsSettled(): Promise<void> {
+  while (localRunning.size > 0) await Promise.allSettled([...localRunning]);
 }
 
 /** Sends a queued job on: to SQS with the delay left (at most 15 minutes), or to a timer of this process. */

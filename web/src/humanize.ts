@@ -16,6 +16,8 @@ const knownActions: Readonly<Record<string, string>> = {
   'policy.update': 'updated policy',
   'policy.evaluate': 'evaluated policy',
   'automation.policy.evaluate': 'evaluated automation policy',
+  // a verb whose past tense doubles its last consonant
+  'patch.defer': 'deferred patch',
   'alert.create': 'raised alert',
   'alert.acknowledge': 'acknowledged alert',
   'alert.notification.failed': 'failed to notify of alert',

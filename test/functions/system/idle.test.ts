@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signUserToken } from '#infra/local/tokens.ts';
 import { appStatementCount } from '#shared/db/client.ts';
+import { localJobsSettled } from '#shared/queue/work-queue.ts';
 import { useApi } from '#test/support/api.ts';
 import { TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
@@ -20,8 +21,9 @@ beforeAll(async () => {
   agent = await enrollDevice(t.api, tenant);
 });
 
-/** The statements the API's connection ran while `work` ran. */
+/** The statements the API's connection ran while `work` ran, once the jobs earlier work queued have run. */
 async function statementsDuring(work: () => Promise<unknown>): Promise<number> {
+  await localJobsSettled();
   const before = appStatementCount();
   await work();
   return appStatementCount() - before;

@@ -113,7 +113,7 @@ describe('a Lambda bundle', { timeout: 60_000 }, () => {
     );
     // Lambda's Node.js 22 runtime resolves these bare specifiers from /var/runtime/node_modules and the layer's /opt/nodejs/node_modules (NODE_PATH, also for ES modules).
     const provided = [
-      /^@aws-sdk\/client-(rds-data|secrets-manager|apigatewaymanagementapi|sqs|sesv2|s3)$/,
+      /^@aws-sdk\/client-(rds-data|secrets-manager|apigatewaymanagementapi|sqs|sesv2|s3|cognito-identity-provider)$/,
       new RegExp(`^@aws-lambda-powertools/(${powertoolsPackages.join('|')})(/middleware)?$`),
     ];
     expect([...external].filter((path) => !isBuiltin(path) && !provided.some((pattern) => pattern.test(path)))).toEqual(
