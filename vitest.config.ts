@@ -21,12 +21,15 @@ const isolated = [
   'test/infra/local/**',
   'test/shared/audit/anchors.test.ts',
   'test/shared/audit/writer.test.ts',
-  'test/shared/auth/**',
+  'test/shared/auth/jwt.test.ts',
+  'test/shared/auth/key-seal.test.ts',
   'test/shared/db/**',
   'test/shared/observability/**',
   'test/shared/outbound/**',
   'test/shared/queue/**',
-  'test/tools/**',
+  'test/tools/organization-wipe.test.ts',
+  'test/tools/tampering.test.ts',
+  'test/tools/witness.test.ts',
   'test/web/entries.test.ts',
 ];
 

@@ -155,7 +155,7 @@ describe('a contract fuzz over the OpenAPI document', () => {
       credential: string | undefined;
       operation: (typeof document.paths)[string][string];
     }[] = [];
-    for (let round = 0; round < 24; round++) {
+    for (let round = 0; round < 16; round++) {
       for (const [key, def] of Object.entries(routes) as [string, RouteDef][]) {
         const [method, template] = key.split(' ') as [string, string];
         const operation = document.paths[template]![method.toLowerCase()]!;
