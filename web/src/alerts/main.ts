@@ -7,6 +7,7 @@ import type { ApiClient } from '../api.ts';
 import { type Child, fill, h } from '../element.ts';
 import { type PageContext, startPage } from '../page-shell.ts';
 import { instantOfLocalInput, localInputValue, localTime } from '../time.ts';
+import { titledPanel } from '../views/panel.ts';
 
 interface Alert {
   id: string;
@@ -160,20 +161,9 @@ async function render({ api, main, fail }: PageContext) {
       'div',
       { class: 'alerts-page' },
       form,
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'list-title' },
-        h('h2', { id: 'list-title' }, 'Alerts'),
-        outcome,
-        list,
-      ),
+      titledPanel('list-title', 'Alerts', outcome, list),
       detail,
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'calendar-title' },
-        h('h2', { id: 'calendar-title' }, 'Maintenance calendar'),
-        calendar,
-      ),
+      titledPanel('calendar-title', 'Maintenance calendar', calendar),
     ),
   );
   show();

@@ -8,6 +8,7 @@ import { type Child, fill, h } from '../element.ts';
 import { type PageContext, startPage } from '../page-shell.ts';
 import { localTime } from '../time.ts';
 import { organizationSelect, reachableOrganizations } from '../views/organizations.ts';
+import { titledPanel } from '../views/panel.ts';
 
 interface Trigger {
   type: string;
@@ -127,12 +128,7 @@ async function render({ api, main, fail }: PageContext) {
       'div',
       { class: 'alerts-page' },
       h('label', { class: 'field' }, h('span', { class: 'label' }, 'Organization'), choice),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'list-title' },
-        h('h2', { id: 'list-title' }, 'Automations'),
-        list,
-      ),
+      titledPanel('list-title', 'Automations', list),
       detail,
       run,
     ),

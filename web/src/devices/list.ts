@@ -13,6 +13,7 @@ import { fill, h } from '../element.ts';
 import type { PageContext } from '../page-shell.ts';
 import { saveFile } from '../save-file.ts';
 import { organizationSelect, reachableOrganizations } from '../views/organizations.ts';
+import { titledPanel } from '../views/panel.ts';
 import { type Device, type DeviceSummary, fieldText, isOnline, localTime, osText } from './format.ts';
 
 type Organization = z.output<typeof organization>;
@@ -395,13 +396,7 @@ export async function showList({ api, main, fail }: PageContext) {
         ),
       ),
       columnsSlot,
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'devices-title' },
-        h('h2', { id: 'devices-title' }, 'Devices'),
-        status,
-        tableSlot,
-      ),
+      titledPanel('devices-title', 'Devices', status, tableSlot),
     ),
   );
   orgSelect.addEventListener('change', () => go({ org: orgSelect.value, page: 1 }));

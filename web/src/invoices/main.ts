@@ -9,6 +9,7 @@ import { fill, h } from '../element.ts';
 import { downloadButton } from '../migration/posture.ts';
 import { type PageContext, startPage } from '../page-shell.ts';
 import { organizationSelect, reachableOrganizations } from '../views/organizations.ts';
+import { titledPanel } from '../views/panel.ts';
 
 interface Organization {
   id: string;
@@ -310,24 +311,9 @@ async function render({ api, main, fail }: PageContext) {
         h('label', { class: 'field' }, h('span', { class: 'label' }, 'Organization'), orgSelect),
         h('label', { class: 'field' }, h('span', { class: 'label' }, 'Invoice status'), statusSelect),
       ),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'contracts-title' },
-        h('h2', { id: 'contracts-title' }, 'Contracts'),
-        contracts,
-      ),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'invoices-title' },
-        h('h2', { id: 'invoices-title' }, 'Invoices'),
-        invoices,
-      ),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'invoice-heading' },
-        h('h2', { id: 'invoice-heading' }, 'Invoice'),
-        detail,
-      ),
+      titledPanel('contracts-title', 'Contracts', contracts),
+      titledPanel('invoices-title', 'Invoices', invoices),
+      titledPanel('invoice-heading', 'Invoice', detail),
     ),
   );
   remember();

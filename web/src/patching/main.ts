@@ -7,6 +7,7 @@ import type { ApiClient } from '../api.ts';
 import { fill, h } from '../element.ts';
 import { type PageContext, startPage } from '../page-shell.ts';
 import { organizationSelect, reachableOrganizations } from '../views/organizations.ts';
+import { titledPanel } from '../views/panel.ts';
 
 type Counts = Record<string, number>;
 interface Compliance {
@@ -205,24 +206,9 @@ async function render({ api, main, fail }: PageContext) {
         { class: 'filters migration-filters', onsubmit: (event: Event) => event.preventDefault() },
         h('label', { class: 'field' }, h('span', { class: 'label' }, 'Organization'), orgSelect),
       ),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'compliance-title' },
-        h('h2', { id: 'compliance-title' }, 'Compliance'),
-        compliance,
-      ),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'rings-title' },
-        h('h2', { id: 'rings-title' }, 'Rings'),
-        rings,
-      ),
-      h(
-        'section',
-        { class: 'panel', 'aria-labelledby': 'device-title' },
-        h('h2', { id: 'device-title' }, 'Device'),
-        device,
-      ),
+      titledPanel('compliance-title', 'Compliance', compliance),
+      titledPanel('rings-title', 'Rings', rings),
+      titledPanel('device-title', 'Device', device),
     ),
   );
   refresh();
