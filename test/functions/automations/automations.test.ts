@@ -54,6 +54,27 @@ const runsOf = async (automationId: string) =>
   (await t.api.request('GET', `/api/v1/automations/${automationId}/runs?limit=200`, { token: tenant.orgToken })).body
     .data as Record<string, any>[];
 
+/** A maintenance window over one device, started by hand for 30 minutes. */
+async function windowStartedOn(deviceId: string, name: string, suppress: string[]) {
+  const window = await t.api.request('POST', '/api/v1/maintenance-windows', {
+    token: tenant.orgToken,
+    body: {
+      orgId: tenant.orgId,
+      name,
+      schedule: { start: '2027-01-03T02:00:00', durationMinutes: 60 },
+      targets: { deviceIds: [deviceId] },
+      suppress,
+    },
+  });
+  expect(window.status).toBe(201);
+  const started = await t.api.request('POST', `/api/v1/maintenance-windows/${window.body.id}/start`, {
+    token: tenant.orgToken,
+    body: { minutes: 30 },
+  });
+  expect(started.status).toBe(200);
+  return window.body as { id: string };
+}
+
 describe('automations', () => {
   it('creates, versions, changes and deletes an automation, audited, secrets sealed and write-only', async () => {
     const name = `Nightly ${randomUUID().slice(0, 8)}`;
@@ -220,20 +241,7 @@ describe('automations', () => {
 
   it('skips a device in a maintenance window that suppresses automations, naming the window', async () => {
     const held = await enrollDevice(t.api, tenant, 'held-host');
-    const window = await t.api.request('POST', '/api/v1/maintenance-windows', {
-      token: tenant.orgToken,
-      body: {
-        orgId: tenant.orgId,
-        name: 'Patch night',
-        schedule: { start: '2027-01-03T02:00:00', durationMinutes: 60 },
-        targets: { deviceIds: [held.deviceId] },
-        suppress: ['automations'],
-      },
-    });
-    await t.api.request('POST', `/api/v1/maintenance-windows/${window.body.id}/start`, {
-      token: tenant.orgToken,
-      body: { minutes: 30 },
-    });
+    const window = await windowStartedOn(held.deviceId, 'Patch night', ['automations']);
     const automation = (await create({ actions: [{ type: 'raise-alert', severity: 'low', title: 'Held' }] })).body;
     const reply = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
       token: tenant.orgToken,
@@ -243,26 +251,13 @@ describe('automations', () => {
     expect(reply.body.runs[0].items[0]).toMatchObject({
       status: 'skipped',
       skipReason: 'maintenance',
-      maintenanceWindowId: window.body.id,
+      maintenanceWindowId: window.id,
     });
   });
 
   it('holds back only the automations that run a script where a window suppresses scripts', async () => {
     const frozen = await enrollDevice(t.api, tenant, 'frozen-host');
-    const window = await t.api.request('POST', '/api/v1/maintenance-windows', {
-      token: tenant.orgToken,
-      body: {
-        orgId: tenant.orgId,
-        name: 'Script freeze',
-        schedule: { start: '2027-01-03T02:00:00', durationMinutes: 60 },
-        targets: { deviceIds: [frozen.deviceId] },
-        suppress: ['scripts'],
-      },
-    });
-    await t.api.request('POST', `/api/v1/maintenance-windows/${window.body.id}/start`, {
-      token: tenant.orgToken,
-      body: { minutes: 30 },
-    });
+    const window = await windowStartedOn(frozen.deviceId, 'Script freeze', ['scripts']);
     const run = async (actions: unknown[]) => {
       const automation = (await create({ actions })).body;
       const reply = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
@@ -274,7 +269,7 @@ describe('automations', () => {
     expect(await run([{ type: 'run-script', scriptId, parameters: { days: 3, password: 'x' } }])).toMatchObject({
       status: 'skipped',
       skipReason: 'maintenance',
-      maintenanceWindowId: window.body.id,
+      maintenanceWindowId: window.id,
     });
     expect(await run([{ type: 'raise-alert', severity: 'low', title: 'Not a script' }])).toMatchObject({
       skipReason: null,
