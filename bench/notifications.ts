@@ -21,7 +21,6 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { RRuleTemporal } from 'rrule-temporal';
-import { Temporal } from 'temporal-polyfill';
 import { runJob } from '#functions/queue/jobs.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { raiseScriptAlert } from '#shared/alerts/raise.ts';
@@ -82,9 +81,7 @@ function occurrencesFigure() {
   let libraryCount = 0;
   for (const schedule of schedules) {
     const rule = new RRuleTemporal({
-      rruleString: schedule.rrule,
-      dtstart: Temporal.PlainDateTime.from(schedule.start).toZonedDateTime('UTC'),
-      temporal: Temporal as never,
+      rruleString: `DTSTART:${schedule.start.replace(/[-:]/g, '')}Z\nRRULE:${schedule.rrule}`,
     });
     libraryCount += rule.between(from, to, true).length;
   }

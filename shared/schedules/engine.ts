@@ -113,22 +113,38 @@ function numericProblem(part: string): string | undefined {
   return undefined;
 }
 
-/** A local date-time (`YYYY-MM-DDTHH:MM[:SS]`, no offset), or undefined. */
-export function plainDateTime(text: string): Temporal.PlainDateTime | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(text)) return undefined;
-  try {
-    return Temporal.PlainDateTime.from(text, { overflow: 'reject' });
-  } catch {
-    return undefined;
-  }
+/**
+ * A local date-time (`YYYY-MM-DDTHH:MM[:SS]`, no offset) as its wall time held as if it were UTC, or undefined when
+ * the text is no such date-time or names a day or time that does not exist (the 30th of February, 24:00).
+ */
+export function localWall(text: string): number | undefined {
+  const parts = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(text);
+  if (!parts) return undefined;
+  const [year, month, day, hour, minute, second = 0] = parts.slice(1).map(Number) as number[];
+  const wall = Date.UTC(year!, month! - 1, day!, hour!, minute!, second);
+  // Date.UTC carries overflowing fields into the next ones: the text is real when nothing was carried.
+  const back = new Date(wall);
+  return back.getUTCFullYear() === year &&
+    back.getUTCMonth() === month! - 1 &&
+    back.getUTCDate() === day &&
+    back.getUTCHours() === hour &&
+    back.getUTCMinutes() === minute &&
+    back.getUTCSeconds() === second
+    ? wall
+    : undefined;
 }
 
-const floating = (local: Temporal.PlainDateTime) => local.toZonedDateTime('UTC');
+/** Whether the text is a local date-time without offset that exists on the calendar. */
+export const plainDateTime = (text: string): boolean => localWall(text) !== undefined;
+
+/** A wall time as an RFC 5545 floating-in-UTC DATE-TIME value (`20270321T023000Z`), as the rule reads it. */
+const ruleStamp = (wall: number) => new Date(wall).toISOString().slice(0, 19).replace(/[-:]/g, '') + 'Z';
 
 /** A compiled schedule: its rule over floating local time and its zone. */
 export interface CompiledSchedule {
   zone: string;
-  start: Temporal.PlainDateTime;
+  /** DTSTART's wall time, held as if it were UTC. */
+  start: number;
   rule: RRuleTemporal | undefined;
 }
 
@@ -136,12 +152,13 @@ export interface CompiledSchedule {
 export function compileSchedule(schedule: Schedule): CompiledSchedule {
   const zone = canonicalZone(schedule.timezone);
   if (!zone) throw new ScheduleProblem('timezone', 'Unknown time zone; give an IANA name such as Europe/Berlin');
-  const start = plainDateTime(schedule.start);
-  if (!start) throw new ScheduleProblem('start', 'Give a local date-time without offset, e.g. 2027-03-21T02:30:00');
+  const start = localWall(schedule.start);
+  if (start === undefined)
+    throw new ScheduleProblem('start', 'Give a local date-time without offset, e.g. 2027-03-21T02:30:00');
   const exdates = (schedule.exdates ?? []).map((text) => {
-    const local = plainDateTime(text);
-    if (!local) throw new ScheduleProblem('exdates', `Not a local date-time without offset: ${text}`);
-    return floating(local);
+    const local = localWall(text);
+    if (local === undefined) throw new ScheduleProblem('exdates', `Not a local date-time without offset: ${text}`);
+    return ruleStamp(local);
   });
   if (!schedule.rrule) return { zone, start, rule: undefined };
   const text = schedule.rrule.trim();
@@ -158,12 +175,11 @@ export function compileSchedule(schedule: Schedule): CompiledSchedule {
     throw new ScheduleProblem('rrule', 'UNTIL is a UTC date-time ending in Z');
   let rule: RRuleTemporal;
   try {
-    rule = new RRuleTemporal({
-      rruleString: untilAsFloating(text, zone),
-      dtstart: floating(start),
-      exDate: exdates,
-      temporal: Temporal as never,
-    });
+    // DTSTART and EXDATE go in the rule's text as UTC values, so the library reads them into its own date-times
+    // without a conversion from another Temporal implementation.
+    const lines = [`DTSTART:${ruleStamp(start)}`, `RRULE:${untilAsFloating(text, zone)}`];
+    if (exdates.length > 0) lines.push(`EXDATE:${exdates.join(',')}`);
+    rule = new RRuleTemporal({ rruleString: lines.join('\n') });
   } catch (error) {
     throw new ScheduleProblem('rrule', `Not a recurrence rule: ${(error as Error).message}`);
   }
@@ -240,12 +256,33 @@ function offsetAt(zone: string, at: number): number {
   return start === dayOffset(zone, day + 1) ? start : exactOffset(zone, at);
 }
 
-const pad = (n: number, width = 2) => String(n).padStart(width, '0');
-/** `YYYY-MM-DDTHH:MM:SS` of a wall time held as if it were UTC. */
-const wallText = (wall: number) => new Date(wall).toISOString().slice(0, 19);
+const pad = (n: number) => String(n).padStart(2, '0');
+const twoDigits = Array.from({ length: 60 }, (_, n) => pad(n));
+/** `YYYY-MM-DD` per day number: occurrences fall on few distinct days, and formatting is most of placing them. */
+const dayTexts = new Map<number, string>();
+
+/** `YYYY-MM-DDTHH:MM:SS` of an instant, or of a wall time held as if it were UTC. */
+function secondsText(ms: number): string {
+  const day = Math.floor(ms / dayMs);
+  let date = dayTexts.get(day);
+  if (date === undefined) {
+    if (dayTexts.size >= 100_000) dayTexts.clear();
+    date = new Date(day * dayMs).toISOString().slice(0, 10);
+    dayTexts.set(day, date);
+  }
+  const second = Math.floor((ms - day * dayMs) / 1000);
+  return `${date}T${twoDigits[Math.floor(second / 3600)]}:${twoDigits[Math.floor(second / 60) % 60]}:${twoDigits[second % 60]}`;
+}
+
+const offsetTexts = new Map<number, string>();
 const offsetText = (offset: number) => {
-  const minutes = Math.abs(offset) / 60_000;
-  return `${offset < 0 ? '-' : '+'}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
+  let text = offsetTexts.get(offset);
+  if (text === undefined) {
+    const minutes = Math.abs(offset) / 60_000;
+    text = `${offset < 0 ? '-' : '+'}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
+    offsetTexts.set(offset, text);
+  }
+  return text;
 };
 
 /**
@@ -274,28 +311,27 @@ function place(wall: number, zone: string): Occurrence {
 }
 
 function placed(wall: number, at: number, offset: number): Occurrence {
+  const key = secondsText(wall);
+  // Whole seconds (every rule's times are) need no millisecond formatting; anything else goes the long way.
+  const utc = at % 1000 === 0 ? `${secondsText(at)}.000Z` : new Date(at).toISOString();
   return {
-    key: wallText(wall),
-    local: `${wallText(at + offset)}${offsetText(offset)}`,
-    utc: new Date(at).toISOString(),
+    key,
+    local: `${at + offset === wall ? key : secondsText(at + offset)}${offsetText(offset)}`,
+    utc,
     at: new Date(at),
   };
 }
 
-/** A floating local date-time's wall time, held as if it were UTC. */
-const wallOf = (local: Temporal.PlainDateTime) =>
-  Date.UTC(local.year, local.month - 1, local.day, local.hour, local.minute, local.second);
-
 /** The first `count` occurrences from DTSTART on. */
 export function firstOccurrences(schedule: CompiledSchedule, count: number): Occurrence[] {
-  if (!schedule.rule) return count > 0 ? [place(wallOf(schedule.start), schedule.zone)] : [];
+  if (!schedule.rule) return count > 0 ? [place(schedule.start, schedule.zone)] : [];
   return schedule.rule.all((_, index) => index < count).map((each) => place(each.epochMilliseconds, schedule.zone));
 }
 
 /** Occurrences whose instant is in [from, to), at most `limit`, in order. */
 export function occurrencesBetween(schedule: CompiledSchedule, from: Date, to: Date, limit: number): Occurrence[] {
   if (!schedule.rule) {
-    const only = place(wallOf(schedule.start), schedule.zone);
+    const only = place(schedule.start, schedule.zone);
     return only.at >= from && only.at < to && limit > 0 ? [only] : [];
   }
   // The rule's instants are local wall times read as UTC: widen by the largest offset, then keep the real instants.
@@ -317,7 +353,7 @@ export function occurrencesBetween(schedule: CompiledSchedule, from: Date, to: D
 /** The next occurrence at or after `after`, looking ahead in growing steps; undefined when the rule has ended. */
 export function nextOccurrence(schedule: CompiledSchedule, after: Date): Occurrence | undefined {
   if (!schedule.rule) {
-    const only = place(wallOf(schedule.start), schedule.zone);
+    const only = place(schedule.start, schedule.zone);
     return only.at >= after ? only : undefined;
   }
   for (const days of [2, 40, 400, 4000]) {

@@ -20,10 +20,7 @@ export const timezone = z
 /** A local date-time without offset: the wall time of the schedule's zone. */
 export const localDateTime = z
   .string()
-  .refine(
-    (text) => plainDateTime(text) !== undefined,
-    'Give a local date-time without offset, e.g. 2027-03-21T02:30:00',
-  )
+  .refine(plainDateTime, 'Give a local date-time without offset, e.g. 2027-03-21T02:30:00')
   .meta({ description: 'Local date-time without offset (YYYY-MM-DDTHH:MM[:SS])', example: '2027-03-21T02:30:00' });
 
 /** An RFC 5545 RRULE value without the `RRULE:` prefix (checked in full by the engine). */

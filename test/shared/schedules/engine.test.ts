@@ -297,6 +297,12 @@ describe('EXDATE, UNTIL, one-offs and windows', () => {
     [{ rrule: 'FREQ=WEEKLY;BYDAY=XX', start: '2027-01-01T00:00:00', timezone: 'UTC' }, 'rrule'],
     [{ rrule: 'FREQ=DAILY', start: '2027-02-30T00:00:00', timezone: 'UTC' }, 'start'],
     [{ rrule: 'FREQ=DAILY', start: '2027-01-01T00:00:00+01:00', timezone: 'UTC' }, 'start'],
+    [{ rrule: 'FREQ=DAILY', start: '2027-01-01T24:00:00', timezone: 'UTC' }, 'start'],
+    [{ rrule: 'FREQ=DAILY', start: '2027-04-31T02:00', timezone: 'UTC' }, 'start'],
+    [
+      { rrule: 'FREQ=DAILY', start: '2027-01-01T02:00:00', exdates: ['2027-01-01T02:60:00'], timezone: 'UTC' },
+      'exdates',
+    ],
     [{ rrule: 'FREQ=DAILY', start: '2027-01-01T00:00:00', timezone: 'Mars/Olympus' }, 'timezone'],
     [{ rrule: 'FREQ=DAILY', start: '2027-01-01T00:00:00', timezone: '+01:00' }, 'timezone'],
   ])('refuses %o naming %s', (schedule, field) => {
