@@ -7,10 +7,6 @@ import { defineConfig } from 'vitest/config';
  * test/support/shared-process.ts says.
  */
 const isolated = [
-  'test/functions/agent-logs/ingest.test.ts',
-  'test/functions/agents/ingest-budget.test.ts',
-  'test/functions/audit-streams/hec-s3.test.ts',
-  'test/functions/audit/anchors.test.ts',
   'test/functions/auth/user-logins.test.ts',
   'test/functions/live-query/failures.test.ts',
   'test/functions/migrate/**',
@@ -18,7 +14,12 @@ const isolated = [
   'test/functions/retention/run.test.ts',
   'test/functions/system/idle.test.ts',
   'test/infra/aws/bundle.test.ts',
-  'test/infra/local/**',
+  'test/infra/local/audit-file-spool.test.ts',
+  'test/infra/local/data-directory.test.ts',
+  'test/infra/local/database-faults.test.ts',
+  'test/infra/local/http-gateway.test.ts',
+  'test/infra/local/main.test.ts',
+  'test/infra/local/ws-gateway.test.ts',
   'test/shared/audit/anchors.test.ts',
   'test/shared/audit/writer.test.ts',
   'test/shared/auth/jwt.test.ts',
@@ -27,9 +28,6 @@ const isolated = [
   'test/shared/observability/**',
   'test/shared/outbound/**',
   'test/shared/queue/**',
-  'test/tools/organization-wipe.test.ts',
-  'test/tools/tampering.test.ts',
-  'test/tools/witness.test.ts',
   'test/web/entries.test.ts',
 ];
 
