@@ -42,6 +42,8 @@ export interface RunningDataApiServer {
 
 /** The Data API's response size limit. */
 export const maxResponseBytes = 1024 * 1024;
+/** The Data API's limit of one row of a result, as the database returns it. */
+export const maxRowBytes = 64 * 1024;
 /** The Data API ends a transaction no call has used for this long. */
 const transactionIdleMs = 3 * 60 * 1000;
 /** Calls are recorded up to this many, then the oldest are dropped. */
@@ -363,6 +365,11 @@ export async function startDataApiServer(options: DataApiServerOptions): Promise
         tableName: '',
         arrayBaseColumnType: 0,
       }));
+    }
+    for (const row of result.rows as (string | null)[][]) {
+      const bytes = row.reduce((sum, value) => sum + (value === null ? 0 : Buffer.byteLength(value)), 0);
+      if (bytes > maxRowBytes)
+        throw badRequest(`Packet for query is too large: a row of ${bytes} bytes is above the 64 KB row limit`);
     }
     const records = (result.rows as (string | null)[][]).map((row) =>
       row.map((value, i) => toField(value, columns[i]!.typeName)),

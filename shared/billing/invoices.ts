@@ -184,7 +184,7 @@ export async function readInvoice(db: Db, principal: Principal, id: string) {
 
 export async function getUsageStatement(db: Db, principal: Principal, id: string) {
   const invoice = await readableInvoice(db, principal, id);
-  return (await store.selectUsage(db, invoice.id))!.usage;
+  return (await store.selectUsage(db, invoice.id))!;
 }
 
 export async function listInvoices(db: Db, principal: Principal, query: ListInvoicesQuery) {

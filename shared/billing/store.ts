@@ -247,39 +247,71 @@ export type UsageDeviceRow = {
 
 const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/** About the bytes of one device of a usage statement in a Data API result (its JSON and the record's framing). */
+const usageDeviceBytes = 1_000;
+
 /**
- * In one statement, so both come from one snapshot: the organization's audit chain head, then its devices enrolled
- * before the end of [from, to) and not deleted before its start, days taken in the billing time zone, deleted
- * devices included (they count until the day they were deleted), each with the seq of its device.create and
- * device.delete audit rows.
+ * The organization's audit chain head, then its devices enrolled before the end of [from, to) and not deleted before
+ * its start, by hostname, days taken in the billing time zone, deleted devices included (they count until the day
+ * they were deleted), each with the seq of its device.create and device.delete audit rows. Each device is a row of its
+ * own, read in pages under the Data API's 1 MiB result (a row stays far below its 64 KB row limit). The pages are
+ * read as of the head: a device whose device.create row lies above it was enrolled after it and is left out, and a
+ * deletion whose device.delete row lies above it is not yet one, so every row the statement names is at or below the
+ * head however the pages fall.
  */
 export async function selectUsageRows(db: Db, orgId: string, timezone: string, from: string, to: string) {
-  const row = await one<{ head: { seq: number; checksum: string } | null; devices: UsageDeviceRow[] }>(
+  const head = await one<{ seq: number; checksum: string }>(
     db,
-    `SELECT (SELECT json_build_object('seq', h.seq, 'checksum', h.checksum) FROM audit_chain_heads h
-              WHERE h.org_id = :orgId::uuid) AS head,
-            COALESCE((SELECT json_agg(x ORDER BY x.hostname, x."deviceId") FROM (
-              SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType",
-                     d.os_version AS "osVersion", d.role, ${isoUtc('d.created_at')} AS "enrolledAt",
-                     ${isoUtc('d.deleted_at')} AS "deletedAt",
-                     to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
-                     to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "deletedDay",
-                     t."createSeq", t."deleteSeq"
-                FROM devices d
-                LEFT JOIN (
-                  SELECT a.resource_id, min(a.seq) FILTER (WHERE a.action = 'device.create') AS "createSeq",
-                         min(a.seq) FILTER (WHERE a.action = 'device.delete') AS "deleteSeq"
-                    FROM audit_logs a
-                   WHERE a.org_id = :orgId::uuid AND a.action IN ('device.create', 'device.delete')
-                   GROUP BY a.resource_id
-                ) t ON t.resource_id = d.id
-               WHERE d.org_id = :orgId::uuid
-                 AND d.created_at < (:to::date::timestamp AT TIME ZONE :timezone::text)
-                 AND (d.deleted_at IS NULL OR d.deleted_at >= (:from::date::timestamp AT TIME ZONE :timezone::text))
-            ) x), '[]') AS devices`,
-    { orgId, timezone, from, to },
+    'SELECT seq::float8 AS seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid',
+    { orgId },
   );
-  return { head: row!.head, devices: row!.devices };
+  const limit = db.maxResultBytes === undefined ? null : Math.max(1, Math.floor(db.maxResultBytes / usageDeviceBytes));
+  const devices: UsageDeviceRow[] = [];
+  let after: { hostname: string; deviceId: string } | undefined;
+  for (;;) {
+    const { rows } = await db.query<{ device: UsageDeviceRow }>(
+      `SELECT to_json(x) AS device FROM (
+         SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType",
+                d.os_version AS "osVersion", d.role, ${isoUtc('d.created_at')} AS "enrolledAt",
+                CASE WHEN gone THEN ${isoUtc('d.deleted_at')} END AS "deletedAt",
+                to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
+                CASE WHEN gone THEN to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') END AS "deletedDay",
+                t."createSeq", CASE WHEN gone THEN t."deleteSeq" END AS "deleteSeq"
+           FROM devices d
+           LEFT JOIN LATERAL (
+             SELECT min(a.seq) FILTER (WHERE a.action = 'device.create') AS "createSeq",
+                    min(a.seq) FILTER (WHERE a.action = 'device.delete') AS "deleteSeq"
+               FROM audit_logs a
+              WHERE a.org_id = :orgId::uuid AND a.resource_id = d.id AND a.action IN ('device.create', 'device.delete')
+           ) t ON true
+           CROSS JOIN LATERAL (
+             SELECT d.deleted_at IS NOT NULL AND (t."deleteSeq" IS NULL OR :headSeq::bigint IS NULL
+                    OR t."deleteSeq" <= :headSeq::bigint) AS gone
+           ) g
+          WHERE d.org_id = :orgId::uuid
+            AND d.created_at < (:to::date::timestamp AT TIME ZONE :timezone::text)
+            AND (d.deleted_at IS NULL OR d.deleted_at >= (:from::date::timestamp AT TIME ZONE :timezone::text))
+            AND (t."createSeq" IS NULL OR :headSeq::bigint IS NULL OR t."createSeq" <= :headSeq::bigint)
+            AND (:afterHostname::text IS NULL OR (d.hostname, d.id) > (:afterHostname::text, :afterId::uuid))
+          ORDER BY d.hostname, d.id
+          LIMIT :limit::int
+       ) x`,
+      {
+        orgId,
+        timezone,
+        from,
+        to,
+        headSeq: head?.seq ?? null,
+        afterHostname: after?.hostname ?? null,
+        afterId: after?.deviceId ?? null,
+        limit,
+      },
+    );
+    for (const row of rows) devices.push(row.device);
+    if (limit === null || rows.length < limit) break;
+    after = rows[rows.length - 1]!.device;
+  }
+  return { head: head ?? null, devices };
 }
 
 /** The devices of a static group, or those a dynamic group's compiled filter matches, deleted or not. */
@@ -348,8 +380,31 @@ export function lockInvoice(tx: Db, id: string) {
   );
 }
 
-export function selectUsage(db: Db, id: string) {
-  return one<{ usage: UsageStatement }>(db, 'SELECT usage FROM invoices WHERE id = :id::uuid', { id });
+/**
+ * An invoice's stored usage statement. Through the Data API (64 KB a row, 1 MiB a result) its devices are read as
+ * rows of their own, in pages, after the rest of the statement.
+ */
+export async function selectUsage(db: Db, id: string): Promise<UsageStatement | undefined> {
+  if (db.maxResultBytes === undefined)
+    return (await one<{ usage: UsageStatement }>(db, 'SELECT usage FROM invoices WHERE id = :id::uuid', { id }))?.usage;
+  const found = await one<{ usage: UsageStatement }>(
+    db,
+    `SELECT usage - 'devices' AS usage FROM invoices WHERE id = :id::uuid`,
+    { id },
+  );
+  if (!found) return undefined;
+  const limit = Math.max(1, Math.floor(db.maxResultBytes / usageDeviceBytes));
+  const devices: UsageStatement['devices'] = [];
+  for (;;) {
+    const { rows } = await db.query<{ device: UsageStatement['devices'][number] }>(
+      `SELECT e.device FROM invoices i, jsonb_array_elements(i.usage -> 'devices') WITH ORDINALITY AS e(device, n)
+        WHERE i.id = :id::uuid AND e.n > :after::bigint ORDER BY e.n LIMIT :limit::int`,
+      { id, after: devices.length, limit },
+    );
+    devices.push(...rows.map((row) => row.device));
+    if (rows.length < limit) break;
+  }
+  return { ...found.usage, devices };
 }
 
 /** The live (not void) invoice of a contract's period. */

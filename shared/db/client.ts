@@ -1,4 +1,4 @@
-import type { Db, Params, Row } from './db.ts';
+import { type Db, dataApiMaxResultBytes, type Params, type Row } from './db.ts';
 import { keyedRequestDb } from './idempotency.ts';
 import { dbTimeouts } from './timeouts.ts';
 
@@ -28,14 +28,15 @@ function counted(db: Db, onStatement: () => void): Db {
     query: query(db),
     transaction: (fn, options) => db.transaction((tx) => fn({ ...tx, query: query(tx) }), options),
     close: () => db.close(),
+    maxResultBytes: db.maxResultBytes,
   };
 }
 
 /**
  * A Db whose executor module is imported on first use: a Lambda never evaluates node-postgres, a local
- * server never the AWS SDK.
+ * server never the AWS SDK. It tells its readers the result limit of the executor it will open.
  */
-function deferred(open: () => Promise<Db>): Db {
+function deferred(open: () => Promise<Db>, maxResultBytes?: number): Db {
   let opened: Promise<Db> | undefined;
   const db = () => (opened ??= open());
   return {
@@ -45,6 +46,7 @@ function deferred(open: () => Promise<Db>): Db {
       const current = await opened?.catch(() => undefined);
       await current?.close();
     },
+    maxResultBytes,
   };
 }
 
@@ -64,7 +66,7 @@ function connect(role: RoleConnection): Db {
       const client = createRdsDataClient({ endpoint: process.env.DATA_API_ENDPOINT || undefined });
       const { statementTimeoutMs } = dbTimeouts();
       return createDataApiDb({ client, resourceArn, secretArn, database, resumeDeadlineMs, statementTimeoutMs });
-    });
+    }, dataApiMaxResultBytes);
   }
   const url = process.env[role.urlVariable];
   if (!url) throw new Error(`${role.urlVariable} is not set`);

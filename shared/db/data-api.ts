@@ -11,6 +11,7 @@ import {
 } from '@aws-sdk/client-rds-data';
 import {
   type Db,
+  dataApiMaxResultBytes,
   encodeParam,
   type Isolation,
   openTx,
@@ -38,7 +39,7 @@ export class DataApiError extends Error {
   }
 }
 
-/** `code` of a result above the Data API's 1 MiB response limit. */
+/** `code` of a result above the Data API's 1 MiB response limit, or with a row above its 64 KB row limit. */
 export const resultTooLargeCode = 'DATA_API_RESULT_TOO_LARGE';
 
 export interface DataApiDbOptions {
@@ -165,6 +166,13 @@ const awsError = (error: unknown) => error as { name?: string; message?: string 
  */
 function translate(error: unknown): unknown {
   const { name = '', message = String(error) } = awsError(error) ?? {};
+  if (/packet for query is too large/i.test(message)) {
+    return new DataApiError(
+      `A row of the result is larger than the Data API's 64 KB row limit; return it in smaller rows (${message})`,
+      resultTooLargeCode,
+      { cause: error },
+    );
+  }
   if (/response size limit|response exceeded size limit/i.test(message)) {
     return new DataApiError(
       `The result is larger than the Data API's 1 MiB response limit; page the query (${message})`,
@@ -186,8 +194,7 @@ function translate(error: unknown): unknown {
   return error;
 }
 
-/** Results are paged under the 1 MiB response limit (1,048,576 bytes) with room for the response's framing. */
-const maxResultBytes = 1_000_000;
+const maxResultBytes = dataApiMaxResultBytes;
 
 /**
  * The RDS Data API executor of `Db`, used in Lambda: named parameters passed as

@@ -19,6 +19,9 @@ export interface QueryResult<T extends Row = Row> {
 
 export type Isolation = 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
 
+/** The Data API's results are paged under its 1 MiB response limit (1,048,576 bytes), with room for their framing. */
+export const dataApiMaxResultBytes = 1_000_000;
+
 export interface Db {
   /** Runs one statement. */
   query<T extends Row = Row>(sql: string, params?: Params): Promise<QueryResult<T>>;

@@ -163,6 +163,7 @@ export function unkeyedDb(db: Db): Db {
     query: (sql, params) => outsideKeyedRequest(() => db.query(sql, params)),
     transaction: (fn, options) => outsideKeyedRequest(() => db.transaction(fn, options)),
     close: () => db.close(),
+    maxResultBytes: db.maxResultBytes,
   };
 }
 
@@ -190,6 +191,7 @@ export function keyedRequestDb(db: Db): Db {
       return claimingTransaction(db, request, fn, options);
     },
     close: () => db.close(),
+    maxResultBytes: db.maxResultBytes,
   };
 }
 

@@ -226,7 +226,9 @@ describe('the local Data API endpoint', () => {
         database: local.database,
       }),
     );
-    await expect(execute(`SELECT repeat('x', 1100000) AS big`, [], { transactionId })).rejects.toMatchObject({
+    await expect(
+      execute(`SELECT repeat('x', 60000) AS big FROM generate_series(1, 20)`, [], { transactionId }),
+    ).rejects.toMatchObject({
       name: 'BadRequestException',
       message: 'Database returned more than the allowed response size limit',
     });
@@ -365,8 +367,18 @@ describe('the Data API executor', () => {
   });
 
   it("names a result above the Data API's 1 MiB limit as such", async () => {
-    const error = await app.query(`SELECT repeat('x', 600000) AS a, repeat('y', 600000) AS b`).catch((e: unknown) => e);
+    const error = await app
+      .query(`SELECT repeat('x', 30000) AS a, repeat('y', 30000) AS b FROM generate_series(1, 20)`)
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: resultTooLargeCode, message: expect.stringContaining('1 MiB') });
+  });
+
+  it("names a row above the Data API's 64 KB row limit as such, however small the result", async () => {
+    const error = await app.query(`SELECT repeat('x', 40000) AS a, repeat('y', 40000) AS b`).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: resultTooLargeCode, message: expect.stringContaining('64 KB') });
+    expect(await app.query(`SELECT repeat('x', 30000) AS a, repeat('y', 30000) AS b`)).toMatchObject({
+      rows: [{ a: expect.any(String) }],
+    });
   });
 
   it('sends only the real parameters: a :name inside a string literal, quoted identifier, comment or dollar quote is text', async () => {
@@ -500,6 +512,45 @@ describe('the stores through the Data API', () => {
 });
 
 describe('the API on the Data API', () => {
+  it('bills an organization whose usage statement is many times one 64 KB row: 400 devices, each counted', async () => {
+    const billed = await createTenant(api, 'Billed');
+    await test.admin.query(
+      `INSERT INTO devices (org_id, site_id, hostname, os_type, os_version, created_at)
+       SELECT :orgId::uuid, :siteId::uuid, 'billed-' || lpad(n::text, 4, '0'), 'windows', 'Windows 11',
+              '2024-01-01T00:00:00Z'::timestamptz
+         FROM generate_series(1, 400) AS n`,
+      { orgId: billed.orgId, siteId: billed.siteId },
+    );
+    const token = billed.partnerToken;
+    const contract = await api.request('POST', `/api/v1/orgs/organizations/${billed.orgId}/contracts`, {
+      token,
+      body: {
+        currency: 'EUR',
+        startDate: '2024-01-31',
+        intervalMonths: 1,
+        billing: 'arrears',
+        timezone: 'Europe/Berlin',
+        paymentTermsDays: 30,
+        autoRenew: false,
+        autoIssue: false,
+        taxRatePercent: '0',
+        lines: [{ type: 'per-device', description: 'Managed devices', unitPrice: '4.00' }],
+      },
+    });
+    expect(contract.status, JSON.stringify(contract.body)).toBe(201);
+    const invoice = await api.request('POST', `/api/v1/contracts/${contract.body.id}/invoices`, {
+      token,
+      body: { periodStart: '2024-01-31' },
+    });
+    expect(invoice.status, JSON.stringify(invoice.body)).toBeLessThan(300);
+    expect(invoice.body.total).toBe('1600.00');
+    const usage = await api.request('GET', `/api/v1/invoices/${invoice.body.id}/usage-statement`, { token });
+    expect(usage.status).toBe(200);
+    expect(usage.body.devices).toHaveLength(400);
+    expect(usage.body.devices[399]).toMatchObject({ hostname: 'billed-0400', days: 29 });
+    expect(usage.body.deviceDays).toBe(400 * 29);
+  });
+
   it('creates and lists the hierarchy', async () => {
     const listed = await api.request('GET', '/api/v1/orgs/organizations', { token: tenant.partnerToken });
     expect(listed.status).toBe(200);
