@@ -255,47 +255,56 @@ const usageDeviceBytes = 1_000;
  * its start, by hostname, days taken in the billing time zone, deleted devices included (they count until the day
  * they were deleted), each with the seq of its device.create and device.delete audit rows. Each device is a row of its
  * own, read in pages under the Data API's 1 MiB result (a row stays far below its 64 KB row limit). The pages are
- * read as of the head: a device whose device.create row lies above it was enrolled after it and is left out, and a
- * deletion whose device.delete row lies above it is not yet one, so every row the statement names is at or below the
- * head however the pages fall.
+ * read as of the head, read with the first: a device whose device.create row lies above it was enrolled after it and
+ * is left out, and a deletion whose device.delete row lies above it is not yet one, so every row the statement names
+ * is at or below the head however the pages fall (one page is one snapshot, where nothing lies above it).
  */
 export async function selectUsageRows(db: Db, orgId: string, timezone: string, from: string, to: string) {
-  const head = await one<{ seq: number; checksum: string }>(
-    db,
-    'SELECT seq::float8 AS seq, checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid',
-    { orgId },
-  );
   const limit = db.maxResultBytes === undefined ? null : Math.max(1, Math.floor(db.maxResultBytes / usageDeviceBytes));
+  let head: { seq: number; checksum: string } | null | undefined;
   const devices: UsageDeviceRow[] = [];
-  let after: { hostname: string; deviceId: string } | undefined;
   for (;;) {
-    const { rows } = await db.query<{ device: UsageDeviceRow }>(
-      `SELECT to_json(x) AS device FROM (
-         SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType",
-                d.os_version AS "osVersion", d.role, ${isoUtc('d.created_at')} AS "enrolledAt",
-                CASE WHEN gone THEN ${isoUtc('d.deleted_at')} END AS "deletedAt",
-                to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
-                CASE WHEN gone THEN to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') END AS "deletedDay",
-                t."createSeq", CASE WHEN gone THEN t."deleteSeq" END AS "deleteSeq"
-           FROM devices d
-           LEFT JOIN LATERAL (
-             SELECT min(a.seq) FILTER (WHERE a.action = 'device.create') AS "createSeq",
-                    min(a.seq) FILTER (WHERE a.action = 'device.delete') AS "deleteSeq"
-               FROM audit_logs a
-              WHERE a.org_id = :orgId::uuid AND a.resource_id = d.id AND a.action IN ('device.create', 'device.delete')
-           ) t ON true
-           CROSS JOIN LATERAL (
-             SELECT d.deleted_at IS NOT NULL AND (t."deleteSeq" IS NULL OR :headSeq::bigint IS NULL
-                    OR t."deleteSeq" <= :headSeq::bigint) AS gone
-           ) g
-          WHERE d.org_id = :orgId::uuid
-            AND d.created_at < (:to::date::timestamp AT TIME ZONE :timezone::text)
-            AND (d.deleted_at IS NULL OR d.deleted_at >= (:from::date::timestamp AT TIME ZONE :timezone::text))
-            AND (t."createSeq" IS NULL OR :headSeq::bigint IS NULL OR t."createSeq" <= :headSeq::bigint)
-            AND (:afterHostname::text IS NULL OR (d.hostname, d.id) > (:afterHostname::text, :afterId::uuid))
-          ORDER BY d.hostname, d.id
-          LIMIT :limit::int
-       ) x`,
+    const after = devices[devices.length - 1];
+    // The head is read with the first page; the later pages are cut at the head the first one read.
+    const { rows } = await db.query<{
+      headSeq: number | null;
+      headChecksum: string | null;
+      device: UsageDeviceRow | null;
+    }>(
+      `SELECT h.seq::float8 AS "headSeq", h.checksum AS "headChecksum", x.device
+         FROM (SELECT max(seq) AS seq, max(checksum) AS checksum FROM audit_chain_heads WHERE org_id = :orgId::uuid) h
+         LEFT JOIN LATERAL (
+           SELECT to_json(y) AS device, y.hostname, y."deviceId" FROM (
+             SELECT d.id AS "deviceId", d.hostname, d.site_id AS "siteId", d.os_type AS "osType",
+                    d.os_version AS "osVersion", d.role, ${isoUtc('d.created_at')} AS "enrolledAt",
+                    CASE WHEN g.gone THEN ${isoUtc('d.deleted_at')} END AS "deletedAt",
+                    to_char(d.created_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') AS "enrolledDay",
+                    CASE WHEN g.gone THEN to_char(d.deleted_at AT TIME ZONE :timezone::text, 'YYYY-MM-DD') END
+                      AS "deletedDay",
+                    t."createSeq", CASE WHEN g.gone THEN t."deleteSeq" END AS "deleteSeq"
+               FROM devices d
+               LEFT JOIN (
+                 SELECT a.resource_id, min(a.seq) FILTER (WHERE a.action = 'device.create') AS "createSeq",
+                        min(a.seq) FILTER (WHERE a.action = 'device.delete') AS "deleteSeq"
+                   FROM audit_logs a
+                  WHERE a.org_id = :orgId::uuid AND a.action IN ('device.create', 'device.delete')
+                  GROUP BY a.resource_id
+               ) t ON t.resource_id = d.id
+               CROSS JOIN LATERAL (SELECT coalesce(:headSeq::bigint, h.seq) AS seq) cut
+               CROSS JOIN LATERAL (
+                 SELECT d.deleted_at IS NOT NULL
+                        AND (t."deleteSeq" IS NULL OR cut.seq IS NULL OR t."deleteSeq" <= cut.seq) AS gone
+               ) g
+              WHERE d.org_id = :orgId::uuid
+                AND d.created_at < (:to::date::timestamp AT TIME ZONE :timezone::text)
+                AND (d.deleted_at IS NULL OR d.deleted_at >= (:from::date::timestamp AT TIME ZONE :timezone::text))
+                AND (t."createSeq" IS NULL OR cut.seq IS NULL OR t."createSeq" <= cut.seq)
+                AND (:afterHostname::text IS NULL OR (d.hostname, d.id) > (:afterHostname::text, :afterId::uuid))
+              ORDER BY d.hostname, d.id
+              LIMIT :limit::int
+           ) y
+         ) x ON true
+        ORDER BY x.hostname, x."deviceId"`,
       {
         orgId,
         timezone,
@@ -307,9 +316,13 @@ export async function selectUsageRows(db: Db, orgId: string, timezone: string, f
         limit,
       },
     );
-    for (const row of rows) devices.push(row.device);
-    if (limit === null || rows.length < limit) break;
-    after = rows[rows.length - 1]!.device;
+    if (head === undefined) {
+      const first = rows[0]!;
+      head = first.headSeq === null ? null : { seq: first.headSeq, checksum: first.headChecksum! };
+    }
+    const page = rows.flatMap((row) => (row.device ? [row.device] : []));
+    devices.push(...page);
+    if (limit === null || page.length < limit) break;
   }
   return { head: head ?? null, devices };
 }

@@ -512,13 +512,13 @@ describe('the stores through the Data API', () => {
 });
 
 describe('the API on the Data API', () => {
-  it('bills an organization whose usage statement is many times one 64 KB row: 400 devices, each counted', async () => {
+  it('bills an organization whose usage statement is many times one 64 KB row, in pages: 1,100 devices, each counted', async () => {
     const billed = await createTenant(api, 'Billed');
     await test.admin.query(
       `INSERT INTO devices (org_id, site_id, hostname, os_type, os_version, created_at)
        SELECT :orgId::uuid, :siteId::uuid, 'billed-' || lpad(n::text, 4, '0'), 'windows', 'Windows 11',
               '2024-01-01T00:00:00Z'::timestamptz
-         FROM generate_series(1, 400) AS n`,
+         FROM generate_series(1, 1100) AS n`,
       { orgId: billed.orgId, siteId: billed.siteId },
     );
     const token = billed.partnerToken;
@@ -543,12 +543,13 @@ describe('the API on the Data API', () => {
       body: { periodStart: '2024-01-31' },
     });
     expect(invoice.status, JSON.stringify(invoice.body)).toBeLessThan(300);
-    expect(invoice.body.total).toBe('1600.00');
+    expect(invoice.body.total).toBe('4400.00');
     const usage = await api.request('GET', `/api/v1/invoices/${invoice.body.id}/usage-statement`, { token });
     expect(usage.status).toBe(200);
-    expect(usage.body.devices).toHaveLength(400);
-    expect(usage.body.devices[399]).toMatchObject({ hostname: 'billed-0400', days: 29 });
-    expect(usage.body.deviceDays).toBe(400 * 29);
+    expect(usage.body.devices).toHaveLength(1100);
+    expect(usage.body.devices[1099]).toMatchObject({ hostname: 'billed-1100', days: 29 });
+    expect(usage.body.deviceDays).toBe(1100 * 29);
+    expect(new Set(usage.body.devices.map((d: { deviceId: string }) => d.deviceId)).size).toBe(1100);
   });
 
   it('creates and lists the hierarchy', async () => {
