@@ -6,7 +6,7 @@ import type { StripeJob } from '#shared/audit/watch-plan.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { deliverJobKind } from '#shared/audit-streams/arm.ts';
 import { deliverOrganization } from '#shared/audit-streams/delivery.ts';
-import { runDeviceEvent } from '#shared/automations/events.ts';
+import { runDeviceEvent, runDeviceEvents } from '#shared/automations/events.ts';
 import { dequeueJobKind, runQueuedItem } from '#shared/automations/fire.ts';
 import { type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb, auditAdminDb } from '#shared/db/client.ts';
@@ -89,4 +89,14 @@ export async function runJob(job: Job): Promise<void> {
   const run = jobs[job.kind];
   if (!run) throw new Error(`No background job of kind ${job.kind}`);
   await run(job);
+}
+
+/**
+ * Runs the device events of one batch of the queue worker together: the automations they trigger are read and fired
+ * once for all of them (shared/automations/events.ts), so devices coming online at once cost a few statements a batch.
+ */
+export async function runDeviceEventJobs(events: Job[]): Promise<void> {
+  const kinds = new Set(events.map((job) => job.kind));
+  if (kinds.size !== 1 || !kinds.has(deviceEventKind)) throw new Error('Not a batch of device events');
+  await runDeviceEvents(appDb(), events as (Job & DeviceEvent)[]);
 }

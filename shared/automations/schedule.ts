@@ -95,17 +95,18 @@ export async function runOccurrence(
     await armNext(trigger, job, now);
     return 'misfired';
   }
+  const occurrenceKey = `schedule:${job.trigger}:${job.key}@${job.zone}`;
+  // An occurrence's runs are written in one transaction: one of them found, it ran (a duplicate delivery).
+  if (await store.occurrenceRan(db, row.id, occurrenceKey)) {
+    await armNext(trigger, job, now);
+    return 'duplicate';
+  }
   const deviceLocal = !trigger.schedule.timezone;
   const devices = await devicesInScope(db, row, deviceLocal ? { zone: job.zone } : {});
   const audit: AuditContext = { db: unkeyedDb(db), caller: null, pending: [] };
   const fired = await fire(db, {
     automation: row,
-    trigger: {
-      type: 'schedule',
-      occurrenceKey: `schedule:${job.trigger}:${job.key}@${job.zone}`,
-      timezone: job.zone,
-      occurrence: job.key,
-    },
+    trigger: { type: 'schedule', occurrenceKey, timezone: job.zone, occurrence: job.key },
     guarded: true,
     devices,
     audit,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runDeviceEventJobs } from '#functions/queue/jobs.ts';
 import { signature } from '#shared/alerts/psa-delivery.ts';
 import { runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb } from '#shared/db/client.ts';
@@ -494,6 +495,45 @@ describe('automations', () => {
     // A device that matches no condition starts nothing.
     await enrollDevice(t.api, tenant, 'other-host');
     expect((await runsOf(enrolledId)).length).toBe(1);
+  });
+
+  it('evaluates device events received together: one run each, a repeated event once, the guards in event order', async () => {
+    const automation = (
+      await create({
+        triggers: [{ type: 'event', event: 'device.online' }],
+        conditions: { field: 'hostname', op: 'startsWith', value: 'batch-' },
+        actions: [{ type: 'raise-alert', severity: 'low', title: 'Came online' }],
+        guards: { maxRunsPerDevice: 2 },
+      })
+    ).body;
+    const [a, b] = [await enrollDevice(t.api, tenant, 'batch-a'), await enrollDevice(t.api, tenant, 'batch-b')];
+    const online = (eventId: string, deviceId: string) => ({
+      kind: 'automations.event',
+      event: 'device.online',
+      eventId: `${automation.id}:${eventId}`,
+      deviceId,
+    });
+    // One batch of the queue worker: three events of a, one of b, the first delivered twice.
+    await runDeviceEventJobs([
+      online('1', a.deviceId),
+      online('2', a.deviceId),
+      online('1', a.deviceId),
+      online('3', a.deviceId),
+      online('4', b.deviceId),
+    ]);
+    const runs = await runsOf(automation.id);
+    expect(runs.map((r) => r.trigger.occurrenceKey).sort()).toEqual(
+      ['1', '2', '3', '4'].map((id) => `event:${automation.id}:${id}`),
+    );
+    const items = await Promise.all(
+      runs.map(async (r) => ({ key: r.trigger.occurrenceKey, ...(await getRun(r.id)).items[0] })),
+    );
+    const itemOf = (id: string) => items.find((i) => i.key === `event:${automation.id}:${id}`);
+    expect(itemOf('1')).toMatchObject({ deviceId: a.deviceId, status: 'completed' });
+    expect(itemOf('2')).toMatchObject({ deviceId: a.deviceId, status: 'completed' });
+    expect(itemOf('3')).toMatchObject({ deviceId: a.deviceId, status: 'skipped', skipReason: 'loop-guard' });
+    expect(itemOf('4')).toMatchObject({ deviceId: b.deviceId, status: 'completed' });
+    expect((await auditRowsOf(t.db.admin, 'automation.run', automation.id)).length).toBe(4);
   });
 
   it("skips a device still running the automation's script when concurrency is skip", async () => {
