@@ -440,6 +440,21 @@ describe('automations', () => {
       availability: 'partner',
       origin: { type: 'policy', policyId: policy.body.id, level: 'partner' },
     });
+    // Its items changed, the policy no longer brings the automation: evaluated in each organization, as a change.
+    const changed = await t.api.request('PATCH', `/api/v1/policies/${policy.body.id}`, {
+      token: tenant.partnerToken,
+      body: { items: [] },
+    });
+    expect(changed.status).toBe(200);
+    const removed = (await auditRowsOf(t.db.admin, 'automation.policy.evaluate', policy.body.id)).filter(
+      (row) => row.details.change === 'items',
+    );
+    expect(removed.map((row) => row.orgId).sort()).toEqual([tenant.orgId, second.body.id].sort());
+    expect(removed.find((row) => row.orgId === second.body.id)!.details).toMatchObject({
+      policyVersion: changed.body.version,
+      devices: [{ deviceId: west.deviceId, added: [], removed: [automation.id] }],
+      deviceCount: 1,
+    });
   });
 
   it('fires on device events told by the writes that cause them, each event once', async () => {
