@@ -474,7 +474,7 @@ describe('automations', () => {
         })
       ).status,
     ).toBe(201);
-    await t.api.request('POST', '/api/v1/custom-fields', {
+    const ring = await t.api.request('POST', '/api/v1/custom-fields', {
       token: tenant.partnerToken,
       body: { name: 'Ring', key: 'ring', type: 'text' },
     });
@@ -500,6 +500,22 @@ describe('automations', () => {
     expect((await put('stable')).status).toBe(200);
     expect((await put('canary')).status).toBe(200);
     await eventually(async () => (await runsOf(changedId)).length === 1);
+    // Bulk writes and imports tell it too.
+    const bulk = (value: string) =>
+      t.api.request('PUT', `/api/v1/custom-fields/${ring.body.id}/values`, {
+        token: tenant.orgToken,
+        body: { values: [{ deviceId: fresh.deviceId, value }] },
+      });
+    expect((await bulk('stable')).status).toBe(200);
+    expect((await bulk('canary')).status).toBe(200);
+    await eventually(async () => (await runsOf(changedId)).length === 2);
+    expect((await bulk('stable')).status).toBe(200);
+    const imported = await t.api.request('POST', '/api/v1/custom-fields/import/values', {
+      token: tenant.orgToken,
+      body: { orgId: tenant.orgId, sourceSystem: 'generic', csv: 'hostname,ring\nevt-host,canary\n' },
+    });
+    expect(imported.status).toBe(200);
+    await eventually(async () => (await runsOf(changedId)).length === 3);
     const [run] = await runsOf(changedId);
     expect(run!.trigger).toMatchObject({ type: 'event', event: 'custom_field.changed' });
     expect((await getRun(run!.id)).items).toEqual([
