@@ -8,7 +8,7 @@ import { deliverJobKind } from '#shared/audit-streams/arm.ts';
 import { deliverOrganization } from '#shared/audit-streams/delivery.ts';
 import { runDeviceEvent, runDeviceEvents } from '#shared/automations/events.ts';
 import { dequeueJobKind, runQueuedItem } from '#shared/automations/fire.ts';
-import { type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
+import { armNewZone, type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb, auditAdminDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
@@ -27,7 +27,7 @@ import {
   occurrenceJobKind as patchOccurrenceJobKind,
   runOccurrenceJob,
 } from '#shared/patching/install.ts';
-import { type DeviceEvent, deviceEventKind } from '#shared/queue/device-events.ts';
+import { type DeviceEvent, deviceEventKind, zonesChangedKind } from '#shared/queue/device-events.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -56,10 +56,14 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'maintenance.start': (job) => startOccurrence(appDb(), job as Job & StartJob),
   'maintenance.end': (job) =>
     endOccurrence(appDb(), job as Job & EndJob, (windowId) => notifyAfterWindow(appDb(), windowId)),
-  // Automations: an occurrence of a schedule trigger; a device event told by the write that caused it; an item that
-  // waited for its device's previous run of the automation.
+  // Automations: an occurrence of a schedule trigger; a device event told by the write that caused it; a site's zone
+  // changed (device-local schedules armed in it); an item that waited for its device's previous run of the automation.
   [occurrenceJobKind]: (job) => runOccurrence(appDb(), job as Job & OccurrenceJob),
   [deviceEventKind]: (job) => runDeviceEvent(appDb(), job as Job & DeviceEvent),
+  [zonesChangedKind]: (job) => {
+    const { orgId, zone } = job as Job & { orgId: string; zone: string };
+    return armNewZone(appDb(), orgId, zone);
+  },
   [dequeueJobKind]: (job) =>
     runQueuedItem(appDb(), job as Job & { itemId: string; automationId: string; deviceId: string }),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.

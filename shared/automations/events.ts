@@ -9,6 +9,7 @@ import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import type { DeviceEvent } from '../queue/device-events.ts';
 import { fireAll } from './fire.ts';
+import { armNewZone } from './schedule.ts';
 import type { Trigger } from './schemas.ts';
 import { devicesInScope } from './scope.ts';
 import * as store from './store.ts';
@@ -46,6 +47,14 @@ export async function runDeviceEvents(db: Db, events: DeviceEvent[]): Promise<nu
   const owners = [
     ...new Map([...devices.values()].map((d) => [d.orgId, { orgId: d.orgId, partnerId: d.partnerId }])).values(),
   ];
+  // An enrolled device may bring its organization into a zone new to its device-local schedules.
+  const enrolledIn = new Map(
+    known
+      .filter((e) => e.event === 'device.enrolled')
+      .map((e) => devices.get(e.deviceId)!)
+      .map((d) => [`${d.orgId} ${d.timezone}`, d] as const),
+  );
+  for (const d of enrolledIn.values()) await armNewZone(db, d.orgId, d.timezone);
   let fired = 0;
   for (const name of new Set(known.map((e) => e.event))) {
     for (const automation of await store.selectEventAutomations(db, owners, name)) {

@@ -186,6 +186,38 @@ export async function recordWebhookCall(db: Db, id: string, signature: string, w
   return row !== undefined;
 }
 
+/**
+ * Records zones armed for schedule triggers of versions of automations; answers those not recorded before (as
+ * `<automationId>:<trigger>@<zone>`): only those are armed.
+ */
+export async function recordArmedZones(
+  db: Db,
+  armed: { automationId: string; version: number; trigger: number; zone: string }[],
+): Promise<Set<string>> {
+  if (armed.length === 0) return new Set();
+  const { rows } = await db.query<{ key: string }>(
+    `INSERT INTO automation_zones (automation_id, version, trigger, zone)
+     SELECT x."automationId", x.version, x.trigger, x.zone
+       FROM jsonb_to_recordset(:armed::jsonb) AS x ("automationId" uuid, version int, trigger int, zone text)
+     ON CONFLICT DO NOTHING RETURNING automation_id || ':' || trigger || '@' || zone AS key`,
+    { armed: json(armed) },
+  );
+  return new Set(rows.map((row) => row.key));
+}
+
+/** Enabled live automations reaching an organization (its own and its partner's) with a device-local schedule. */
+export async function selectDeviceLocalAutomations(db: Db, orgId: string) {
+  const { rows } = await db.query<AutomationRow>(
+    `SELECT ${columns} FROM automations a JOIN organizations o ON o.id = :orgId::uuid AND o.deleted_at IS NULL
+      WHERE a.deleted_at IS NULL AND a.enabled AND a.partner_id = o.partner_id AND (a.org_id IS NULL OR a.org_id = o.id)
+        AND EXISTS (SELECT 1 FROM jsonb_array_elements(a.triggers) t
+                     WHERE t ->> 'type' = 'schedule' AND coalesce(t -> 'schedule' ->> 'timezone', '') = '')
+      ORDER BY a.created_at, a.id`,
+    { orgId },
+  );
+  return rows;
+}
+
 // Devices
 
 /** A device as an automation sees it: its organization and its local zone (its site's, else UTC). */

@@ -330,6 +330,27 @@ describe('automations', () => {
     });
     const listed = mine.body.automations.find((a: { id: string }) => a.id === automation.id);
     expect(listed).toMatchObject({ origin: { type: 'organization' }, nextOccurrence: { timezone: 'UTC' } });
+    // A zone new to its devices is armed by the write that brings it: an enrollment, a site's zone changed.
+    const armed = async () =>
+      (
+        await t.db.admin.query<{ zone: string }>(
+          'SELECT zone FROM automation_zones WHERE automation_id = :id::uuid AND version = 1 ORDER BY zone',
+          { id: automation.id },
+        )
+      ).rows.map((row) => row.zone);
+    expect(await armed()).toEqual(['Europe/Berlin', 'UTC']);
+    const tokyo = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/sites`, {
+      token: tenant.orgToken,
+      body: { name: 'Tokyo', timezone: 'Asia/Tokyo' },
+    });
+    await enrollDevice(t.api, tenant, 'tokyo-host', tokyo.body.id);
+    await eventually(async () => (await armed()).includes('Asia/Tokyo'));
+    const moved = await t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}/sites/${tokyo.body.id}`, {
+      token: tenant.orgToken,
+      body: { timezone: 'America/Chicago' },
+    });
+    expect(moved.status).toBe(200);
+    await eventually(async () => (await armed()).includes('America/Chicago'));
   });
 
   it('takes a signed webhook once: a replay, a bad signature or a stale timestamp is 401', async () => {
