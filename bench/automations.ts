@@ -6,8 +6,9 @@
  *   devices in --zones time zones: each zone's occurrence job of each automation delivered at its occurrence, twice;
  *   time from the occurrence until the last run's script run is dispatched, runs per (automation, occurrence, zone),
  *   duplicates; baseline: the same script runs started directly (one per automation and zone), without automations;
- * - --online devices coming online at once (device.online told for each) with one automation triggered by it: time
- *   until every device's run is recorded; baseline: the same events with no automation listening;
+ * - --online devices coming online at once (device.online told for each, received in the queue worker's batches) with
+ *   one automation triggered by it: time until every device's run is recorded; baseline: the same events with no
+ *   automation listening;
  * - statements reaching the database for 10 s once nothing is due and no agent is connected.
  *
  * Everything runs in this process (the work queue runs its jobs here), on a scratch database dropped afterwards.
@@ -16,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Temporal } from 'temporal-polyfill';
-import { runJob } from '#functions/queue/jobs.ts';
+import { runDeviceEventJobs, runJob } from '#functions/queue/jobs.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { runOccurrence } from '#shared/automations/schedule.ts';
 import { defaultGuards } from '#shared/automations/schemas.ts';
@@ -25,7 +26,7 @@ import { appDb, appStatementCount, closeAppDb } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { deviceEventKind } from '#shared/queue/device-events.ts';
-import { runJobsLocally } from '#shared/queue/work-queue.ts';
+import { type Job, runJobsLocally } from '#shared/queue/work-queue.ts';
 import { insertRun as insertScriptRun } from '#shared/scripts/store.ts';
 import { number, positive, status, verdict } from './support/format.ts';
 import { insertBenchOrganizations } from './support/organizations.ts';
@@ -199,12 +200,21 @@ async function main() {
           )
         ).rows[0]!.n,
       );
-    // Each device's event is a job of the work queue, run here 8 at a time as the queue worker's functions would.
+    // Each device's event is a job of the work queue, received as the queue worker's functions receive them (batches
+    // of 10, 5 functions at once: infra/aws/work-queue.ts), each batch's events evaluated together.
     const processed = async (tag: string) => {
       const t0 = performance.now();
-      await pool(onlineDevices, 8, (deviceId) =>
-        runJob({ kind: deviceEventKind, event: 'device.online', eventId: `${tag}:${deviceId}`, deviceId }),
-      );
+      const batches: Job[][] = [];
+      for (let i = 0; i < onlineDevices.length; i += 10)
+        batches.push(
+          onlineDevices.slice(i, i + 10).map((deviceId) => ({
+            kind: deviceEventKind,
+            event: 'device.online',
+            eventId: `${tag}:${deviceId}`,
+            deviceId,
+          })),
+        );
+      await pool(batches, 5, (batch) => runDeviceEventJobs(batch));
       return performance.now() - t0;
     };
     const quietMs = await processed('quiet');

@@ -6,9 +6,9 @@ import type { StripeJob } from '#shared/audit/watch-plan.ts';
 import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { deliverJobKind } from '#shared/audit-streams/arm.ts';
 import { deliverOrganization } from '#shared/audit-streams/delivery.ts';
-import { runDeviceEvent } from '#shared/automations/events.ts';
+import { runDeviceEvent, runDeviceEvents } from '#shared/automations/events.ts';
 import { dequeueJobKind, runQueuedItem } from '#shared/automations/fire.ts';
-import { type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
+import { armNewZone, type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb, auditAdminDb } from '#shared/db/client.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
@@ -27,7 +27,7 @@ import {
   occurrenceJobKind as patchOccurrenceJobKind,
   runOccurrenceJob,
 } from '#shared/patching/install.ts';
-import { type DeviceEvent, deviceEventKind } from '#shared/queue/device-events.ts';
+import { type DeviceEvent, deviceEventKind, zonesChangedKind } from '#shared/queue/device-events.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -56,10 +56,14 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'maintenance.start': (job) => startOccurrence(appDb(), job as Job & StartJob),
   'maintenance.end': (job) =>
     endOccurrence(appDb(), job as Job & EndJob, (windowId) => notifyAfterWindow(appDb(), windowId)),
-  // Automations: an occurrence of a schedule trigger; a device event told by the write that caused it; an item that
-  // waited for its device's previous run of the automation.
+  // Automations: an occurrence of a schedule trigger; a device event told by the write that caused it; a site's zone
+  // changed (device-local schedules armed in it); an item that waited for its device's previous run of the automation.
   [occurrenceJobKind]: (job) => runOccurrence(appDb(), job as Job & OccurrenceJob),
   [deviceEventKind]: (job) => runDeviceEvent(appDb(), job as Job & DeviceEvent),
+  [zonesChangedKind]: (job) => {
+    const { orgId, zone } = job as Job & { orgId: string; zone: string };
+    return armNewZone(appDb(), orgId, zone);
+  },
   [dequeueJobKind]: (job) =>
     runQueuedItem(appDb(), job as Job & { itemId: string; automationId: string; deviceId: string }),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
@@ -89,4 +93,14 @@ export async function runJob(job: Job): Promise<void> {
   const run = jobs[job.kind];
   if (!run) throw new Error(`No background job of kind ${job.kind}`);
   await run(job);
+}
+
+/**
+ * Runs the device events of one batch of the queue worker together: the automations they trigger are read and fired
+ * once for all of them (shared/automations/events.ts), so devices coming online at once cost a few statements a batch.
+ */
+export async function runDeviceEventJobs(events: Job[]): Promise<void> {
+  const kinds = new Set(events.map((job) => job.kind));
+  if (kinds.size !== 1 || !kinds.has(deviceEventKind)) throw new Error('Not a batch of device events');
+  await runDeviceEvents(appDb(), events as (Job & DeviceEvent)[]);
 }

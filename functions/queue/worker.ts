@@ -10,9 +10,10 @@ import { sealWaitingIntents } from '#shared/audit/writer.ts';
 import { appDb } from '#shared/db/client.ts';
 import { logger } from '#shared/logger.ts';
 import { observedHandler } from '#shared/observability/handler.ts';
+import { deviceEventKind } from '#shared/queue/device-events.ts';
 import { maxReceives, type QueuedJob, send } from '#shared/queue/work-queue.ts';
 import { loadSecretSettings } from '#shared/secrets-manager.ts';
-import { type AuditReplayJob, runJob } from './jobs.ts';
+import { type AuditReplayJob, runDeviceEventJobs, runJob } from './jobs.ts';
 
 // PSA deliveries open the integration's sealed secret to sign; read from Secrets Manager at cold start.
 await loadSecretSettings(['ENROLLMENT_KEY_SEAL_KEY']);
@@ -36,11 +37,14 @@ async function sweepAuditIntents(): Promise<void> {
 export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatchResponse> => {
   await sweepAuditIntents();
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+  // The batch's device events due now are evaluated together once the other jobs ran.
+  const events: { messageId: string; job: QueuedJob }[] = [];
   for (const record of event.Records) {
     let job: QueuedJob | undefined;
     try {
       job = JSON.parse(record.body) as QueuedJob;
       if (job.dueAt > Date.now() + 1_000) await send(job);
+      else if (job.kind === deviceEventKind) events.push({ messageId: record.messageId, job });
       else await runJob(job);
     } catch (error) {
       logger.error('A work queue job failed', { messageId: record.messageId, error: String(error) });
@@ -49,5 +53,11 @@ export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatch
       if (job?.kind === 'audit.replay' && lastReceive) auditReplayAbandoned(job as QueuedJob & AuditReplayJob, error);
     }
   }
+  if (events.length > 0)
+    await runDeviceEventJobs(events.map((each) => each.job)).catch((error: unknown) => {
+      // Received again, each event runs what it did not run (its runs are keyed by the event).
+      logger.error('Device events of a work queue batch failed', { count: events.length, error: String(error) });
+      for (const each of events) batchItemFailures.push({ itemIdentifier: each.messageId });
+    });
   return { batchItemFailures };
 });

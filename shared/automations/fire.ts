@@ -19,7 +19,7 @@ import { pendingHours } from '../scripts/runs.ts';
 import { openParameters, type StoredParameter } from '../scripts/secret-defaults.ts';
 import { insertRun as insertScriptRun } from '../scripts/store.ts';
 import * as store from './store.ts';
-import { actionParameters, auditAutomation } from './stored.ts';
+import { actionParameters, auditRuns } from './stored.ts';
 
 export type SkipReason = 'loop-guard' | 'concurrency' | 'maintenance';
 
@@ -78,80 +78,154 @@ export async function decide(
   return decisions;
 }
 
+/** One occurrence of a firing: its run key and trigger, and the devices it fires on. */
+export interface Occurrence {
+  trigger: store.RunTrigger;
+  devices: store.ScopeDevice[];
+}
+
 export interface Firing {
   automation: store.AutomationRow;
-  trigger: store.RunTrigger;
   /** Counted by the loop guard: every trigger but a manual run. */
   guarded: boolean;
-  devices: store.ScopeDevice[];
   /** Who the run's audit row and script runs name: the caller of a manual run, else the system for the author. */
   audit: AuditContext;
   startedBy: store.Actor;
 }
 
-/** Fires: answers the runs created (none when the occurrence had run already: a duplicate). */
-export async function fire(db: Db, firing: Firing): Promise<{ duplicate: boolean; runIds: string[] }> {
+/** Fires one occurrence: answers the runs created (none when the occurrence had run already: a duplicate). */
+export async function fire(db: Db, firing: Firing & Occurrence): Promise<{ duplicate: boolean; runIds: string[] }> {
+  const { trigger, devices, ...rest } = firing;
+  const { runIds, duplicates } = await fireAll(db, rest, [{ trigger, devices }]);
+  return { duplicate: duplicates > 0 && runIds.length === 0, runIds };
+}
+
+/**
+ * Fires occurrences of one automation together (the events of a batch, or one occurrence): per round of occurrences
+ * naming each device once, one transaction writes every run with its items and audit rows (set-based: one statement
+ * for the runs and items, one for the audit rows, however many devices), then the actions run for all of them: a
+ * run-script action starts one script run per organization. Answers the runs created, and how many runs their
+ * occurrences had already (duplicates).
+ */
+export async function fireAll(
+  db: Db,
+  firing: Firing,
+  occurrences: Occurrence[],
+): Promise<{ runIds: string[]; duplicates: number }> {
   const { automation } = firing;
-  const byOrg = new Map<string, store.ScopeDevice[]>();
-  for (const device of firing.devices) byOrg.set(device.orgId, [...(byOrg.get(device.orgId) ?? []), device]);
-  // An automation of one organization with no device in scope still records its run there.
-  if (byOrg.size === 0 && automation.orgId) byOrg.set(automation.orgId, []);
+  const { guards } = automation;
+  // A window suppressing automations holds the device back; one suppressing scripts, an automation that runs one.
+  const runsScripts = automation.actions.some((action) => action.type === 'run-script');
+  const held = guards.respectMaintenance
+    ? await suppressingWindows(
+        db,
+        occurrences.flatMap((o) => o.devices.map((d) => ({ orgId: d.orgId, deviceId: d.id }))),
+        runsScripts ? ['automations', 'scripts'] : ['automations'],
+      )
+    : new Map<string, string>();
   const runIds: string[] = [];
-  let duplicate = false;
-  for (const [orgId, devices] of byOrg) {
-    const decisions = await decide(db, automation, devices, firing.guarded);
+  let duplicates = 0;
+  for (const round of rounds(occurrences)) {
+    const deviceOf = new Map(round.flatMap((o) => o.devices.map((d) => [d.id, d] as const)));
+    const runs = round.map((o) => {
+      const orgIds = new Set(o.devices.map((d) => d.orgId));
+      // An automation of one organization with no device in scope still records its run there.
+      if (orgIds.size === 0 && automation.orgId) orgIds.add(automation.orgId);
+      return { trigger: o.trigger, orgIds: [...orgIds] };
+    });
+    const expected = runs.reduce((n, r) => n + r.orgIds.length, 0);
+    if (expected === 0) continue;
     const created = await db.transaction(async (tx) => {
-      const run = await store.insertRun(tx, {
-        automationId: automation.id,
-        automationVersion: automation.version,
-        partnerId: automation.partnerId,
-        orgId,
-        trigger: firing.trigger,
-        startedBy: { ...firing.startedBy },
-      });
-      if (!run) return undefined;
-      const ids = await store.insertItems(
+      const rows = await store.insertRunsWithItems(
         tx,
-        { runId: run.id, automationId: automation.id, orgId, guarded: firing.guarded },
-        devices.map((device) => {
-          const decision = decisions.get(device.id)!;
+        {
+          automationId: automation.id,
+          automationVersion: automation.version,
+          partnerId: automation.partnerId,
+          startedBy: { ...firing.startedBy },
+          guarded: firing.guarded,
+          maxRuns: guards.maxRunsPerDevice,
+          windowMinutes: guards.windowMinutes,
+          queue: guards.concurrency === 'queue',
+        },
+        runs,
+        round.flatMap((o, k) =>
+          o.devices.map((d) => ({ k, deviceId: d.id, orgId: d.orgId, windowId: held.get(d.id) ?? null })),
+        ),
+      );
+      const byRun = new Map<string, store.CreatedRow[]>();
+      for (const row of rows) byRun.set(row.runId, [...(byRun.get(row.runId) ?? []), row]);
+      const triggerOf = new Map(round.map((o) => [o.trigger.occurrenceKey, o.trigger]));
+      await auditRuns(
+        tx,
+        { ...firing.audit },
+        automation,
+        [...byRun.values()].map((each) => {
+          const items = each.filter((row) => row.itemId !== null);
+          const count = (reason: SkipReason) => items.filter((i) => i.skipReason === reason).length;
           return {
-            deviceId: device.id,
-            status: decision.status === 'run' ? 'completed' : decision.status,
-            skipReason: decision.skipReason,
-            maintenanceWindowId: decision.maintenanceWindowId,
+            orgId: each[0]!.orgId,
+            details: {
+              runId: each[0]!.runId,
+              version: automation.version,
+              trigger: triggerOf.get(each[0]!.occurrenceKey),
+              devices: items.length,
+              skipped: {
+                loopGuard: count('loop-guard'),
+                concurrency: count('concurrency'),
+                maintenance: count('maintenance'),
+              },
+            },
           };
         }),
       );
-      const items = devices.map((device) => ({ id: ids.get(device.id)!, device, decision: decisions.get(device.id)! }));
-      const count = (reason: SkipReason) => items.filter((i) => i.decision.skipReason === reason).length;
-      await auditAutomation(tx, { ...firing.audit }, { ...automation, orgId }, 'automation.run', {
-        runId: run.id,
-        version: automation.version,
-        trigger: firing.trigger,
-        devices: items.length,
-        skipped: {
-          loopGuard: count('loop-guard'),
-          concurrency: count('concurrency'),
-          maintenance: count('maintenance'),
-        },
-      });
-      return { runId: run.id, items };
+      return { runIds: [...byRun.keys()], rows };
     });
-    if (!created) {
-      duplicate = true;
-      continue;
-    }
-    runIds.push(created.runId);
-    const runnable = created.items.filter((i) => i.decision.status === 'run');
-    await runActions(db, automation, created.runId, runnable, firing.startedBy);
-    for (const queued of created.items.filter((i) => i.decision.status === 'queued'))
-      await armAt(
-        { kind: dequeueJobKind, itemId: queued.id, automationId: automation.id, deviceId: queued.device.id },
-        queued.decision.until ?? new Date(),
+    runIds.push(...created.runIds);
+    duplicates += expected - created.runIds.length;
+    const items = created.rows.flatMap((row) =>
+      row.itemId && row.deviceId ? [{ ...row, id: row.itemId, device: deviceOf.get(row.deviceId)! }] : [],
+    );
+    await runActions(
+      db,
+      automation,
+      items.filter((i) => i.status === 'completed'),
+      firing.startedBy,
+    );
+    const queued = items.filter((i) => i.status === 'queued');
+    if (queued.length > 0) {
+      const busy = await store.selectBusyDevices(
+        db,
+        automation.id,
+        queued.map((i) => i.device.id),
       );
+      for (const item of queued)
+        await armAt(
+          { kind: dequeueJobKind, itemId: item.id, automationId: automation.id, deviceId: item.device.id },
+          busy.get(item.device.id) ?? new Date(),
+        );
+    }
   }
-  return { duplicate: duplicate && runIds.length === 0, runIds };
+  return { runIds, duplicates };
+}
+
+/**
+ * Occurrences in rounds that name each device once (an occurrence stays whole), so that the guards of a device's
+ * later occurrence count its earlier one's run, as occurrences fired one after the other would.
+ */
+function rounds(occurrences: Occurrence[]): Occurrence[][] {
+  const out: { occurrences: Occurrence[]; devices: Set<string> }[] = [];
+  for (const occurrence of occurrences) {
+    const devices = [...new Map(occurrence.devices.map((d) => [d.id, d])).values()];
+    let round = out.find((r) => devices.every((d) => !r.devices.has(d.id)));
+    if (!round) {
+      round = { occurrences: [], devices: new Set() };
+      out.push(round);
+    }
+    round.occurrences.push({ ...occurrence, devices });
+    for (const d of devices) round.devices.add(d.id);
+  }
+  return out.map((r) => r.occurrences);
 }
 
 export const dequeueJobKind = 'automations.dequeue';
@@ -178,10 +252,15 @@ export async function runQueuedItem(db: Db, job: { itemId: string; automationId:
   );
   const claimed = rows[0];
   if (!claimed) return;
-  await runActions(db, automation, claimed.runId, [{ id: job.itemId, device: claimed.device }], automation.createdBy);
+  await runActions(
+    db,
+    automation,
+    [{ id: job.itemId, runId: claimed.runId, device: claimed.device }],
+    automation.createdBy,
+  );
 }
 
-type RunnableItem = { id: string; device: store.ScopeDevice };
+type RunnableItem = { id: string; runId: string; device: store.ScopeDevice };
 
 /** A live script's row as a run needs it. */
 async function selectRunScript(db: Db, scriptId: string) {
@@ -198,14 +277,15 @@ async function selectRunScript(db: Db, scriptId: string) {
 }
 
 /**
- * The actions in order. A run-script action starts one script run for every device still going (its items are the
- * script run's items, sent to the agents online and pending for the others); any other action runs device by device.
- * An action that fails on a device stops that device's actions (onFailure stop) or goes on (continue).
+ * The actions in order, for the items of one or more runs. A run-script action starts one script run per organization
+ * for every device still going (its items are the script run's items, sent to the agents online and pending for the
+ * others); any other action runs device by device. An action that fails on a device stops that device's actions
+ * (onFailure stop) or goes on (continue). A run-script action's outcome is its link to the script run item; an item's
+ * other outcomes are written once its actions ran (nothing when every action was a dispatched script).
  */
 async function runActions(
   db: Db,
   automation: store.AutomationRow,
-  runId: string,
   items: RunnableItem[],
   startedBy: store.Actor,
 ): Promise<void> {
@@ -222,13 +302,13 @@ async function runActions(
       const going = items.filter((i) => !stopped.has(i.id));
       if (going.length === 0) break;
       if (action.type === 'run-script') {
-        await runScriptAction(db, automation, index, action, going, startedBy, outcomes, fail);
+        await runScriptAction(db, automation, index, action, going, startedBy, fail);
         continue;
       }
       for (const item of going) {
         const base = { index, type: action.type };
         try {
-          await runDeviceAction(db, automation, runId, index, action, item.device, audit);
+          await runDeviceAction(db, automation, item.runId, index, action, item.device, audit);
           outcomes.get(item.id)!.push({ ...base, status: 'completed' });
         } catch (error) {
           fail(item, { ...base, status: 'failed', error: (error as Error).message.slice(0, 500) }, action.onFailure);
@@ -238,13 +318,15 @@ async function runActions(
   } finally {
     await flushAudit(audit);
   }
-  await store.updateItems(
-    db,
-    items.map((item) => {
-      const actions = outcomes.get(item.id)!;
-      return { id: item.id, status: actions.some((o) => o.status === 'failed') ? 'failed' : 'completed', actions };
-    }),
-  );
+  const written = items.filter((item) => outcomes.get(item.id)!.length > 0);
+  if (written.length > 0)
+    await store.updateItems(
+      db,
+      written.map((item) => {
+        const actions = outcomes.get(item.id)!;
+        return { id: item.id, status: actions.some((o) => o.status === 'failed') ? 'failed' : 'completed', actions };
+      }),
+    );
 }
 
 async function runScriptAction(
@@ -254,48 +336,45 @@ async function runScriptAction(
   action: store.StoredAction,
   going: RunnableItem[],
   startedBy: store.Actor,
-  outcomes: Map<string, store.ActionOutcome[]>,
   fail: (item: RunnableItem, outcome: store.ActionOutcome, onFailure: string) => void,
 ): Promise<void> {
   const base = { index, type: action.type };
   const script = await selectRunScript(db, String(action.scriptId));
-  let scriptRunId: string | undefined;
-  let error: string | undefined;
-  try {
-    if (!script) throw new Error('The script is gone');
-    const parameters = resolveParameters(openParameters(script.parameters), actionParameters(action));
-    scriptRunId = await insertScriptRun(db, {
-      partnerId: automation.partnerId,
-      scriptId: String(action.scriptId),
-      scriptVersion: script.version,
-      parameters: parameters.stored,
-      secrets: Object.keys(parameters.secrets).length > 0 ? parameters.secrets : null,
-      timeoutSeconds: script.timeoutSeconds,
-      startedBy: { ...startedBy, role: startedBy.role as never },
-      devices: going.map((i) => ({ deviceId: i.device.id, orgId: i.device.orgId })),
-      pendingHours,
-    });
-  } catch (caught) {
-    error = (caught as Error).message.slice(0, 500);
+  const byOrg = new Map<string, RunnableItem[]>();
+  for (const item of going) byOrg.set(item.device.orgId, [...(byOrg.get(item.device.orgId) ?? []), item]);
+  for (const items of byOrg.values()) {
+    let scriptRunId: string | undefined;
+    let error: string | undefined;
+    try {
+      if (!script) throw new Error('The script is gone');
+      const parameters = resolveParameters(openParameters(script.parameters), actionParameters(action));
+      scriptRunId = await insertScriptRun(db, {
+        partnerId: automation.partnerId,
+        scriptId: String(action.scriptId),
+        scriptVersion: script.version,
+        parameters: parameters.stored,
+        secrets: Object.keys(parameters.secrets).length > 0 ? parameters.secrets : null,
+        timeoutSeconds: script.timeoutSeconds,
+        startedBy: { ...startedBy, role: startedBy.role as never },
+        devices: items.map((i) => ({ deviceId: i.device.id, orgId: i.device.orgId })),
+        pendingHours,
+      });
+    } catch (caught) {
+      error = (caught as Error).message.slice(0, 500);
+    }
+    if (!scriptRunId) {
+      for (const item of items) fail(item, { ...base, status: 'failed', error }, action.onFailure);
+      continue;
+    }
+    await store.linkRunScripts(
+      db,
+      { actionIndex: index, scriptRunId },
+      items.map((i) => ({ itemId: i.id, deviceId: i.device.id })),
+    );
+    await dispatchRun(db, scriptRunId).catch((caught: unknown) =>
+      logger.error('Could not dispatch an automation script run', { scriptRunId, error: String(caught) }),
+    );
   }
-  if (!scriptRunId) {
-    for (const item of going) fail(item, { ...base, status: 'failed', error }, action.onFailure);
-    return;
-  }
-  const { rows } = await db.query<{ id: string; deviceId: string }>(
-    'SELECT id, device_id AS "deviceId" FROM script_run_items WHERE run_id = :scriptRunId::uuid',
-    { scriptRunId },
-  );
-  const itemOf = new Map(rows.map((row) => [row.deviceId, row.id]));
-  const links = going.map((item) => ({ runItemId: item.id, scriptRunItemId: itemOf.get(item.device.id)! }));
-  await store.insertRunScripts(db, { actionIndex: index, scriptRunId }, links);
-  for (const link of links)
-    outcomes
-      .get(link.runItemId)!
-      .push({ ...base, status: 'dispatched', scriptRunId, scriptRunItemId: link.scriptRunItemId });
-  await dispatchRun(db, scriptRunId).catch((caught: unknown) =>
-    logger.error('Could not dispatch an automation script run', { scriptRunId, error: String(caught) }),
-  );
 }
 
 async function runDeviceAction(

@@ -85,7 +85,19 @@ type ItemStatus = 'running' | 'completed' | 'failed' | 'skipped' | 'queued';
 /** An item as it stands now: its actions with the state of the script run items they started. */
 function itemView(item: store.ItemRow) {
   const scripts = new Map(item.scripts.map((s) => [s.actionIndex, s]));
-  const actions = item.actions.map((action) => {
+  // A run-script action's outcome is its link to the script run item it started, unless an outcome is stored.
+  const stored = new Set(item.actions.map((action) => action.index));
+  const linked: store.ActionOutcome[] = item.scripts
+    .filter((s) => !stored.has(s.actionIndex))
+    .map((s) => ({
+      index: s.actionIndex,
+      type: 'run-script',
+      status: 'dispatched',
+      scriptRunId: s.scriptRunId,
+      scriptRunItemId: s.scriptRunItemId,
+    }));
+  const outcomes = [...item.actions, ...linked].sort((a, b) => a.index - b.index);
+  const actions = outcomes.map((action) => {
     const script = scripts.get(action.index);
     if (!script) return action;
     const status: 'running' | 'dispatched' | 'completed' | 'failed' =

@@ -53,17 +53,53 @@ export async function scheduleZones(db: Db, automation: store.AutomationRow): Pr
   );
 }
 
-/** Arms the next occurrence of each schedule trigger in each of its zones (nothing for a disabled automation). */
+/**
+ * Arms the next occurrence of each schedule trigger in each of its zones not armed yet for this version (nothing for
+ * a disabled automation): a trigger's zone is recorded once per version, so arming again arms only what is new.
+ */
 export async function armAutomation(db: Db, automationId: string, now = new Date()): Promise<void> {
   const row = await store.selectLiveAutomation(db, automationId);
-  if (!row?.enabled) return;
-  for (const each of await scheduleZones(db, row))
-    await armNextOccurrence(
-      { kind: occurrenceJobKind, automationId, version: row.version, trigger: each.index, zone: each.zone },
-      compileTrigger(each.trigger, each.zone),
-      now,
-      now.getTime(),
-    );
+  if (row?.enabled) await armFresh(db, [{ row, zones: await scheduleZones(db, row) }], now);
+}
+
+/**
+ * A write brought an organization's devices into a zone (a device enrolled, a site's zone changed): the device-local
+ * schedules of the enabled automations that reach the organization and were not armed in that zone are, now.
+ */
+export async function armNewZone(db: Db, orgId: string, zone: string, now = new Date()): Promise<void> {
+  const rows = await store.selectDeviceLocalAutomations(db, orgId);
+  await armFresh(
+    db,
+    rows.map((row) => ({
+      row,
+      zones: row.triggers.flatMap((trigger, index) =>
+        trigger.type === 'schedule' && !trigger.schedule.timezone ? [{ trigger, index, zone }] : [],
+      ),
+    })),
+    now,
+  );
+}
+
+/** Arms schedule triggers in zones not recorded as armed for their automation's version yet, recording them. */
+async function armFresh(
+  db: Db,
+  each: { row: store.AutomationRow; zones: { trigger: ScheduleTrigger; index: number; zone: string }[] }[],
+  now: Date,
+): Promise<void> {
+  const fresh = await store.recordArmedZones(
+    db,
+    each.flatMap(({ row, zones }) =>
+      zones.map((z) => ({ automationId: row.id, version: row.version, trigger: z.index, zone: z.zone })),
+    ),
+  );
+  for (const { row, zones } of each)
+    for (const z of zones.filter((z) => fresh.has(`${row.id}:${z.index}@${z.zone}`)))
+      await armNextOccurrence(
+        { kind: occurrenceJobKind, automationId: row.id, version: row.version, trigger: z.index, zone: z.zone },
+        compileTrigger(z.trigger, z.zone),
+        now,
+        now.getTime(),
+      );
 }
 
 const armNext = (trigger: ScheduleTrigger, job: OccurrenceJob, now: Date) =>
@@ -95,17 +131,18 @@ export async function runOccurrence(
     await armNext(trigger, job, now);
     return 'misfired';
   }
+  const occurrenceKey = `schedule:${job.trigger}:${job.key}@${job.zone}`;
+  // An occurrence's runs are written in one transaction: one of them found, it ran (a duplicate delivery).
+  if (await store.occurrenceRan(db, row.id, occurrenceKey)) {
+    await armNext(trigger, job, now);
+    return 'duplicate';
+  }
   const deviceLocal = !trigger.schedule.timezone;
   const devices = await devicesInScope(db, row, deviceLocal ? { zone: job.zone } : {});
   const audit: AuditContext = { db: unkeyedDb(db), caller: null, pending: [] };
   const fired = await fire(db, {
     automation: row,
-    trigger: {
-      type: 'schedule',
-      occurrenceKey: `schedule:${job.trigger}:${job.key}@${job.zone}`,
-      timezone: job.zone,
-      occurrence: job.key,
-    },
+    trigger: { type: 'schedule', occurrenceKey, timezone: job.zone, occurrence: job.key },
     guarded: true,
     devices,
     audit,

@@ -186,6 +186,38 @@ export async function recordWebhookCall(db: Db, id: string, signature: string, w
   return row !== undefined;
 }
 
+/**
+ * Records zones armed for schedule triggers of versions of automations; answers those not recorded before (as
+ * `<automationId>:<trigger>@<zone>`): only those are armed.
+ */
+export async function recordArmedZones(
+  db: Db,
+  armed: { automationId: string; version: number; trigger: number; zone: string }[],
+): Promise<Set<string>> {
+  if (armed.length === 0) return new Set();
+  const { rows } = await db.query<{ key: string }>(
+    `INSERT INTO automation_zones (automation_id, version, trigger, zone)
+     SELECT x."automationId", x.version, x.trigger, x.zone
+       FROM jsonb_to_recordset(:armed::jsonb) AS x ("automationId" uuid, version int, trigger int, zone text)
+     ON CONFLICT DO NOTHING RETURNING automation_id || ':' || trigger || '@' || zone AS key`,
+    { armed: json(armed) },
+  );
+  return new Set(rows.map((row) => row.key));
+}
+
+/** Enabled live automations reaching an organization (its own and its partner's) with a device-local schedule. */
+export async function selectDeviceLocalAutomations(db: Db, orgId: string) {
+  const { rows } = await db.query<AutomationRow>(
+    `SELECT ${columns} FROM automations a JOIN organizations o ON o.id = :orgId::uuid AND o.deleted_at IS NULL
+      WHERE a.deleted_at IS NULL AND a.enabled AND a.partner_id = o.partner_id AND (a.org_id IS NULL OR a.org_id = o.id)
+        AND EXISTS (SELECT 1 FROM jsonb_array_elements(a.triggers) t
+                     WHERE t ->> 'type' = 'schedule' AND coalesce(t -> 'schedule' ->> 'timezone', '') = '')
+      ORDER BY a.created_at, a.id`,
+    { orgId },
+  );
+  return rows;
+}
+
 // Devices
 
 /** A device as an automation sees it: its organization and its local zone (its site's, else UTC). */
@@ -282,14 +314,16 @@ export async function automationAssigned(db: Db, automationId: string): Promise<
   return row !== undefined;
 }
 
-/** Live automations of a device's organization and partner that an event of this name triggers. */
-export async function selectEventAutomations(db: Db, device: { orgId: string; partnerId: string }, event: string) {
+/** Live automations of devices' organizations and partners that an event of this name triggers. */
+export async function selectEventAutomations(db: Db, owners: { orgId: string; partnerId: string }[], event: string) {
   const { rows } = await db.query<AutomationRow>(
     `SELECT ${columns} FROM automations a
-      WHERE a.deleted_at IS NULL AND a.enabled AND a.partner_id = :partnerId::uuid
-        AND (a.org_id IS NULL OR a.org_id = :orgId::uuid)
-        AND a.triggers @> jsonb_build_array(jsonb_build_object('type', 'event', 'event', :event::text))`,
-    { ...device, event },
+      WHERE a.deleted_at IS NULL AND a.enabled
+        AND a.triggers @> jsonb_build_array(jsonb_build_object('type', 'event', 'event', :event::text))
+        AND EXISTS (SELECT 1 FROM jsonb_to_recordset(:owners::jsonb) AS o ("orgId" uuid, "partnerId" uuid)
+                     WHERE a.partner_id = o."partnerId" AND (a.org_id IS NULL OR a.org_id = o."orgId"))
+      ORDER BY a.created_at, a.id`,
+    { owners: json(owners), event },
   );
   return rows;
 }
@@ -316,32 +350,112 @@ export type RunTrigger = {
   occurrence?: string;
 };
 
-/** A run of an occurrence in an organization; undefined when that occurrence already ran there (a duplicate). */
-export function insertRun(
+/** An occurrence fired: its run key with its trigger, and the organizations it records a run in. */
+export interface OccurrenceRuns {
+  trigger: RunTrigger;
+  orgIds: string[];
+}
+
+/** A device an occurrence fires on, by the occurrence's index; `windowId`: a maintenance window holding it back. */
+export interface Target {
+  k: number;
+  deviceId: string;
+  orgId: string;
+  windowId: string | null;
+}
+
+/** A run created by insertRunsWithItems with one of its items (none for a run without devices). */
+export type CreatedRow = {
+  runId: string;
+  orgId: string;
+  occurrenceKey: string;
+  itemId: string | null;
+  deviceId: string | null;
+  status: 'completed' | 'skipped' | 'queued' | null;
+  skipReason: 'loop-guard' | 'concurrency' | 'maintenance' | null;
+};
+
+/**
+ * The runs of occurrences (one per occurrence and organization; an occurrence that ran there already, a duplicate,
+ * creates nothing) with their items, in one statement: each device's item decided by the guards in the same
+ * statement (a maintenance window given by the caller, then the loop guard's count of the automation's runs on the
+ * device within its window, then a script run the automation started on the device not finished yet). Each device is
+ * named by at most one occurrence of a call, so the counts read are those before it.
+ */
+export async function insertRunsWithItems(
   db: Db,
   run: {
     automationId: string;
     automationVersion: number;
     partnerId: string;
-    orgId: string;
-    trigger: RunTrigger;
     startedBy: Record<string, unknown>;
+    guarded: boolean;
+    maxRuns: number;
+    windowMinutes: number;
+    queue: boolean;
   },
-) {
-  return one<{ id: string }>(
-    db,
-    `INSERT INTO automation_runs (automation_id, automation_version, partner_id, org_id, occurrence_key, trigger,
-                                  started_by)
-     VALUES (:automationId::uuid, :automationVersion::int, :partnerId::uuid, :orgId::uuid, :occurrenceKey::text,
-             :trigger::jsonb, :startedBy::jsonb)
-     ON CONFLICT DO NOTHING RETURNING id`,
+  occurrences: OccurrenceRuns[],
+  targets: Target[],
+): Promise<CreatedRow[]> {
+  const { rows } = await db.query<CreatedRow>(
+    `WITH occ AS (
+       SELECT o.k, o.trigger, o.trigger ->> 'occurrenceKey' AS key, o."orgIds"
+         FROM jsonb_to_recordset(:occurrences::jsonb) AS o (k int, trigger jsonb, "orgIds" jsonb)
+     ), runs AS (
+       INSERT INTO automation_runs (automation_id, automation_version, partner_id, org_id, occurrence_key, trigger,
+                                    started_by)
+       SELECT :automationId::uuid, :automationVersion::int, :partnerId::uuid, (org.value #>> '{}')::uuid, occ.key,
+              occ.trigger, :startedBy::jsonb
+         FROM occ CROSS JOIN jsonb_array_elements(occ."orgIds") org
+       ON CONFLICT DO NOTHING
+       RETURNING id, org_id, occurrence_key
+     ), decided AS (
+       SELECT runs.id AS run_id, t.d AS device_id, t.o AS org_id, t.w AS window_id,
+              CASE WHEN t.w IS NOT NULL THEN 'maintenance'
+                   WHEN :guarded::boolean
+                        AND (SELECT count(*) FROM automation_run_items g
+                              WHERE g.automation_id = :automationId::uuid AND g.device_id = t.d AND g.guarded
+                                AND g.status <> 'skipped'
+                                AND g.created_at > now() - :windowMinutes::int * interval '1 minute') >= :maxRuns::int
+                     THEN 'loop-guard'
+                   WHEN busy.found THEN 'concurrency'
+              END AS skip_reason
+         FROM jsonb_to_recordset(:targets::jsonb) AS t (k int, d uuid, o uuid, w uuid)
+         JOIN occ ON occ.k = t.k
+         JOIN runs ON runs.occurrence_key = occ.key AND runs.org_id = t.o
+         LEFT JOIN LATERAL (${busyOf('t.d')}) busy ON true
+     ), items AS (
+       INSERT INTO automation_run_items (run_id, automation_id, device_id, org_id, guarded, status, skip_reason,
+                                         maintenance_window_id)
+       SELECT run_id, :automationId::uuid, device_id, org_id, :guarded::boolean,
+              CASE WHEN skip_reason IS NULL THEN 'completed'
+                   WHEN skip_reason = 'concurrency' AND :queue::boolean THEN 'queued'
+                   ELSE 'skipped' END,
+              skip_reason, window_id
+         FROM decided
+       RETURNING id, run_id, device_id, status, skip_reason
+     )
+     SELECT runs.id AS "runId", runs.org_id AS "orgId", runs.occurrence_key AS "occurrenceKey", items.id AS "itemId",
+            items.device_id AS "deviceId", items.status, items.skip_reason AS "skipReason"
+       FROM runs LEFT JOIN items ON items.run_id = runs.id`,
     {
       ...run,
-      occurrenceKey: run.trigger.occurrenceKey,
-      trigger: json(run.trigger),
       startedBy: json(run.startedBy),
+      occurrences: json(occurrences.map((o, k) => ({ k, trigger: o.trigger, orgIds: o.orgIds }))),
+      targets: json(targets.map((t) => ({ k: t.k, d: t.deviceId, o: t.orgId, w: t.windowId }))),
     },
   );
+  return rows;
+}
+
+/** Whether an occurrence of the automation has a run (in any organization). */
+export async function occurrenceRan(db: Db, automationId: string, occurrenceKey: string): Promise<boolean> {
+  const row = await one(
+    db,
+    'SELECT 1 FROM automation_runs WHERE automation_id = :automationId::uuid AND occurrence_key = :occurrenceKey::text LIMIT 1',
+    { automationId, occurrenceKey },
+  );
+  return row !== undefined;
 }
 
 export type ActionOutcome = {
@@ -353,42 +467,23 @@ export type ActionOutcome = {
   error?: string;
 };
 
-/** A run's items, one per device; answers each device's item id. */
-export async function insertItems(
-  db: Db,
-  run: { runId: string; automationId: string; orgId: string; guarded: boolean },
-  items: {
-    deviceId: string;
-    status: 'completed' | 'failed' | 'skipped' | 'queued';
-    skipReason: string | null;
-    maintenanceWindowId: string | null;
-  }[],
-): Promise<Map<string, string>> {
-  if (items.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; deviceId: string }>(
-    `INSERT INTO automation_run_items (run_id, automation_id, device_id, org_id, guarded, status, skip_reason,
-                                       maintenance_window_id)
-     SELECT :runId::uuid, :automationId::uuid, x."deviceId", :orgId::uuid, :guarded::boolean, x.status, x."skipReason",
-            x."maintenanceWindowId"
-       FROM jsonb_to_recordset(:items::jsonb) AS x ("deviceId" uuid, status text, "skipReason" text, "maintenanceWindowId" uuid)
-     RETURNING id, device_id AS "deviceId"`,
-    { ...run, items: json(items) },
-  );
-  return new Map(rows.map((row) => [row.deviceId, row.id]));
-}
-
-/** Links items to the script run items an action started. */
-export async function insertRunScripts(
+/**
+ * Links items to the script run items an action started for their devices (one statement, however many items): the
+ * link is the item's outcome of that action (`dispatched`, then the script run item's own status).
+ */
+export async function linkRunScripts(
   db: Db,
   action: { actionIndex: number; scriptRunId: string },
-  links: { runItemId: string; scriptRunItemId: string }[],
-): Promise<void> {
-  await db.query(
+  items: { itemId: string; deviceId: string }[],
+): Promise<number> {
+  const { rowCount } = await db.query(
     `INSERT INTO automation_run_scripts (run_item_id, action_index, script_run_id, script_run_item_id)
-     SELECT x."runItemId", :actionIndex::int, :scriptRunId::uuid, x."scriptRunItemId"
-       FROM jsonb_to_recordset(:links::jsonb) AS x ("runItemId" uuid, "scriptRunItemId" uuid)`,
-    { ...action, links: json(links) },
+     SELECT x."itemId", :actionIndex::int, sri.run_id, sri.id
+       FROM jsonb_to_recordset(:items::jsonb) AS x ("itemId" uuid, "deviceId" uuid)
+       JOIN script_run_items sri ON sri.run_id = :scriptRunId::uuid AND sri.device_id = x."deviceId"`,
+    { ...action, items: json(items) },
   );
+  return rowCount;
 }
 
 /** Items' outcomes once their actions ran. */
@@ -418,19 +513,25 @@ export async function countGuardedRuns(db: Db, automationId: string, deviceIds: 
 }
 
 /**
- * Devices on which a script run this automation started has not finished yet (nor passed its deadline or, pending,
- * its expiry), with the latest of those.
+ * Whether a script run this automation started on the device has not finished yet (nor passed its deadline or,
+ * pending, its expiry), with the latest of those: read per device through its items (a lateral subquery, never a
+ * scan of every script run item).
  */
+const busyOf = (device: string) => `
+  SELECT true AS found, max(coalesce(sri.deadline_at, sri.expires_at)) AS until
+    FROM automation_run_items b
+    JOIN automation_run_scripts rs ON rs.run_item_id = b.id
+    JOIN script_run_items sri ON sri.id = rs.script_run_item_id
+   WHERE b.automation_id = :automationId::uuid AND b.device_id = ${device} AND b.status <> 'skipped'
+     AND sri.status IN ('pending', 'sent', 'running') AND coalesce(sri.deadline_at, sri.expires_at) > now()
+  HAVING count(*) > 0`;
+
+/** Devices on which a script run this automation started has not finished yet, with the latest end of those. */
 export async function selectBusyDevices(db: Db, automationId: string, deviceIds: string[]) {
   const { rows } = await db.query<{ deviceId: string; until: Date | null }>(
-    `SELECT i.device_id AS "deviceId", max(coalesce(sri.deadline_at, sri.expires_at)) AS until
-       FROM automation_run_items i
-       JOIN automation_run_scripts rs ON rs.run_item_id = i.id
-       JOIN script_run_items sri ON sri.id = rs.script_run_item_id
-      WHERE i.automation_id = :automationId::uuid AND sri.status IN ('pending', 'sent', 'running')
-        AND coalesce(sri.deadline_at, sri.expires_at) > now()
-        AND i.device_id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:deviceIds::jsonb) v)
-      GROUP BY i.device_id`,
+    `SELECT x.id AS "deviceId", busy.until
+       FROM (SELECT (v #>> '{}')::uuid AS id FROM jsonb_array_elements(:deviceIds::jsonb) v) x
+       JOIN LATERAL (${busyOf('x.id')}) busy ON true`,
     { automationId, deviceIds: json(deviceIds) },
   );
   return new Map(rows.map((row) => [row.deviceId, row.until]));
@@ -492,6 +593,8 @@ export type ItemRow = {
   createdAt: Date;
   scripts: {
     actionIndex: number;
+    scriptRunId: string;
+    scriptRunItemId: string;
     status: string;
     exitCode: number | null;
     durationMs: number | null;
@@ -506,7 +609,8 @@ export async function selectItems(db: Db, runIds: string[]) {
     `SELECT i.id, i.run_id AS "runId", i.device_id AS "deviceId", d.hostname, i.org_id AS "orgId", i.status,
             i.skip_reason AS "skipReason", i.maintenance_window_id AS "maintenanceWindowId", i.actions,
             i.created_at AS "createdAt",
-            coalesce((SELECT jsonb_agg(jsonb_build_object('actionIndex', rs.action_index, 'status', sri.status,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('actionIndex', rs.action_index, 'scriptRunId', rs.script_run_id,
+                                       'scriptRunItemId', rs.script_run_item_id, 'status', sri.status,
                                        'exitCode', sri.exit_code, 'durationMs', sri.duration_ms,
                                        'output', left(coalesce(sri.stdout, sri.stderr), 500)) ORDER BY rs.action_index)
                         FROM automation_run_scripts rs JOIN script_run_items sri ON sri.id = rs.script_run_item_id

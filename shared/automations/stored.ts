@@ -1,7 +1,7 @@
 /** What the domain's modules share about a stored automation: its actor, its actions as answered and run, its audit. */
 
 import { auditOwnedChange } from '../audit/partner-audit.ts';
-import type { AuditContext } from '../audit/writer.ts';
+import { type AuditContext, auditChange } from '../audit/writer.ts';
 import { openSecret } from '../auth/key-seal.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Tx } from '../db/db.ts';
@@ -53,4 +53,19 @@ export function auditAutomation(
 ) {
   const event = { action, ...resource(row), details };
   return auditOwnedChange(tx, audit, row, event);
+}
+
+/** The `automation.run` rows of runs fired together, each in its run's organization: one statement for all of them. */
+export function auditRuns(
+  tx: Tx,
+  audit: AuditContext,
+  row: { id: string; name: string },
+  runs: { orgId: string; details: Record<string, unknown> }[],
+) {
+  if (runs.length === 0) return Promise.resolve();
+  return auditChange(
+    tx,
+    audit,
+    runs.map((run) => ({ action: 'automation.run', ...resource(row), details: run.details, orgId: run.orgId })),
+  );
 }

@@ -7,7 +7,7 @@ import { NotFound, ValidationFailed } from '../errors.ts';
 import type { bulkValues } from './schemas.ts';
 import * as store from './store.ts';
 import { checkValue } from './value.ts';
-import { appliesTo, type ValueChange, valueChangeEvents } from './values.ts';
+import { appliesTo, tellValuesChanged, type ValueChange, valueChangeEvents } from './values.ts';
 
 type Issue = { path: string; message: string; code: string };
 
@@ -77,6 +77,11 @@ export async function setFieldValues(
     return changes;
   });
   const changed = new Set(changes.map((change) => change.device.id));
+  await tellValuesChanged(
+    changes.flatMap((change) =>
+      change.after === null ? [] : [{ deviceId: change.device.id, key: field.key, value: change.after }],
+    ),
+  );
   return {
     fieldId: field.id,
     key: field.key,

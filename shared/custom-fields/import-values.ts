@@ -18,7 +18,7 @@ import {
 import type { DefinitionRecord, ValueTarget } from './store.ts';
 import * as store from './store.ts';
 import { readValue, sameValue } from './value.ts';
-import { appliesTo, type ValueChange, valueChangeEvents } from './values.ts';
+import { appliesTo, tellValuesChanged, type ValueChange, valueChangeEvents } from './values.ts';
 
 type Input = z.output<typeof valuesImportSchema>;
 type Reply = z.output<typeof valuesImportReply>;
@@ -306,7 +306,7 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
     chunks.at(-1)!.push(...row.writes);
   }
   for (const chunk of chunks.filter((writes) => writes.length > 0)) {
-    await db.transaction(async (tx) => {
+    const changed = await db.transaction(async (tx) => {
       const written = await store.upsertValues(
         tx,
         chunk.map((w) => ({ deviceId: w.device.id, fieldId: w.field.id, value: w.after! })),
@@ -322,7 +322,11 @@ export async function commitValuesImport(db: Db, principal: Principal, input: In
             .map((w) => ({ ...w, before: before.get(`${w.device.id}:${w.field.id}`) ?? null })),
         ),
       );
+      return chunk.filter((w) => before.has(`${w.device.id}:${w.field.id}`));
     });
+    await tellValuesChanged(
+      changed.flatMap((w) => (w.after === null ? [] : [{ deviceId: w.device.id, key: w.field.key, value: w.after }])),
+    );
   }
   const mappings = rows.flatMap((row) =>
     row.device && row.externalId && row.match === 'resolved'

@@ -58,6 +58,24 @@ async function fieldOfDevice(db: Db, deviceId: string, key: string) {
 const invalidValue = (message: string) =>
   ValidationFailed(`Invalid value: ${message}`, [{ path: 'body.value', message, code: 'custom' }]);
 
+/**
+ * Tells `custom_field.changed` for values set (a cleared value tells nothing), once their change committed: one
+ * event per device and field, sent ten at a time.
+ */
+export async function tellValuesChanged(values: { deviceId: string; key: string; value: FieldValue }[]) {
+  for (let i = 0; i < values.length; i += 10)
+    await Promise.all(
+      values.slice(i, i + 10).map((each) =>
+        tellDeviceEvent({
+          event: 'custom_field.changed',
+          eventId: randomUUID(),
+          deviceId: each.deviceId,
+          data: { key: each.key, value: each.value as string | number | boolean },
+        }),
+      ),
+    );
+}
+
 /** Validates and stores one value (never coerced), auditing a change as device.update with before and after. */
 async function writeValue(
   db: Db,
@@ -76,13 +94,7 @@ async function writeValue(
       await auditChange(tx, audit, valueChangeEvents([{ device, field, before: written.before, after: value }]));
     return written !== undefined;
   });
-  if (changed)
-    await tellDeviceEvent({
-      event: 'custom_field.changed',
-      eventId: randomUUID(),
-      deviceId: device.id,
-      data: { key: field.key, value: checked.value as string | number | boolean },
-    });
+  if (changed) await tellValuesChanged([{ deviceId: device.id, key: field.key, value: checked.value }]);
   return { deviceId: device.id, fieldId: field.id, key: field.key, type: field.type, value: checked.value };
 }
 

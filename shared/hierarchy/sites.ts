@@ -7,6 +7,7 @@ import { assertReachable } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import type { Page } from '../db/page.ts';
 import { DomainError, NotFound, ValidationFailed } from '../errors.ts';
+import { tellZoneChanged } from '../queue/device-events.ts';
 import type { createSite as createSchema, updateSite as updateSchema } from './schemas.ts';
 import * as store from './store.ts';
 
@@ -58,7 +59,7 @@ export async function updateSite(
 ) {
   await reachableOrganization(db, principal, orgId, 'sites:write');
   const before = assertReachable(await store.selectSite(db, orgId, siteId), 'Site');
-  return db.transaction(async (tx) => {
+  const after = await db.transaction(async (tx) => {
     const after = assertReachable(await store.updateSiteRow(tx, orgId, siteId, change), 'Site');
     await auditChange(tx, audit, {
       orgId,
@@ -68,6 +69,9 @@ export async function updateSite(
     });
     return after;
   });
+  // Its devices now keep another local time: device-local schedules are armed in it.
+  if (after.timezone !== before.timezone) await tellZoneChanged(orgId, after.timezone ?? 'UTC');
+  return after;
 }
 
 /**

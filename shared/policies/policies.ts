@@ -165,6 +165,10 @@ export async function updatePolicy(db: Db, principal: Principal, id: string, bod
   return db.transaction(async (tx) => {
     const before = await store.lockPolicy(tx, id);
     if (!before) throw NotFound('Policy');
+    // Changed items of an automation policy add or remove automations wherever it is assigned.
+    const evaluation = items
+      ? await automationsBefore(tx, before, await store.selectAssignmentTargets(tx, id))
+      : undefined;
     const after = await store.updatePolicyRow(tx, id, { name: body.name, items }, actorOf(principal));
     if (!after) throw NotFound('Policy');
     await auditOwnedChange(tx, audit, after, {
@@ -172,6 +176,7 @@ export async function updatePolicy(db: Db, principal: Principal, id: string, bod
       ...policyResource(after),
       details: { before: snapshot(before), after: snapshot(after) },
     });
+    await auditAutomationEvaluation(tx, audit, after, { change: 'items' }, evaluation);
     return after;
   });
 }
@@ -180,12 +185,15 @@ export async function updatePolicy(db: Db, principal: Principal, id: string, bod
 export async function deletePolicy(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const policy = await writablePolicy(db, principal, id);
   await db.transaction(async (tx) => {
+    // A deleted automation policy removes its automations wherever it was assigned.
+    const evaluation = await automationsBefore(tx, policy, await store.selectAssignmentTargets(tx, id));
     if (!(await store.deletePolicyRow(tx, id))) throw NotFound('Policy');
     await auditOwnedChange(tx, audit, policy, {
       action: 'policy.delete',
       ...policyResource(policy),
       details: { before: snapshot(policy) },
     });
+    await auditAutomationEvaluation(tx, audit, policy, { change: 'delete' }, evaluation);
   });
 }
 
@@ -225,7 +233,7 @@ export async function createAssignment(
   const target = await targetOf(db, principal, policy, body.level, body.targetId);
   return db.transaction(async (tx) => {
     if (!(await store.lockPolicy(tx, policyId))) throw NotFound('Policy');
-    const evaluation = await automationsBefore(tx, policy, body.level, body.targetId);
+    const evaluation = await automationsBefore(tx, policy, [body]);
     const row = await store.insertAssignment(
       tx,
       {
@@ -248,7 +256,7 @@ export async function createAssignment(
       details: { assignment: { after: row } },
     };
     await auditOwnedChange(tx, audit, { partnerId: policy.partnerId, orgId: row.orgId }, event);
-    await auditAutomationEvaluation(tx, audit, policy, row.id, evaluation);
+    await auditAutomationEvaluation(tx, audit, policy, { assignmentId: row.id }, evaluation);
     return row;
   });
 }
@@ -264,29 +272,43 @@ async function automationsOf(tx: Tx, deviceId: string): Promise<Set<string>> {
   return new Set((resolved?.effective.items ?? []).map((each) => String(each.item.automationId)));
 }
 
-/** Before an assignment of an automation policy changes: what applies to each device it targets. */
+/**
+ * Before an automation policy, or assignments of it, change: what applies to each device the assignments target (at
+ * most maxEvaluatedDevices of them).
+ */
 async function automationsBefore(
   tx: Tx,
   policy: store.PolicyRow,
-  level: store.AssignmentRow['level'],
-  targetId: string,
+  targets: { level: store.AssignmentRow['level']; targetId: string }[],
 ): Promise<Evaluation> {
-  if (policy.kind !== 'automation') return undefined;
-  const devices = await store.selectTargetDevices(tx, policy.partnerId, level, targetId, maxEvaluatedDevices);
+  if (policy.kind !== 'automation' || targets.length === 0) return undefined;
+  const devices = new Map<string, { id: string; orgId: string }>();
+  for (const target of targets) {
+    if (devices.size >= maxEvaluatedDevices) break;
+    const found = await store.selectTargetDevices(
+      tx,
+      policy.partnerId,
+      target.level,
+      target.targetId,
+      maxEvaluatedDevices - devices.size,
+    );
+    for (const device of found) devices.set(device.id, device);
+  }
   const before = new Map<string, Set<string>>();
-  for (const device of devices) before.set(device.id, await automationsOf(tx, device.id));
-  return { devices, before };
+  for (const device of devices.values()) before.set(device.id, await automationsOf(tx, device.id));
+  return { devices: [...devices.values()], before };
 }
 
 /**
  * After the change, in its transaction: `automation.policy.evaluate` in each organization where it added or removed an
- * automation for a device, naming the devices and the automations added and removed.
+ * automation for a device, naming what changed (an assignment, the items, the policy's deletion), the devices and the
+ * automations added and removed.
  */
 async function auditAutomationEvaluation(
   tx: Tx,
   audit: AuditContext,
   policy: store.PolicyRow,
-  assignmentId: string,
+  cause: { assignmentId: string } | { change: 'items' | 'delete' },
   evaluation: Evaluation,
 ) {
   if (!evaluation) return;
@@ -305,7 +327,7 @@ async function auditAutomationEvaluation(
       action: 'automation.policy.evaluate',
       ...policyResource(policy),
       details: {
-        assignmentId,
+        ...cause,
         policyVersion: policy.version,
         devices: devices.slice(0, 500),
         deviceCount: devices.length,
@@ -336,11 +358,11 @@ async function ownedRow<R extends { policyId: string; orgId: string | null }>(
 export async function deleteAssignment(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const { row, policy } = await ownedRow(db, principal, await store.selectAssignment(db, id), 'Policy assignment');
   await db.transaction(async (tx) => {
-    const evaluation = await automationsBefore(tx, policy, row.level, row.targetId);
+    const evaluation = await automationsBefore(tx, policy, [row]);
     if (!(await store.deleteAssignmentRow(tx, id))) throw NotFound('Policy assignment');
     const event = { action: 'policy.update', ...policyResource(policy), details: { assignment: { before: row } } };
     await auditOwnedChange(tx, audit, { partnerId: policy.partnerId, orgId: row.orgId }, event);
-    await auditAutomationEvaluation(tx, audit, policy, row.id, evaluation);
+    await auditAutomationEvaluation(tx, audit, policy, { assignmentId: row.id }, evaluation);
   });
 }
 

@@ -229,6 +229,16 @@ export function selectAssignments(db: Db, policyId: string, orgOnly: string | nu
   );
 }
 
+/** Every assignment of a policy, as its changes are evaluated for (the system reads them: no tenancy). */
+export async function selectAssignmentTargets(db: Db, policyId: string) {
+  const { rows } = await db.query<{ id: string; level: AssignmentLevel; targetId: string }>(
+    `SELECT a.id, a.level, a.target_id AS "targetId" FROM policy_assignments a
+      WHERE a.policy_id = :policyId::uuid ORDER BY a.created_at, a.id`,
+    { policyId },
+  );
+  return rows;
+}
+
 export function selectAssignment(db: Db, id: string) {
   return one<AssignmentRow>(db, `SELECT ${assignmentColumns} FROM policy_assignments a WHERE a.id = :id::uuid`, {
     id,

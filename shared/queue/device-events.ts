@@ -27,3 +27,13 @@ export interface DeviceEvent {
 export function tellDeviceEvent(event: DeviceEvent): Promise<void> {
   return enqueue({ kind: deviceEventKind, ...event });
 }
+
+export const zonesChangedKind = 'automations.zones';
+
+/**
+ * Tells automations that an organization's devices keep a local time (a site's zone changed to it): device-local
+ * schedules not armed in that zone yet are armed in it. An enrolled device tells it by its event.
+ */
+export function tellZoneChanged(orgId: string, zone: string): Promise<void> {
+  return enqueue({ kind: zonesChangedKind, orgId, zone });
+}

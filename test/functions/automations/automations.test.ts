@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runDeviceEventJobs } from '#functions/queue/jobs.ts';
 import { signature } from '#shared/alerts/psa-delivery.ts';
 import { runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb } from '#shared/db/client.ts';
@@ -329,6 +330,27 @@ describe('automations', () => {
     });
     const listed = mine.body.automations.find((a: { id: string }) => a.id === automation.id);
     expect(listed).toMatchObject({ origin: { type: 'organization' }, nextOccurrence: { timezone: 'UTC' } });
+    // A zone new to its devices is armed by the write that brings it: an enrollment, a site's zone changed.
+    const armed = async () =>
+      (
+        await t.db.admin.query<{ zone: string }>(
+          'SELECT zone FROM automation_zones WHERE automation_id = :id::uuid AND version = 1 ORDER BY zone',
+          { id: automation.id },
+        )
+      ).rows.map((row) => row.zone);
+    expect(await armed()).toEqual(['Europe/Berlin', 'UTC']);
+    const tokyo = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/sites`, {
+      token: tenant.orgToken,
+      body: { name: 'Tokyo', timezone: 'Asia/Tokyo' },
+    });
+    await enrollDevice(t.api, tenant, 'tokyo-host', tokyo.body.id);
+    await eventually(async () => (await armed()).includes('Asia/Tokyo'));
+    const moved = await t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}/sites/${tokyo.body.id}`, {
+      token: tenant.orgToken,
+      body: { timezone: 'America/Chicago' },
+    });
+    expect(moved.status).toBe(200);
+    await eventually(async () => (await armed()).includes('America/Chicago'));
   });
 
   it('takes a signed webhook once: a replay, a bad signature or a stale timestamp is 401', async () => {
@@ -439,6 +461,21 @@ describe('automations', () => {
       availability: 'partner',
       origin: { type: 'policy', policyId: policy.body.id, level: 'partner' },
     });
+    // Its items changed, the policy no longer brings the automation: evaluated in each organization, as a change.
+    const changed = await t.api.request('PATCH', `/api/v1/policies/${policy.body.id}`, {
+      token: tenant.partnerToken,
+      body: { items: [] },
+    });
+    expect(changed.status).toBe(200);
+    const removed = (await auditRowsOf(t.db.admin, 'automation.policy.evaluate', policy.body.id)).filter(
+      (row) => row.details.change === 'items',
+    );
+    expect(removed.map((row) => row.orgId).sort()).toEqual([tenant.orgId, second.body.id].sort());
+    expect(removed.find((row) => row.orgId === second.body.id)!.details).toMatchObject({
+      policyVersion: changed.body.version,
+      devices: [{ deviceId: west.deviceId, added: [], removed: [automation.id] }],
+      deviceCount: 1,
+    });
   });
 
   it('fires on device events told by the writes that cause them, each event once', async () => {
@@ -458,7 +495,7 @@ describe('automations', () => {
         })
       ).status,
     ).toBe(201);
-    await t.api.request('POST', '/api/v1/custom-fields', {
+    const ring = await t.api.request('POST', '/api/v1/custom-fields', {
       token: tenant.partnerToken,
       body: { name: 'Ring', key: 'ring', type: 'text' },
     });
@@ -484,6 +521,22 @@ describe('automations', () => {
     expect((await put('stable')).status).toBe(200);
     expect((await put('canary')).status).toBe(200);
     await eventually(async () => (await runsOf(changedId)).length === 1);
+    // Bulk writes and imports tell it too.
+    const bulk = (value: string) =>
+      t.api.request('PUT', `/api/v1/custom-fields/${ring.body.id}/values`, {
+        token: tenant.orgToken,
+        body: { values: [{ deviceId: fresh.deviceId, value }] },
+      });
+    expect((await bulk('stable')).status).toBe(200);
+    expect((await bulk('canary')).status).toBe(200);
+    await eventually(async () => (await runsOf(changedId)).length === 2);
+    expect((await bulk('stable')).status).toBe(200);
+    const imported = await t.api.request('POST', '/api/v1/custom-fields/import/values', {
+      token: tenant.orgToken,
+      body: { orgId: tenant.orgId, sourceSystem: 'generic', csv: 'hostname,ring\nevt-host,canary\n' },
+    });
+    expect(imported.status).toBe(200);
+    await eventually(async () => (await runsOf(changedId)).length === 3);
     const [run] = await runsOf(changedId);
     expect(run!.trigger).toMatchObject({ type: 'event', event: 'custom_field.changed' });
     expect((await getRun(run!.id)).items).toEqual([
@@ -494,6 +547,45 @@ describe('automations', () => {
     // A device that matches no condition starts nothing.
     await enrollDevice(t.api, tenant, 'other-host');
     expect((await runsOf(enrolledId)).length).toBe(1);
+  });
+
+  it('evaluates device events received together: one run each, a repeated event once, the guards in event order', async () => {
+    const automation = (
+      await create({
+        triggers: [{ type: 'event', event: 'device.online' }],
+        conditions: { field: 'hostname', op: 'startsWith', value: 'batch-' },
+        actions: [{ type: 'raise-alert', severity: 'low', title: 'Came online' }],
+        guards: { maxRunsPerDevice: 2 },
+      })
+    ).body;
+    const [a, b] = [await enrollDevice(t.api, tenant, 'batch-a'), await enrollDevice(t.api, tenant, 'batch-b')];
+    const online = (eventId: string, deviceId: string) => ({
+      kind: 'automations.event',
+      event: 'device.online',
+      eventId: `${automation.id}:${eventId}`,
+      deviceId,
+    });
+    // One batch of the queue worker: three events of a, one of b, the first delivered twice.
+    await runDeviceEventJobs([
+      online('1', a.deviceId),
+      online('2', a.deviceId),
+      online('1', a.deviceId),
+      online('3', a.deviceId),
+      online('4', b.deviceId),
+    ]);
+    const runs = await runsOf(automation.id);
+    expect(runs.map((r) => r.trigger.occurrenceKey).sort()).toEqual(
+      ['1', '2', '3', '4'].map((id) => `event:${automation.id}:${id}`),
+    );
+    const items = await Promise.all(
+      runs.map(async (r) => ({ key: r.trigger.occurrenceKey, ...(await getRun(r.id)).items[0] })),
+    );
+    const itemOf = (id: string) => items.find((i) => i.key === `event:${automation.id}:${id}`);
+    expect(itemOf('1')).toMatchObject({ deviceId: a.deviceId, status: 'completed' });
+    expect(itemOf('2')).toMatchObject({ deviceId: a.deviceId, status: 'completed' });
+    expect(itemOf('3')).toMatchObject({ deviceId: a.deviceId, status: 'skipped', skipReason: 'loop-guard' });
+    expect(itemOf('4')).toMatchObject({ deviceId: b.deviceId, status: 'completed' });
+    expect((await auditRowsOf(t.db.admin, 'automation.run', automation.id)).length).toBe(4);
   });
 
   it("skips a device still running the automation's script when concurrency is skip", async () => {
