@@ -16,7 +16,6 @@ import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { armAt } from '../schedules/arm.ts';
 import {
-  type Approval,
   approvalOf,
   type DecisionRow,
   type DevicePatching,
@@ -53,13 +52,6 @@ const deviceCountColumns = Object.keys(emptyDevices()) as (keyof DeviceCounts)[]
 type DeviceCounts = ReturnType<typeof emptyDevices>;
 type PairCounts = ReturnType<typeof emptyPairs>;
 
-function pairState(state: string, approval: Approval): PairState {
-  if (state === 'installed') return 'installed';
-  if (state === 'failed') return 'failed';
-  if (state === 'pending-reboot') return 'pending-reboot';
-  return approval === 'approved' ? 'missing-approved' : 'missing-not-approved';
-}
-
 /** One scan row of a device (one per source it reports; none when it never reported), with its kept counts. */
 type ScanRow = {
   orgId: string;
@@ -70,10 +62,12 @@ type ScanRow = {
   installed: number | null;
   failed: number | null;
   pendingReboot: number | null;
-  missing: string[] | null;
+  /** The ids of the missing patches, comma-separated (a string splits faster than an array parses). */
+  missing: string | null;
   lastError: string | null;
 };
 type DeviceScans = Omit<ScanRow, 'missing'> & { missing: string[] };
+const idsOf = (missing: string | null) => (missing ? missing.split(',') : []);
 type CataloguePatch = { id: string; severity: string; category: string };
 
 /**
@@ -89,7 +83,8 @@ async function readCompliance(db: Db, scope: { orgId: string } | { partnerId: st
       prepared(
         'partnerId' in scope ? 'patching_partner_scans' : 'patching_org_scans',
         `SELECT d.org_id AS "orgId", d.id, d.hostname, d.os_updater_suppressed AS "osUpdaterSuppressed",
-              s.scanned_at AS "scannedAt", s.installed, s.failed, s.pending_reboot AS "pendingReboot", s.missing,
+              s.scanned_at AS "scannedAt", s.installed, s.failed, s.pending_reboot AS "pendingReboot",
+              array_to_string(s.missing, ',') AS missing,
               s.last_error AS "lastError"
          FROM devices d LEFT JOIN device_patch_scans s ON s.device_id = d.id
         WHERE d.deleted_at IS NULL
@@ -117,7 +112,7 @@ async function readCompliance(db: Db, scope: { orgId: string } | { partnerId: st
   for (const row of scans) {
     const last = devices.at(-1);
     if (last?.id !== row.id) {
-      devices.push({ ...row, missing: row.missing ?? [] });
+      devices.push({ ...row, missing: idsOf(row.missing) });
       continue;
     }
     // A second source of the same device: its counts add up, its latest scan is the device's.
@@ -126,7 +121,7 @@ async function readCompliance(db: Db, scope: { orgId: string } | { partnerId: st
     last.installed = (last.installed ?? 0) + (row.installed ?? 0);
     last.failed = (last.failed ?? 0) + (row.failed ?? 0);
     last.pendingReboot = (last.pendingReboot ?? 0) + (row.pendingReboot ?? 0);
-    last.missing = [...last.missing, ...(row.missing ?? [])];
+    last.missing = [...last.missing, ...idsOf(row.missing)];
     if (row.lastError && (!last.lastError || row.lastError > last.lastError)) last.lastError = row.lastError;
   }
   return {
@@ -168,7 +163,7 @@ function countCompliance(
     string,
     { ringId: string | null; key: string | null; devices: DeviceCounts; pairs: PairCounts }
   >();
-  const approvals = new Map<string, Approval>();
+  const approvals = new Map<string, Map<string, boolean>>();
   let osUpdaterNotSuppressed = 0;
   const deviceStates = devices.map((device, index) => {
     const followed = patching[index];
@@ -203,17 +198,20 @@ function countCompliance(
       failed: device.failed ?? 0,
       pendingReboot: device.pendingReboot ?? 0,
     };
+    const policyRing = `${followed?.policyId ?? ''}|${ringKey}`;
+    const approved = approvals.get(policyRing) ?? new Map<string, boolean>();
+    approvals.set(policyRing, approved);
     for (const patchId of device.missing) {
-      const key = `${followed?.policyId ?? ''}|${ringKey}|${patchId}`;
-      let approval = approvals.get(key);
-      if (!approval) {
+      let yes = approved.get(patchId);
+      if (yes === undefined) {
         const patch = patches.get(patchId);
-        approval = patch
-          ? approvalOf(patch, { orgId, ringId: ring?.id ?? null }, decisions, followed?.rules ?? [], now)
-          : 'not-approved';
-        approvals.set(key, approval);
+        yes =
+          patch !== undefined &&
+          approvalOf(patch, { orgId, ringId: ring?.id ?? null }, decisions, followed?.rules ?? [], now) === 'approved';
+        approved.set(patchId, yes);
       }
-      counted[countKey[pairState('missing', approval)]] += 1;
+      if (yes) counted.missingApproved += 1;
+      else counted.missingNotApproved += 1;
     }
     for (const state of worstFirst) {
       totals.pairs[countKey[state]] += counted[countKey[state]];
