@@ -4,7 +4,7 @@ import * as h from '#shared/hierarchy/schemas.ts';
 import { fileDownload } from '#shared/http/download.ts';
 import { route } from '#shared/http/route.ts';
 import { bulkApprove, decidePatch, getPatch, listPatches } from '#shared/patching/catalogue.ts';
-import { devicePatches, patchCompliance } from '#shared/patching/compliance.ts';
+import { devicePatches, partnerPatchCompliance, patchCompliance } from '#shared/patching/compliance.ts';
 import { uploadInventory } from '#shared/patching/inventory.ts';
 import {
   getJob,
@@ -212,6 +212,23 @@ export const routes = {
     },
     ({ caller, params, query, headers }) =>
       patchCompliance(appDb(), caller, params.id, query, fileDownload(headers['accept-encoding'])),
+  ),
+  'GET /api/v1/partners/{partnerId}/patch-compliance': route(
+    {
+      operationId: 'patchingPartnerCompliance',
+      group,
+      auth: 'userOrApiKey',
+      tag,
+      summary:
+        "A partner's patch compliance across its organizations: totals, per ring and per organization, with the summed daily trend (patching:read); format=csv downloads the organizations",
+      params: p.partnerParams,
+      query: p.complianceQuery,
+      download: { textTypes: ['text/csv'], jsonReply: true },
+      response: p.partnerCompliance,
+      errors: [400, 401, 403, 404],
+    },
+    ({ caller, params, query, headers }) =>
+      partnerPatchCompliance(appDb(), caller, params.partnerId, query, fileDownload(headers['accept-encoding'])),
   ),
   'GET /api/v1/devices/{id}/patches': route(
     {

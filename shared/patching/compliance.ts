@@ -7,14 +7,23 @@
  */
 import type { z } from 'zod';
 import { csvFile, type FileDelivery } from '../audit/export.ts';
+import { assertPartnerReached } from '../auth/owners.ts';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
-import { type Db, one } from '../db/db.ts';
+import { type Db, one, prepared } from '../db/db.ts';
 import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { armAt } from '../schedules/arm.ts';
-import { type Approval, approvalOf, decisionsFor, patchingOfDevice, patchingOfOrganization } from './rings.ts';
+import {
+  approvalOf,
+  type DecisionRow,
+  type DevicePatching,
+  decisionsFor,
+  inParallel,
+  patchingOfDevice,
+  patchingOfOrganization,
+} from './rings.ts';
 import { defaultStaleDays, type devicePatches as devicePatchesSchema } from './schemas.ts';
 
 export const snapshotJobKind = 'patching.snapshot';
@@ -39,73 +48,122 @@ const countKey = {
 
 const emptyPairs = () => ({ failed: 0, missingApproved: 0, pendingReboot: 0, missingNotApproved: 0, installed: 0 });
 const emptyDevices = () => ({ ...emptyPairs(), stale: 0 });
+const deviceCountColumns = Object.keys(emptyDevices()) as (keyof DeviceCounts)[];
 type DeviceCounts = ReturnType<typeof emptyDevices>;
 type PairCounts = ReturnType<typeof emptyPairs>;
 
-function pairState(state: string, approval: Approval): PairState {
-  if (state === 'installed') return 'installed';
-  if (state === 'failed') return 'failed';
-  if (state === 'pending-reboot') return 'pending-reboot';
-  return approval === 'approved' ? 'missing-approved' : 'missing-not-approved';
-}
-
-type DeviceRow = {
+/** One scan row of a device (one per source it reports; none when it never reported), with its kept counts. */
+type ScanRow = {
+  orgId: string;
   id: string;
   hostname: string;
   osUpdaterSuppressed: boolean | null;
   scannedAt: Date | null;
-};
-type PairRow = {
-  deviceId: string;
-  patchId: string | null;
-  state: string;
+  installed: number | null;
+  failed: number | null;
+  pendingReboot: number | null;
+  /** The ids of the missing patches, comma-separated (a string splits faster than an array parses). */
+  missing: string | null;
   lastError: string | null;
-  severity: string;
-  category: string;
-  n: number;
 };
+type DeviceScans = Omit<ScanRow, 'missing'> & { missing: string[] };
+const idsOf = (missing: string | null) => (missing ? missing.split(',') : []);
+type CataloguePatch = { id: string; severity: string; category: string };
 
-/** The compliance of one organization now, without its trend. */
-export async function complianceOf(db: Db, orgId: string, staleDays: number, now = Date.now()) {
-  const [{ rows: devices }, { rows: pairs }, decisions] = await Promise.all([
-    db.query<DeviceRow>(
-      `SELECT d.id, d.hostname, d.os_updater_suppressed AS "osUpdaterSuppressed",
-              (SELECT max(s.scanned_at) FROM device_patch_scans s WHERE s.device_id = d.id) AS "scannedAt"
-         FROM devices d WHERE d.org_id = :orgId::uuid AND d.deleted_at IS NULL ORDER BY d.hostname, d.id`,
-      { orgId },
+/**
+ * What the compliance of one organization, or of every live organization of a partner, is counted from: each live
+ * device with the counts kept on its scan rows (a device's sources summed), the partner's catalogue (severity and
+ * category, for the approval of missing patches) and its manual decisions. Three statements, whatever the scope.
+ */
+async function readCompliance(db: Db, scope: { orgId: string } | { partnerId: string }) {
+  const partnerId =
+    'partnerId' in scope ? ':partnerId::uuid' : '(SELECT partner_id FROM organizations WHERE id = :orgId::uuid)';
+  const [{ rows: scans }, { rows: catalogue }, { rows: decisions }] = await Promise.all([
+    db.query<ScanRow>(
+      prepared(
+        'partnerId' in scope ? 'patching_partner_scans' : 'patching_org_scans',
+        `SELECT d.org_id AS "orgId", d.id, d.hostname, d.os_updater_suppressed AS "osUpdaterSuppressed",
+              s.scanned_at AS "scannedAt", s.installed, s.failed, s.pending_reboot AS "pendingReboot",
+              array_to_string(s.missing, ',') AS missing,
+              s.last_error AS "lastError"
+         FROM devices d LEFT JOIN device_patch_scans s ON s.device_id = d.id
+        WHERE d.deleted_at IS NULL
+          AND ${
+            'partnerId' in scope
+              ? `d.org_id IN (SELECT o.id FROM organizations o
+                               WHERE o.partner_id = :partnerId::uuid AND o.deleted_at IS NULL)`
+              : 'd.org_id = :orgId::uuid'
+          }
+        ORDER BY d.org_id, d.hostname, d.id`,
+      ),
+      scope,
     ),
-    // Pairs of the same device, state, severity and category share their approval unless a manual decision names the
-    // patch: those are counted together, the decided ones read one by one.
-    db.query<PairRow>(
-      `SELECT dp.device_id AS "deviceId", CASE WHEN x.decided THEN dp.patch_id END AS "patchId", dp.state,
-              max(dp.last_error) AS "lastError", p.severity, p.category, count(*)::int AS n
-         FROM device_patches dp JOIN patches p ON p.id = dp.patch_id
-         CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM patch_decisions d WHERE d.patch_id = dp.patch_id
-                                               AND (d.org_id IS NULL OR d.org_id = :orgId::uuid)) AS decided) x
-        WHERE dp.org_id = :orgId::uuid
-        GROUP BY 1, 2, 3, 5, 6`,
-      { orgId },
+    db.query<CataloguePatch>(
+      `SELECT p.id, p.severity, p.category FROM patches p WHERE p.partner_id = ${partnerId}`,
+      scope,
     ),
-    decisionsFor(db, orgId),
+    db.query<DecisionRow>(
+      `SELECT d.patch_id AS "patchId", d.org_id AS "orgId", d.ring_id AS "ringId", d.decision, d.until
+         FROM patch_decisions d WHERE d.partner_id = ${partnerId}`,
+      scope,
+    ),
   ]);
-  const pairsOf = new Map<string, PairRow[]>();
-  for (const pair of pairs) {
-    const list = pairsOf.get(pair.deviceId);
-    if (list) list.push(pair);
-    else pairsOf.set(pair.deviceId, [pair]);
+  const devices: DeviceScans[] = [];
+  for (const row of scans) {
+    const last = devices.at(-1);
+    if (last?.id !== row.id) {
+      devices.push({ ...row, missing: idsOf(row.missing) });
+      continue;
+    }
+    // A second source of the same device: its counts add up, its latest scan is the device's.
+    if (row.scannedAt && (!last.scannedAt || new Date(row.scannedAt) > new Date(last.scannedAt)))
+      last.scannedAt = row.scannedAt;
+    last.installed = (last.installed ?? 0) + (row.installed ?? 0);
+    last.failed = (last.failed ?? 0) + (row.failed ?? 0);
+    last.pendingReboot = (last.pendingReboot ?? 0) + (row.pendingReboot ?? 0);
+    last.missing = [...last.missing, ...idsOf(row.missing)];
+    if (row.lastError && (!last.lastError || row.lastError > last.lastError)) last.lastError = row.lastError;
   }
-  const partner = await one<{ partnerId: string }>(
-    db,
-    'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid',
-    { orgId },
-  );
-  const patching = await patchingOfOrganization(db, { orgId, partnerId: partner!.partnerId }, devices);
+  return {
+    devices,
+    patches: new Map(catalogue.map((p) => [p.id, p])),
+    decisions: decisions.map((r) => ({ ...r, until: r.until ? new Date(r.until) : null })),
+  };
+}
+
+/** The compliance of one organization now, without its trend (see readCompliance, countCompliance). */
+export async function complianceOf(db: Db, orgId: string, staleDays: number, now = Date.now()) {
+  const [read, partner] = await Promise.all([
+    readCompliance(db, { orgId }),
+    one<{ partnerId: string }>(db, 'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid', {
+      orgId,
+    }),
+  ]);
+  const patching = await patchingOfOrganization(db, { orgId, partnerId: partner!.partnerId }, read.devices);
+  return countCompliance(orgId, read.devices, patching, read, staleDays, now);
+}
+
+/**
+ * Counts an organization's devices from their kept counts: a missing patch's approval (the same for every device of
+ * one policy's ring) is decided once per ring and patch.
+ */
+function countCompliance(
+  orgId: string,
+  devices: readonly DeviceScans[],
+  patching: readonly (DevicePatching | undefined)[],
+  read: { patches: Map<string, CataloguePatch>; decisions: readonly DecisionRow[] },
+  staleDays: number,
+  now: number,
+) {
+  const patches = read.patches;
+  const decisions = read.decisions.filter((d) => d.orgId === null || d.orgId === orgId);
   const staleBefore = now - staleDays * 86_400_000;
   const totals = { devices: emptyDevices(), pairs: emptyPairs() };
   const rings = new Map<
     string,
     { ringId: string | null; key: string | null; devices: DeviceCounts; pairs: PairCounts }
   >();
+  const approvals = new Map<string, Map<string, boolean>>();
   let osUpdaterNotSuppressed = 0;
   const deviceStates = devices.map((device, index) => {
     const followed = patching[index];
@@ -127,29 +185,39 @@ export async function complianceOf(db: Db, orgId: string, staleDays: number, now
       ringId: ring?.id ?? null,
       scannedAt,
       osUpdaterSuppressed: device.osUpdaterSuppressed,
-      lastError: null as string | null,
+      lastError: device.failed ? device.lastError : null,
     };
     if (!scannedAt || scannedAt.getTime() < staleBefore) {
       totals.devices.stale += 1;
       bucket.devices.stale += 1;
       return { ...reply, state: 'stale' as const };
     }
-    let worst = worstFirst.length - 1;
-    for (const pair of pairsOf.get(device.id) ?? []) {
-      const approval = approvalOf(
-        { id: pair.patchId ?? '', severity: pair.severity, category: pair.category },
-        { orgId, ringId: ring?.id ?? null },
-        decisions,
-        followed?.rules ?? [],
-        now,
-      );
-      const state = pairState(pair.state, approval);
-      totals.pairs[countKey[state]] += pair.n;
-      bucket.pairs[countKey[state]] += pair.n;
-      worst = Math.min(worst, worstFirst.indexOf(state));
-      if (pair.state === 'failed' && pair.lastError) reply.lastError = pair.lastError;
+    const counted: PairCounts = {
+      ...emptyPairs(),
+      installed: device.installed ?? 0,
+      failed: device.failed ?? 0,
+      pendingReboot: device.pendingReboot ?? 0,
+    };
+    const policyRing = `${followed?.policyId ?? ''}|${ringKey}`;
+    const approved = approvals.get(policyRing) ?? new Map<string, boolean>();
+    approvals.set(policyRing, approved);
+    for (const patchId of device.missing) {
+      let yes = approved.get(patchId);
+      if (yes === undefined) {
+        const patch = patches.get(patchId);
+        yes =
+          patch !== undefined &&
+          approvalOf(patch, { orgId, ringId: ring?.id ?? null }, decisions, followed?.rules ?? [], now) === 'approved';
+        approved.set(patchId, yes);
+      }
+      if (yes) counted.missingApproved += 1;
+      else counted.missingNotApproved += 1;
     }
-    const state = worstFirst[worst]!;
+    for (const state of worstFirst) {
+      totals.pairs[countKey[state]] += counted[countKey[state]];
+      bucket.pairs[countKey[state]] += counted[countKey[state]];
+    }
+    const state = worstFirst.find((s) => counted[countKey[s]] > 0) ?? 'installed';
     totals.devices[countKey[state]] += 1;
     bucket.devices[countKey[state]] += 1;
     return { ...reply, state };
@@ -195,6 +263,96 @@ export async function patchCompliance<R>(
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, counts AS devices FROM patch_compliance_days
       WHERE org_id = :orgId::uuid AND counts <> 'null'::jsonb AND day > current_date - :days::int ORDER BY day`,
     { orgId, days: query.trendDays },
+  );
+  return { ...report, trend };
+}
+
+/**
+ * The compliance of every live organization of a partner: the totals, per ring (a partner-wide policy's ring sums its
+ * organizations), per organization, and the summed daily trend; the organizations are read four at a time.
+ */
+export async function partnerComplianceOf(db: Db, partnerId: string, staleDays: number, now = Date.now()) {
+  const [{ rows: orgs }, read] = await Promise.all([
+    db.query<{ id: string; name: string }>(
+      'SELECT id, name FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY name, id',
+      { partnerId },
+    ),
+    readCompliance(db, { partnerId }),
+  ]);
+  const devicesOf = new Map<string, DeviceScans[]>(orgs.map((o) => [o.id, []]));
+  for (const device of read.devices) devicesOf.get(device.orgId)?.push(device);
+  const reports = await inParallel(orgs, 4, async (org) => {
+    const devices = devicesOf.get(org.id)!;
+    const patching = await patchingOfOrganization(db, { orgId: org.id, partnerId }, devices);
+    return countCompliance(org.id, devices, patching, read, staleDays, now);
+  });
+  const totals = { devices: emptyDevices(), pairs: emptyPairs() };
+  const rings = new Map<
+    string,
+    { ringId: string | null; key: string | null; devices: DeviceCounts; pairs: PairCounts }
+  >();
+  const add = (into: Record<string, number>, from: Record<string, number>) => {
+    for (const [key, n] of Object.entries(from)) into[key] = (into[key] ?? 0) + n;
+  };
+  for (const report of reports) {
+    add(totals.devices, report.devices);
+    add(totals.pairs, report.pairs);
+    for (const ring of report.rings) {
+      const key = ring.ringId ?? '';
+      if (!rings.has(key)) rings.set(key, { ...ring, devices: emptyDevices(), pairs: emptyPairs() });
+      add(rings.get(key)!.devices, ring.devices);
+      add(rings.get(key)!.pairs, ring.pairs);
+    }
+  }
+  return {
+    partnerId,
+    staleDays,
+    devices: totals.devices,
+    pairs: totals.pairs,
+    osUpdaterNotSuppressed: reports.reduce((sum, r) => sum + r.osUpdaterNotSuppressed, 0),
+    rings: [...rings.values()],
+    organizations: reports.map((report, index) => ({
+      orgId: report.orgId,
+      name: orgs[index]!.name,
+      devices: report.devices,
+      pairs: report.pairs,
+      osUpdaterNotSuppressed: report.osUpdaterNotSuppressed,
+    })),
+  };
+}
+
+/** GET /partners/{partnerId}/patch-compliance: the partner's counts, per ring and per organization, with the trend. */
+export async function partnerPatchCompliance<R>(
+  db: Db,
+  principal: Principal,
+  partnerId: string,
+  query: { staleDays: number; format: 'json' | 'csv'; trendDays: number },
+  delivery: FileDelivery<R>,
+) {
+  await assertPartnerReached(db, principal, partnerId);
+  requirePermission(principal, 'patching:read');
+  const report = await partnerComplianceOf(db, partnerId, query.staleDays);
+  if (query.format === 'csv')
+    return delivery.deliver(
+      csvFile(
+        'partner-patch-compliance',
+        ['orgId', 'name', ...deviceCountColumns, 'osUpdaterNotSuppressed'],
+        report.organizations.map((o) => [
+          o.orgId,
+          o.name,
+          ...deviceCountColumns.map((c) => String(o.devices[c])),
+          String(o.osUpdaterNotSuppressed),
+        ]),
+      ),
+    );
+  // A day counts the organizations whose snapshot of it was taken.
+  const { rows: trend } = await db.query<{ day: string; devices: DeviceCounts }>(
+    `SELECT to_char(c.day, 'YYYY-MM-DD') AS day,
+            jsonb_build_object(${deviceCountColumns.map((c) => `'${c}', sum((c.counts ->> '${c}')::int)`).join(', ')}) AS devices
+       FROM patch_compliance_days c JOIN organizations o ON o.id = c.org_id AND o.deleted_at IS NULL
+      WHERE o.partner_id = :partnerId::uuid AND c.counts <> 'null'::jsonb AND c.day > current_date - :days::int
+      GROUP BY c.day ORDER BY c.day`,
+    { partnerId, days: query.trendDays },
   );
   return { ...report, trend };
 }
@@ -245,23 +403,16 @@ export async function devicePatches(db: Db, principal: Principal, deviceId: stri
 
 const dayEnd = (day: string) => new Date(`${day}T23:59:00Z`);
 
+/** The claim of an organization's day (`:orgId`, `:day`): the day's first applied scan inserts the row, once. */
+export const claimSnapshotDay = `INSERT INTO patch_compliance_days (org_id, day, counts)
+  VALUES (:orgId::uuid, :day::date, 'null'::jsonb) ON CONFLICT DO NOTHING RETURNING 1`;
+
 /**
- * Arms the day's snapshot of an organization once (the first scan of the day claims the day's row); the snapshot job
- * then arms the next day's while the organization has scans.
+ * Arms the day's snapshot of an organization, once its day was claimed (by the day's first scan, claimSnapshotDay);
+ * the snapshot job then claims and arms the next day's while the organization has scans.
  */
-export async function armDailySnapshot(
-  db: Db,
-  orgId: string,
-  now = new Date(),
-  day = now.toISOString().slice(0, 10),
-): Promise<void> {
-  const claimed = await one(
-    db,
-    `INSERT INTO patch_compliance_days (org_id, day, counts) VALUES (:orgId::uuid, :day::date, 'null'::jsonb)
-     ON CONFLICT DO NOTHING RETURNING 1`,
-    { orgId, day },
-  );
-  if (claimed) await armAt({ kind: snapshotJobKind, orgId, day }, dayEnd(day), now.getTime());
+export function armDailySnapshot(orgId: string, now = new Date(), day = now.toISOString().slice(0, 10)) {
+  return armAt({ kind: snapshotJobKind, orgId, day }, dayEnd(day), now.getTime());
 }
 
 /** The snapshot job: the day's counts kept; days beyond 90 dropped; the next day armed while scans remain. */
@@ -280,5 +431,6 @@ export async function takeDailySnapshot(db: Db, job: SnapshotJob, now = new Date
   await db.query(`DELETE FROM patch_compliance_days WHERE org_id = :orgId::uuid AND day < :day::date - 90`, job);
   const scanned = await one(db, 'SELECT 1 FROM device_patch_scans WHERE org_id = :orgId::uuid LIMIT 1', job);
   const nextDay = new Date(dayEnd(job.day).getTime() + 86_400_000).toISOString().slice(0, 10);
-  if (scanned) await armDailySnapshot(db, job.orgId, now, nextDay);
+  if (scanned && (await one(db, claimSnapshotDay, { orgId: job.orgId, day: nextDay })))
+    await armDailySnapshot(job.orgId, now, nextDay);
 }

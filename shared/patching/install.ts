@@ -422,10 +422,26 @@ export async function receivePatchResult(db: Db, connectionId: string, message: 
           message: result.message ?? null,
         },
       );
+      // The device's state of the patch, and the counts kept on its scan row of the patch's source (read before
+      // this statement's change, the patch's row taken with its new state).
       await tx.query(
-        `UPDATE device_patches SET state = :state::text, updated_at = now(),
-                last_error = CASE WHEN :state::text = 'failed' THEN coalesce(:message::text, 'failed') END
-          WHERE device_id = :deviceId::uuid AND patch_id = :patchId::uuid`,
+        `WITH changed AS (
+           UPDATE device_patches SET state = :state::text, updated_at = now(),
+                  last_error = CASE WHEN :state::text = 'failed' THEN coalesce(:message::text, 'failed') END
+            WHERE device_id = :deviceId::uuid AND patch_id = :patchId::uuid
+           RETURNING source, state, last_error),
+         now_listed AS (
+           SELECT dp.patch_id, coalesce(c.state, dp.state) AS state,
+                  CASE WHEN c.source IS NULL THEN dp.last_error ELSE c.last_error END AS last_error
+             FROM device_patches dp LEFT JOIN changed c ON dp.patch_id = :patchId::uuid
+            WHERE dp.device_id = :deviceId::uuid AND dp.source = (SELECT source FROM changed))
+         UPDATE device_patch_scans s SET
+           installed = (SELECT count(*) FROM now_listed WHERE state = 'installed'),
+           failed = (SELECT count(*) FROM now_listed WHERE state = 'failed'),
+           pending_reboot = (SELECT count(*) FROM now_listed WHERE state = 'pending-reboot'),
+           missing = coalesce((SELECT array_agg(patch_id ORDER BY patch_id) FROM now_listed WHERE state = 'missing'), '{}'),
+           last_error = (SELECT max(last_error) FROM now_listed WHERE state = 'failed')
+          WHERE s.device_id = :deviceId::uuid AND s.source = (SELECT source FROM changed)`,
         { state: stateOf[result.outcome], message: result.message ?? null, deviceId, patchId: result.patchId },
       );
       const { rows } = await tx.query<{

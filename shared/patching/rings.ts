@@ -6,7 +6,7 @@
  * through the previous ring's promotion gate (or promoted by hand).
  */
 import type { Db } from '../db/db.ts';
-import { one } from '../db/db.ts';
+import { one, prepared } from '../db/db.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
 import { filterCondition } from '../device-groups/groups.ts';
 import { dynamicGroupsHolding } from '../device-groups/membership.ts';
@@ -119,6 +119,23 @@ export async function patchingOfDevice(db: Db, deviceId: string): Promise<Device
   };
 }
 
+const uniformitySql = prepared(
+  'patching_org_uniformity',
+  `WITH c AS (
+     SELECT a.level, a.os_types, a.roles FROM organizations o
+       JOIN policy_assignments a ON a.partner_id = o.partner_id AND a.kind = 'patching'
+                                AND (a.org_id IS NULL OR a.org_id = o.id)
+       JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL
+      WHERE o.id = :orgId::uuid)
+   SELECT (SELECT count(*)::int FROM c) AS candidates,
+          (SELECT count(*)::int FROM c WHERE c.level NOT IN ('partner', 'organization')
+              OR c.os_types IS NOT NULL OR c.roles IS NOT NULL) AS varying,
+          (SELECT count(*)::int FROM policy_exemptions e
+             JOIN policies p ON p.id = e.policy_id AND p.kind = 'patching' AND p.deleted_at IS NULL
+            WHERE e.org_id = :orgId::uuid) AS exemptions,
+          EXISTS (SELECT 1 FROM sites s WHERE s.org_id = :orgId::uuid AND s.policy_inheritance_blocked) AS "siteBlocked"`,
+);
+
 /**
  * Whether every live device of the organization meets the same patching candidates: only partner- and
  * organization-level assignments of patching policies reach it, none narrowed by OS type or role, no patching
@@ -128,19 +145,7 @@ export async function patchingOfDevice(db: Db, deviceId: string): Promise<Device
 async function organizationUniformity(db: Db, orgId: string): Promise<'none' | 'uniform' | 'per-device'> {
   const row = await one<{ candidates: number; varying: number; exemptions: number; siteBlocked: boolean }>(
     db,
-    `WITH c AS (
-       SELECT a.level, a.os_types, a.roles FROM organizations o
-         JOIN policy_assignments a ON a.partner_id = o.partner_id AND a.kind = 'patching'
-                                  AND (a.org_id IS NULL OR a.org_id = o.id)
-         JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL
-        WHERE o.id = :orgId::uuid)
-     SELECT (SELECT count(*)::int FROM c) AS candidates,
-            (SELECT count(*)::int FROM c WHERE c.level NOT IN ('partner', 'organization')
-                OR c.os_types IS NOT NULL OR c.roles IS NOT NULL) AS varying,
-            (SELECT count(*)::int FROM policy_exemptions e
-               JOIN policies p ON p.id = e.policy_id AND p.kind = 'patching' AND p.deleted_at IS NULL
-              WHERE e.org_id = :orgId::uuid) AS exemptions,
-            EXISTS (SELECT 1 FROM sites s WHERE s.org_id = :orgId::uuid AND s.policy_inheritance_blocked) AS "siteBlocked"`,
+    uniformitySql,
     { orgId },
   );
   if (!row || row.candidates === 0) return 'none';

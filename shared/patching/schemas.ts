@@ -347,3 +347,32 @@ export const compliance = z
   })
   .strict()
   .meta({ id: 'PatchCompliance' });
+
+export const partnerParams = z.object({ partnerId: z.uuid() });
+export const partnerCompliance = z
+  .object({
+    partnerId: z.uuid(),
+    staleDays: z.number().int(),
+    devices: deviceCounts.meta({ description: 'Each device of every organization in its worst state; stale apart' }),
+    pairs: pairCounts.meta({ description: 'Device × patch pairs of the devices scanned within staleDays' }),
+    osUpdaterNotSuppressed: z.number().int(),
+    rings: z.array(
+      z
+        .object({ ringId: z.uuid().nullable(), key: z.string().nullable(), devices: deviceCounts, pairs: pairCounts })
+        .strict(),
+    ),
+    organizations: z.array(
+      z
+        .object({
+          orgId: z.uuid(),
+          name: z.string(),
+          devices: deviceCounts,
+          pairs: pairCounts,
+          osUpdaterNotSuppressed: z.number().int(),
+        })
+        .strict(),
+    ),
+    trend: z.array(z.object({ day: z.string(), devices: deviceCounts }).strict()),
+  })
+  .strict()
+  .meta({ id: 'PartnerPatchCompliance' });

@@ -337,6 +337,88 @@ describe('patching policies and rings', () => {
         })
       ).status,
     ).toBe(404);
+    // The counts kept on the scan rows (by the uploads and the install results) are those of the device patches.
+    const { rows: kept } = await t.db.admin.query<{ scans: number; drifted: number }>(
+      `SELECT count(*)::int AS scans,
+              count(*) FILTER (WHERE (s.installed, s.failed, s.pending_reboot, s.missing)
+                                     IS DISTINCT FROM (c.installed, c.failed, c.pending_reboot, c.missing))::int AS drifted
+         FROM device_patch_scans s CROSS JOIN LATERAL (
+           SELECT count(*) FILTER (WHERE dp.state = 'installed')::int AS installed,
+                  count(*) FILTER (WHERE dp.state = 'failed')::int AS failed,
+                  count(*) FILTER (WHERE dp.state = 'pending-reboot')::int AS pending_reboot,
+                  coalesce(array_agg(dp.patch_id ORDER BY dp.patch_id) FILTER (WHERE dp.state = 'missing'), '{}') AS missing
+             FROM device_patches dp WHERE dp.device_id = s.device_id AND dp.source = s.source) c
+        WHERE s.org_id = :orgId::uuid`,
+      { orgId: tenant.orgId },
+    );
+    expect(kept[0]).toEqual({ scans: 3, drifted: 0 });
+  });
+
+  it('resolves one device: the first ring whose groups hold it, else the last; a device-level policy wins for it alone, in the partner-wide report too', async () => {
+    const patchesOf = (device: Enrolled) =>
+      t.api.request('GET', `/api/v1/devices/${device.deviceId}/patches`, { token: tenant.orgToken });
+    expect((await patchesOf(a)).body).toMatchObject({ deviceId: a.deviceId, policyId, ringId: pilot.id });
+    expect((await patchesOf(b)).body).toMatchObject({ deviceId: b.deviceId, policyId, ringId: broad.id });
+    const approvalOf = async (device: Enrolled, externalId: string) =>
+      (await patchesOf(device)).body.data.find((p: any) => p.externalId === externalId).approval;
+    expect(await approvalOf(c, 'NEW1')).toBe('approved');
+
+    // A device-level patching policy without rules: closer than the organization's, it wins as a whole for c only.
+    const own = await post('/api/v1/policies', tenant.orgToken, {
+      kind: 'patching',
+      name: 'Lab',
+      orgId: tenant.orgId,
+      items: [ringItem('solo', 0)],
+    });
+    expect(own.status).toBe(201);
+    const solo = own.body.items.find((i: any) => i.type === 'ring');
+    const assigned = await post(`/api/v1/policies/${own.body.id}/assignments`, tenant.orgToken, {
+      level: 'device',
+      targetId: c.deviceId,
+    });
+    expect(assigned.status).toBe(201);
+    try {
+      expect((await patchesOf(c)).body).toMatchObject({ policyId: own.body.id, ringId: solo.id });
+      expect(await approvalOf(c, 'NEW1')).toBe('not-approved');
+      expect((await patchesOf(b)).body).toMatchObject({ policyId, ringId: broad.id });
+      const report = await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}/patch-compliance`, {
+        token: tenant.orgToken,
+      });
+      expect(report.body.deviceStates.find((d: any) => d.deviceId === c.deviceId)).toMatchObject({
+        ringId: solo.id,
+        state: 'missing-not-approved',
+      });
+      expect(report.body.rings.find((r: any) => r.ringId === solo.id).devices).toMatchObject({
+        missingNotApproved: 1,
+      });
+
+      const partner = await t.api.request('GET', `/api/v1/partners/${tenant.partnerId}/patch-compliance`, {
+        token: tenant.partnerToken,
+      });
+      expect(partner.status).toBe(200);
+      expect(partner.body).toMatchObject({ partnerId: tenant.partnerId, devices: report.body.devices });
+      expect(partner.body.organizations).toEqual([
+        expect.objectContaining({ orgId: tenant.orgId, devices: report.body.devices, pairs: report.body.pairs }),
+      ]);
+      expect(partner.body.rings.map((r: any) => r.ringId).sort()).toEqual(
+        report.body.rings.map((r: any) => r.ringId).sort(),
+      );
+      const csv = await fetch(`${t.api.url}/api/v1/partners/${tenant.partnerId}/patch-compliance?format=csv`, {
+        headers: { authorization: `Bearer ${tenant.partnerToken}` },
+      });
+      const lines = (await csv.text()).trim().split('\r\n');
+      expect(lines[0]).toBe(
+        'orgId,name,failed,missingApproved,pendingReboot,missingNotApproved,installed,stale,osUpdaterNotSuppressed',
+      );
+      expect(lines).toHaveLength(2);
+      for (const token of [other.partnerToken, tenant.orgToken])
+        expect(
+          (await t.api.request('GET', `/api/v1/partners/${tenant.partnerId}/patch-compliance`, { token })).status,
+        ).toBe(404);
+    } finally {
+      await t.api.request('DELETE', `/api/v1/policy-assignments/${assigned.body.id}`, { token: tenant.orgToken });
+    }
+    expect((await patchesOf(c)).body).toMatchObject({ policyId, ringId: broad.id });
   });
 
   it('runs a scheduled occurrence through the schedule engine across spring-forward, once per (ring, occurrence)', async () => {
