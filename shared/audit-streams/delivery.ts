@@ -277,6 +277,7 @@ export async function deliverCursor(
           ? auditBatch(db, destination, key, after, anchorsWaiting)
           : logBatch(db, destination, { ...key, source }, after, head);
       let next: Promise<Batch> | undefined = read(delivered);
+      let released: { again: boolean; anchorsWaiting: boolean } | undefined;
       while (next) {
         const batch: Batch = await next;
         // The next page is read while the receiver takes this one.
@@ -287,17 +288,22 @@ export async function deliverCursor(
         oldest ??= batch.oldest;
         if (batch.records.length > 0) await sendPage(destination, secret, batch.records);
         countMetric('AuditStreamRowsDelivered', batch.records.length);
-        if (
-          (batch.last > delivered || batch.anchoredAt) &&
-          !(await store.advanceCursor(db, { ...key, epoch: cursor.epoch }, batch.last, leaseSeconds(), batch.anchoredAt))
-        ) {
-          await next?.catch(() => undefined);
+        const moved = { ...key, epoch: cursor.epoch };
+        if (!next) {
+          // The last page: the cursor moves and is let go (unless marked meanwhile) in one statement.
+          released = await store.finishCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt);
+          if (!released) return 'replayed';
+          delivered = batch.last;
+          break;
+        }
+        if (!(await store.advanceCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt))) {
+          await next.catch(() => undefined);
           return 'replayed';
         }
         delivered = batch.last;
       }
       // Another delivery marked the cursor while this one ran: once more, from where it stands.
-      const released = await store.releaseCursor(db, key, leaseSeconds());
+      released ??= await store.releaseCursor(db, key, leaseSeconds());
       if (!released.again) break;
       anchorsWaiting = released.anchorsWaiting;
     }

@@ -309,6 +309,32 @@ export async function advanceCursor(
   return rowCount === 1;
 }
 
+/**
+ * The last page taken: moves the cursor to `seq` (and past the anchors sent) and lets it go, unless another delivery
+ * marked it meanwhile (then it stays held, `again`), in one statement. Undefined when a replay moved the cursor
+ * meanwhile (its epoch changed).
+ */
+export async function finishCursor(
+  db: Db,
+  key: CursorKey & { epoch: number },
+  seq: number,
+  leaseSeconds: number,
+  anchoredAt?: Date,
+): Promise<{ again: boolean; anchorsWaiting: boolean } | undefined> {
+  return one<{ again: boolean; anchorsWaiting: boolean }>(
+    db,
+    `WITH old AS (SELECT pending FROM audit_stream_cursors WHERE ${whereKey} AND epoch = :epoch::int FOR UPDATE)
+     UPDATE audit_stream_cursors c
+        SET delivered_seq = :seq::bigint, delivered_at = now(), attempts = 0, retry_at = NULL, last_error = NULL,
+            anchors_after = coalesce(:anchoredAt::timestamptz, c.anchors_after),
+            leased_until = CASE WHEN old.pending THEN now() + make_interval(secs => :lease::int) END, pending = false
+       FROM old
+      WHERE ${whereCursor}
+      RETURNING old.pending AS again, ${anchorsWaitingSql} AS "anchorsWaiting"`,
+    { ...key, seq, lease: leaseSeconds, anchoredAt: anchoredAt ?? null },
+  );
+}
+
 /** Records a failed attempt, when the next one is due, and lets the cursor go (its retry covers any mark). */
 export async function failCursor(db: Db, key: CursorKey, error: string, retryAt: Date): Promise<void> {
   await db.query(
