@@ -40,8 +40,7 @@ export async function armDelivery(orgIds: readonly string[]): Promise<void> {
       job.again = true;
       continue;
     }
-    const delayMs =
-      seesStart || runAt === undefined || now - runAt >= coalesceMs ? 0 : coalesceMs - (now - runAt);
+    const delayMs = seesStart || runAt === undefined || now - runAt >= coalesceMs ? 0 : coalesceMs - (now - runAt);
     armedRunAt.set(orgId, now + delayMs);
     armed.push(enqueue({ kind: deliverJobKind, orgId }, delayMs / 1000));
   }

@@ -270,8 +270,7 @@ export async function deliverCursor(
     const secret = await openedSecret(db, destination);
     for (;;) {
       // The log rows waiting for their keys are numbered first (by whichever delivery of the organization comes).
-      const head =
-        source === 'audit' ? 0 : await db.transaction((tx) => store.numberedLogHead(tx, orgId, source));
+      const head = source === 'audit' ? 0 : await db.transaction((tx) => store.numberedLogHead(tx, orgId, source));
       const read = (after: number) =>
         source === 'audit'
           ? auditBatch(db, destination, key, after, anchorsWaiting)

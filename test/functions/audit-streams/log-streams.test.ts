@@ -114,7 +114,7 @@ describe('device event logs and agent diagnostic logs', () => {
     expect(records(receiver, 'device-event')).toHaveLength(3);
   });
 
-  it('stores a streamed organization\'s entries while another insert of it is still open: no insert waits for another, and each gets its key once committed', async () => {
+  it("stores a streamed organization's entries while another insert of it is still open: no insert waits for another, and each gets its key once committed", async () => {
     const receiver = local.keep(await startHttpsReceiver(local.cert));
     await createStream({
       type: 'https',
