@@ -31,11 +31,11 @@ export async function insertLogBatch(
     `WITH ${streamKeysSql('agent-logs')}
      INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message, fields, agent_version, stream_seq)
      SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::agent_log_level, r.component, r.message,
-            ${jsonWithOriginalTimestampSql('r.fields')}, r."agentVersion", keys.base + r.n
+            ${jsonWithOriginalTimestampSql('r.fields')}, r."agentVersion", keys.base - r.n
        FROM jsonb_to_recordset(:rows::jsonb)
          AS r(n int, "timestamp" text, at text, level text, component text, message text, fields jsonb, "agentVersion" text)
        LEFT JOIN keys ON true`,
-    { deviceId: device.id, orgId: device.orgId, rows, count: rows.length },
+    { deviceId: device.id, orgId: device.orgId, rows },
   );
   return rowCount;
 }

@@ -15,7 +15,7 @@ import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { countMetric, gaugeMetric } from '../observability/metrics.ts';
 import { enqueue } from '../queue/work-queue.ts';
-import { deliverJobKind, jobStarted } from './arm.ts';
+import { deliverJobKind, jobAgain, jobEnded, jobStarted } from './arm.ts';
 import {
   jsonFormat,
   type LogRecord,
@@ -32,14 +32,14 @@ import type { StreamFilter, StreamSource } from './schemas.ts';
 import * as store from './store.ts';
 import { type Destination, sendHec, sendHttps, sendSyslog, timeoutMs } from './transports.ts';
 
-/** Rows read and sent per batch. */
-const batchRows = 1000;
+/** Rows read per page; the cursor moves once per page the receiver took. */
+const batchRows = 5000;
+
+/** Rows per HTTP post (HTTPS, HEC): a page goes as several posts, in order, before its cursor moves. */
+const postRows = 1000;
 
 /** How long a delivery holds a cursor: a few attempts' timeouts; a delivery that died lets it go when it ends. */
 const leaseSeconds = () => Math.ceil(timeoutMs() / 1000) * 3 + 30;
-
-/** A cursor another delivery holds is tried again this much later: that delivery may have read the head already. */
-const busyDelaySeconds = 2;
 
 /** Waits before the retries of a destination that failed: 1 s, doubling, at most 10 minutes, for as long as it fails. */
 const retryDelaySeconds = (attempts: number) => Math.min(600, 2 ** Math.min(attempts, 10));
@@ -151,20 +151,27 @@ function byHour(records: StreamRecord[], format: store.StreamRow['format']) {
 
 export type CursorOutcome = 'delivered' | 'busy' | 'waiting' | 'failed' | 'replayed';
 
-/** One batch read from a cursor: its records, how far it moves the cursor, and whether more may follow. */
+/** One page read from a cursor: its records, how far it moves the cursor, and whether more may follow. */
 type Batch = {
   records: StreamRecord[];
   /** The key the cursor moves to once the receiver took the records (the cursor's own: nothing to move). */
   last: number;
-  /** When the oldest row of the batch was written, for the lag metric. */
+  /** When the oldest row of the page was written, for the lag metric. */
   oldest?: string;
   /** The newest anchor sent (the audit trail's). */
   anchoredAt?: Date;
   more: boolean;
+  empty: boolean;
 };
 
-/** The audit trail after `delivered`: a page of rows, and the anchors they complete. */
-async function auditBatch(db: Db, destination: store.DeliverableStream, key: store.CursorKey, delivered: number) {
+/** The audit trail after `delivered`: a page of rows, and (when one waits) the anchors they complete. */
+async function auditBatch(
+  db: Db,
+  destination: store.DeliverableStream,
+  key: store.CursorKey,
+  delivered: number,
+  anchorsWaiting: boolean,
+): Promise<Batch> {
   const rows = await selectChainPage(db, key.orgId, {
     afterSeq: delivered,
     untilSeq: null,
@@ -172,25 +179,25 @@ async function auditBatch(db: Db, destination: store.DeliverableStream, key: sto
     bytes: db.maxResultBytes,
   });
   const last = rows.at(-1)?.seq ?? delivered;
-  const anchors = await store.selectAnchorsToStream(db, key, last);
-  const records: StreamRecord[] = rows
-    .filter((row) => passesFilter(destination.filter, row))
-    .map((row) => ({ type: 'audit', row }));
+  const anchors = anchorsWaiting ? await store.selectAnchorsToStream(db, key, last) : [];
+  const records: StreamRecord[] = [];
+  for (const row of rows) if (passesFilter(destination.filter, row)) records.push({ type: 'audit', row });
   for (const { anchoredAt: _, ...anchor } of anchors) records.push(anchor);
+  // A page cut short by the byte limit (the Data API's) is followed by the next.
+  const full = rows.length === batchRows || (db.maxResultBytes !== undefined && rows.length > 0);
   return {
     records,
     last,
     oldest: rows[0]?.timestamp,
     anchoredAt: anchors.at(-1)?.anchoredAt,
-    more: rows.length === batchRows || anchors.length === 100,
+    more: full || anchors.length === 100,
     empty: rows.length === 0 && anchors.length === 0,
   };
 }
 
 /**
- * A log stream after `delivered`, up to `head` (read when the run began: every key up to it is committed, since a
- * key's head moves in the transaction that stores its row). The last page moves the cursor to the head itself, past
- * the keys of skipped duplicates.
+ * A log stream after `delivered`, up to `head` (read when the run began, after its rows were numbered: every key up
+ * to it is committed). The last page moves the cursor to the head itself.
  */
 async function logBatch(
   db: Db,
@@ -198,7 +205,8 @@ async function logBatch(
   key: store.CursorKey & { source: store.LogSource },
   delivered: number,
   head: number,
-) {
+): Promise<Batch> {
+  if (head <= delivered) return { records: [], last: delivered, more: false, empty: true };
   const rows = await store.selectLogPage(db, key.source, key.orgId, {
     afterSeq: delivered,
     untilSeq: head,
@@ -210,14 +218,28 @@ async function logBatch(
     last: more ? rows.at(-1)!.seq : head,
     oldest: rows[0]?.storedAt,
     more,
-    empty: head <= delivered,
+    empty: false,
   };
+}
+
+/** Sends a page: in one piece (syslog: one connection; S3: its objects), or as HTTP posts of `postRows`, in order. */
+async function sendPage(
+  destination: store.DeliverableStream,
+  secret: string | undefined,
+  records: StreamRecord[],
+): Promise<void> {
+  if (destination.type !== 'https' && destination.type !== 'splunk-hec')
+    return sendRecords(destination, secret, records);
+  for (let from = 0; from < records.length; from += postRows)
+    await sendRecords(destination, secret, records.slice(from, from + postRows));
 }
 
 /**
  * Drains one destination's cursor in one organization and stream: claims it (one sender per cursor keeps the order),
- * sends batch after batch from the cursor up to the head (the audit trail's each followed by the anchors it
- * completes), and moves the cursor after each batch the receiver took. A failure keeps the cursor and arms the retry.
+ * sends page after page from the cursor up to the head (the audit trail's each followed by the anchors it
+ * completes), reading the next page while the receiver takes the last, and moves the cursor once per page the
+ * receiver took. A cursor another delivery holds is marked, and that delivery goes on once more before it lets go.
+ * A failure keeps the cursor and arms the retry.
  */
 export async function deliverCursor(
   db: Db,
@@ -227,39 +249,62 @@ export async function deliverCursor(
   now = new Date(),
 ): Promise<CursorOutcome> {
   const key: store.CursorKey = { streamId: destination.id, orgId, source };
-  const cursor = await store.claimCursor(db, key, leaseSeconds());
-  if (!cursor) {
-    await enqueue({ kind: deliverJobKind, orgId }, busyDelaySeconds);
+  const claim = await store.claimCursor(db, key, leaseSeconds());
+  if ('held' in claim) {
+    // The holder delivers once more for this; should it have died, its lease's end is seen by a job armed for then.
+    if (!claim.held.marked)
+      await enqueue({ kind: deliverJobKind, orgId }, Math.max(1, (claim.held.until.getTime() - Date.now()) / 1000 + 1));
     return 'busy';
   }
+  const { cursor } = claim;
   // After a failure the retry is armed for its time: writes before then do not hammer a receiver that is down.
   if (cursor.retryAt && cursor.retryAt > now) {
-    await store.releaseCursor(db, key);
+    await store.letCursorGo(db, key);
     return 'waiting';
   }
   let delivered = cursor.deliveredSeq;
+  let anchorsWaiting = cursor.anchorsWaiting;
   // The time of the oldest row this run sends, for the lag metric.
   let oldest: string | undefined;
   try {
     const secret = await openedSecret(db, destination);
-    const head = source === 'audit' ? 0 : await store.selectLogHead(db, orgId, source);
     for (;;) {
-      const batch: Batch & { empty: boolean } =
+      // The log rows waiting for their keys are numbered first (by whichever delivery of the organization comes).
+      const head = source === 'audit' ? 0 : await db.transaction((tx) => store.numberedLogHead(tx, orgId, source));
+      const read = (after: number) =>
         source === 'audit'
-          ? await auditBatch(db, destination, key, delivered)
-          : await logBatch(db, destination, { ...key, source }, delivered, head);
-      if (batch.empty) break;
-      oldest ??= batch.oldest;
-      if (batch.records.length > 0) await sendRecords(destination, secret, batch.records);
-      countMetric('AuditStreamRowsDelivered', batch.records.length);
-      if (
-        batch.last > delivered &&
-        !(await store.advanceCursor(db, { ...key, epoch: cursor.epoch }, batch.last, leaseSeconds()))
-      )
-        return 'replayed';
-      if (batch.anchoredAt) await store.advanceAnchors(db, key, batch.anchoredAt);
-      delivered = batch.last;
-      if (!batch.more) break;
+          ? auditBatch(db, destination, key, after, anchorsWaiting)
+          : logBatch(db, destination, { ...key, source }, after, head);
+      let next: Promise<Batch> | undefined = read(delivered);
+      let released: { again: boolean; anchorsWaiting: boolean } | undefined;
+      while (next) {
+        const batch: Batch = await next;
+        // The next page is read while the receiver takes this one.
+        next = batch.more ? read(batch.last) : undefined;
+        // A page that failed to be read while this one was sent is not left unhandled: its error comes when awaited.
+        next?.catch(() => undefined);
+        if (batch.empty) break;
+        oldest ??= batch.oldest;
+        if (batch.records.length > 0) await sendPage(destination, secret, batch.records);
+        countMetric('AuditStreamRowsDelivered', batch.records.length);
+        const moved = { ...key, epoch: cursor.epoch };
+        if (!next) {
+          // The last page: the cursor moves and is let go (unless marked meanwhile) in one statement.
+          released = await store.finishCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt);
+          if (!released) return 'replayed';
+          delivered = batch.last;
+          break;
+        }
+        if (!(await store.advanceCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt))) {
+          await next.catch(() => undefined);
+          return 'replayed';
+        }
+        delivered = batch.last;
+      }
+      // Another delivery marked the cursor while this one ran: once more, from where it stands.
+      released ??= await store.releaseCursor(db, key, leaseSeconds());
+      if (!released.again) break;
+      anchorsWaiting = released.anchorsWaiting;
     }
   } catch (error) {
     recordLag(oldest);
@@ -279,7 +324,6 @@ export async function deliverCursor(
     return 'failed';
   }
   recordLag(oldest);
-  await store.releaseCursor(db, key);
   return 'delivered';
 }
 
@@ -288,13 +332,31 @@ function recordLag(oldest: string | undefined): void {
   if (oldest) gaugeMetric('AuditStreamLagSeconds', Math.max(0, (Date.now() - Date.parse(oldest)) / 1000));
 }
 
-/** The job: every stream of every destination of the organization, each from its own cursor, side by side. */
-export async function deliverOrganization(db: Db, orgId: string): Promise<CursorOutcome[]> {
-  jobStarted(orgId);
+/** One run over the organization: every stream of every destination, each from its own cursor, side by side. */
+async function deliverOnce(db: Db, orgId: string): Promise<CursorOutcome[]> {
   const destinations = await store.selectDestinationsOf(db, orgId);
   return Promise.all(
     destinations.flatMap((destination) =>
       destination.streams.map((source) => deliverCursor(db, destination, orgId, source)),
     ),
   );
+}
+
+/**
+ * The job: runs over the organization, and again while writes came meanwhile (seen in this process: jobAgain), so
+ * rows written during a run go out with the next page instead of waiting for a job of their own.
+ */
+export async function deliverOrganization(db: Db, orgId: string): Promise<CursorOutcome[]> {
+  jobStarted(orgId);
+  let outcomes: CursorOutcome[] = [];
+  let ended = false;
+  try {
+    do outcomes = await deliverOnce(db, orgId);
+    while (jobAgain(orgId));
+    ended = true;
+  } finally {
+    // A write that came while a run threw is not lost: it gets a job of its own.
+    if (jobEnded(orgId) && !ended) await enqueue({ kind: deliverJobKind, orgId });
+  }
+  return outcomes;
 }

@@ -59,9 +59,9 @@ export type LogRecord = DeviceEventRecord | AgentLogRecord;
 export type StreamRecord = { type: 'audit'; row: AuditRow } | AnchorEvent | LogRecord;
 
 /** The record as plain JSON: the audit row as an export holds it (details as its jsonb text), with its category. */
-export function recordJson(record: StreamRecord): Record<string, unknown> {
+export function recordJson(record: StreamRecord, category?: string): Record<string, unknown> {
   if (record.type !== 'audit') return { ...record };
-  return { type: 'audit', ...record.row, category: auditCategoryOf(record.row.action) };
+  return { type: 'audit', ...record.row, category: category ?? auditCategoryOf(record.row.action) };
 }
 
 /** The record's organization, ordering key and time (the audit row's, the anchor's, the log entry's own). */
@@ -96,11 +96,18 @@ const levelSeverities: Record<LogRecord['level'], number> = {
 const logPriority = (record: LogRecord) =>
   (record.type === 'device-event' && record.category === 'security' ? 4 : 1) * 8 + levelSeverities[record.level];
 
+const sdSpecial = /["\\\]]/;
+const sdSpecials = /["\\\]]/g;
+
 /** A PARAM-VALUE: `"`, `\` and `]` escaped with a backslash (RFC 5424 section 6.3.3). */
-export const sdValue = (value: string) => value.replace(/["\\\]]/g, (c) => `\\${c}`);
+export const sdValue = (value: string) => (sdSpecial.test(value) ? value.replace(sdSpecials, (c) => `\\${c}`) : value);
+
+const notPrintable = /[^\x21-\x7e]/;
+const notPrintables = /[^\x21-\x7e]/g;
 
 /** A header field (MSGID, at most 32 printable US-ASCII characters): anything else becomes `_`; empty is `-`. */
-const headerToken = (value: string, max: number) => value.replace(/[^\x21-\x7e]/g, '_').slice(0, max) || '-';
+const headerToken = (value: string, max: number) =>
+  (notPrintable.test(value) ? value.replace(notPrintables, '_') : value).slice(0, max) || '-';
 
 /** An RFC 5424 message: its header, structured data (`-`: none) and MSG. */
 export function syslogMessage(
@@ -113,10 +120,13 @@ export function syslogMessage(
 }
 
 function structuredData(values: Record<string, string | number | null>): string {
-  const params = Object.entries(values)
-    .filter(([, value]) => value !== null)
-    .map(([name, value]) => `${name}="${sdValue(String(value))}"`);
-  return `[${sdId} ${params.join(' ')}]`;
+  let params = '';
+  for (const name in values) {
+    const value = values[name];
+    if (value === null || value === undefined) continue;
+    params += `${params ? ' ' : ''}${name}="${sdValue(String(value))}"`;
+  }
+  return `[${sdId} ${params}]`;
 }
 
 /** The structured data of a log entry: every field but its free-form details, fields and message. */
@@ -153,6 +163,7 @@ function rfc5424(record: StreamRecord): string {
     );
   }
   const row = record.row;
+  const category = auditCategoryOf(row.action);
   const sd = structuredData({
     type: 'audit',
     id: row.id,
@@ -165,7 +176,7 @@ function rfc5424(record: StreamRecord): string {
     actorId: row.actorId,
     actorEmail: row.actorEmail,
     action: row.action,
-    category: auditCategoryOf(row.action),
+    category,
     resourceType: row.resourceType,
     resourceId: row.resourceId,
     resourceName: row.resourceName,
@@ -174,7 +185,7 @@ function rfc5424(record: StreamRecord): string {
   });
   return syslogMessage(
     { result: row.result, timestamp: row.timestamp, msgId: row.action, sd },
-    JSON.stringify(recordJson(record)),
+    JSON.stringify(recordJson(record, category)),
   );
 }
 

@@ -89,6 +89,12 @@ export async function insertCursors(
   fromSeq: number | undefined,
 ): Promise<void> {
   if (sources.length === 0) return;
+  // Rows stored before now and still waiting for their key take it first: the cursor starts after them.
+  const logSources = sources.filter((source): source is LogSource => source !== 'audit');
+  if (logSources.length > 0) {
+    const served = await selectServedOrganizations(tx, stream);
+    for (const source of logSources) await numberLogRows(tx, served, source);
+  }
   await tx.query(
     `WITH heads AS (
        INSERT INTO log_stream_heads (org_id, source, seq)
@@ -216,72 +222,155 @@ export function selectDeliverableStream(db: Db, id: string): Promise<Deliverable
 }
 
 /** A destination's cursor in one stream of one organization, held by the delivery that claimed it. */
-export type Cursor = { deliveredSeq: number; epoch: number; attempts: number; retryAt: Date | null };
+export type Cursor = {
+  deliveredSeq: number;
+  epoch: number;
+  attempts: number;
+  retryAt: Date | null;
+  /** Whether a signed anchor not streamed yet exists (the audit trail's): only then are anchors read. */
+  anchorsWaiting: boolean;
+};
 
 /** Which cursor: a destination's, in one organization, of one stream. */
 export type CursorKey = { streamId: string; orgId: string; source: StreamSource };
 
 const whereKey = 'stream_id = :streamId::uuid AND org_id = :orgId::uuid AND source = :source::text';
+const whereCursor = 'c.stream_id = :streamId::uuid AND c.org_id = :orgId::uuid AND c.source = :source::text';
+
+/** Whether a signed anchor of the organization not streamed yet by cursor `c` exists (the audit trail's). */
+const anchorsWaitingSql = `c.source = 'audit' AND EXISTS (SELECT FROM audit_anchors a
+  WHERE a.org_id = c.org_id AND a.anchored_at > c.anchors_after)`;
+
+/** A claim: the cursor, or another delivery holds it (`held`: until when, and whether it was marked already). */
+export type Claim = { cursor: Cursor } | { held: { until: Date; marked: boolean } };
 
 /**
- * Claims the cursor of (destination, organization, stream) for `leaseSeconds`, creating it at the organization's
- * start if it has none (an organization created after its partner's destination; a log stream's keys start there,
- * with its head). Undefined: another delivery holds it.
+ * Claims the cursor of (destination, organization, stream) for `leaseSeconds`, in one statement. Held by another
+ * delivery, the cursor is marked `pending` instead: that delivery goes on once more before it lets the cursor go
+ * (releaseCursor), so what the caller was armed for is delivered without a job of its own. A cursor not made yet (an
+ * organization created after its partner's destination) is made at the organization's start (a log stream's keys
+ * start there, with its head) and claimed.
  */
-export async function claimCursor(db: Db, key: CursorKey, leaseSeconds: number): Promise<Cursor | undefined> {
-  await db.query(
-    `WITH head AS (
-       INSERT INTO log_stream_heads (org_id, source, seq)
-       SELECT :orgId::uuid, :source::text, 0 WHERE :source::text <> 'audit'
-       ON CONFLICT (org_id, source) DO NOTHING
-     )
-     INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
-     VALUES (:streamId::uuid, :orgId::uuid, :source::text, 0)
-     ON CONFLICT (stream_id, org_id, source) DO NOTHING`,
-    key,
-  );
-  return one<Cursor>(
+export async function claimCursor(db: Db, key: CursorKey, leaseSeconds: number): Promise<Claim> {
+  const claimed = await one<Cursor & { claimed: boolean; marked: boolean; leasedUntil: Date }>(
     db,
-    `UPDATE audit_stream_cursors SET leased_until = now() + make_interval(secs => :lease::int)
-      WHERE ${whereKey} AND (leased_until IS NULL OR leased_until < now())
-      RETURNING delivered_seq AS "deliveredSeq", epoch, attempts, retry_at AS "retryAt"`,
+    `WITH old AS (
+       SELECT pending, leased_until IS NULL OR leased_until < now() AS free FROM audit_stream_cursors
+        WHERE ${whereKey} FOR UPDATE
+     )
+     UPDATE audit_stream_cursors c
+        SET leased_until = CASE WHEN old.free THEN now() + make_interval(secs => :lease::int) ELSE c.leased_until END,
+            pending = NOT old.free
+       FROM old
+      WHERE ${whereCursor}
+      RETURNING old.free AS claimed, old.pending AS marked, c.leased_until AS "leasedUntil",
+                c.delivered_seq AS "deliveredSeq", c.epoch, c.attempts, c.retry_at AS "retryAt",
+                ${anchorsWaitingSql} AS "anchorsWaiting"`,
     { ...key, lease: leaseSeconds },
   );
+  if (!claimed) {
+    await db.query(
+      `WITH head AS (
+         INSERT INTO log_stream_heads (org_id, source, seq)
+         SELECT :orgId::uuid, :source::text, 0 WHERE :source::text <> 'audit'
+         ON CONFLICT (org_id, source) DO NOTHING
+       )
+       INSERT INTO audit_stream_cursors (stream_id, org_id, source, delivered_seq)
+       VALUES (:streamId::uuid, :orgId::uuid, :source::text, 0)
+       ON CONFLICT (stream_id, org_id, source) DO NOTHING`,
+      key,
+    );
+    return claimCursor(db, key, leaseSeconds);
+  }
+  const { claimed: free, marked, leasedUntil, ...cursor } = claimed;
+  return free ? { cursor } : { held: { until: leasedUntil, marked } };
 }
 
 /**
- * Moves the cursor to `seq` once the receiver took everything up to it, and extends the lease; false when a replay
- * moved the cursor meanwhile (its epoch changed): the delivery stops, and the replay's own job goes on.
+ * Moves the cursor to `seq` once the receiver took everything up to it (and past the anchors sent, `anchoredAt`),
+ * and extends the lease; false when a replay moved the cursor meanwhile (its epoch changed): the delivery stops, and
+ * the replay's own job goes on.
  */
 export async function advanceCursor(
   db: Db,
   key: CursorKey & { epoch: number },
   seq: number,
   leaseSeconds: number,
+  anchoredAt?: Date,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE audit_stream_cursors
         SET delivered_seq = :seq::bigint, delivered_at = now(), attempts = 0, retry_at = NULL, last_error = NULL,
-            leased_until = now() + make_interval(secs => :lease::int)
+            leased_until = now() + make_interval(secs => :lease::int),
+            anchors_after = coalesce(:anchoredAt::timestamptz, anchors_after)
       WHERE ${whereKey} AND epoch = :epoch::int`,
-    { ...key, seq, lease: leaseSeconds },
+    { ...key, seq, lease: leaseSeconds, anchoredAt: anchoredAt ?? null },
   );
   return rowCount === 1;
 }
 
-/** Records a failed attempt, when the next one is due, and lets the cursor go. */
+/**
+ * The last page taken: moves the cursor to `seq` (and past the anchors sent) and lets it go, unless another delivery
+ * marked it meanwhile (then it stays held, `again`), in one statement. Undefined when a replay moved the cursor
+ * meanwhile (its epoch changed).
+ */
+export async function finishCursor(
+  db: Db,
+  key: CursorKey & { epoch: number },
+  seq: number,
+  leaseSeconds: number,
+  anchoredAt?: Date,
+): Promise<{ again: boolean; anchorsWaiting: boolean } | undefined> {
+  return one<{ again: boolean; anchorsWaiting: boolean }>(
+    db,
+    `WITH old AS (SELECT pending FROM audit_stream_cursors WHERE ${whereKey} AND epoch = :epoch::int FOR UPDATE)
+     UPDATE audit_stream_cursors c
+        SET delivered_seq = :seq::bigint, delivered_at = now(), attempts = 0, retry_at = NULL, last_error = NULL,
+            anchors_after = coalesce(:anchoredAt::timestamptz, c.anchors_after),
+            leased_until = CASE WHEN old.pending THEN now() + make_interval(secs => :lease::int) END, pending = false
+       FROM old
+      WHERE ${whereCursor}
+      RETURNING old.pending AS again, ${anchorsWaitingSql} AS "anchorsWaiting"`,
+    { ...key, seq, lease: leaseSeconds, anchoredAt: anchoredAt ?? null },
+  );
+}
+
+/** Records a failed attempt, when the next one is due, and lets the cursor go (its retry covers any mark). */
 export async function failCursor(db: Db, key: CursorKey, error: string, retryAt: Date): Promise<void> {
   await db.query(
     `UPDATE audit_stream_cursors
         SET attempts = attempts + 1, retry_at = :retryAt::timestamptz, last_error = :error::text, last_error_at = now(),
-            leased_until = NULL
+            leased_until = NULL, pending = false
       WHERE ${whereKey}`,
     { ...key, error: error.slice(0, 2000), retryAt },
   );
 }
 
-export async function releaseCursor(db: Db, key: CursorKey): Promise<void> {
-  await db.query(`UPDATE audit_stream_cursors SET leased_until = NULL WHERE ${whereKey}`, key);
+/**
+ * Lets the cursor go, unless another delivery marked it meanwhile: then it stays held (the lease extended) and the
+ * answer is true, and the caller delivers once more. Answers false once the cursor is free.
+ */
+export async function releaseCursor(
+  db: Db,
+  key: CursorKey,
+  leaseSeconds: number,
+): Promise<{ again: boolean; anchorsWaiting: boolean }> {
+  const held = await one<{ again: boolean; anchorsWaiting: boolean }>(
+    db,
+    `WITH old AS (SELECT pending FROM audit_stream_cursors WHERE ${whereKey} FOR UPDATE)
+     UPDATE audit_stream_cursors c
+        SET leased_until = CASE WHEN old.pending THEN now() + make_interval(secs => :lease::int) END, pending = false
+       FROM old
+      WHERE ${whereCursor}
+      RETURNING old.pending AS again, ${anchorsWaitingSql} AS "anchorsWaiting"`,
+    { ...key, lease: leaseSeconds },
+  );
+  return held ?? { again: false, anchorsWaiting: false };
+}
+
+/** Lets the cursor go (a delivery that found its retry not due yet: the retry covers any mark). */
+export async function letCursorGo(db: Db, key: CursorKey): Promise<void> {
+  await db.query(`UPDATE audit_stream_cursors SET leased_until = NULL, pending = false WHERE ${whereKey}`, key);
 }
 
 /** Moves the cursor back to just before `fromSeq` (a replay): a new epoch, and the next attempt due at once. */
@@ -291,7 +380,7 @@ export async function replayCursor(tx: Tx, key: CursorKey, fromSeq: number): Pro
      VALUES (:streamId::uuid, :orgId::uuid, :source::text, :seq::bigint)
      ON CONFLICT (stream_id, org_id, source) DO UPDATE
        SET delivered_seq = excluded.delivered_seq, epoch = audit_stream_cursors.epoch + 1, attempts = 0, retry_at = NULL,
-           leased_until = NULL`,
+           leased_until = NULL, pending = false`,
     { ...key, seq: fromSeq - 1 },
   );
 }
@@ -326,14 +415,19 @@ export type CursorStatus = {
 export async function selectCursorStatus(db: Db, stream: StreamRow, orgId?: string): Promise<CursorStatus[]> {
   const { rows } = await db.query<CursorStatus>(
     `SELECT o.id::text AS "orgId", s.source, coalesce(c.delivered_seq, 0) AS "lastDeliveredSeq",
-            c.delivered_at AS "lastDeliveredAt", greatest(${headSql('s.source')} - coalesce(c.delivered_seq, 0), 0) AS "lagRows",
+            c.delivered_at AS "lastDeliveredAt", greatest(${headSql('s.source')} - coalesce(c.delivered_seq, 0), 0) + (CASE s.source
+              WHEN 'device-events' THEN (SELECT count(*) FROM device_event_logs e WHERE e.org_id = o.id AND e.stream_seq < 0)
+              WHEN 'agent-logs' THEN (SELECT count(*) FROM agent_logs l WHERE l.org_id = o.id AND l.stream_seq < 0)
+              ELSE 0 END)::int AS "lagRows",
             coalesce(extract(epoch FROM greatest(now() - (CASE s.source
               WHEN 'audit' THEN (SELECT a.timestamp FROM audit_logs a
                 WHERE a.org_id = o.id AND a.seq > coalesce(c.delivered_seq, 0) ORDER BY a.seq LIMIT 1)
-              WHEN 'device-events' THEN (SELECT e.created_at FROM device_event_logs e
-                WHERE e.org_id = o.id AND e.stream_seq > coalesce(c.delivered_seq, 0) ORDER BY e.stream_seq LIMIT 1)
-              ELSE (SELECT l.created_at FROM agent_logs l
-                WHERE l.org_id = o.id AND l.stream_seq > coalesce(c.delivered_seq, 0) ORDER BY l.stream_seq LIMIT 1)
+              WHEN 'device-events' THEN least((SELECT e.created_at FROM device_event_logs e
+                WHERE e.org_id = o.id AND e.stream_seq > coalesce(c.delivered_seq, 0) ORDER BY e.stream_seq LIMIT 1),
+                (SELECT min(e.created_at) FROM device_event_logs e WHERE e.org_id = o.id AND e.stream_seq < 0))
+              ELSE least((SELECT l.created_at FROM agent_logs l
+                WHERE l.org_id = o.id AND l.stream_seq > coalesce(c.delivered_seq, 0) ORDER BY l.stream_seq LIMIT 1),
+                (SELECT min(l.created_at) FROM agent_logs l WHERE l.org_id = o.id AND l.stream_seq < 0))
               END), interval '0')), 0)::float8 AS "lagSeconds",
             c.retry_at AS "nextAttemptAt", c.last_error AS "lastError"
        FROM organizations o
@@ -354,8 +448,58 @@ export async function selectCursorStatus(db: Db, stream: StreamRow, orgId?: stri
   return rows;
 }
 
-/** The last ordering key of a log stream in the organization whose rows are all committed (0: none yet). */
-export async function selectLogHead(db: Db, orgId: string, source: LogSource): Promise<number> {
+/**
+ * Numbers the log rows of these organizations that wait for their key (a negative `stream_seq`, stored while a head
+ * existed; shared/db/stream-keys.ts), in the order they were stored, after each organization's head, and moves the head past them: in the
+ * caller's transaction, which holds the heads until it ends. Concurrent numberings of an organization wait for each
+ * other here, and the second finds the rows the first numbered (its statement sees what committed before it): every
+ * committed row gets one key, keys only grow, and a key is visible with every key below it. Answers the rows numbered.
+ */
+async function numberLogRows(tx: Tx, orgIds: readonly string[], source: LogSource): Promise<number> {
+  if (orgIds.length === 0) return 0;
+  const table = source === 'device-events' ? 'device_event_logs' : 'agent_logs';
+  const params = { orgIds: JSON.stringify(orgIds), source };
+  const orgs = 'ARRAY(SELECT jsonb_array_elements_text(:orgIds::jsonb)::uuid)';
+  const { rows: heads } = await tx.query(
+    `SELECT org_id FROM log_stream_heads WHERE org_id = ANY (${orgs}) AND source = :source::text
+      ORDER BY org_id FOR UPDATE`,
+    params,
+  );
+  if (heads.length === 0) return 0;
+  const { rows } = await tx.query<{ numbered: number }>(
+    `WITH waiting AS (
+       SELECT r.id, r.org_id, h.seq + row_number() OVER (PARTITION BY r.org_id ORDER BY r.stream_seq DESC) AS key
+         FROM ${table} r JOIN log_stream_heads h ON h.org_id = r.org_id AND h.source = :source::text
+        WHERE r.org_id = ANY (${orgs}) AND r.stream_seq < 0
+     ),
+     numbered AS (
+       UPDATE ${table} r SET stream_seq = w.key FROM waiting w
+        WHERE r.id = w.id AND r.org_id = w.org_id AND r.stream_seq < 0
+       RETURNING r.org_id, r.stream_seq
+     ),
+     moved AS (
+       UPDATE log_stream_heads h SET seq = n.last
+         FROM (SELECT org_id, max(stream_seq) AS last FROM numbered GROUP BY org_id) n
+        WHERE h.org_id = n.org_id AND h.source = :source::text
+       RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM numbered)::int AS numbered`,
+    params,
+  );
+  return rows[0]?.numbered ?? 0;
+}
+
+/**
+ * The organization's rows of a log stream numbered (numberLogRows), and the head after them: every key up to it is
+ * committed once the caller's transaction ends (0: no head).
+ */
+export async function numberedLogHead(tx: Tx, orgId: string, source: LogSource): Promise<number> {
+  await numberLogRows(tx, [orgId], source);
+  return selectLogHead(tx, orgId, source);
+}
+
+/** The last ordering key of a log stream in the organization (0: none yet). */
+async function selectLogHead(db: Db, orgId: string, source: LogSource): Promise<number> {
   const head = await one<{ seq: number }>(
     db,
     'SELECT seq FROM log_stream_heads WHERE org_id = :orgId::uuid AND source = :source::text',
@@ -409,12 +553,4 @@ export async function selectAnchorsToStream(
     { ...key, seq },
   );
   return rows;
-}
-
-export async function advanceAnchors(db: Db, key: CursorKey, after: Date): Promise<void> {
-  await db.query(
-    `UPDATE audit_stream_cursors SET anchors_after = :after::timestamptz
-      WHERE ${whereKey}`,
-    { ...key, after },
-  );
 }

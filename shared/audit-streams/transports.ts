@@ -2,7 +2,8 @@
  * How a batch of rendered records reaches each kind of destination. Every host and URL goes through the one outbound
  * check (shared/outbound/address.ts) at each delivery, and the connection goes to the address it checked. A batch
  * is delivered when the receiver took all of it: TCP and TLS syslog when the receiver closed the connection after
- * ours ended cleanly, HTTPS and HEC on a 2xx answer. Anything else throws, and the cursor does not move.
+ * ours ended cleanly (a connection without progress for the timeout fails), HTTPS and HEC on a 2xx answer. Anything
+ * else throws, and the cursor does not move.
  */
 import { isIP, type Socket, connect as tcpConnect } from 'node:net';
 import { checkServerIdentity, rootCertificates, connect as tlsConnect } from 'node:tls';
@@ -47,16 +48,18 @@ export async function sendSyslog(destination: Destination, frames: string[]): Pr
         })
       : tcpConnect({ host: checked.address, port, family: checked.family });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
+    // The wait is for progress, not for the whole page: a receiver still taking the bytes of a large page is alive;
+    // one that took nothing, or did not close, for the timeout fails the page.
+    socket.setTimeout(timeoutMs(), () => {
       socket.destroy();
       reject(new DeliveryFailed(`No close from the receiver within ${timeoutMs()} ms`));
-    }, timeoutMs());
+    });
     let failed: Error | undefined;
     socket.on('error', (error) => {
       failed = error;
     });
     socket.on('close', (hadError) => {
-      clearTimeout(timer);
+      socket.setTimeout(0);
       if (hadError || failed) reject(failed ?? new DeliveryFailed('The connection was reset'));
       else resolve();
     });

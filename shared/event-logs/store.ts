@@ -39,7 +39,7 @@ export async function insertEventBatch(
      stored AS (
        INSERT INTO device_event_logs (device_id, org_id, timestamp, level, category, source, event_id, message, details, stream_seq)
        SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::event_log_level, r.category::event_log_category,
-              r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}, keys.base + r.n
+              r.source, r."eventId", r.message, ${jsonWithOriginalTimestampSql('r.details')}, keys.base - r.n
          FROM jsonb_to_recordset(:rows::jsonb)
            AS r(n int, "timestamp" text, at text, level text, category text, source text, "eventId" text, message text, details jsonb)
          LEFT JOIN keys ON true
@@ -47,7 +47,7 @@ export async function insertEventBatch(
        RETURNING timestamp
      )
      SELECT count(*)::int AS inserted, min(timestamp) AS first, max(timestamp) AS last FROM stored`,
-    { deviceId: device.id, orgId: device.orgId, rows, count: rows.length },
+    { deviceId: device.id, orgId: device.orgId, rows },
   );
   return {
     inserted: stored?.inserted ?? 0,

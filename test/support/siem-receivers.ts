@@ -149,16 +149,21 @@ export async function startSyslogReceiver(tls?: Certificate, host = '127.0.0.1')
 export async function startHttpsReceiver(
   tls: Certificate,
   path = '/ingest',
-): Promise<Receiver & { fail(on: boolean): void }> {
+): Promise<Receiver & { fail(on: boolean): void; hold(): { arrived: Promise<void>; release(): void } }> {
   const state = receiverState();
   const requests: Receiver['requests'] = [];
   let failing = false;
+  let holding: { arrived: () => void; released: Promise<void> } | undefined;
   const server = createHttpsServer({ cert: tls.cert, key: tls.key }, (req, res) => {
     let body = '';
     req.on('data', (part: Buffer) => {
       body += part.toString('utf8');
     });
-    req.on('end', () => {
+    req.on('end', async () => {
+      if (holding) {
+        holding.arrived();
+        await holding.released;
+      }
       if (failing) {
         res.writeHead(503).end('maintenance');
         return;
@@ -176,6 +181,25 @@ export async function startHttpsReceiver(
     waitFor: state.waitFor,
     fail: (on) => {
       failing = on;
+    },
+    /** Requests wait, unanswered, until `release`; `arrived` resolves when the first comes. */
+    hold: () => {
+      let arrived!: () => void;
+      let release!: () => void;
+      const came = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      holding = { arrived, released };
+      return {
+        arrived: came,
+        release: () => {
+          holding = undefined;
+          release();
+        },
+      };
     },
     down: () => new Promise<void>((resolve) => server.close(() => resolve())),
     up: async () => {

@@ -1,5 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliverCursor } from '#shared/audit-streams/delivery.ts';
+import { selectDeliverableStream } from '#shared/audit-streams/store.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
 import {
@@ -214,6 +216,44 @@ describe('HTTPS', () => {
     const expected = createHmac('sha256', stream.secret!).update(`${timestamp}.${request.body}`).digest('hex');
     expect(request.headers['x-logbook-signature']).toBe(`sha256=${expected}`);
     expect(request.headers['content-type']).toBe('application/x-ndjson');
+  });
+
+  it('a delivery that finds the cursor held marks it, and the holder delivers what was written meanwhile before it lets go', async () => {
+    const orgId = await newOrganization('Held');
+    const receiver = await startHttpsReceiver(cert);
+    receivers.push(receiver);
+    const held = receiver.hold();
+    const start = await head(orgId);
+    const stream = await createStream({
+      orgId,
+      type: 'https',
+      format: 'ndjson',
+      endpoint: receiver.endpoint,
+      caCertificate: cert.cert,
+    });
+    // The destination's creation row arms its delivery, whose post the receiver holds: that delivery holds the cursor.
+    await held.arrived;
+    await report(orgId, 3);
+    // A delivery of another process finds the cursor held: it marks it instead of waiting.
+    const destination = (await selectDeliverableStream(t.db.admin, stream.id))!;
+    expect(await deliverCursor(t.db.admin, destination, orgId)).toBe('busy');
+    const mark = async () =>
+      (
+        await t.db.admin.query<{ pending: boolean }>(
+          'SELECT pending FROM audit_stream_cursors WHERE stream_id = :id::uuid AND org_id = :orgId::uuid',
+          { id: stream.id, orgId },
+        )
+      ).rows[0]!.pending;
+    expect(await mark()).toBe(true);
+    held.release();
+    await receiver.waitFor(4);
+    expectContinuous(
+      receiver.messages.map((line) => fields(JSON.parse(line))),
+      start + 1,
+      await head(orgId),
+    );
+    await eventually(async () => (await status(stream.id))[0]!.lagRows === 0);
+    expect(await mark()).toBe(false);
   });
 
   it('replays from a chosen seq, and sends only the rows its filter lets through', async () => {

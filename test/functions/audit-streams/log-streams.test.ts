@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { LogEntry } from '#shared/agent-logs/schemas.ts';
+import { insertLogBatch } from '#shared/agent-logs/store.ts';
 import { type Agent, deviceEvent, logEntry, submitEvents, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
@@ -96,10 +98,11 @@ describe('device event logs and agent diagnostic logs', () => {
     // The submission's own audit row goes the audit stream's way (sealed and delivered by a job of its own).
     await eventually(() => records(receiver, 'audit').some((record) => record.action === 'agent.eventlogs.submit'));
 
-    // Events sent again are duplicates: nothing new reaches the receiver, and the cursor passes their unused keys.
+    // Events sent again are duplicates: nothing new reaches the receiver, and they take no key (the delivery numbers
+    // only the rows stored).
     expect((await submitEvents(t.api, agent, events)).status).toBe(200);
     const eventsHead = await head('device-events');
-    expect(eventsHead).toBe(startEvents + 6);
+    expect(eventsHead).toBe(startEvents + 3);
     await eventually(async () => streamOf(await status(stream.id), 'device-events').lastDeliveredSeq === eventsHead);
     const now = await status(stream.id);
     expect(streamOf(now, 'device-events')).toEqual(expect.objectContaining({ lagRows: 0, lagSeconds: 0 }));
@@ -109,6 +112,41 @@ describe('device event logs and agent diagnostic logs', () => {
     // The fields of the organization stay the audit trail's.
     expect(now.lastDeliveredSeq).toBe(streamOf(now, 'audit').lastDeliveredSeq);
     expect(records(receiver, 'device-event')).toHaveLength(3);
+  });
+
+  it("stores a streamed organization's entries while another insert of it is still open: no insert waits for another, and each gets its key once committed", async () => {
+    const receiver = local.keep(await startHttpsReceiver(local.cert));
+    await createStream({
+      type: 'https',
+      format: 'ndjson',
+      endpoint: receiver.endpoint,
+      caCertificate: local.cert.cert,
+      streams: ['agent-logs'],
+    });
+    // Another component: the per-device counts of the two inserts are rows of their own.
+    const held = [0, 1].map((n) => logEntry(n, { message: `held ${n}`, component: 'updater' }) as LogEntry);
+    const submitted = [0, 1, 2].map((n) => logEntry(n, { message: `submitted ${n}` }));
+    await t.db.admin.transaction(async (tx) => {
+      await insertLogBatch(tx, { id: agent.deviceId, orgId: tenant.orgId }, held);
+      // The insert above holds nothing another insert of the organization needs: this one is stored at once.
+      expect((await submitLogs(t.api, agent, submitted)).status).toBe(201);
+    });
+    // The held entries were stored by no request: a later one arms their delivery.
+    const later = logEntry(0, { message: 'later' });
+    expect((await submitLogs(t.api, agent, [later])).status).toBe(201);
+    await eventually(() => records(receiver, 'agent-log').length >= 6);
+    const entries = records(receiver, 'agent-log');
+    expect(entries.map((record) => record.message).sort()).toEqual(
+      [...held, ...submitted, later].map((entry) => entry.message).sort(),
+    );
+    // Each insert's entries keep their order, and the keys only grow.
+    const messages = entries.map((record) => record.message);
+    expect(messages.filter((message) => message.startsWith('held'))).toEqual(held.map((entry) => entry.message));
+    expect(messages.filter((message) => message.startsWith('submitted '))).toEqual(
+      submitted.map((entry) => entry.message),
+    );
+    expect(increasing(entries.map((record) => record.seq))).toBe(true);
+    expect(entries.at(-1)!.seq).toBe(await head('agent-logs'));
   });
 
   it('renders log entries in the destination format (CEF over syslog), sends only what its filter lets through, and keeps its cursor while the receiver is down', async () => {
