@@ -14,9 +14,9 @@ import { moveDeviceIp, recordHeartbeat } from './store.ts';
 /**
  * POST /agents/:id/heartbeat: records when the device was last seen, from which IP (the audit rows'
  * client-IP rule), its agent version and status. The same use case answers a heartbeat on the agent's WebSocket
- * connection and records the connection's $connect (an empty report from the connection's source IP). A heartbeat writes no audit row (telemetry must not drown the
- * trail), except agent.source.ip.changed when the IP differs
- * from the one the device last reported.
+ * connection and records the connection's $connect (an empty report from the connection's source IP). A heartbeat
+ * writes no audit row (telemetry must not drown the trail), except agent.source.ip.changed when the IP differs from
+ * the one the device last reported.
  */
 export async function heartbeat(
   db: Db,
