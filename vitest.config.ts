@@ -37,6 +37,8 @@ const env = {
   JWT_ISSUER: 'logbook-local',
   JWT_AUDIENCE: 'logbook',
   ENROLLMENT_KEY_SEAL_KEY: 'bG9nYm9vay10ZXN0LXNlYWwta2V5LTAxMjM0NTY3ODk=',
+  // A closed agent connection is told offline at once: the tests of the grace itself set it (connections.test.ts).
+  PRESENCE_GRACE_SECONDS: '0',
 };
 
 export default defineConfig({

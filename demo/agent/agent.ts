@@ -24,8 +24,15 @@ export interface AgentOptions {
   token: string;
   store: EventStore;
   agentVersion?: string;
+  /**
+   * Heartbeat this often whatever the server says (demos, tests); without it the agent follows the `heartbeatSeconds`
+   * of each heartbeat's reply (900 s on its connection, 60 s over HTTP), 60 s until the first reply.
+   */
   heartbeatSeconds?: number;
-  /** A keep-alive message this often: API Gateway closes a connection idle for 10 minutes. */
+  /**
+   * A keep-alive message once the connection was quiet this long (default 540): API Gateway closes a connection idle
+   * for 10 minutes.
+   */
   pingSeconds?: number;
   /** Whether to submit the store's warnings and errors as stored event logs at start (PUT /agents/{id}/eventlogs). */
   submitEvents?: boolean;
@@ -36,7 +43,10 @@ export interface AgentOptions {
   mayResume?: () => Promise<boolean>;
   resumeCheckMs?: number;
   log?: (line: string) => void;
-  /** The device's management-posture snapshot, uploaded at start and every `postureEvery` heartbeats; none: never scans. */
+  /**
+   * The device's management-posture snapshot, uploaded at start and every `postureEvery` heartbeats (default 96: daily
+   * at 900 s); none: never scans.
+   */
   posture?: () => object;
   postureEvery?: number;
   /** What the machine measures for monitoring (docs/monitoring.md); none: the agent sends no metrics or checks. */
@@ -158,6 +168,8 @@ export function startAgent(options: AgentOptions): RunningAgent {
   };
 
   let beats = 0;
+  // When the next heartbeat is due: the option, or what the last reply asked for.
+  let nextBeatSeconds = options.heartbeatSeconds ?? 60;
   const checkInOnce = async () => {
     try {
       const beat = (await sendHeartbeat({
@@ -168,9 +180,11 @@ export function startAgent(options: AgentOptions): RunningAgent {
         lastBootAt: bootedAt.toISOString(),
         rebootPending: false,
         osUpdaterSuppressed: true,
-      })) as { configVersion?: string };
+      })) as { configVersion?: string; heartbeatSeconds?: number };
+      if (!options.heartbeatSeconds && Number(beat.heartbeatSeconds) > 0)
+        nextBeatSeconds = Number(beat.heartbeatSeconds);
       await monitor?.report(beat.configVersion);
-      if (options.posture && beats++ % (options.postureEvery ?? 60) === 0)
+      if (options.posture && beats++ % (options.postureEvery ?? 96) === 0)
         await call('PUT', '/management-posture', options.posture());
       await uploadLogs();
     } catch (error) {
@@ -188,7 +202,13 @@ export function startAgent(options: AgentOptions): RunningAgent {
       log('connected for live queries');
       diagnostic('info', 'ws', 'Connected for live queries');
       for (const resolve of waiters.splice(0)) resolve();
-      ping = setInterval(() => sendMessage(ws, JSON.stringify({ type: 'ping' })), (options.pingSeconds ?? 300) * 1000);
+      const quietMs = (options.pingSeconds ?? 540) * 1000;
+      ping = setInterval(
+        () => {
+          if (Date.now() - lastSentAt >= quietMs * 0.9) sendMessage(ws, JSON.stringify({ type: 'ping' }));
+        },
+        Math.max(1_000, quietMs / 3),
+      );
     });
     ws.on('unexpected-response', (_request, response) => {
       log(
@@ -260,8 +280,13 @@ export function startAgent(options: AgentOptions): RunningAgent {
   };
 
   diagnostic('info', 'service', 'Agent started', { hostname: options.store.computer });
-  void checkIn();
-  const heartbeat = setInterval(() => void checkIn(), (options.heartbeatSeconds ?? 60) * 1000);
+  // Each check-in arms the next one, at the interval the server asked for in its last reply.
+  let heartbeat: NodeJS.Timeout | undefined;
+  const beatLoop = () =>
+    void checkIn().then(() => {
+      if (!stopped) heartbeat = setTimeout(beatLoop, nextBeatSeconds * 1000);
+    });
+  beatLoop();
   if (options.submitEvents ?? true) {
     void call('PUT', '/eventlogs', { events: storedEvents(options.store.all()) }).catch((error: unknown) =>
       log(`event log submission failed: ${String(error)}`),
@@ -276,7 +301,7 @@ export function startAgent(options: AgentOptions): RunningAgent {
     async stop() {
       stopped = true;
       scripts.stop();
-      clearInterval(heartbeat);
+      clearTimeout(heartbeat);
       clearTimeout(reconnect);
       clearTimeout(resume);
       clearInterval(ping);
@@ -343,8 +368,12 @@ export function answer(store: EventStore, query: AgentQuery & { requestId: strin
 }
 
 /** Sends one message in fragments of at most 32 KB, as API Gateway requires of frames. */
+/** When this process last sent anything on its connection: a keep-alive is due only after a quiet spell. */
+let lastSentAt = Date.now();
+
 function sendMessage(ws: WebSocket, text: string): void {
   if (ws.readyState !== WebSocket.OPEN) return;
+  lastSentAt = Date.now();
   const bytes = Buffer.from(text);
   let at = 0;
   do {

@@ -5,7 +5,7 @@
  *   3 server unreachable, 1 anything else.
  *
  * `npm run agent -- --url http://localhost:3000 --enrollment-key lbe_... [--ws-url ws://localhost:3001, by default --url's port + 1]
- *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds 60]
+ *   [--state .data/agent/agent.yaml] [--hostname WIN-…] [--enrollment-secret …] [--heartbeat-seconds N: else as the server asks]
  *   [--posture 'rmm/Datto RMM=active,remote-access/TeamViewer=installed' | --posture none]`
  *
  * A simulated Windows agent: enrolls once (a later run finds agent.yaml and reuses its identity, as the
@@ -31,7 +31,7 @@ const { values: args, positionals } = parseArgs({
     'enrollment-secret': { type: 'string', default: process.env.AGENT_ENROLLMENT_SECRET },
     state: { type: 'string', default: '.data/agent/agent.yaml' },
     hostname: { type: 'string' },
-    'heartbeat-seconds': { type: 'string', default: '60' },
+    'heartbeat-seconds': { type: 'string' },
     // What the management-posture scan finds: `<category>/<product>=<status>,…`; empty: a clean scan; none: no scan.
     posture: { type: 'string', default: '' },
     // What monitoring measures (docs/monitoring.md): CPU and memory in percent, stopped services, the device's role.
@@ -74,8 +74,9 @@ async function main() {
   }
   if (positionals[0] === 'enroll') return;
   const wsUrl = args['ws-url'] ?? wsUrlBeside(server);
-  const heartbeatSeconds = Number(args['heartbeat-seconds']);
-  if (!(heartbeatSeconds > 0)) throw new Error('--heartbeat-seconds takes a positive number');
+  const heartbeatSeconds = args['heartbeat-seconds'] === undefined ? undefined : Number(args['heartbeat-seconds']);
+  if (heartbeatSeconds !== undefined && !(heartbeatSeconds > 0))
+    throw new Error('--heartbeat-seconds takes a positive number');
   const agent = startAgent({
     server,
     wsUrl,
@@ -89,7 +90,9 @@ async function main() {
     machine: machineOf(args),
     role: args.role === 'server' || args.role === 'workstation' ? args.role : undefined,
   });
-  console.log(`heartbeat every ${heartbeatSeconds} s to ${server}; live queries over ${wsUrl}. Ctrl-C stops.`);
+  console.log(
+    `heartbeat ${heartbeatSeconds ? `every ${heartbeatSeconds} s` : 'as the server asks (900 s on the connection, 60 s over HTTP)'} to ${server}; live queries over ${wsUrl}. Ctrl-C stops.`,
+  );
   const stop = async () => {
     await agent.stop();
     process.exit(0);

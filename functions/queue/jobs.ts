@@ -10,6 +10,7 @@ import { runDeviceEvent, runDeviceEvents } from '#shared/automations/events.ts';
 import { dequeueJobKind, runQueuedItem } from '#shared/automations/fire.ts';
 import { armNewZone, type OccurrenceJob, occurrenceJobKind, runOccurrence } from '#shared/automations/schedule.ts';
 import { appDb, auditAdminDb } from '#shared/db/client.ts';
+import { type PresenceJob, presenceJobKind, runPresenceJob } from '#shared/live-query/connections.ts';
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
@@ -68,7 +69,9 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
     runQueuedItem(appDb(), job as Job & { itemId: string; automationId: string; deviceId: string }),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
-  // Armed by a heartbeat for when an offline monitor is due: judges it against the device's last heartbeat.
+  // Armed by an agent's $disconnect for when its grace is over: device.offline unless it came back.
+  [presenceJobKind]: (job) => runPresenceJob(appDb(), job as Job & PresenceJob),
+  // Armed by a heartbeat (or a $disconnect) for when an offline monitor is due: judges it against the device's last heartbeat.
   [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
   // Armed by a firing event-log monitor for when its oldest counted event leaves the window: judges it again.
   [eventLogJobKind]: (job) => judgeEventLogItems(appDb(), (job as EventLogJob).deviceId, (job as EventLogJob).itemKey),

@@ -1,3 +1,4 @@
+import './channel.ts';
 import { appDb } from '#shared/db/client.ts';
 import { wsHandler } from '#shared/http/ws-handler.ts';
 import { disconnectAgent } from '#shared/live-query/connections.ts';

@@ -13,9 +13,10 @@ import { moveDeviceIp, recordHeartbeat } from './store.ts';
 
 /**
  * POST /agents/:id/heartbeat: records when the device was last seen, from which IP (the audit rows'
- * client-IP rule), its agent version and status. A heartbeat writes no audit row (telemetry must not drown the
- * trail), except agent.source.ip.changed when the IP differs
- * from the one the device last reported.
+ * client-IP rule), its agent version and status. The same use case answers a heartbeat on the agent's WebSocket
+ * connection and records the connection's $connect (an empty report from the connection's source IP). A heartbeat
+ * writes no audit row (telemetry must not drown the trail), except agent.source.ip.changed when the IP differs from
+ * the one the device last reported.
  */
 export async function heartbeat(
   db: Db,
@@ -37,8 +38,12 @@ export async function heartbeat(
     osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
   });
   if (!seen) throw NotFound('Agent');
-  // A heartbeat after the device was offline (not seen for the online window) brings it online again.
-  if (!seen.previousSeenAt || seen.lastSeenAt.getTime() - seen.previousSeenAt.getTime() > onlineWindowMinutes * 60_000)
+  // A heartbeat after the device was offline (not seen for the online window, and no live connection: a connected
+  // device is online between its heartbeats) brings it online again.
+  if (
+    !seen.connected &&
+    (!seen.previousSeenAt || seen.lastSeenAt.getTime() - seen.previousSeenAt.getTime() > onlineWindowMinutes * 60_000)
+  )
     await tellDeviceEvent({
       event: 'device.online',
       eventId: `online:${device.id}:${seen.previousSeenAt?.toISOString() ?? 'never'}`,
@@ -60,5 +65,5 @@ export async function heartbeat(
         },
       );
     });
-  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), device };
+  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), device, connected: seen.connected };
 }

@@ -89,6 +89,10 @@ export const heartbeatReply = z
     configVersion: z.string().meta({
       description: 'The version of the effective monitoring config: when it changed, GET /agents/{id}/config',
     }),
+    heartbeatSeconds: z.number().int().positive().meta({
+      description:
+        'When the server wants the next heartbeat: 60 s over HTTP; 900 s on a WebSocket connection, whose presence keeps the device online between heartbeats',
+    }),
   })
   .meta({ id: 'HeartbeatReply' });
 

@@ -55,6 +55,8 @@ export function recordHeartbeat(
   return one<{
     previousIp: string | null;
     previousSeenAt: Date | null;
+    /** Whether the device had a live WebSocket connection: it was online all along, whatever previousSeenAt says. */
+    connected: boolean;
     ip: string | null;
     lastSeenAt: Date;
     hostname: string;
@@ -77,7 +79,8 @@ export function recordHeartbeat(
         os_updater_suppressed = COALESCE(:osUpdaterSuppressed::boolean, d.os_updater_suppressed)
        FROM previous p
       WHERE d.id = p.id
-      RETURNING p.last_ip AS "previousIp", p.last_seen_at AS "previousSeenAt", d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
+      RETURNING p.last_ip AS "previousIp", p.last_seen_at AS "previousSeenAt",
+                EXISTS (SELECT 1 FROM agent_connections c WHERE c.device_id = d.id) AS connected, d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
     { deviceId, ...report },
   );
 }

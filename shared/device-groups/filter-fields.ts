@@ -49,7 +49,9 @@ export const filterFields: Readonly<Record<string, FilterField>> = {
     type: 'boolean',
     sql: () => {
       const since = `now() - interval '${onlineWindowMinutes} minutes'`;
-      return `coalesce(${lastSeenHour.column} >= ${lastSeenHour.of(since)} AND d.last_seen_at >= ${since}, false)`;
+      // A live WebSocket connection keeps its device online between the agent's heartbeats.
+      return `(coalesce(${lastSeenHour.column} >= ${lastSeenHour.of(since)} AND d.last_seen_at >= ${since}, false)
+        OR EXISTS (SELECT 1 FROM agent_connections c WHERE c.device_id = d.id))`;
     },
   },
   lastSeenAt: { type: 'timestamp', sql: () => 'd.last_seen_at', hour: lastSeenHour },

@@ -126,7 +126,13 @@ export const device = z
       .nullable()
       .meta({ description: 'workstation or server, as the agent reports it; policy assignments narrow by it' }),
     agentVersion: z.string().nullable(),
-    lastSeenAt: timestampReply.nullable(),
+    lastSeenAt: timestampReply.nullable().meta({
+      description:
+        'When the agent was last heard from: its last heartbeat, or when its WebSocket connection opened or closed',
+    }),
+    online: z.boolean().meta({
+      description: 'The agent holds a live WebSocket connection, or was seen within the last 5 minutes',
+    }),
     lastIp: z.string().nullable(),
     agentStatus: z
       .enum(agentStatuses)

@@ -31,6 +31,7 @@ export type DeviceRow = {
   role: 'workstation' | 'server' | null;
   agentVersion: string | null;
   lastSeenAt: Date | null;
+  online: boolean;
   lastIp: string | null;
   agentStatus: AgentStatus | null;
   createdAt: Date;
@@ -53,9 +54,15 @@ type EnrollmentKeyRow = {
 
 const partnerColumns = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
 const siteColumns = `s.id, s.org_id AS "orgId", s.name, s.timezone, s.address, s.created_at AS "createdAt", s.updated_at AS "updatedAt"`;
-/** A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. */
+/**
+ * A device's fields as the API shows them, from `devices d LEFT JOIN agents a ON a.device_id = d.id`. Online: its agent
+ * holds a live WebSocket connection, or was seen within the online window of 5 minutes (onlineWindowMinutes of
+ * shared/agents/online.ts, which imports this domain; the `online` filter field says the same).
+ */
 export const deviceColumns = `d.id, d.org_id AS "orgId", d.site_id AS "siteId", a.id AS "agentId", d.hostname, d.display_name AS "displayName",
   d.serial_number AS "serialNumber", d.os_type AS "osType", d.os_version AS "osVersion", d.role, d.agent_version AS "agentVersion", d.last_seen_at AS "lastSeenAt",
+  (EXISTS (SELECT 1 FROM agent_connections c WHERE c.device_id = d.id)
+   OR coalesce(d.last_seen_at >= now() - interval '5 minutes', false)) AS online,
   d.last_ip AS "lastIp", d.agent_status AS "agentStatus", d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
 const deviceFrom = `devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL LEFT JOIN agents a ON a.device_id = d.id`;
 

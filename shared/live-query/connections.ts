@@ -1,5 +1,6 @@
-import { onlineWindowMinutes } from '../agents/online.ts';
-import type { AuditContext } from '../audit/writer.ts';
+import { heartbeat } from '../agents/heartbeat.ts';
+import { presenceGraceSeconds } from '../agents/online.ts';
+import { type AuditContext, flushAudit } from '../audit/writer.ts';
 import { authenticateAgent } from '../auth/authenticate.ts';
 import type { AgentPrincipal } from '../auth/principal.ts';
 import { clientIp } from '../client-ip.ts';
@@ -7,6 +8,7 @@ import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { logger } from '../logger.ts';
 import { tellDeviceEvent } from '../queue/device-events.ts';
+import { enqueue } from '../queue/work-queue.ts';
 import { deleteConnection, postToConnection } from './agent-channel.ts';
 import * as store from './store.ts';
 
@@ -20,6 +22,8 @@ export interface AgentConnect {
 
 type ConnectHook = (db: Db, deviceId: string, connectionId: string) => Promise<void>;
 const connectHooks: ConnectHook[] = [];
+type DisconnectHook = (db: Db, deviceId: string, orgId: string) => Promise<void>;
+const disconnectHooks: DisconnectHook[] = [];
 
 /**
  * Work that waits for an agent's connection (the script runs queued for its device), registered by the composition
@@ -29,9 +33,17 @@ export function whenAgentConnects(hook: ConnectHook): void {
   connectHooks.push(hook);
 }
 
+/** Work armed when a device's connection closed and no newer one stands (its offline monitors), registered likewise. */
+export function whenAgentDisconnects(hook: DisconnectHook): void {
+  disconnectHooks.push(hook);
+}
+
 /**
  * $connect: the agent's bearer token (Authorization header, or a `token` query parameter for clients
- * that cannot set headers) names its device; the connection becomes the device's live connection.
+ * that cannot set headers) names its device; the connection becomes the device's live connection, and the device is
+ * online while it stands. The connection is recorded as a heartbeat with nothing to report, from the connection's
+ * source IP: last seen now, a new IP kept and audited (agent.source.ip.changed), device.online told when the device
+ * had no connection and was not seen within the online window.
  * A second connection of the same agent replaces the first, which is told so and closed.
  */
 export async function connectAgent(db: Db, request: AgentConnect): Promise<void> {
@@ -39,25 +51,21 @@ export async function connectAgent(db: Db, request: AgentConnect): Promise<void>
   const headers = { ...request.headers };
   if (!headers.authorization && query.token) headers.authorization = `Bearer ${query.token}`;
   const agent = await authenticateAgent(db, headers);
+  const sourceIp = clientIp(headers, request.sourceIp);
+  const audit = connectionAudit(db, { agent, sourceIp });
+  try {
+    await heartbeat(db, agent, agent.agentId, {}, audit);
+  } finally {
+    await flushAudit(audit);
+  }
   const { previousConnectionId } = await store.upsertConnection(db, {
     connectionId,
     agentId: agent.agentId,
     deviceId: agent.deviceId,
     orgId: agent.orgId,
-    sourceIp: clientIp(headers, request.sourceIp),
+    sourceIp,
   });
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
-  // A device without a live connection, not seen within the online window, comes online: the event is named by when
-  // it was last seen, as the heartbeat that brings it online names it, so the two tell it once.
-  else if (!previousConnectionId) {
-    const lastSeenAt = await store.selectOfflineSince(db, agent.deviceId, onlineWindowMinutes);
-    if (lastSeenAt !== undefined)
-      await tellDeviceEvent({
-        event: 'device.online',
-        eventId: `online:${agent.deviceId}:${lastSeenAt?.toISOString() ?? 'never'}`,
-        deviceId: agent.deviceId,
-      });
-  }
   for (const hook of connectHooks) await hook(db, agent.deviceId, connectionId);
 }
 
@@ -87,8 +95,34 @@ export function connectionAudit(db: Db, speaker: { agent: AgentPrincipal; source
   return { db: unkeyedDb(db), caller: speaker.agent, ipAddress: speaker.sourceIp, userAgent: null, pending: [] };
 }
 
-/** $disconnect: forgets the connection (a newer one of the same device stays); the device went offline. */
+/** The job judging, once the grace is over, whether a device whose connection closed is offline. */
+export const presenceJobKind = 'presence.offline';
+export type PresenceJob = { kind: typeof presenceJobKind; deviceId: string; connectionId: string; closedAt: string };
+
+/**
+ * $disconnect: forgets the connection (a newer one of the same device stays, and nothing else happens). The device
+ * was seen until now (last seen advances); device.offline is not told yet: a job armed for the grace
+ * (presenceGraceSeconds) tells it unless the device connected again or heartbeated over HTTP meanwhile, so a
+ * reconnect within the grace does not flap. The disconnect hooks arm what else waits for silence (offline monitors).
+ */
 export async function disconnectAgent(db: Db, connectionId: string): Promise<void> {
-  const deviceId = await store.deleteConnectionRow(db, connectionId);
-  if (deviceId) await tellDeviceEvent({ event: 'device.offline', eventId: `offline:${connectionId}`, deviceId });
+  const closed = await store.deleteConnectionRow(db, connectionId);
+  if (!closed) return;
+  const job: PresenceJob = {
+    kind: presenceJobKind,
+    deviceId: closed.deviceId,
+    connectionId,
+    closedAt: closed.lastSeenAt.toISOString(),
+  };
+  await enqueue(job, presenceGraceSeconds());
+  for (const hook of disconnectHooks) await hook(db, closed.deviceId, closed.orgId);
+}
+
+/**
+ * The grace after a connection closed is over: the device is told offline (once per connection) unless it has a live
+ * connection again or was seen since (an HTTP heartbeat), or is gone.
+ */
+export async function runPresenceJob(db: Db, job: PresenceJob): Promise<void> {
+  if (!(await store.selectSilentSince(db, job.deviceId, job.closedAt))) return;
+  await tellDeviceEvent({ event: 'device.offline', eventId: `offline:${job.connectionId}`, deviceId: job.deviceId });
 }

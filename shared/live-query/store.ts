@@ -19,14 +19,20 @@ export async function upsertConnection(
   return { previousConnectionId: row?.previousConnectionId ?? null };
 }
 
-/** Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. Answers its device. */
-export async function deleteConnectionRow(db: Db, connectionId: string): Promise<string | undefined> {
-  const row = await one<{ deviceId: string }>(
+/**
+ * Forgets a connection ($disconnect, or Gone); a newer connection of the device is kept. The device was seen until
+ * now: its last seen advances (a heap-only update, as a heartbeat's). Answers its device, organization and that time, or undefined
+ * when the connection was no longer the device's.
+ */
+export async function deleteConnectionRow(db: Db, connectionId: string) {
+  return one<{ deviceId: string; orgId: string; lastSeenAt: Date }>(
     db,
-    'DELETE FROM agent_connections WHERE connection_id = :connectionId::text RETURNING device_id AS "deviceId"',
+    `WITH gone AS (DELETE FROM agent_connections WHERE connection_id = :connectionId::text RETURNING device_id)
+     UPDATE devices d SET last_seen_at = greatest(d.last_seen_at, now())
+       FROM gone WHERE d.id = gone.device_id
+     RETURNING d.id AS "deviceId", d.org_id AS "orgId", d.last_seen_at AS "lastSeenAt"`,
     { connectionId },
   );
-  return row?.deviceId;
 }
 
 /**
@@ -166,15 +172,16 @@ export async function selectAnswer(db: Db, requestId: string, connectionId: stri
 }
 
 /**
- * When an offline device was last seen (null: never), or undefined when it was seen within `windowMinutes` (online).
+ * Whether a device whose connection closed at `closedAt` is still silent: no live connection, not seen since, and not
+ * deleted.
  */
-export async function selectOfflineSince(db: Db, deviceId: string, windowMinutes: number) {
-  const row = await one<{ lastSeenAt: Date | null; offline: boolean }>(
+export async function selectSilentSince(db: Db, deviceId: string, closedAt: string): Promise<boolean> {
+  const row = await one<{ silent: boolean }>(
     db,
-    `SELECT last_seen_at AS "lastSeenAt",
-            (last_seen_at IS NULL OR last_seen_at < now() - :windowMinutes::int * interval '1 minute') AS offline
-       FROM devices WHERE id = :deviceId::uuid`,
-    { deviceId, windowMinutes },
+    `SELECT (d.last_seen_at IS NULL OR d.last_seen_at < :closedAt::timestamptz + interval '1 millisecond')
+            AND NOT EXISTS (SELECT 1 FROM agent_connections c WHERE c.device_id = d.id) AS silent
+       FROM devices d WHERE d.id = :deviceId::uuid AND d.deleted_at IS NULL`,
+    { deviceId, closedAt },
   );
-  return row?.offline ? row.lastSeenAt : undefined;
+  return row?.silent ?? false;
 }

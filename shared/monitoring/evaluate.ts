@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { heartbeat } from '../agents/heartbeat.ts';
 import { deviceOfAgent } from '../agents/log-access.ts';
+import { heartbeatSeconds } from '../agents/online.ts';
 import type { heartbeat as heartbeatSchema } from '../agents/schemas.ts';
 import {
   type AfterCommit,
@@ -226,10 +227,15 @@ export async function uploadMetrics(
     ].sort((a, b) => a - b);
     return times.length === 0 ? [] : [{ effective: e, item, times }];
   });
+  // Samples no item watches are one statement: no transaction (its Begin, statement timeout and Commit would double
+  // the Data API calls of the upload).
+  if (watched.length === 0) {
+    const accepted = await store.insertSamples(db, device.id, device.orgId, samples);
+    return { accepted, duplicates: samples.length - accepted, ignored: 0, transitions: [] as Evaluated[] };
+  }
   const after: AfterCommit[] = [];
   const outcome = await db.transaction(async (tx) => {
     const accepted = await store.insertSamples(tx, device.id, device.orgId, samples);
-    if (watched.length === 0) return { accepted, transitions: [] as Evaluated[] };
     const windows = await store.selectWindows(
       tx,
       device.id,
@@ -377,18 +383,29 @@ export const offlineJobKind = 'monitoring.offline';
 /**
  * After a heartbeat: arms the device's offline items (a job at last seen + the item's minutes, unless one is
  * armed already) and clears those that were pending or firing: the device is back. Nothing is written when every
- * offline item is armed and ok, and a device without offline items costs nothing here.
+ * offline item is armed and ok, and a device without offline items costs nothing here. A device with a live
+ * WebSocket connection (`connected`) is online by it: nothing is armed (its $disconnect arms the items), and only the
+ * items not ok are judged (they clear).
  */
 export async function offlineAfterHeartbeat(
   db: Db,
   deviceId: string,
   orgId: string,
   audit: AuditContext,
+  connected = false,
 ): Promise<string | undefined> {
   const resolved = await effectivePoliciesOf(db, deviceId, 'monitoring');
   if (!resolved) return undefined;
   const offline = resolved.effective.items.filter((e) => e.item.type === 'offline');
-  if (offline.length > 0) {
+  if (offline.length > 0 && connected) {
+    const states = await store.selectStates(
+      db,
+      deviceId,
+      offline.map((e) => e.key),
+    );
+    const back = states.filter((s) => s.state !== 'ok').map((s) => s.itemKey);
+    if (back.length > 0) await judgeOffline(db, deviceId, back, audit);
+  } else if (offline.length > 0) {
     const rows = await store.armOffline(
       db,
       deviceId,
@@ -405,6 +422,28 @@ export async function offlineAfterHeartbeat(
     if (back.length > 0) await judgeOffline(db, deviceId, back, audit);
   }
   return resolved.effective.configVersion;
+}
+
+/**
+ * A device's connection opened: it is online by it, so its offline items that were pending or firing clear (one
+ * statement when none was).
+ */
+export async function offlineAfterConnect(db: Db, deviceId: string): Promise<void> {
+  const back = await store.selectOfflineNotOk(db, deviceId);
+  if (back.length > 0) await judgeOffline(db, deviceId, back);
+}
+
+/**
+ * A device's connection closed and no newer one stands: its offline items are armed for now (its last seen) + their
+ * minutes, as after a last heartbeat.
+ */
+export async function offlineAfterDisconnect(db: Db, deviceId: string, orgId: string): Promise<void> {
+  const context: AuditContext = { db: unkeyedDb(db), caller: null, pending: [] };
+  try {
+    await offlineAfterHeartbeat(db, deviceId, orgId, context);
+  } finally {
+    await flushAudit(context);
+  }
 }
 
 /** The job of one armed offline item: it carries the time it was armed for, so a job a later arm replaced does nothing. */
@@ -451,7 +490,8 @@ export async function judgeOffline(
         const e = resolved.effective.items.find((i) => i.key === key && i.item.type === 'offline');
         if (!e) continue;
         const minutes = Number(e.item.minutes);
-        const lastSeen = seen.lastSeenAt ?? new Date(0);
+        // A device with a live connection is online now, whenever it last heartbeated.
+        const lastSeen = seen.connected ? now : (seen.lastSeenAt ?? new Date(0));
         const silentMs = now.getTime() - lastSeen.getTime();
         const bad = silentMs >= minutes * 60_000;
         const stored = states.get(key);
@@ -468,7 +508,8 @@ export async function judgeOffline(
           moves,
         );
         const state = list[0]!;
-        if (!bad) {
+        // Connected: nothing to arm while the connection stands; its $disconnect arms the item again.
+        if (!bad && !seen.connected) {
           state.armedUntil = new Date(lastSeen.getTime() + minutes * 60_000);
           rearm.push({ itemKey: key, until: state.armedUntil });
         } else state.armedUntil = null;
@@ -486,7 +527,8 @@ export async function judgeOffline(
 /**
  * A heartbeat, from POST /agents/{id}/heartbeat or the agent's WebSocket connection (heartbeat-message.ts) alike: the
  * agents domain records it; then the device's offline monitors are armed again (or clear: the device is back), and the
- * reply names the monitoring config in force.
+ * reply names the monitoring config in force and when the next heartbeat is wanted (`heartbeatSeconds`: longer on a
+ * connection, which keeps the device online between heartbeats).
  */
 export async function heartbeatAndArm(
   db: Db,
@@ -494,8 +536,13 @@ export async function heartbeatAndArm(
   agentId: string,
   report: z.output<typeof heartbeatSchema>,
   audit: AuditContext,
+  via: 'http' | 'connection' = 'http',
 ) {
-  const { device, ...reply } = await heartbeat(db, caller, agentId, report, audit);
-  const configVersion = (await offlineAfterHeartbeat(db, device.id, device.orgId, audit)) ?? '';
-  return { ...reply, configVersion };
+  const { device, connected, ...reply } = await heartbeat(db, caller, agentId, report, audit);
+  const configVersion = (await offlineAfterHeartbeat(db, device.id, device.orgId, audit, connected)) ?? '';
+  return {
+    ...reply,
+    configVersion,
+    heartbeatSeconds: via === 'connection' ? heartbeatSeconds.connected : heartbeatSeconds.http,
+  };
 }

@@ -33,7 +33,7 @@ export async function receiveHeartbeatMessage(
   }
   const audit = connectionAudit(db, speaker);
   try {
-    const reply = await heartbeatAndArm(db, speaker.agent, speaker.agent.agentId, parsed.data, audit);
+    const reply = await heartbeatAndArm(db, speaker.agent, speaker.agent.agentId, parsed.data, audit, 'connection');
     await answer(connectionId, { type: 'heartbeat.ack', ...reply });
   } finally {
     await flushAudit(audit);

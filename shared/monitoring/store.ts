@@ -27,10 +27,11 @@ export async function lockDevice(tx: Tx, deviceId: string): Promise<void> {
 
 /**
  * Stores samples once per (device, metric, volume, time), taking the device's evaluation lock first: how many were
- * new. The lock is taken in this statement, so the next one reads states and windows written before it.
+ * new. The lock is taken in this statement, so the next one of its transaction reads states and windows written
+ * before it; alone (no item watches the samples) it is its own transaction.
  */
 export async function insertSamples(
-  tx: Tx,
+  tx: Db,
   deviceId: string,
   orgId: string,
   samples: { metric: string; volume: string; at: string; value: number }[],
@@ -111,6 +112,16 @@ export async function selectStates(db: Db, deviceId: string, keys?: string[]) {
   return rows;
 }
 
+/** The offline items of a device that are pending or firing. */
+export async function selectOfflineNotOk(db: Db, deviceId: string): Promise<string[]> {
+  const { rows } = await db.query<{ itemKey: string }>(
+    `SELECT item_key AS "itemKey" FROM monitor_states
+      WHERE device_id = :deviceId::uuid AND item_type = 'offline' AND state <> 'ok'`,
+    { deviceId },
+  );
+  return rows.map((r) => r.itemKey);
+}
+
 /** Writes the states evaluated now, in one statement. */
 export async function writeStates(tx: Tx, deviceId: string, orgId: string, states: StateRow[]): Promise<void> {
   if (states.length === 0) return;
@@ -175,11 +186,12 @@ export async function armOffline(
   return rows;
 }
 
-/** When the device was last seen, if it is live. */
+/** When the device was last seen and whether it has a live connection, if it is live. */
 export function selectLastSeen(db: Db, deviceId: string) {
-  return one<{ lastSeenAt: Date | null; hostname: string; orgId: string; partnerId: string }>(
+  return one<{ lastSeenAt: Date | null; connected: boolean; hostname: string; orgId: string; partnerId: string }>(
     db,
-    `SELECT d.last_seen_at AS "lastSeenAt", d.hostname, d.org_id AS "orgId", o.partner_id AS "partnerId"
+    `SELECT d.last_seen_at AS "lastSeenAt",
+            EXISTS (SELECT 1 FROM agent_connections c WHERE c.device_id = d.id) AS connected, d.hostname, d.org_id AS "orgId", o.partner_id AS "partnerId"
        FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
       WHERE d.id = :deviceId::uuid AND d.deleted_at IS NULL`,
     { deviceId },

@@ -1,7 +1,7 @@
 import type { Db } from '../db/db.ts';
 import { postToConnection } from '../live-query/agent-channel.ts';
+import { disconnectAgent } from '../live-query/connections.ts';
 import { maxMessageBytes, type ScriptRunMessage, type ServiceMessage } from '../live-query/protocol.ts';
-import { deleteConnectionRow } from '../live-query/store.ts';
 import { logger } from '../logger.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import * as store from './store.ts';
@@ -92,7 +92,8 @@ async function sendClaimed(
       await store.unclaimItem(db, item.runItemId, item.connectionId);
       // A connection gone at dispatch is stale; one just connected may only not be open yet.
       if (result === 'gone' && why === 'dispatch') {
-        await deleteConnectionRow(db, item.connectionId);
+        // Gone without its $disconnect: closed as $disconnect would (the device's presence check is armed).
+        await disconnectAgent(db, item.connectionId);
         gone += 1;
       }
     }

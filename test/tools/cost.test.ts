@@ -179,6 +179,37 @@ describe('the cost model', () => {
     expect(bill['RDS Data API requests']).toBe((((87.6e6 + 43.8e6 + 3 * 2.92e6) * 0.35) / 1e6).toFixed(2));
   });
 
+  it('bills the agent contract on a connection: a keep-alive only in a quiet spell, a presence check per closed connection', () => {
+    const quiet = {
+      ...heartbeat,
+      transport: 'ws-message' as const,
+      statements: 0,
+      dataApiCalls: 0,
+      messagesPerCall: 1,
+    };
+    const connect = { ...heartbeat, transport: 'ws-connection' as const, messagesPerCall: 0 };
+    const withConnection: MeasuredOperations = {
+      ...measured,
+      operations: { ...measured.operations, 'ws.ping': quiet, 'ws.connect': connect },
+    };
+    const profile = {
+      ...onlyHeartbeats,
+      heartbeatTransport: 'websocket' as const,
+      heartbeatSeconds: 900,
+      pingSeconds: 540,
+      wsConnectsPerDay: 12,
+    };
+    const bill = computeBill(profile, withConnection, prices);
+    // 96 heartbeats a day, one keep-alive in each 900 s gap (quiet for 540 s), 12 connections.
+    expect(bill.calls['heartbeat.websocket']).toBeCloseTo(96 * (365 / 12), 6);
+    expect(bill.calls['ws.ping']).toBeCloseTo(96 * (365 / 12), 6);
+    expect(bill.calls['ws.connect']).toBeCloseTo(12 * (365 / 12), 6);
+    // Each closed connection's presence check: one SQS hop (send, receive, delete) for 1,000 devices.
+    expect(cents(bill)['SQS requests']).toBe(((1000 * 12 * (365 / 12) * 3 * 0.4) / 1e6).toFixed(2));
+    // Heartbeats no further apart than the quiet spell need no keep-alive.
+    expect(computeBill({ ...profile, heartbeatSeconds: 300 }, withConnection, prices).calls['ws.ping'] ?? 0).toBe(0);
+  });
+
   it('refuses to bill an operation it has no figures for', () => {
     expect(() => computeBill({ ...onlyHeartbeats, postureUploadsPerDay: 1 }, measured, prices)).toThrow(
       'tools/cost/operations.json has no figures for posture.upload: run npm run bench:cost',
@@ -234,6 +265,8 @@ describe('npm run cost', () => {
       ...[
         '--heartbeat-transport',
         'http',
+        '--heartbeat-seconds',
+        '60',
         '--ping-seconds',
         '0',
         '--ws-connects-per-day',

@@ -46,7 +46,10 @@ export interface CostInputs {
   // The agent profile.
   heartbeatSeconds: number;
   heartbeatTransport: 'http' | 'websocket';
-  /** Keep-alive messages on the WebSocket (API Gateway closes a connection idle for 10 minutes). */
+  /**
+   * A keep-alive message on the WebSocket once it was quiet this long (API Gateway closes a connection idle for 10
+   * minutes): between heartbeats on the connection, or all the time when heartbeats go over HTTP.
+   */
   pingSeconds: number;
   /** API Gateway ends every WebSocket connection after 2 hours: at least 12 a day. */
   wsConnectsPerDay: number;
@@ -100,17 +103,17 @@ export interface CostInputs {
 }
 
 export const defaultInputs: Omit<CostInputs, 'devices'> = {
-  heartbeatSeconds: 60,
+  heartbeatSeconds: 900,
   heartbeatTransport: 'websocket',
-  pingSeconds: 300,
+  pingSeconds: 540,
   wsConnectsPerDay: 12,
   logEntriesPerDay: 100,
   logUploadsPerDay: 24,
   eventLogEntriesPerDay: 50,
   eventLogSubmissionsPerDay: 4,
-  postureUploadsPerDay: 24,
-  metricsUploadsPerDay: 288,
-  metricSamplesPerUpload: 20,
+  postureUploadsPerDay: 1,
+  metricsUploadsPerDay: 96,
+  metricSamplesPerUpload: 60,
   offlineMonitorMinutes: 0,
   tracing: 'off',
   auroraStorage: 'standard',
@@ -208,11 +211,15 @@ export const operationUses: OperationUse[] = [
       }),
     },
   },
-  // A heartbeat on the connection keeps it open: keep-alives are sent only when heartbeats are further apart.
+  // A heartbeat on the connection keeps it open: a keep-alive goes only in a quiet spell of `pingSeconds` between
+  // two heartbeats (900 s apart, 540 s of quiet: one keep-alive between them).
   {
     key: 'ws.ping',
-    callsPerDay: (p) =>
-      p.heartbeatTransport === 'websocket' && p.heartbeatSeconds <= p.pingSeconds ? 0 : perDay(p.pingSeconds),
+    callsPerDay: (p) => {
+      if (p.pingSeconds <= 0) return 0;
+      if (p.heartbeatTransport !== 'websocket') return perDay(p.pingSeconds);
+      return perDay(p.heartbeatSeconds) * Math.max(0, Math.ceil(p.heartbeatSeconds / p.pingSeconds) - 1);
+    },
   },
   { key: 'ws.connect', callsPerDay: (p) => p.wsConnectsPerDay },
   {
@@ -231,6 +238,11 @@ export const operationUses: OperationUse[] = [
 
 /** One job of the offline monitor (not measured: a queue worker run reading the device and re-arming it). */
 const offlineJob = { dataApiCalls: 3, durationMs: 40, walBytes: 300 } as const;
+/**
+ * The presence check a $disconnect arms for the grace (not measured: a queue worker run of one statement that reads
+ * the device, and device.offline queued when it is still away, which the profile does not count).
+ */
+const presenceJob = { dataApiCalls: 1, durationMs: 10 } as const;
 
 export interface BillLine {
   label: string;
@@ -330,9 +342,23 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     if (f.dataApiCalls > 0) t.dbCallsPerDay += p.devices * perDevicePerDay;
   }
 
-  // The offline monitor: one job per window, sent on every 15 minutes (SQS's longest delay) until due.
-  const jobsPerMonth = p.offlineMonitorMinutes > 0 ? (p.devices * 1440 * daysPerMonth) / p.offlineMonitorMinutes : 0;
-  const hops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15);
+  // The offline monitor: one job per window, sent on every 15 minutes (SQS's longest delay) until due; with heartbeats
+  // on the connection, one per closed connection (the connection keeps the device online, nothing is armed meanwhile).
+  const windows =
+    p.heartbeatTransport === 'websocket'
+      ? p.wsConnectsPerDay * daysPerMonth
+      : (1440 * daysPerMonth) / p.offlineMonitorMinutes;
+  const jobsPerMonth = p.offlineMonitorMinutes > 0 ? p.devices * windows : 0;
+  // Each closed connection arms its presence check, due after the grace (5 minutes: one hop).
+  const presenceJobs = p.devices * p.wsConnectsPerDay * daysPerMonth;
+  const hops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15) + presenceJobs;
+  t.invocations += presenceJobs;
+  t.gbSeconds +=
+    presenceJobs *
+    Math.ceil(presenceJob.durationMs * p.lambdaSlowdown + presenceJob.dataApiCalls * p.dataApiLatencyMs) *
+    gbPerMs;
+  t.dataApiCalls += presenceJobs * presenceJob.dataApiCalls;
+  t.dataApiUnits += presenceJobs * presenceJob.dataApiCalls;
   if (jobsPerMonth > 0) {
     // A heartbeat of a device with an offline monitor reads its armed state: one statement more (docs/benchmarks.md).
     const heartbeats = p.devices * perDay(p.heartbeatSeconds) * daysPerMonth;
@@ -455,7 +481,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   // Each hop: send, receive, delete.
   const sqsRequests = hops * 3;
   line(
-    'SQS requests (offline monitor jobs)',
+    'SQS requests (presence checks, offline monitor jobs)',
     `${count(sqsRequests)} requests`,
     (sqsRequests * prices.sqs.requestsPerMillion) / million,
   );

@@ -50,7 +50,13 @@ describe('POST /api/v1/agents/{id}/heartbeat', () => {
     const before = await device(agent);
     const reply = await beat(agent, '203.0.113.10', { agentVersion: '2.5.0', status: 'degraded', role: 'server' });
     expect(reply.status).toBe(200);
-    expect(reply.body).toEqual({ ok: true, serverTime: expect.any(String), configVersion: expect.any(String) });
+    // An agent without a WebSocket connection is asked for a heartbeat every minute.
+    expect(reply.body).toEqual({
+      ok: true,
+      serverTime: expect.any(String),
+      configVersion: expect.any(String),
+      heartbeatSeconds: 60,
+    });
     const after = await device(agent);
     expect(after).toMatchObject({
       lastIp: '203.0.113.10',
@@ -161,7 +167,15 @@ describe("heartbeat on the agent's WebSocket connection", () => {
       const { type, ...carried } = ack;
       expect(type).toBe('heartbeat.ack');
       expect(Object.keys(carried).sort()).toEqual(Object.keys(http.body).sort());
-      expect(carried).toEqual({ ok: true, serverTime: expect.any(String), configVersion: http.body.configVersion });
+      // The connection keeps the device online: the agent is asked for news every 15 minutes, against every minute
+      // over HTTP.
+      expect(carried).toEqual({
+        ok: true,
+        serverTime: expect.any(String),
+        configVersion: http.body.configVersion,
+        heartbeatSeconds: 900,
+      });
+      expect(http.body.heartbeatSeconds).toBe(60);
       const after = await device(agent);
       expect(after).toMatchObject({ agentVersion: '3.0.0', agentStatus: 'degraded', role: 'server' });
       expect(Date.parse(after.lastSeenAt)).toBeGreaterThan(Date.parse(before.lastSeenAt));
@@ -206,9 +220,9 @@ describe("heartbeat on the agent's WebSocket connection", () => {
   it('answers an invalid heartbeat with an error naming the field, and stores nothing', async () => {
     const agent = await enrollDevice(t.api, tenant, 'wsbeat-3');
     await beat(agent, '192.0.2.40', { status: 'online' });
-    const before = await device(agent);
-    const connection = await connect(agent, '192.0.2.41');
+    const connection = await connect(agent, '192.0.2.40');
     try {
+      const before = await device(agent);
       const reply = await wsBeat(connection, { status: 'on fire' });
       expect(reply).toMatchObject({
         type: 'error',

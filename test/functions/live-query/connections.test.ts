@@ -1,6 +1,10 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runJob } from '#functions/queue/jobs.ts';
 import { handler as defaultHandler } from '#functions/ws/default.ts';
+import { appDb } from '#shared/db/client.ts';
 import type { WebSocketEvent } from '#shared/http/ws-handler.ts';
+import { presenceJobKind, runPresenceJob } from '#shared/live-query/connections.ts';
+import { type Job, runJobsLocally } from '#shared/queue/work-queue.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually, startSimulatedAgent, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
@@ -8,9 +12,29 @@ import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.t
 const t = useApi();
 let tenant: Tenant;
 
+/** The background jobs this file's requests queued, as they ran (device events, presence checks). */
+const ran: Job[] = [];
 beforeAll(async () => {
   tenant = await createTenant(t.api, 'Acme');
+  runJobsLocally(async (job) => {
+    ran.push(job);
+    await runJob(job);
+  });
 });
+afterAll(() => runJobsLocally(runJob));
+const deviceEvents = (deviceId: string) =>
+  ran
+    .filter((j) => j.kind === 'automations.event' && j.deviceId === deviceId && j.event !== 'device.enrolled')
+    .map((j) => j.event as string);
+const withGrace = async (seconds: number, work: () => Promise<void>) => {
+  const before = process.env.PRESENCE_GRACE_SECONDS;
+  process.env.PRESENCE_GRACE_SECONDS = String(seconds);
+  try {
+    await work();
+  } finally {
+    process.env.PRESENCE_GRACE_SECONDS = before;
+  }
+};
 
 let opened: { close(): Promise<unknown> }[] = [];
 afterEach(async () => {
@@ -90,6 +114,77 @@ describe('$connect', () => {
     expect(row).toEqual({ agentId: agent.agentId, orgId: tenant.orgId, sourceIp: '127.0.0.1' });
     await connection.close();
     await eventually(async () => (await connectionsOf(agent.deviceId)).length === 0);
+  });
+});
+
+describe('presence from the connection', () => {
+  const device = async (deviceId: string) =>
+    (await t.api.request('GET', `/api/v1/devices/${deviceId}`, { token: tenant.orgToken })).body;
+  const silence = (deviceId: string, minutes: number) =>
+    t.db.admin.query(`UPDATE devices SET last_seen_at = now() - make_interval(mins => :m::int) WHERE id = :id::uuid`, {
+      id: deviceId,
+      m: minutes,
+    });
+
+  it('brings a device online at $connect and keeps it online between heartbeats; offline once closed, after the grace', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'presence-1');
+    await silence(agent.deviceId, 10);
+    expect(await device(agent.deviceId)).toMatchObject({ online: false });
+    const connection = await open(agent.token);
+    await eventually(() => deviceEvents(agent.deviceId).includes('device.online'));
+    const connected = await device(agent.deviceId);
+    // $connect is seen: last seen advances to it.
+    expect(Date.now() - Date.parse(connected.lastSeenAt)).toBeLessThan(60_000);
+    // Long after its last heartbeat, the connection alone keeps it online, in the reply and in a group filter.
+    await silence(agent.deviceId, 30);
+    expect(await device(agent.deviceId)).toMatchObject({ online: true });
+    const filter = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/device-groups/preview`, {
+      token: tenant.orgToken,
+      body: { filter: { field: 'online', op: 'equals', value: true } },
+    });
+    expect(filter.status).toBe(200);
+    expect(JSON.stringify(filter.body)).toContain(agent.deviceId);
+    await connection.close();
+    opened = opened.filter((c) => c !== connection);
+    await eventually(() => deviceEvents(agent.deviceId).includes('device.offline'));
+    expect(deviceEvents(agent.deviceId)).toEqual(['device.online', 'device.offline']);
+    // Closed: last seen is when it closed.
+    const closed = await device(agent.deviceId);
+    expect(Date.now() - Date.parse(closed.lastSeenAt)).toBeLessThan(60_000);
+  });
+
+  it('arms the offline check for the grace: a device back within it is not told offline, one still away is', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'presence-2');
+    await silence(agent.deviceId, 10);
+    const first = await open(agent.token);
+    await eventually(() => deviceEvents(agent.deviceId).includes('device.online'));
+    const [{ connectionId }] = (await connectionsOf(agent.deviceId)) as [{ connectionId: string }];
+    await withGrace(3600, async () => {
+      await first.close();
+      opened = opened.filter((c) => c !== first);
+      await eventually(async () => (await connectionsOf(agent.deviceId)).length === 0);
+      const closedAt = (await device(agent.deviceId)).lastSeenAt as string;
+      expect(await device(agent.deviceId)).toMatchObject({ online: true });
+      // Back within the grace: neither online again nor offline when the check comes due.
+      const second = await open(agent.token);
+      await runPresenceJob(appDb(), { kind: presenceJobKind, deviceId: agent.deviceId, connectionId, closedAt });
+      expect(deviceEvents(agent.deviceId)).toEqual(['device.online']);
+      // Away past the grace: told offline once, when its check comes due.
+      const [{ connectionId: secondId }] = (await connectionsOf(agent.deviceId)) as [{ connectionId: string }];
+      await second.close();
+      opened = opened.filter((c) => c !== second);
+      await eventually(async () => (await connectionsOf(agent.deviceId)).length === 0);
+      const job = {
+        kind: presenceJobKind,
+        deviceId: agent.deviceId,
+        connectionId: secondId,
+        closedAt: (await device(agent.deviceId)).lastSeenAt as string,
+      } as const;
+      expect(deviceEvents(agent.deviceId)).toEqual(['device.online']);
+      await runPresenceJob(appDb(), job);
+      await eventually(() => deviceEvents(agent.deviceId).includes('device.offline'));
+      expect(deviceEvents(agent.deviceId)).toEqual(['device.online', 'device.offline']);
+    });
   });
 });
 

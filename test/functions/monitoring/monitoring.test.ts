@@ -6,7 +6,7 @@ import { judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
 import { pruneMonitoringData } from '#shared/monitoring/store.ts';
 import { deviceEvent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
-import { TestConnection } from '#test/support/live-agents.ts';
+import { eventually, TestConnection } from '#test/support/live-agents.ts';
 import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
@@ -337,29 +337,43 @@ describe('offline', () => {
     expect((await monitorAlerts()).find((a) => a.id === alert.id).status).toBe('resolved');
   });
 
-  it("a heartbeat on the agent's WebSocket clears and arms the same way", async () => {
+  it('a live connection keeps the device online: the item clears at $connect, stays unarmed, and is armed when it closes', async () => {
+    const before = await armed();
+    await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
+      id: device.deviceId,
+    });
+    await runOfflineJob(appDb(), {
+      kind: 'monitoring.offline',
+      deviceId: device.deviceId,
+      itemKey: 'offline',
+      until: before!.armed_until.toISOString(),
+    });
+    expect((await armed())!.state).toBe('firing');
+    const alert = (await monitorAlerts()).find((a) => a.source.itemKey === 'offline' && a.status === 'open');
     const connection = await TestConnection.open(t.api, device.token);
+    let open = true;
     try {
-      const before = await armed();
-      await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
+      // $connect brings the device back: the item clears, and nothing is armed while the connection stands.
+      expect(await armed()).toMatchObject({ state: 'ok', armed_until: null });
+      expect((await monitorAlerts()).find((a) => a.id === alert.id).status).toBe('resolved');
+      // Its heartbeats, far apart, are news: none arms the item, and silence between them fires nothing.
+      await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '30 minutes' WHERE id = :id::uuid`, {
         id: device.deviceId,
       });
-      await runOfflineJob(appDb(), {
-        kind: 'monitoring.offline',
-        deviceId: device.deviceId,
-        itemKey: 'offline',
-        until: before!.armed_until.toISOString(),
-      });
-      expect((await armed())!.state).toBe('firing');
-      const alert = (await monitorAlerts()).find((a) => a.source.itemKey === 'offline' && a.status === 'open');
       connection.send({ type: 'heartbeat' });
-      expect(await connection.next()).toMatchObject({ type: 'heartbeat.ack', configVersion: expect.any(String) });
-      const after = await armed();
-      expect(after!.state).toBe('ok');
-      expect(after!.armed_until.getTime()).toBeGreaterThan(Date.now() + 4 * 60_000);
-      expect((await monitorAlerts()).find((a) => a.id === alert.id).status).toBe('resolved');
-    } finally {
+      expect(await connection.next()).toMatchObject({
+        type: 'heartbeat.ack',
+        configVersion: expect.any(String),
+        heartbeatSeconds: 900,
+      });
+      expect(await armed()).toMatchObject({ state: 'ok', armed_until: null });
       await connection.close();
+      open = false;
+      // Closed: armed for the close + the item's minutes.
+      await eventually(async () => (await armed())!.armed_until !== null);
+      expect((await armed())!.armed_until.getTime()).toBeGreaterThan(Date.now() + 4 * 60_000);
+    } finally {
+      if (open) await connection.close();
     }
   });
 });

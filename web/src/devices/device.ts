@@ -146,7 +146,7 @@ export async function showDevice({ api, main, fail }: PageContext, deviceId: str
     }
   };
 
-  const online = isOnline(device.lastSeenAt);
+  const online = device.online || isOnline(device.lastSeenAt);
   const section = (id: string, title: string, ...children: Child[]) =>
     h(
       'section',

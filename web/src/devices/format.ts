@@ -23,7 +23,9 @@ export interface Group {
 
 /**
  * An agent is online when it was seen within this many minutes: the window of the `online` field of the device-group
- * filter language (shared/device-groups/filter-fields.ts), so the column and a filter on `online` agree.
+ * filter language (shared/device-groups/filter-fields.ts), so the column and a filter on `online` agree. The API's
+ * `online` also counts the agent's live WebSocket connection, which keeps it online between heartbeats: the pages
+ * read that first.
  */
 export const onlineWindowMinutes = 5;
 

@@ -158,7 +158,11 @@ export async function showList({ api, main, fail }: PageContext) {
     { id: 'hostname', label: 'Hostname', text: (r: Row) => r.device.hostname },
     { id: 'site', label: 'Site', text: (r: Row) => sites.get(r.device.siteId) ?? null },
     { id: 'os', label: 'OS', text: (r: Row) => osText(r.device) || null },
-    { id: 'online', label: 'Online', text: (r: Row) => (isOnline(r.device.lastSeenAt) ? 'online' : 'offline') },
+    {
+      id: 'online',
+      label: 'Online',
+      text: (r: Row) => (r.device.online || isOnline(r.device.lastSeenAt) ? 'online' : 'offline'),
+    },
     {
       id: 'alerts',
       label: 'Open alerts',
@@ -196,7 +200,7 @@ export async function showList({ api, main, fail }: PageContext) {
           row.device.displayName ? h('span', { class: 'secondary' }, row.device.displayName) : null,
         );
       case 'online': {
-        const online = isOnline(row.device.lastSeenAt);
+        const online = row.device.online || isOnline(row.device.lastSeenAt);
         return h(
           'td',
           {
