@@ -19,15 +19,31 @@ const quoteLiteral = (value: string) => `'${value.replace(/'/g, "''")}'`;
  */
 export async function grantRoleLogins(admin: Db, passwords: Partial<RolePasswords>): Promise<void> {
   for (const [role, password] of Object.entries(passwords) as [keyof RolePasswords, string][]) {
-    await admin.query(`ALTER ROLE ${roleNames[role]} LOGIN PASSWORD ${quoteLiteral(password)}`);
+    await alterRole(admin, `ALTER ROLE ${roleNames[role]} LOGIN PASSWORD ${quoteLiteral(password)}`);
   }
   if (passwords.app === undefined) return;
   const { statementTimeoutMs } = dbTimeouts();
-  await admin.query(
+  await alterRole(
+    admin,
     statementTimeoutMs > 0
       ? `ALTER ROLE ${roleNames.app} SET statement_timeout = ${statementTimeoutMs}`
       : `ALTER ROLE ${roleNames.app} RESET statement_timeout`,
   );
+}
+
+/**
+ * Roles belong to the whole cluster: two ALTER ROLEs of one role at once (two servers or migrators starting on one
+ * cluster) fail the later with "tuple concurrently updated". Each sets the same kind of value, so it is run again.
+ */
+async function alterRole(admin: Db, sql: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.query(sql);
+      return;
+    } catch (error) {
+      if (attempt >= 10 || !/tuple concurrently updated/i.test((error as Error).message)) throw error;
+    }
+  }
 }
 
 /** The connection string of `url` with another user and password. */

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newPassword, scramVerifier } from '#functions/migrate/role-logins.ts';
+import { localRolePasswords } from '#infra/local/database.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { withCredentials } from '#shared/db/roles.ts';
+import { grantRoleLogins, withCredentials } from '#shared/db/roles.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
 
 let test: TestDatabase;
@@ -40,6 +41,16 @@ describe('role logins', () => {
     } finally {
       await right.close();
       await wrong.close();
+    }
+  });
+
+  it('grants the logins of servers starting at once on one cluster, each ALTER ROLE of a role taking its turn', async () => {
+    const servers = Array.from({ length: 6 }, () => createPgDb({ connectionString: test.urls.admin, max: 1 }));
+    try {
+      for (let round = 0; round < 5; round++)
+        await Promise.all(servers.map((server) => grantRoleLogins(server, localRolePasswords)));
+    } finally {
+      await Promise.all(servers.map((server) => server.close()));
     }
   });
 });
