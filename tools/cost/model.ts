@@ -191,6 +191,9 @@ const perDay = (seconds: number) => (seconds > 0 ? 86_400 / seconds : 0);
 const heartbeatsOver = (p: CostInputs, transport: CostInputs['heartbeatTransport']) =>
   p.heartbeatTransport === transport ? perDay(p.heartbeatSeconds) : 0;
 const ratio = (n: number, d: number) => (d > 0 ? n / d : 0);
+/** A call's Lambda time as billed: its local handler time slowed to the function's share of a vCPU, and its Data API calls. */
+const billedMs = (call: { durationMs: number; dataApiCalls: number }, p: CostInputs) =>
+  call.durationMs * p.lambdaSlowdown + call.dataApiCalls * p.dataApiLatencyMs;
 
 /** Every agent operation of the bill: a new one is an entry here and its measurement in bench/cost.ts. */
 export const operationUses: OperationUse[] = [
@@ -327,8 +330,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     // The access logs have a line per request, per message the agent sends, per $connect and $disconnect.
     t.accessLogLines += n * (f.transport === 'ws-connection' ? 2 : 1);
     t.invocations += n * invocations;
-    const billedMs = f.durationMs * p.lambdaSlowdown + f.dataApiCalls * p.dataApiLatencyMs;
-    t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs)) * gbPerMs;
+    t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs(f, p))) * gbPerMs;
     t.dataApiCalls += n * f.dataApiCalls;
     t.dataApiUnits +=
       n * f.dataApiCalls + n * Math.floor(requestBytes / prices.dataApi.meteredBytes) * Math.min(1, f.dataApiCalls);
@@ -353,10 +355,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   const presenceJobs = p.devices * p.wsConnectsPerDay * daysPerMonth;
   const hops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15) + presenceJobs;
   t.invocations += presenceJobs;
-  t.gbSeconds +=
-    presenceJobs *
-    Math.ceil(presenceJob.durationMs * p.lambdaSlowdown + presenceJob.dataApiCalls * p.dataApiLatencyMs) *
-    gbPerMs;
+  t.gbSeconds += presenceJobs * Math.ceil(billedMs(presenceJob, p)) * gbPerMs;
   t.dataApiCalls += presenceJobs * presenceJob.dataApiCalls;
   t.dataApiUnits += presenceJobs * presenceJob.dataApiCalls;
   if (jobsPerMonth > 0) {
@@ -365,10 +364,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     t.dataApiCalls += heartbeats;
     t.dataApiUnits += heartbeats;
     t.invocations += hops;
-    t.gbSeconds +=
-      hops *
-      Math.ceil(offlineJob.durationMs * p.lambdaSlowdown + offlineJob.dataApiCalls * p.dataApiLatencyMs) *
-      gbPerMs;
+    t.gbSeconds += hops * Math.ceil(billedMs(offlineJob, p)) * gbPerMs;
     t.dataApiCalls += jobsPerMonth * offlineJob.dataApiCalls;
     t.dataApiUnits += jobsPerMonth * offlineJob.dataApiCalls;
     t.walBytes += jobsPerMonth * offlineJob.walBytes;

@@ -287,6 +287,18 @@ describe('offline', () => {
     ).rows[0];
   const heartbeat = () =>
     t.api.request('POST', `/api/v1/agents/${device.agentId}/heartbeat`, { token: device.token, body: {} });
+  /** The offline item's job, armed until `until`, delivered now. */
+  const offlineJobDue = (until: Date) =>
+    runOfflineJob(appDb(), {
+      kind: 'monitoring.offline',
+      deviceId: device.deviceId,
+      itemKey: 'offline',
+      until: until.toISOString(),
+    });
+  const silentForTenMinutes = () =>
+    t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
+      id: device.deviceId,
+    });
 
   it('a heartbeat arms the job; a device seen since it was armed raises nothing, one silent fires and comes back', async () => {
     await heartbeat();
@@ -301,33 +313,16 @@ describe('offline', () => {
     await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '1 minute' WHERE id = :id::uuid`, {
       id: device.deviceId,
     });
-    await runOfflineJob(appDb(), {
-      kind: 'monitoring.offline',
-      deviceId: device.deviceId,
-      itemKey: 'offline',
-      until: first!.armed_until.toISOString(),
-    });
+    await offlineJobDue(first!.armed_until);
     const rearmed = await armed();
     expect(rearmed!.state).toBe('ok');
     expect(rearmed!.armed_until.getTime()).toBeLessThan(first!.armed_until.getTime());
     // A job an arm replaced does nothing.
-    await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
-      id: device.deviceId,
-    });
-    await runOfflineJob(appDb(), {
-      kind: 'monitoring.offline',
-      deviceId: device.deviceId,
-      itemKey: 'offline',
-      until: first!.armed_until.toISOString(),
-    });
+    await silentForTenMinutes();
+    await offlineJobDue(first!.armed_until);
     expect((await armed())!.state).toBe('ok');
     // The armed job, with the device silent for ten minutes: firing.
-    await runOfflineJob(appDb(), {
-      kind: 'monitoring.offline',
-      deviceId: device.deviceId,
-      itemKey: 'offline',
-      until: rearmed!.armed_until.toISOString(),
-    });
+    await offlineJobDue(rearmed!.armed_until);
     expect((await armed())!.state).toBe('firing');
     const alert = (await monitorAlerts()).find((a) => a.source.itemKey === 'offline' && a.status === 'open');
     expect(alert).toBeDefined();
@@ -339,15 +334,8 @@ describe('offline', () => {
 
   it('a live connection keeps the device online: the item clears at $connect, stays unarmed, and is armed when it closes', async () => {
     const before = await armed();
-    await t.db.admin.query(`UPDATE devices SET last_seen_at = now() - interval '10 minutes' WHERE id = :id::uuid`, {
-      id: device.deviceId,
-    });
-    await runOfflineJob(appDb(), {
-      kind: 'monitoring.offline',
-      deviceId: device.deviceId,
-      itemKey: 'offline',
-      until: before!.armed_until.toISOString(),
-    });
+    await silentForTenMinutes();
+    await offlineJobDue(before!.armed_until);
     expect((await armed())!.state).toBe('firing');
     const alert = (await monitorAlerts()).find((a) => a.source.itemKey === 'offline' && a.status === 'open');
     const connection = await TestConnection.open(t.api, device.token);
