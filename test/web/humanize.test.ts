@@ -22,6 +22,7 @@ const catalogue: [code: string, phrase: string][] = [
   ['audit_stream.test', 'tested audit stream'],
   ['audit_stream.update', 'updated audit stream'],
   ['automation.policy.evaluate', 'evaluated automation policy'],
+  ['automation.run', 'ran automation'],
   ['billing_profile.update', 'updated billing profile'],
   ['contact.create', 'created contact'],
   ['contact.delete', 'deleted contact'],

@@ -16,6 +16,7 @@ const knownActions: Readonly<Record<string, string>> = {
   'policy.update': 'updated policy',
   'policy.evaluate': 'evaluated policy',
   'automation.policy.evaluate': 'evaluated automation policy',
+  'automation.run': 'ran automation',
   // a verb whose past tense doubles its last consonant
   'patch.defer': 'deferred patch',
   'alert.create': 'raised alert',
