@@ -28,7 +28,7 @@ import {
   occurrenceJobKind as patchOccurrenceJobKind,
   runOccurrenceJob,
 } from '#shared/patching/install.ts';
-import { type DeviceEvent, deviceEventKind, zonesChangedKind } from '#shared/queue/device-events.ts';
+import { type DeviceEvent, deviceEventKind, deviceEventsKind, zonesChangedKind } from '#shared/queue/device-events.ts';
 import type { Job } from '#shared/queue/work-queue.ts';
 import { deliverPendingItems } from '#shared/scripts/dispatch.ts';
 
@@ -61,6 +61,9 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   // changed (device-local schedules armed in it); an item that waited for its device's previous run of the automation.
   [occurrenceJobKind]: (job) => runOccurrence(appDb(), job as Job & OccurrenceJob),
   [deviceEventKind]: (job) => runDeviceEvent(appDb(), job as Job & DeviceEvent),
+  [deviceEventsKind]: async (job) => {
+    await runDeviceEvents(appDb(), (job as Job & { events: DeviceEvent[] }).events);
+  },
   [zonesChangedKind]: (job) => {
     const { orgId, zone } = job as Job & { orgId: string; zone: string };
     return armNewZone(appDb(), orgId, zone);

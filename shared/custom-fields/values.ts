@@ -7,7 +7,7 @@ import { assertReachable, requirePermission } from '../auth/tenancy.ts';
 import type { Db } from '../db/db.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { deviceResource, getDevice } from '../hierarchy/devices.ts';
-import { tellDeviceEvent } from '../queue/device-events.ts';
+import { tellDeviceEvents } from '../queue/device-events.ts';
 import type { FieldType, FieldValue } from './schemas.ts';
 import type { DefinitionRecord, ValueTarget } from './store.ts';
 import * as store from './store.ts';
@@ -60,20 +60,17 @@ const invalidValue = (message: string) =>
 
 /**
  * Tells `custom_field.changed` for values set (a cleared value tells nothing), once their change committed: one
- * event per device and field, sent ten at a time.
+ * event per device and field, carried a hundred to a job.
  */
-export async function tellValuesChanged(values: { deviceId: string; key: string; value: FieldValue }[]) {
-  for (let i = 0; i < values.length; i += 10)
-    await Promise.all(
-      values.slice(i, i + 10).map((each) =>
-        tellDeviceEvent({
-          event: 'custom_field.changed',
-          eventId: randomUUID(),
-          deviceId: each.deviceId,
-          data: { key: each.key, value: each.value as string | number | boolean },
-        }),
-      ),
-    );
+export function tellValuesChanged(values: { deviceId: string; key: string; value: FieldValue }[]) {
+  return tellDeviceEvents(
+    values.map((each) => ({
+      event: 'custom_field.changed' as const,
+      eventId: randomUUID(),
+      deviceId: each.deviceId,
+      data: { key: each.key, value: each.value as string | number | boolean },
+    })),
+  );
 }
 
 /** Validates and stores one value (never coerced), auditing a change as device.update with before and after. */

@@ -7,6 +7,10 @@
 import { enqueue } from './work-queue.ts';
 
 export const deviceEventKind = 'automations.event';
+/** Many events of one write in one job: evaluated together, as the queue worker evaluates a batch of single ones. */
+export const deviceEventsKind = 'automations.events';
+/** Events per job of a bulk write: a job stays a few kilobytes, far under a queue message's 256 KB. */
+const eventsPerJob = 100;
 
 export interface DeviceEvent {
   event:
@@ -26,6 +30,15 @@ export interface DeviceEvent {
 /** Tells automations of a device event; never throws (enqueue logs a job it cannot queue). */
 export function tellDeviceEvent(event: DeviceEvent): Promise<void> {
   return enqueue({ kind: deviceEventKind, ...event });
+}
+
+/**
+ * Tells automations of the events of one bulk write (an import's values, a bulk set): a job per hundred events, so
+ * ten thousand values are a hundred jobs, not ten thousand; never throws.
+ */
+export async function tellDeviceEvents(events: DeviceEvent[]): Promise<void> {
+  for (let i = 0; i < events.length; i += eventsPerJob)
+    await enqueue({ kind: deviceEventsKind, events: events.slice(i, i + eventsPerJob) });
 }
 
 export const zonesChangedKind = 'automations.zones';
