@@ -1,5 +1,4 @@
 import { defineConfig } from 'vitest/config';
-import LongestFirst from './test/support/longest-first.ts';
 
 /**
  * Test files that change process state a later file would see (environment variables read once at load, AWS clients
@@ -53,7 +52,6 @@ export default defineConfig({
     // Much of a test file's time is waiting (child processes, a browser, its own PostgreSQL): with three files at once
     // a 2-core run used 1.4 cores; four keep both busy, where the default (cores - 1) runs one.
     maxWorkers: 4,
-    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
