@@ -49,9 +49,9 @@ export default defineConfig({
     // A bound for a test that hangs, not a guess of its speed: tests wait for events, and a loaded machine is slow.
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Much of a test file's time is waiting (child processes, a browser, its own PostgreSQL): with three files at once
-    // a 2-core run used 1.4 cores; four keep both busy, where the default (cores - 1) runs one.
-    maxWorkers: 4,
+    // Much of a test file's time is waiting (child processes, a browser, its own PostgreSQL): three files at once keep
+    // two cores busy, where the default (cores - 1) runs one.
+    maxWorkers: 3,
     projects: [
       {
         extends: true,
