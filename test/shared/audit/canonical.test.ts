@@ -109,6 +109,32 @@ describe('the checksum the database seals', () => {
     for (const row of chain) expect(auditChecksum(row)).toBe(row.checksum);
   });
 
+  it('seals one statement of two organizations, rows interleaved, each chain as its canonical payloads give it', async () => {
+    const [a, b] = [randomUUID(), randomUUID()].sort();
+    const rows = Array.from({ length: 6 }, (_, i) => ({
+      orgId: i % 2 === 0 ? b! : a!,
+      actorEmail: i === 3 ? null : `tech${i}@exämple.de`,
+      resourceName: i === 4 ? '' : `WS-${i} «prod»`,
+      details: { n: i, text: 'line\nbreak "quoted" \\ ß', nested: { list: [i, null, true] } },
+      ipAddress: i === 1 ? null : '203.0.113.7',
+      timestamp: `2024-0${1 + i}-15T12:00:00.00000${i}Z`,
+    }));
+    await appendAudit(t.app, rows);
+    for (const orgId of [a!, b!]) {
+      const chain = await readChain(t.app, orgId);
+      expect(chain.map((row) => row.seq)).toEqual([1, 2, 3]);
+      // In the order the statement sent them: within an organization, seq follows insertion.
+      expect(chain.map((row) => (JSON.parse(row.details) as { n: number }).n)).toEqual(
+        orgId === b ? [0, 2, 4] : [1, 3, 5],
+      );
+      expect(chain[0]!.prevChecksum).toBeNull();
+      for (const [i, row] of chain.entries()) {
+        expect(auditChecksum(row)).toBe(row.checksum);
+        if (i > 0) expect(row.prevChecksum).toBe(chain[i - 1]!.checksum);
+      }
+    }
+  });
+
   it('does not depend on the session time zone of the writer', async () => {
     const orgId = randomUUID();
     await t.app.transaction(async (tx) => {
