@@ -3,9 +3,9 @@
 --
 -- audit_canonical_field is inlined into the seal (0003_audit.sql), and its body names its value three times (is it
 -- null, its byte length, the value); over an expression such as details::text or to_char(timestamp) the inlined body
--- evaluated that expression three times per field. Measured on 10,000 history entries of one statement, the step
--- that builds the payloads took 357-429 ms before and 140-250 ms after; the payloads, and so every checksum, are the
--- same bytes (DESIGN.md "Audit chain", canonical payload v1).
+-- evaluated that expression three times per field. The step's query over the same 10,000 history entries, run
+-- alternately, took 357-429 ms before and 140-250 ms after (docs/benchmarks.md); the payloads, and so every
+-- checksum, are the same bytes (DESIGN.md "Audit chain", canonical payload v1).
 CREATE OR REPLACE FUNCTION audit_entries_seal() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
