@@ -38,8 +38,35 @@ const batchRows = 5000;
 /** Rows per HTTP post (HTTPS, HEC): a page goes as several posts, in order, before its cursor moves. */
 const postRows = 1000;
 
-/** How long a delivery holds a cursor: a few attempts' timeouts; a delivery that died lets it go when it ends. */
-const leaseSeconds = () => Math.ceil(timeoutMs() / 1000) * 3 + 30;
+/**
+ * How long a claim holds a cursor (AUDIT_STREAM_LEASE_SECONDS; by default a few attempts' timeouts): a delivery
+ * extends it while it runs (its heartbeat, every third of it), however long a slow receiver takes a page; one that
+ * died lets the cursor go when its lease ends.
+ */
+const leaseSeconds = () => Number(process.env.AUDIT_STREAM_LEASE_SECONDS) || Math.ceil(timeoutMs() / 1000) * 3 + 30;
+
+/**
+ * Keeps the claim of a running delivery: extends its lease every third of it until stopped. A heartbeat that finds
+ * the cursor no longer held (a replay moved it) changes nothing; the delivery learns it when it next moves the cursor.
+ */
+function heartbeat(db: Db, key: store.CursorKey & { epoch: number }): () => void {
+  const lease = leaseSeconds();
+  const timer = setInterval(
+    () => {
+      store.extendLease(db, key, lease).catch((error: unknown) =>
+        logger.warn('[audit-streams] A lease could not be extended', {
+          streamId: key.streamId,
+          orgId: key.orgId,
+          stream: key.source,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
+    },
+    (lease * 1000) / 3,
+  );
+  timer.unref();
+  return () => clearInterval(timer);
+}
 
 /** Waits before the retries of a destination that failed: 1 s, doubling, at most 10 minutes, for as long as it fails. */
 const retryDelaySeconds = (attempts: number) => Math.min(600, 2 ** Math.min(attempts, 10));
@@ -257,15 +284,17 @@ export async function deliverCursor(
     return 'busy';
   }
   const { cursor } = claim;
+  const held = { ...key, epoch: cursor.epoch };
   // After a failure the retry is armed for its time: writes before then do not hammer a receiver that is down.
   if (cursor.retryAt && cursor.retryAt > now) {
-    await store.letCursorGo(db, key);
+    await store.letCursorGo(db, held);
     return 'waiting';
   }
   let delivered = cursor.deliveredSeq;
   let anchorsWaiting = cursor.anchorsWaiting;
   // The time of the oldest row this run sends, for the lag metric.
   let oldest: string | undefined;
+  const stopHeartbeat = heartbeat(db, held);
   try {
     const secret = await openedSecret(db, destination);
     for (;;) {
@@ -287,31 +316,31 @@ export async function deliverCursor(
         oldest ??= batch.oldest;
         if (batch.records.length > 0) await sendPage(destination, secret, batch.records);
         countMetric('AuditStreamRowsDelivered', batch.records.length);
-        const moved = { ...key, epoch: cursor.epoch };
         if (!next) {
           // The last page: the cursor moves and is let go (unless marked meanwhile) in one statement.
-          released = await store.finishCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt);
+          released = await store.finishCursor(db, held, batch.last, leaseSeconds(), batch.anchoredAt);
           if (!released) return 'replayed';
           delivered = batch.last;
           break;
         }
-        if (!(await store.advanceCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt))) {
+        if (!(await store.advanceCursor(db, held, batch.last, leaseSeconds(), batch.anchoredAt))) {
           await next.catch(() => undefined);
           return 'replayed';
         }
         delivered = batch.last;
       }
       // Another delivery marked the cursor while this one ran: once more, from where it stands.
-      released ??= await store.releaseCursor(db, key, leaseSeconds());
+      released ??= await store.releaseCursor(db, held, leaseSeconds());
       if (!released.again) break;
       anchorsWaiting = released.anchorsWaiting;
     }
   } catch (error) {
+    stopHeartbeat();
     recordLag(oldest);
     countMetric('AuditStreamDeliveryFailures');
     const message = error instanceof Error ? error.message : String(error);
     const delay = retryDelaySeconds(cursor.attempts);
-    await store.failCursor(db, key, message, new Date(Date.now() + delay * 1000));
+    await store.failCursor(db, held, message, new Date(Date.now() + delay * 1000));
     await enqueue({ kind: deliverJobKind, orgId }, delay);
     logger.warn('[audit-streams] A delivery failed; the cursor stays and the retry is armed', {
       streamId: destination.id,
@@ -322,6 +351,8 @@ export async function deliverCursor(
       error: message,
     });
     return 'failed';
+  } finally {
+    stopHeartbeat();
   }
   recordLag(oldest);
   return 'delivered';
