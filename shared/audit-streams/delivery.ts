@@ -138,15 +138,13 @@ export async function sendRecords(
       return sendHttps(destination, secret ?? '', `${lines.join('\n')}\n`);
     }
     case 'splunk-hec': {
+      // `{ time, host, source, sourcetype, event }`, the event (JSON already, or a line) written in as it was rendered.
       const events = records.map((record) => {
         const rendered = renderRecord(record, format);
-        return JSON.stringify({
-          time: Date.parse(recordTime(record)) / 1000,
-          host: 'logbook',
-          source: 'logbook',
-          sourcetype: `logbook:${sourceOf(record)}:${format}`,
-          event: jsonFormat(format) ? JSON.parse(rendered) : rendered,
-        });
+        const time = JSON.stringify(Date.parse(recordTime(record)) / 1000);
+        const sourcetype = `logbook:${sourceOf(record)}:${format}`;
+        const event = jsonFormat(format) ? rendered : JSON.stringify(rendered);
+        return `{"time":${time},"host":"logbook","source":"logbook","sourcetype":"${sourcetype}","event":${event}}`;
       });
       return sendHec(destination, secret ?? '', events.join('\n'));
     }
