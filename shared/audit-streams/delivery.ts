@@ -189,20 +189,40 @@ type Batch = {
   empty: boolean;
 };
 
+/** Reads the organization's chain page after a seq. */
+type ChainPages = (afterSeq: number) => Promise<AuditRow[]>;
+
+/** Chain pages a run over the organization keeps, so destinations at the same place read each page once. */
+const sharedPageCount = 4;
+
+/**
+ * The organization's chain pages for one run over it: destinations whose cursors stand at the same seq (the usual
+ * case under a steady load: each took everything the last run read) share one read of each page instead of one each.
+ * Rows once sealed never change, so a page read for one serves the other as it is. The last few pages are kept.
+ */
+function chainPages(db: Db, orgId: string): ChainPages {
+  const pages = new Map<number, Promise<AuditRow[]>>();
+  return (afterSeq) => {
+    let page = pages.get(afterSeq);
+    if (!page) {
+      page = selectChainPage(db, orgId, { afterSeq, untilSeq: null, rows: batchRows, bytes: db.maxResultBytes });
+      pages.set(afterSeq, page);
+      if (pages.size > sharedPageCount) pages.delete(pages.keys().next().value!);
+    }
+    return page;
+  };
+}
+
 /** The audit trail after `delivered`: a page of rows, and (when one waits) the anchors they complete. */
 async function auditBatch(
   db: Db,
+  pages: ChainPages,
   destination: store.DeliverableStream,
   key: store.CursorKey,
   delivered: number,
   anchorsWaiting: boolean,
 ): Promise<Batch> {
-  const rows = await selectChainPage(db, key.orgId, {
-    afterSeq: delivered,
-    untilSeq: null,
-    rows: batchRows,
-    bytes: db.maxResultBytes,
-  });
+  const rows = await pages(delivered);
   const last = rows.at(-1)?.seq ?? delivered;
   const anchors = anchorsWaiting ? await store.selectAnchorsToStream(db, key, last) : [];
   const records: StreamRecord[] = [];
@@ -271,6 +291,7 @@ export async function deliverCursor(
   destination: store.DeliverableStream,
   orgId: string,
   source: StreamSource = 'audit',
+  pages: ChainPages = chainPages(db, orgId),
   now = new Date(),
 ): Promise<CursorOutcome> {
   const key: store.CursorKey = { streamId: destination.id, orgId, source };
@@ -300,7 +321,7 @@ export async function deliverCursor(
       const head = source === 'audit' ? 0 : await db.transaction((tx) => store.numberedLogHead(tx, orgId, source));
       const read = (after: number) =>
         source === 'audit'
-          ? auditBatch(db, destination, key, after, anchorsWaiting)
+          ? auditBatch(db, pages, destination, key, after, anchorsWaiting)
           : logBatch(db, destination, { ...key, source }, after, head);
       let next: Promise<Batch> | undefined = read(delivered);
       let released: { again: boolean; anchorsWaiting: boolean } | undefined;
@@ -361,12 +382,16 @@ function recordLag(oldest: string | undefined): void {
   if (oldest) gaugeMetric('AuditStreamLagSeconds', Math.max(0, (Date.now() - Date.parse(oldest)) / 1000));
 }
 
-/** One run over the organization: every stream of every destination, each from its own cursor, side by side. */
+/**
+ * One run over the organization: every stream of every destination, each from its own cursor, side by side (the
+ * audit trail's pages read once for the destinations at the same place).
+ */
 async function deliverOnce(db: Db, orgId: string): Promise<CursorOutcome[]> {
   const destinations = await store.selectDestinationsOf(db, orgId);
+  const pages = chainPages(db, orgId);
   return Promise.all(
     destinations.flatMap((destination) =>
-      destination.streams.map((source) => deliverCursor(db, destination, orgId, source)),
+      destination.streams.map((source) => deliverCursor(db, destination, orgId, source, pages)),
     ),
   );
 }

@@ -312,6 +312,37 @@ describe('HTTPS', () => {
     }
   });
 
+  it('two destinations of an organization, one filtered, each get their rows once and in order from the pages they share', async () => {
+    const orgId = await newOrganization('Both');
+    const all = await startHttpsReceiver(cert);
+    const logins = await startSyslogReceiver();
+    receivers.push(all, logins);
+    const start = await head(orgId);
+    await createStream({ orgId, type: 'https', format: 'ndjson', endpoint: all.endpoint, caCertificate: cert.cert });
+    await createStream({
+      orgId,
+      type: 'syslog-tcp',
+      format: 'ndjson',
+      endpoint: logins.endpoint,
+      filter: { categories: ['authentication'] },
+    });
+    await report(orgId, 3);
+    await report(orgId, 2, 'alert.created');
+    await report(orgId, 2);
+    const end = await head(orgId);
+    await all.waitFor(end - start);
+    await logins.waitFor(5);
+    expectContinuous(
+      all.messages.map((line) => fields(JSON.parse(line))),
+      start + 1,
+      end,
+    );
+    const sent = logins.messages.map((frame) => fields(syslogJson(frame)));
+    expect(sent.map((record) => record.action)).toEqual(Array(5).fill('user.login'));
+    expect(sent.map((record) => record.seq)).toEqual([...sent.map((record) => record.seq)].sort((a, b) => a - b));
+    expect(new Set(sent.map((record) => record.seq)).size).toBe(5);
+  });
+
   it('replays from a chosen seq, and sends only the rows its filter lets through', async () => {
     const orgId = await newOrganization('Replay');
     const receiver = await startHttpsReceiver(cert);
