@@ -38,8 +38,35 @@ const batchRows = 5000;
 /** Rows per HTTP post (HTTPS, HEC): a page goes as several posts, in order, before its cursor moves. */
 const postRows = 1000;
 
-/** How long a delivery holds a cursor: a few attempts' timeouts; a delivery that died lets it go when it ends. */
-const leaseSeconds = () => Math.ceil(timeoutMs() / 1000) * 3 + 30;
+/**
+ * How long a claim holds a cursor (AUDIT_STREAM_LEASE_SECONDS; by default a few attempts' timeouts): a delivery
+ * extends it while it runs (its heartbeat, every third of it), however long a slow receiver takes a page; one that
+ * died lets the cursor go when its lease ends.
+ */
+const leaseSeconds = () => Number(process.env.AUDIT_STREAM_LEASE_SECONDS) || Math.ceil(timeoutMs() / 1000) * 3 + 30;
+
+/**
+ * Keeps the claim of a running delivery: extends its lease every third of it until stopped. A heartbeat that finds
+ * the cursor no longer held (a replay moved it) changes nothing; the delivery learns it when it next moves the cursor.
+ */
+function heartbeat(db: Db, key: store.CursorKey & { epoch: number }): () => void {
+  const lease = leaseSeconds();
+  const timer = setInterval(
+    () => {
+      store.extendLease(db, key, lease).catch((error: unknown) =>
+        logger.warn('[audit-streams] A lease could not be extended', {
+          streamId: key.streamId,
+          orgId: key.orgId,
+          stream: key.source,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
+    },
+    (lease * 1000) / 3,
+  );
+  timer.unref();
+  return () => clearInterval(timer);
+}
 
 /** Waits before the retries of a destination that failed: 1 s, doubling, at most 10 minutes, for as long as it fails. */
 const retryDelaySeconds = (attempts: number) => Math.min(600, 2 ** Math.min(attempts, 10));
@@ -111,15 +138,13 @@ export async function sendRecords(
       return sendHttps(destination, secret ?? '', `${lines.join('\n')}\n`);
     }
     case 'splunk-hec': {
+      // `{ time, host, source, sourcetype, event }`, the event (JSON already, or a line) written in as it was rendered.
       const events = records.map((record) => {
         const rendered = renderRecord(record, format);
-        return JSON.stringify({
-          time: Date.parse(recordTime(record)) / 1000,
-          host: 'logbook',
-          source: 'logbook',
-          sourcetype: `logbook:${sourceOf(record)}:${format}`,
-          event: jsonFormat(format) ? JSON.parse(rendered) : rendered,
-        });
+        const time = JSON.stringify(Date.parse(recordTime(record)) / 1000);
+        const sourcetype = `logbook:${sourceOf(record)}:${format}`;
+        const event = jsonFormat(format) ? rendered : JSON.stringify(rendered);
+        return `{"time":${time},"host":"logbook","source":"logbook","sourcetype":"${sourcetype}","event":${event}}`;
       });
       return sendHec(destination, secret ?? '', events.join('\n'));
     }
@@ -164,20 +189,40 @@ type Batch = {
   empty: boolean;
 };
 
+/** Reads the organization's chain page after a seq. */
+type ChainPages = (afterSeq: number) => Promise<AuditRow[]>;
+
+/** Chain pages a run over the organization keeps, so destinations at the same place read each page once. */
+const sharedPageCount = 4;
+
+/**
+ * The organization's chain pages for one run over it: destinations whose cursors stand at the same seq (the usual
+ * case under a steady load: each took everything the last run read) share one read of each page instead of one each.
+ * Rows once sealed never change, so a page read for one serves the other as it is. The last few pages are kept.
+ */
+function chainPages(db: Db, orgId: string): ChainPages {
+  const pages = new Map<number, Promise<AuditRow[]>>();
+  return (afterSeq) => {
+    let page = pages.get(afterSeq);
+    if (!page) {
+      page = selectChainPage(db, orgId, { afterSeq, untilSeq: null, rows: batchRows, bytes: db.maxResultBytes });
+      pages.set(afterSeq, page);
+      if (pages.size > sharedPageCount) pages.delete(pages.keys().next().value!);
+    }
+    return page;
+  };
+}
+
 /** The audit trail after `delivered`: a page of rows, and (when one waits) the anchors they complete. */
 async function auditBatch(
   db: Db,
+  pages: ChainPages,
   destination: store.DeliverableStream,
   key: store.CursorKey,
   delivered: number,
   anchorsWaiting: boolean,
 ): Promise<Batch> {
-  const rows = await selectChainPage(db, key.orgId, {
-    afterSeq: delivered,
-    untilSeq: null,
-    rows: batchRows,
-    bytes: db.maxResultBytes,
-  });
+  const rows = await pages(delivered);
   const last = rows.at(-1)?.seq ?? delivered;
   const anchors = anchorsWaiting ? await store.selectAnchorsToStream(db, key, last) : [];
   const records: StreamRecord[] = [];
@@ -246,6 +291,7 @@ export async function deliverCursor(
   destination: store.DeliverableStream,
   orgId: string,
   source: StreamSource = 'audit',
+  pages: ChainPages = chainPages(db, orgId),
   now = new Date(),
 ): Promise<CursorOutcome> {
   const key: store.CursorKey = { streamId: destination.id, orgId, source };
@@ -257,15 +303,17 @@ export async function deliverCursor(
     return 'busy';
   }
   const { cursor } = claim;
+  const held = { ...key, epoch: cursor.epoch };
   // After a failure the retry is armed for its time: writes before then do not hammer a receiver that is down.
   if (cursor.retryAt && cursor.retryAt > now) {
-    await store.letCursorGo(db, key);
+    await store.letCursorGo(db, held);
     return 'waiting';
   }
   let delivered = cursor.deliveredSeq;
   let anchorsWaiting = cursor.anchorsWaiting;
   // The time of the oldest row this run sends, for the lag metric.
   let oldest: string | undefined;
+  const stopHeartbeat = heartbeat(db, held);
   try {
     const secret = await openedSecret(db, destination);
     for (;;) {
@@ -273,7 +321,7 @@ export async function deliverCursor(
       const head = source === 'audit' ? 0 : await db.transaction((tx) => store.numberedLogHead(tx, orgId, source));
       const read = (after: number) =>
         source === 'audit'
-          ? auditBatch(db, destination, key, after, anchorsWaiting)
+          ? auditBatch(db, pages, destination, key, after, anchorsWaiting)
           : logBatch(db, destination, { ...key, source }, after, head);
       let next: Promise<Batch> | undefined = read(delivered);
       let released: { again: boolean; anchorsWaiting: boolean } | undefined;
@@ -287,31 +335,31 @@ export async function deliverCursor(
         oldest ??= batch.oldest;
         if (batch.records.length > 0) await sendPage(destination, secret, batch.records);
         countMetric('AuditStreamRowsDelivered', batch.records.length);
-        const moved = { ...key, epoch: cursor.epoch };
         if (!next) {
           // The last page: the cursor moves and is let go (unless marked meanwhile) in one statement.
-          released = await store.finishCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt);
+          released = await store.finishCursor(db, held, batch.last, leaseSeconds(), batch.anchoredAt);
           if (!released) return 'replayed';
           delivered = batch.last;
           break;
         }
-        if (!(await store.advanceCursor(db, moved, batch.last, leaseSeconds(), batch.anchoredAt))) {
+        if (!(await store.advanceCursor(db, held, batch.last, leaseSeconds(), batch.anchoredAt))) {
           await next.catch(() => undefined);
           return 'replayed';
         }
         delivered = batch.last;
       }
       // Another delivery marked the cursor while this one ran: once more, from where it stands.
-      released ??= await store.releaseCursor(db, key, leaseSeconds());
+      released ??= await store.releaseCursor(db, held, leaseSeconds());
       if (!released.again) break;
       anchorsWaiting = released.anchorsWaiting;
     }
   } catch (error) {
+    stopHeartbeat();
     recordLag(oldest);
     countMetric('AuditStreamDeliveryFailures');
     const message = error instanceof Error ? error.message : String(error);
     const delay = retryDelaySeconds(cursor.attempts);
-    await store.failCursor(db, key, message, new Date(Date.now() + delay * 1000));
+    await store.failCursor(db, held, message, new Date(Date.now() + delay * 1000));
     await enqueue({ kind: deliverJobKind, orgId }, delay);
     logger.warn('[audit-streams] A delivery failed; the cursor stays and the retry is armed', {
       streamId: destination.id,
@@ -322,6 +370,8 @@ export async function deliverCursor(
       error: message,
     });
     return 'failed';
+  } finally {
+    stopHeartbeat();
   }
   recordLag(oldest);
   return 'delivered';
@@ -332,12 +382,16 @@ function recordLag(oldest: string | undefined): void {
   if (oldest) gaugeMetric('AuditStreamLagSeconds', Math.max(0, (Date.now() - Date.parse(oldest)) / 1000));
 }
 
-/** One run over the organization: every stream of every destination, each from its own cursor, side by side. */
+/**
+ * One run over the organization: every stream of every destination, each from its own cursor, side by side (the
+ * audit trail's pages read once for the destinations at the same place).
+ */
 async function deliverOnce(db: Db, orgId: string): Promise<CursorOutcome[]> {
   const destinations = await store.selectDestinationsOf(db, orgId);
+  const pages = chainPages(db, orgId);
   return Promise.all(
     destinations.flatMap((destination) =>
-      destination.streams.map((source) => deliverCursor(db, destination, orgId, source)),
+      destination.streams.map((source) => deliverCursor(db, destination, orgId, source, pages)),
     ),
   );
 }

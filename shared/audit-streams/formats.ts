@@ -64,6 +64,15 @@ export function recordJson(record: StreamRecord, category?: string): Record<stri
   return { type: 'audit', ...record.row, category: category ?? auditCategoryOf(record.row.action) };
 }
 
+/**
+ * `JSON.stringify(recordJson(record))` of an audit row, without copying the row into a new object first: the same
+ * text (`type` first, the row's fields in their order, `category` last), for the hot path of a page.
+ */
+export function auditRowJson(row: AuditRow, category: string): string {
+  const fields = JSON.stringify(row);
+  return `{"type":"audit",${fields.length > 2 ? `${fields.slice(1, -1)},` : ''}"category":${JSON.stringify(category)}}`;
+}
+
 /** The record's organization, ordering key and time (the audit row's, the anchor's, the log entry's own). */
 export const recordOrg = (record: StreamRecord) => (record.type === 'audit' ? record.row.orgId : record.orgId);
 export const recordSeq = (record: StreamRecord) => (record.type === 'audit' ? record.row.seq : record.seq);
@@ -119,6 +128,10 @@ export function syslogMessage(
   return `${header} ${parts.sd ?? '-'} ${msg}`;
 }
 
+/** One SD-PARAM with its leading space (` name="value"`, the value escaped); nothing for a null value. */
+const sdParam = (name: string, value: string | number | null | undefined) =>
+  value === null || value === undefined ? '' : ` ${name}="${typeof value === 'number' ? value : sdValue(value)}"`;
+
 function structuredData(values: Record<string, string | number | null>): string {
   let params = '';
   for (const name in values) {
@@ -162,30 +175,19 @@ function rfc5424(record: StreamRecord): string {
       JSON.stringify(recordJson(record)),
     );
   }
+  // The audit row, a page's thousands of them: its structured data written straight into one string.
   const row = record.row;
   const category = auditCategoryOf(row.action);
-  const sd = structuredData({
-    type: 'audit',
-    id: row.id,
-    orgId: row.orgId,
-    seq: row.seq,
-    checksum: row.checksum,
-    prevChecksum: row.prevChecksum,
-    timestamp: row.timestamp,
-    actorType: row.actorType,
-    actorId: row.actorId,
-    actorEmail: row.actorEmail,
-    action: row.action,
-    category,
-    resourceType: row.resourceType,
-    resourceId: row.resourceId,
-    resourceName: row.resourceName,
-    ipAddress: row.ipAddress,
-    result: row.result,
-  });
+  const sd =
+    `[${sdId} type="audit"${sdParam('id', row.id)}${sdParam('orgId', row.orgId)}${sdParam('seq', row.seq)}` +
+    `${sdParam('checksum', row.checksum)}${sdParam('prevChecksum', row.prevChecksum)}` +
+    `${sdParam('timestamp', row.timestamp)}${sdParam('actorType', row.actorType)}${sdParam('actorId', row.actorId)}` +
+    `${sdParam('actorEmail', row.actorEmail)}${sdParam('action', row.action)}${sdParam('category', category)}` +
+    `${sdParam('resourceType', row.resourceType)}${sdParam('resourceId', row.resourceId)}` +
+    `${sdParam('resourceName', row.resourceName)}${sdParam('ipAddress', row.ipAddress)}${sdParam('result', row.result)}]`;
   return syslogMessage(
     { result: row.result, timestamp: row.timestamp, msgId: row.action, sd },
-    JSON.stringify(recordJson(record, category)),
+    auditRowJson(row, category),
   );
 }
 
@@ -459,7 +461,9 @@ export function renderRecord(record: StreamRecord, format: StreamFormat): string
     case 'ocsf':
       return JSON.stringify(ocsf(record));
     case 'ndjson':
-      return JSON.stringify(recordJson(record));
+      return record.type === 'audit'
+        ? auditRowJson(record.row, auditCategoryOf(record.row.action))
+        : JSON.stringify(recordJson(record));
   }
 }
 

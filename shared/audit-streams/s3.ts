@@ -3,9 +3,13 @@
  * NDJSON objects per organization and hour, direct puts) and the S3 witness of anchors (Object Lock in compliance
  * mode). AUDIT_S3_ENDPOINT points both at another S3-compatible endpoint (path-style; local development and tests).
  */
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { WitnessStore } from './witness-store.ts';
+
+/** Compressed on libuv's threads, so other deliveries of the process go on meanwhile. */
+const gzip = promisify(gzipCallback);
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 let sdk: Promise<Sdk> | undefined;
@@ -104,7 +108,7 @@ export async function putNdjsonObjects(
       new loaded.PutObjectCommand({
         Bucket: bucket,
         Key: key,
-        Body: gzipSync(`${group.lines.join('\n')}\n`),
+        Body: await gzip(`${group.lines.join('\n')}\n`),
         ContentType: 'application/x-ndjson',
         ContentEncoding: 'gzip',
       }),

@@ -245,8 +245,9 @@ const anchorsWaitingSql = `c.source = 'audit' AND EXISTS (SELECT FROM audit_anch
 export type Claim = { cursor: Cursor } | { held: { until: Date; marked: boolean } };
 
 /**
- * Claims the cursor of (destination, organization, stream) for `leaseSeconds`, in one statement. Held by another
- * delivery, the cursor is marked `pending` instead: that delivery goes on once more before it lets the cursor go
+ * Claims the cursor of (destination, organization, stream) for `leaseSeconds`, in one statement, starting a new epoch:
+ * every later move of the cursor names it, so a delivery whose lease was lost (and taken by another) moves nothing.
+ * Held by another delivery, the cursor is marked `pending` instead: that delivery goes on once more before it lets the cursor go
  * (releaseCursor), so what the caller was armed for is delivered without a job of its own. A cursor not made yet (an
  * organization created after its partner's destination) is made at the organization's start (a log stream's keys
  * start there, with its head) and claimed.
@@ -260,7 +261,7 @@ export async function claimCursor(db: Db, key: CursorKey, leaseSeconds: number):
      )
      UPDATE audit_stream_cursors c
         SET leased_until = CASE WHEN old.free THEN now() + make_interval(secs => :lease::int) ELSE c.leased_until END,
-            pending = NOT old.free
+            pending = NOT old.free, epoch = CASE WHEN old.free THEN c.epoch + 1 ELSE c.epoch END
        FROM old
       WHERE ${whereCursor}
       RETURNING old.free AS claimed, old.pending AS marked, c.leased_until AS "leasedUntil",
@@ -288,8 +289,8 @@ export async function claimCursor(db: Db, key: CursorKey, leaseSeconds: number):
 
 /**
  * Moves the cursor to `seq` once the receiver took everything up to it (and past the anchors sent, `anchoredAt`),
- * and extends the lease; false when a replay moved the cursor meanwhile (its epoch changed): the delivery stops, and
- * the replay's own job goes on.
+ * and extends the lease; false when the delivery no longer holds it (a replay moved it, or its lease was lost: the
+ * epoch changed): the delivery stops, and the replay's own job, or the new holder, goes on.
  */
 export async function advanceCursor(
   db: Db,
@@ -335,13 +336,35 @@ export async function finishCursor(
   );
 }
 
-/** Records a failed attempt, when the next one is due, and lets the cursor go (its retry covers any mark). */
-export async function failCursor(db: Db, key: CursorKey, error: string, retryAt: Date): Promise<void> {
+/**
+ * Extends the lease of a delivery still running (its heartbeat, while a slow receiver takes a page), so no other
+ * delivery claims the cursor meanwhile; false when the delivery no longer holds it (its epoch changed, or it was let
+ * go: a heartbeat that comes after the release extends nothing).
+ */
+export async function extendLease(db: Db, key: CursorKey & { epoch: number }, leaseSeconds: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE audit_stream_cursors SET leased_until = now() + make_interval(secs => :lease::int)
+      WHERE ${whereKey} AND epoch = :epoch::int AND leased_until IS NOT NULL`,
+    { ...key, lease: leaseSeconds },
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Records a failed attempt, when the next one is due, and lets the cursor go (its retry covers any mark); a delivery
+ * that no longer holds the cursor (its epoch changed) records nothing.
+ */
+export async function failCursor(
+  db: Db,
+  key: CursorKey & { epoch: number },
+  error: string,
+  retryAt: Date,
+): Promise<void> {
   await db.query(
     `UPDATE audit_stream_cursors
         SET attempts = attempts + 1, retry_at = :retryAt::timestamptz, last_error = :error::text, last_error_at = now(),
             leased_until = NULL, pending = false
-      WHERE ${whereKey}`,
+      WHERE ${whereKey} AND epoch = :epoch::int`,
     { ...key, error: error.slice(0, 2000), retryAt },
   );
 }
@@ -352,12 +375,12 @@ export async function failCursor(db: Db, key: CursorKey, error: string, retryAt:
  */
 export async function releaseCursor(
   db: Db,
-  key: CursorKey,
+  key: CursorKey & { epoch: number },
   leaseSeconds: number,
 ): Promise<{ again: boolean; anchorsWaiting: boolean }> {
   const held = await one<{ again: boolean; anchorsWaiting: boolean }>(
     db,
-    `WITH old AS (SELECT pending FROM audit_stream_cursors WHERE ${whereKey} FOR UPDATE)
+    `WITH old AS (SELECT pending FROM audit_stream_cursors WHERE ${whereKey} AND epoch = :epoch::int FOR UPDATE)
      UPDATE audit_stream_cursors c
         SET leased_until = CASE WHEN old.pending THEN now() + make_interval(secs => :lease::int) END, pending = false
        FROM old
@@ -369,8 +392,11 @@ export async function releaseCursor(
 }
 
 /** Lets the cursor go (a delivery that found its retry not due yet: the retry covers any mark). */
-export async function letCursorGo(db: Db, key: CursorKey): Promise<void> {
-  await db.query(`UPDATE audit_stream_cursors SET leased_until = NULL, pending = false WHERE ${whereKey}`, key);
+export async function letCursorGo(db: Db, key: CursorKey & { epoch: number }): Promise<void> {
+  await db.query(
+    `UPDATE audit_stream_cursors SET leased_until = NULL, pending = false WHERE ${whereKey} AND epoch = :epoch::int`,
+    key,
+  );
 }
 
 /** Moves the cursor back to just before `fromSeq` (a replay): a new epoch, and the next attempt due at once. */

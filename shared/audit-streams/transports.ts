@@ -6,7 +6,13 @@
  * else throws, and the cursor does not move.
  */
 import { isIP, type Socket, connect as tcpConnect } from 'node:net';
-import { checkServerIdentity, rootCertificates, connect as tlsConnect } from 'node:tls';
+import {
+  checkServerIdentity,
+  createSecureContext,
+  rootCertificates,
+  type SecureContext,
+  connect as tlsConnect,
+} from 'node:tls';
 import { signature } from '../alerts/psa-delivery.ts';
 import { checkDestination } from '../outbound/address.ts';
 import { postOutbound } from '../outbound/request.ts';
@@ -25,8 +31,29 @@ export type Destination = {
   caCertificate: string | null;
 };
 
-/** The CA certificates a TLS connection trusts: the system's, and the destination's own when it gives one. */
-const trusted = (ca: string | null) => (ca ? [...rootCertificates, ca] : undefined);
+/** The CA certificates a TLS connection trusts: the system's, and the destination's own, parsed once. */
+type Trust = { ca: string[]; secureContext: SecureContext };
+
+/** Trusts by the destination's own CA certificate (the most recent ones kept). */
+const trusts = new Map<string, Trust>();
+const keptTrusts = 100;
+
+/**
+ * What a TLS connection of a destination trusts: the system's CA certificates, and the destination's own when it
+ * gives one (undefined: the system's alone). The system's hundred-odd certificates and the destination's are parsed
+ * into a secure context once, not for every connection (every page of a syslog destination opens one).
+ */
+function trusted(ca: string | null): Trust | undefined {
+  if (!ca) return undefined;
+  let trust = trusts.get(ca);
+  if (!trust) {
+    const all = [...rootCertificates, ca];
+    trust = { ca: all, secureContext: createSecureContext({ ca: all }) };
+    if (trusts.size >= keptTrusts) trusts.delete(trusts.keys().next().value!);
+    trusts.set(ca, trust);
+  }
+  return trust;
+}
 
 /**
  * Writes octet-counted syslog frames on one connection (TLS for syslog-tls), ends it, and waits for the receiver to
@@ -42,7 +69,7 @@ export async function sendSyslog(destination: Destination, frames: string[]): Pr
           host: checked.address,
           port,
           servername: isIP(hostname) ? undefined : hostname,
-          ca: trusted(destination.caCertificate),
+          secureContext: trusted(destination.caCertificate)?.secureContext,
           // Identity is checked against the endpoint's name (or address), not the resolved address connected to.
           checkServerIdentity: (_host, cert) => checkServerIdentity(hostname, cert),
         })
@@ -109,7 +136,7 @@ export async function sendHec(destination: Destination, token: string, body: str
 
 async function expect2xx(url: string, parts: Record<string, string> & { body: string }, ca: string | null) {
   const { body, ...headers } = parts;
-  const answer = await postOutbound(url, { headers, body, timeoutMs: timeoutMs(), maxAnswerBytes, ca: trusted(ca) });
+  const answer = await postOutbound(url, { headers, body, timeoutMs: timeoutMs(), maxAnswerBytes, ...trusted(ca) });
   if (answer.status < 200 || answer.status >= 300)
     throw new DeliveryFailed(`HTTP ${answer.status}${answer.text ? `: ${answer.text.slice(0, 200)}` : ''}`);
 }

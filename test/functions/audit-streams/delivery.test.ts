@@ -256,6 +256,93 @@ describe('HTTPS', () => {
     expect(await mark()).toBe(false);
   });
 
+  it('a receiver slower than the lease keeps the cursor held by its delivery: no second delivery claims it', async () => {
+    const restore = { lease: process.env.AUDIT_STREAM_LEASE_SECONDS, timeout: process.env.AUDIT_STREAM_TIMEOUT_MS };
+    process.env.AUDIT_STREAM_LEASE_SECONDS = '3';
+    process.env.AUDIT_STREAM_TIMEOUT_MS = '60000';
+    try {
+      const orgId = await newOrganization('Slow');
+      const receiver = await startHttpsReceiver(cert);
+      receivers.push(receiver);
+      const held = receiver.hold();
+      const start = await head(orgId);
+      const stream = await createStream({
+        orgId,
+        type: 'https',
+        format: 'ndjson',
+        endpoint: receiver.endpoint,
+        caCertificate: cert.cert,
+      });
+      // The creation row's delivery posts it; the receiver takes longer than the lease to answer.
+      await held.arrived;
+      const lease = () =>
+        t.db.admin.query<{ until: Date; passed: boolean }>(
+          `SELECT leased_until AS until, leased_until < now() AS passed FROM audit_stream_cursors
+            WHERE stream_id = :id::uuid AND org_id = :orgId::uuid`,
+          { id: stream.id, orgId },
+        );
+      const claimed = (await lease()).rows[0]!.until;
+      // The claim's own lease has run out, and the delivery still holds the cursor: its heartbeat extended it.
+      await eventually(async () => {
+        const { rows } = await t.db.admin.query<{ out: boolean }>('SELECT now() > :claimed::timestamptz AS out', {
+          claimed,
+        });
+        return rows[0]!.out;
+      });
+      expect((await lease()).rows[0]).toEqual(expect.objectContaining({ passed: false }));
+      await report(orgId, 2);
+      // Another process's delivery finds it held: it marks it and sends nothing.
+      const destination = (await selectDeliverableStream(t.db.admin, stream.id))!;
+      expect(await deliverCursor(t.db.admin, destination, orgId)).toBe('busy');
+      held.release();
+      await receiver.waitFor(3);
+      await eventually(async () => (await status(stream.id))[0]!.lagRows === 0);
+      expectContinuous(
+        receiver.messages.map((line) => fields(JSON.parse(line))),
+        start + 1,
+        await head(orgId),
+      );
+    } finally {
+      for (const [name, value] of [
+        ['AUDIT_STREAM_LEASE_SECONDS', restore.lease],
+        ['AUDIT_STREAM_TIMEOUT_MS', restore.timeout],
+      ] as const)
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+    }
+  });
+
+  it('two destinations of an organization, one filtered, each get their rows once and in order from the pages they share', async () => {
+    const orgId = await newOrganization('Both');
+    const all = await startHttpsReceiver(cert);
+    const logins = await startSyslogReceiver();
+    receivers.push(all, logins);
+    const start = await head(orgId);
+    await createStream({ orgId, type: 'https', format: 'ndjson', endpoint: all.endpoint, caCertificate: cert.cert });
+    await createStream({
+      orgId,
+      type: 'syslog-tcp',
+      format: 'ndjson',
+      endpoint: logins.endpoint,
+      filter: { categories: ['authentication'] },
+    });
+    await report(orgId, 3);
+    await report(orgId, 2, 'alert.created');
+    await report(orgId, 2);
+    const end = await head(orgId);
+    await all.waitFor(end - start);
+    await logins.waitFor(5);
+    expectContinuous(
+      all.messages.map((line) => fields(JSON.parse(line))),
+      start + 1,
+      end,
+    );
+    const sent = logins.messages.map((frame) => fields(syslogJson(frame)));
+    expect(sent.map((record) => record.action)).toEqual(Array(5).fill('user.login'));
+    expect(sent.map((record) => record.seq)).toEqual([...sent.map((record) => record.seq)].sort((a, b) => a - b));
+    expect(new Set(sent.map((record) => record.seq)).size).toBe(5);
+  });
+
   it('replays from a chosen seq, and sends only the rows its filter lets through', async () => {
     const orgId = await newOrganization('Replay');
     const receiver = await startHttpsReceiver(cert);

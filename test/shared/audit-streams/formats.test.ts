@@ -222,6 +222,8 @@ describe('NDJSON and anchors', () => {
     const line = renderRecord(audit(), 'ndjson');
     expect(line).not.toMatch(/[\n\r]/);
     expect(JSON.parse(line)).toEqual({ type: 'audit', ...row(), category: 'device' });
+    // Written without copying the row, the text is still the object's: type first, the row's order, category last.
+    expect(line).toBe(JSON.stringify({ type: 'audit', ...row(), category: 'device' }));
   });
 
   it('renders an anchor event in every format', () => {
