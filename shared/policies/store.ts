@@ -312,6 +312,17 @@ export async function deleteExemptionRow(tx: Tx, id: string) {
 
 // Inheritance
 
+/** Whether an automation policy of the partner is assigned anywhere (an inheritance block can change what applies). */
+export async function automationPoliciesAssigned(db: Db, partnerId: string): Promise<boolean> {
+  const row = await one(
+    db,
+    `SELECT 1 FROM policies p JOIN policy_assignments pa ON pa.policy_id = p.id
+      WHERE p.partner_id = :partnerId::uuid AND p.kind = 'automation' AND p.deleted_at IS NULL LIMIT 1`,
+    { partnerId },
+  );
+  return row !== undefined;
+}
+
 /** Sets the block; the value before, or undefined when the organization (or its site) is gone. */
 export function updateInheritance(tx: Tx, orgId: string, siteId: string | null, block: boolean) {
   return one<{ before: boolean }>(

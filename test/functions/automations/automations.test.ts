@@ -461,6 +461,62 @@ describe('automations', () => {
       availability: 'partner',
       origin: { type: 'policy', policyId: policy.body.id, level: 'partner' },
     });
+    // An exemption of the item on a device takes the automation from it, deleting it brings it back; an inheritance
+    // block of the organization keeps the partner's policy out; each evaluated in the transaction of the change.
+    const evaluatedBy = async (key: string) =>
+      (await auditRowsOf(t.db.admin, 'automation.policy.evaluate', policy.body.id)).filter((row) => key in row.details);
+    const exemption = await t.api.request('POST', `/api/v1/policies/${policy.body.id}/exemptions`, {
+      token: tenant.partnerToken,
+      body: { itemKey: 'fleet', level: 'device', targetId: west.deviceId, reason: 'Kiosk' },
+    });
+    expect(exemption.status).toBe(201);
+    expect(
+      (await t.api.request('DELETE', `/api/v1/policy-exemptions/${exemption.body.id}`, { token: tenant.partnerToken }))
+        .status,
+    ).toBe(204);
+    const exempted = await evaluatedBy('exemptionId');
+    expect(exempted.map((row) => row.details)).toEqual([
+      expect.objectContaining({
+        exemptionId: exemption.body.id,
+        policyVersion: policy.body.version,
+        devices: [{ deviceId: west.deviceId, added: [], removed: [automation.id] }],
+        deviceCount: 1,
+      }),
+      expect.objectContaining({
+        exemptionId: exemption.body.id,
+        devices: [{ deviceId: west.deviceId, added: [automation.id], removed: [] }],
+      }),
+    ]);
+    expect(exempted.every((row) => row.orgId === second.body.id)).toBe(true);
+    const inheritance = (block: boolean) =>
+      t.api.request('PUT', `/api/v1/orgs/organizations/${second.body.id}/policy-inheritance`, {
+        token: tenant.partnerToken,
+        body: { block },
+      });
+    expect((await inheritance(true)).status).toBe(200);
+    expect((await inheritance(true)).status).toBe(200);
+    expect((await inheritance(false)).status).toBe(200);
+    const blocked = await evaluatedBy('block');
+    expect(blocked.map((row) => [row.orgId, row.details])).toEqual([
+      [
+        second.body.id,
+        expect.objectContaining({
+          change: 'inheritance',
+          level: 'organization',
+          targetId: second.body.id,
+          block: true,
+          policyVersion: policy.body.version,
+          devices: [{ deviceId: west.deviceId, added: [], removed: [automation.id] }],
+        }),
+      ],
+      [
+        second.body.id,
+        expect.objectContaining({
+          block: false,
+          devices: [{ deviceId: west.deviceId, added: [automation.id], removed: [] }],
+        }),
+      ],
+    ]);
     // Its items changed, the policy no longer brings the automation: evaluated in each organization, as a change.
     const changed = await t.api.request('PATCH', `/api/v1/policies/${policy.body.id}`, {
       token: tenant.partnerToken,
