@@ -56,14 +56,19 @@ const runsOf = async (automationId: string) =>
     .data as Record<string, any>[];
 
 /** A maintenance window over one device, started by hand for 30 minutes. */
-async function windowStartedOn(deviceId: string, name: string, suppress: string[]) {
+async function windowStartedOn(
+  deviceId: string,
+  name: string,
+  suppress: string[],
+  targets: Record<string, string[]> = { deviceIds: [deviceId] },
+) {
   const window = await t.api.request('POST', '/api/v1/maintenance-windows', {
     token: tenant.orgToken,
     body: {
       orgId: tenant.orgId,
       name,
       schedule: { start: '2027-01-03T02:00:00', durationMinutes: 60 },
-      targets: { deviceIds: [deviceId] },
+      targets,
       suppress,
     },
   });
@@ -254,6 +259,30 @@ describe('automations', () => {
       skipReason: 'maintenance',
       maintenanceWindowId: window.id,
     });
+    // A window over a dynamic group holds the devices its filter matches now, and no other.
+    const group = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, {
+      token: tenant.orgToken,
+      body: { name: 'Frozen kiosks', type: 'dynamic', filter: { field: 'hostname', op: 'equals', value: 'kiosk-1' } },
+    });
+    expect(group.status).toBe(201);
+    const kiosk = await enrollDevice(t.api, tenant, 'kiosk-1');
+    const desk = await enrollDevice(t.api, tenant, 'desk-1');
+    const kiosks = await windowStartedOn(kiosk.deviceId, 'Kiosk freeze', ['automations'], {
+      groupIds: [group.body.id],
+    });
+    const ids = [held.deviceId, kiosk.deviceId, desk.deviceId];
+    const all = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
+      token: tenant.orgToken,
+      headers: { 'idempotency-key': randomUUID() },
+      body: { deviceIds: ids },
+    });
+    expect(all.status).toBe(202);
+    const items = new Map<string, Record<string, unknown>>(
+      all.body.runs[0].items.map((item: { deviceId: string }) => [item.deviceId, item]),
+    );
+    expect(items.get(held.deviceId)).toMatchObject({ skipReason: 'maintenance', maintenanceWindowId: window.id });
+    expect(items.get(kiosk.deviceId)).toMatchObject({ skipReason: 'maintenance', maintenanceWindowId: kiosks.id });
+    expect(items.get(desk.deviceId)).toMatchObject({ skipReason: null });
   });
 
   it('holds back only the automations that run a script where a window suppresses scripts', async () => {
