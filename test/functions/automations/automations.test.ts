@@ -494,11 +494,28 @@ describe('automations', () => {
     // block of the organization keeps the partner's policy out; each evaluated in the transaction of the change.
     const evaluatedBy = async (key: string) =>
       (await auditRowsOf(t.db.admin, 'automation.policy.evaluate', policy.body.id)).filter((row) => key in row.details);
+    const kiosks = await t.api.request('POST', `/api/v1/orgs/organizations/${second.body.id}/device-groups`, {
+      token: tenant.partnerToken,
+      body: { name: 'West kiosks', type: 'dynamic', filter: { field: 'hostname', op: 'equals', value: 'west-host' } },
+    });
+    expect(kiosks.status).toBe(201);
     const exemption = await t.api.request('POST', `/api/v1/policies/${policy.body.id}/exemptions`, {
       token: tenant.partnerToken,
-      body: { itemKey: 'fleet', level: 'device', targetId: west.deviceId, reason: 'Kiosk' },
+      body: { itemKey: 'fleet', level: 'group', targetId: kiosks.body.id, reason: 'Kiosk' },
     });
     expect(exemption.status).toBe(201);
+    // Fired meanwhile, the exempted device (a member of the dynamic group now) is not in the run; the others are.
+    const whileExempted = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
+      token: tenant.partnerToken,
+      headers: { 'idempotency-key': randomUUID() },
+      body: {},
+    });
+    expect(whileExempted.status).toBe(202);
+    const ranOn = whileExempted.body.runs.flatMap((run: { items: { deviceId: string }[] }) =>
+      run.items.map((item) => item.deviceId),
+    );
+    expect(ranOn).toContain(device.deviceId);
+    expect(ranOn).not.toContain(west.deviceId);
     expect(
       (await t.api.request('DELETE', `/api/v1/policy-exemptions/${exemption.body.id}`, { token: tenant.partnerToken }))
         .status,
