@@ -397,7 +397,7 @@ export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKin
                       'groupSiteId', eg.site_id,
                       'staticMember', coalesce(eg.type = 'static' AND EXISTS (
                         SELECT 1 FROM device_group_members m WHERE m.group_id = eg.id AND m.device_id = :deviceId::uuid),
-                        false))), '[]')
+                        false)) ORDER BY e.id), '[]')
                FROM policy_exemptions e
                JOIN policies ep ON ep.id = e.policy_id AND ep.kind = :kind::text AND ep.deleted_at IS NULL
                LEFT JOIN device_groups eg ON e.level = 'group' AND eg.id = e.target_id
@@ -407,7 +407,8 @@ export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKin
          ON a.partner_id = d.partner_id AND a.kind = :kind::text AND (a.org_id IS NULL OR a.org_id = d.org_id)
         AND (a.level IN ('partner', 'group') OR (a.level = 'organization' AND a.target_id = d.org_id)
              OR (a.level = 'site' AND a.target_id = d.site_id) OR (a.level = 'device' AND a.target_id = d.id))
-       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id`,
+       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id
+      ORDER BY a.id`,
     { deviceId, kind },
   );
   if (rows.length === 0) return undefined;
@@ -436,7 +437,7 @@ export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly stri
                         'groupSiteId', eg.site_id,
                         'staticMember', coalesce(eg.type = 'static' AND EXISTS (
                           SELECT 1 FROM device_group_members m WHERE m.group_id = eg.id AND m.device_id = d.id),
-                          false))), '[]')
+                          false)) ORDER BY e.id), '[]')
                  FROM policy_exemptions e
                  JOIN policies ep ON ep.id = e.policy_id AND ep.kind = :kind::text AND ep.deleted_at IS NULL
                  LEFT JOIN device_groups eg ON e.level = 'group' AND eg.id = e.target_id
@@ -461,7 +462,8 @@ export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly stri
          ON a.partner_id = d.partner_id AND a.kind = :kind::text AND (a.org_id IS NULL OR a.org_id = d.org_id)
         AND (a.level IN ('partner', 'group') OR (a.level = 'organization' AND a.target_id = d.org_id)
              OR (a.level = 'site' AND a.target_id = d.site_id) OR (a.level = 'device' AND a.target_id = d.id))
-       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id`,
+       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id
+      ORDER BY d.id, a.id`,
     { deviceIds: [...deviceIds], kind },
   );
   for (const { candidate, exemptions, ...device } of rows) {
