@@ -1,11 +1,11 @@
 /**
  * Where an automation applies: an organization's to its organization's devices; a partner's where policies of kind
- * automation assign it (through the one policy resolver, per device). Conditions are the device filter language of
- * dynamic groups (the same compiler), evaluated when the automation fires.
+ * automation assign it (through the one policy resolver, over the devices of an occurrence at once). Conditions are
+ * the device filter language of dynamic groups (the same compiler), evaluated when the automation fires.
  */
 import type { Db } from '../db/db.ts';
 import { filterCondition } from '../device-groups/groups.ts';
-import { effectivePoliciesOf } from '../policies/effective.ts';
+import { effectivePoliciesOf, effectivePoliciesOfDevices } from '../policies/effective.ts';
 import type { Origin } from '../policies/resolve.ts';
 import * as store from './store.ts';
 
@@ -37,9 +37,14 @@ export async function devicesInScope(
     condition,
   });
   if (owner.orgId) return devices;
-  const assigned: store.ScopeDevice[] = [];
-  for (const device of devices) if (await policyOrigin(db, device.id, automation.id)) assigned.push(device);
-  return assigned;
+  // Which of them a policy brings it to: the one resolver, over all of them at once.
+  const resolved = await effectivePoliciesOfDevices(
+    db,
+    devices.map((device) => device.id),
+    'automation',
+  );
+  const brought = isItemOf(automation.id);
+  return devices.filter((device) => resolved.get(device.id)?.effective.items.some((each) => brought(each.item)));
 }
 
 /** The zones of the devices an automation can reach (its owner's devices): one occurrence per zone. */

@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.ts';
-import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { orgTenantSql, ownedRowTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Params, type SqlValue } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
@@ -46,12 +46,7 @@ const columns = `a.id, a.partner_id AS "partnerId", a.org_id AS "orgId",
   a.created_by AS "createdBy", a.created_at AS "createdAt", a.updated_at AS "updatedAt"`;
 
 /** Automations the principal reaches: a partner's for its users; an organization's own and its partner's. */
-const reachable = `a.deleted_at IS NULL
-  AND (:tenantScope::text = 'platform'
-       OR (:tenantScope::text = 'partner' AND a.partner_id = :tenantPartnerId::uuid)
-       OR (:tenantScope::text = 'organization' AND a.partner_id = :tenantPartnerId::uuid
-           AND (a.org_id IS NULL OR a.org_id = :tenantOrgId::uuid)))
-  AND (a.org_id IS NULL OR EXISTS (SELECT 1 FROM organizations o WHERE o.id = a.org_id AND o.deleted_at IS NULL))`;
+const reachable = ownedRowTenantSql('a');
 
 export interface AutomationValues {
   name: string;

@@ -1,9 +1,9 @@
 import type { Principal } from '../auth/principal.ts';
-import { tenantParams } from '../auth/tenancy.ts';
+import { ownedRowTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
-import { dynamicGroupsHolding } from '../device-groups/membership.ts';
+import { dynamicGroupsHolding, dynamicMembership } from '../device-groups/membership.ts';
 import type { Misfire } from '../schedules/schemas.ts';
 import type { Severity, SuppressKind, Targets } from './schemas.ts';
 
@@ -47,12 +47,7 @@ export type WindowRow = {
 };
 
 /** Windows of an owner the principal reaches: a partner's for its users; an organization's and its partner's. */
-const reachableWindow = `w.deleted_at IS NULL
-  AND (:tenantScope::text = 'platform'
-       OR (:tenantScope::text = 'partner' AND w.partner_id = :tenantPartnerId::uuid)
-       OR (:tenantScope::text = 'organization' AND w.partner_id = :tenantPartnerId::uuid
-           AND (w.org_id IS NULL OR w.org_id = :tenantOrgId::uuid)))
-  AND (w.org_id IS NULL OR EXISTS (SELECT 1 FROM organizations o WHERE o.id = w.org_id AND o.deleted_at IS NULL))`;
+const reachableWindow = ownedRowTenantSql('w');
 
 export async function insertWindow(
   db: Db,
@@ -242,19 +237,6 @@ export async function selectSuppressingWindow(
   );
 }
 
-/** Whether a window in progress of the organization or its partner suppresses `kind` at all (one indexed read). */
-export async function anyWindowSuppressing(db: Db, orgId: string, kind: SuppressKind): Promise<boolean> {
-  const row = await one(
-    db,
-    `SELECT 1 FROM maintenance_windows w WHERE ${inProgress} AND w.suppress ? :kind::text LIMIT 1`,
-    {
-      orgId,
-      kind,
-    },
-  );
-  return row !== undefined;
-}
-
 /** The windows in progress covering a device. */
 export async function selectDeviceWindows(db: Db, device: { orgId: string; deviceId: string }) {
   const dynamicGroupIds = await dynamicTargetsHolding(db, device.orgId, device.deviceId);
@@ -330,7 +312,9 @@ export function selectDeviceOrg(db: Db, principal: Principal, deviceId: string) 
 
 /**
  * For each device, the window in progress covering it that suppresses one of `kinds` (automations, patching, scripts),
- * if any: the devices' windows are read only in organizations where such a window is in progress.
+ * if any, the one ending last: one statement for all the devices (an indexed read of the windows in progress, nothing
+ * more while none is), and a second only when such a window names a dynamic group of a device's organization, whose
+ * filters are then evaluated against those devices' rows together.
  */
 export async function suppressingWindows(
   db: Db,
@@ -338,18 +322,54 @@ export async function suppressingWindows(
   kinds: readonly SuppressKind[],
 ): Promise<Map<string, string>> {
   const held = new Map<string, string>();
-  if (kinds.length === 0) return held;
-  const orgs = new Set<string>();
-  for (const orgId of new Set(devices.map((d) => d.orgId)))
-    for (const kind of kinds)
-      if (await anyWindowSuppressing(db, orgId, kind)) {
-        orgs.add(orgId);
-        break;
-      }
-  for (const device of devices) {
-    if (!orgs.has(device.orgId)) continue;
-    const window = (await selectDeviceWindows(db, device)).find((w) => w.suppress.some((k) => kinds.includes(k)));
-    if (window) held.set(device.deviceId, window.id);
+  if (kinds.length === 0 || devices.length === 0) return held;
+  const { rows } = await db.query<{
+    deviceId: string;
+    windowId: string;
+    covered: boolean;
+    dynamic: { id: string; filter: DeviceFilter }[];
+  }>(
+    `WITH x AS (SELECT d.id AS device_id, d.org_id, d.site_id, o.partner_id
+                  FROM devices d JOIN organizations o ON o.id = d.org_id
+                 WHERE d.id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:deviceIds::jsonb) v))
+     SELECT x.device_id AS "deviceId", w.id AS "windowId",
+            (w.targets -> 'orgIds' ? x.org_id::text OR w.targets -> 'deviceIds' ? x.device_id::text
+             OR w.targets -> 'siteIds' ? x.site_id::text
+             OR EXISTS (SELECT 1 FROM device_group_members m
+                         WHERE m.device_id = x.device_id AND w.targets -> 'groupIds' ? m.group_id::text)) AS covered,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'filter', g.filter)) FROM device_groups g
+                       WHERE g.org_id = x.org_id AND g.type = 'dynamic' AND (g.site_id IS NULL OR g.site_id = x.site_id)
+                         AND w.targets -> 'groupIds' ? g.id::text), '[]'::jsonb) AS dynamic
+       FROM x JOIN maintenance_windows w
+         ON w.partner_id = x.partner_id AND (w.org_id IS NULL OR w.org_id = x.org_id)
+        AND w.deleted_at IS NULL AND w.active_from <= now() AND w.active_until > now()
+        AND w.suppress ?| ARRAY(SELECT jsonb_array_elements_text(:kinds::jsonb))
+      ORDER BY x.device_id, w.active_until DESC, w.id`,
+    { deviceIds: [...new Set(devices.map((d) => d.deviceId))], kinds: [...kinds] },
+  );
+  if (rows.length === 0) return held;
+  // Devices whose windows, ending last first, are covered by a dynamic group: its membership decides.
+  const pairs = rows.filter((row) => !row.covered && row.dynamic.length > 0);
+  const holding = new Set<string>();
+  if (pairs.length > 0) {
+    const filters = new Map(pairs.flatMap((row) => row.dynamic.map((g) => [g.id, g] as const)));
+    const membership = dynamicMembership([...filters.values()]);
+    const { rows: members } = await db.query<{ deviceId: string; groupId: string }>(
+      `SELECT d.id AS "deviceId", g.id AS "groupId"
+         FROM jsonb_to_recordset(:pairs::jsonb) AS p ("deviceId" uuid, "groupId" uuid)
+         JOIN devices d ON d.id = p."deviceId" JOIN device_groups g ON g.id = p."groupId"
+        WHERE coalesce(${membership.sql}, false)`,
+      {
+        ...membership.params,
+        pairs: pairs.flatMap((row) => row.dynamic.map((g) => ({ deviceId: row.deviceId, groupId: g.id }))),
+      },
+    );
+    for (const member of members) holding.add(`${member.deviceId}:${member.groupId}`);
+  }
+  for (const row of rows) {
+    if (held.has(row.deviceId)) continue;
+    if (row.covered || row.dynamic.some((g) => holding.has(`${row.deviceId}:${g.id}`)))
+      held.set(row.deviceId, row.windowId);
   }
   return held;
 }

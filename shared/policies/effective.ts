@@ -1,5 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { compileFilter, type DeviceFilter, filterParams } from '../device-groups/filter.ts';
+import { dynamicMembership } from '../device-groups/membership.ts';
 import { type Effective, resolvePolicies } from './resolve.ts';
 import type { PolicyKind } from './schemas.ts';
 import * as store from './store.ts';
@@ -54,4 +55,48 @@ export async function effectivePoliciesOf(
   const groupIds = await memberGroups(db, device, groupRefs);
   const effective = resolvePolicies(kind, { ...device, groupIds }, candidates, exemptions);
   return { device, effective };
+}
+
+/**
+ * effectivePoliciesOf for many devices at once (a partner automation's occurrence over its fleet): one statement for
+ * every device's candidates and exemptions, a second only when they name dynamic groups, whose filters are evaluated
+ * against the devices' rows together. Devices that are not live are left out.
+ */
+export async function effectivePoliciesOfDevices(
+  db: Db,
+  deviceIds: readonly string[],
+  kind: PolicyKind,
+): Promise<Map<string, { device: EffectiveDevice; effective: Effective }>> {
+  const found = await store.selectCandidatesOfDevices(db, deviceIds, kind);
+  // Static members and dynamic groups to evaluate, per device, as memberGroups decides them for one.
+  const member = new Map<string, Set<string>>();
+  const pairs: { deviceId: string; groupId: string }[] = [];
+  const filters = new Map<string, DeviceFilter>();
+  for (const { device, candidates, exemptions } of found.values()) {
+    const groups = new Set<string>();
+    member.set(device.id, groups);
+    for (const ref of [...candidates, ...exemptions] as GroupRef[]) {
+      if (!ref.groupType || (ref.groupSiteId && ref.groupSiteId !== device.siteId)) continue;
+      if (ref.groupType === 'static' && ref.staticMember) groups.add(ref.targetId);
+      if (ref.groupType === 'dynamic' && ref.groupFilter && !filters.has(`${device.id}:${ref.targetId}`)) {
+        filters.set(`${device.id}:${ref.targetId}`, ref.groupFilter);
+        pairs.push({ deviceId: device.id, groupId: ref.targetId });
+      }
+    }
+  }
+  if (pairs.length > 0) {
+    const byGroup = new Map(pairs.map((pair) => [pair.groupId, filters.get(`${pair.deviceId}:${pair.groupId}`)!]));
+    const membership = dynamicMembership([...byGroup].map(([id, filter]) => ({ id, filter })));
+    for (const each of await store.matchingDynamicGroupsOfDevices(db, pairs, membership))
+      member.get(each.deviceId)?.add(each.groupId);
+  }
+  const resolved = new Map<string, { device: EffectiveDevice; effective: Effective }>();
+  for (const { device, candidates, exemptions } of found.values()) {
+    const groupIds = member.get(device.id)!;
+    resolved.set(device.id, {
+      device,
+      effective: resolvePolicies(kind, { ...device, groupIds }, candidates, exemptions),
+    });
+  }
+  return resolved;
 }

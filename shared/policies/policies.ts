@@ -12,7 +12,7 @@ import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { selectSite } from '../hierarchy/store.ts';
 import { effectivePoliciesOf } from './effective.ts';
-import type { PolicyItem } from './resolve.ts';
+import type { Origin, PolicyItem } from './resolve.ts';
 import {
   type CreateAssignment,
   type CreateExemption,
@@ -261,20 +261,47 @@ export async function createAssignment(
   });
 }
 
-/** Devices whose automations an assignment's change is evaluated for, at most this many. */
+/** Devices whose automations a change is evaluated for, at most this many. */
 const maxEvaluatedDevices = 5000;
 
-type Evaluation = { devices: { id: string; orgId: string }[]; before: Map<string, Set<string>> } | undefined;
+/** What applies to each device evaluated: its partner automations and the policy origin that brings each. */
+type Evaluation = { devices: { id: string; orgId: string }[]; before: Map<string, Map<string, Origin>> } | undefined;
 
 /** The partner automations that apply to a device now (policy items of kind automation, through the resolver). */
-async function automationsOf(tx: Tx, deviceId: string): Promise<Set<string>> {
+async function automationsOf(tx: Tx, deviceId: string): Promise<Map<string, Origin>> {
   const resolved = await effectivePoliciesOf(tx, deviceId, 'automation');
-  return new Set((resolved?.effective.items ?? []).map((each) => String(each.item.automationId)));
+  return new Map((resolved?.effective.items ?? []).map((each) => [String(each.item.automationId), each.origin]));
 }
 
 /**
- * Before an automation policy, or assignments of it, change: what applies to each device the assignments target (at
+ * Before a change of what a partner's automation policies bring: what applies to each device the targets hold (at
  * most maxEvaluatedDevices of them).
+ */
+async function evaluationBefore(
+  tx: Tx,
+  partnerId: string,
+  targets: { level: store.AssignmentRow['level']; targetId: string }[],
+): Promise<Evaluation> {
+  const devices = new Map<string, { id: string; orgId: string }>();
+  for (const target of targets) {
+    if (devices.size >= maxEvaluatedDevices) break;
+    const found = await store.selectTargetDevices(
+      tx,
+      partnerId,
+      target.level,
+      target.targetId,
+      maxEvaluatedDevices - devices.size,
+    );
+    for (const device of found) devices.set(device.id, device);
+  }
+  const before = new Map<string, Map<string, Origin>>();
+  for (const device of devices.values()) before.set(device.id, await automationsOf(tx, device.id));
+  return { devices: [...devices.values()], before };
+}
+
+/**
+ * Before an automation policy, or assignments or exemptions of it, change: what applies to each device the targets
+ * hold. Nothing for a policy of another kind.
  */
 async function automationsBefore(
   tx: Tx,
@@ -282,57 +309,71 @@ async function automationsBefore(
   targets: { level: store.AssignmentRow['level']; targetId: string }[],
 ): Promise<Evaluation> {
   if (policy.kind !== 'automation' || targets.length === 0) return undefined;
-  const devices = new Map<string, { id: string; orgId: string }>();
-  for (const target of targets) {
-    if (devices.size >= maxEvaluatedDevices) break;
-    const found = await store.selectTargetDevices(
-      tx,
-      policy.partnerId,
-      target.level,
-      target.targetId,
-      maxEvaluatedDevices - devices.size,
-    );
-    for (const device of found) devices.set(device.id, device);
-  }
-  const before = new Map<string, Set<string>>();
-  for (const device of devices.values()) before.set(device.id, await automationsOf(tx, device.id));
-  return { devices: [...devices.values()], before };
+  return evaluationBefore(tx, policy.partnerId, targets);
 }
+
+type Cause =
+  | { assignmentId: string }
+  | { exemptionId: string }
+  | { change: 'items' | 'delete' }
+  | { change: 'inheritance'; level: 'organization' | 'site'; targetId: string; block: boolean };
+
+type DeviceChange = { deviceId: string; added: string[]; removed: string[] };
 
 /**
  * After the change, in its transaction: `automation.policy.evaluate` in each organization where it added or removed an
- * automation for a device, naming what changed (an assignment, the items, the policy's deletion), the devices and the
- * automations added and removed.
+ * automation for a device, naming what changed (an assignment, an exemption, the items, the policy's deletion, an
+ * inheritance block), the devices and the automations added and removed. A change of one policy is filed under it;
+ * an inheritance block, which reaches every policy, under each policy whose automations it added or removed.
  */
 async function auditAutomationEvaluation(
   tx: Tx,
   audit: AuditContext,
-  policy: store.PolicyRow,
-  cause: { assignmentId: string } | { change: 'items' | 'delete' },
+  policy: store.PolicyRow | undefined,
+  cause: Cause,
   evaluation: Evaluation,
 ) {
   if (!evaluation) return;
-  const byOrg = new Map<string, { deviceId: string; added: string[]; removed: string[] }[]>();
+  // Per organization and policy: the policy's name and version, and each device's change.
+  const rows = new Map<string, { orgId: string; policy: Pick<Origin, 'policyId' | 'policyName' | 'policyVersion'> }>();
+  const changes = new Map<string, DeviceChange[]>();
+  const note = (orgId: string, origin: Origin, deviceId: string, side: 'added' | 'removed', automationId: string) => {
+    const owner = policy
+      ? { policyId: policy.id, policyName: policy.name, policyVersion: policy.version }
+      : { policyId: origin.policyId, policyName: origin.policyName, policyVersion: origin.policyVersion };
+    const key = `${orgId}:${owner.policyId}`;
+    if (!rows.has(key)) rows.set(key, { orgId, policy: owner });
+    const list = changes.get(key) ?? [];
+    changes.set(key, list);
+    let change = list.at(-1);
+    if (change?.deviceId !== deviceId) {
+      change = { deviceId, added: [], removed: [] };
+      list.push(change);
+    }
+    change[side].push(automationId);
+  };
   for (const device of evaluation.devices) {
     const before = evaluation.before.get(device.id)!;
     const after = await automationsOf(tx, device.id);
-    const added = [...after].filter((id) => !before.has(id));
-    const removed = [...before].filter((id) => !after.has(id));
-    if (added.length === 0 && removed.length === 0) continue;
-    byOrg.set(device.orgId, [...(byOrg.get(device.orgId) ?? []), { deviceId: device.id, added, removed }]);
+    for (const [id, origin] of after) if (!before.has(id)) note(device.orgId, origin, device.id, 'added', id);
+    for (const [id, origin] of before) if (!after.has(id)) note(device.orgId, origin, device.id, 'removed', id);
   }
-  for (const [orgId, devices] of byOrg)
+  for (const [key, { orgId, policy: owner }] of rows) {
+    const devices = changes.get(key)!;
     await auditChange(tx, audit, {
       orgId,
       action: 'automation.policy.evaluate',
-      ...policyResource(policy),
+      resourceType: 'policy',
+      resourceId: owner.policyId,
+      resourceName: owner.policyName,
       details: {
         ...cause,
-        policyVersion: policy.version,
+        policyVersion: owner.policyVersion,
         devices: devices.slice(0, 500),
         deviceCount: devices.length,
       },
     });
+  }
 }
 
 export async function listAssignments(db: Db, principal: Principal, policyId: string, page: Page) {
@@ -379,6 +420,8 @@ export async function createExemption(
   const target = await targetOf(db, principal, policy, body.level, body.targetId);
   return db.transaction(async (tx) => {
     if (!(await store.lockPolicy(tx, policyId))) throw NotFound('Policy');
+    // An exempted item of an automation policy removes its automation from the devices the exemption holds.
+    const evaluation = await automationsBefore(tx, policy, [body]);
     const row = await store.insertExemption(
       tx,
       { policyId, partnerId: policy.partnerId, orgId: target.orgId!, ...body },
@@ -391,6 +434,7 @@ export async function createExemption(
       ...policyResource(policy),
       details: { exemption: { after: row } },
     });
+    await auditAutomationEvaluation(tx, audit, policy, { exemptionId: row.id }, evaluation);
     return row;
   });
 }
@@ -403,6 +447,7 @@ export async function listExemptions(db: Db, principal: Principal, policyId: str
 export async function deleteExemption(db: Db, principal: Principal, id: string, audit: AuditContext) {
   const { row, policy } = await ownedRow(db, principal, await store.selectExemption(db, id), 'Policy exemption');
   await db.transaction(async (tx) => {
+    const evaluation = await automationsBefore(tx, policy, [row]);
     if (!(await store.deleteExemptionRow(tx, id))) throw NotFound('Policy exemption');
     await auditChange(tx, audit, {
       orgId: row.orgId,
@@ -410,6 +455,7 @@ export async function deleteExemption(db: Db, principal: Principal, id: string, 
       ...policyResource(policy),
       details: { exemption: { before: row } },
     });
+    await auditAutomationEvaluation(tx, audit, policy, { exemptionId: row.id }, evaluation);
   });
 }
 
@@ -431,9 +477,16 @@ export async function putInheritanceBlock(
   const site = siteId ? await selectSite(db, orgId, siteId) : undefined;
   if (siteId && !site) throw NotFound('Site');
   await db.transaction(async (tx) => {
+    // A block keeps the partner's automation policies from the devices it holds, an unblock brings them back.
+    const target = { level: siteId ? ('site' as const) : ('organization' as const), targetId: siteId ?? orgId };
+    const evaluation = (await store.automationPoliciesAssigned(tx, org.partnerId))
+      ? await evaluationBefore(tx, org.partnerId, [target])
+      : undefined;
     const changed = await store.updateInheritance(tx, orgId, siteId, body.block);
     if (!changed) throw NotFound(siteId ? 'Site' : 'Organization');
     if (changed.before === body.block) return;
+    const cause = { change: 'inheritance' as const, ...target, block: body.block };
+    await auditAutomationEvaluation(tx, audit, undefined, cause, evaluation);
     await auditChange(tx, audit, {
       orgId,
       action: 'policy.update',

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { tenantParams } from '../auth/tenancy.ts';
-import { type Db, one, type Tx } from '../db/db.ts';
+import { type Db, one, type Params, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
 import type { Candidate, Exemption, PolicyItem } from './resolve.ts';
@@ -312,6 +312,17 @@ export async function deleteExemptionRow(tx: Tx, id: string) {
 
 // Inheritance
 
+/** Whether an automation policy of the partner is assigned anywhere (an inheritance block can change what applies). */
+export async function automationPoliciesAssigned(db: Db, partnerId: string): Promise<boolean> {
+  const row = await one(
+    db,
+    `SELECT 1 FROM policies p JOIN policy_assignments pa ON pa.policy_id = p.id
+      WHERE p.partner_id = :partnerId::uuid AND p.kind = 'automation' AND p.deleted_at IS NULL LIMIT 1`,
+    { partnerId },
+  );
+  return row !== undefined;
+}
+
 /** Sets the block; the value before, or undefined when the organization (or its site) is gone. */
 export function updateInheritance(tx: Tx, orgId: string, siteId: string | null, block: boolean) {
   return one<{ before: boolean }>(
@@ -386,7 +397,7 @@ export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKin
                       'groupSiteId', eg.site_id,
                       'staticMember', coalesce(eg.type = 'static' AND EXISTS (
                         SELECT 1 FROM device_group_members m WHERE m.group_id = eg.id AND m.device_id = :deviceId::uuid),
-                        false))), '[]')
+                        false)) ORDER BY e.id), '[]')
                FROM policy_exemptions e
                JOIN policies ep ON ep.id = e.policy_id AND ep.kind = :kind::text AND ep.deleted_at IS NULL
                LEFT JOIN device_groups eg ON e.level = 'group' AND eg.id = e.target_id
@@ -396,7 +407,8 @@ export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKin
          ON a.partner_id = d.partner_id AND a.kind = :kind::text AND (a.org_id IS NULL OR a.org_id = d.org_id)
         AND (a.level IN ('partner', 'group') OR (a.level = 'organization' AND a.target_id = d.org_id)
              OR (a.level = 'site' AND a.target_id = d.site_id) OR (a.level = 'device' AND a.target_id = d.id))
-       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id`,
+       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id
+      ORDER BY a.id`,
     { deviceId, kind },
   );
   if (rows.length === 0) return undefined;
@@ -406,6 +418,81 @@ export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKin
     .filter((c): c is CandidateRow => c !== null)
     .map((c) => ({ ...c, createdAt: new Date(c.createdAt) }));
   return { device, candidates, exemptions };
+}
+
+/**
+ * selectCandidates for many live devices in one statement: each device with the assignments of one kind that could
+ * reach it and its organization's exemptions of that kind (devices that are not live are left out).
+ */
+export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly string[], kind: PolicyKind) {
+  const found = new Map<string, { device: DeviceRowFacts; candidates: CandidateRow[]; exemptions: ExemptionRef[] }>();
+  if (deviceIds.length === 0) return found;
+  const { rows } = await db.query<DeviceRowFacts & { candidate: CandidateRow | null; exemptions: ExemptionRef[] }>(
+    `WITH dev AS (
+       SELECT d.id, d.org_id, o.partner_id, d.site_id, d.os_type, d.role, d.hostname,
+              o.policy_inheritance_blocked AS org_blocked, s.policy_inheritance_blocked AS site_blocked,
+              (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                        'id', e.id, 'policyId', e.policy_id, 'itemKey', e.item_key, 'level', e.level,
+                        'targetId', e.target_id, 'reason', e.reason, 'groupType', eg.type, 'groupFilter', eg.filter,
+                        'groupSiteId', eg.site_id,
+                        'staticMember', coalesce(eg.type = 'static' AND EXISTS (
+                          SELECT 1 FROM device_group_members m WHERE m.group_id = eg.id AND m.device_id = d.id),
+                          false)) ORDER BY e.id), '[]')
+                 FROM policy_exemptions e
+                 JOIN policies ep ON ep.id = e.policy_id AND ep.kind = :kind::text AND ep.deleted_at IS NULL
+                 LEFT JOIN device_groups eg ON e.level = 'group' AND eg.id = e.target_id
+                WHERE e.org_id = d.org_id) AS exemptions
+         FROM devices d
+         JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
+         JOIN sites s ON s.id = d.site_id
+        WHERE d.id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:deviceIds::jsonb) v)
+          AND d.deleted_at IS NULL)
+     SELECT d.id, d.org_id AS "orgId", d.partner_id AS "partnerId", d.site_id AS "siteId", d.os_type AS "osType",
+            d.role, d.hostname, d.org_blocked AS "orgBlocked", d.site_blocked AS "siteBlocked", d.exemptions,
+            CASE WHEN a.id IS NOT NULL THEN jsonb_build_object(
+              'assignmentId', a.id, 'policyId', p.id, 'policyName', p.name, 'policyVersion', p.version,
+              'level', a.level, 'targetId', a.target_id, 'priority', a.priority, 'createdAt', a.created_at,
+              'osTypes', a.os_types, 'roles', a.roles, 'items', p.items, 'groupType', g.type, 'groupFilter', g.filter,
+              'groupSiteId', g.site_id,
+              'staticMember', g.type = 'static' AND EXISTS (
+                SELECT 1 FROM device_group_members m WHERE m.group_id = g.id AND m.device_id = d.id))
+            END AS candidate
+       FROM dev d
+       LEFT JOIN (policy_assignments a JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL)
+         ON a.partner_id = d.partner_id AND a.kind = :kind::text AND (a.org_id IS NULL OR a.org_id = d.org_id)
+        AND (a.level IN ('partner', 'group') OR (a.level = 'organization' AND a.target_id = d.org_id)
+             OR (a.level = 'site' AND a.target_id = d.site_id) OR (a.level = 'device' AND a.target_id = d.id))
+       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id
+      ORDER BY d.id, a.id`,
+    { deviceIds: [...deviceIds], kind },
+  );
+  for (const { candidate, exemptions, ...device } of rows) {
+    let entry = found.get(device.id);
+    if (!entry) {
+      entry = { device, candidates: [], exemptions };
+      found.set(device.id, entry);
+    }
+    if (candidate) entry.candidates.push({ ...candidate, createdAt: new Date(candidate.createdAt) });
+  }
+  return found;
+}
+
+/** Which dynamic groups' filters each device's row matches now, for (device, group) pairs, in one statement. */
+export async function matchingDynamicGroupsOfDevices(
+  db: Db,
+  pairs: { deviceId: string; groupId: string }[],
+  membership: { sql: string; params: Params },
+) {
+  if (pairs.length === 0) return [];
+  const { rows } = await db.query<{ deviceId: string; groupId: string }>(
+    `SELECT d.id AS "deviceId", g.id AS "groupId"
+       FROM jsonb_to_recordset(:pairs::jsonb) AS x ("deviceId" uuid, "groupId" uuid)
+       JOIN devices d ON d.id = x."deviceId" JOIN device_groups g ON g.id = x."groupId"
+       LEFT JOIN agents a ON a.device_id = d.id
+      WHERE coalesce(${membership.sql}, false)`,
+    { ...membership.params, pairs: pairs as never },
+  );
+  return rows;
 }
 
 /** Which of these dynamic groups' filters the device's row matches now, in one statement. */

@@ -285,19 +285,56 @@ const offsetText = (offset: number) => {
   return text;
 };
 
+/** Per zone, per UTC day: the zone's offset when no transition is near the day (see steadyOffset), else NaN. */
+const steadyDays = new Map<string, Map<number, number>>();
+let steadyCount = 0;
+
+/** The map of a zone's steady days, read once per schedule rather than once per occurrence. */
+function steadyDaysOf(zone: string): Map<number, number> {
+  let days = steadyDays.get(zone);
+  if (!days || steadyCount > 200_000) {
+    if (steadyCount > 200_000) {
+      steadyDays.clear();
+      steadyCount = 0;
+    }
+    days = new Map();
+    steadyDays.set(zone, days);
+  }
+  return days;
+}
+
+/**
+ * The offset of a wall time's UTC day when it is the same at the start of the day before through the start of the
+ * second day after (no transition near, the common case), else NaN: one lookup per occurrence once the day is known.
+ */
+function steadyOffset(days: Map<number, number>, zone: string, day: number): number {
+  let offset = days.get(day);
+  if (offset === undefined) {
+    const start = dayOffset(zone, day);
+    offset =
+      start === dayOffset(zone, day - 1) && start === dayOffset(zone, day + 1) && start === dayOffset(zone, day + 2)
+        ? start
+        : Number.NaN;
+    days.set(day, offset);
+    steadyCount++;
+  }
+  return offset;
+}
+
 /**
  * Places a local date-time of the recurrence (its wall time held as if it were UTC) in its zone as RFC 5545 reads a
  * DATE-TIME with TZID: of two instants showing it (fall back) the first; in a gap (spring forward) the instant the
  * offset before the gap gives, which the clock shows later by the gap's length. The same rule as Temporal's
  * `compatible` disambiguation, computed from the offsets around it.
  */
-function place(wall: number, zone: string): Occurrence {
-  const day = Math.floor(wall / dayMs);
-  const steady = dayOffset(zone, day);
-  // The common case, with the same answer as the reading below: one offset at the start of the day before the wall
-  // time's UTC day through the start of the second day after it, so no transition is near.
-  if (steady === dayOffset(zone, day - 1) && steady === dayOffset(zone, day + 1) && steady === dayOffset(zone, day + 2))
-    return placed(wall, wall - steady, steady);
+function place(wall: number, zone: string, days = steadyDaysOf(zone)): Occurrence {
+  const steady = steadyOffset(days, zone, Math.floor(wall / dayMs));
+  // The common case, with the same answer as the reading below: no transition is near.
+  if (!Number.isNaN(steady)) return placed(wall, wall - steady, steady);
+  return placeNearTransition(wall, zone);
+}
+
+function placeNearTransition(wall: number, zone: string): Occurrence {
   const before = offsetAt(zone, wall - dayMs);
   const after = offsetAt(zone, wall + dayMs);
   let at = wall - before;
@@ -341,8 +378,18 @@ export function occurrencesBetween(schedule: CompiledSchedule, from: Date, to: D
     true,
   );
   const found: Occurrence[] = [];
+  const fromMs = from.getTime();
+  const toMs = to.getTime();
+  const days = steadyDaysOf(schedule.zone);
   for (const candidate of candidates) {
-    const occurrence = place(candidate.epochMilliseconds, schedule.zone);
+    const wall = candidate.epochMilliseconds;
+    // Most candidates are placed by their day's steady offset: those outside the window are dropped before any text
+    // is made for them.
+    const steady = steadyOffset(days, schedule.zone, Math.floor(wall / dayMs));
+    if (!Number.isNaN(steady) && (wall - steady < fromMs || wall - steady >= toMs)) continue;
+    const occurrence = !Number.isNaN(steady)
+      ? placed(wall, wall - steady, steady)
+      : placeNearTransition(wall, schedule.zone);
     if (occurrence.at < from || occurrence.at >= to) continue;
     found.push(occurrence);
     if (found.length >= limit) break;

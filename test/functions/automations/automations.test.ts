@@ -56,14 +56,19 @@ const runsOf = async (automationId: string) =>
     .data as Record<string, any>[];
 
 /** A maintenance window over one device, started by hand for 30 minutes. */
-async function windowStartedOn(deviceId: string, name: string, suppress: string[]) {
+async function windowStartedOn(
+  deviceId: string,
+  name: string,
+  suppress: string[],
+  targets: Record<string, string[]> = { deviceIds: [deviceId] },
+) {
   const window = await t.api.request('POST', '/api/v1/maintenance-windows', {
     token: tenant.orgToken,
     body: {
       orgId: tenant.orgId,
       name,
       schedule: { start: '2027-01-03T02:00:00', durationMinutes: 60 },
-      targets: { deviceIds: [deviceId] },
+      targets,
       suppress,
     },
   });
@@ -254,6 +259,30 @@ describe('automations', () => {
       skipReason: 'maintenance',
       maintenanceWindowId: window.id,
     });
+    // A window over a dynamic group holds the devices its filter matches now, and no other.
+    const group = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, {
+      token: tenant.orgToken,
+      body: { name: 'Frozen kiosks', type: 'dynamic', filter: { field: 'hostname', op: 'equals', value: 'kiosk-1' } },
+    });
+    expect(group.status).toBe(201);
+    const kiosk = await enrollDevice(t.api, tenant, 'kiosk-1');
+    const desk = await enrollDevice(t.api, tenant, 'desk-1');
+    const kiosks = await windowStartedOn(kiosk.deviceId, 'Kiosk freeze', ['automations'], {
+      groupIds: [group.body.id],
+    });
+    const ids = [held.deviceId, kiosk.deviceId, desk.deviceId];
+    const all = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
+      token: tenant.orgToken,
+      headers: { 'idempotency-key': randomUUID() },
+      body: { deviceIds: ids },
+    });
+    expect(all.status).toBe(202);
+    const items = new Map<string, Record<string, unknown>>(
+      all.body.runs[0].items.map((item: { deviceId: string }) => [item.deviceId, item]),
+    );
+    expect(items.get(held.deviceId)).toMatchObject({ skipReason: 'maintenance', maintenanceWindowId: window.id });
+    expect(items.get(kiosk.deviceId)).toMatchObject({ skipReason: 'maintenance', maintenanceWindowId: kiosks.id });
+    expect(items.get(desk.deviceId)).toMatchObject({ skipReason: null });
   });
 
   it('holds back only the automations that run a script where a window suppresses scripts', async () => {
@@ -461,6 +490,79 @@ describe('automations', () => {
       availability: 'partner',
       origin: { type: 'policy', policyId: policy.body.id, level: 'partner' },
     });
+    // An exemption of the item on a device takes the automation from it, deleting it brings it back; an inheritance
+    // block of the organization keeps the partner's policy out; each evaluated in the transaction of the change.
+    const evaluatedBy = async (key: string) =>
+      (await auditRowsOf(t.db.admin, 'automation.policy.evaluate', policy.body.id)).filter((row) => key in row.details);
+    const kiosks = await t.api.request('POST', `/api/v1/orgs/organizations/${second.body.id}/device-groups`, {
+      token: tenant.partnerToken,
+      body: { name: 'West kiosks', type: 'dynamic', filter: { field: 'hostname', op: 'equals', value: 'west-host' } },
+    });
+    expect(kiosks.status).toBe(201);
+    const exemption = await t.api.request('POST', `/api/v1/policies/${policy.body.id}/exemptions`, {
+      token: tenant.partnerToken,
+      body: { itemKey: 'fleet', level: 'group', targetId: kiosks.body.id, reason: 'Kiosk' },
+    });
+    expect(exemption.status).toBe(201);
+    // Fired meanwhile, the exempted device (a member of the dynamic group now) is not in the run; the others are.
+    const whileExempted = await t.api.request('POST', `/api/v1/automations/${automation.id}/run`, {
+      token: tenant.partnerToken,
+      headers: { 'idempotency-key': randomUUID() },
+      body: {},
+    });
+    expect(whileExempted.status).toBe(202);
+    const ranOn = whileExempted.body.runs.flatMap((run: { items: { deviceId: string }[] }) =>
+      run.items.map((item) => item.deviceId),
+    );
+    expect(ranOn).toContain(device.deviceId);
+    expect(ranOn).not.toContain(west.deviceId);
+    expect(
+      (await t.api.request('DELETE', `/api/v1/policy-exemptions/${exemption.body.id}`, { token: tenant.partnerToken }))
+        .status,
+    ).toBe(204);
+    const exempted = await evaluatedBy('exemptionId');
+    expect(exempted.map((row) => row.details)).toEqual([
+      expect.objectContaining({
+        exemptionId: exemption.body.id,
+        policyVersion: policy.body.version,
+        devices: [{ deviceId: west.deviceId, added: [], removed: [automation.id] }],
+        deviceCount: 1,
+      }),
+      expect.objectContaining({
+        exemptionId: exemption.body.id,
+        devices: [{ deviceId: west.deviceId, added: [automation.id], removed: [] }],
+      }),
+    ]);
+    expect(exempted.every((row) => row.orgId === second.body.id)).toBe(true);
+    const inheritance = (block: boolean) =>
+      t.api.request('PUT', `/api/v1/orgs/organizations/${second.body.id}/policy-inheritance`, {
+        token: tenant.partnerToken,
+        body: { block },
+      });
+    expect((await inheritance(true)).status).toBe(200);
+    expect((await inheritance(true)).status).toBe(200);
+    expect((await inheritance(false)).status).toBe(200);
+    const blocked = await evaluatedBy('block');
+    expect(blocked.map((row) => [row.orgId, row.details])).toEqual([
+      [
+        second.body.id,
+        expect.objectContaining({
+          change: 'inheritance',
+          level: 'organization',
+          targetId: second.body.id,
+          block: true,
+          policyVersion: policy.body.version,
+          devices: [{ deviceId: west.deviceId, added: [], removed: [automation.id] }],
+        }),
+      ],
+      [
+        second.body.id,
+        expect.objectContaining({
+          block: false,
+          devices: [{ deviceId: west.deviceId, added: [automation.id], removed: [] }],
+        }),
+      ],
+    ]);
     // Its items changed, the policy no longer brings the automation: evaluated in each organization, as a change.
     const changed = await t.api.request('PATCH', `/api/v1/policies/${policy.body.id}`, {
       token: tenant.partnerToken,

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { effectivePoliciesOf, effectivePoliciesOfDevices } from '#shared/policies/effective.ts';
 import { useApi } from '#test/support/api.ts';
 import { auditRowsOf } from '#test/support/scripts.ts';
 import { createTenant, enrollDevice, orgUser, partnerUser, type Tenant } from '#test/support/tenants.ts';
@@ -311,5 +312,16 @@ describe('the effective policies of a device', () => {
     expect((await effective()).items.find((i) => i.key === 'cpu')!.overridden.map((o: any) => o.level)).not.toContain(
       'organization',
     );
+
+    // Resolved for many devices at once (a partner automation's occurrence), each device gets what it gets alone.
+    const { rows } = await t.db.admin.query<{ id: string }>(
+      'SELECT id FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL',
+      { orgId: tenant.orgId },
+    );
+    const ids = rows.map((row) => row.id);
+    expect(ids).toEqual(expect.arrayContaining([device.deviceId, kiosk.deviceId]));
+    const together = await effectivePoliciesOfDevices(t.db.admin, ids, 'monitoring');
+    expect([...together.keys()].sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(together.get(id)).toEqual(await effectivePoliciesOf(t.db.admin, id, 'monitoring'));
   });
 });

@@ -1,15 +1,18 @@
 /**
  * The audit spool in AWS: an audit write the database refuses is sent, with its original timestamp,
  * to the work queue through the real @aws-sdk/client-sqs client (against a local SendMessage endpoint), and the queue
- * worker appends it once however often SQS delivers it; its last failed receive is counted permanently failed.
+ * worker appends it once however often SQS delivers it; its last failed receive is counted permanently failed. The
+ * worker takes a batch of jobs of different kinds, reports the ones that failed as batch item failures and runs each of
+ * the others once, however often SQS delivers them.
  */
+import { randomUUID } from 'node:crypto';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler as worker } from '#functions/queue/worker.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
 import { useApi } from '#test/support/api.ts';
 import { type SqsStub, startSqsStub } from '#test/support/aws-stubs.ts';
-import { createTenant, type Tenant } from '#test/support/tenants.ts';
+import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
 let sqs: SqsStub;
@@ -243,5 +246,88 @@ describe('the audit spool through the work queue', () => {
       error.mockRestore();
       await closeAppDb();
     }
+  });
+});
+
+describe('the work queue worker with a mixed batch', () => {
+  it('reports the jobs that failed as batch item failures and runs each of the others exactly once', async () => {
+    const device = await enrollDevice(t.api, tenant, 'batch-host');
+    const automation = await t.api.request('POST', '/api/v1/automations', {
+      token: tenant.orgToken,
+      body: {
+        orgId: tenant.orgId,
+        name: 'Came online',
+        triggers: [{ type: 'event', event: 'device.online' }],
+        actions: [{ type: 'raise-alert', severity: 'low', title: 'Back online' }],
+      },
+    });
+    expect(automation.status).toBe(201);
+    // An audit row the database refused, spooled to the queue as a change's would be.
+    sqs.messages.length = 0;
+    const renamed = await withoutAuditInserts(
+      () =>
+        t.api.request('PATCH', `/api/v1/orgs/organizations/${tenant.orgId}`, {
+          token: tenant.partnerToken,
+          body: { name: 'Batch Renamed' },
+        }),
+      'audit_intents',
+    );
+    expect(renamed.status).toBe(200);
+    const spooled = sqs.messages.filter((message) => JSON.parse(message.body).kind === 'audit.replay');
+    expect(spooled).toHaveLength(1);
+    const message = (messageId: string, body: unknown) => ({
+      messageId,
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      delaySeconds: 0,
+    });
+    const dueAt = Date.now();
+    const online = {
+      kind: 'automations.event',
+      dueAt,
+      event: 'device.online',
+      eventId: randomUUID(),
+      deviceId: device.deviceId,
+    };
+    const batch = [
+      message('replay', JSON.parse(spooled[0]!.body)),
+      message('unknown-kind', { kind: 'nothing.here', dueAt }),
+      message('online', online),
+      message('refused', { kind: 'maintenance.start', dueAt, windowId: 'not-a-uuid', version: 1, key: 'k', at: dueAt }),
+      message('not-json', '{"kind":'),
+    ] as SqsStub['messages'];
+    const failures = ['unknown-kind', 'refused', 'not-json'].map((itemIdentifier) => ({ itemIdentifier }));
+    sqs.messages.length = 0;
+    const result = await invoke(worker, sqsEvent(batch));
+    expect(result.batchItemFailures).toEqual(expect.arrayContaining(failures));
+    expect(result.batchItemFailures).toHaveLength(failures.length);
+
+    const runsOf = async () =>
+      (await t.api.request('GET', `/api/v1/automations/${automation.body.id}/runs`, { token: tenant.orgToken })).body
+        .data as unknown[];
+    const ranOnce = async () => {
+      expect(await rowsOf(tenant.orgId, 'organization.update').then((rows) => rows.map((row) => row.name))).toContain(
+        'Batch Renamed',
+      );
+      expect(
+        (await rowsOf(tenant.orgId, 'organization.update')).filter((row) => row.name === 'Batch Renamed'),
+      ).toHaveLength(1);
+      expect(await runsOf()).toHaveLength(1);
+      const alerts = await t.db.admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM alerts WHERE device_id = :deviceId::uuid AND title = 'Back online'`,
+        { deviceId: device.deviceId },
+      );
+      expect(alerts.rows[0]!.n).toBe(1);
+    };
+    await ranOnce();
+    // SQS receives the failed ones again (they fail again), and, delivering at least once, the whole batch: the
+    // jobs that ran run nothing twice.
+    const again = await invoke(
+      worker,
+      sqsEvent(batch.filter((each) => failures.some((f) => f.itemIdentifier === each.messageId))),
+    );
+    expect(again.batchItemFailures).toHaveLength(failures.length);
+    expect((await invoke(worker, sqsEvent(batch))).batchItemFailures).toHaveLength(failures.length);
+    await ranOnce();
+    expect(await verifyChain(t.db.admin, tenant.orgId)).toMatchObject({ ok: true });
   });
 });
