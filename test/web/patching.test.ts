@@ -81,9 +81,7 @@ describe.skipIf(!browserAvailable())('the Patching page in a browser', () => {
     await patches.waitFor();
     const rows = await patches
       .locator('tbody tr')
-      .evaluateAll((trs) =>
-        trs.map((tr) => [...(tr as HTMLTableRowElement).cells].map((cell) => cell.textContent).join('\t')),
-      );
+      .evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => cell.textContent).join('\t')));
     expect(rows.sort()).toEqual([
       'KB1 Cumulative update\tcritical\tmissing\tapproved\tApproveDeclineDefer',
       'KB2 Defender definitions\tunspecified\tinstalled\tnot-approved\tApproveDeclineDefer',
