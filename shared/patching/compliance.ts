@@ -54,9 +54,10 @@ type PairCounts = ReturnType<typeof emptyPairs>;
 /**
  * The counts of the compliance, per device (one organization) or per organization, ring and state (a partner), in one
  * statement: each device's scan rows give its installed, failed and pending-reboot counts and its missing patches;
- * the approval of a missing patch is decided once per organization, policy, ring and patch (the most specific manual
- * decision, else the policy's rules) and the device's pairs counted with it; a device counts in its worst state, or
- * stale when its latest scan is older than `staleBefore` (its pairs then not counted).
+ * the approval of a missing patch is decided once per group (organization, policy and ring; see planParams) and patch
+ * (the most specific manual decision, else the policy's rules), the approved pairs kept as the keys of one object in
+ * which each device's missing patches are looked up (no join or sort of every device's missing patches); a device
+ * counts in its worst state, or stale when its latest scan is older than `staleBefore` (its pairs then not counted).
  */
 const complianceSql = (grouped: boolean) => `
   WITH plan AS (
@@ -70,22 +71,14 @@ const complianceSql = (grouped: boolean) => `
     SELECT d.id, d.org_id, d.hostname, d.os_updater_suppressed, coalesce(c.grp, p.grp) AS grp
       FROM devices d JOIN plan p ON p."orgId" = d.org_id LEFT JOIN chosen c ON c."deviceId" = d.id
      WHERE d.deleted_at IS NULL),
-  scans AS MATERIALIZED (
-    SELECT s.device_id, max(s.scanned_at) AS scanned_at, sum(s.installed)::int AS installed,
-           sum(s.failed)::int AS failed, sum(s.pending_reboot)::int AS pending_reboot,
-           max(s.last_error) AS last_error
-      FROM device_patch_scans s WHERE s.org_id IN (SELECT "orgId" FROM plan)
-     GROUP BY s.device_id),
-  pairs AS MATERIALIZED (
-    SELECT v.id AS device_id, v.grp, m.patch_id
-      FROM device_patch_scans s
-      JOIN scans c ON c.device_id = s.device_id AND c.scanned_at >= :staleBefore::timestamptz
-      JOIN dev v ON v.id = s.device_id
-      CROSS JOIN LATERAL unnest(s.missing) AS m(patch_id)
+  combos AS (
+    SELECT DISTINCT v.grp, m.patch_id
+      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id CROSS JOIN LATERAL unnest(s.missing) AS m(patch_id)
      WHERE s.org_id IN (SELECT "orgId" FROM plan) AND cardinality(s.missing) > 0),
   approvals AS MATERIALIZED (
-    SELECT c.grp, c.patch_id,
-           p.id IS NOT NULL AND coalesce(
+    SELECT c.grp, c.patch_id
+      FROM combos c JOIN grps g ON g.grp = c.grp JOIN patches p ON p.id = c.patch_id
+     WHERE coalesce(
              (SELECT d.decision = 'approved' FROM patch_decisions d
                WHERE d.patch_id = c.patch_id AND (d.org_id IS NULL OR d.org_id = g."orgId")
                  AND (d.ring_id IS NULL OR d.ring_id = g."ringId")
@@ -95,29 +88,33 @@ const complianceSql = (grouped: boolean) => `
                       WHERE (jsonb_typeof(rule -> 'severities') IS DISTINCT FROM 'array'
                              OR rule -> 'severities' ? p.severity)
                         AND (jsonb_typeof(rule -> 'categories') IS DISTINCT FROM 'array'
-                             OR rule -> 'categories' ? p.category))) AS approved
-      FROM (SELECT DISTINCT grp, patch_id FROM pairs) c
-      JOIN grps g ON g.grp = c.grp
-      LEFT JOIN patches p ON p.id = c.patch_id),
-  missing AS (
-    SELECT x.device_id, count(*) FILTER (WHERE a.approved)::int AS approved,
-           count(*) FILTER (WHERE NOT a.approved)::int AS not_approved
-      FROM pairs x JOIN approvals a ON a.grp = x.grp AND a.patch_id = x.patch_id
-     GROUP BY x.device_id),
+                             OR rule -> 'categories' ? p.category)))),
+  -- The approved (group, patch) pairs as the keys of one object: each device's missing patches are looked up in it.
+  approved AS MATERIALIZED (
+    SELECT coalesce(jsonb_object_agg(grp::text || ':' || patch_id::text, true), '{}'::jsonb) AS keys FROM approvals),
+  scans AS MATERIALIZED (
+    SELECT s.device_id, max(s.scanned_at) AS scanned_at, sum(s.installed)::int AS installed,
+           sum(s.failed)::int AS failed, sum(s.pending_reboot)::int AS pending_reboot,
+           max(s.last_error) AS last_error, sum(cardinality(s.missing))::int AS missing,
+           sum((SELECT count(*) FROM unnest(s.missing) AS m(patch_id)
+                 WHERE (SELECT keys FROM approved) ? (v.grp::text || ':' || m.patch_id::text)))::int AS approved
+      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id
+     WHERE s.org_id IN (SELECT "orgId" FROM plan)
+     GROUP BY s.device_id),
   states AS (
     SELECT v.id, v.org_id, v.hostname, v.os_updater_suppressed, g."ringId" AS ring_id, c.scanned_at,
            CASE WHEN c.failed > 0 THEN c.last_error END AS last_error,
            coalesce(c.installed, 0) AS installed, coalesce(c.failed, 0) AS failed,
-           coalesce(c.pending_reboot, 0) AS pending_reboot, coalesce(m.approved, 0) AS missing_approved,
-           coalesce(m.not_approved, 0) AS missing_not_approved,
+           coalesce(c.pending_reboot, 0) AS pending_reboot, coalesce(c.approved, 0) AS missing_approved,
+           coalesce(c.missing - c.approved, 0) AS missing_not_approved,
            CASE WHEN c.scanned_at IS NULL OR c.scanned_at < :staleBefore::timestamptz THEN 'stale'
                 WHEN c.failed > 0 THEN 'failed'
-                WHEN m.approved > 0 THEN 'missing-approved'
+                WHEN c.approved > 0 THEN 'missing-approved'
                 WHEN c.pending_reboot > 0 THEN 'pending-reboot'
-                WHEN m.not_approved > 0 THEN 'missing-not-approved'
+                WHEN c.missing > c.approved THEN 'missing-not-approved'
                 ELSE 'installed' END AS state
       FROM dev v JOIN grps g ON g.grp = v.grp
-      LEFT JOIN scans c ON c.device_id = v.id LEFT JOIN missing m ON m.device_id = v.id)
+      LEFT JOIN scans c ON c.device_id = v.id)
   ${
     grouped
       ? `SELECT org_id AS "orgId", ring_id AS "ringId", state, count(*)::int AS devices,

@@ -526,4 +526,48 @@ describe('patching policies and rings', () => {
     // A job armed for an older version of the policy does nothing.
     expect(await runOccurrenceJob(appDb(), { ...job, version: job.version - 1 }, now)).toBe('moved');
   });
+
+  it('counts a device a dynamic group of an earlier ring holds in that ring, in the report as for the device', async () => {
+    const group = await post(`/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, tenant.orgToken, {
+      name: 'Broad B',
+      type: 'dynamic',
+      filter: { field: 'hostname', op: 'startsWith', value: 'broad-b' },
+    });
+    expect(group.status).toBe(201);
+    const policy = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
+    const withGroup = policy.body.items.map((i: any) =>
+      i.id === pilot.id ? { ...i, groupIds: [...i.groupIds, group.body.id] } : i,
+    );
+    expect(
+      (
+        await t.api.request('PATCH', `/api/v1/policies/${policyId}`, {
+          token: tenant.orgToken,
+          body: { items: withGroup },
+        })
+      ).status,
+    ).toBe(200);
+    try {
+      const ringOf = async () =>
+        Object.fromEntries(
+          (
+            await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}/patch-compliance`, {
+              token: tenant.orgToken,
+            })
+          ).body.deviceStates.map((d: any) => [d.hostname, d.ringId]),
+        );
+      expect(await ringOf()).toMatchObject({ 'pilot-a': pilot.id, 'broad-b': pilot.id, 'broad-c': broad.id });
+      const own = await t.api.request('GET', `/api/v1/devices/${b.deviceId}/patches`, { token: tenant.orgToken });
+      expect(own.body.ringId).toBe(pilot.id);
+    } finally {
+      const current = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
+      await t.api.request('PATCH', `/api/v1/policies/${policyId}`, {
+        token: tenant.orgToken,
+        body: {
+          items: current.body.items.map((i: any) =>
+            i.id === pilot.id ? { ...i, groupIds: i.groupIds.filter((g: string) => g !== group.body.id) } : i,
+          ),
+        },
+      });
+    }
+  });
 });
