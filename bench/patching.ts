@@ -78,6 +78,17 @@ async function loadFleet(admin: Db, partnerId: string, orgIds: string[]) {
             CASE WHEN abs(hashtext(d.id::text || p.id::text)) % 20 = 0 THEN 'missing' ELSE 'installed' END
        FROM devices d CROSS JOIN patches p`,
   );
+  // The counts each scan row keeps, as the uploads and install results write them.
+  await admin.query(
+    `UPDATE device_patch_scans s
+        SET installed = c.installed, failed = c.failed, pending_reboot = c.pending_reboot, missing = c.missing
+       FROM (SELECT dp.device_id, count(*) FILTER (WHERE dp.state = 'installed')::int AS installed,
+                    count(*) FILTER (WHERE dp.state = 'failed')::int AS failed,
+                    count(*) FILTER (WHERE dp.state = 'pending-reboot')::int AS pending_reboot,
+                    coalesce(array_agg(dp.patch_id ORDER BY dp.patch_id) FILTER (WHERE dp.state = 'missing'), '{}') AS missing
+               FROM device_patches dp GROUP BY dp.device_id) c
+      WHERE c.device_id = s.device_id`,
+  );
 }
 
 /** A patching policy of the first organization: a rule approving security patches, one ring holding every device. */

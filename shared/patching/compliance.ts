@@ -17,12 +17,11 @@ import { getDevice } from '../hierarchy/devices.ts';
 import { armAt } from '../schedules/arm.ts';
 import {
   approvalOf,
-  type DecisionRow,
-  type DevicePatching,
   decisionsFor,
   inParallel,
+  type OrganizationPatching,
   patchingOfDevice,
-  patchingOfOrganization,
+  patchingPlanOf,
 } from './rings.ts';
 import { defaultStaleDays, type devicePatches as devicePatchesSchema } from './schemas.ts';
 
@@ -52,184 +51,202 @@ const deviceCountColumns = Object.keys(emptyDevices()) as (keyof DeviceCounts)[]
 type DeviceCounts = ReturnType<typeof emptyDevices>;
 type PairCounts = ReturnType<typeof emptyPairs>;
 
-/** One scan row of a device (one per source it reports; none when it never reported), with its kept counts. */
-type ScanRow = {
-  orgId: string;
-  id: string;
-  hostname: string;
-  osUpdaterSuppressed: boolean | null;
-  scannedAt: Date | null;
-  installed: number | null;
-  failed: number | null;
-  pendingReboot: number | null;
-  /** The ids of the missing patches, comma-separated (a string splits faster than an array parses). */
-  missing: string | null;
-  lastError: string | null;
+/**
+ * The counts of the compliance, per device (one organization) or per organization, ring and state (a partner), in one
+ * statement: each device's scan rows give its installed, failed and pending-reboot counts and its missing patches;
+ * the approval of a missing patch is decided once per group (organization, policy and ring; see planParams) and patch
+ * (the most specific manual decision, else the policy's rules), the approved pairs kept as the keys of one object in
+ * which each device's missing patches are looked up (no join or sort of every device's missing patches); a device
+ * counts in its worst state, or stale when its latest scan is older than `staleBefore` (its pairs then not counted).
+ */
+const complianceSql = (grouped: boolean) => `
+  WITH plan AS (
+    SELECT * FROM jsonb_to_recordset(:orgs::jsonb) AS p("orgId" uuid, grp int)),
+  chosen AS (
+    SELECT * FROM jsonb_to_recordset(:devices::jsonb) AS c("deviceId" uuid, grp int)),
+  grps AS (
+    SELECT * FROM jsonb_to_recordset(:groups::jsonb)
+      AS g(grp int, "orgId" uuid, "policyId" uuid, "ringId" uuid, rules jsonb)),
+  dev AS MATERIALIZED (
+    SELECT d.id, d.org_id, d.hostname, d.os_updater_suppressed, coalesce(c.grp, p.grp) AS grp
+      FROM devices d JOIN plan p ON p."orgId" = d.org_id LEFT JOIN chosen c ON c."deviceId" = d.id
+     WHERE d.deleted_at IS NULL),
+  combos AS (
+    SELECT DISTINCT v.grp, m.patch_id
+      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id CROSS JOIN LATERAL unnest(s.missing) AS m(patch_id)
+     WHERE s.org_id IN (SELECT "orgId" FROM plan) AND cardinality(s.missing) > 0),
+  approvals AS MATERIALIZED (
+    SELECT c.grp, c.patch_id
+      FROM combos c JOIN grps g ON g.grp = c.grp JOIN patches p ON p.id = c.patch_id
+     WHERE coalesce(
+             (SELECT d.decision = 'approved' FROM patch_decisions d
+               WHERE d.patch_id = c.patch_id AND (d.org_id IS NULL OR d.org_id = g."orgId")
+                 AND (d.ring_id IS NULL OR d.ring_id = g."ringId")
+                 AND NOT (d.decision = 'deferred' AND d.until IS NOT NULL AND d.until <= :now::timestamptz)
+               ORDER BY d.org_id IS NOT NULL DESC, d.ring_id IS NOT NULL DESC LIMIT 1),
+             EXISTS (SELECT 1 FROM jsonb_array_elements(g.rules) AS rule
+                      WHERE (jsonb_typeof(rule -> 'severities') IS DISTINCT FROM 'array'
+                             OR rule -> 'severities' ? p.severity)
+                        AND (jsonb_typeof(rule -> 'categories') IS DISTINCT FROM 'array'
+                             OR rule -> 'categories' ? p.category)))),
+  -- The approved (group, patch) pairs as the keys of one object: each device's missing patches are looked up in it.
+  approved AS MATERIALIZED (
+    SELECT coalesce(jsonb_object_agg(grp::text || ':' || patch_id::text, true), '{}'::jsonb) AS keys FROM approvals),
+  scans AS MATERIALIZED (
+    SELECT s.device_id, max(s.scanned_at) AS scanned_at, sum(s.installed)::int AS installed,
+           sum(s.failed)::int AS failed, sum(s.pending_reboot)::int AS pending_reboot,
+           max(s.last_error) AS last_error, sum(cardinality(s.missing))::int AS missing,
+           sum((SELECT count(*) FROM unnest(s.missing) AS m(patch_id)
+                 WHERE (SELECT keys FROM approved) ? (v.grp::text || ':' || m.patch_id::text)))::int AS approved
+      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id
+     WHERE s.org_id IN (SELECT "orgId" FROM plan)
+     GROUP BY s.device_id),
+  states AS (
+    SELECT v.id, v.org_id, v.hostname, v.os_updater_suppressed, g."ringId" AS ring_id, c.scanned_at,
+           CASE WHEN c.failed > 0 THEN c.last_error END AS last_error,
+           coalesce(c.installed, 0) AS installed, coalesce(c.failed, 0) AS failed,
+           coalesce(c.pending_reboot, 0) AS pending_reboot, coalesce(c.approved, 0) AS missing_approved,
+           coalesce(c.missing - c.approved, 0) AS missing_not_approved,
+           CASE WHEN c.scanned_at IS NULL OR c.scanned_at < :staleBefore::timestamptz THEN 'stale'
+                WHEN c.failed > 0 THEN 'failed'
+                WHEN c.approved > 0 THEN 'missing-approved'
+                WHEN c.pending_reboot > 0 THEN 'pending-reboot'
+                WHEN c.missing > c.approved THEN 'missing-not-approved'
+                ELSE 'installed' END AS state
+      FROM dev v JOIN grps g ON g.grp = v.grp
+      LEFT JOIN scans c ON c.device_id = v.id)
+  ${
+    grouped
+      ? `SELECT org_id AS "orgId", ring_id AS "ringId", state, count(*)::int AS devices,
+                sum(installed) FILTER (WHERE state <> 'stale')::int AS installed,
+                sum(failed) FILTER (WHERE state <> 'stale')::int AS failed,
+                sum(pending_reboot) FILTER (WHERE state <> 'stale')::int AS "pendingReboot",
+                sum(missing_approved) FILTER (WHERE state <> 'stale')::int AS "missingApproved",
+                sum(missing_not_approved) FILTER (WHERE state <> 'stale')::int AS "missingNotApproved",
+                count(*) FILTER (WHERE os_updater_suppressed = false)::int AS "osUpdaterNotSuppressed"
+           FROM states GROUP BY org_id, ring_id, state`
+      : `SELECT id AS "deviceId", hostname, ring_id AS "ringId", state, scanned_at AS "scannedAt",
+                os_updater_suppressed AS "osUpdaterSuppressed", last_error AS "lastError", installed, failed,
+                pending_reboot AS "pendingReboot", missing_approved AS "missingApproved",
+                missing_not_approved AS "missingNotApproved"
+           FROM states ORDER BY hostname, id`
+  }`;
+const orgComplianceSql = prepared('patching_org_compliance', complianceSql(false));
+const partnerComplianceSql = prepared('patching_partner_compliance', complianceSql(true));
+
+type State = PairState | 'stale';
+/** A count of the statement: one device (an organization's report) or the devices of an organization, ring and state. */
+type CountRow = PairCounts & {
+  ringId: string | null;
+  state: State;
+  devices?: number;
+  osUpdaterNotSuppressed?: number;
 };
-type DeviceScans = Omit<ScanRow, 'missing'> & { missing: string[] };
-const idsOf = (missing: string | null) => (missing ? missing.split(',') : []);
-type CataloguePatch = { id: string; severity: string; category: string };
 
 /**
- * What the compliance of one organization, or of every live organization of a partner, is counted from: each live
- * device with the counts kept on its scan rows (a device's sources summed), the partner's catalogue (severity and
- * category, for the approval of missing patches) and its manual decisions. Three statements, whatever the scope.
+ * The statement's parameters for these organizations' patching (see patchingPlanOf): each distinct (organization,
+ * policy, ring) is a group numbered here, with the policy's rules; each organization names its devices' group, and
+ * the devices that differ name theirs.
  */
-async function readCompliance(db: Db, scope: { orgId: string } | { partnerId: string }) {
-  const partnerId =
-    'partnerId' in scope ? ':partnerId::uuid' : '(SELECT partner_id FROM organizations WHERE id = :orgId::uuid)';
-  const [{ rows: scans }, { rows: catalogue }, { rows: decisions }] = await Promise.all([
-    db.query<ScanRow>(
-      prepared(
-        'partnerId' in scope ? 'patching_partner_scans' : 'patching_org_scans',
-        `SELECT d.org_id AS "orgId", d.id, d.hostname, d.os_updater_suppressed AS "osUpdaterSuppressed",
-              s.scanned_at AS "scannedAt", s.installed, s.failed, s.pending_reboot AS "pendingReboot",
-              array_to_string(s.missing, ',') AS missing,
-              s.last_error AS "lastError"
-         FROM devices d LEFT JOIN device_patch_scans s ON s.device_id = d.id
-        WHERE d.deleted_at IS NULL
-          AND ${
-            'partnerId' in scope
-              ? `d.org_id IN (SELECT o.id FROM organizations o
-                               WHERE o.partner_id = :partnerId::uuid AND o.deleted_at IS NULL)`
-              : 'd.org_id = :orgId::uuid'
-          }
-        ORDER BY d.org_id, d.hostname, d.id`,
-      ),
-      scope,
-    ),
-    db.query<CataloguePatch>(
-      `SELECT p.id, p.severity, p.category FROM patches p WHERE p.partner_id = ${partnerId}`,
-      scope,
-    ),
-    db.query<DecisionRow>(
-      `SELECT d.patch_id AS "patchId", d.org_id AS "orgId", d.ring_id AS "ringId", d.decision, d.until
-         FROM patch_decisions d WHERE d.partner_id = ${partnerId}`,
-      scope,
-    ),
-  ]);
-  const devices: DeviceScans[] = [];
-  for (const row of scans) {
-    const last = devices.at(-1);
-    if (last?.id !== row.id) {
-      devices.push({ ...row, missing: idsOf(row.missing) });
-      continue;
-    }
-    // A second source of the same device: its counts add up, its latest scan is the device's.
-    if (row.scannedAt && (!last.scannedAt || new Date(row.scannedAt) > new Date(last.scannedAt)))
-      last.scannedAt = row.scannedAt;
-    last.installed = (last.installed ?? 0) + (row.installed ?? 0);
-    last.failed = (last.failed ?? 0) + (row.failed ?? 0);
-    last.pendingReboot = (last.pendingReboot ?? 0) + (row.pendingReboot ?? 0);
-    last.missing = [...last.missing, ...idsOf(row.missing)];
-    if (row.lastError && (!last.lastError || row.lastError > last.lastError)) last.lastError = row.lastError;
-  }
+function planParams(plans: readonly OrganizationPatching[], staleDays: number, now: number) {
+  const groups = new Map<
+    string,
+    { grp: number; orgId: string; policyId: string | null; ringId: string | null; rules: unknown }
+  >();
+  const grpOf = (orgId: string, p: { policyId: string | null; ring: { id: string } | undefined; rules: unknown }) => {
+    const key = `${orgId}|${p.policyId ?? ''}|${p.ring?.id ?? ''}`;
+    if (!groups.has(key))
+      groups.set(key, { grp: groups.size, orgId, policyId: p.policyId, ringId: p.ring?.id ?? null, rules: p.rules });
+    return groups.get(key)!.grp;
+  };
+  const orgs = plans.map((p) => ({ orgId: p.orgId, grp: grpOf(p.orgId, p) }));
+  const devices = plans.flatMap((p) => p.devices.map((d) => ({ deviceId: d.deviceId, grp: grpOf(p.orgId, d) })));
   return {
+    orgs,
     devices,
-    patches: new Map(catalogue.map((p) => [p.id, p])),
-    decisions: decisions.map((r) => ({ ...r, until: r.until ? new Date(r.until) : null })),
+    groups: [...groups.values()],
+    staleBefore: new Date(now - staleDays * 86_400_000).toISOString(),
+    now: new Date(now).toISOString(),
   };
 }
 
-/** The compliance of one organization now, without its trend (see readCompliance, countCompliance). */
-export async function complianceOf(db: Db, orgId: string, staleDays: number, now = Date.now()) {
-  const [read, partner] = await Promise.all([
-    readCompliance(db, { orgId }),
-    one<{ partnerId: string }>(db, 'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid', {
-      orgId,
-    }),
-  ]);
-  const patching = await patchingOfOrganization(db, { orgId, partnerId: partner!.partnerId }, read.devices);
-  return countCompliance(orgId, read.devices, patching, read, staleDays, now);
-}
+/** The ring keys the plans name, by ring id. */
+const ringKeysOf = (plans: readonly OrganizationPatching[]) =>
+  new Map(
+    plans
+      .flatMap((p) => [p.ring, ...p.devices.map((d) => d.ring)])
+      .filter((r): r is NonNullable<typeof r> => r !== undefined)
+      .map((r) => [r.id, r.key]),
+  );
 
-/**
- * Counts an organization's devices from their kept counts: a missing patch's approval (the same for every device of
- * one policy's ring) is decided once per ring and patch.
- */
-function countCompliance(
-  orgId: string,
-  devices: readonly DeviceScans[],
-  patching: readonly (DevicePatching | undefined)[],
-  read: { patches: Map<string, CataloguePatch>; decisions: readonly DecisionRow[] },
-  staleDays: number,
-  now: number,
-) {
-  const patches = read.patches;
-  const decisions = read.decisions.filter((d) => d.orgId === null || d.orgId === orgId);
-  const staleBefore = now - staleDays * 86_400_000;
-  const totals = { devices: emptyDevices(), pairs: emptyPairs() };
+/** Totals and per-ring counts of count rows (each one device unless it says how many). */
+function summed(rows: readonly CountRow[], keys: Map<string, string>) {
+  const totals = { devices: emptyDevices(), pairs: emptyPairs(), osUpdaterNotSuppressed: 0 };
   const rings = new Map<
     string,
     { ringId: string | null; key: string | null; devices: DeviceCounts; pairs: PairCounts }
   >();
-  const approvals = new Map<string, Map<string, boolean>>();
-  let osUpdaterNotSuppressed = 0;
-  const deviceStates = devices.map((device, index) => {
-    const followed = patching[index];
-    const ring = followed?.ring;
-    const ringKey = ring?.id ?? '';
+  for (const row of rows) {
+    const ringKey = row.ringId ?? '';
     if (!rings.has(ringKey))
       rings.set(ringKey, {
-        ringId: ring?.id ?? null,
-        key: ring?.key ?? null,
+        ringId: row.ringId,
+        key: row.ringId ? (keys.get(row.ringId) ?? null) : null,
         devices: emptyDevices(),
         pairs: emptyPairs(),
       });
     const bucket = rings.get(ringKey)!;
-    if (device.osUpdaterSuppressed === false) osUpdaterNotSuppressed += 1;
-    const scannedAt = device.scannedAt ? new Date(device.scannedAt) : null;
-    const reply = {
-      deviceId: device.id,
-      hostname: device.hostname,
-      ringId: ring?.id ?? null,
-      scannedAt,
-      osUpdaterSuppressed: device.osUpdaterSuppressed,
-      lastError: device.failed ? device.lastError : null,
-    };
-    if (!scannedAt || scannedAt.getTime() < staleBefore) {
-      totals.devices.stale += 1;
-      bucket.devices.stale += 1;
-      return { ...reply, state: 'stale' as const };
-    }
-    const counted: PairCounts = {
-      ...emptyPairs(),
-      installed: device.installed ?? 0,
-      failed: device.failed ?? 0,
-      pendingReboot: device.pendingReboot ?? 0,
-    };
-    const policyRing = `${followed?.policyId ?? ''}|${ringKey}`;
-    const approved = approvals.get(policyRing) ?? new Map<string, boolean>();
-    approvals.set(policyRing, approved);
-    for (const patchId of device.missing) {
-      let yes = approved.get(patchId);
-      if (yes === undefined) {
-        const patch = patches.get(patchId);
-        yes =
-          patch !== undefined &&
-          approvalOf(patch, { orgId, ringId: ring?.id ?? null }, decisions, followed?.rules ?? [], now) === 'approved';
-        approved.set(patchId, yes);
-      }
-      if (yes) counted.missingApproved += 1;
-      else counted.missingNotApproved += 1;
-    }
+    const n = row.devices ?? 1;
+    const stateKey = row.state === 'stale' ? 'stale' : countKey[row.state];
+    totals.devices[stateKey] += n;
+    bucket.devices[stateKey] += n;
+    totals.osUpdaterNotSuppressed += row.osUpdaterNotSuppressed ?? 0;
+    if (row.state === 'stale') continue;
     for (const state of worstFirst) {
-      totals.pairs[countKey[state]] += counted[countKey[state]];
-      bucket.pairs[countKey[state]] += counted[countKey[state]];
+      totals.pairs[countKey[state]] += row[countKey[state]] ?? 0;
+      bucket.pairs[countKey[state]] += row[countKey[state]] ?? 0;
     }
-    const state = worstFirst.find((s) => counted[countKey[s]] > 0) ?? 'installed';
-    totals.devices[countKey[state]] += 1;
-    bucket.devices[countKey[state]] += 1;
-    return { ...reply, state };
-  });
+  }
+  return { ...totals, rings: [...rings.values()] };
+}
+
+/** The compliance of one organization now, without its trend: its patching resolved, then one statement. */
+export async function complianceOf(db: Db, orgId: string, staleDays: number, now = Date.now()) {
+  const partner = await one<{ partnerId: string }>(
+    db,
+    'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid',
+    { orgId },
+  );
+  const plan = await patchingPlanOf(db, { orgId, partnerId: partner!.partnerId });
+  const { rows } = await db.query<
+    CountRow & {
+      deviceId: string;
+      hostname: string;
+      scannedAt: Date | null;
+      osUpdaterSuppressed: boolean | null;
+      lastError: string | null;
+    }
+  >(orgComplianceSql, planParams([plan], staleDays, now));
+  const counted = summed(
+    rows.map((r) => ({ ...r, osUpdaterNotSuppressed: r.osUpdaterSuppressed === false ? 1 : 0 })),
+    ringKeysOf([plan]),
+  );
   return {
     orgId,
     staleDays,
-    devices: totals.devices,
-    pairs: totals.pairs,
-    osUpdaterNotSuppressed,
-    rings: [...rings.values()],
-    deviceStates,
+    devices: counted.devices,
+    pairs: counted.pairs,
+    osUpdaterNotSuppressed: counted.osUpdaterNotSuppressed,
+    rings: counted.rings,
+    deviceStates: rows.map((r) => ({
+      deviceId: r.deviceId,
+      hostname: r.hostname,
+      ringId: r.ringId,
+      scannedAt: r.scannedAt ? new Date(r.scannedAt) : null,
+      osUpdaterSuppressed: r.osUpdaterSuppressed,
+      lastError: r.lastError,
+      state: r.state,
+    })),
   };
 }
 
@@ -269,55 +286,40 @@ export async function patchCompliance<R>(
 
 /**
  * The compliance of every live organization of a partner: the totals, per ring (a partner-wide policy's ring sums its
- * organizations), per organization, and the summed daily trend; the organizations are read four at a time.
+ * organizations) and per organization; the organizations' patching is resolved four at a time, then one statement
+ * counts every device in the database.
  */
 export async function partnerComplianceOf(db: Db, partnerId: string, staleDays: number, now = Date.now()) {
-  const [{ rows: orgs }, read] = await Promise.all([
-    db.query<{ id: string; name: string }>(
-      'SELECT id, name FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY name, id',
-      { partnerId },
-    ),
-    readCompliance(db, { partnerId }),
-  ]);
-  const devicesOf = new Map<string, DeviceScans[]>(orgs.map((o) => [o.id, []]));
-  for (const device of read.devices) devicesOf.get(device.orgId)?.push(device);
-  const reports = await inParallel(orgs, 4, async (org) => {
-    const devices = devicesOf.get(org.id)!;
-    const patching = await patchingOfOrganization(db, { orgId: org.id, partnerId }, devices);
-    return countCompliance(org.id, devices, patching, read, staleDays, now);
-  });
-  const totals = { devices: emptyDevices(), pairs: emptyPairs() };
-  const rings = new Map<
-    string,
-    { ringId: string | null; key: string | null; devices: DeviceCounts; pairs: PairCounts }
-  >();
-  const add = (into: Record<string, number>, from: Record<string, number>) => {
-    for (const [key, n] of Object.entries(from)) into[key] = (into[key] ?? 0) + n;
-  };
-  for (const report of reports) {
-    add(totals.devices, report.devices);
-    add(totals.pairs, report.pairs);
-    for (const ring of report.rings) {
-      const key = ring.ringId ?? '';
-      if (!rings.has(key)) rings.set(key, { ...ring, devices: emptyDevices(), pairs: emptyPairs() });
-      add(rings.get(key)!.devices, ring.devices);
-      add(rings.get(key)!.pairs, ring.pairs);
-    }
-  }
+  const { rows: orgs } = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY name, id',
+    { partnerId },
+  );
+  const plans = await inParallel(orgs, 4, (org) => patchingPlanOf(db, { orgId: org.id, partnerId }));
+  const { rows } = await db.query<CountRow & { orgId: string; devices: number; osUpdaterNotSuppressed: number }>(
+    partnerComplianceSql,
+    planParams(plans, staleDays, now),
+  );
+  const keys = ringKeysOf(plans);
+  const counted = summed(rows, keys);
+  const byOrg = new Map<string, CountRow[]>(orgs.map((o) => [o.id, []]));
+  for (const row of rows) byOrg.get(row.orgId)?.push(row);
   return {
     partnerId,
     staleDays,
-    devices: totals.devices,
-    pairs: totals.pairs,
-    osUpdaterNotSuppressed: reports.reduce((sum, r) => sum + r.osUpdaterNotSuppressed, 0),
-    rings: [...rings.values()],
-    organizations: reports.map((report, index) => ({
-      orgId: report.orgId,
-      name: orgs[index]!.name,
-      devices: report.devices,
-      pairs: report.pairs,
-      osUpdaterNotSuppressed: report.osUpdaterNotSuppressed,
-    })),
+    devices: counted.devices,
+    pairs: counted.pairs,
+    osUpdaterNotSuppressed: counted.osUpdaterNotSuppressed,
+    rings: counted.rings,
+    organizations: orgs.map((org) => {
+      const own = summed(byOrg.get(org.id)!, keys);
+      return {
+        orgId: org.id,
+        name: org.name,
+        devices: own.devices,
+        pairs: own.pairs,
+        osUpdaterNotSuppressed: own.osUpdaterNotSuppressed,
+      };
+    }),
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * A ring's promotion gate, per patch: the devices of the ring whose latest result installed it, those that failed,
- * the success rate, and whether they stayed healthy (a device asked to reboot heartbeats again within 30 minutes of
- * its result); it passes once at least `minDevices` installed it with a success rate of at least
+ * the success rate, and whether they stayed healthy (a device that answered `reboot-required` is healthy once its
+ * heartbeat reports a boot (`lastBootAt`) after its install was sent to it, and unhealthy while it has not 30 minutes
+ * after its result: a heartbeat alone, without the reboot, does not count); it passes once at least `minDevices` installed it with a success rate of at least
  * `minSuccessPercent`, every one is healthy, and `soakHours` passed since the last install, or once it was promoted
  * by hand.
  */
@@ -21,7 +22,7 @@ export interface GateNumbers {
   passed: boolean;
 }
 
-/** How long after its result a device asked to reboot has to heartbeat again to count as healthy. */
+/** How long after its result a device asked to reboot has to report a boot since its install before it is unhealthy. */
 export const rebootHeartbeatMinutes = 30;
 
 /** The gate's numbers of the ring for every patch it has results or a promotion for (or only `patchIds`). */
@@ -37,8 +38,9 @@ export async function gateOf(db: Db, ring: Ring, patchIds?: readonly string[], n
     promoted: boolean;
   }>(
     `WITH latest AS (
-       SELECT DISTINCT ON (r.device_id, r.patch_id) r.device_id, r.patch_id, r.outcome, r.at
-         FROM patch_job_results r
+       SELECT DISTINCT ON (r.device_id, r.patch_id) r.device_id, r.patch_id, r.outcome, r.at,
+              coalesce(jd.sent_at, r.at) AS sent_at
+         FROM patch_job_results r JOIN patch_job_devices jd ON jd.job_id = r.job_id AND jd.device_id = r.device_id
         WHERE r.ring_id = :ringId::uuid
           AND (:patchIds::jsonb IS NULL OR r.patch_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:patchIds::jsonb)))
         ORDER BY r.device_id, r.patch_id, r.at DESC),
@@ -47,9 +49,9 @@ export async function gateOf(db: Db, ring: Ring, patchIds?: readonly string[], n
               count(*) FILTER (WHERE l.outcome <> 'failed')::int AS installed,
               count(*) FILTER (WHERE l.outcome = 'failed')::int AS failed,
               count(*) FILTER (WHERE l.outcome = 'installed'
-                                  OR (l.outcome = 'reboot-required' AND d.last_seen_at > l.at))::int AS healthy,
+                                  OR (l.outcome = 'reboot-required' AND d.last_boot_at > l.sent_at))::int AS healthy,
               count(*) FILTER (WHERE l.outcome = 'reboot-required'
-                                 AND (d.last_seen_at IS NULL OR d.last_seen_at <= l.at)
+                                 AND (d.last_boot_at IS NULL OR d.last_boot_at <= l.sent_at)
                                  AND l.at < to_timestamp(:now::double precision / 1000)
                                             - make_interval(mins => :minutes::int))::int AS unhealthy,
               max(l.at) FILTER (WHERE l.outcome <> 'failed') AS last_installed_at

@@ -223,6 +223,106 @@ export async function patchingOfOrganization(
   }));
 }
 
+/**
+ * What patching the live devices of one organization follow, as few rows as the organization allows: `policyId`,
+ * `ring` and `rules` are those of every device not named in `devices`; `devices` names the others (those a ring
+ * before the last holds by its groups, or, when the devices do not all meet the same assignments, every device).
+ * The ring holders are read from the groups' members and filters over the organization, not from a list of devices.
+ */
+export interface OrganizationPatching {
+  orgId: string;
+  policyId: string | null;
+  ring: Ring | undefined;
+  rules: ApprovalRuleItem[];
+  devices: { deviceId: string; policyId: string | null; ring: Ring | undefined; rules: ApprovalRuleItem[] }[];
+}
+
+export async function patchingPlanOf(db: Db, org: { orgId: string; partnerId: string }): Promise<OrganizationPatching> {
+  const none = { orgId: org.orgId, policyId: null, ring: undefined, rules: [], devices: [] };
+  const uniformity = await organizationUniformity(db, org.orgId);
+  if (uniformity === 'none') return none;
+  const { rows: devices } = await db.query<{ id: string }>(
+    `SELECT id FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL
+      ORDER BY id ${uniformity === 'uniform' ? 'LIMIT 1' : ''}`,
+    org,
+  );
+  if (devices.length === 0) return none;
+  if (uniformity === 'per-device') {
+    const each = await inParallel(devices, 8, (d) => patchingOfDevice(db, d.id));
+    return {
+      ...none,
+      devices: devices.map((d, i) => ({
+        deviceId: d.id,
+        policyId: each[i]?.policyId ?? null,
+        ring: each[i]?.ring,
+        rules: each[i]?.rules ?? [],
+      })),
+    };
+  }
+  const resolved = await effectivePoliciesOf(db, devices[0]!.id, 'patching');
+  const items = resolved?.effective.items.map((i) => i.item) ?? [];
+  const rings = ringsOf(items);
+  const policyId = resolved?.effective.items[0]?.origin.policyId ?? null;
+  const rules = rulesOf(items);
+  const last = rings.at(-1);
+  const held = await ringHoldersOf(db, org.orgId, rings);
+  return {
+    orgId: org.orgId,
+    policyId,
+    ring: last,
+    rules,
+    devices: [...held]
+      .filter(([, ring]) => ring !== last)
+      .map(([deviceId, ring]) => ({ deviceId, policyId, ring, rules })),
+  };
+}
+
+/**
+ * The live devices of an organization that some ring's groups hold, each with the first such ring (lowest order):
+ * one statement for the static groups' members, one per dynamic group (its filter over the organization's devices).
+ */
+async function ringHoldersOf(db: Db, orgId: string, rings: readonly Ring[]) {
+  const groupIds = [...new Set(rings.flatMap((r) => r.groupIds))];
+  const held = new Map<string, Set<string>>();
+  const hold = (deviceId: string, groupId: string) => {
+    if (!held.has(deviceId)) held.set(deviceId, new Set());
+    held.get(deviceId)!.add(groupId);
+  };
+  if (groupIds.length > 0) {
+    const { rows: groups } = await db.query<{
+      id: string;
+      type: string;
+      filter: DeviceFilter | null;
+      siteId: string | null;
+    }>(
+      `SELECT g.id, g.type, g.filter, g.site_id AS "siteId" FROM device_groups g
+        WHERE g.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
+      { groupIds },
+    );
+    const { rows: members } = await db.query<{ deviceId: string; groupId: string }>(
+      `SELECT m.device_id AS "deviceId", m.group_id AS "groupId" FROM device_group_members m
+         JOIN devices d ON d.id = m.device_id AND d.org_id = :orgId::uuid AND d.deleted_at IS NULL
+        WHERE m.group_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
+      { orgId, groupIds },
+    );
+    for (const m of members) hold(m.deviceId, m.groupId);
+    for (const group of groups.filter((g) => g.type === 'dynamic' && g.filter)) {
+      const condition = filterCondition(group.filter!);
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT d.id FROM devices d LEFT JOIN agents a ON a.device_id = d.id
+          WHERE d.org_id = :orgId::uuid AND d.deleted_at IS NULL
+            AND d.org_id = (SELECT org_id FROM device_groups WHERE id = :groupId::uuid)
+            AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid) AND coalesce(${condition.sql}, false)`,
+        { ...condition.params, orgId, groupId: group.id, siteId: group.siteId },
+      );
+      for (const r of rows) hold(r.id, group.id);
+    }
+  }
+  return new Map(
+    [...held].map(([deviceId, groups]) => [deviceId, rings.find((r) => r.groupIds.some((g) => groups.has(g)))!]),
+  );
+}
+
 /** The live devices that could follow the policy: those of the organizations it is assigned in. */
 export async function candidateDevices(db: Db, policy: { policyId: string; partnerId: string; orgId: string | null }) {
   const { rows } = await db.query<{ id: string; orgId: string; hostname: string }>(

@@ -14,8 +14,17 @@ export class ApiError extends Error {
 export interface ApiClient {
   readonly baseUrl: string;
   get<T>(path: string, params?: URLSearchParams, signal?: AbortSignal): Promise<T>;
-  /** A write (POST, PUT, PATCH, DELETE) with an optional JSON body; the reply's JSON, or undefined for 204. */
-  send<T>(method: string, path: string, body?: unknown, params?: URLSearchParams): Promise<T>;
+  /**
+   * A write (POST, PUT, PATCH, DELETE) with an optional JSON body and request headers (an Idempotency-Key); the
+   * reply's JSON, or undefined for 204.
+   */
+  send<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    params?: URLSearchParams,
+    headers?: Record<string, string>,
+  ): Promise<T>;
   download(path: string, params: URLSearchParams): Promise<{ blob: Blob; filename: string }>;
 }
 
@@ -46,7 +55,11 @@ export function apiClient(baseUrl: string, token: string): ApiClient {
     try {
       response = await fetch(`${baseUrl}/api/v1${path}${query ? `?${query}` : ''}`, {
         ...init,
-        headers: { authorization: `Bearer ${token}`, ...(init?.body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          ...(init?.headers as Record<string, string> | undefined),
+          authorization: `Bearer ${token}`,
+          ...(init?.body ? { 'content-type': 'application/json' } : {}),
+        },
         signal,
       });
     } catch (error) {
@@ -61,10 +74,17 @@ export function apiClient(baseUrl: string, token: string): ApiClient {
     async get<T>(path: string, params?: URLSearchParams, signal?: AbortSignal) {
       return (await (await call(path, params, signal)).json()) as T;
     },
-    async send<T>(method: string, path: string, body?: unknown, params?: URLSearchParams) {
+    async send<T>(
+      method: string,
+      path: string,
+      body?: unknown,
+      params?: URLSearchParams,
+      headers?: Record<string, string>,
+    ) {
       const response = await call(path, params, undefined, {
         method,
         body: body === undefined ? undefined : JSON.stringify(body),
+        headers,
       });
       return (response.status === 204 ? undefined : await response.json()) as T;
     },

@@ -22,7 +22,7 @@ let pilot: { id: string };
 let broad: { id: string };
 let patchIds: Record<string, string>;
 const agents: { stop(): Promise<void> }[] = [];
-const received: Record<'a' | 'b' | 'c', PatchInstallMessage[]> = { a: [], b: [], c: [] };
+const received: Record<'a' | 'b' | 'c' | 'd', PatchInstallMessage[]> = { a: [], b: [], c: [], d: [] };
 
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
 const scanOf = (externalIds: string[]) => ({
@@ -98,8 +98,16 @@ afterAll(async () => {
   for (const agent of agents) await agent.stop();
 });
 
-/** The simulated agent of a device, answering patch.install: the patches named in `failing` fail. */
-async function simulate(device: Enrolled, name: 'a' | 'b' | 'c', failing: string[] = []) {
+/**
+ * The simulated agent of a device, answering patch.install: the patches named in `failing` fail, those named in
+ * `rebooting` answer reboot-required (the agent reboots then, unless it was sent rebootPolicy never).
+ */
+async function simulate(
+  device: Enrolled,
+  name: keyof typeof received,
+  failing: string[] = [],
+  rebooting: string[] = [],
+) {
   const agent = startAgent({
     server: t.api.url,
     wsUrl: t.api.wsUrl,
@@ -110,7 +118,12 @@ async function simulate(device: Enrolled, name: 'a' | 'b' | 'c', failing: string
     heartbeatSeconds: 3600,
     patching: {
       received: received[name],
-      outcomeOf: (patch) => (failing.includes(patch.externalId) ? 'failed' : 'installed'),
+      outcomeOf: (patch) =>
+        failing.includes(patch.externalId)
+          ? 'failed'
+          : rebooting.includes(patch.externalId)
+            ? 'reboot-required'
+            : 'installed',
     },
   });
   agents.push(agent);
@@ -421,6 +434,73 @@ describe('patching policies and rings', () => {
     expect((await patchesOf(c)).body).toMatchObject({ policyId, ringId: broad.id });
   });
 
+  it('counts a device that answered reboot-required healthy in the gate only once it reports a boot after its install', async () => {
+    const d = await enrollDevice(t.api, tenant, 'pilot-d');
+    const group = (
+      await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken })
+    ).body.items.find((i: any) => i.id === pilot.id).groupIds[0];
+    await post(`/api/v1/device-groups/${group}/members`, tenant.orgToken, { deviceIds: [d.deviceId] });
+    const scan = (scanId: string, missing: string, installed: string[]) => ({
+      ...scanOf([missing]),
+      scanId,
+      items: [...scanOf([missing]).items, ...scanOf(installed).items.map((i) => ({ ...i, state: 'installed' }))],
+    });
+    const upload = async (body: unknown) =>
+      expect(
+        (await t.api.request('PUT', `/api/v1/agents/${d.agentId}/patch-inventory`, { token: d.token, body })).status,
+      ).toBe(200);
+    await upload(scan('reboot-1', 'REB1', []));
+    const idOf = async (externalId: string) =>
+      (await t.api.request('GET', '/api/v1/patches', { token: tenant.orgToken })).body.data.find(
+        (p: any) => p.externalId === externalId,
+      ).id as string;
+    await simulate(d, 'd', [], ['REB1', 'REB2']);
+    const gateOf = async (patchId: string) =>
+      (
+        await t.api.request('GET', `/api/v1/patch-rings/${pilot.id}/status`, { token: tenant.orgToken })
+      ).body.patches.find((p: any) => p.patchId === patchId);
+    const finished = async (key: string) => {
+      const run = await post(`/api/v1/patch-rings/${pilot.id}/run-now`, tenant.orgToken, undefined, {
+        'idempotency-key': key,
+      });
+      expect(run.status).toBe(202);
+      await eventually(
+        async () =>
+          (await jobOf(run.body.jobId)).body.items.find((i: any) => i.deviceId === d.deviceId)?.status === 'finished',
+      );
+      return run.body.jobId as string;
+    };
+
+    // if-required: the agent reboots after REB1 and heartbeats with its new boot time.
+    await finished('pilot-reboot-1');
+    const reb1 = await idOf('REB1');
+    expect(received.d[0]).toMatchObject({ patchIds: [reb1], rebootPolicy: 'if-required' });
+    await eventually(async () => (await gateOf(reb1))?.healthy === 1);
+    expect(await gateOf(reb1)).toMatchObject({ installed: 1, healthy: 1, passed: true });
+
+    // The day's forced reboot is spent: REB2 is sent with never, the agent answers reboot-required and stays up.
+    await upload(scan('reboot-2', 'REB2', ['REB1']));
+    await finished('pilot-reboot-2');
+    const reb2 = await idOf('REB2');
+    expect(received.d[1]).toMatchObject({ patchIds: [reb2], rebootPolicy: 'never' });
+    const bootedBefore = (
+      await t.db.admin.query<{ at: Date }>('SELECT last_boot_at AS at FROM devices WHERE id = :id::uuid', {
+        id: d.deviceId,
+      })
+    ).rows[0]!.at;
+    const beat = (lastBootAt: Date) =>
+      t.api.request('POST', `/api/v1/agents/${d.agentId}/heartbeat`, {
+        token: d.token,
+        body: { status: 'online', lastBootAt: lastBootAt.toISOString(), rebootPending: true },
+      });
+    // A heartbeat after the result without a boot since the install: installed, not healthy, the gate holds.
+    expect((await beat(new Date(bootedBefore))).status).toBe(200);
+    expect(await gateOf(reb2)).toMatchObject({ installed: 1, healthy: 0, passed: false });
+    // Its next heartbeat reports a boot after the install: healthy, the gate passes.
+    expect((await beat(new Date())).status).toBe(200);
+    expect(await gateOf(reb2)).toMatchObject({ installed: 1, healthy: 1, passed: true });
+  });
+
   it('runs a scheduled occurrence through the schedule engine across spring-forward, once per (ring, occurrence)', async () => {
     const policy = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
     const ring = policy.body.items.find((i: any) => i.id === pilot.id);
@@ -445,5 +525,49 @@ describe('patching policies and rings', () => {
     expect((rows[0]!.startsAt as Date).toISOString()).toBe('2027-03-28T01:30:00.000Z');
     // A job armed for an older version of the policy does nothing.
     expect(await runOccurrenceJob(appDb(), { ...job, version: job.version - 1 }, now)).toBe('moved');
+  });
+
+  it('counts a device a dynamic group of an earlier ring holds in that ring, in the report as for the device', async () => {
+    const group = await post(`/api/v1/orgs/organizations/${tenant.orgId}/device-groups`, tenant.orgToken, {
+      name: 'Broad B',
+      type: 'dynamic',
+      filter: { field: 'hostname', op: 'startsWith', value: 'broad-b' },
+    });
+    expect(group.status).toBe(201);
+    const policy = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
+    const withGroup = policy.body.items.map((i: any) =>
+      i.id === pilot.id ? { ...i, groupIds: [...i.groupIds, group.body.id] } : i,
+    );
+    expect(
+      (
+        await t.api.request('PATCH', `/api/v1/policies/${policyId}`, {
+          token: tenant.orgToken,
+          body: { items: withGroup },
+        })
+      ).status,
+    ).toBe(200);
+    try {
+      const ringOf = async () =>
+        Object.fromEntries(
+          (
+            await t.api.request('GET', `/api/v1/orgs/organizations/${tenant.orgId}/patch-compliance`, {
+              token: tenant.orgToken,
+            })
+          ).body.deviceStates.map((d: any) => [d.hostname, d.ringId]),
+        );
+      expect(await ringOf()).toMatchObject({ 'pilot-a': pilot.id, 'broad-b': pilot.id, 'broad-c': broad.id });
+      const own = await t.api.request('GET', `/api/v1/devices/${b.deviceId}/patches`, { token: tenant.orgToken });
+      expect(own.body.ringId).toBe(pilot.id);
+    } finally {
+      const current = await t.api.request('GET', `/api/v1/policies/${policyId}`, { token: tenant.orgToken });
+      await t.api.request('PATCH', `/api/v1/policies/${policyId}`, {
+        token: tenant.orgToken,
+        body: {
+          items: current.body.items.map((i: any) =>
+            i.id === pilot.id ? { ...i, groupIds: i.groupIds.filter((g: string) => g !== group.body.id) } : i,
+          ),
+        },
+      });
+    }
   });
 });

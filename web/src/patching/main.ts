@@ -1,7 +1,9 @@
 /**
  * The Patching page: per organization, its compliance (devices in their worst state, device × patch pairs, per ring)
  * with the daily trend, the status of each ring of its patching policies with the promotion gate's numbers, and a
- * device's patches. The organization is kept in the address (?org=).
+ * device's patches. The organization is kept in the address (?org=). Its buttons act through the API (the server
+ * decides who may): a ring paused or resumed, started now, a held patch promoted through its gate; a device's patch
+ * approved, declined or deferred for the organization. Each outcome is told in the page's status line.
  */
 import type { ApiClient } from '../api.ts';
 import { fill, h } from '../element.ts';
@@ -32,8 +34,21 @@ interface RingStatus {
   devices: number;
   promotion: { minDevices: number; minSuccessPercent: number; soakHours: number };
   nextOccurrence: { utc: string } | null;
-  patches: { title: string; installed: number; failed: number; successPercent: number | null; passed: boolean }[];
+  patches: {
+    patchId: string;
+    title: string;
+    installed: number;
+    failed: number;
+    successPercent: number | null;
+    passed: boolean;
+  }[];
 }
+
+/** Runs an action's request; once it answered, tells `done` (or what it answered) and shows the changed state. */
+type Act = <T>(work: () => Promise<T>, done: (reply: T) => string, after: () => void) => void;
+
+const actionButton = (label: string, text: string, onclick: () => void, disabled = false) =>
+  h('button', { type: 'button', class: 'secondary-button', 'aria-label': label, disabled, onclick }, text);
 
 const states = [
   ['failed', 'Failed'],
@@ -120,7 +135,7 @@ async function showCompliance(api: ApiClient, slot: HTMLElement, orgId: string, 
   );
 }
 
-async function showRings(api: ApiClient, slot: HTMLElement, orgId: string) {
+async function showRings(api: ApiClient, slot: HTMLElement, orgId: string, act: Act) {
   fill(slot, h('p', { class: 'muted', role: 'status' }, 'Loading the rings…'));
   const params = new URLSearchParams({ kind: 'patching', orgId, limit: '50' });
   const policies = (await api.get<{ data: { items: { type: string; id?: string }[] }[] }>('/policies', params)).data;
@@ -130,10 +145,14 @@ async function showRings(api: ApiClient, slot: HTMLElement, orgId: string) {
     return;
   }
   const rings = await Promise.all(ringIds.map((id) => api.get<RingStatus>(`/patch-rings/${id}/status`)));
+  const again = () => void showRings(api, slot, orgId, act);
   fill(
     slot,
-    rings.map((r) =>
-      h(
+    rings.map((r) => {
+      const path = `/patch-rings/${r.ringId}`;
+      // One key per drawing of the ring: a second press before the page redraws answers the same job.
+      const runKey = crypto.randomUUID();
+      return h(
         'article',
         { class: 'ring', 'data-ring': r.ringId },
         h('h3', {}, `Ring ${r.key} (order ${r.order})${r.paused ? ', paused' : ''}`),
@@ -142,38 +161,123 @@ async function showRings(api: ApiClient, slot: HTMLElement, orgId: string) {
           {},
           `${r.devices} devices · gate: at least ${r.promotion.minDevices} installed, ${r.promotion.minSuccessPercent} % success, ${r.promotion.soakHours} h soak · next occurrence ${r.nextOccurrence?.utc ?? 'none'}`,
         ),
+        h(
+          'div',
+          { class: 'ring-actions' },
+          actionButton(`${r.paused ? 'Resume' : 'Pause'} ring ${r.key}`, r.paused ? 'Resume' : 'Pause', () =>
+            act(
+              () => api.send('POST', `${path}/${r.paused ? 'resume' : 'pause'}`),
+              () => `Ring ${r.key} ${r.paused ? 'resumed' : 'paused'}.`,
+              again,
+            ),
+          ),
+          actionButton(
+            `Run now, ring ${r.key}`,
+            'Run now',
+            () =>
+              act(
+                () =>
+                  api.send<{ jobId: string; devices: number }>('POST', `${path}/run-now`, undefined, undefined, {
+                    'Idempotency-Key': runKey,
+                  }),
+                (job) => `Ring ${r.key} started now: ${job.devices} devices with installs (job ${job.jobId}).`,
+                again,
+              ),
+            r.paused,
+          ),
+        ),
         r.patches.length === 0
           ? h('p', { class: 'empty' }, 'No install result yet.')
           : table(
               `Promotion gate of ring ${r.key}`,
-              ['Patch', 'Installed', 'Failed', 'Success', 'Gate'],
+              ['Patch', 'Installed', 'Failed', 'Success', 'Gate', 'Action'],
               r.patches.map((p) => [
                 p.title,
                 String(p.installed),
                 String(p.failed),
                 p.successPercent === null ? '—' : `${p.successPercent} %`,
                 p.passed ? 'passed' : 'held',
+                p.passed
+                  ? ''
+                  : actionButton(`Promote ${p.title} through ring ${r.key}`, 'Promote', () =>
+                      act(
+                        () => api.send('POST', `${path}/promote`, { patchIds: [p.patchId] }),
+                        () => `${p.title} promoted through ring ${r.key}: the next ring may install it.`,
+                        again,
+                      ),
+                    ),
               ]),
             ),
-      ),
-    ),
+      );
+    }),
   );
 }
 
-async function showDevice(api: ApiClient, slot: HTMLElement, deviceId: string) {
+/** The day after `days` days, as a date input's value (local). */
+function dayInputValue(days: number) {
+  const day = new Date(Date.now() + days * 86_400_000);
+  return `${day.getFullYear()}-${String(day.getMonth() + 1).padStart(2, '0')}-${String(day.getDate()).padStart(2, '0')}`;
+}
+
+async function showDevice(
+  api: ApiClient,
+  slot: HTMLElement,
+  device: { deviceId: string; orgId: string },
+  act: Act,
+  changed: () => void,
+) {
   fill(slot, h('p', { class: 'muted', role: 'status' }, 'Loading the device’s patches…'));
   const d = await api.get<{
-    data: { kb: string | null; title: string; state: string; approval: string; severity: string }[];
-  }>(`/devices/${deviceId}/patches`);
+    data: {
+      patchId: string;
+      kb: string | null;
+      title: string;
+      state: string;
+      approval: string;
+      severity: string;
+    }[];
+  }>(`/devices/${device.deviceId}/patches`);
+  const until = h('input', { type: 'date', id: 'defer-until', name: 'until', value: dayInputValue(7), required: true });
+  const decide = (verb: 'approve' | 'decline' | 'defer', name: string, patchId: string) => () => {
+    const body: Record<string, string> = { orgId: device.orgId };
+    if (verb === 'defer') body.until = new Date(`${until.value}T00:00`).toISOString();
+    const told = { approve: 'approved', decline: 'declined', defer: `deferred until ${until.value}` }[verb];
+    act(
+      () => api.send('POST', `/patches/${patchId}/${verb}`, body),
+      () => `${name} ${told} for the organization.`,
+      () => {
+        void showDevice(api, slot, device, act, changed);
+        changed();
+      },
+    );
+  };
   fill(
     slot,
     d.data.length === 0
       ? h('p', { class: 'empty' }, 'The device’s scans list no patch.')
-      : table(
-          'Patches of the device',
-          ['Patch', 'Severity', 'State', 'Approval'],
-          d.data.map((p) => [p.kb ? `${p.kb} ${p.title}` : p.title, p.severity, p.state, p.approval]),
-        ),
+      : [
+          h('label', { class: 'field' }, h('span', { class: 'label' }, 'Defer until'), until),
+          table(
+            'Patches of the device',
+            ['Patch', 'Severity', 'State', 'Approval', 'Decision for the organization'],
+            d.data.map((p) => {
+              const name = p.kb ? `${p.kb} ${p.title}` : p.title;
+              return [
+                name,
+                p.severity,
+                p.state,
+                p.approval,
+                h(
+                  'div',
+                  { class: 'patch-actions' },
+                  actionButton(`Approve ${name}`, 'Approve', decide('approve', name, p.patchId)),
+                  actionButton(`Decline ${name}`, 'Decline', decide('decline', name, p.patchId)),
+                  actionButton(`Defer ${name}`, 'Defer', decide('defer', name, p.patchId)),
+                ),
+              ];
+            }),
+          ),
+        ],
   );
 }
 
@@ -185,15 +289,32 @@ async function render({ api, main, fail }: PageContext) {
     organizations,
     organizations.some((o) => o.id === wanted) ? wanted! : organizations[0]!.id,
   );
+  const outcome = h('p', { class: 'muted', id: 'patching-outcome', role: 'status', 'aria-live': 'polite' });
   const compliance = h('div', { id: 'compliance' });
   const rings = h('div', { id: 'rings' });
   const device = h('div', { id: 'device' });
-  const openDevice = (id: string) => showDevice(api, device, id).catch(fail);
+  const act: Act = (work, done, after) => {
+    fill(outcome, 'Working…');
+    work().then(
+      (reply) => {
+        fill(outcome, done(reply));
+        after();
+      },
+      (error) => {
+        fill(outcome);
+        fail(error);
+      },
+    );
+  };
+  const showOrgCompliance = () => showCompliance(api, compliance, orgSelect.value, openDevice).catch(fail);
+  const openDevice = (id: string) =>
+    showDevice(api, device, { deviceId: id, orgId: orgSelect.value }, act, showOrgCompliance).catch(fail);
   const refresh = () => {
     history.replaceState(null, '', `?org=${encodeURIComponent(orgSelect.value)}`);
     fill(device);
-    showCompliance(api, compliance, orgSelect.value, openDevice).catch(fail);
-    showRings(api, rings, orgSelect.value).catch(fail);
+    fill(outcome);
+    showOrgCompliance();
+    showRings(api, rings, orgSelect.value, act).catch(fail);
   };
   orgSelect.addEventListener('change', refresh);
   fill(
@@ -206,6 +327,7 @@ async function render({ api, main, fail }: PageContext) {
         { class: 'filters migration-filters', onsubmit: (event: Event) => event.preventDefault() },
         h('label', { class: 'field' }, h('span', { class: 'label' }, 'Organization'), orgSelect),
       ),
+      outcome,
       titledPanel('compliance-title', 'Compliance', compliance),
       titledPanel('rings-title', 'Rings', rings),
       titledPanel('device-title', 'Device', device),
