@@ -15,7 +15,7 @@
  *
  * - sustained: --rate audit rows a second (one statement every 100 ms, spread over --sustained-orgs organizations)
  *   for --seconds, each statement's seal arming its organizations' delivery jobs as in production (the coalesced job
- *   per organization, run in this process as the local work queue runs it), to the syslog-TCP and HTTPS receivers: the rows a second
+ *   per organization, run in this process as the local work queue runs it), to the syslog-TLS and HTTPS receivers: the rows a second
  *   that reached them and the p95 of each row's lag (arrival minus its timestamp), beside the rows a second the
  *   writer wrote and the p95 of its statements' own time.
  *
@@ -442,7 +442,7 @@ async function main() {
     // The sustained load, to new organizations of a partner whose destinations exist before the first write.
     const sustained = await seed(db, sustainedOrgCount);
     const sustainedKinds = [
-      ['syslog-tcp', 'rfc5424'],
+      ['syslog-tls', 'rfc5424'],
       ['https', 'ndjson'],
     ] as const;
     await createDestinations(
