@@ -138,7 +138,7 @@ export function localWall(text: string): number | undefined {
 export const plainDateTime = (text: string): boolean => localWall(text) !== undefined;
 
 /** A wall time as an RFC 5545 floating-in-UTC DATE-TIME value (`20270321T023000Z`), as the rule reads it. */
-const ruleStamp = (wall: number) => new Date(wall).toISOString().slice(0, 19).replace(/[-:]/g, '') + 'Z';
+const ruleStamp = (wall: number) => `${new Date(wall).toISOString().slice(0, 19).replace(/[-:]/g, '')}Z`;
 
 /** A compiled schedule: its rule over floating local time and its zone. */
 export interface CompiledSchedule {
