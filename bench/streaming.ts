@@ -13,11 +13,12 @@
  * - the baseline is reading the same chain pages alone (selectChainPage, 1,000 rows a page), the floor of any
  *   delivery from the database.
  *
- * - sustained: --rate audit rows a second (one statement every 100 ms, spread over --sustained-orgs organizations)
- *   for --seconds, each statement's seal arming its organizations' delivery jobs as in production (the coalesced job
- *   per organization, run in this process as the local work queue runs it), to the syslog-TLS and HTTPS receivers: the rows a second
- *   that reached them and the p95 of each row's lag (arrival minus its timestamp), beside the rows a second the
- *   writer wrote and the p95 of its statements' own time.
+ * - sustained: --rate audit rows a second (a statement started every 100 ms, up to four at once, as a fleet offers
+ *   them; spread over --sustained-orgs organizations) for --seconds, each statement's seal arming its organizations'
+ *   delivery jobs as in production (the coalesced job per organization, run in this process as the local work queue
+ *   runs it), to the syslog-TLS and HTTPS receivers: the rows a second that reached them and the p95 of each row's
+ *   lag (arrival minus its timestamp), beside the rows a second the writer wrote and the p95 of its statements' own
+ *   time.
  *
  * Every row is counted at the receiver: nothing missing, nothing doubled. Runs the production delivery
  * (shared/audit-streams/delivery.ts) on a scratch database and drops it.
@@ -61,6 +62,8 @@ const rowCount = positive('rows', args.rows);
 const rate = positive('rate', args.rate);
 const seconds = positive('seconds', args.seconds);
 const sustainedOrgCount = positive('sustained-orgs', args['sustained-orgs']);
+/** The sustained writer's connections: the statements it has in flight at most. */
+const writerConnections = 4;
 const targetRowsPerSecond = 20_000;
 const targetLagSeconds = 5;
 const gunzip = promisify(gunzipCallback);
@@ -336,16 +339,24 @@ async function createDestinations(
 async function writeAtRate(writer: Db, orgIds: string[]) {
   const perTick = Math.max(1, Math.round(rate / 10));
   const statementMs: number[] = [];
+  // An open load, as a fleet offers it: each tick's statement starts when it is due, whether or not the one before
+  // has ended, up to the writer's connections (a statement waiting for a connection counts in its own time).
+  const inFlight = new Set<Promise<void>>();
   let written = 0;
   const started = Date.now();
   for (let tick = 0; Date.now() - started < seconds * 1000; tick++) {
     const due = started + tick * 100;
     if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+    if (inFlight.size >= writerConnections) await Promise.race(inFlight);
     const rows = Array.from({ length: perTick }, (_, n) => auditRow(orgIds[(written + n) % orgIds.length]!, n));
-    const write = await timed(() => insertAuditRows(writer, rows));
-    statementMs.push(write.ms);
     written += rows.length;
+    const write: Promise<void> = timed(() => insertAuditRows(writer, rows)).then(({ ms }) => {
+      statementMs.push(ms);
+      inFlight.delete(write);
+    });
+    inFlight.add(write);
   }
+  await Promise.all(inFlight);
   return { written, writingMs: Date.now() - started, statementMs, started };
 }
 
@@ -389,7 +400,11 @@ async function main() {
   });
   const scratch = await createScratchDatabase('streaming');
   const db = createPgDb({ connectionString: scratch.url, max: 8, applicationName: 'logbook-bench-streaming' });
-  const writer = createPgDb({ connectionString: scratch.url, max: 4, applicationName: 'logbook-bench-writer' });
+  const writer = createPgDb({
+    connectionString: scratch.url,
+    max: writerConnections,
+    applicationName: 'logbook-bench-writer',
+  });
   try {
     const { partnerId, orgIds } = await seed(db);
     const backlog = await timed(() => writeBacklog(db, orgIds));
