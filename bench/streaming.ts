@@ -1,38 +1,10 @@
-/**
- * `npm run bench:streaming [-- --orgs 20 --rows 20000 --rate 10000 --seconds 60 --sustained-orgs 100
- * --kinds syslog-tcp,syslog-tls,https,splunk-hec,s3]`: how fast
- * audit streams catch up with a backlog (a receiver that was down), and how they keep up with a sustained write load,
- * each beside a baseline measured in the same run on the same server:
- *
- * - --rows audit rows across --orgs organizations are written while no receiver listens; then each kind of
- *   destination takes them in turn, every organization's delivery running at once as the work queue would run them:
- *   syslog over TCP and over TLS (RFC 5424, octet-counted), HTTPS (NDJSON, signed; plain HTTP on loopback), Splunk
- *   HEC (NDJSON events) and S3 (gzipped NDJSON objects, the real SDK against a local S3-compatible stub). The
- *   receivers run in a worker thread of their own (a SIEM runs on a machine of its own: its parsing does not take the
- *   delivery's thread), and count every (orgId, seq);
- * - the baseline is reading the same chain pages alone (selectChainPage, 1,000 rows a page), the floor of any
- *   delivery from the database.
- *
- * - sustained: --rate audit rows a second (a statement started every 100 ms, up to four at once, as a fleet offers
- *   them; spread over --sustained-orgs organizations) for --seconds, each statement's seal arming its organizations'
- *   delivery jobs as in production (the coalesced job per organization, run in this process as the local work queue
- *   runs it), to the syslog-TLS and HTTPS receivers: the rows a second that reached them and the p95 of each row's
- *   lag (arrival minus its timestamp), beside the rows a second the writer wrote and the p95 of its statements' own
- *   time.
- *
- * Every row is counted at the receiver: nothing missing, nothing doubled. Runs the production delivery
- * (shared/audit-streams/delivery.ts) on a scratch database and drops it.
- */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { parseArgs, promisify } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { gunzip as gunzipCallback } from 'node:zlib';
+import { selfSignedCertificate } from '#infra/local/self-signed-certificate.ts';
 import { onAuditSealed } from '#shared/audit/sealed.ts';
 import { type AuditRowInput, insertAuditRows, selectChainPage } from '#shared/audit/store.ts';
 import { armAfterSeal } from '#shared/audit-streams/arm.ts';
@@ -228,39 +200,6 @@ async function startReceivers(cert: { cert: string; key: string }) {
   };
 }
 
-/** A self-signed certificate for localhost, made by openssl for this run (the TLS receiver's, trusted by its destination). */
-function selfSigned(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'logbook-bench-cert-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-days',
-        '2',
-      ],
-      { stdio: 'ignore' },
-    );
-    return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 async function seed(db: Db, count = orgCount): Promise<{ partnerId: string; orgIds: string[] }> {
   const { rows } = await db.query<{ id: string }>(
     "INSERT INTO partners (name) VALUES ('Bench MSP') RETURNING id::text",
@@ -389,7 +328,7 @@ async function sustainedLoad(
 async function main() {
   process.env.OUTBOUND_ALLOW_LOOPBACK = 'true';
   process.env.ENROLLMENT_KEY_SEAL_KEY ||= Buffer.alloc(32, 7).toString('base64');
-  const cert = selfSigned();
+  const cert = selfSignedCertificate();
   const receivers = await startReceivers(cert);
   // The S3 destination puts to the receivers' stub with the real SDK.
   Object.assign(process.env, {

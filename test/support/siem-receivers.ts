@@ -1,54 +1,8 @@
-/**
- * Real SIEM receivers on loopback for audit streaming: a syslog server (TCP, or TLS with a self-signed certificate)
- * reading octet-counted frames, and an HTTPS server taking NDJSON batches. Each can be taken down and brought back
- * on the same port, or made to answer errors, to see deliveries fail and catch up.
- */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, beforeAll } from 'vitest';
-
-export interface Certificate {
-  cert: string;
-  key: string;
-}
-
-/** A self-signed certificate for localhost and 127.0.0.1, made by the openssl command. */
-export function selfSignedCertificate(): Certificate {
-  const dir = mkdtempSync(join(tmpdir(), 'logbook-cert-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-days',
-        '2',
-      ],
-      { stdio: 'ignore' },
-    );
-    return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+import { type Certificate, selfSignedCertificate } from '#infra/local/self-signed-certificate.ts';
 
 /** Splits octet-counted frames (`<length> <message>`) off a buffer; answers the frames and what is left. */
 export function splitFrames(buffer: Buffer): { frames: string[]; rest: Buffer } {

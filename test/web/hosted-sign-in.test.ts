@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selfSignedCertificate } from '#test/support/siem-receivers.ts';
+import { selfSignedCertificate } from '#infra/local/self-signed-certificate.ts';
 import { createTenant, type Tenant } from '#test/support/tenants.ts';
 import { seriousViolations } from './support/axe.ts';
 import { browserAvailable, useViewer } from './support/viewer.ts';

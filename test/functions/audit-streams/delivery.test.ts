@@ -1,16 +1,11 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Certificate, selfSignedCertificate } from '#infra/local/self-signed-certificate.ts';
 import { deliverCursor } from '#shared/audit-streams/delivery.ts';
 import { selectDeliverableStream } from '#shared/audit-streams/store.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
-import {
-  type Certificate,
-  type Receiver,
-  selfSignedCertificate,
-  startHttpsReceiver,
-  startSyslogReceiver,
-} from '#test/support/siem-receivers.ts';
+import { type Receiver, startHttpsReceiver, startSyslogReceiver } from '#test/support/siem-receivers.ts';
 import { createTenant, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();

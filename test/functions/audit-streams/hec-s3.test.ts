@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Certificate, selfSignedCertificate } from '#infra/local/self-signed-certificate.ts';
 import { publishAnchor, witnessedAnchors, witnessStoreAt } from '#shared/audit-streams/witness.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
 import { type S3Stub, startS3Stub } from '#test/support/s3-stub.ts';
-import { type Certificate, selfSignedCertificate, startHttpsReceiver } from '#test/support/siem-receivers.ts';
+import { startHttpsReceiver } from '#test/support/siem-receivers.ts';
 import { createTenant, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
