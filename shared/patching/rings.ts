@@ -152,6 +152,16 @@ async function organizationUniformity(db: Db, orgId: string): Promise<'none' | '
   return row.varying === 0 && row.exemptions === 0 && !row.siteBlocked ? 'uniform' : 'per-device';
 }
 
+/** The groups rings name: their type, a dynamic group's filter and site. */
+async function ringGroups(db: Db, groupIds: string[]) {
+  const { rows } = await db.query<{ id: string; type: string; filter: DeviceFilter | null; siteId: string | null }>(
+    `SELECT g.id, g.type, g.filter, g.site_id AS "siteId" FROM device_groups g
+      WHERE g.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
+    { groupIds },
+  );
+  return rows;
+}
+
 /**
  * The ring of each device among a policy's rings, in a statement for the static groups' members and one per dynamic
  * group the rings name (its filter evaluated over these devices): the first ring whose groups hold it, else the last.
@@ -161,16 +171,7 @@ async function ringsOfDevices(db: Db, deviceIds: readonly string[], rings: reado
   const groupIds = [...new Set(rings.flatMap((r) => r.groupIds))];
   if (groupIds.length > 0 && deviceIds.length > 0) {
     const ids = { groupIds, deviceIds: [...deviceIds] };
-    const { rows: groups } = await db.query<{
-      id: string;
-      type: string;
-      filter: DeviceFilter | null;
-      siteId: string | null;
-    }>(
-      `SELECT g.id, g.type, g.filter, g.site_id AS "siteId" FROM device_groups g
-        WHERE g.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
-      ids,
-    );
+    const groups = await ringGroups(db, groupIds);
     const { rows: members } = await db.query<{ deviceId: string; groupId: string }>(
       `SELECT m.device_id AS "deviceId", m.group_id AS "groupId" FROM device_group_members m
         WHERE m.group_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))
@@ -289,16 +290,7 @@ async function ringHoldersOf(db: Db, orgId: string, rings: readonly Ring[]) {
     held.get(deviceId)!.add(groupId);
   };
   if (groupIds.length > 0) {
-    const { rows: groups } = await db.query<{
-      id: string;
-      type: string;
-      filter: DeviceFilter | null;
-      siteId: string | null;
-    }>(
-      `SELECT g.id, g.type, g.filter, g.site_id AS "siteId" FROM device_groups g
-        WHERE g.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
-      { groupIds },
-    );
+    const groups = await ringGroups(db, groupIds);
     const { rows: members } = await db.query<{ deviceId: string; groupId: string }>(
       `SELECT m.device_id AS "deviceId", m.group_id AS "groupId" FROM device_group_members m
          JOIN devices d ON d.id = m.device_id AND d.org_id = :orgId::uuid AND d.deleted_at IS NULL
