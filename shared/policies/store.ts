@@ -373,51 +373,7 @@ export type ExemptionRef = Exemption & {
  * its organization with what decides the membership (static member row, or the dynamic group's filter to evaluate).
  */
 export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKind) {
-  const { rows } = await db.query<DeviceRowFacts & { candidate: CandidateRow | null; exemptions: ExemptionRef[] }>(
-    `WITH dev AS (
-       SELECT d.id, d.org_id, o.partner_id, d.site_id, d.os_type, d.role, d.hostname,
-              o.policy_inheritance_blocked AS org_blocked, s.policy_inheritance_blocked AS site_blocked
-         FROM devices d
-         JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
-         JOIN sites s ON s.id = d.site_id
-        WHERE d.id = :deviceId::uuid AND d.deleted_at IS NULL)
-     SELECT d.id, d.org_id AS "orgId", d.partner_id AS "partnerId", d.site_id AS "siteId", d.os_type AS "osType",
-            d.role, d.hostname, d.org_blocked AS "orgBlocked", d.site_blocked AS "siteBlocked",
-            CASE WHEN a.id IS NOT NULL THEN jsonb_build_object(
-              'assignmentId', a.id, 'policyId', p.id, 'policyName', p.name, 'policyVersion', p.version,
-              'level', a.level, 'targetId', a.target_id, 'priority', a.priority, 'createdAt', a.created_at,
-              'osTypes', a.os_types, 'roles', a.roles, 'items', p.items, 'groupType', g.type, 'groupFilter', g.filter,
-              'groupSiteId', g.site_id,
-              'staticMember', g.type = 'static' AND EXISTS (
-                SELECT 1 FROM device_group_members m WHERE m.group_id = g.id AND m.device_id = d.id))
-            END AS candidate,
-            (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                      'id', e.id, 'policyId', e.policy_id, 'itemKey', e.item_key, 'level', e.level,
-                      'targetId', e.target_id, 'reason', e.reason, 'groupType', eg.type, 'groupFilter', eg.filter,
-                      'groupSiteId', eg.site_id,
-                      'staticMember', coalesce(eg.type = 'static' AND EXISTS (
-                        SELECT 1 FROM device_group_members m WHERE m.group_id = eg.id AND m.device_id = :deviceId::uuid),
-                        false)) ORDER BY e.id), '[]')
-               FROM policy_exemptions e
-               JOIN policies ep ON ep.id = e.policy_id AND ep.kind = :kind::text AND ep.deleted_at IS NULL
-               LEFT JOIN device_groups eg ON e.level = 'group' AND eg.id = e.target_id
-              WHERE e.org_id = (SELECT org_id FROM dev)) AS exemptions
-       FROM dev d
-       LEFT JOIN (policy_assignments a JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL)
-         ON a.partner_id = d.partner_id AND a.kind = :kind::text AND (a.org_id IS NULL OR a.org_id = d.org_id)
-        AND (a.level IN ('partner', 'group') OR (a.level = 'organization' AND a.target_id = d.org_id)
-             OR (a.level = 'site' AND a.target_id = d.site_id) OR (a.level = 'device' AND a.target_id = d.id))
-       LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id
-      ORDER BY a.id`,
-    { deviceId, kind },
-  );
-  if (rows.length === 0) return undefined;
-  const { candidate: _, exemptions, ...device } = rows[0]!;
-  const candidates = rows
-    .map((row) => row.candidate)
-    .filter((c): c is CandidateRow => c !== null)
-    .map((c) => ({ ...c, createdAt: new Date(c.createdAt) }));
-  return { device, candidates, exemptions };
+  return (await selectCandidatesOfDevices(db, [deviceId], kind)).get(deviceId);
 }
 
 /**
