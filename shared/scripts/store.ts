@@ -1,6 +1,6 @@
 import type { Role } from '../auth/permissions.ts';
 import type { Principal } from '../auth/principal.ts';
-import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
+import { orgTenantSql, ownedRowTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { MappedSeverity, RunItemStatus, ScriptDefinition, ScriptParameter, UpdateScript } from './schemas.ts';
@@ -35,18 +35,13 @@ const scriptColumns = `s.id, s.partner_id AS "partnerId", s.org_id AS "orgId",
  * The scripts a principal reaches: every one for the platform, the partner's own and its organizations' for a
  * partner user, and for an organization's caller its organization's plus the partner scripts. An organization's script leaves with its organization.
  */
-const scriptTenantSql = `(:tenantScope::text = 'platform'
-    OR (:tenantScope::text = 'partner' AND s.partner_id = :tenantPartnerId::uuid)
-    OR (:tenantScope::text = 'organization' AND s.partner_id = :tenantPartnerId::uuid
-        AND (s.org_id IS NULL OR s.org_id = :tenantOrgId::uuid)))
-  AND (s.org_id IS NULL OR EXISTS (SELECT 1 FROM organizations o WHERE o.id = s.org_id AND o.deleted_at IS NULL))`;
+const reachableScript = ownedRowTenantSql('s');
 
 export function selectScript(db: Db, principal: Principal, id: string) {
-  return one<ScriptRow>(
-    db,
-    `SELECT ${scriptColumns} FROM scripts s WHERE s.id = :id::uuid AND s.deleted_at IS NULL AND ${scriptTenantSql}`,
-    { id, ...tenantParams(principal) },
-  );
+  return one<ScriptRow>(db, `SELECT ${scriptColumns} FROM scripts s WHERE s.id = :id::uuid AND ${reachableScript}`, {
+    id,
+    ...tenantParams(principal),
+  });
 }
 
 export function selectScripts(
@@ -58,7 +53,7 @@ export function selectScripts(
   return selectPage<ScriptRow>(
     db,
     scriptColumns,
-    `scripts s WHERE s.deleted_at IS NULL AND ${scriptTenantSql}
+    `scripts s WHERE ${reachableScript}
        AND (:orgId::uuid IS NULL OR s.org_id = :orgId::uuid
             OR (s.org_id IS NULL AND s.partner_id = (SELECT partner_id FROM organizations WHERE id = :orgId::uuid)))
        AND (:availability::text IS NULL OR (s.org_id IS NULL) = (:availability::text = 'partner'))
