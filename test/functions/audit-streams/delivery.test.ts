@@ -213,8 +213,9 @@ describe('HTTPS', () => {
     expect(request.headers['content-type']).toBe('application/x-ndjson');
   });
 
-  it('a delivery that finds the cursor held marks it, and the holder delivers what was written meanwhile before it lets go', async () => {
-    const orgId = await newOrganization('Held');
+  /** An HTTPS destination of a new organization whose receiver holds the first post: its delivery holds the cursor. */
+  async function heldDestination(name: string) {
+    const orgId = await newOrganization(name);
     const receiver = await startHttpsReceiver(cert);
     receivers.push(receiver);
     const held = receiver.hold();
@@ -226,8 +227,13 @@ describe('HTTPS', () => {
       endpoint: receiver.endpoint,
       caCertificate: cert.cert,
     });
-    // The destination's creation row arms its delivery, whose post the receiver holds: that delivery holds the cursor.
     await held.arrived;
+    return { orgId, receiver, held, start, stream };
+  }
+
+  it('a delivery that finds the cursor held marks it, and the holder delivers what was written meanwhile before it lets go', async () => {
+    // The destination's creation row arms its delivery, whose post the receiver holds: that delivery holds the cursor.
+    const { orgId, receiver, held, start, stream } = await heldDestination('Held');
     await report(orgId, 3);
     // A delivery of another process finds the cursor held: it marks it instead of waiting.
     const destination = (await selectDeliverableStream(t.db.admin, stream.id))!;
@@ -256,20 +262,8 @@ describe('HTTPS', () => {
     process.env.AUDIT_STREAM_LEASE_SECONDS = '3';
     process.env.AUDIT_STREAM_TIMEOUT_MS = '60000';
     try {
-      const orgId = await newOrganization('Slow');
-      const receiver = await startHttpsReceiver(cert);
-      receivers.push(receiver);
-      const held = receiver.hold();
-      const start = await head(orgId);
-      const stream = await createStream({
-        orgId,
-        type: 'https',
-        format: 'ndjson',
-        endpoint: receiver.endpoint,
-        caCertificate: cert.cert,
-      });
       // The creation row's delivery posts it; the receiver takes longer than the lease to answer.
-      await held.arrived;
+      const { orgId, receiver, held, start, stream } = await heldDestination('Slow');
       const lease = () =>
         t.db.admin.query<{ until: Date; passed: boolean }>(
           `SELECT leased_until AS until, leased_until < now() AS passed FROM audit_stream_cursors
