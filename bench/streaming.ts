@@ -4,6 +4,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { parseArgs, promisify } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { gunzip as gunzipCallback } from 'node:zlib';
+import { unchunk } from '#infra/local/aws-chunked.ts';
 import { selfSignedCertificate } from '#infra/local/self-signed-certificate.ts';
 import { onAuditSealed } from '#shared/audit/sealed.ts';
 import { type AuditRowInput, insertAuditRows, selectChainPage } from '#shared/audit/store.ts';
@@ -102,19 +103,6 @@ function bodies(take: (body: Buffer, headers: Record<string, string | string[] |
       res.writeHead(200, { etag: '"bench"', 'content-type': 'application/json' }).end('{"text":"Success","code":0}');
     });
   });
-}
-
-/** The body of a request sent with `content-encoding: aws-chunked` (the SDK's checksummed puts): the chunks' data. */
-function unchunk(raw: Buffer): Buffer {
-  const parts: Buffer[] = [];
-  for (let at = 0; ; ) {
-    const lineEnd = raw.indexOf('\r\n', at);
-    const size = Number.parseInt(raw.subarray(at, lineEnd).toString('ascii').split(';')[0]!, 16);
-    if (!size) break;
-    parts.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size));
-    at = lineEnd + 2 + size + 2;
-  }
-  return Buffer.concat(parts);
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { unchunk } from '#infra/local/aws-chunked.ts';
 
 export interface StoredObject {
   body: Buffer;
@@ -18,20 +19,6 @@ export interface S3Stub {
 }
 
 const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-
-/** The body of a request sent with `content-encoding: aws-chunked`: the chunks' data without their framing. */
-function unchunk(raw: Buffer): Buffer {
-  const parts: Buffer[] = [];
-  let at = 0;
-  for (;;) {
-    const lineEnd = raw.indexOf('\r\n', at);
-    const size = Number.parseInt(raw.subarray(at, lineEnd).toString('ascii').split(';')[0]!, 16);
-    if (!size) break;
-    parts.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size));
-    at = lineEnd + 2 + size + 2;
-  }
-  return Buffer.concat(parts);
-}
 
 export async function startS3Stub(): Promise<S3Stub> {
   const objects = new Map<string, StoredObject>();
