@@ -156,4 +156,22 @@ describe.skipIf(!browserAvailable())('the Patching page in a browser', () => {
     ]);
     expect(await seriousViolations(page)).toEqual([]);
   });
+
+  it("fits a phone's width with its rings, a device's patches and their buttons, with nothing serious for axe", async () => {
+    const page = await site.open(`/patching.html#token=${tenant.orgToken}`, { width: 390, height: 844 });
+    await page.getByRole('table', { name: 'Devices by worst state' }).waitFor();
+    await page.locator(`article.ring[data-ring="${ringId}"]`).waitFor();
+    await page.getByRole('button', { name: 'Patches of page-host' }).click();
+    const patches = page.getByRole('table', { name: 'Patches of the device' });
+    await patches.waitFor();
+    // Nothing wider than the screen: the page never scrolls sideways; the actions stay on the screen.
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+    expect(
+      await patches
+        .getByRole('button', { name: /Approve/ })
+        .first()
+        .isVisible(),
+    ).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+  });
 });
