@@ -11,7 +11,7 @@ import type { Page } from '../db/page.ts';
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { selectSite } from '../hierarchy/store.ts';
-import { effectivePoliciesOf } from './effective.ts';
+import { effectivePoliciesOf, effectivePoliciesOfDevices } from './effective.ts';
 import type { Origin, PolicyItem } from './resolve.ts';
 import {
   type CreateAssignment,
@@ -267,10 +267,24 @@ const maxEvaluatedDevices = 5000;
 /** What applies to each device evaluated: its partner automations and the policy origin that brings each. */
 type Evaluation = { devices: { id: string; orgId: string }[]; before: Map<string, Map<string, Origin>> } | undefined;
 
-/** The partner automations that apply to a device now (policy items of kind automation, through the resolver). */
-async function automationsOf(tx: Tx, deviceId: string): Promise<Map<string, Origin>> {
-  const resolved = await effectivePoliciesOf(tx, deviceId, 'automation');
-  return new Map((resolved?.effective.items ?? []).map((each) => [String(each.item.automationId), each.origin]));
+/** Devices resolved in one statement when a change's automations are evaluated. */
+const evaluationChunk = 1000;
+
+/**
+ * The partner automations that apply to each device now (policy items of kind automation, through the resolver), in
+ * one resolution per chunk of devices. A device that is no longer live has none.
+ */
+async function automationsOf(tx: Tx, deviceIds: readonly string[]): Promise<Map<string, Map<string, Origin>>> {
+  const applied = new Map<string, Map<string, Origin>>();
+  for (let start = 0; start < deviceIds.length; start += evaluationChunk) {
+    const chunk = deviceIds.slice(start, start + evaluationChunk);
+    const resolved = await effectivePoliciesOfDevices(tx, chunk, 'automation');
+    for (const id of chunk) {
+      const items = resolved.get(id)?.effective.items ?? [];
+      applied.set(id, new Map(items.map((each) => [String(each.item.automationId), each.origin])));
+    }
+  }
+  return applied;
 }
 
 /**
@@ -294,8 +308,7 @@ async function evaluationBefore(
     );
     for (const device of found) devices.set(device.id, device);
   }
-  const before = new Map<string, Map<string, Origin>>();
-  for (const device of devices.values()) before.set(device.id, await automationsOf(tx, device.id));
+  const before = await automationsOf(tx, [...devices.keys()]);
   return { devices: [...devices.values()], before };
 }
 
@@ -352,9 +365,13 @@ async function auditAutomationEvaluation(
     }
     change[side].push(automationId);
   };
+  const afterAll = await automationsOf(
+    tx,
+    evaluation.devices.map((device) => device.id),
+  );
   for (const device of evaluation.devices) {
     const before = evaluation.before.get(device.id)!;
-    const after = await automationsOf(tx, device.id);
+    const after = afterAll.get(device.id)!;
     for (const [id, origin] of after) if (!before.has(id)) note(device.orgId, origin, device.id, 'added', id);
     for (const [id, origin] of before) if (!after.has(id)) note(device.orgId, origin, device.id, 'removed', id);
   }
