@@ -101,14 +101,19 @@ const complianceSql = (grouped: boolean) => `
   approved AS MATERIALIZED (
     SELECT grp, array_agg(number ORDER BY number) AS numbers FROM approvals GROUP BY grp),
   -- Each device's approved missing patches: its scan rows' missing numbers intersected with its group's approved.
+  -- (The arrays are counted per scan row before the rows are grouped, and the counts leave the last error out, so
+  -- the grouping carries only numbers.)
   scans AS MATERIALIZED (
-    SELECT s.device_id, max(s.scanned_at) AS scanned_at, sum(s.installed)::int AS installed,
-           sum(s.failed)::int AS failed, sum(s.pending_reboot)::int AS pending_reboot,
-           max(s.last_error) AS last_error, sum(cardinality(s.missing_numbers))::int AS missing,
-           coalesce(sum(icount(s.missing_numbers & a.numbers)), 0)::int AS approved
-      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id LEFT JOIN approved a ON a.grp = v.grp
-     WHERE s.org_id IN (SELECT "orgId" FROM plan)
-     GROUP BY s.device_id),
+    SELECT device_id, max(scanned_at) AS scanned_at, sum(installed)::int AS installed, sum(failed)::int AS failed,
+           sum(pending_reboot)::int AS pending_reboot, max(last_error) AS last_error, sum(missing)::int AS missing,
+           sum(approved)::int AS approved
+      FROM (SELECT s.device_id, s.scanned_at, s.installed, s.failed, s.pending_reboot,
+                   ${grouped ? 'NULL::text' : 's.last_error'} AS last_error,
+                   cardinality(s.missing_numbers) AS missing,
+                   coalesce(icount(s.missing_numbers & a.numbers), 0) AS approved
+              FROM device_patch_scans s JOIN dev v ON v.id = s.device_id LEFT JOIN approved a ON a.grp = v.grp
+             WHERE s.org_id IN (SELECT "orgId" FROM plan)) AS s
+     GROUP BY device_id),
   states AS (
     SELECT v.id, v.org_id, v.hostname, v.os_updater_suppressed, g."ringId" AS ring_id, c.scanned_at,
            CASE WHEN c.failed > 0 THEN c.last_error END AS last_error,
