@@ -81,14 +81,16 @@ async function loadFleet(admin: Db, partnerId: string, orgIds: string[]) {
   // The counts each scan row keeps, as the uploads and install results write them.
   await admin.query(
     `UPDATE device_patch_scans s
-        SET installed = c.installed, failed = c.failed, pending_reboot = c.pending_reboot, missing = c.missing
+        SET installed = c.installed, failed = c.failed, pending_reboot = c.pending_reboot, missing_numbers = c.missing
        FROM (SELECT dp.device_id, count(*) FILTER (WHERE dp.state = 'installed')::int AS installed,
                     count(*) FILTER (WHERE dp.state = 'failed')::int AS failed,
                     count(*) FILTER (WHERE dp.state = 'pending-reboot')::int AS pending_reboot,
-                    coalesce(array_agg(dp.patch_id ORDER BY dp.patch_id) FILTER (WHERE dp.state = 'missing'), '{}') AS missing
-               FROM device_patches dp GROUP BY dp.device_id) c
+                    coalesce(array_agg(p.number ORDER BY p.number) FILTER (WHERE dp.state = 'missing'), '{}') AS missing
+               FROM device_patches dp JOIN patches p ON p.id = dp.patch_id GROUP BY dp.device_id) c
       WHERE c.device_id = s.device_id`,
   );
+  // The missing patches counted per organization, as the uploads and install results keep them.
+  await admin.query('INSERT INTO patch_missing_counts SELECT * FROM patch_missing_recount()');
 }
 
 /** A patching policy of the first organization: a rule approving security patches, one ring holding every device. */

@@ -205,7 +205,7 @@ export const routes = {
       summary:
         "An organization's patch compliance by device and pair, per ring, with the daily trend (patching:read); format=csv downloads the devices",
       params: h.idParams,
-      query: p.complianceQuery,
+      query: p.organizationComplianceQuery,
       download: { textTypes: ['text/csv'], jsonReply: true },
       response: p.compliance,
       errors: [400, 401, 403, 404],

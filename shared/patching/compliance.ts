@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import { requirePermission } from '../auth/tenancy.ts';
 import { type Db, one, prepared } from '../db/db.ts';
+import { pagination } from '../db/paging.ts';
 import { NotFound } from '../errors.ts';
 import { getDevice } from '../hierarchy/devices.ts';
 import { armAt } from '../schedules/arm.ts';
@@ -23,7 +24,7 @@ import {
   patchingOfDevice,
   patchingPlanOf,
 } from './rings.ts';
-import { defaultStaleDays, type devicePatches as devicePatchesSchema } from './schemas.ts';
+import { defaultStaleDays, type devicePatches as devicePatchesSchema, deviceStatesMaxLimit } from './schemas.ts';
 
 export const snapshotJobKind = 'patching.snapshot';
 export type SnapshotJob = { orgId: string; day: string };
@@ -52,12 +53,15 @@ type DeviceCounts = ReturnType<typeof emptyDevices>;
 type PairCounts = ReturnType<typeof emptyPairs>;
 
 /**
- * The counts of the compliance, per device (one organization) or per organization, ring and state (a partner), in one
- * statement: each device's scan rows give its installed, failed and pending-reboot counts and its missing patches;
- * the approval of a missing patch is decided once per group (organization, policy and ring; see planParams) and patch
- * (the most specific manual decision, else the policy's rules), the approved pairs kept as the keys of one object in
- * which each device's missing patches are looked up (no join or sort of every device's missing patches); a device
- * counts in its worst state, or stale when its latest scan is older than `staleBefore` (its pairs then not counted).
+ * The compliance in one statement, per organization, ring and state (`grouped`: an organization's or a partner's
+ * counts) or per device (one page of an organization's devices by hostname, after a keyset or an offset): each
+ * device's scan rows give its installed, failed and pending-reboot counts and its missing patches; the approval of a
+ * missing patch is decided once per group (organization, policy and ring; see planParams) and patch (the most specific
+ * manual decision, else the policy's rules) for the patches the kept counts name for the organization
+ * (patch_missing_counts: a row per patch some live device of the organization misses), and each device's approved
+ * count is the size of the intersection of its scan rows' missing patch numbers with its group's approved numbers
+ * (one intarray call per scan row, no row per missing patch); a device counts in its worst state, or stale when its
+ * latest scan is older than `staleBefore` (its pairs then not counted).
  */
 const complianceSql = (grouped: boolean) => `
   WITH plan AS (
@@ -70,14 +74,18 @@ const complianceSql = (grouped: boolean) => `
   dev AS MATERIALIZED (
     SELECT d.id, d.org_id, d.hostname, d.os_updater_suppressed, coalesce(c.grp, p.grp) AS grp
       FROM devices d JOIN plan p ON p."orgId" = d.org_id LEFT JOIN chosen c ON c."deviceId" = d.id
-     WHERE d.deleted_at IS NULL),
-  combos AS (
-    SELECT DISTINCT v.grp, m.patch_id
-      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id CROSS JOIN LATERAL unnest(s.missing) AS m(patch_id)
-     WHERE s.org_id IN (SELECT "orgId" FROM plan) AND cardinality(s.missing) > 0),
+     WHERE d.deleted_at IS NULL${
+       grouped
+         ? ''
+         : `
+       AND (:afterId::uuid IS NULL OR (d.hostname, d.id) > (:afterHostname::text, :afterId::uuid))
+     ORDER BY d.hostname, d.id OFFSET :offset::int LIMIT :limit::int`
+     }),
+  -- The (group, patch) pairs whose approval is decided: the patches the kept counts say some live device of the
+  -- group's organization is missing (a pair no device of the group misses is decided too, and never looked up).
   approvals AS MATERIALIZED (
-    SELECT c.grp, c.patch_id
-      FROM combos c JOIN grps g ON g.grp = c.grp JOIN patches p ON p.id = c.patch_id
+    SELECT g.grp, p.number
+      FROM grps g JOIN patch_missing_counts c ON c.org_id = g."orgId" JOIN patches p ON p.id = c.patch_id
      WHERE coalesce(
              (SELECT d.decision = 'approved' FROM patch_decisions d
                WHERE d.patch_id = c.patch_id AND (d.org_id IS NULL OR d.org_id = g."orgId")
@@ -89,18 +97,23 @@ const complianceSql = (grouped: boolean) => `
                              OR rule -> 'severities' ? p.severity)
                         AND (jsonb_typeof(rule -> 'categories') IS DISTINCT FROM 'array'
                              OR rule -> 'categories' ? p.category)))),
-  -- The approved (group, patch) pairs as the keys of one object: each device's missing patches are looked up in it.
+  -- Each group's approved patches as one sorted array of the patches' numbers.
   approved AS MATERIALIZED (
-    SELECT coalesce(jsonb_object_agg(grp::text || ':' || patch_id::text, true), '{}'::jsonb) AS keys FROM approvals),
+    SELECT grp, array_agg(number ORDER BY number) AS numbers FROM approvals GROUP BY grp),
+  -- Each device's approved missing patches: its scan rows' missing numbers intersected with its group's approved.
+  -- (The arrays are counted per scan row before the rows are grouped, and the counts leave the last error out, so
+  -- the grouping carries only numbers.)
   scans AS MATERIALIZED (
-    SELECT s.device_id, max(s.scanned_at) AS scanned_at, sum(s.installed)::int AS installed,
-           sum(s.failed)::int AS failed, sum(s.pending_reboot)::int AS pending_reboot,
-           max(s.last_error) AS last_error, sum(cardinality(s.missing))::int AS missing,
-           sum((SELECT count(*) FROM unnest(s.missing) AS m(patch_id)
-                 WHERE (SELECT keys FROM approved) ? (v.grp::text || ':' || m.patch_id::text)))::int AS approved
-      FROM device_patch_scans s JOIN dev v ON v.id = s.device_id
-     WHERE s.org_id IN (SELECT "orgId" FROM plan)
-     GROUP BY s.device_id),
+    SELECT device_id, max(scanned_at) AS scanned_at, sum(installed)::int AS installed, sum(failed)::int AS failed,
+           sum(pending_reboot)::int AS pending_reboot, max(last_error) AS last_error, sum(missing)::int AS missing,
+           sum(approved)::int AS approved
+      FROM (SELECT s.device_id, s.scanned_at, s.installed, s.failed, s.pending_reboot,
+                   ${grouped ? 'NULL::text' : 's.last_error'} AS last_error,
+                   cardinality(s.missing_numbers) AS missing,
+                   coalesce(icount(s.missing_numbers & a.numbers), 0) AS approved
+              FROM device_patch_scans s JOIN dev v ON v.id = s.device_id LEFT JOIN approved a ON a.grp = v.grp
+             WHERE s.org_id IN (SELECT "orgId" FROM plan)) AS s
+     GROUP BY device_id),
   states AS (
     SELECT v.id, v.org_id, v.hostname, v.os_updater_suppressed, g."ringId" AS ring_id, c.scanned_at,
            CASE WHEN c.failed > 0 THEN c.last_error END AS last_error,
@@ -210,27 +223,74 @@ function summed(rows: readonly CountRow[], keys: Map<string, string>) {
   return { ...totals, rings: [...rings.values()] };
 }
 
-/** The compliance of one organization now, without its trend: its patching resolved, then one statement. */
-export async function complianceOf(db: Db, orgId: string, staleDays: number, now = Date.now()) {
+type DeviceStateRow = CountRow & {
+  deviceId: string;
+  hostname: string;
+  scannedAt: Date | null;
+  osUpdaterSuppressed: boolean | null;
+  lastError: string | null;
+};
+const deviceStateOf = (r: DeviceStateRow) => ({
+  deviceId: r.deviceId,
+  hostname: r.hostname,
+  ringId: r.ringId,
+  scannedAt: r.scannedAt ? new Date(r.scannedAt) : null,
+  osUpdaterSuppressed: r.osUpdaterSuppressed,
+  lastError: r.lastError,
+  state: r.state,
+});
+
+/** An organization's patching plan, with the partner it belongs to. */
+async function organizationPlan(db: Db, orgId: string) {
   const partner = await one<{ partnerId: string }>(
     db,
     'SELECT partner_id AS "partnerId" FROM organizations WHERE id = :orgId::uuid',
     { orgId },
   );
-  const plan = await patchingPlanOf(db, { orgId, partnerId: partner!.partnerId });
-  const { rows } = await db.query<
-    CountRow & {
-      deviceId: string;
-      hostname: string;
-      scannedAt: Date | null;
-      osUpdaterSuppressed: boolean | null;
-      lastError: string | null;
-    }
-  >(orgComplianceSql, planParams([plan], staleDays, now));
-  const counted = summed(
-    rows.map((r) => ({ ...r, osUpdaterNotSuppressed: r.osUpdaterSuppressed === false ? 1 : 0 })),
-    ringKeysOf([plan]),
-  );
+  return patchingPlanOf(db, { orgId, partnerId: partner!.partnerId });
+}
+
+/** One page of an organization's device rows (by hostname, then id): after a device (keyset), or an offset. */
+function deviceStatesPage(
+  db: Db,
+  plan: OrganizationPatching,
+  staleDays: number,
+  now: number,
+  page: { offset: number; limit: number; after?: { hostname: string; deviceId: string } },
+) {
+  return db.query<DeviceStateRow>(orgComplianceSql, {
+    ...planParams([plan], staleDays, now),
+    offset: page.offset,
+    limit: page.limit,
+    afterHostname: page.after?.hostname ?? null,
+    afterId: page.after?.deviceId ?? null,
+  });
+}
+
+/**
+ * The compliance of one organization now, without its trend: its patching resolved, then its counts in one statement
+ * and one page of its device rows (`page`, `limit`) in another, which reads only that page's devices.
+ */
+export async function complianceOf(
+  db: Db,
+  orgId: string,
+  staleDays: number,
+  now = Date.now(),
+  devicePage = { page: 1, limit: deviceStatesMaxLimit },
+) {
+  const plan = await organizationPlan(db, orgId);
+  const [{ rows: counts }, { rows }] = await Promise.all([
+    db.query<CountRow & { orgId: string; devices: number; osUpdaterNotSuppressed: number }>(
+      partnerComplianceSql,
+      planParams([plan], staleDays, now),
+    ),
+    deviceStatesPage(db, plan, staleDays, now, {
+      offset: (devicePage.page - 1) * devicePage.limit,
+      limit: devicePage.limit,
+    }),
+  ]);
+  const counted = summed(counts, ringKeysOf([plan]));
+  const total = deviceCountColumns.reduce((n, c) => n + counted.devices[c], 0);
   return {
     orgId,
     staleDays,
@@ -238,34 +298,46 @@ export async function complianceOf(db: Db, orgId: string, staleDays: number, now
     pairs: counted.pairs,
     osUpdaterNotSuppressed: counted.osUpdaterNotSuppressed,
     rings: counted.rings,
-    deviceStates: rows.map((r) => ({
-      deviceId: r.deviceId,
-      hostname: r.hostname,
-      ringId: r.ringId,
-      scannedAt: r.scannedAt ? new Date(r.scannedAt) : null,
-      osUpdaterSuppressed: r.osUpdaterSuppressed,
-      lastError: r.lastError,
-      state: r.state,
-    })),
+    deviceStates: rows.map(deviceStateOf),
+    pagination: pagination(devicePage.page, devicePage.limit, total),
   };
 }
 
-/** GET /orgs/organizations/{id}/patch-compliance: the counts, per ring, per device, and the daily trend (or CSV). */
+/** Every device row of an organization, read page by page (each reply of the database under the Data API's 1 MiB). */
+async function allDeviceStates(db: Db, orgId: string, staleDays: number, now = Date.now()) {
+  const plan = await organizationPlan(db, orgId);
+  const all: ReturnType<typeof deviceStateOf>[] = [];
+  for (;;) {
+    const last = all.at(-1);
+    const { rows } = await deviceStatesPage(db, plan, staleDays, now, {
+      offset: 0,
+      limit: deviceStatesMaxLimit,
+      ...(last && { after: { hostname: last.hostname, deviceId: last.deviceId } }),
+    });
+    all.push(...rows.map(deviceStateOf));
+    if (rows.length < deviceStatesMaxLimit) return all;
+  }
+}
+
+/**
+ * GET /orgs/organizations/{id}/patch-compliance: the counts, per ring, one page of the devices, and the daily trend;
+ * or every device as CSV.
+ */
 export async function patchCompliance<R>(
   db: Db,
   principal: Principal,
   orgId: string,
-  query: { staleDays: number; format: 'json' | 'csv'; trendDays: number },
+  query: { staleDays: number; format: 'json' | 'csv'; trendDays: number; page: number; limit: number },
   delivery: FileDelivery<R>,
 ) {
   await reachableOrganization(db, principal, orgId, 'patching:read');
-  const report = await complianceOf(db, orgId, query.staleDays);
-  if (query.format === 'csv')
+  if (query.format === 'csv') {
+    const deviceStates = await allDeviceStates(db, orgId, query.staleDays);
     return delivery.deliver(
       csvFile(
         'patch-compliance',
         ['deviceId', 'hostname', 'ringId', 'state', 'scannedAt', 'osUpdaterSuppressed', 'lastError'],
-        report.deviceStates.map((d) => [
+        deviceStates.map((d) => [
           d.deviceId,
           d.hostname,
           d.ringId,
@@ -276,6 +348,8 @@ export async function patchCompliance<R>(
         ]),
       ),
     );
+  }
+  const report = await complianceOf(db, orgId, query.staleDays, Date.now(), query);
   const { rows: trend } = await db.query<{ day: string; devices: DeviceCounts }>(
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, counts AS devices FROM patch_compliance_days
       WHERE org_id = :orgId::uuid AND counts <> 'null'::jsonb AND day > current_date - :days::int ORDER BY day`,
@@ -425,7 +499,7 @@ export async function takeDailySnapshot(db: Db, job: SnapshotJob, now = new Date
   }
   const live = await one(db, 'SELECT 1 FROM organizations WHERE id = :orgId::uuid AND deleted_at IS NULL', job);
   if (!live) return;
-  const report = await complianceOf(db, job.orgId, defaultStaleDays, now.getTime());
+  const report = await complianceOf(db, job.orgId, defaultStaleDays, now.getTime(), { page: 1, limit: 1 });
   await db.query(
     `UPDATE patch_compliance_days SET counts = :counts::jsonb WHERE org_id = :orgId::uuid AND day = :day::date`,
     { ...job, counts: report.devices },

@@ -404,7 +404,7 @@ export async function receivePatchResult(db: Db, connectionId: string, message: 
         `SELECT jd.patch_ids AS "patchIds", j.ring_id AS "ringId", jd.org_id AS "orgId",
                 jd.reboot_policy AS "rebootPolicy", jd.status, d.hostname, d.display_name AS "displayName"
            FROM patch_job_devices jd JOIN patch_jobs j ON j.id = jd.job_id JOIN devices d ON d.id = jd.device_id
-          WHERE jd.job_id = :jobId::uuid AND jd.device_id = :deviceId::uuid FOR UPDATE OF jd`,
+          WHERE jd.job_id = :jobId::uuid AND jd.device_id = :deviceId::uuid FOR UPDATE OF jd FOR SHARE OF d`,
         { jobId: result.jobId, deviceId },
       );
       if (!item?.patchIds.includes(result.patchId)) return;
@@ -422,6 +422,20 @@ export async function receivePatchResult(db: Db, connectionId: string, message: 
           message: result.message ?? null,
         },
       );
+      // A patch the device's scans listed as missing, now installed, failed or pending a reboot, leaves the
+      // organization's kept count of missing patches (the device's row is held by the lock above, so its deletion or
+      // an upload waits; the patch's row is locked before it is read).
+      const before = await one<{ state: string; orgId: string; live: boolean }>(
+        tx,
+        `SELECT dp.state, dp.org_id AS "orgId", d.deleted_at IS NULL AS live
+           FROM device_patches dp JOIN devices d ON d.id = dp.device_id
+          WHERE dp.device_id = :deviceId::uuid AND dp.patch_id = :patchId::uuid FOR UPDATE OF dp`,
+        { deviceId, patchId: result.patchId },
+      );
+      if (before?.state === 'missing' && before.live)
+        await tx.query('SELECT patch_missing_apply(:changes::jsonb)', {
+          changes: [{ orgId: before.orgId, patchId: result.patchId, delta: -1 }],
+        });
       // The device's state of the patch, and the counts kept on its scan row of the patch's source (read before
       // this statement's change, the patch's row taken with its new state).
       await tx.query(
@@ -439,7 +453,8 @@ export async function receivePatchResult(db: Db, connectionId: string, message: 
            installed = (SELECT count(*) FROM now_listed WHERE state = 'installed'),
            failed = (SELECT count(*) FROM now_listed WHERE state = 'failed'),
            pending_reboot = (SELECT count(*) FROM now_listed WHERE state = 'pending-reboot'),
-           missing = coalesce((SELECT array_agg(patch_id ORDER BY patch_id) FROM now_listed WHERE state = 'missing'), '{}'),
+           missing_numbers = coalesce((SELECT array_agg(p.number ORDER BY p.number) FROM now_listed l
+                                        JOIN patches p ON p.id = l.patch_id WHERE l.state = 'missing'), '{}'),
            last_error = (SELECT max(last_error) FROM now_listed WHERE state = 'failed')
           WHERE s.device_id = :deviceId::uuid AND s.source = (SELECT source FROM changed)`,
         { state: stateOf[result.outcome], message: result.message ?? null, deviceId, patchId: result.patchId },

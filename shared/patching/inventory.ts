@@ -27,7 +27,9 @@ const lockScanSql = prepared(
 /**
  * One statement applies a scan: the catalogue entries it lists that are new or changed (unchanged ones are neither
  * written nor locked), the device's rows of the patches that are new or changed state, the removal of what the scan no
- * longer lists, the scan row with its counts, and the claim of the organization's day for its snapshot.
+ * longer lists, the scan row with its counts, the organization's kept counts of missing patches (what the previous
+ * scan of the source listed as missing out, what this one lists in; only the rows that change are written), and the
+ * claim of the organization's day for its snapshot.
  */
 const applyScanSql = prepared(
   'patching_apply_scan',
@@ -37,7 +39,7 @@ const applyScanSql = prepared(
        "vendorCategory" text, "releaseDate" timestamptz, "requiresReboot" boolean, supersedes jsonb, cves jsonb,
        state text)),
    known AS (
-     SELECT i."externalId", p.id,
+     SELECT i."externalId", p.id, p.number,
             (p.kb, p.title, p.vendor, p.product, p.severity, p.category, p.vendor_category, p.release_date,
              p.requires_reboot, p.supersedes, p.cves)
             IS DISTINCT FROM (coalesce(i.kb, p.kb), i.title, coalesce(i.vendor, p.vendor),
@@ -64,9 +66,9 @@ const applyScanSql = prepared(
        release_date = coalesce(excluded.release_date, p.release_date),
        requires_reboot = excluded.requires_reboot, supersedes = coalesce(excluded.supersedes, p.supersedes),
        cves = coalesce(excluded.cves, p.cves)
-     RETURNING p.id, p.external_id),
+     RETURNING p.id, p.number, p.external_id),
    ids AS (
-     SELECT i.state, coalesce(c.id, k.id) AS patch_id
+     SELECT i.state, coalesce(c.id, k.id) AS patch_id, coalesce(c.number, k.number) AS number
        FROM input i
        LEFT JOIN known k ON k."externalId" = i."externalId"
        LEFT JOIN catalogue c ON c.external_id = i."externalId"),
@@ -89,19 +91,27 @@ const applyScanSql = prepared(
      RETURNING 1),
    scan AS (
      INSERT INTO device_patch_scans AS s (device_id, source, org_id, scan_id, scanned_at, installed, failed,
-                                          pending_reboot, missing, last_error)
+                                          pending_reboot, missing_numbers, last_error)
      SELECT :deviceId::uuid, :source::text, :orgId::uuid, :scanId::text, :scannedAt::timestamptz,
             count(*) FILTER (WHERE ids.state = 'installed'), count(*) FILTER (WHERE ids.state = 'failed'),
             count(*) FILTER (WHERE ids.state = 'pending-reboot'),
-            coalesce(array_agg(ids.patch_id ORDER BY ids.patch_id) FILTER (WHERE ids.state = 'missing'), '{}'),
+            coalesce(array_agg(ids.number ORDER BY ids.number) FILTER (WHERE ids.state = 'missing'), '{}'),
             max(e.last_error) FILTER (WHERE ids.state = 'failed')
        FROM ids LEFT JOIN existing e ON e.patch_id = ids.patch_id
      ON CONFLICT (device_id, source) DO UPDATE SET org_id = excluded.org_id, scan_id = excluded.scan_id,
        scanned_at = excluded.scanned_at, received_at = now(), installed = excluded.installed,
-       failed = excluded.failed, pending_reboot = excluded.pending_reboot, missing = excluded.missing,
+       failed = excluded.failed, pending_reboot = excluded.pending_reboot, missing_numbers = excluded.missing_numbers,
        last_error = excluded.last_error),
+   missing AS (
+     SELECT patch_missing_apply(coalesce(jsonb_agg(jsonb_build_object('orgId', m.org_id, 'patchId', m.patch_id,
+                                                                       'delta', m.delta)), '[]'::jsonb))
+       FROM (SELECT e.org_id, e.patch_id, -1 AS delta FROM existing e
+              WHERE e.source = :source::text AND e.state = 'missing'
+             UNION ALL
+             SELECT :orgId::uuid, ids.patch_id, 1 FROM ids WHERE ids.state = 'missing') m),
    claimed AS (${claimSnapshotDay})
-   SELECT (SELECT count(*)::int FROM gone) AS removed, EXISTS (SELECT 1 FROM claimed) AS claimed`,
+   SELECT (SELECT count(*)::int FROM gone) AS removed, EXISTS (SELECT 1 FROM claimed) AS claimed,
+          (SELECT count(*)::int FROM missing) AS "missingCounted"`,
 );
 
 export async function uploadInventory(db: Db, caller: AgentPrincipal, agentId: string, scan: InventoryUpload) {

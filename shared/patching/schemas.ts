@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { agentTimestamp, storableText } from '../agents/schemas.ts';
-import { pageOf, pageQuery } from '../db/paging.ts';
+import { pageOf, pageQuery, paginationSchema } from '../db/paging.ts';
 import { timestampReply } from '../db/timestamp.ts';
 import {
   installOutcomes,
@@ -302,6 +302,15 @@ export const complianceQuery = z
     trendDays: defaulted(z.coerce.number().int().min(1).max(90).default(90)),
   })
   .strict();
+/**
+ * The most device rows one reply of an organization's report carries: each row is at most about 2.4 KB (a hostname and
+ * a last error at their longest), so a page stays well under the Data API's 1 MiB result.
+ */
+export const deviceStatesMaxLimit = 200;
+/** An organization's report pages its device rows (`deviceStates`); the counts always cover every device. */
+export const organizationComplianceQuery = complianceQuery
+  .extend(pageQuery({ defaultLimit: 100, maxLimit: deviceStatesMaxLimit }))
+  .strict();
 
 export const deviceStates = [
   'failed',
@@ -343,6 +352,9 @@ export const compliance = z
         })
         .strict(),
     ),
+    pagination: paginationSchema.meta({
+      description: 'The page of deviceStates (page, limit); total counts every live device of the organization',
+    }),
     trend: z.array(z.object({ day: z.string(), devices: deviceCounts }).strict()),
   })
   .strict()

@@ -353,18 +353,30 @@ describe('patching policies and rings', () => {
     // The counts kept on the scan rows (by the uploads and the install results) are those of the device patches.
     const { rows: kept } = await t.db.admin.query<{ scans: number; drifted: number }>(
       `SELECT count(*)::int AS scans,
-              count(*) FILTER (WHERE (s.installed, s.failed, s.pending_reboot, s.missing)
+              count(*) FILTER (WHERE (s.installed, s.failed, s.pending_reboot, s.missing_numbers)
                                      IS DISTINCT FROM (c.installed, c.failed, c.pending_reboot, c.missing))::int AS drifted
          FROM device_patch_scans s CROSS JOIN LATERAL (
            SELECT count(*) FILTER (WHERE dp.state = 'installed')::int AS installed,
                   count(*) FILTER (WHERE dp.state = 'failed')::int AS failed,
                   count(*) FILTER (WHERE dp.state = 'pending-reboot')::int AS pending_reboot,
-                  coalesce(array_agg(dp.patch_id ORDER BY dp.patch_id) FILTER (WHERE dp.state = 'missing'), '{}') AS missing
-             FROM device_patches dp WHERE dp.device_id = s.device_id AND dp.source = s.source) c
+                  coalesce(array_agg(p.number ORDER BY p.number) FILTER (WHERE dp.state = 'missing'), '{}') AS missing
+             FROM device_patches dp JOIN patches p ON p.id = dp.patch_id
+            WHERE dp.device_id = s.device_id AND dp.source = s.source) c
         WHERE s.org_id = :orgId::uuid`,
       { orgId: tenant.orgId },
     );
     expect(kept[0]).toEqual({ scans: 3, drifted: 0 });
+    // The organization's kept counts of missing patches, after the uploads and the install results, are a recount's.
+    const missingCounts = (sql: string) => t.db.admin.query(sql, { orgId: tenant.orgId }).then((r) => r.rows);
+    expect(
+      await missingCounts(
+        'SELECT patch_id, devices FROM patch_missing_counts WHERE org_id = :orgId::uuid ORDER BY patch_id',
+      ),
+    ).toEqual(
+      await missingCounts(
+        'SELECT patch_id, devices FROM patch_missing_recount() WHERE org_id = :orgId::uuid ORDER BY patch_id',
+      ),
+    );
   });
 
   it('resolves one device: the first ring whose groups hold it, else the last; a device-level policy wins for it alone, in the partner-wide report too', async () => {

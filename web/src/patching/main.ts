@@ -24,6 +24,7 @@ interface Compliance {
     scannedAt: string | null;
     lastError: string | null;
   }[];
+  pagination: { total: number };
   trend: { day: string; devices: Counts }[];
 }
 interface RingStatus {
@@ -112,6 +113,13 @@ async function showCompliance(api: ApiClient, slot: HTMLElement, orgId: string, 
           ['Day', ...countHeaders()],
           c.trend.map((t) => [t.day, ...countCells(t.devices)]),
         ),
+    h(
+      'p',
+      { class: 'muted' },
+      c.pagination.total > c.deviceStates.length
+        ? `The first ${c.deviceStates.length} of ${c.pagination.total} devices by hostname; the CSV export lists them all.`
+        : `${c.pagination.total} devices.`,
+    ),
     table(
       'Devices',
       ['Device', 'State', 'Last scan', 'Last error', ''],
