@@ -19,10 +19,10 @@ import { armAt } from '../schedules/arm.ts';
 import {
   approvalOf,
   decisionsFor,
-  inParallel,
   type OrganizationPatching,
   patchingOfDevice,
   patchingPlanOf,
+  patchingPlansOf,
 } from './rings.ts';
 import { defaultStaleDays, type devicePatches as devicePatchesSchema, deviceStatesMaxLimit } from './schemas.ts';
 
@@ -360,7 +360,7 @@ export async function patchCompliance<R>(
 
 /**
  * The compliance of every live organization of a partner: the totals, per ring (a partner-wide policy's ring sums its
- * organizations) and per organization; the organizations' patching is resolved four at a time, then one statement
+ * organizations) and per organization; the organizations' patching is resolved together (patchingPlansOf), then one statement
  * counts every device in the database.
  */
 export async function partnerComplianceOf(db: Db, partnerId: string, staleDays: number, now = Date.now()) {
@@ -368,7 +368,10 @@ export async function partnerComplianceOf(db: Db, partnerId: string, staleDays: 
     'SELECT id, name FROM organizations WHERE partner_id = :partnerId::uuid AND deleted_at IS NULL ORDER BY name, id',
     { partnerId },
   );
-  const plans = await inParallel(orgs, 4, (org) => patchingPlanOf(db, { orgId: org.id, partnerId }));
+  const plans = await patchingPlansOf(
+    db,
+    orgs.map((org) => org.id),
+  );
   const { rows } = await db.query<CountRow & { orgId: string; devices: number; osUpdaterNotSuppressed: number }>(
     partnerComplianceSql,
     planParams(plans, staleDays, now),

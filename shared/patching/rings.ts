@@ -10,7 +10,7 @@ import { one, prepared } from '../db/db.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
 import { filterCondition } from '../device-groups/groups.ts';
 import { dynamicGroupsHolding } from '../device-groups/membership.ts';
-import { effectivePoliciesOf } from '../policies/effective.ts';
+import { effectivePoliciesOf, effectivePoliciesOfDevices } from '../policies/effective.ts';
 import type { PolicyItem } from '../policies/resolve.ts';
 import type { ApprovalRuleItem, RingItem } from '../policies/schemas.ts';
 
@@ -120,36 +120,54 @@ export async function patchingOfDevice(db: Db, deviceId: string): Promise<Device
 }
 
 const uniformitySql = prepared(
-  'patching_org_uniformity',
-  `WITH c AS (
-     SELECT a.level, a.os_types, a.roles FROM organizations o
-       JOIN policy_assignments a ON a.partner_id = o.partner_id AND a.kind = 'patching'
-                                AND (a.org_id IS NULL OR a.org_id = o.id)
-       JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL
-      WHERE o.id = :orgId::uuid)
-   SELECT (SELECT count(*)::int FROM c) AS candidates,
-          (SELECT count(*)::int FROM c WHERE c.level NOT IN ('partner', 'organization')
-              OR c.os_types IS NOT NULL OR c.roles IS NOT NULL) AS varying,
+  'patching_orgs_uniformity',
+  `SELECT o.id AS "orgId", c.candidates, c.varying,
           (SELECT count(*)::int FROM policy_exemptions e
              JOIN policies p ON p.id = e.policy_id AND p.kind = 'patching' AND p.deleted_at IS NULL
-            WHERE e.org_id = :orgId::uuid) AS exemptions,
-          EXISTS (SELECT 1 FROM sites s WHERE s.org_id = :orgId::uuid AND s.policy_inheritance_blocked) AS "siteBlocked"`,
+            WHERE e.org_id = o.id) AS exemptions,
+          EXISTS (SELECT 1 FROM sites s WHERE s.org_id = o.id AND s.policy_inheritance_blocked) AS "siteBlocked",
+          (SELECT d.id FROM devices d WHERE d.org_id = o.id AND d.deleted_at IS NULL ORDER BY d.id LIMIT 1)
+            AS "firstDeviceId"
+     FROM organizations o
+     CROSS JOIN LATERAL (
+       SELECT count(*)::int AS candidates,
+              count(*) FILTER (WHERE a.level NOT IN ('partner', 'organization')
+                                  OR a.os_types IS NOT NULL OR a.roles IS NOT NULL)::int AS varying
+         FROM policy_assignments a JOIN policies p ON p.id = a.policy_id AND p.deleted_at IS NULL
+        WHERE a.partner_id = o.partner_id AND a.kind = 'patching' AND (a.org_id IS NULL OR a.org_id = o.id)) c
+    WHERE o.id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb))`,
 );
 
+type Uniformity = 'none' | 'uniform' | 'per-device';
+
 /**
- * Whether every live device of the organization meets the same patching candidates: only partner- and
+ * Whether every live device of each organization meets the same patching candidates: only partner- and
  * organization-level assignments of patching policies reach it, none narrowed by OS type or role, no patching
  * exemption is made in it and none of its sites blocks inheritance. Then the one resolver's answer for one of its
- * devices is its answer for each; `none` when no patching assignment reaches it at all.
+ * devices is its answer for each; `none` when no patching assignment reaches it at all, or it has no live device.
+ * With each, its first live device. One statement for all.
  */
-async function organizationUniformity(db: Db, orgId: string): Promise<'none' | 'uniform' | 'per-device'> {
-  const row = await one<{ candidates: number; varying: number; exemptions: number; siteBlocked: boolean }>(
-    db,
-    uniformitySql,
-    { orgId },
-  );
-  if (!row || row.candidates === 0) return 'none';
-  return row.varying === 0 && row.exemptions === 0 && !row.siteBlocked ? 'uniform' : 'per-device';
+async function organizationsUniformity(db: Db, orgIds: readonly string[]) {
+  const found = new Map<string, { uniformity: Uniformity; firstDeviceId: string | null }>();
+  if (orgIds.length === 0) return found;
+  const { rows } = await db.query<{
+    orgId: string;
+    candidates: number;
+    varying: number;
+    exemptions: number;
+    siteBlocked: boolean;
+    firstDeviceId: string | null;
+  }>(uniformitySql, { orgIds: [...orgIds] });
+  for (const row of rows) {
+    const uniformity =
+      row.candidates === 0 || !row.firstDeviceId
+        ? 'none'
+        : row.varying === 0 && row.exemptions === 0 && !row.siteBlocked
+          ? 'uniform'
+          : 'per-device';
+    found.set(row.orgId, { uniformity, firstDeviceId: row.firstDeviceId });
+  }
+  return found;
 }
 
 /** The groups rings name: their type, a dynamic group's filter and site. */
@@ -196,13 +214,13 @@ async function ringsOfDevices(db: Db, deviceIds: readonly string[], rings: reado
   );
 }
 
-/** What patching each live device of one organization follows (see organizationUniformity), in its order. */
+/** What patching each live device of one organization follows (see organizationsUniformity), in its order. */
 export async function patchingOfOrganization(
   db: Db,
   org: { orgId: string; partnerId: string },
   devices: readonly { id: string; hostname: string }[],
 ): Promise<(DevicePatching | undefined)[]> {
-  const uniformity = await organizationUniformity(db, org.orgId);
+  const uniformity = (await organizationsUniformity(db, [org.orgId])).get(org.orgId)?.uniformity;
   if (uniformity === 'per-device') return inParallel(devices, 8, (d) => patchingOfDevice(db, d.id));
   const resolved =
     uniformity === 'uniform' && devices[0] ? await effectivePoliciesOf(db, devices[0].id, 'patching') : undefined;
@@ -239,79 +257,132 @@ export interface OrganizationPatching {
 }
 
 export async function patchingPlanOf(db: Db, org: { orgId: string; partnerId: string }): Promise<OrganizationPatching> {
-  const none = { orgId: org.orgId, policyId: null, ring: undefined, rules: [], devices: [] };
-  const uniformity = await organizationUniformity(db, org.orgId);
-  if (uniformity === 'none') return none;
-  const { rows: devices } = await db.query<{ id: string }>(
-    `SELECT id FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL
-      ORDER BY id ${uniformity === 'uniform' ? 'LIMIT 1' : ''}`,
-    org,
+  return (await patchingPlansOf(db, [org.orgId]))[0]!;
+}
+
+/**
+ * patchingPlanOf for many organizations (a partner's report), in their order, with a fixed number of statements
+ * however many they are: one for their uniformity, one or two for the policy of each uniform one (the resolver over
+ * one device of each), and the ring holders of all of them (see ringHoldersOf). An organization whose devices do not
+ * all meet the same assignments is resolved device by device.
+ */
+export async function patchingPlansOf(db: Db, orgIds: readonly string[]): Promise<OrganizationPatching[]> {
+  const none = (orgId: string) => ({ orgId, policyId: null, ring: undefined, rules: [], devices: [] });
+  const facts = await organizationsUniformity(db, orgIds);
+  const uniform = orgIds.flatMap((orgId) => {
+    const fact = facts.get(orgId);
+    return fact?.uniformity === 'uniform' && fact.firstDeviceId ? [{ orgId, deviceId: fact.firstDeviceId }] : [];
+  });
+  const resolved = await effectivePoliciesOfDevices(
+    db,
+    uniform.map((each) => each.deviceId),
+    'patching',
   );
-  if (devices.length === 0) return none;
-  if (uniformity === 'per-device') {
-    const each = await inParallel(devices, 8, (d) => patchingOfDevice(db, d.id));
+  const policies = new Map(
+    uniform.map(({ orgId, deviceId }) => {
+      const effective = resolved.get(deviceId)?.effective;
+      const items = effective?.items.map((i) => i.item) ?? [];
+      const policy = {
+        policyId: effective?.items[0]?.origin.policyId ?? null,
+        rings: ringsOf(items),
+        rules: rulesOf(items),
+      };
+      return [orgId, policy];
+    }),
+  );
+  const held = await ringHoldersOf(
+    db,
+    [...policies].map(([orgId, policy]) => ({ orgId, rings: policy.rings })),
+  );
+  return inParallel(orgIds, 4, async (orgId) => {
+    const uniformity = facts.get(orgId)?.uniformity ?? 'none';
+    if (uniformity === 'none') return none(orgId);
+    if (uniformity === 'per-device') return perDevicePlan(db, orgId);
+    const { policyId, rings, rules } = policies.get(orgId)!;
+    const last = rings.at(-1);
     return {
-      ...none,
-      devices: devices.map((d, i) => ({
-        deviceId: d.id,
-        policyId: each[i]?.policyId ?? null,
-        ring: each[i]?.ring,
-        rules: each[i]?.rules ?? [],
-      })),
+      orgId,
+      policyId,
+      ring: last,
+      rules,
+      devices: [...(held.get(orgId) ?? [])]
+        .filter(([, ring]) => ring !== last)
+        .map(([deviceId, ring]) => ({ deviceId, policyId, ring, rules })),
     };
-  }
-  const resolved = await effectivePoliciesOf(db, devices[0]!.id, 'patching');
-  const items = resolved?.effective.items.map((i) => i.item) ?? [];
-  const rings = ringsOf(items);
-  const policyId = resolved?.effective.items[0]?.origin.policyId ?? null;
-  const rules = rulesOf(items);
-  const last = rings.at(-1);
-  const held = await ringHoldersOf(db, org.orgId, rings);
+  });
+}
+
+/** The plan of an organization whose devices do not all meet the same assignments: each device resolved alone. */
+async function perDevicePlan(db: Db, orgId: string): Promise<OrganizationPatching> {
+  const { rows: devices } = await db.query<{ id: string }>(
+    'SELECT id FROM devices WHERE org_id = :orgId::uuid AND deleted_at IS NULL ORDER BY id',
+    { orgId },
+  );
+  const each = await inParallel(devices, 8, (d) => patchingOfDevice(db, d.id));
   return {
-    orgId: org.orgId,
-    policyId,
-    ring: last,
-    rules,
-    devices: [...held]
-      .filter(([, ring]) => ring !== last)
-      .map(([deviceId, ring]) => ({ deviceId, policyId, ring, rules })),
+    orgId,
+    policyId: null,
+    ring: undefined,
+    rules: [],
+    devices: devices.map((d, i) => ({
+      deviceId: d.id,
+      policyId: each[i]?.policyId ?? null,
+      ring: each[i]?.ring,
+      rules: each[i]?.rules ?? [],
+    })),
   };
 }
 
 /**
- * The live devices of an organization that some ring's groups hold, each with the first such ring (lowest order):
- * one statement for the static groups' members, one per dynamic group (its filter over the organization's devices).
+ * Per organization, its live devices that some ring of its policy holds by the ring's groups, each with the first
+ * such ring (lowest order): one statement for the static groups' members of every organization, one per dynamic
+ * group (its filter over its organization's devices).
  */
-async function ringHoldersOf(db: Db, orgId: string, rings: readonly Ring[]) {
-  const groupIds = [...new Set(rings.flatMap((r) => r.groupIds))];
-  const held = new Map<string, Set<string>>();
-  const hold = (deviceId: string, groupId: string) => {
-    if (!held.has(deviceId)) held.set(deviceId, new Set());
-    held.get(deviceId)!.add(groupId);
+async function ringHoldersOf(db: Db, orgs: readonly { orgId: string; rings: readonly Ring[] }[]) {
+  // The (organization, group) pairs to read: a group holds only devices of an organization whose rings name it.
+  const pairs = orgs.flatMap(({ orgId, rings }) =>
+    [...new Set(rings.flatMap((r) => r.groupIds))].map((groupId) => ({ orgId, groupId })),
+  );
+  const held = new Map<string, Map<string, Set<string>>>(orgs.map(({ orgId }) => [orgId, new Map()]));
+  const hold = (orgId: string, deviceId: string, groupId: string) => {
+    const devices = held.get(orgId)!;
+    if (!devices.has(deviceId)) devices.set(deviceId, new Set());
+    devices.get(deviceId)!.add(groupId);
   };
-  if (groupIds.length > 0) {
-    const groups = await ringGroups(db, groupIds);
-    const { rows: members } = await db.query<{ deviceId: string; groupId: string }>(
-      `SELECT m.device_id AS "deviceId", m.group_id AS "groupId" FROM device_group_members m
-         JOIN devices d ON d.id = m.device_id AND d.org_id = :orgId::uuid AND d.deleted_at IS NULL
-        WHERE m.group_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:groupIds::jsonb))`,
-      { orgId, groupIds },
+  if (pairs.length > 0) {
+    const groups = await ringGroups(db, [...new Set(pairs.map((pair) => pair.groupId))]);
+    const { rows: members } = await db.query<{ orgId: string; deviceId: string; groupId: string }>(
+      `SELECT x."orgId", m.device_id AS "deviceId", m.group_id AS "groupId"
+         FROM jsonb_to_recordset(:pairs::jsonb) AS x ("orgId" uuid, "groupId" uuid)
+         JOIN device_group_members m ON m.group_id = x."groupId"
+         JOIN devices d ON d.id = m.device_id AND d.org_id = x."orgId" AND d.deleted_at IS NULL`,
+      { pairs: pairs as never },
     );
-    for (const m of members) hold(m.deviceId, m.groupId);
+    for (const m of members) hold(m.orgId, m.deviceId, m.groupId);
     for (const group of groups.filter((g) => g.type === 'dynamic' && g.filter)) {
+      const orgIds = pairs.filter((pair) => pair.groupId === group.id).map((pair) => pair.orgId);
       const condition = filterCondition(group.filter!);
-      const { rows } = await db.query<{ id: string }>(
-        `SELECT d.id FROM devices d LEFT JOIN agents a ON a.device_id = d.id
-          WHERE d.org_id = :orgId::uuid AND d.deleted_at IS NULL
-            AND d.org_id = (SELECT org_id FROM device_groups WHERE id = :groupId::uuid)
+      const { rows } = await db.query<{ id: string; orgId: string }>(
+        `SELECT d.id, d.org_id AS "orgId" FROM devices d LEFT JOIN agents a ON a.device_id = d.id
+          WHERE d.org_id IN (SELECT value::uuid FROM jsonb_array_elements_text(:orgIds::jsonb))
+            AND d.deleted_at IS NULL AND d.org_id = (SELECT org_id FROM device_groups WHERE id = :groupId::uuid)
             AND (:siteId::uuid IS NULL OR d.site_id = :siteId::uuid) AND coalesce(${condition.sql}, false)`,
-        { ...condition.params, orgId, groupId: group.id, siteId: group.siteId },
+        { ...condition.params, orgIds, groupId: group.id, siteId: group.siteId },
       );
-      for (const r of rows) hold(r.id, group.id);
+      for (const r of rows) hold(r.orgId, r.id, group.id);
     }
   }
+  const rings = new Map(orgs.map(({ orgId, rings }) => [orgId, rings]));
   return new Map(
-    [...held].map(([deviceId, groups]) => [deviceId, rings.find((r) => r.groupIds.some((g) => groups.has(g)))!]),
+    [...held].map(([orgId, devices]) => [
+      orgId,
+      new Map(
+        [...devices].map(([deviceId, groupIds]) => [
+          deviceId,
+          rings.get(orgId)!.find((r) => r.groupIds.some((g) => groupIds.has(g)))!,
+        ]),
+      ),
+    ]),
   );
 }
 
