@@ -7,7 +7,8 @@
  *   the entries (same columns and indexes, no trigger, no links) and today's copy (the same with the six trigram
  *   indexes of before the search document), written by the same production function, interleaved: single rows and
  *   100-row batches from 1 and 8 writers, batches spread over 16 organizations or rotating among them, and a bulk
- *   history load (--bulk rows, 0: none) through the ingestion path;
+ *   history load (--bulk rows, 0: none) through the ingestion path; then the same history load into a lane without
+ *   the search index (a child table of the entries, measured, not built) beside the sealed table;
  * - reading at scale: with --rows rows in one organization, the list and search queries of the API
  *   (listAuditEntries) against the same pages through today's search (a copy of the trail with the six trigram
  *   indexes, call for call) and a bare SELECT … ORDER BY … LIMIT, and verifying every row (verifyChain)
@@ -453,6 +454,102 @@ async function bulkLoad(admin: Db, tables: Writers): Promise<string[]> {
 }
 
 /**
+ * A history lane (measured, not built): a child table of audit_entries in a schema of its own, with the entry table's
+ * btree indexes but not its search index, sealed by the same trigger into the same links, so every reader of the
+ * entries (the audit_logs view, the searches, the verifier) reads its rows too. Its writer's sessions put that schema
+ * first on the search_path, so the ingestion path's very INSERT lands in the lane.
+ */
+async function laneWriter(admin: Db, url: string): Promise<Db> {
+  const schema = 'bench_lane';
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.query(`CREATE TABLE ${schema}.audit_entries () INHERITS (public.audit_entries)`);
+  // A child does not inherit the identity: its positions come from the parent's sequence, as the seal checks.
+  await admin.query(
+    `ALTER TABLE ${schema}.audit_entries ALTER pos SET DEFAULT nextval('public.audit_entries_pos_seq')`,
+  );
+  const { rows: indexes } = await admin.query<{ def: string }>(
+    `SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'audit_entries' AND indexdef NOT LIKE '%USING gin%'`,
+  );
+  for (const { def } of indexes)
+    await admin.query(def.replace(' ON public.audit_entries ', ` ON ${schema}.audit_entries `));
+  await admin.query(
+    `CREATE TRIGGER audit_entries_seal AFTER INSERT ON ${schema}.audit_entries REFERENCING NEW TABLE AS added
+       FOR EACH STATEMENT EXECUTE FUNCTION public.audit_entries_seal()`,
+  );
+  const laneUrl = new URL(url);
+  laneUrl.searchParams.set('options', `-c TimeZone=UTC -c search_path=${schema},public`);
+  return createPgDb({ connectionString: laneUrl.toString(), max: 2, applicationName: `logbook-bench-${schema}` });
+}
+
+/**
+ * The history load into the lane against the sealed table, through the same ingestion path in alternating blocks of
+ * ten transactions, then the lane's search index built in one pass over its rows (what a lane would do once an import
+ * is done): the lane's rate without its search index and with that build counted, beside the sealed table's.
+ */
+async function laneLoad(admin: Db, tables: { sealed: Db; lane: Db }): Promise<string[]> {
+  const partner = (await insertPartner(admin, 'Bench lane MSP')) as { id: string };
+  const orgs = {
+    sealed: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Table' }, { name: 'HQ' }),
+    lane: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Lane' }, { name: 'HQ' }),
+  };
+  const principal: Principal = {
+    actorType: 'user',
+    id: randomUUID(),
+    email: 'importer@bench.example',
+    name: 'Bench Importer',
+    role: 'platform_admin',
+    scope: 'platform',
+    partnerId: null,
+    orgId: null,
+    permissions: scopedPermissions('platform', rolePermissions.platform_admin),
+  };
+  const done = { sealed: 0, lane: 0 };
+  const spent = { sealed: 0, lane: 0 };
+  const block = bulkTransaction * 10;
+  while (done.sealed < bulkRows || done.lane < bulkRows) {
+    for (const which of ['lane', 'sealed'] as const) {
+      const until = Math.min(done[which] + block, bulkRows);
+      while (done[which] < until) {
+        const count = Math.min(bulkTransaction, until - done[which]);
+        const events = historyEvents(orgs[which].id, done[which] + 1, count, bulkRows);
+        const parsed = events.flatMap((_, i) =>
+          i % 500 === 0 ? ingestEvents.parse({ events: events.slice(i, i + 500) }).events : [],
+        );
+        const started = performance.now();
+        await tables[which].transaction((tx) => ingestAuditEvents(tx, principal, { events: parsed }, undefined));
+        spent[which] += (performance.now() - started) / 1000;
+        done[which] += count;
+      }
+      status(`history lane: ${number(done.lane)} lane, ${number(done.sealed)} sealed`, true);
+    }
+  }
+  statusDone();
+  const started = performance.now();
+  await admin.query(
+    `CREATE INDEX ON bench_lane.audit_entries USING gin (action gin_trgm_ops,
+       audit_search_document(actor_email, resource_type, resource_name, details) gin_trgm_ops)`,
+  );
+  const build = (performance.now() - started) / 1000;
+  // Every lane row is sealed and read through the view of the trail, like the table's.
+  const { rows } = await admin.query<{ n: number }>(
+    'SELECT count(*) AS n FROM audit_logs WHERE org_id = :orgId::uuid',
+    { orgId: orgs.lane.id },
+  );
+  if (rows[0]!.n !== bulkRows) throw new Error(`the lane holds ${rows[0]!.n} sealed rows, not ${bulkRows}`);
+  const lane = bulkRows / spent.lane;
+  const built = bulkRows / (spent.lane + build);
+  const sealed = bulkRows / spent.sealed;
+  return [
+    `  history lane without the search index (measured, not built), ${number(bulkRows)} rows, ingestion path`,
+    `${number(lane)} lane, ${number(built)} with its index built after (${ms(build * 1000)})`,
+    `${number(sealed)} sealed audit_entries`,
+    `${ratio(lane / sealed)}, ${ratio(built / sealed)} with the build`,
+    `>= ${perSecond(20_000)}`,
+    `${verdict(lane >= 20_000)} (load ${loadAverage()})`,
+  ];
+}
+
+/**
  * Audited changes: `writers` writers each making a change (one row into a scratch table) and its audit row, with the
  * request's own code: through the outbox (auditChange in the change's transaction, sealed after the commit by the
  * grouped seal) against the path before it (the change committed, then its row appended by the grouped appender),
@@ -524,19 +621,25 @@ async function writing(): Promise<{ lines: string[][]; server: string }> {
   const sealed = createPgDb({ connectionString: scratch.url, max: writers, applicationName: 'logbook-bench-sealed' });
   let unsealed: Db | undefined;
   let today: Db | undefined;
+  let lane: Db | undefined;
   try {
     unsealed = await unsealedWriter(admin, scratch.url, 'bench_unsealed');
     today = await unsealedWriter(admin, scratch.url, 'bench_today', true);
     const tables = { sealed, unsealed, today };
     const lines = await sealingCost(tables);
     lines.push(await auditedChanges(admin, sealed));
-    if (bulkRows > 0) lines.push(await bulkLoad(admin, tables));
+    if (bulkRows > 0) {
+      lines.push(await bulkLoad(admin, tables));
+      lane = await laneWriter(admin, scratch.url);
+      lines.push(await laneLoad(admin, { sealed, lane }));
+    }
     return { lines, server: await serverSettings(admin, scratch.server) };
   } finally {
     statusDone();
     await sealed.close();
     await unsealed?.close();
     await today?.close();
+    await lane?.close();
     await admin.close();
     await scratch.drop();
   }
