@@ -52,17 +52,16 @@ export async function notifyAlertChange(
 
 /**
  * The channels and escalation policy of an alert: the rule's own (`item`) when it names them, else the defaults of
- * its organization for its severity, and for each severity the organization has none of its own, its partner's.
+ * its organization for its severity, and for each severity the organization has none of its own, its partner's (both
+ * read with the alert).
  */
 export async function channelsFor(
   db: Db,
-  alert: { orgId: string; partnerId: string; severity: Severity },
+  alert: Pick<store.NoticeAlert, 'orgId' | 'severity' | 'ownDefaults' | 'partnerDefaults'>,
   item?: ItemRouting,
 ): Promise<{ channelIds: string[]; escalationPolicyId: string | null }> {
-  const [own, partner] = await Promise.all([
-    store.selectDefaults(db, { partnerId: alert.partnerId, orgId: alert.orgId }),
-    store.selectDefaults(db, { partnerId: alert.partnerId, orgId: null }),
-  ]);
+  const own = alert.ownDefaults;
+  const partner = alert.partnerDefaults;
   const byDefault = own?.channels[alert.severity] ?? partner?.channels[alert.severity] ?? [];
   const named = item?.channels && item.channels.length > 0 ? item.channels : byDefault;
   const escalationPolicyId =

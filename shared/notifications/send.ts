@@ -55,21 +55,17 @@ export async function tell(db: Db, notice: Notice): Promise<Told> {
     told = await db.transaction(async (tx) => {
       const channel = await store.selectSendingChannel(tx, notice.channelId, true);
       if (!channel || channel.deleted) return 'gone';
-      let status: 'pending' | 'throttled' = 'pending';
-      let reopensAt: Date | undefined;
-      if (channel.throttleMax !== null && channel.throttleWindowMinutes !== null && notice.event !== 'channel.test') {
-        const recent = await store.countRecent(tx, channel.id, channel.throttleWindowMinutes);
-        if (recent && recent.count >= channel.throttleMax) {
-          status = 'throttled';
-          reopensAt = new Date(new Date(recent.oldest!).getTime() + channel.throttleWindowMinutes * 60_000);
-        }
-      }
-      const row = await store.insertNotification(tx, { ...notice, body: { ...notice.body }, status });
+      const throttle =
+        channel.throttleMax !== null && channel.throttleWindowMinutes !== null && notice.event !== 'channel.test'
+          ? { max: channel.throttleMax, windowMinutes: channel.throttleWindowMinutes }
+          : null;
+      const row = await store.insertCountedNotification(tx, { ...notice, body: { ...notice.body } }, throttle);
       if (!row) return 'duplicate';
-      if (status === 'pending') {
+      if (row.status === 'pending') {
         queued = row.id;
         return 'queued';
       }
+      const reopensAt = new Date(new Date(row.oldest!).getTime() + throttle!.windowMinutes * 60_000);
       if (notice.orgId)
         await auditChange(tx, audit, {
           orgId: notice.orgId,
@@ -79,7 +75,7 @@ export async function tell(db: Db, notice: Notice): Promise<Told> {
           resourceName: notice.body.alert?.title ?? null,
           details: { notificationId: row.id, channelId: channel.id, event: notice.event, step: notice.step },
         });
-      if (await store.armDigest(tx, channel.id, reopensAt!)) armDigestAt = reopensAt;
+      if (await store.armDigest(tx, channel.id, reopensAt)) armDigestAt = reopensAt;
       return 'throttled';
     });
   } finally {
@@ -131,7 +127,7 @@ export type AttemptResult = 'delivered' | 'retrying' | 'failed' | 'not-due';
 export async function attemptNotification(db: Db, id: string, now = new Date()): Promise<AttemptResult> {
   const claimed = await store.claimNotification(db, id, now, Math.ceil(timeoutMs() / 1000) + 30);
   if (!claimed) return 'not-due';
-  const channel = await store.selectSendingChannel(db, claimed.channelId);
+  const channel = claimed.channel;
   const started = performance.now();
   let statusCode: number | null = null;
   let error: string | null = null;

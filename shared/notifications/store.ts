@@ -318,14 +318,23 @@ export type NoticeAlert = {
   status: 'open' | 'acknowledged' | 'resolved';
   suppressedBy: { maintenanceWindowId: string } | null;
   createdAt: Date;
+  /** The notification defaults of its organization and of its partner, read with it. */
+  ownDefaults: DefaultsRow | null;
+  partnerDefaults: DefaultsRow | null;
 };
 
+const defaultsOf = (org: string) => `(SELECT jsonb_build_object('channels', x.channels, 'escalationPolicyId',
+                                                                 x.escalation_policy_id)
+   FROM notification_defaults x WHERE x.partner_id = a.partner_id AND x.org_id ${org})`;
+
+/** An alert as it is told, with the defaults that route it: one statement. */
 export function selectNoticeAlert(db: Db, id: string) {
   return one<NoticeAlert>(
     db,
     `SELECT a.id, a.org_id AS "orgId", a.partner_id AS "partnerId", o.name AS "orgName", a.device_id AS "deviceId",
             d.hostname, jsonb_build_object('type', a.source_type, 'id', a.source_id) AS source, a.severity, a.title,
-            a.details, a.status, a.suppressed_by AS "suppressedBy", a.created_at AS "createdAt"
+            a.details, a.status, a.suppressed_by AS "suppressedBy", a.created_at AS "createdAt",
+            ${defaultsOf('= a.org_id')} AS "ownDefaults", ${defaultsOf('IS NULL')} AS "partnerDefaults"
        FROM alerts a JOIN organizations o ON o.id = a.org_id LEFT JOIN devices d ON d.id = a.device_id
       WHERE a.id = :id::uuid`,
     { id },
@@ -402,16 +411,32 @@ export async function insertNotification(db: Db, notice: NotificationInsert) {
 }
 
 /**
- * The channel's notifications counted by its throttle within the window (digests and tests are not counted), and
- * when the oldest of them was made: the window reopens then.
+ * Records a notification of an alert or an automation on its channel, whose row the caller holds locked, in one
+ * statement with its throttle's count: `throttled` (not due) when the channel's notifications within the throttle's
+ * window (digests and tests are not counted) reached its limit, else `pending`, its first attempt due now. Answers
+ * its status and when the oldest counted one was made (the window reopens then); undefined when its dedupe key was
+ * recorded before (it is told once).
  */
-export function countRecent(db: Db, channelId: string, windowMinutes: number) {
-  return one<{ count: number; oldest: Date | null }>(
-    db,
-    `SELECT count(*)::int AS count, min(created_at) AS oldest FROM notifications
-      WHERE channel_id = :channelId::uuid AND created_at > now() - :windowMinutes::int * interval '1 minute'
-        AND status IN ('pending', 'delivered', 'failed') AND event NOT IN ('alert.digest', 'channel.test')`,
-    { channelId, windowMinutes },
+export async function insertCountedNotification(
+  tx: Tx,
+  notice: Omit<NotificationInsert, 'status'>,
+  throttle: { max: number; windowMinutes: number } | null,
+) {
+  return one<{ id: string; status: 'pending' | 'throttled'; oldest: Date | null }>(
+    tx,
+    `WITH r AS (
+       SELECT count(*)::int AS count, min(created_at) AS oldest FROM notifications
+        WHERE :max::int IS NOT NULL AND channel_id = :channelId::uuid
+          AND created_at > now() - :windowMinutes::int * interval '1 minute'
+          AND status IN ('pending', 'delivered', 'failed') AND event NOT IN ('alert.digest', 'channel.test')),
+     s AS (SELECT CASE WHEN r.count >= :max::int THEN 'throttled' ELSE 'pending' END AS status, r.oldest FROM r)
+     INSERT INTO notifications (channel_id, alert_id, org_id, event, step, dedupe_key, status, body, next_attempt_at)
+     SELECT :channelId::uuid, :alertId::uuid, :orgId::uuid, :event::text, :step::int, :dedupeKey::text, s.status,
+            :body::jsonb, CASE WHEN s.status = 'pending' THEN date_trunc('milliseconds', now()) END
+       FROM s
+     ON CONFLICT (dedupe_key) DO NOTHING
+     RETURNING id, status, (SELECT oldest FROM s) AS oldest`,
+    { ...notice, max: throttle?.max ?? null, windowMinutes: throttle?.windowMinutes ?? null },
   );
 }
 
@@ -456,9 +481,13 @@ export async function insertDigest(
   );
 }
 
+const sendingChannelJson = `jsonb_build_object('id', c.id, 'partnerId', c.partner_id, 'orgId', c.org_id, 'name', c.name,
+  'type', c.type, 'config', c.config, 'secret', c.secret, 'secretSealed', c.secret_sealed, 'throttleMax', c.throttle_max,
+  'throttleWindowMinutes', c.throttle_window_minutes, 'deleted', c.deleted_at IS NOT NULL)`;
+
 /**
  * Takes a due pending notification for one attempt: its next attempt moves `leaseSeconds` ahead, so a second worker
- * holding the same job finds it not due.
+ * holding the same job finds it not due. Its channel is read with it (deleted ones too, to stop them).
  */
 export function claimNotification(db: Db, id: string, now: Date, leaseSeconds: number) {
   return one<{
@@ -470,12 +499,14 @@ export function claimNotification(db: Db, id: string, now: Date, leaseSeconds: n
     body: Record<string, unknown>;
     attempts: number;
     createdAt: Date;
+    channel: SendingChannel | null;
   }>(
     db,
     `UPDATE notifications n SET next_attempt_at = :now::timestamptz + :leaseSeconds::int * interval '1 second'
       WHERE n.id = :id::uuid AND n.status = 'pending' AND n.next_attempt_at <= :now::timestamptz
       RETURNING n.id, n.channel_id AS "channelId", n.alert_id AS "alertId", n.org_id AS "orgId", n.event, n.body,
-                n.attempts, n.created_at AS "createdAt"`,
+                n.attempts, n.created_at AS "createdAt",
+                (SELECT ${sendingChannelJson} FROM notification_channels c WHERE c.id = n.channel_id) AS channel`,
     { id, now, leaseSeconds },
   );
 }
