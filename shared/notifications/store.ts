@@ -411,33 +411,49 @@ export async function insertNotification(db: Db, notice: NotificationInsert) {
 }
 
 /**
- * Records a notification of an alert or an automation on its channel, whose row the caller holds locked, in one
- * statement with its throttle's count: `throttled` (not due) when the channel's notifications within the throttle's
- * window (digests and tests are not counted) reached its limit, else `pending`, its first attempt due now. Answers
- * its status and when the oldest counted one was made (the window reopens then); undefined when its dedupe key was
- * recorded before (it is told once).
+ * Records notifications of alerts or automations on one channel, whose row the caller holds locked, in one statement
+ * with its throttle's count, in the order given: each is `throttled` (not due) when the channel's notifications within
+ * the throttle's window (digests and tests are not counted), those recorded before it here included, reached the
+ * limit, else `pending`, its first attempt due now. One whose dedupe key was recorded before is not recorded (it is
+ * told once). Answers those recorded, with when the oldest counted notification was made (the window reopens then).
  */
-export async function insertCountedNotification(
+export async function insertCountedNotifications(
   tx: Tx,
-  notice: Omit<NotificationInsert, 'status'>,
+  channelId: string,
+  notices: (Omit<NotificationInsert, 'status' | 'channelId'> & { id: string })[],
   throttle: { max: number; windowMinutes: number } | null,
 ) {
-  return one<{ id: string; status: 'pending' | 'throttled'; oldest: Date | null }>(
-    tx,
-    `WITH r AS (
+  const { rows } = await tx.query<{ id: string; status: 'pending' | 'throttled'; oldest: Date }>(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset(:notices::jsonb)
+         AS x(i int, id uuid, "alertId" uuid, "orgId" uuid, event text, step int, "dedupeKey" text, body jsonb)),
+     fresh AS (
+       SELECT input.*, count(*) FILTER (WHERE input.event <> 'channel.test') OVER (ORDER BY input.i) AS n FROM input
+        WHERE input."dedupeKey" IS NULL
+           OR NOT EXISTS (SELECT 1 FROM notifications x WHERE x.dedupe_key = input."dedupeKey")),
+     r AS (
        SELECT count(*)::int AS count, min(created_at) AS oldest FROM notifications
         WHERE :max::int IS NOT NULL AND channel_id = :channelId::uuid
           AND created_at > now() - :windowMinutes::int * interval '1 minute'
           AND status IN ('pending', 'delivered', 'failed') AND event NOT IN ('alert.digest', 'channel.test')),
-     s AS (SELECT CASE WHEN r.count >= :max::int THEN 'throttled' ELSE 'pending' END AS status, r.oldest FROM r)
-     INSERT INTO notifications (channel_id, alert_id, org_id, event, step, dedupe_key, status, body, next_attempt_at)
-     SELECT :channelId::uuid, :alertId::uuid, :orgId::uuid, :event::text, :step::int, :dedupeKey::text, s.status,
-            :body::jsonb, CASE WHEN s.status = 'pending' THEN date_trunc('milliseconds', now()) END
-       FROM s
+     s AS (
+       SELECT fresh.*, CASE WHEN fresh.event <> 'channel.test' AND r.count + fresh.n > :max::int THEN 'throttled'
+                            ELSE 'pending' END AS status
+         FROM fresh, r)
+     INSERT INTO notifications (id, channel_id, alert_id, org_id, event, step, dedupe_key, status, body, next_attempt_at)
+     SELECT s.id, :channelId::uuid, s."alertId", s."orgId", s.event, s.step, s."dedupeKey", s.status, s.body,
+            CASE WHEN s.status = 'pending' THEN date_trunc('milliseconds', now()) END
+       FROM s ORDER BY s.i
      ON CONFLICT (dedupe_key) DO NOTHING
-     RETURNING id, status, (SELECT oldest FROM s) AS oldest`,
-    { ...notice, max: throttle?.max ?? null, windowMinutes: throttle?.windowMinutes ?? null },
+     RETURNING id, status, coalesce((SELECT oldest FROM r), now()) AS oldest`,
+    {
+      channelId,
+      notices: notices.map((notice, i) => ({ ...notice, i })),
+      max: throttle?.max ?? null,
+      windowMinutes: throttle?.windowMinutes ?? null,
+    },
   );
+  return rows;
 }
 
 /** Arms the channel's digest for `due` unless one is armed already; true when this call armed it. */
