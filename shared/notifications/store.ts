@@ -321,21 +321,34 @@ export type NoticeAlert = {
   /** The notification defaults of its organization and of its partner, read with it. */
   ownDefaults: DefaultsRow | null;
   partnerDefaults: DefaultsRow | null;
+  /** The live channels serving its organization among those the defaults name for its severity. */
+  servingDefaultChannels: string[];
 };
 
-const defaultsOf = (org: string) => `(SELECT jsonb_build_object('channels', x.channels, 'escalationPolicyId',
-                                                                 x.escalation_policy_id)
-   FROM notification_defaults x WHERE x.partner_id = a.partner_id AND x.org_id ${org})`;
+const defaultsOf = (org: string) => `LEFT JOIN LATERAL (
+     SELECT jsonb_build_object('channels', x.channels, 'escalationPolicyId', x.escalation_policy_id) AS v
+       FROM notification_defaults x WHERE x.partner_id = a.partner_id AND x.org_id ${org}) AS`;
 
-/** An alert as it is told, with the defaults that route it: one statement. */
+/**
+ * An alert as it is told, with the defaults that route it and the channels they name for its severity that serve its
+ * organization (its own, its partner's; as selectServingChannels answers): one statement.
+ */
 export function selectNoticeAlert(db: Db, id: string) {
   return one<NoticeAlert>(
     db,
     `SELECT a.id, a.org_id AS "orgId", a.partner_id AS "partnerId", o.name AS "orgName", a.device_id AS "deviceId",
             d.hostname, jsonb_build_object('type', a.source_type, 'id', a.source_id) AS source, a.severity, a.title,
             a.details, a.status, a.suppressed_by AS "suppressedBy", a.created_at AS "createdAt",
-            ${defaultsOf('= a.org_id')} AS "ownDefaults", ${defaultsOf('IS NULL')} AS "partnerDefaults"
+            own.v AS "ownDefaults", partner.v AS "partnerDefaults",
+            (SELECT coalesce(jsonb_agg(c.id), '[]') FROM notification_channels c
+              WHERE c.id IN (SELECT value::uuid FROM jsonb_array_elements_text(
+                               coalesce(nullif(own.v -> 'channels' -> a.severity, 'null'),
+                                        nullif(partner.v -> 'channels' -> a.severity, 'null'), '[]')))
+                AND c.deleted_at IS NULL AND c.partner_id = o.partner_id AND (c.org_id IS NULL OR c.org_id = o.id)
+            ) AS "servingDefaultChannels"
        FROM alerts a JOIN organizations o ON o.id = a.org_id LEFT JOIN devices d ON d.id = a.device_id
+       ${defaultsOf('= a.org_id')} own ON true
+       ${defaultsOf('IS NULL')} partner ON true
       WHERE a.id = :id::uuid`,
     { id },
   );
