@@ -10,6 +10,8 @@
  *   150 a minute: time until every notification is delivered or carried by a delivered digest, duplicates per
  *   (alert, channel, event, step), what the receiver got; baseline: the same number of alerts raised where no channel
  *   is named;
+ * - the statements an alert costs (raising it, its notification and automation jobs, its delivery): the storm's
+ *   statements until everything is delivered, per alert; baseline: the same where no channel is named;
  * - statements reaching the database for 10 s once the storm is over and nothing is due (every statement would
  *   resume a paused Aurora); baseline: the statements of the storm.
  *
@@ -29,7 +31,7 @@ import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
-import { runJobsLocally } from '#shared/queue/work-queue.ts';
+import { localJobsSettled, runJobsLocally } from '#shared/queue/work-queue.ts';
 import { compileSchedule, occurrencesBetween } from '#shared/schedules/engine.ts';
 import { number, positive, status, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
@@ -162,7 +164,12 @@ async function main() {
 
     status(`baseline: ${number(alertCount)} alerts told nobody …`);
     const quiet = await org('Quiet Corp');
-    const baselineMs = await raiseAll(await devicesOf(quiet, deviceCount));
+    const quietDevices = await devicesOf(quiet, deviceCount);
+    const baselineBefore = appStatementCount();
+    const baselineMs = await raiseAll(quietDevices);
+    // Their notification and automation jobs finish before the storm starts: the storm's statements are its own.
+    await localJobsSettled();
+    const baselineStatements = appStatementCount() - baselineBefore;
 
     status(`storm: ${number(alertCount)} alerts to ${channelCount} channels …`);
     const devices: { orgId: string; deviceId: string }[] = [];
@@ -233,6 +240,13 @@ ${formatTable(
       `${seconds(baselineMs)} (no channel named)`,
       '< 60 s',
       verdict(raiseMs < 60_000),
+    ],
+    [
+      'statements an alert (raised, told, delivered)',
+      (stormStatements / alertCount).toFixed(1),
+      `${(baselineStatements / alertCount).toFixed(1)} (no channel named)`,
+      '',
+      '',
     ],
     [
       `storm delivered or digested (${channelCount} channels, 150/min each)`,

@@ -62,7 +62,13 @@ export async function raiseMonitorAlert(
   // Automations hear of a new alert and of each new occurrence once the evaluation has committed.
   tx.afterCommit(() => audit.pending.push(tellAlertRaised(alert)));
   if (!created) return alert;
-  await auditChange(tx, audit, {
+  // The item's own channels and escalation policy, in place of the defaults when it names them.
+  await notifyAlertChange(tx, audit, alert, 'alert.created', {
+    channels: firing.item.channels as string[] | undefined,
+    escalationPolicyId: firing.item.escalationPolicyId as string | undefined,
+    renotifyMinutes: firing.item.renotifyMinutes as number | undefined,
+  });
+  const integrationId = await bindNewAlert(tx, audit, alert, firing.partnerId, {
     orgId: alert.orgId,
     action: 'alert.create',
     resourceType: 'alert',
@@ -77,13 +83,6 @@ export async function raiseMonitorAlert(
       evidence: firing.evidence,
     },
   });
-  // The item's own channels and escalation policy, in place of the defaults when it names them.
-  await notifyAlertChange(tx, audit, alert, 'alert.created', {
-    channels: firing.item.channels as string[] | undefined,
-    escalationPolicyId: firing.item.escalationPolicyId as string | undefined,
-    renotifyMinutes: firing.item.renotifyMinutes as number | undefined,
-  });
-  const integrationId = await bindNewAlert(tx, audit, alert, firing.partnerId);
   if (integrationId) after.push({ alert, event: 'alert.created', integrationId });
   return alert;
 }

@@ -1,4 +1,4 @@
-import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange, flushAudit, type RouteEvent } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
@@ -48,7 +48,8 @@ export async function raiseAlert(db: Db, raise: AlertToRaise): Promise<string> {
     raised = await db.transaction(async (tx) => {
       const { alert, created } = await store.upsertAlert(tx, raise);
       if (!created) return { alert, created, integrationId: undefined };
-      await auditChange(tx, audit, {
+      await notifyAlertChange(tx, audit, alert, 'alert.created');
+      const integrationId = await bindNewAlert(tx, audit, alert, raise.partnerId, {
         orgId: alert.orgId,
         action: 'alert.create',
         resourceType: 'alert',
@@ -56,8 +57,7 @@ export async function raiseAlert(db: Db, raise: AlertToRaise): Promise<string> {
         resourceName: alert.title,
         details: { severity: raise.severity, deviceId: raise.deviceId, source: alert.source },
       });
-      await notifyAlertChange(tx, audit, alert, 'alert.created');
-      return { alert, created, integrationId: await bindNewAlert(tx, audit, alert, raise.partnerId) };
+      return { alert, created, integrationId };
     });
   } finally {
     // Also when the commit failed: one that landed anyway arms the sweep.
@@ -103,29 +103,35 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
   });
 }
 
-/** Binds a new alert as its organization's binding says: a ticket of its own, or the PSA integration to tell. */
+/**
+ * Binds a new alert as its organization's binding says (a ticket of its own, or the PSA integration to tell) in one
+ * statement, and audits it with its `alert.create` in one write: `alert.create`, then `ticket.create` for a ticket.
+ * Answers the PSA integration to tell, if any.
+ */
 export async function bindNewAlert(
   tx: Tx,
   audit: AuditContext,
   alert: store.AlertRow,
   partnerId: string,
+  createEvent: RouteEvent,
 ): Promise<string | undefined> {
-  const binding = await store.selectEffectiveBinding(tx, alert.orgId);
-  if (binding.target === 'psa' && binding.integrationId) {
-    const integration = await store.selectDeliveryTarget(tx, binding.integrationId);
-    if (!integration?.severities.includes(alert.severity)) return undefined;
-    await store.bindAlert(tx, alert.id, { ticketId: null, integrationId: integration.id });
-    return integration.id;
-  }
-  const ticket = await store.insertTicket(tx, { partnerId, orgId: alert.orgId, title: alert.title });
-  await store.bindAlert(tx, alert.id, { ticketId: ticket.id, integrationId: null });
-  await auditChange(tx, audit, {
+  const bound = await store.bindNewAlertRow(tx, {
+    id: alert.id,
+    partnerId,
     orgId: alert.orgId,
-    action: 'ticket.create',
-    resourceType: 'ticket',
-    resourceId: ticket.id,
-    resourceName: `#${ticket.number}`,
-    details: { alertId: alert.id, title: alert.title },
+    severity: alert.severity,
+    title: alert.title,
   });
-  return undefined;
+  const events: RouteEvent[] = [createEvent];
+  if (bound.ticketId)
+    events.push({
+      orgId: alert.orgId,
+      action: 'ticket.create',
+      resourceType: 'ticket',
+      resourceId: bound.ticketId,
+      resourceName: `#${bound.ticketNumber}`,
+      details: { alertId: alert.id, title: alert.title },
+    });
+  await auditChange(tx, audit, events);
+  return bound.target === 'psa' ? (bound.integrationId ?? undefined) : undefined;
 }

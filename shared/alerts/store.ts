@@ -206,15 +206,56 @@ export function resolveAlertBySystem(db: Db, id: string) {
   );
 }
 
-export async function bindAlert(
-  db: Db,
-  id: string,
-  binding: { ticketId: string | null; integrationId: string | null },
-): Promise<void> {
-  await db.query(
-    'UPDATE alerts SET ticket_id = :ticketId::uuid, psa_integration_id = :integrationId::uuid WHERE id = :id::uuid',
-    { id, ...binding },
+/**
+ * Binds a new alert as its organization's binding says (else the partner's default, else tickets), in one statement:
+ * to the PSA integration of the binding when it is live and takes the alert's severity (none when it does not), else
+ * to a new ticket of the platform's own, numbered next for its partner (the counter row serializes concurrent tickets
+ * of one partner). Answers where it went, and the ticket made.
+ */
+export async function bindNewAlertRow(
+  tx: Tx,
+  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string },
+) {
+  const row = await one<{
+    target: 'tickets' | 'psa' | 'none';
+    integrationId: string | null;
+    ticketId: string | null;
+    ticketNumber: number | null;
+  }>(
+    tx,
+    `WITH b AS (
+       SELECT b.target, b.integration_id
+         FROM organizations o JOIN alert_bindings b ON b.partner_id = o.partner_id AND (b.org_id = o.id OR b.org_id IS NULL)
+        WHERE o.id = :orgId::uuid
+        ORDER BY b.org_id IS NULL
+        LIMIT 1),
+     m AS (
+       SELECT CASE WHEN b.target = 'psa' AND b.integration_id IS NOT NULL
+                   THEN CASE WHEN i.severities ? :severity::text THEN 'psa' ELSE 'none' END
+                   ELSE 'tickets' END AS target,
+              i.id AS integration_id
+         FROM (SELECT 1) one
+         LEFT JOIN b ON true
+         LEFT JOIN psa_integrations i ON b.target = 'psa' AND i.id = b.integration_id AND i.deleted_at IS NULL),
+     n AS (
+       INSERT INTO ticket_counters (partner_id, last_number) SELECT :partnerId::uuid, 1 FROM m WHERE m.target = 'tickets'
+       ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + 1
+       RETURNING last_number),
+     t AS (
+       INSERT INTO tickets (partner_id, org_id, number, title)
+       SELECT :partnerId::uuid, :orgId::uuid, n.last_number, :title::text FROM n
+       RETURNING id, number),
+     u AS (
+       UPDATE alerts a SET ticket_id = (SELECT id FROM t),
+                           psa_integration_id = CASE WHEN m.target = 'psa' THEN m.integration_id END
+         FROM m WHERE a.id = :id::uuid AND m.target <> 'none'
+       RETURNING a.id)
+     SELECT m.target, CASE WHEN m.target = 'psa' THEN m.integration_id END AS "integrationId",
+            (SELECT id FROM t) AS "ticketId", (SELECT number FROM t) AS "ticketNumber"
+       FROM m`,
+    alert,
   );
+  return row!;
 }
 
 export async function setPsaTicketId(db: Db, alertId: string, psaTicketId: string): Promise<void> {
@@ -240,22 +281,6 @@ type TicketRow = {
   closedAt: Date | null;
 };
 const reachableTicket = `EXISTS (SELECT 1 FROM organizations o WHERE o.id = t.org_id AND o.deleted_at IS NULL AND ${orgTenantSql('o')})`;
-
-/** A ticket numbered next for its partner (the counter row serializes concurrent tickets of one partner). */
-export async function insertTicket(db: Db, ticket: { partnerId: string; orgId: string; title: string }) {
-  const row = await one<{ id: string; number: number }>(
-    db,
-    `WITH n AS (
-       INSERT INTO ticket_counters (partner_id, last_number) VALUES (:partnerId::uuid, 1)
-       ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + 1
-       RETURNING last_number)
-     INSERT INTO tickets (partner_id, org_id, number, title)
-     SELECT :partnerId::uuid, :orgId::uuid, n.last_number, :title::text FROM n
-     RETURNING id, number`,
-    ticket,
-  );
-  return row!;
-}
 
 export async function closeTicket(db: Db, id: string): Promise<{ number: number } | undefined> {
   return one<{ number: number }>(

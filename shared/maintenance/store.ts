@@ -217,24 +217,38 @@ async function dynamicTargetsHolding(db: Db, orgId: string, deviceId: string | n
 const rank = (column: string) =>
   `CASE ${column} WHEN 'low' THEN 1 WHEN 'medium' THEN 2 WHEN 'high' THEN 3 WHEN 'critical' THEN 4 END`;
 
+const suppressingSql = `SELECT w.id FROM maintenance_windows w
+  WHERE ${inProgress} AND ${covers}
+    AND (w.suppress ? 'alerts' OR w.suppress ? 'notifications')
+    AND (w.allow_severity IS NULL OR ${rank(':severity::text')} < ${rank('w.allow_severity')})
+  ORDER BY w.active_until DESC, w.id LIMIT 1`;
+
 /**
  * The window in progress that holds back a new alert of this severity on this device: one that suppresses alerts
- * or notifications and whose allowed severity (if any) the alert does not reach; the one ending last.
+ * or notifications and whose allowed severity (if any) the alert does not reach; the one ending last. One statement
+ * while no window in progress names a dynamic group of the organization (it also reads whether one does, and the
+ * filters of those groups); otherwise their filters are evaluated against the device's row and the window read again
+ * with the groups that hold it.
  */
 export async function selectSuppressingWindow(
   db: Db,
   alert: { orgId: string; deviceId: string | null; severity: string },
 ) {
-  const dynamicGroupIds = await dynamicTargetsHolding(db, alert.orgId, alert.deviceId);
-  return one<{ id: string }>(
+  const params = { orgId: alert.orgId, deviceId: alert.deviceId, severity: alert.severity };
+  const first = await one<{ id: string | null; dynamic: { id: string; filter: DeviceFilter }[] | null }>(
     db,
-    `SELECT w.id FROM maintenance_windows w
-      WHERE ${inProgress} AND ${covers}
-        AND (w.suppress ? 'alerts' OR w.suppress ? 'notifications')
-        AND (w.allow_severity IS NULL OR ${rank(':severity::text')} < ${rank('w.allow_severity')})
-      ORDER BY w.active_until DESC, w.id LIMIT 1`,
-    { orgId: alert.orgId, deviceId: alert.deviceId, severity: alert.severity, dynamicGroupIds },
+    `SELECT (${suppressingSql}) AS id,
+            CASE WHEN :deviceId::uuid IS NOT NULL THEN (
+              SELECT jsonb_agg(jsonb_build_object('id', g.id, 'filter', g.filter)) FROM device_groups g
+               WHERE g.org_id = :orgId::uuid AND g.type = 'dynamic'
+                 AND EXISTS (SELECT 1 FROM maintenance_windows w WHERE ${inProgress} AND w.targets -> 'groupIds' ? g.id::text))
+            END AS dynamic`,
+    { ...params, dynamicGroupIds: [] },
   );
+  if (!first?.dynamic || !alert.deviceId) return first?.id ? { id: first.id } : undefined;
+  const dynamicGroupIds = await dynamicGroupsHolding(db, alert.deviceId, first.dynamic);
+  if (dynamicGroupIds.length === 0) return first.id ? { id: first.id } : undefined;
+  return one<{ id: string }>(db, suppressingSql, { ...params, dynamicGroupIds });
 }
 
 /** The windows in progress covering a device. */

@@ -52,24 +52,25 @@ export async function notifyAlertChange(
 
 /**
  * The channels and escalation policy of an alert: the rule's own (`item`) when it names them, else the defaults of
- * its organization for its severity, and for each severity the organization has none of its own, its partner's.
+ * its organization for its severity, and for each severity the organization has none of its own, its partner's (read
+ * with the alert, with those of their channels that serve its organization).
  */
 export async function channelsFor(
   db: Db,
-  alert: { orgId: string; partnerId: string; severity: Severity },
+  alert: Pick<store.NoticeAlert, 'orgId' | 'ownDefaults' | 'partnerDefaults' | 'servingDefaultChannels'>,
   item?: ItemRouting,
 ): Promise<{ channelIds: string[]; escalationPolicyId: string | null }> {
-  const [own, partner] = await Promise.all([
-    store.selectDefaults(db, { partnerId: alert.partnerId, orgId: alert.orgId }),
-    store.selectDefaults(db, { partnerId: alert.partnerId, orgId: null }),
-  ]);
-  const byDefault = own?.channels[alert.severity] ?? partner?.channels[alert.severity] ?? [];
-  const named = item?.channels && item.channels.length > 0 ? item.channels : byDefault;
+  const own = alert.ownDefaults;
+  const partner = alert.partnerDefaults;
   const escalationPolicyId =
     item?.escalationPolicyId !== undefined
       ? item.escalationPolicyId
       : (own?.escalationPolicyId ?? partner?.escalationPolicyId ?? null);
-  return { channelIds: await store.selectServingChannels(db, alert.orgId, named), escalationPolicyId };
+  const channelIds =
+    item?.channels && item.channels.length > 0
+      ? await store.selectServingChannels(db, alert.orgId, item.channels)
+      : alert.servingDefaultChannels;
+  return { channelIds, escalationPolicyId };
 }
 
 /** The alert as its notifications record it. */

@@ -4,7 +4,7 @@
  * window reopens.
  */
 import { randomUUID } from 'node:crypto';
-import { type AuditContext, auditChange, flushAudit } from '../audit/writer.ts';
+import { type AuditContext, auditChange, flushAudit, type RouteEvent } from '../audit/writer.ts';
 import { openSecret, sealSecret } from '../auth/key-seal.ts';
 import type { Db } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
@@ -44,51 +44,142 @@ export type Told = 'queued' | 'throttled' | 'duplicate' | 'gone';
 /**
  * Records a notification on its channel and queues its first attempt, or, when the channel's throttle is full,
  * records it throttled (`alert.notification.throttled`) and arms the channel's digest for when the window reopens.
- * The channel's row is locked while it counts, so concurrent notices never pass its limit together.
+ * The channel's row is locked while it counts, so concurrent notices never pass its limit together. While a channel's
+ * notices are being recorded, this process's later ones for it wait and are then recorded together (one lock, one
+ * statement, one commit), in the order they came; one finding none in flight goes at once.
  */
-export async function tell(db: Db, notice: Notice): Promise<Told> {
+export function tell(db: Db, notice: Notice): Promise<Told> {
+  const byChannel = tellQueues.get(db) ?? new Map<string, WaitingNotice[]>();
+  tellQueues.set(db, byChannel);
+  const queue = byChannel.get(notice.channelId);
+  if (queue) return new Promise((resolve, reject) => queue.push({ notice, resolve, reject }));
+  byChannel.set(notice.channelId, []);
+  return drainTells(db, byChannel, notice.channelId, tellGroup(db, notice.channelId, [notice]));
+}
+
+type WaitingNotice = { notice: Notice; resolve: (told: Told) => void; reject: (error: unknown) => void };
+
+/** Per executor and channel: the notices waiting while a group of that channel is being recorded. */
+const tellQueues = new WeakMap<Db, Map<string, WaitingNotice[]>>();
+
+/** At most this many notices in one group; a longer queue goes in several, one after another. */
+const maxTellGroup = 500;
+
+/** Waits for the group in flight, then records what queued meanwhile, until nothing waits. */
+async function drainTells(db: Db, byChannel: Map<string, WaitingNotice[]>, channelId: string, first: Promise<Told[]>) {
+  try {
+    return (await first)[0]!;
+  } finally {
+    void (async () => {
+      for (let queue = byChannel.get(channelId)!; queue.length > 0; queue = byChannel.get(channelId)!) {
+        const group = queue.splice(0, maxTellGroup);
+        await tellGroup(
+          db,
+          channelId,
+          group.map((waiting) => waiting.notice),
+        ).then(
+          (told) => {
+            for (const [i, waiting] of group.entries()) waiting.resolve(told[i]!);
+          },
+          (error: unknown) => retryAlone(db, group, error),
+        );
+      }
+      byChannel.delete(channelId);
+    })();
+  }
+}
+
+/**
+ * A group the database refused for its data (a data or constraint error) is recorded again one notice at a time, so
+ * one refused notice fails only its own caller; any other failure (the connection lost, a timeout) fails them all.
+ */
+async function retryAlone(db: Db, group: WaitingNotice[], error: unknown): Promise<void> {
+  const sqlState = String((error as { code?: unknown }).code ?? '');
+  if (group.length === 1 || !(sqlState.startsWith('22') || sqlState.startsWith('23'))) {
+    for (const waiting of group) waiting.reject(error);
+    return;
+  }
+  for (const waiting of group)
+    await tellGroup(db, waiting.notice.channelId, [waiting.notice]).then(
+      (told) => waiting.resolve(told[0]!),
+      waiting.reject,
+    );
+}
+
+/** Records notices of one channel in one transaction, as `tell` says, and queues what is due. */
+async function tellGroup(db: Db, channelId: string, notices: Notice[]): Promise<Told[]> {
   const audit = systemAudit(db);
   let armDigestAt: Date | undefined;
-  let queued: string | undefined;
-  let told: Told;
+  const queued: string[] = [];
+  let told: Told[];
   try {
     told = await db.transaction(async (tx) => {
-      const channel = await store.selectSendingChannel(tx, notice.channelId, true);
-      if (!channel || channel.deleted) return 'gone';
-      let status: 'pending' | 'throttled' = 'pending';
+      const channel = await store.selectSendingChannel(tx, channelId, true);
+      if (!channel || channel.deleted) return notices.map((): Told => 'gone');
+      const throttle =
+        channel.throttleMax !== null && channel.throttleWindowMinutes !== null
+          ? { max: channel.throttleMax, windowMinutes: channel.throttleWindowMinutes }
+          : null;
+      // A dedupe key twice in one group: the later one is the duplicate.
+      const keys = new Set<string>();
+      const outcome = notices.map((notice) => {
+        if (notice.dedupeKey !== null && keys.has(notice.dedupeKey)) return { notice, id: undefined };
+        if (notice.dedupeKey !== null) keys.add(notice.dedupeKey);
+        return { notice, id: randomUUID() };
+      });
+      const rows = await store.insertCountedNotifications(
+        tx,
+        channelId,
+        outcome.flatMap(({ notice, id }) =>
+          id
+            ? [
+                {
+                  id,
+                  alertId: notice.alertId,
+                  orgId: notice.orgId,
+                  event: notice.event,
+                  step: notice.step,
+                  dedupeKey: notice.dedupeKey,
+                  body: { ...notice.body },
+                },
+              ]
+            : [],
+        ),
+        throttle,
+      );
+      const recorded = new Map(rows.map((row) => [row.id, row]));
+      const events: RouteEvent[] = [];
       let reopensAt: Date | undefined;
-      if (channel.throttleMax !== null && channel.throttleWindowMinutes !== null && notice.event !== 'channel.test') {
-        const recent = await store.countRecent(tx, channel.id, channel.throttleWindowMinutes);
-        if (recent && recent.count >= channel.throttleMax) {
-          status = 'throttled';
-          reopensAt = new Date(new Date(recent.oldest!).getTime() + channel.throttleWindowMinutes * 60_000);
+      const answers = outcome.map(({ notice, id }): Told => {
+        const row = id ? recorded.get(id) : undefined;
+        if (!row) return 'duplicate';
+        if (row.status === 'pending') {
+          queued.push(row.id);
+          return 'queued';
         }
-      }
-      const row = await store.insertNotification(tx, { ...notice, body: { ...notice.body }, status });
-      if (!row) return 'duplicate';
-      if (status === 'pending') {
-        queued = row.id;
-        return 'queued';
-      }
-      if (notice.orgId)
-        await auditChange(tx, audit, {
-          orgId: notice.orgId,
-          action: 'alert.notification.throttled',
-          resourceType: 'alert',
-          resourceId: notice.alertId ?? row.id,
-          resourceName: notice.body.alert?.title ?? null,
-          details: { notificationId: row.id, channelId: channel.id, event: notice.event, step: notice.step },
-        });
-      if (await store.armDigest(tx, channel.id, reopensAt!)) armDigestAt = reopensAt;
-      return 'throttled';
+        reopensAt ??= new Date(new Date(row.oldest).getTime() + throttle!.windowMinutes * 60_000);
+        if (notice.orgId)
+          events.push({
+            orgId: notice.orgId,
+            action: 'alert.notification.throttled',
+            resourceType: 'alert',
+            resourceId: notice.alertId ?? row.id,
+            resourceName: notice.body.alert?.title ?? null,
+            details: { notificationId: row.id, channelId: channel.id, event: notice.event, step: notice.step },
+          });
+        return 'throttled';
+      });
+      if (events.length > 0) await auditChange(tx, audit, events);
+      if (reopensAt && (await store.armDigest(tx, channel.id, reopensAt))) armDigestAt = reopensAt;
+      return answers;
     });
   } finally {
     await flushAudit(audit);
   }
-  if (queued) await enqueue({ kind: 'notifications.deliver', notificationId: queued });
+  for (const id of queued) await enqueue({ kind: 'notifications.deliver', notificationId: id });
   if (armDigestAt)
     await enqueue(
-      { kind: 'notifications.digest', channelId: notice.channelId },
+      { kind: 'notifications.digest', channelId },
       Math.max(0, Math.ceil((armDigestAt.getTime() - Date.now()) / 1000)),
     );
   return told;
@@ -131,7 +222,7 @@ export type AttemptResult = 'delivered' | 'retrying' | 'failed' | 'not-due';
 export async function attemptNotification(db: Db, id: string, now = new Date()): Promise<AttemptResult> {
   const claimed = await store.claimNotification(db, id, now, Math.ceil(timeoutMs() / 1000) + 30);
   if (!claimed) return 'not-due';
-  const channel = await store.selectSendingChannel(db, claimed.channelId);
+  const channel = claimed.channel;
   const started = performance.now();
   let statusCode: number | null = null;
   let error: string | null = null;

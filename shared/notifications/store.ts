@@ -318,15 +318,37 @@ export type NoticeAlert = {
   status: 'open' | 'acknowledged' | 'resolved';
   suppressedBy: { maintenanceWindowId: string } | null;
   createdAt: Date;
+  /** The notification defaults of its organization and of its partner, read with it. */
+  ownDefaults: DefaultsRow | null;
+  partnerDefaults: DefaultsRow | null;
+  /** The live channels serving its organization among those the defaults name for its severity. */
+  servingDefaultChannels: string[];
 };
 
+const defaultsOf = (org: string) => `LEFT JOIN LATERAL (
+     SELECT jsonb_build_object('channels', x.channels, 'escalationPolicyId', x.escalation_policy_id) AS v
+       FROM notification_defaults x WHERE x.partner_id = a.partner_id AND x.org_id ${org}) AS`;
+
+/**
+ * An alert as it is told, with the defaults that route it and the channels they name for its severity that serve its
+ * organization (its own, its partner's; as selectServingChannels answers): one statement.
+ */
 export function selectNoticeAlert(db: Db, id: string) {
   return one<NoticeAlert>(
     db,
     `SELECT a.id, a.org_id AS "orgId", a.partner_id AS "partnerId", o.name AS "orgName", a.device_id AS "deviceId",
             d.hostname, jsonb_build_object('type', a.source_type, 'id', a.source_id) AS source, a.severity, a.title,
-            a.details, a.status, a.suppressed_by AS "suppressedBy", a.created_at AS "createdAt"
+            a.details, a.status, a.suppressed_by AS "suppressedBy", a.created_at AS "createdAt",
+            own.v AS "ownDefaults", partner.v AS "partnerDefaults",
+            (SELECT coalesce(jsonb_agg(c.id), '[]') FROM notification_channels c
+              WHERE c.id IN (SELECT value::uuid FROM jsonb_array_elements_text(
+                               coalesce(nullif(own.v -> 'channels' -> a.severity, 'null'),
+                                        nullif(partner.v -> 'channels' -> a.severity, 'null'), '[]')))
+                AND c.deleted_at IS NULL AND c.partner_id = o.partner_id AND (c.org_id IS NULL OR c.org_id = o.id)
+            ) AS "servingDefaultChannels"
        FROM alerts a JOIN organizations o ON o.id = a.org_id LEFT JOIN devices d ON d.id = a.device_id
+       ${defaultsOf('= a.org_id')} own ON true
+       ${defaultsOf('IS NULL')} partner ON true
       WHERE a.id = :id::uuid`,
     { id },
   );
@@ -402,17 +424,49 @@ export async function insertNotification(db: Db, notice: NotificationInsert) {
 }
 
 /**
- * The channel's notifications counted by its throttle within the window (digests and tests are not counted), and
- * when the oldest of them was made: the window reopens then.
+ * Records notifications of alerts or automations on one channel, whose row the caller holds locked, in one statement
+ * with its throttle's count, in the order given: each is `throttled` (not due) when the channel's notifications within
+ * the throttle's window (digests and tests are not counted), those recorded before it here included, reached the
+ * limit, else `pending`, its first attempt due now. One whose dedupe key was recorded before is not recorded (it is
+ * told once). Answers those recorded, with when the oldest counted notification was made (the window reopens then).
  */
-export function countRecent(db: Db, channelId: string, windowMinutes: number) {
-  return one<{ count: number; oldest: Date | null }>(
-    db,
-    `SELECT count(*)::int AS count, min(created_at) AS oldest FROM notifications
-      WHERE channel_id = :channelId::uuid AND created_at > now() - :windowMinutes::int * interval '1 minute'
-        AND status IN ('pending', 'delivered', 'failed') AND event NOT IN ('alert.digest', 'channel.test')`,
-    { channelId, windowMinutes },
+export async function insertCountedNotifications(
+  tx: Tx,
+  channelId: string,
+  notices: (Omit<NotificationInsert, 'status' | 'channelId'> & { id: string })[],
+  throttle: { max: number; windowMinutes: number } | null,
+) {
+  const { rows } = await tx.query<{ id: string; status: 'pending' | 'throttled'; oldest: Date }>(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset(:notices::jsonb)
+         AS x(i int, id uuid, "alertId" uuid, "orgId" uuid, event text, step int, "dedupeKey" text, body jsonb)),
+     fresh AS (
+       SELECT input.*, count(*) FILTER (WHERE input.event <> 'channel.test') OVER (ORDER BY input.i) AS n FROM input
+        WHERE input."dedupeKey" IS NULL
+           OR NOT EXISTS (SELECT 1 FROM notifications x WHERE x.dedupe_key = input."dedupeKey")),
+     r AS (
+       SELECT count(*)::int AS count, min(created_at) AS oldest FROM notifications
+        WHERE :max::int IS NOT NULL AND channel_id = :channelId::uuid
+          AND created_at > now() - :windowMinutes::int * interval '1 minute'
+          AND status IN ('pending', 'delivered', 'failed') AND event NOT IN ('alert.digest', 'channel.test')),
+     s AS (
+       SELECT fresh.*, CASE WHEN fresh.event <> 'channel.test' AND r.count + fresh.n > :max::int THEN 'throttled'
+                            ELSE 'pending' END AS status
+         FROM fresh, r)
+     INSERT INTO notifications (id, channel_id, alert_id, org_id, event, step, dedupe_key, status, body, next_attempt_at)
+     SELECT s.id, :channelId::uuid, s."alertId", s."orgId", s.event, s.step, s."dedupeKey", s.status, s.body,
+            CASE WHEN s.status = 'pending' THEN date_trunc('milliseconds', now()) END
+       FROM s ORDER BY s.i
+     ON CONFLICT (dedupe_key) DO NOTHING
+     RETURNING id, status, coalesce((SELECT oldest FROM r), now()) AS oldest`,
+    {
+      channelId,
+      notices: notices.map((notice, i) => ({ ...notice, i })),
+      max: throttle?.max ?? null,
+      windowMinutes: throttle?.windowMinutes ?? null,
+    },
   );
+  return rows;
 }
 
 /** Arms the channel's digest for `due` unless one is armed already; true when this call armed it. */
@@ -456,9 +510,13 @@ export async function insertDigest(
   );
 }
 
+const sendingChannelJson = `jsonb_build_object('id', c.id, 'partnerId', c.partner_id, 'orgId', c.org_id, 'name', c.name,
+  'type', c.type, 'config', c.config, 'secret', c.secret, 'secretSealed', c.secret_sealed, 'throttleMax', c.throttle_max,
+  'throttleWindowMinutes', c.throttle_window_minutes, 'deleted', c.deleted_at IS NOT NULL)`;
+
 /**
  * Takes a due pending notification for one attempt: its next attempt moves `leaseSeconds` ahead, so a second worker
- * holding the same job finds it not due.
+ * holding the same job finds it not due. Its channel is read with it (deleted ones too, to stop them).
  */
 export function claimNotification(db: Db, id: string, now: Date, leaseSeconds: number) {
   return one<{
@@ -470,12 +528,14 @@ export function claimNotification(db: Db, id: string, now: Date, leaseSeconds: n
     body: Record<string, unknown>;
     attempts: number;
     createdAt: Date;
+    channel: SendingChannel | null;
   }>(
     db,
     `UPDATE notifications n SET next_attempt_at = :now::timestamptz + :leaseSeconds::int * interval '1 second'
       WHERE n.id = :id::uuid AND n.status = 'pending' AND n.next_attempt_at <= :now::timestamptz
       RETURNING n.id, n.channel_id AS "channelId", n.alert_id AS "alertId", n.org_id AS "orgId", n.event, n.body,
-                n.attempts, n.created_at AS "createdAt"`,
+                n.attempts, n.created_at AS "createdAt",
+                (SELECT ${sendingChannelJson} FROM notification_channels c WHERE c.id = n.channel_id) AS channel`,
     { id, now, leaseSeconds },
   );
 }

@@ -92,6 +92,20 @@ describe('alerts from exit codes', () => {
     const ticket = await t.api.request('GET', `/api/v1/tickets/${alert.binding.ticketId}`, { token: tenant.orgToken });
     expect(ticket.body).toMatchObject({ number: 1, status: 'open', alertIds: [alert.id] });
     routes['GET /api/v1/tickets/{ticketId}'].response.parse(ticket.body);
+    // The ticket is audited with the alert, in the same change: alert.create, then ticket.create.
+    await eventually(async () => (await auditRowsOf(t.db.admin, 'ticket.create', alert.binding.ticketId)).length > 0);
+    expect(await auditRowsOf(t.db.admin, 'ticket.create', alert.binding.ticketId)).toMatchObject([
+      { orgId: tenant.orgId, actorType: 'system', details: { alertId: alert.id, title: alert.title } },
+    ]);
+    const { rows: trail } = await t.db.admin.query<{ action: string; resourceName: string }>(
+      `SELECT action, resource_name AS "resourceName" FROM audit_logs
+        WHERE resource_id IN (:alertId::uuid, :ticketId::uuid) AND action LIKE '%.create' ORDER BY seq`,
+      { alertId: alert.id, ticketId: alert.binding.ticketId },
+    );
+    expect(trail).toEqual([
+      { action: 'alert.create', resourceName: alert.title },
+      { action: 'ticket.create', resourceName: '#1' },
+    ]);
 
     const second = await runWithExit(tenant.orgToken, 1);
     await eventually(async () => (await alertsOf()).data[0]?.occurrences === 2);

@@ -8,7 +8,7 @@ import type { Severity } from '#shared/alerts/schemas.ts';
 import { appDb } from '#shared/db/client.ts';
 import { signature } from '#shared/notifications/formats.ts';
 import { escalate, renotify } from '#shared/notifications/notify.ts';
-import { attemptNotification, retryDelaysSeconds, sendDigest } from '#shared/notifications/send.ts';
+import { attemptNotification, retryDelaysSeconds, sendDigest, tell } from '#shared/notifications/send.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually } from '#test/support/live-agents.ts';
 import { type ChannelReceivers, startChannelReceivers } from '#test/support/notification-receivers.ts';
@@ -283,6 +283,75 @@ describe('retries, throttle and digest, escalation', () => {
       ['alert.digest', 'delivered'],
     ]);
     expect(await sendDigest(appDb(), throttled.id)).toBe(0);
+  });
+
+  it('notices told at once on one channel are counted together: never past its throttle, each recorded once', async () => {
+    const busy = await channel({
+      type: 'slack',
+      config: { url: receivers.url('busy') },
+      throttle: { max: 3, windowMinutes: 60 },
+    });
+    const alertId = await raise('low');
+    const notice = (step: number) => ({
+      channelId: busy.id,
+      alertId,
+      orgId: tenant.orgId,
+      event: 'alert.escalated' as const,
+      step,
+      dedupeKey: `${alertId}:${busy.id}:alert.escalated:${step}`,
+      body: {
+        alert: {
+          id: alertId,
+          orgId: tenant.orgId,
+          orgName: 'Initech',
+          deviceId: device.deviceId,
+          hostname: 'notify-host',
+          source: { type: 'script' },
+          severity: 'low',
+          title: 'Busy',
+          status: 'open',
+          details: {},
+          createdAt: new Date().toISOString(),
+        },
+        step,
+      },
+    });
+    // The first goes at once; the rest wait for it and are recorded together, in the order they came.
+    const told = await Promise.all([0, 1, 2, 3, 4, 5, 0, 1].map((step) => tell(appDb(), notice(step))));
+    expect(told).toEqual([
+      'queued',
+      'queued',
+      'queued',
+      'throttled',
+      'throttled',
+      'throttled',
+      'duplicate',
+      'duplicate',
+    ]);
+    const { rows } = await t.db.admin.query<{ step: number; status: string }>(
+      `SELECT step, status FROM notifications WHERE channel_id = :channelId::uuid ORDER BY step`,
+      { channelId: busy.id },
+    );
+    expect(rows.map((row) => [row.step, row.status === 'throttled' ? 'throttled' : 'told'])).toEqual([
+      [0, 'told'],
+      [1, 'told'],
+      [2, 'told'],
+      [3, 'throttled'],
+      [4, 'throttled'],
+      [5, 'throttled'],
+    ]);
+    await eventually(
+      async () =>
+        (await auditRowsOf(t.db.admin, 'alert.notification.throttled', alertId)).filter(
+          (row) => row.details.channelId === busy.id,
+        ).length === 3,
+    );
+    expect(
+      (await auditRowsOf(t.db.admin, 'alert.notification.throttled', alertId))
+        .filter((row) => row.details.channelId === busy.id)
+        .map((row) => row.details.step),
+    ).toEqual([3, 4, 5]);
+    await eventually(() => receivers.received('busy').length === 3);
   });
 
   it('an escalation step tells its channels while nobody acknowledged; acknowledging stops the next step', async () => {
