@@ -1,5 +1,5 @@
 /**
- * `npm run bench:cost [-- --calls 60 --items 20]`: what one call of each agent operation costs on the local stack, the
+ * `npm run bench:cost [-- --calls 60 --items 20 --heartbeat-batch 50]`: what one call of each agent operation costs on the local stack, the
  * figures the cost model reads (tools/cost/operations.json, written by this run; docs/operations.md "Cost model").
  * The API runs behind the local gateways and reaches PostgreSQL through the local RDS Data API, as in Lambda, so for
  * each operation it counts statements at the API's Db seam, Data API requests, WAL bytes (pg_current_wal_lsn), the
@@ -15,6 +15,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
+import { batchedJobKinds, runJob, runJobBatch } from '#functions/queue/jobs.ts';
 import { routes, wsRoutes } from '#functions/routes.ts';
 import { useLocalDataApi } from '#infra/local/data-api-server.ts';
 import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
@@ -26,6 +27,7 @@ import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import type { WebSocketHandler } from '#shared/http/ws-handler.ts';
+import { runJobsLocally } from '#shared/queue/work-queue.ts';
 import type { MeasuredOperations, OperationFigures, StoredClass, Transport } from '#tools/cost/model.ts';
 import { insertFleetKey } from './support/fleet-key.ts';
 import { loadAverage, positive, status } from './support/format.ts';
@@ -38,12 +40,14 @@ const { values: args } = parseArgs({
   options: {
     calls: { type: 'string', default: '60' },
     items: { type: 'string', default: '20' },
+    'heartbeat-batch': { type: 'string', default: '50' },
     out: { type: 'string', default: 'tools/cost/operations.json' },
   },
   strict: false,
 });
 const calls = positive('calls', args.calls);
 const items = positive('items', args.items);
+const batch = positive('heartbeat-batch', args['heartbeat-batch']);
 
 /** What a call of an operation sent and got. */
 interface CallResult {
@@ -137,6 +141,18 @@ async function main() {
     http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
     ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes, loadHandler });
     useLocalManagementApi(ws);
+    // The batches of the heartbeat queue, timed as the worker runs them.
+    runJobsLocally(runJob, {
+      kinds: batchedJobKinds,
+      run: async (jobs) => {
+        const started = performance.now();
+        try {
+          await runJobBatch(jobs);
+        } finally {
+          runs.emit('batch', performance.now() - started, jobs.length);
+        }
+      },
+    });
     const base = http.url;
     const wsUrl = ws.url;
 
@@ -151,6 +167,9 @@ async function main() {
     };
     const agent = await enroll('COST-0001');
     const connector = await enroll('COST-0002');
+    // The agents whose heartbeats make a batch (one after the other: enrollment is no part of the figures).
+    const beaters: { agentId: string; token: string }[] = [];
+    for (let i = 0; i < batch; i++) beaters.push(await enroll(`COST-B${String(i).padStart(3, '0')}`));
 
     const call = async (
       method: string,
@@ -208,6 +227,8 @@ async function main() {
       transport: Transport,
       itemsPerCall: number,
       run: (i: number) => Promise<CallResult>,
+      /** Calls one run makes (a batch of heartbeats): the figures are per call. */
+      callsPerRun = 1,
     ): Promise<void> {
       status(`${description} ...`);
       // Warm: the handler's module is loaded and its first statements planned before anything is counted.
@@ -216,7 +237,7 @@ async function main() {
       const results: CallResult[] = [];
       for (let i = 0; i < calls; i++) results.push(await run(i));
       const after = await snapshot.after();
-      const per = (n: number) => n / calls;
+      const per = (n: number) => n / (calls * callsPerRun);
       const mean = (pick: (r: CallResult) => number) => per(results.reduce((sum, r) => sum + pick(r), 0));
       figures[key] = {
         description,
@@ -230,12 +251,13 @@ async function main() {
             Math.max(0, Math.round(per(after.stored[c] - before.stored[c]))),
           ]),
         ) as Record<StoredClass, number>,
-        durationMs: Number(percentiles(results.map((r) => r.ms)).p50.toFixed(2)),
+        durationMs: Number((percentiles(results.map((r) => r.ms)).p50 / callsPerRun).toFixed(2)),
         dbMs: Number(per(after.dbMs - before.dbMs).toFixed(2)),
         requestBytes: Math.round(mean((r) => r.requestBytes)),
         responseBytes: Math.round(mean((r) => r.responseBytes)),
         itemsPerCall,
         messagesPerCall: mean((r) => r.messages),
+        ...(callsPerRun > 1 ? { batch: callsPerRun } : {}),
       };
     }
 
@@ -344,9 +366,52 @@ async function main() {
     await measure('ws.ping', 'keep-alive message on the agent WebSocket (baseline)', 'ws-message', 1, () =>
       message({ type: 'ping' }),
     );
-    await measure('heartbeat.websocket', 'heartbeat message on the agent WebSocket', 'ws-message', 1, () =>
-      message({ type: 'heartbeat', agentVersion: '2.4.1-sim', status: 'online', serialNumber: 'SIM-0001' }, true),
+    // Heartbeats on the connections of `batch` agents at once: each message is queued by $default, and one run of
+    // the heartbeat queue's batch records them all and sends the acks. Per heartbeat: the message, its ack, and its
+    // share of the batch.
+    const beatSockets = await Promise.all(
+      beaters.map(async (each) => {
+        const other = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${each.token}` } });
+        await new Promise((resolve, reject) => other.once('open', resolve).once('error', reject));
+        return other;
+      }),
     );
+    const heartbeatBody = { type: 'heartbeat', agentVersion: '2.4.1-sim', status: 'online', serialNumber: 'SIM-0001' };
+    await measure(
+      'heartbeat.websocket',
+      `heartbeat message on the agent WebSocket, recorded in a batch of ${batch}`,
+      'ws-message',
+      1,
+      async () => {
+        const text = JSON.stringify(heartbeatBody);
+        let handlerMs = 0;
+        const onDefault = (ms: number) => {
+          handlerMs += ms;
+        };
+        runs.on('ws/default', onDefault);
+        let batchMs = 0;
+        const onBatch = (ms: number) => {
+          batchMs += ms;
+        };
+        runs.on('batch', onBatch);
+        const acks = beatSockets.map(
+          (each) => new Promise<string>((resolve) => each.once('message', (data) => resolve(data.toString()))),
+        );
+        for (const each of beatSockets) each.send(text);
+        const answers = await Promise.all(acks);
+        runs.off('ws/default', onDefault);
+        runs.off('batch', onBatch);
+        for (const answer of answers) if (!answer.includes('heartbeat.ack')) throw new Error(`heartbeat: ${answer}`);
+        return {
+          ms: handlerMs + batchMs,
+          requestBytes: Buffer.byteLength(text) * batch,
+          responseBytes: answers.reduce((sum, answer) => sum + Buffer.byteLength(answer), 0),
+          messages: 2 * batch,
+        };
+      },
+      batch,
+    );
+    for (const each of beatSockets) each.close(1000);
     await measure('ws.connect', 'WebSocket $connect and $disconnect', 'ws-connection', 1, async () => {
       const connected = handlerRun('ws/connect');
       const other = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${connector.token}` } });

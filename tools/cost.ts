@@ -31,6 +31,8 @@ function main(): number {
     `Logbook's monthly AWS bill for ${inputs.devices.toLocaleString('en-US')} devices: ${prices.region} list prices of ${prices.asOf}, per-operation figures measured ${measured.measuredAt} (${measured.where}).
 Agent: heartbeat every ${inputs.heartbeatSeconds} s over ${inputs.heartbeatTransport}, ${inputs.logEntriesPerDay} log entries in ${inputs.logUploadsPerDay} uploads, ${inputs.eventLogEntriesPerDay} events in ${inputs.eventLogSubmissionsPerDay} submissions, ${inputs.postureUploadsPerDay} posture and ${inputs.metricsUploadsPerDay} metrics uploads a day; tracing ${inputs.tracing}.`,
   );
+  for (const [key, batch] of Object.entries(bill.batches))
+    console.log(`${key}: recorded in batches of ${batch.toFixed(1)} by the heartbeat queue's worker.`);
   for (const note of bill.estimated) console.log(`Estimated, not measured: ${note}.`);
   console.log(formatBill(bill));
   return 0;

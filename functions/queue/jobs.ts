@@ -14,6 +14,11 @@ import { type PresenceJob, presenceJobKind, runPresenceJob } from '#shared/live-
 import { type EndJob, endOccurrence, type StartJob, startOccurrence } from '#shared/maintenance/lifecycle.ts';
 import { type OfflineJob, offlineJobKind, runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { type EventLogJob, eventLogJobKind, judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
+import {
+  type ConnectionHeartbeatJob,
+  connectionHeartbeatKind,
+  runConnectionHeartbeats,
+} from '#shared/monitoring/heartbeat-message.ts';
 import { escalate, notifyAfterWindow, notifyAlert, renotify } from '#shared/notifications/notify.ts';
 import { attemptNotification, sendDigest } from '#shared/notifications/send.ts';
 import { countMetric } from '#shared/observability/metrics.ts';
@@ -74,6 +79,11 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
   'audit.seal': () => sealWaitingIntents(appDb()),
   // Armed by an agent's $disconnect for when its grace is over: device.offline unless it came back.
   [presenceJobKind]: (job) => runPresenceJob(appDb(), job as Job & PresenceJob),
+  // A heartbeat carried by an agent's connection (the heartbeat queue's; its worker runs them in batches).
+  [connectionHeartbeatKind]: async (job) => {
+    if ((await runConnectionHeartbeats(appDb(), [job as ConnectionHeartbeatJob])).length > 0)
+      throw new Error('A heartbeat could not be recorded');
+  },
   // Armed by a heartbeat (or a $disconnect) for when an offline monitor is due: judges it against the device's last heartbeat.
   [offlineJobKind]: (job) => runOfflineJob(appDb(), job as OfflineJob),
   // Armed by a firing event-log monitor for when its oldest counted event leaves the window: judges it again.
@@ -109,4 +119,18 @@ export async function runDeviceEventJobs(events: Job[]): Promise<void> {
   const kinds = new Set(events.map((job) => job.kind));
   if (kinds.size !== 1 || !kinds.has(deviceEventKind)) throw new Error('Not a batch of device events');
   await runDeviceEvents(appDb(), events as (Job & DeviceEvent)[]);
+}
+
+/** The kinds whose jobs a worker runs together, one batch a receive (runJobBatch). */
+export const batchedJobKinds = [connectionHeartbeatKind] as const;
+
+/**
+ * Runs the jobs of batched kinds of one receive together: heartbeats carried by agents' connections are recorded for
+ * all their devices in a few statements (shared/monitoring/heartbeat-message.ts). Answers the jobs that failed.
+ */
+export async function runJobBatch(batch: Job[]): Promise<Job[]> {
+  const heartbeats = batch.filter((job) => job.kind === connectionHeartbeatKind) as ConnectionHeartbeatJob[];
+  const others = batch.filter((job) => job.kind !== connectionHeartbeatKind);
+  if (others.length > 0) throw new Error(`Not batched: ${others.map((job) => job.kind).join(', ')}`);
+  return heartbeats.length > 0 ? runConnectionHeartbeats(appDb(), heartbeats) : [];
 }

@@ -13,7 +13,7 @@ import { observedHandler } from '#shared/observability/handler.ts';
 import { deviceEventKind } from '#shared/queue/device-events.ts';
 import { maxReceives, type QueuedJob, send } from '#shared/queue/work-queue.ts';
 import { loadSecretSettings } from '#shared/secrets-manager.ts';
-import { type AuditReplayJob, runDeviceEventJobs, runJob } from './jobs.ts';
+import { type AuditReplayJob, batchedJobKinds, runDeviceEventJobs, runJob, runJobBatch } from './jobs.ts';
 
 // PSA deliveries open the integration's sealed secret to sign; read from Secrets Manager at cold start.
 await loadSecretSettings(['ENROLLMENT_KEY_SEAL_KEY']);
@@ -39,12 +39,16 @@ export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatch
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
   // The batch's device events due now are evaluated together once the other jobs ran.
   const events: { messageId: string; job: QueuedJob }[] = [];
+  // Jobs of batched kinds (heartbeats of agents' connections) run together once the others ran.
+  const batched: { messageId: string; job: QueuedJob }[] = [];
   for (const record of event.Records) {
     let job: QueuedJob | undefined;
     try {
       job = JSON.parse(record.body) as QueuedJob;
       if (job.dueAt > Date.now() + 1_000) await send(job);
       else if (job.kind === deviceEventKind) events.push({ messageId: record.messageId, job });
+      else if ((batchedJobKinds as readonly string[]).includes(job.kind))
+        batched.push({ messageId: record.messageId, job });
       else await runJob(job);
     } catch (error) {
       logger.error('A work queue job failed', { messageId: record.messageId, error: String(error) });
@@ -59,5 +63,13 @@ export const handler = observedHandler(async (event: SQSEvent): Promise<SQSBatch
       logger.error('Device events of a work queue batch failed', { count: events.length, error: String(error) });
       for (const each of events) batchItemFailures.push({ itemIdentifier: each.messageId });
     });
+  if (batched.length > 0) {
+    const failed = await runJobBatch(batched.map((each) => each.job)).catch((error: unknown) => {
+      logger.error('Jobs of a work queue batch failed', { count: batched.length, error: String(error) });
+      return batched.map((each) => each.job);
+    });
+    for (const each of batched)
+      if (failed.includes(each.job)) batchItemFailures.push({ itemIdentifier: each.messageId });
+  }
   return { batchItemFailures };
 });

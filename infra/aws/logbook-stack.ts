@@ -229,6 +229,7 @@ export class LogbookStack extends Stack {
     workQueue.worker.node.addDependency(database.migration);
     this.agentChannel.grantRelay(workQueue.worker);
     workQueue.grantSend(wsFunction);
+    workQueue.grantHeartbeats(wsFunction);
 
     const enrollmentSecret = settings.agentEnrollmentSecretArn
       ? Secret.fromSecretCompleteArn(this, 'AgentEnrollmentSecret', settings.agentEnrollmentSecretArn)

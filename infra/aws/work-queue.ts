@@ -5,6 +5,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { heartbeatBatch, heartbeatQueueVariable } from '#shared/agents/online.ts';
 import { maxReceives } from '#shared/queue/work-queue.ts';
 import { LogbookFunction, projectRoot } from './functions.ts';
 import { acknowledge } from './nag.ts';
@@ -18,11 +19,14 @@ export interface WorkQueueProps {
 /**
  * The service's background work (shared/queue/work-queue.ts): script runs waiting for an agent that just connected,
  * PSA deliveries with their retries, and audit rows whose write failed (shared/audit/spool.ts). An SQS queue and a worker function polled by Lambda's event
- * source mapping: nothing is billed while no job is queued. A job that keeps failing ends in the dead-letter queue
+ * source mapping: nothing is billed while no job is queued. A second queue carries the heartbeats agents send on their
+ * connections, which the same worker records in batches. A job that keeps failing ends in the dead-letter queue
  * after five receives; its delivery row still says where it stood.
  */
 export class WorkQueue extends Construct {
   readonly queue: Queue;
+  /** The heartbeats of agents' connections, received in batches. */
+  readonly heartbeats: Queue;
   readonly worker: LogbookFunction;
 
   constructor(scope: Construct, id: string, props: WorkQueueProps) {
@@ -52,11 +56,33 @@ export class WorkQueue extends Construct {
       new SqsEventSource(this.queue, { batchSize: 10, maxConcurrency: 5, reportBatchItemFailures: true }),
     );
     this.queue.grantSendMessages(this.worker);
+    // Heartbeats carried by agents' connections: received in batches of up to 100 gathered for up to 5 seconds, so
+    // that one run records many devices' heartbeats in a few statements (shared/monitoring/heartbeat-message.ts).
+    this.heartbeats = new Queue(this, 'Heartbeats', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: Duration.minutes(6),
+      deadLetterQueue: { queue: deadLetters, maxReceiveCount: maxReceives },
+    });
+    this.worker.addEventSource(
+      new SqsEventSource(this.heartbeats, {
+        batchSize: heartbeatBatch.size,
+        maxBatchingWindow: Duration.seconds(heartbeatBatch.windowSeconds),
+        maxConcurrency: 2,
+        reportBatchItemFailures: true,
+      }),
+    );
   }
 
   /** Lets a function queue jobs (WORK_QUEUE_URL in its settings). */
   grantSend(fn: IGrantable & { addEnvironment(key: string, value: string): unknown }): void {
     this.queue.grantSendMessages(fn);
     fn.addEnvironment('WORK_QUEUE_URL', this.queue.queueUrl);
+  }
+
+  /** Lets the function of agents' connections queue their heartbeats (HEARTBEAT_QUEUE_URL in its settings). */
+  grantHeartbeats(fn: IGrantable & { addEnvironment(key: string, value: string): unknown }): void {
+    this.heartbeats.grantSendMessages(fn);
+    fn.addEnvironment(heartbeatQueueVariable, this.heartbeats.queueUrl);
   }
 }

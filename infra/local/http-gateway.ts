@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { runJob } from '#functions/queue/jobs.ts';
+import { batchedJobKinds, runJob, runJobBatch } from '#functions/queue/jobs.ts';
 import { type Handler, httpHandler } from '#shared/http/handler.ts';
 import type { DeclaredRoute } from '#shared/http/route.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
@@ -66,7 +66,12 @@ interface RouteMatch {
 
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<RunningHttpGateway> {
   // Background jobs run in this process, as the queue worker runs them in AWS (shared/queue/work-queue.ts).
-  runJobsLocally(runJob);
+  runJobsLocally(runJob, {
+    kinds: batchedJobKinds,
+    run: async (jobs) => {
+      await runJobBatch(jobs);
+    },
+  });
   const routes = Object.entries(options.routes).map(([routeKey, route]) =>
     compileRoute(routeKey, 'handler' in route ? route.handler : route.operationId),
   );

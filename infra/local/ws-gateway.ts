@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { runJob } from '#functions/queue/jobs.ts';
+import { batchedJobKinds, runJob, runJobBatch } from '#functions/queue/jobs.ts';
 import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
 import { maxMessageBytes } from '#shared/live-query/protocol.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
@@ -66,7 +66,12 @@ interface Connection {
 
 export async function startWsGateway(options: WsGatewayOptions): Promise<RunningWsGateway> {
   // Background jobs run in this process, as the queue worker runs them in AWS (shared/queue/work-queue.ts).
-  runJobsLocally(runJob);
+  runJobsLocally(runJob, {
+    kinds: batchedJobKinds,
+    run: async (jobs) => {
+      await runJobBatch(jobs);
+    },
+  });
   const load = options.loadHandler ?? importHandler;
   const handlers = new Map<string, Promise<WebSocketHandler>>();
   const handlerFor = (routeKey: RouteKey): Promise<WebSocketHandler> => {

@@ -38,8 +38,29 @@ export async function heartbeat(
     osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
   });
   if (!seen) throw NotFound('Agent');
-  // A heartbeat after the device was offline (not seen for the online window, and no live connection: a connected
-  // device is online between its heartbeats) brings it online again.
+  await afterHeartbeat(db, device, { ...seen, ip }, audit);
+  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), device, connected: seen.connected };
+}
+
+/**
+ * What follows a recorded heartbeat: device.online when the device comes back after the online window (not when it had
+ * a live connection: a connected device is online between its heartbeats), and agent.source.ip.changed when the
+ * heartbeat's IP differs from the one the device last reported (the new IP kept and audited in one transaction).
+ */
+export async function afterHeartbeat(
+  db: Db,
+  device: { id: string; orgId: string },
+  seen: {
+    connected: boolean;
+    ip: string | null;
+    previousIp: string | null;
+    previousSeenAt: Date | null;
+    lastSeenAt: Date;
+    hostname: string;
+    displayName: string | null;
+  },
+  audit: AuditContext,
+): Promise<void> {
   if (
     !seen.connected &&
     (!seen.previousSeenAt || seen.lastSeenAt.getTime() - seen.previousSeenAt.getTime() > onlineWindowMinutes * 60_000)
@@ -49,7 +70,7 @@ export async function heartbeat(
       eventId: `online:${device.id}:${seen.previousSeenAt?.toISOString() ?? 'never'}`,
       deviceId: device.id,
     });
-  const previousIp = seen.previousIp;
+  const { ip, previousIp } = seen;
   // A heartbeat from the same address is one statement; a new address is kept and audited in one transaction.
   if (ip && previousIp && previousIp !== ip)
     await db.transaction(async (tx) => {
@@ -65,5 +86,4 @@ export async function heartbeat(
         },
       );
     });
-  return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), device, connected: seen.connected };
 }

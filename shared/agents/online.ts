@@ -18,3 +18,12 @@ export function presenceGraceSeconds(): number {
   const set = Number(process.env.PRESENCE_GRACE_SECONDS);
   return process.env.PRESENCE_GRACE_SECONDS && Number.isFinite(set) && set >= 0 ? set : onlineWindowMinutes * 60;
 }
+
+/**
+ * The queue that carries heartbeats sent on agents' connections (HEARTBEAT_QUEUE_URL in AWS, whose worker receives
+ * them in batches of many devices; unset, they run in this process, those arriving together in one batch).
+ */
+export const heartbeatQueueVariable = 'HEARTBEAT_QUEUE_URL';
+
+/** The heartbeat queue's batches in AWS (infra/aws/work-queue.ts): up to `size` heartbeats gathered for `windowSeconds`. */
+export const heartbeatBatch = { size: 100, windowSeconds: 5 } as const;

@@ -85,6 +85,86 @@ export function recordHeartbeat(
   );
 }
 
+/** A heartbeat's report, as recordHeartbeat stores it. */
+export interface HeartbeatReport {
+  agentVersion: string | null;
+  status: string | null;
+  serialNumber: string | null;
+  role: string | null;
+  rebootPending: boolean | null;
+  lastBootAt: string | null;
+  osUpdaterSuppressed: boolean | null;
+}
+
+/** A heartbeat recorded from a connection: the agent speaking on it and what recordHeartbeat answers. */
+export interface ConnectionHeartbeatRow {
+  connectionId: string;
+  agentId: string;
+  deviceId: string;
+  orgId: string;
+  /** The connection's source IP, as its $connect saw it. */
+  sourceIp: string | null;
+  previousIp: string | null;
+  previousSeenAt: Date | null;
+  ip: string | null;
+  lastSeenAt: Date;
+  hostname: string;
+  displayName: string | null;
+}
+
+/**
+ * recordHeartbeat for heartbeats carried by agents' WebSocket connections, many devices in one statement (a batch of
+ * the heartbeat queue): each connection names its agent and device as its $connect authenticated them, and its source
+ * IP is the heartbeat's, and the device was seen when the heartbeat arrived (a batch that runs late moves nothing
+ * forward beyond it). One heartbeat per connection (the caller merges a connection's). The devices' rows are
+ * locked in id order and read before the update, as recordHeartbeat does for one; a connection that is gone, or whose
+ * agent was revoked or device deleted, has no row in the answer.
+ */
+export async function recordConnectionHeartbeats(
+  db: Db,
+  beats: readonly (HeartbeatReport & { connectionId: string; receivedAt: string })[],
+): Promise<ConnectionHeartbeatRow[]> {
+  if (beats.length === 0) return [];
+  const { rows } = await db.query<ConnectionHeartbeatRow & Record<string, unknown>>(
+    `WITH beat AS (
+       SELECT * FROM jsonb_to_recordset(:beats::jsonb) AS b(
+         "connectionId" text, "agentVersion" text, status text, "serialNumber" text, role text,
+         "rebootPending" boolean, "lastBootAt" timestamptz, "osUpdaterSuppressed" boolean, "receivedAt" timestamptz)
+     ), speaker AS (
+       SELECT b.*, c.agent_id, c.device_id, c.org_id, c.source_ip
+         FROM beat b
+         JOIN agent_connections c ON c.connection_id = b."connectionId"
+         JOIN agents a ON a.id = c.agent_id
+         JOIN devices dv ON dv.id = c.device_id
+         JOIN organizations o ON o.id = dv.org_id
+        WHERE a.revoked_at IS NULL AND dv.deleted_at IS NULL AND o.deleted_at IS NULL
+     ), previous AS (
+       SELECT id, last_ip, last_seen_at FROM devices
+        WHERE id IN (SELECT device_id FROM speaker) AND deleted_at IS NULL
+        ORDER BY id FOR UPDATE
+     )
+     UPDATE devices d SET
+        -- Seen when the heartbeat arrived, never later than now nor earlier than already seen.
+        last_seen_at = GREATEST(d.last_seen_at, LEAST(now(), s."receivedAt")),
+        -- A new address is kept by moveDeviceIp, in the transaction that audits the change.
+        last_ip = CASE WHEN p.last_ip IS NULL THEN COALESCE(s.source_ip, d.last_ip) ELSE d.last_ip END,
+        agent_version = COALESCE(s."agentVersion", d.agent_version),
+        agent_status = COALESCE(s.status, d.agent_status),
+        serial_number = COALESCE(s."serialNumber", d.serial_number),
+        role = COALESCE(s.role, d.role),
+        reboot_pending = COALESCE(s."rebootPending", d.reboot_pending),
+        last_boot_at = COALESCE(s."lastBootAt", d.last_boot_at),
+        os_updater_suppressed = COALESCE(s."osUpdaterSuppressed", d.os_updater_suppressed)
+       FROM previous p JOIN speaker s ON s.device_id = p.id
+      WHERE d.id = p.id
+      RETURNING s."connectionId", s.agent_id AS "agentId", s.device_id AS "deviceId", s.org_id AS "orgId",
+                s.source_ip AS "sourceIp", p.last_ip AS "previousIp", p.last_seen_at AS "previousSeenAt",
+                d.last_ip AS ip, d.last_seen_at AS "lastSeenAt", d.hostname, d.display_name AS "displayName"`,
+    { beats: beats as unknown as Record<string, unknown>[] },
+  );
+  return rows;
+}
+
 /** Moves a device's last IP from `from` to `to`; false when another heartbeat moved it first. */
 export async function moveDeviceIp(tx: Db, deviceId: string, from: string, to: string): Promise<boolean> {
   const { rowCount } = await tx.query(

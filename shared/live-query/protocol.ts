@@ -114,7 +114,7 @@ export type ServiceMessage =
   // Another connection of the same agent took over this one, which is closed next: the agent should not reconnect.
   | { type: 'connection.replaced' }
   // The answer to a heartbeat sent on the connection: what POST /agents/{id}/heartbeat answers.
-  | { type: 'heartbeat.ack'; ok: true; serverTime: string; configVersion: string }
+  | { type: 'heartbeat.ack'; ok: true; serverTime: string; configVersion: string; heartbeatSeconds: number }
   // A message of the agent the service refused (a heartbeat with an invalid field: nothing was stored).
   | { type: 'error'; inReplyTo: string; error: { code: string; message: string; details?: unknown } };
 

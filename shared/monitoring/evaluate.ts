@@ -18,7 +18,7 @@ import { unkeyedDb } from '../db/idempotency.ts';
 import { NotFound } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
 import { type EffectiveDevice, effectivePoliciesOf } from '../policies/effective.ts';
-import type { EffectiveItem } from '../policies/resolve.ts';
+import type { Effective, EffectiveItem } from '../policies/resolve.ts';
 import type { checkResultUpload, MetricItem, MonitoringItem, metricUpload } from '../policies/schemas.ts';
 import { enqueue } from '../queue/work-queue.ts';
 import { severityOf } from '../scripts/outcome.ts';
@@ -396,7 +396,22 @@ export async function offlineAfterHeartbeat(
 ): Promise<string | undefined> {
   const resolved = await effectivePoliciesOf(db, deviceId, 'monitoring');
   if (!resolved) return undefined;
-  const offline = resolved.effective.items.filter((e) => e.item.type === 'offline');
+  return offlineAfterResolved(db, deviceId, orgId, audit, connected, resolved.effective);
+}
+
+/**
+ * offlineAfterHeartbeat with the device's effective monitoring items already resolved (a batch of heartbeats resolves
+ * its devices' together): answers their configVersion.
+ */
+export async function offlineAfterResolved(
+  db: Db,
+  deviceId: string,
+  orgId: string,
+  audit: AuditContext,
+  connected: boolean,
+  effective: Effective,
+): Promise<string> {
+  const offline = effective.items.filter((e) => e.item.type === 'offline');
   if (offline.length > 0 && connected) {
     const states = await store.selectStates(
       db,
@@ -421,7 +436,7 @@ export async function offlineAfterHeartbeat(
     const back = rows.filter((r) => r.state !== 'ok').map((r) => r.itemKey);
     if (back.length > 0) await judgeOffline(db, deviceId, back, audit);
   }
-  return resolved.effective.configVersion;
+  return effective.configVersion;
 }
 
 /**

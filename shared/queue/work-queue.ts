@@ -37,8 +37,55 @@ let client: SQSClient | undefined;
  * as the queue worker function runs it in AWS; this module never imports the jobs it carries.
  */
 let localRunner: ((job: Job) => Promise<void>) | undefined;
-export function runJobsLocally(runner: (job: Job) => Promise<void>): void {
+/** Kinds whose jobs due now run together, as a queue worker receives them in one batch, and how. */
+let localBatches: { kinds: ReadonlySet<string>; run: (jobs: Job[]) => Promise<void> } | undefined;
+export function runJobsLocally(
+  runner: (job: Job) => Promise<void>,
+  batches?: { kinds: readonly string[]; run: (jobs: Job[]) => Promise<void> },
+): void {
   localRunner = runner;
+  localBatches = batches && { kinds: new Set(batches.kinds), run: batches.run };
+}
+
+/** How long this process gathers the jobs of a batched kind due now before it runs them together. */
+const localBatchWindowMs = 20;
+/** The jobs of a batched kind gathered so far, by kind, and what each waits on. */
+const localBatch = new Map<string, { jobs: Job[]; finished: (() => void)[] }>();
+
+/** Gathers a job due now of a batched kind; the first of a batch arms its run after the window. */
+function gatherLocally(job: Job): void {
+  let done!: () => void;
+  const running = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  localRunning.add(running);
+  void running.finally(() => localRunning.delete(running));
+  const gathered = localBatch.get(job.kind);
+  if (gathered) {
+    gathered.jobs.push(job);
+    gathered.finished.push(done);
+    return;
+  }
+  localBatch.set(job.kind, { jobs: [job], finished: [done] });
+  const timer = setTimeout(() => {
+    localTimers.delete(timer);
+    const batch = localBatch.get(job.kind)!;
+    localBatch.delete(job.kind);
+    const run = localBatches?.run ?? ((jobs: Job[]) => Promise.all(jobs.map(runInProcess)).then(() => undefined));
+    void run(batch.jobs)
+      .catch((error: unknown) =>
+        logger.error('A batch of background jobs failed', { kind: job.kind, error: String(error) }),
+      )
+      .finally(() => {
+        for (const finished of batch.finished) finished();
+      });
+  }, localBatchWindowMs);
+  timer.unref();
+  localTimers.set(timer, () => {
+    const dropped = localBatch.get(job.kind);
+    localBatch.delete(job.kind);
+    for (const finished of dropped?.finished ?? []) finished();
+  });
 }
 
 /**
@@ -96,6 +143,10 @@ export async function keepLocalJobsIn(dir: string): Promise<number> {
 function armLocally(job: QueuedJob, file?: string): void {
   const { dueAt, ...plain } = job;
   const delayMs = Math.max(0, dueAt - Date.now());
+  if (delayMs === 0 && !file && localBatches?.kinds.has(job.kind)) {
+    gatherLocally(plain as Job);
+    return;
+  }
   let finished!: () => void;
   const done = new Promise<void>((resolve) => {
     finished = resolve;

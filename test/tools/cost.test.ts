@@ -210,6 +210,33 @@ describe('the cost model', () => {
     expect(computeBill({ ...profile, heartbeatSeconds: 300 }, withConnection, prices).calls['ws.ping'] ?? 0).toBe(0);
   });
 
+  it("bills heartbeats on the connection by the heartbeat queue's batches: the database once a batch the fleet fills", () => {
+    // Measured in a batch of 50: 2 Data API calls for the batch, 0.04 a heartbeat.
+    const batched = {
+      ...heartbeat,
+      transport: 'ws-message' as const,
+      dataApiCalls: 0.04,
+      messagesPerCall: 2,
+      batch: 50,
+    };
+    const queued: MeasuredOperations = { ...measured, operations: { 'heartbeat.websocket': batched } };
+    const profile = { ...onlyHeartbeats, heartbeatTransport: 'websocket' as const, heartbeatSeconds: 900 };
+    const heartbeats = (devices: number) => devices * 96 * (365 / 12);
+    const bill = (devices: number) => computeBill({ ...profile, devices }, queued, prices);
+    // 10,000 devices send 55.6 heartbeats in the 5 s window: a batch each, its 2 calls shared.
+    expect(bill(10_000).batches['heartbeat.websocket']).toBeCloseTo((10_000 * 96 * 5) / 86_400, 6);
+    expect(cents(bill(10_000))['RDS Data API requests']).toBe(
+      (((heartbeats(10_000) / ((10_000 * 96 * 5) / 86_400)) * 2 * 0.35) / 1e6).toFixed(2),
+    );
+    // 100,000 devices fill the batch of 100 before the window ends.
+    expect(bill(100_000).batches['heartbeat.websocket']).toBe(100);
+    // 100 devices send fewer than one in a window: every heartbeat is a batch of its own, 2 calls.
+    expect(bill(100).batches['heartbeat.websocket']).toBe(1);
+    expect(cents(bill(100))['RDS Data API requests']).toBe(((heartbeats(100) * 2 * 0.35) / 1e6).toFixed(2));
+    // Each heartbeat is sent to the queue; each batch received once and deleted 10 at a time.
+    expect(cents(bill(100))['SQS requests']).toBe(((heartbeats(100) * 3 * 0.4) / 1e6).toFixed(2));
+  });
+
   it('refuses to bill an operation it has no figures for', () => {
     expect(() => computeBill({ ...onlyHeartbeats, postureUploadsPerDay: 1 }, measured, prices)).toThrow(
       'tools/cost/operations.json has no figures for posture.upload: run npm run bench:cost',

@@ -32,6 +32,12 @@ export interface OperationFigures {
   itemsPerCall: number;
   /** WebSocket messages a call is billed for, the client's and the replies (0 over HTTP). */
   messagesPerCall: number;
+  /**
+   * Calls recorded together by one run of the heartbeat queue's worker when measured (heartbeats on the connection):
+   * the statements and Data API calls are that run's share per call, which the bill spreads over the batch the fleet
+   * makes instead. Absent: the call reaches the database itself.
+   */
+  batch?: number;
 }
 
 export interface MeasuredOperations {
@@ -60,6 +66,12 @@ export interface CostInputs {
   postureUploadsPerDay: number;
   metricsUploadsPerDay: number;
   metricSamplesPerUpload: number;
+  /**
+   * The heartbeat queue's batches (infra/aws/work-queue.ts): at most this many heartbeats a worker run, gathered for
+   * at most `heartbeatBatchWindowSeconds`; a fleet fills a batch with what it sends in the window.
+   */
+  heartbeatBatchSize: number;
+  heartbeatBatchWindowSeconds: number;
   /** Minutes of the offline monitor of every device (0: none); each armed job is an SQS message and a worker run. */
   offlineMonitorMinutes: number;
   // The stack's settings.
@@ -114,6 +126,8 @@ export const defaultInputs: Omit<CostInputs, 'devices'> = {
   postureUploadsPerDay: 1,
   metricsUploadsPerDay: 96,
   metricSamplesPerUpload: 60,
+  heartbeatBatchSize: 100,
+  heartbeatBatchWindowSeconds: 5,
   offlineMonitorMinutes: 0,
   tracing: 'off',
   auroraStorage: 'standard',
@@ -239,6 +253,15 @@ export const operationUses: OperationUse[] = [
   { key: 'metrics.upload', callsPerDay: (p) => p.metricsUploadsPerDay, itemsPerCall: (p) => p.metricSamplesPerUpload },
 ];
 
+/**
+ * The heartbeats a worker run of the heartbeat queue records: what the fleet sends in the batching window, at least
+ * one, at most the batch size.
+ */
+export function batchOf(p: CostInputs, perDevicePerDay: number): number {
+  const inWindow = (p.devices * perDevicePerDay * p.heartbeatBatchWindowSeconds) / 86_400;
+  return Math.min(p.heartbeatBatchSize, Math.max(1, inWindow));
+}
+
 /** One job of the offline monitor (not measured: a queue worker run reading the device and re-arming it). */
 const offlineJob = { dataApiCalls: 3, durationMs: 40, walBytes: 300 } as const;
 /**
@@ -262,6 +285,8 @@ export interface Bill {
   estimated: string[];
   /** Calls per device per month, by operation. */
   calls: Record<string, number>;
+  /** The batch a worker run records, by batched operation (heartbeats on the connection). */
+  batches: Record<string, number>;
 }
 
 const daysPerMonth = 365 / 12;
@@ -310,7 +335,9 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     accessLogLines: 0,
     storedPerDay: { audit: 0, agentLogs: 0, eventLogs: 0, metrics: 0, churn: 0 } as Record<StoredClass, number>,
     dbCallsPerDay: 0,
+    queueRequests: 0,
   };
+  const batches: Record<string, number> = {};
   const gbPerMs = p.lambdaMemoryMb / 1024 / 1000;
 
   for (const use of operationUses) {
@@ -330,18 +357,28 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     // The access logs have a line per request, per message the agent sends, per $connect and $disconnect.
     t.accessLogLines += n * (f.transport === 'ws-connection' ? 2 : 1);
     t.invocations += n * invocations;
-    t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs(f, p))) * gbPerMs;
-    t.dataApiCalls += n * f.dataApiCalls;
+    // A batched call's statements are its share of a worker run: spread over the batch the fleet fills instead, and
+    // the run is a worker invocation and SQS's receive and deletes (10 a request), beside each call's send.
+    const batch = f.batch ? batchOf(p, perDevicePerDay) : 1;
+    const dataApiCalls = f.batch ? (f.dataApiCalls * f.batch) / batch : f.dataApiCalls;
+    if (f.batch) {
+      t.invocations += n / batch;
+      t.queueRequests += n + (n / batch) * (1 + Math.ceil(batch / 10));
+      batches[use.key] = batch;
+    }
+    t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs({ ...f, dataApiCalls }, p))) * gbPerMs;
+    t.dataApiCalls += n * dataApiCalls;
     t.dataApiUnits +=
-      n * f.dataApiCalls + n * Math.floor(requestBytes / prices.dataApi.meteredBytes) * Math.min(1, f.dataApiCalls);
+      n * dataApiCalls + n * Math.floor(requestBytes / prices.dataApi.meteredBytes) * Math.min(1, dataApiCalls);
     t.dbSeconds += (n * f.dbMs) / 1000;
     const wal = f.walBytes * scale;
     t.walBytes += n * wal;
-    t.writeIos += wal > 0 ? n * Math.ceil(wal / 4096) : 0;
+    // A batch makes its WAL durable together: its I/Os are the batch's.
+    t.writeIos += wal > 0 ? (n / batch) * Math.ceil((wal * batch) / 4096) : 0;
     t.transferBytes += n * f.responseBytes;
     for (const key of Object.keys(t.storedPerDay) as StoredClass[])
       t.storedPerDay[key] += p.devices * perDevicePerDay * f.storedBytes[key] * scale;
-    if (f.dataApiCalls > 0) t.dbCallsPerDay += p.devices * perDevicePerDay;
+    if (f.dataApiCalls > 0) t.dbCallsPerDay += (p.devices * perDevicePerDay) / batch;
   }
 
   // The offline monitor: one job per window, sent on every 15 minutes (SQS's longest delay) until due; with heartbeats
@@ -474,10 +511,10 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     `${count(traces)} traces`,
     (traces * prices.xray.tracesRecordedPerMillion) / million,
   );
-  // Each hop: send, receive, delete.
-  const sqsRequests = hops * 3;
+  // Each hop: send, receive, delete; the heartbeat queue's sends, and receives and deletes per batch.
+  const sqsRequests = hops * 3 + t.queueRequests;
   line(
-    'SQS requests (presence checks, offline monitor jobs)',
+    'SQS requests (presence checks, offline monitor jobs, heartbeat queue)',
     `${count(sqsRequests)} requests`,
     (sqsRequests * prices.sqs.requestsPerMillion) / million,
   );
@@ -491,7 +528,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   line('Data transfer out', `${count(transferGb)} GB`, transferGb * prices.transfer.outToInternetGb);
 
   const total = lines.reduce((sum, l) => sum + l.usd, 0);
-  return { lines, total, perDevice: total / p.devices, estimated, calls };
+  return { lines, total, perDevice: total / p.devices, estimated, calls, batches };
 }
 
 /** The bill as `npm run cost` prints it: one line per cost line, the last `total <amount> USD/month, <amount> USD/device`. */

@@ -217,6 +217,57 @@ describe("heartbeat on the agent's WebSocket connection", () => {
     }
   });
 
+  it('records heartbeats of many connections sent at once, each acknowledged with its own device as stored', async () => {
+    const agents = await Promise.all(
+      ['wsbatch-1', 'wsbatch-2', 'wsbatch-3'].map((name) => enrollDevice(t.api, tenant, name)),
+    );
+    const connections = await Promise.all(agents.map((agent, i) => connect(agent, `198.51.100.${60 + i}`)));
+    try {
+      const acks = await Promise.all(
+        connections.map((connection, i) => wsBeat(connection, { agentVersion: `3.1.${i}`, status: 'online' })),
+      );
+      for (const [i, agent] of agents.entries()) {
+        expect(acks[i]).toMatchObject({ type: 'heartbeat.ack', ok: true, heartbeatSeconds: 900 });
+        expect(await device(agent)).toMatchObject({
+          agentVersion: `3.1.${i}`,
+          agentStatus: 'online',
+          lastSeenAt: acks[i]!.serverTime,
+          lastIp: `198.51.100.${60 + i}`,
+        });
+      }
+      // Two heartbeats of one connection together: both answered, the later's fields kept over the earlier's.
+      connections[0]!.send({ type: 'heartbeat', agentVersion: '3.2.0', status: 'degraded' });
+      connections[0]!.send({ type: 'heartbeat', status: 'maintenance' });
+      const [first, second] = [await connections[0]!.next(), await connections[0]!.next()];
+      expect([first.type, second.type]).toEqual(['heartbeat.ack', 'heartbeat.ack']);
+      expect(await device(agents[0]!)).toMatchObject({ agentVersion: '3.2.0', agentStatus: 'maintenance' });
+    } finally {
+      await Promise.all(connections.map((connection) => connection.close()));
+    }
+  });
+
+  it('answers a heartbeat on the connection of a revoked agent UNAUTHENTICATED, and stores nothing', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'wsbeat-revoked');
+    const connection = await connect(agent, '192.0.2.70');
+    try {
+      const before = await device(agent);
+      await t.db.admin.query('UPDATE agents SET revoked_at = now() WHERE id = :id::uuid', { id: agent.agentId });
+      expect(await wsBeat(connection, { agentVersion: '9.9.9' })).toMatchObject({
+        type: 'error',
+        inReplyTo: 'heartbeat',
+        error: { code: 'UNAUTHENTICATED' },
+      });
+      const { rows } = await t.db.admin.query<{ lastSeenAt: Date; agentVersion: string | null }>(
+        'SELECT last_seen_at AS "lastSeenAt", agent_version AS "agentVersion" FROM devices WHERE id = :id::uuid',
+        { id: agent.deviceId },
+      );
+      expect(rows[0]!.lastSeenAt.toISOString()).toBe(before.lastSeenAt);
+      expect(rows[0]!.agentVersion).not.toBe('9.9.9');
+    } finally {
+      await connection.close();
+    }
+  });
+
   it('answers an invalid heartbeat with an error naming the field, and stores nothing', async () => {
     const agent = await enrollDevice(t.api, tenant, 'wsbeat-3');
     await beat(agent, '192.0.2.40', { status: 'online' });

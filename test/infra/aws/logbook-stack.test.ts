@@ -675,10 +675,11 @@ describe('the CDK stack', () => {
   });
 
   it('queues script deliveries, PSA events and spooled audit rows on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {
-    // The work queue and its dead-letter queue, beside the daily run's failure queue and its integrity jobs' queue.
+    // The work queue, its heartbeat queue and their dead-letter queue, beside the daily run's failure queue and its
+    // integrity jobs' queue.
     const queues = deployed.ofType('AWS::SQS::Queue');
-    expect(queues).toHaveLength(4);
-    const queue = queues.find(([, q]) => q.Properties.RedrivePolicy?.maxReceiveCount === 5)!;
+    expect(queues).toHaveLength(5);
+    const queue = queues.find(([id]) => /^WorkQueue[0-9A-F]{8}$/.test(id))!;
     expect(queue[1].Properties).toMatchObject({ SqsManagedSseEnabled: true, RedrivePolicy: { maxReceiveCount: 5 } });
     deployed.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: deployed.functionId('work queue worker') },
@@ -696,6 +697,24 @@ describe('the CDK stack', () => {
       .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
     expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
     expect(senders.sort()).toEqual([...apiGroups, 'worker', 'billing run'].sort());
+  });
+
+  it("queues the heartbeats of agents' connections for the worker's batches of up to 100, gathered for 5 seconds", () => {
+    const [heartbeatsQueue, heartbeats] = deployed
+      .ofType('AWS::SQS::Queue')
+      .find(([id]) => id.startsWith('WorkQueueHeartbeats'))!;
+    expect(heartbeats.Properties).toMatchObject({ SqsManagedSseEnabled: true, RedrivePolicy: { maxReceiveCount: 5 } });
+    deployed.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: deployed.functionId('work queue worker') },
+      EventSourceArn: { 'Fn::GetAtt': [heartbeatsQueue, 'Arn'] },
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 5,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    // Only the function of the agents' connections sends heartbeats.
+    const senders = sendersTo(heartbeatsQueue);
+    expect(senders.map(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1])).toEqual(['ws']);
+    expect(senders[0]![1].Properties.Environment.Variables.HEARTBEAT_QUEUE_URL).toEqual({ Ref: heartbeatsQueue });
   });
 
   it("runs the integrity watch's jobs of older rows in the retention function, from a queue of its own", () => {
