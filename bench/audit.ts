@@ -392,15 +392,9 @@ function historyEvents(orgId: string, first: number, count: number, total: numbe
   });
 }
 
-/**
- * Bulk history load: `bulkRows` events with explicit timestamps into one organization through the
- * ingestion path (ingestAuditEvents: validation, organization check, insertAuditRows), `bulkTransaction` rows per
- * transaction, into the sealed table and the unsealed copy in alternating blocks of ten transactions.
- */
-async function bulkLoad(admin: Db, tables: Writers): Promise<string[]> {
-  const partner = (await insertPartner(admin, 'Bench import MSP')) as { id: string };
-  const org = await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Import' }, { name: 'HQ' });
-  const principal: Principal = {
+/** The platform administrator a history load is ingested as. */
+function importer(): Principal {
+  return {
     actorType: 'user',
     id: randomUUID(),
     email: 'importer@bench.example',
@@ -411,6 +405,17 @@ async function bulkLoad(admin: Db, tables: Writers): Promise<string[]> {
     orgId: null,
     permissions: scopedPermissions('platform', rolePermissions.platform_admin),
   };
+}
+
+/**
+ * Bulk history load: `bulkRows` events with explicit timestamps into one organization through the
+ * ingestion path (ingestAuditEvents: validation, organization check, insertAuditRows), `bulkTransaction` rows per
+ * transaction, into the sealed table and the unsealed copy in alternating blocks of ten transactions.
+ */
+async function bulkLoad(admin: Db, tables: Writers): Promise<string[]> {
+  const partner = (await insertPartner(admin, 'Bench import MSP')) as { id: string };
+  const org = await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Import' }, { name: 'HQ' });
+  const principal = importer();
   const done = { sealed: 0, unsealed: 0, today: 0 };
   const spent = { sealed: 0, unsealed: 0, today: 0 };
   const block = bulkTransaction * 10;
@@ -492,17 +497,7 @@ async function laneLoad(admin: Db, tables: { sealed: Db; lane: Db }): Promise<st
     sealed: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Table' }, { name: 'HQ' }),
     lane: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Lane' }, { name: 'HQ' }),
   };
-  const principal: Principal = {
-    actorType: 'user',
-    id: randomUUID(),
-    email: 'importer@bench.example',
-    name: 'Bench Importer',
-    role: 'platform_admin',
-    scope: 'platform',
-    partnerId: null,
-    orgId: null,
-    permissions: scopedPermissions('platform', rolePermissions.platform_admin),
-  };
+  const principal = importer();
   const done = { sealed: 0, lane: 0 };
   const spent = { sealed: 0, lane: 0 };
   const block = bulkTransaction * 10;

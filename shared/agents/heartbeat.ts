@@ -9,7 +9,20 @@ import { tellDeviceEvent } from '../queue/device-events.ts';
 import { deviceOfAgent } from './log-access.ts';
 import { onlineWindowMinutes } from './online.ts';
 import type { heartbeat as heartbeatSchema } from './schemas.ts';
-import { moveDeviceIp, recordHeartbeat } from './store.ts';
+import { type HeartbeatReport, moveDeviceIp, recordHeartbeat } from './store.ts';
+
+/** A heartbeat's body as the device's row keeps it: what it leaves out is null (kept as it was). */
+export function heartbeatReport(report: z.output<typeof heartbeatSchema>): HeartbeatReport {
+  return {
+    agentVersion: report.agentVersion ?? null,
+    status: report.status ?? null,
+    serialNumber: reportedSerial(report.serialNumber),
+    role: report.role ?? null,
+    rebootPending: report.rebootPending ?? null,
+    lastBootAt: report.lastBootAt ?? null,
+    osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
+  };
+}
 
 /**
  * POST /agents/:id/heartbeat: records when the device was last seen, from which IP (the audit rows'
@@ -27,16 +40,7 @@ export async function heartbeat(
 ) {
   const device = await deviceOfAgent(db, caller, agentId);
   const ip = audit.ipAddress ?? null;
-  const seen = await recordHeartbeat(db, device.id, {
-    ip,
-    agentVersion: report.agentVersion ?? null,
-    status: report.status ?? null,
-    serialNumber: reportedSerial(report.serialNumber),
-    role: report.role ?? null,
-    rebootPending: report.rebootPending ?? null,
-    lastBootAt: report.lastBootAt ?? null,
-    osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
-  });
+  const seen = await recordHeartbeat(db, device.id, { ip, ...heartbeatReport(report) });
   if (!seen) throw NotFound('Agent');
   await afterHeartbeat(db, device, { ...seen, ip }, audit);
   return { ok: true as const, serverTime: seen.lastSeenAt.toISOString(), device, connected: seen.connected };

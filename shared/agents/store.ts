@@ -38,20 +38,7 @@ export function selectDeviceNames(db: Db, deviceId: string) {
  * FOR UPDATE in the same statement, so of two concurrent heartbeats the second waits for the first
  * and compares against the IP the first wrote: an IP change is reported exactly once.
  */
-export function recordHeartbeat(
-  db: Db,
-  deviceId: string,
-  report: {
-    ip: string | null;
-    agentVersion: string | null;
-    status: string | null;
-    serialNumber: string | null;
-    role: string | null;
-    rebootPending: boolean | null;
-    lastBootAt: string | null;
-    osUpdaterSuppressed: boolean | null;
-  },
-) {
+export function recordHeartbeat(db: Db, deviceId: string, report: HeartbeatReport & { ip: string | null }) {
   return one<{
     previousIp: string | null;
     previousSeenAt: Date | null;

@@ -1,11 +1,10 @@
-import { afterHeartbeat } from '../agents/heartbeat.ts';
+import { afterHeartbeat, heartbeatReport } from '../agents/heartbeat.ts';
 import { heartbeatQueueVariable, heartbeatSeconds } from '../agents/online.ts';
 import { heartbeat as heartbeatSchema } from '../agents/schemas.ts';
 import { type HeartbeatReport, recordConnectionHeartbeats } from '../agents/store.ts';
 import { flushAudit } from '../audit/writer.ts';
 import type { Db } from '../db/db.ts';
 import { issueDetails } from '../errors.ts';
-import { reportedSerial } from '../hierarchy/serial-number.ts';
 import { postToConnection } from '../live-query/agent-channel.ts';
 import { connectionAudit } from '../live-query/connections.ts';
 import { logger } from '../logger.ts';
@@ -43,20 +42,11 @@ export async function receiveHeartbeatMessage(
     await answer(connectionId, refusal('VALIDATION_FAILED', `Invalid heartbeat: ${fields}`, details));
     return;
   }
-  const report = parsed.data;
   const job: ConnectionHeartbeatJob = {
     kind: connectionHeartbeatKind,
     connectionId,
     receivedAt: new Date().toISOString(),
-    report: {
-      agentVersion: report.agentVersion ?? null,
-      status: report.status ?? null,
-      serialNumber: reportedSerial(report.serialNumber),
-      role: report.role ?? null,
-      rebootPending: report.rebootPending ?? null,
-      lastBootAt: report.lastBootAt ?? null,
-      osUpdaterSuppressed: report.osUpdaterSuppressed ?? null,
-    },
+    report: heartbeatReport(parsed.data),
   };
   try {
     await send({ ...job, dueAt: Date.now() }, heartbeatQueueVariable);
