@@ -25,6 +25,7 @@ export const routes = {
       operationId: 'monitoringAgentConfig',
       group: 'agents',
       auth: 'agent',
+      agentPolicies: 'monitoring',
       tag,
       summary: "The device's effective monitoring items and their configVersion (the heartbeat reply names it)",
       params: agents.agentParams,
@@ -38,6 +39,7 @@ export const routes = {
       operationId: 'monitoringAgentMetrics',
       group: 'agents',
       auth: 'agent',
+      agentPolicies: 'monitoring',
       tag,
       summary:
         'Metric samples with their timestamps, stored once per device, metric, volume and time, and evaluated against the metric items in force',
@@ -54,6 +56,7 @@ export const routes = {
       operationId: 'monitoringAgentCheckResults',
       group: 'agents',
       auth: 'agent',
+      agentPolicies: 'monitoring',
       tag,
       summary:
         'Service, process, event-log and script check results per item key, stored once per device, item and time, and evaluated',

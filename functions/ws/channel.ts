@@ -4,9 +4,9 @@ import { receiveMessagesNaming, receiveMessagesOfType } from '#shared/live-query
 import { whenAgentConnects, whenAgentDisconnects } from '#shared/live-query/connections.ts';
 import { offlineAfterConnect, offlineAfterDisconnect } from '#shared/monitoring/evaluate.ts';
 import { receiveHeartbeatMessage } from '#shared/monitoring/heartbeat-message.ts';
-import { receivePatchResult, scheduleInstallDelivery } from '#shared/patching/install.ts';
+import { installDelivery, receivePatchResult } from '#shared/patching/install.ts';
 import { receiveRunMessage } from '#shared/scripts/answers.ts';
-import { scheduleConnectDelivery } from '#shared/scripts/dispatch.ts';
+import { connectDelivery } from '#shared/scripts/dispatch.ts';
 
 /**
  * The agent channel's users, registered where the WebSocket routes are composed: script runs wait for an agent's
@@ -16,10 +16,10 @@ import { scheduleConnectDelivery } from '#shared/scripts/dispatch.ts';
  * heartbeat seals arm its organization's audit streams, as on the HTTP side. Imported by each WebSocket handler
  * before it serves a message.
  */
-whenAgentConnects(scheduleConnectDelivery);
-whenAgentConnects((db, deviceId) => offlineAfterConnect(db, deviceId));
+whenAgentConnects(connectDelivery);
+whenAgentConnects(offlineAfterConnect);
 whenAgentDisconnects(offlineAfterDisconnect);
-whenAgentConnects(scheduleInstallDelivery);
+whenAgentConnects(installDelivery);
 receiveMessagesOfType('patch.result', receivePatchResult);
 receiveMessagesNaming('runItemId', receiveRunMessage);
 receiveMessagesOfType('heartbeat', receiveHeartbeatMessage);

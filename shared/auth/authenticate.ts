@@ -3,7 +3,7 @@ import { Unauthenticated } from '../errors.ts';
 import { verifyUserToken } from './jwt.ts';
 import { rolePermissions } from './permissions.ts';
 import type { AgentPrincipal, Principal } from './principal.ts';
-import { isSecretShaped, secretPrefixes } from './secrets.ts';
+import { hashSecret, isSecretShaped, secretPrefixes } from './secrets.ts';
 import { selectAgentByToken, selectApiKey } from './store.ts';
 
 /** How a route authenticates its caller (the `auth` column of functions/routes.ts). */
@@ -43,11 +43,21 @@ export async function authenticatePrincipal(
   return verifyUserToken(bearer);
 }
 
-/** An agent's bearer token issued at enrollment. */
-export async function authenticateAgent(db: Db, headers: Record<string, string | undefined>): Promise<AgentPrincipal> {
+/** How an agent's token is looked up: by its hash, the agent and its live device, or undefined. */
+export type AgentLookup = (db: Db, tokenHash: string) => Promise<Omit<AgentPrincipal, 'actorType'> | undefined>;
+
+/**
+ * An agent's bearer token issued at enrollment. `lookup` may read more in the same statement (a route's policies:
+ * shared/policies/agent-token.ts).
+ */
+export async function authenticateAgent(
+  db: Db,
+  headers: Record<string, string | undefined>,
+  lookup: AgentLookup = selectAgentByToken,
+): Promise<AgentPrincipal> {
   const token = bearerToken(headers);
   if (!token) throw Unauthenticated();
-  const agent = isSecretShaped(token, secretPrefixes.agentToken) ? await selectAgentByToken(db, token) : undefined;
+  const agent = isSecretShaped(token, secretPrefixes.agentToken) ? await lookup(db, hashSecret(token)) : undefined;
   if (!agent) throw Unauthenticated('Invalid or revoked agent token');
-  return { actorType: 'agent', ...agent };
+  return { actorType: 'agent', agentId: agent.agentId, deviceId: agent.deviceId, orgId: agent.orgId };
 }

@@ -30,8 +30,8 @@ export interface AgentTokenRow {
   orgId: string;
 }
 
-/** The agent holding this token, if neither it, its device nor its organization is revoked or deleted. */
-export function selectAgentByToken(db: Db, token: string): Promise<AgentTokenRow | undefined> {
+/** The agent holding the token of this hash, if neither it, its device nor its organization is revoked or deleted. */
+export function selectAgentByToken(db: Db, tokenHash: string): Promise<AgentTokenRow | undefined> {
   return one<AgentTokenRow & Record<string, unknown>>(
     db,
     `SELECT a.id AS "agentId", d.id AS "deviceId", d.org_id AS "orgId"
@@ -39,7 +39,7 @@ export function selectAgentByToken(db: Db, token: string): Promise<AgentTokenRow
        JOIN devices d ON d.id = a.device_id
        JOIN organizations o ON o.id = d.org_id
       WHERE a.token_hash = :hash::text AND a.revoked_at IS NULL AND d.deleted_at IS NULL AND o.deleted_at IS NULL`,
-    { hash: hashSecret(token) },
+    { hash: tokenHash },
   );
 }
 

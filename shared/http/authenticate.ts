@@ -3,6 +3,8 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'a
 import { type AuthKind, authenticateAgent, authenticatePrincipal } from '../auth/authenticate.ts';
 import type { AgentPrincipal, Principal } from '../auth/principal.ts';
 import { appDb } from '../db/client.ts';
+import { authenticateAgentWithPolicies } from '../policies/agent-token.ts';
+import type { PolicyKind } from '../policies/schemas.ts';
 
 export type Caller = Principal | AgentPrincipal | null;
 export type CallerOf<A extends AuthKind> = A extends 'user' | 'userOrApiKey'
@@ -15,9 +17,13 @@ export interface HttpContext extends Context {
   caller?: Caller;
 }
 
-/** Authenticates the caller as the route's auth kind demands and keeps it on the context. */
+/**
+ * Authenticates the caller as the route's auth kind demands and keeps it on the context; an agent route naming its
+ * policies reads them with the token.
+ */
 export const authenticate = (
   kind: AuthKind,
+  agentPolicies?: PolicyKind,
 ): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, HttpContext> => ({
   before: async (request) => {
     const headers = request.event.headers ?? {};
@@ -25,7 +31,9 @@ export const authenticate = (
       kind === 'none'
         ? null
         : kind === 'agent'
-          ? await authenticateAgent(appDb(), headers)
+          ? agentPolicies
+            ? await authenticateAgentWithPolicies(appDb(), headers, agentPolicies)
+            : await authenticateAgent(appDb(), headers)
           : await authenticatePrincipal(appDb(), headers, kind === 'userOrApiKey');
   },
 });

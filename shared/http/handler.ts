@@ -27,7 +27,7 @@ export function httpHandler<R extends RouteDef>(
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyResultV2, Error, KeyedHttpContext>().use(errorEnvelope());
   // An oversized body is refused first, as API Gateway refuses one above its own limit: no token lookup, no parsing.
   chain.use(bodyLimit(def.maxBodyBytes ?? defaultMaxBodyBytes));
-  chain.use(authenticate(def.auth)).use(auditWrites());
+  chain.use(authenticate(def.auth, def.agentPolicies)).use(auditWrites());
   if (def.body) {
     chain.use(utf8Body());
     // No body at all reads as `{}`: the schema then says what is missing, or accepts it when every field is optional.

@@ -2,6 +2,7 @@ import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import type { AuditContext } from '../audit/writer.ts';
 import type { AuthKind } from '../auth/authenticate.ts';
+import type { PolicyKind } from '../policies/schemas.ts';
 import type { CallerOf } from './authenticate.ts';
 
 /**
@@ -28,6 +29,11 @@ export interface RouteDef {
   /** The operation's name in the OpenAPI document, unique in the table and kept when code moves (clients use it). */
   operationId: string;
   auth: AuthKind;
+  /**
+   * An agent route that resolves its device's policies of this kind: they are read with the token, in the
+   * authentication's one statement (shared/policies/agent-token.ts).
+   */
+  agentPolicies?: PolicyKind;
   summary: string;
   tag: string;
   params?: z.ZodObject;

@@ -20,8 +20,15 @@ export interface AgentConnect {
   sourceIp: string | undefined;
 }
 
-type ConnectHook = (db: Db, deviceId: string, connectionId: string) => Promise<void>;
-const connectHooks: ConnectHook[] = [];
+/**
+ * Work that waits for an agent's connection: `read`, an SQL expression over :deviceId (what waits for the device), is
+ * read by the statement that records the connection; `run` gets its value.
+ */
+interface ConnectHook<T> {
+  read: string;
+  run: (db: Db, deviceId: string, connectionId: string, found: T) => Promise<void>;
+}
+const connectHooks: ConnectHook<never>[] = [];
 type DisconnectHook = (db: Db, deviceId: string, orgId: string) => Promise<void>;
 const disconnectHooks: DisconnectHook[] = [];
 
@@ -29,8 +36,8 @@ const disconnectHooks: DisconnectHook[] = [];
  * Work that waits for an agent's connection (the script runs queued for its device), registered by the composition
  * layer (functions/ws): the channel knows no domain that uses it.
  */
-export function whenAgentConnects(hook: ConnectHook): void {
-  connectHooks.push(hook);
+export function whenAgentConnects<T>(hook: ConnectHook<T>): void {
+  connectHooks.push(hook as ConnectHook<never>);
 }
 
 /** Work armed when a device's connection closed and no newer one stands (its offline monitors), registered likewise. */
@@ -58,15 +65,13 @@ export async function connectAgent(db: Db, request: AgentConnect): Promise<void>
   } finally {
     await flushAudit(audit);
   }
-  const { previousConnectionId } = await store.upsertConnection(db, {
-    connectionId,
-    agentId: agent.agentId,
-    deviceId: agent.deviceId,
-    orgId: agent.orgId,
-    sourceIp,
-  });
+  const { previousConnectionId, found } = await store.upsertConnection(
+    db,
+    { connectionId, agentId: agent.agentId, deviceId: agent.deviceId, orgId: agent.orgId, sourceIp },
+    connectHooks.map((hook) => hook.read),
+  );
   if (previousConnectionId && previousConnectionId !== connectionId) await dropReplaced(previousConnectionId);
-  for (const hook of connectHooks) await hook(db, agent.deviceId, connectionId);
+  for (const [n, hook] of connectHooks.entries()) await hook.run(db, agent.deviceId, connectionId, found[n] as never);
 }
 
 /** Best effort: the replaced connection may be gone already; the new one stands either way. */

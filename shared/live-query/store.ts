@@ -4,8 +4,10 @@ import { type Db, one } from '../db/db.ts';
 export async function upsertConnection(
   db: Db,
   connection: { connectionId: string; agentId: string; deviceId: string; orgId: string; sourceIp: string | null },
-): Promise<{ previousConnectionId: string | null }> {
-  const row = await one<{ previousConnectionId: string | null }>(
+  /** SQL expressions over :deviceId read in the same statement (what waits for the connection): their values. */
+  reads: readonly string[],
+): Promise<{ previousConnectionId: string | null; found: unknown[] }> {
+  const row = await one<{ previousConnectionId: string | null; found: unknown[] }>(
     db,
     `WITH previous AS (SELECT connection_id FROM agent_connections WHERE device_id = :deviceId::uuid)
      INSERT INTO agent_connections AS c (connection_id, agent_id, device_id, org_id, source_ip)
@@ -13,10 +15,11 @@ export async function upsertConnection(
      ON CONFLICT (device_id) DO UPDATE
         SET connection_id = EXCLUDED.connection_id, agent_id = EXCLUDED.agent_id, org_id = EXCLUDED.org_id,
             source_ip = EXCLUDED.source_ip, connected_at = now()
-     RETURNING (SELECT connection_id FROM previous) AS "previousConnectionId"`,
+     RETURNING (SELECT connection_id FROM previous) AS "previousConnectionId",
+               jsonb_build_array(${reads.map((read) => `(${read})`).join(', ')}) AS found`,
     connection,
   );
-  return { previousConnectionId: row?.previousConnectionId ?? null };
+  return { previousConnectionId: row?.previousConnectionId ?? null, found: row?.found ?? [] };
 }
 
 /**

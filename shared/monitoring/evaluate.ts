@@ -17,6 +17,7 @@ import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { NotFound } from '../errors.ts';
 import { deviceResource } from '../hierarchy/devices.ts';
+import { candidatesReadWith } from '../policies/agent-token.ts';
 import { type EffectiveDevice, effectivePoliciesOf } from '../policies/effective.ts';
 import type { Effective, EffectiveItem } from '../policies/resolve.ts';
 import type { checkResultUpload, MetricItem, MonitoringItem, metricUpload } from '../policies/schemas.ts';
@@ -187,10 +188,10 @@ const evidenceOf = (samples: readonly Sample[], at: number) =>
     .slice(-20)
     .map((s) => ({ volume: s.volume || null, value: s.value, timestamp: new Date(s.at).toISOString() }));
 
-/** The calling agent's device and its effective monitoring items. */
+/** The calling agent's device and its effective monitoring items (from the candidates read with its token, if any). */
 export async function monitoringOfAgent(db: Db, caller: AgentPrincipal, agentId: string) {
   const agent = await deviceOfAgent(db, caller, agentId);
-  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring');
+  const resolved = await effectivePoliciesOf(db, agent.id, 'monitoring', candidatesReadWith(caller, 'monitoring'));
   if (!resolved) throw NotFound('Agent');
   return resolved;
 }
@@ -440,13 +441,15 @@ export async function offlineAfterResolved(
 }
 
 /**
- * A device's connection opened: it is online by it, so its offline items that were pending or firing clear (one
- * statement when none was).
+ * A device's connection opened: it is online by it, so its offline items that were pending or firing (read by the
+ * statement recording the connection) clear; nothing more when none was.
  */
-export async function offlineAfterConnect(db: Db, deviceId: string): Promise<void> {
-  const back = await store.selectOfflineNotOk(db, deviceId);
-  if (back.length > 0) await judgeOffline(db, deviceId, back);
-}
+export const offlineAfterConnect = {
+  read: store.offlineNotOkSql,
+  run: async (db: Db, deviceId: string, _connectionId: string, back: string[]): Promise<void> => {
+    if (back.length > 0) await judgeOffline(db, deviceId, back);
+  },
+};
 
 /**
  * A device's connection closed and no newer one stands: its offline items are armed for now (its last seen) + their

@@ -353,16 +353,17 @@ export async function dispatchInstalls(db: Db, by: { jobId: string }): Promise<v
   await sendClaimed(db, await claimInstalls(db, by));
 }
 
-/** At an agent's $connect: installs waiting for its device go out once the connection is open (a queued job). */
-export async function scheduleInstallDelivery(db: Db, deviceId: string, connectionId: string): Promise<void> {
-  const waiting = await one(
-    db,
-    `SELECT 1 FROM patch_job_devices jd JOIN patch_jobs j ON j.id = jd.job_id
-      WHERE jd.device_id = :deviceId::uuid AND jd.status = 'pending' AND j.window_until > now() LIMIT 1`,
-    { deviceId },
-  );
-  if (waiting) await enqueue({ kind: deliverJobKind, deviceId, connectionId, attempt: 1 }, 0.2);
-}
+/**
+ * At an agent's $connect: installs waiting for its device (read by the statement recording the connection) go out once
+ * the connection is open (a queued job).
+ */
+export const installDelivery = {
+  read: `EXISTS (SELECT 1 FROM patch_job_devices jd JOIN patch_jobs j ON j.id = jd.job_id
+          WHERE jd.device_id = :deviceId::uuid AND jd.status = 'pending' AND j.window_until > now())`,
+  run: async (_db: Db, deviceId: string, connectionId: string, waiting: boolean): Promise<void> => {
+    if (waiting) await enqueue({ kind: deliverJobKind, deviceId, connectionId, attempt: 1 }, 0.2);
+  },
+};
 
 export async function deliverInstalls(db: Db, job: DeliverJob): Promise<void> {
   const unsent = await sendClaimed(db, await claimInstalls(db, { deviceId: job.deviceId }));

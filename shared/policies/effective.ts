@@ -44,8 +44,10 @@ export async function effectivePoliciesOf(
   db: Db,
   deviceId: string,
   kind: PolicyKind,
+  /** The device's candidates when they were read already (with an agent's token): no statement for them. */
+  read?: Awaited<ReturnType<typeof store.selectCandidates>>,
 ): Promise<{ device: EffectiveDevice; effective: Effective } | undefined> {
-  const found = await store.selectCandidates(db, deviceId, kind);
+  const found = read?.device.id === deviceId ? read : await store.selectCandidates(db, deviceId, kind);
   if (!found) return undefined;
   const { device, candidates, exemptions } = found;
   const groupRefs: GroupRef[] = [

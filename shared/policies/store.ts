@@ -381,11 +381,51 @@ export async function selectCandidates(db: Db, deviceId: string, kind: PolicyKin
  * reach it and its organization's exemptions of that kind (devices that are not live are left out).
  */
 export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly string[], kind: PolicyKind) {
-  const found = new Map<string, { device: DeviceRowFacts; candidates: CandidateRow[]; exemptions: ExemptionRef[] }>();
-  if (deviceIds.length === 0) return found;
-  const { rows } = await db.query<DeviceRowFacts & { candidate: CandidateRow | null; exemptions: ExemptionRef[] }>(
+  const { found } = await candidatesOf(
+    db,
+    {
+      join: '',
+      where: `d.id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:deviceIds::jsonb) v)`,
+      agentId: 'NULL::uuid',
+    },
+    { deviceIds: [...deviceIds], kind },
+  );
+  return found;
+}
+
+/**
+ * The agent whose token hash this is (not revoked, its device and organization live) and its device's candidates of
+ * one kind, in one statement: an agent's request authenticated and its policies read together.
+ */
+export async function selectCandidatesByToken(db: Db, tokenHash: string, kind: PolicyKind) {
+  const { found, agentId } = await candidatesOf(
+    db,
+    {
+      join: 'JOIN agents a ON a.device_id = d.id',
+      where: 'a.token_hash = :hash::text AND a.revoked_at IS NULL',
+      agentId: 'a.id',
+    },
+    { hash: tokenHash, kind },
+  );
+  const [entry] = found.values();
+  return entry && agentId ? { agentId, ...entry } : undefined;
+}
+
+type CandidatesFound = Map<string, { device: DeviceRowFacts; candidates: CandidateRow[]; exemptions: ExemptionRef[] }>;
+
+/** The live devices the `where` condition (over devices d and the `join`) picks, each with its candidates. */
+async function candidatesOf(
+  db: Db,
+  devices: { join: string; where: string; agentId: string },
+  params: Params & { kind: PolicyKind },
+): Promise<{ found: CandidatesFound; agentId: string | undefined }> {
+  const found: CandidatesFound = new Map();
+  if (Array.isArray(params.deviceIds) && params.deviceIds.length === 0) return { found, agentId: undefined };
+  const { rows } = await db.query<
+    DeviceRowFacts & { agentId: string | null; candidate: CandidateRow | null; exemptions: ExemptionRef[] }
+  >(
     `WITH dev AS (
-       SELECT d.id, d.org_id, o.partner_id, d.site_id, d.os_type, d.role, d.hostname,
+       SELECT d.id, d.org_id, o.partner_id, d.site_id, d.os_type, d.role, d.hostname, ${devices.agentId} AS agent_id,
               o.policy_inheritance_blocked AS org_blocked, s.policy_inheritance_blocked AS site_blocked,
               (SELECT coalesce(jsonb_agg(jsonb_build_object(
                         'id', e.id, 'policyId', e.policy_id, 'itemKey', e.item_key, 'level', e.level,
@@ -401,10 +441,12 @@ export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly stri
          FROM devices d
          JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
          JOIN sites s ON s.id = d.site_id
-        WHERE d.id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:deviceIds::jsonb) v)
+         ${devices.join}
+        WHERE ${devices.where}
           AND d.deleted_at IS NULL)
      SELECT d.id, d.org_id AS "orgId", d.partner_id AS "partnerId", d.site_id AS "siteId", d.os_type AS "osType",
             d.role, d.hostname, d.org_blocked AS "orgBlocked", d.site_blocked AS "siteBlocked", d.exemptions,
+            d.agent_id AS "agentId",
             CASE WHEN a.id IS NOT NULL THEN jsonb_build_object(
               'assignmentId', a.id, 'policyId', p.id, 'policyName', p.name, 'policyVersion', p.version,
               'level', a.level, 'targetId', a.target_id, 'priority', a.priority, 'createdAt', a.created_at,
@@ -420,9 +462,11 @@ export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly stri
              OR (a.level = 'site' AND a.target_id = d.site_id) OR (a.level = 'device' AND a.target_id = d.id))
        LEFT JOIN device_groups g ON a.level = 'group' AND g.id = a.target_id
       ORDER BY d.id, a.id`,
-    { deviceIds: [...deviceIds], kind },
+    params,
   );
-  for (const { candidate, exemptions, ...device } of rows) {
+  let agentId: string | undefined;
+  for (const { candidate, exemptions, agentId: agent, ...device } of rows) {
+    agentId ??= agent ?? undefined;
     let entry = found.get(device.id);
     if (!entry) {
       entry = { device, candidates: [], exemptions };
@@ -430,7 +474,7 @@ export async function selectCandidatesOfDevices(db: Db, deviceIds: readonly stri
     }
     if (candidate) entry.candidates.push({ ...candidate, createdAt: new Date(candidate.createdAt) });
   }
-  return found;
+  return { found, agentId };
 }
 
 /** Which dynamic groups' filters each device's row matches now, for (device, group) pairs, in one statement. */

@@ -31,13 +31,16 @@ export async function dispatchRun(db: Db, runId: string): Promise<void> {
 }
 
 /**
- * At an agent's $connect: when script runs wait for its device, they go out once the connection is open, which is
- * after $connect returns (a job of the work queue, a fifth of a second later).
+ * At an agent's $connect: when script runs wait for its device (read by the statement recording the connection),
+ * they go out once the connection is open, which is after $connect returns (a job of the work queue, a fifth of a
+ * second later).
  */
-export async function scheduleConnectDelivery(db: Db, deviceId: string, connectionId: string): Promise<void> {
-  if (await store.deviceHasWaitingItems(db, deviceId))
-    await enqueue({ kind: 'script-runs.deliver', deviceId, connectionId, attempt: 1 }, 0.2);
-}
+export const connectDelivery = {
+  read: store.itemsWaitingSql,
+  run: async (_db: Db, deviceId: string, connectionId: string, waiting: boolean): Promise<void> => {
+    if (waiting) await enqueue({ kind: 'script-runs.deliver', deviceId, connectionId, attempt: 1 }, 0.2);
+  },
+};
 
 /**
  * After an agent's $connect (through the work queue: API Gateway takes no message before $connect returns), its

@@ -640,16 +640,9 @@ export async function selectItemRun(db: Db, runItemId: string): Promise<string |
   return row?.runId;
 }
 
-/** Whether items wait for the device: pending ones, or sent ones that never started. */
-export async function deviceHasWaitingItems(db: Db, deviceId: string): Promise<boolean> {
-  const row = await one(
-    db,
-    `SELECT 1 AS waiting FROM script_run_items
-      WHERE device_id = :deviceId::uuid AND status IN ('pending', 'sent') LIMIT 1`,
-    { deviceId },
-  );
-  return row !== undefined;
-}
+/** Whether items wait for the device :deviceId (pending ones, or sent ones that never started), as an SQL expression. */
+export const itemsWaitingSql = `EXISTS (SELECT 1 FROM script_run_items
+      WHERE device_id = :deviceId::uuid AND status IN ('pending', 'sent'))`;
 
 export async function selectVersionParameters(db: Db, scriptId: string, version: number) {
   const row = await one<{ parameters: ScriptParameter[] }>(

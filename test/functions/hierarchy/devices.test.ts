@@ -90,6 +90,7 @@ describe('devices', () => {
     );
     expect(rows).toEqual([{ deleted: true, revoked: true }]);
     const { selectAgentByToken } = await import('#shared/auth/store.ts');
-    expect(await selectAgentByToken(t.db.admin, token)).toBeUndefined();
+    const { hashSecret } = await import('#shared/auth/secrets.ts');
+    expect(await selectAgentByToken(t.db.admin, hashSecret(token))).toBeUndefined();
   });
 });
