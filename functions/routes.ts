@@ -118,6 +118,7 @@ export const wsRoutes = {
   $disconnect: { handler: 'ws/disconnect', summary: 'Forget the connection' },
   $default: {
     handler: 'ws/default',
-    summary: "An agent's answer to a live query (or a chunk of one), or a keep-alive",
+    summary:
+      "An agent's answer to a live query (or a chunk of one), a heartbeat or a patch result (its keep-alive, type ping, is taken by API Gateway)",
   },
 } as const satisfies Record<'$connect' | '$disconnect' | '$default', { handler: string; summary: string }>;

@@ -1,9 +1,10 @@
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { LogGroupLogDestination, WebSocketApi, WebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
-import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { WebSocketLambdaIntegration, WebSocketMockIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { gatewayOnlyMessageTypes, messageRouteSelection } from '#shared/live-query/protocol.ts';
 import { webSocketAccessLog } from './access-log.ts';
 import { acknowledge } from './nag.ts';
 
@@ -34,10 +35,20 @@ export class AgentChannel extends Construct {
     this.api = new WebSocketApi(this, 'Api', {
       apiName: `${Stack.of(this).stackName}-agents`,
       description: "Logbook: the agents' live-query channel",
+      routeSelectionExpression: messageRouteSelection,
       connectRouteOptions: integration('Connect'),
       disconnectRouteOptions: integration('Disconnect'),
       defaultRouteOptions: integration('Default'),
     });
+    // The keep-alive is taken by API Gateway itself: a MOCK integration answering 200, no route response (the agent
+    // gets no reply, as from $default), no Lambda invocation.
+    for (const type of gatewayOnlyMessageTypes)
+      this.api.addRoute(type, {
+        integration: new WebSocketMockIntegration(`${type[0]!.toUpperCase()}${type.slice(1)}Integration`, {
+          requestTemplates: { 'application/json': JSON.stringify({ statusCode: 200 }) },
+          templateSelectionExpression: '\\$default',
+        }),
+      });
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: props.logRetention });
     this.stage = new WebSocketStage(this, 'Stage', {
       webSocketApi: this.api,

@@ -4,7 +4,8 @@
  * the same port serves the management API (`POST|GET|DELETE /@connections/{id}`) that the real
  * `@aws-sdk/client-apigatewaymanagementapi` client calls (its signature is not checked).
  * API Gateway's limits hold: a message above 128 KB closes the connection with 1009, and so does
- * ten minutes without a message from the client.
+ * ten minutes without a message from the client. A message whose `type` API Gateway takes itself (the keep-alive,
+ * a MOCK route in AWS) keeps the connection alive and invokes nothing.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -13,7 +14,7 @@ import type { APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { batchedJobKinds, runJob, runJobBatch } from '#functions/queue/jobs.ts';
 import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
-import { maxMessageBytes } from '#shared/live-query/protocol.ts';
+import { gatewayOnlyMessageTypes, maxMessageBytes } from '#shared/live-query/protocol.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';
@@ -37,6 +38,16 @@ export interface RunningWsGateway {
   managementEndpoint: string;
   /** Drops every connection (without $disconnect, as if the API vanished) and closes the server. */
   close(): Promise<void>;
+}
+
+/** Whether the message's route is one API Gateway answers itself: its `type`, as the route selection reads it. */
+function takenByGateway(text: string): boolean {
+  try {
+    const type = (JSON.parse(text) as { type?: unknown } | null)?.type;
+    return (gatewayOnlyMessageTypes as readonly string[]).includes(String(type));
+  } catch {
+    return false;
+  }
 }
 
 const IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -163,6 +174,7 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       connection.lastActiveAt = Date.now();
       resetIdle();
       const body = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+      if (!isBinary && takenByGateway(body.toString('utf8'))) return;
       const event = {
         requestContext: {
           ...requestContext(base, '$default', 'MESSAGE'),

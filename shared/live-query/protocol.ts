@@ -7,6 +7,15 @@
 /** API Gateway's limit of one WebSocket message, either way; larger messages close the connection (1009). */
 export const maxMessageBytes = 128 * 1024;
 
+/** How the agents' WebSocket API picks a message's route: by its `type` ($default when it has none, or no route). */
+export const messageRouteSelection = '$request.body.type';
+
+/**
+ * Message types API Gateway takes itself (a MOCK integration, no Lambda, no reply): the keep-alive, whose only work is
+ * being a message on the connection, which keeps API Gateway's idle timeout away.
+ */
+export const gatewayOnlyMessageTypes = ['ping'] as const;
+
 /** At most this many chunks make one answer (64 x 100 KB, about Lambda's 6 MB response limit). */
 export const maxChunks = 64;
 

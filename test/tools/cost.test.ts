@@ -210,6 +210,36 @@ describe('the cost model', () => {
     expect(computeBill({ ...profile, heartbeatSeconds: 300 }, withConnection, prices).calls['ws.ping'] ?? 0).toBe(0);
   });
 
+  it('bills a keep-alive API Gateway takes itself as a message and an access-log line, with no Lambda invocation', () => {
+    const ping = { ...heartbeat, transport: 'ws-message' as const, statements: 0, dataApiCalls: 0, messagesPerCall: 1 };
+    const profile = {
+      ...onlyHeartbeats,
+      heartbeatSeconds: 900,
+      heartbeatTransport: 'websocket' as const,
+      pingSeconds: 540,
+    };
+    const usd = (figures: OperationFigures) =>
+      Object.fromEntries(
+        computeBill(
+          profile,
+          { ...measured, operations: { ...measured.operations, 'ws.ping': figures } },
+          prices,
+        ).lines.map((line) => [line.label.replace(/ \(.*$/, ''), line.usd]),
+      );
+    const byLambda = usd(ping);
+    const byGateway = usd({ ...ping, invocationsPerCall: 0 });
+    // 1,000 devices, one keep-alive in each of 96 gaps a day: their invocations and their platform lines (500 bytes)
+    // go; the message and its access-log line (500 bytes) stay.
+    const pings = 1000 * 96 * (365 / 12);
+    expect(byLambda['Lambda requests']! - byGateway['Lambda requests']!).toBeCloseTo((pings * 0.2) / 1e6, 6);
+    expect(byLambda['Lambda duration']! - byGateway['Lambda duration']!).toBeGreaterThan(0);
+    expect(byGateway['API Gateway WebSocket messages']).toBe(byLambda['API Gateway WebSocket messages']);
+    expect(byLambda['CloudWatch Logs ingestion']! - byGateway['CloudWatch Logs ingestion']!).toBeCloseTo(
+      (pings * 500 * 0.5) / 1024 ** 3,
+      6,
+    );
+  });
+
   it("bills heartbeats on the connection by the heartbeat queue's batches: the database once a batch the fleet fills", () => {
     // Measured in a batch of 50: 2 Data API calls for the batch, 0.04 a heartbeat.
     const batched = {

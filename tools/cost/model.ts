@@ -38,6 +38,12 @@ export interface OperationFigures {
    * makes instead. Absent: the call reaches the database itself.
    */
   batch?: number;
+  /**
+   * Lambda invocations a call makes, as measured; absent: one per HTTP request or message, two per connection. A
+   * message API Gateway takes itself (the keep-alive's MOCK route) makes none: it is billed as a message and logged
+   * as an access-log line only.
+   */
+  invocationsPerCall?: number;
 }
 
 export interface MeasuredOperations {
@@ -347,7 +353,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     const scale = use.itemsPerCall ? ratio(use.itemsPerCall(p), f.itemsPerCall) : 1;
     const n = p.devices * perDevicePerDay * daysPerMonth;
     calls[use.key] = perDevicePerDay * daysPerMonth;
-    const invocations = f.transport === 'ws-connection' ? 2 : 1;
+    const invocations = f.invocationsPerCall ?? (f.transport === 'ws-connection' ? 2 : 1);
     const requestBytes = f.requestBytes * scale;
     if (f.transport === 'http')
       t.httpUnits += n * Math.max(1, Math.ceil(requestBytes / prices.apiGateway.httpMeteredBytes));
@@ -366,7 +372,8 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
       t.queueRequests += n + (n / batch) * (1 + Math.ceil(batch / 10));
       batches[use.key] = batch;
     }
-    t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs({ ...f, dataApiCalls }, p))) * gbPerMs;
+    if (invocations > 0)
+      t.gbSeconds += n * Math.max(invocations, Math.ceil(billedMs({ ...f, dataApiCalls }, p))) * gbPerMs;
     t.dataApiCalls += n * dataApiCalls;
     t.dataApiUnits +=
       n * dataApiCalls + n * Math.floor(requestBytes / prices.dataApi.meteredBytes) * Math.min(1, dataApiCalls);

@@ -647,7 +647,7 @@ describe('the CDK stack', () => {
       .ofType('AWS::ApiGatewayV2::Route')
       .filter(([, r]) => r.Properties.ApiId.Ref === wsApi)
       .map(([, r]) => r.Properties.RouteKey);
-    expect(keys.sort()).toEqual(Object.keys(wsRoutes).sort());
+    expect(keys.sort()).toEqual([...Object.keys(wsRoutes), 'ping'].sort());
     deployed.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', { ApiId: { Ref: wsApi }, StageName: 'live' });
     const relays = deployed
       .ofType('AWS::Lambda::Function')
@@ -672,6 +672,23 @@ describe('the CDK stack', () => {
       expect(JSON.stringify(grant.Resource)).toContain(`{"Ref":"${wsApi}"},"/live/*/@connections/*"`);
       expect(deployed.resources[id]!.Properties.Environment.Variables.WS_MANAGEMENT_ENDPOINT).toBeDefined();
     }
+  });
+
+  it("takes the agents' keep-alive in API Gateway: a message of type ping goes to a MOCK integration, no Lambda, no reply", () => {
+    const wsApi = deployed.ofType('AWS::ApiGatewayV2::Api').find(([, a]) => a.Properties.ProtocolType === 'WEBSOCKET')!;
+    expect(wsApi[1].Properties.RouteSelectionExpression).toBe('$request.body.type');
+    const ping = deployed
+      .ofType('AWS::ApiGatewayV2::Route')
+      .find(([, r]) => r.Properties.ApiId.Ref === wsApi[0] && r.Properties.RouteKey === 'ping')!;
+    expect(ping[1].Properties.RouteResponseSelectionExpression).toBeUndefined();
+    const integrationId = (ping[1].Properties.Target['Fn::Join'] as [string, unknown[]])[1][1] as { Ref: string };
+    expect(deployed.resources[integrationId.Ref]!.Properties).toMatchObject({
+      IntegrationType: 'MOCK',
+      RequestTemplates: { 'application/json': '{"statusCode":200}' },
+    });
+    expect(
+      deployed.ofType('AWS::ApiGatewayV2::RouteResponse').filter(([, r]) => r.Properties.ApiId.Ref === wsApi[0]),
+    ).toEqual([]);
   });
 
   it('queues script deliveries, PSA events and spooled audit rows on an encrypted SQS queue with a dead-letter queue, polled by the worker', () => {

@@ -155,6 +155,44 @@ describe('the local WebSocket gateway', () => {
     await until(() => events.filter((e) => e.requestContext.routeKey === '$disconnect').length === 2);
   });
 
+  it('takes a keep-alive (type ping) without invoking $default and without a reply, as its MOCK route in AWS does', async () => {
+    const { socket, messages } = await connect();
+    socket.send('{"type":"ping"}');
+    socket.send('{"type":"heartbeat"}');
+    await until(() => events.length === 2);
+    expect(events.map((e) => [e.requestContext.routeKey, e.body])).toEqual([
+      ['$connect', undefined],
+      ['$default', '{"type":"heartbeat"}'],
+    ]);
+    expect(messages).toEqual([]);
+    socket.close();
+    await until(() => events.some((e) => e.requestContext.routeKey === '$disconnect'));
+  });
+
+  it('keeps a connection whose keep-alives come within the idle timeout', async () => {
+    const idle = await startWsGateway({
+      port: 0,
+      host: '127.0.0.1',
+      idleTimeoutMs: 600,
+      routes: { $connect: { handler: 'c' }, $disconnect: { handler: 'd' }, $default: { handler: 'm' } },
+      loadHandler: async () => async () => ({ statusCode: 200 }),
+    });
+    try {
+      const socket = new WebSocket(idle.url);
+      await new Promise((resolve) => socket.once('open', resolve));
+      const opened = Date.now();
+      const closed = new Promise<number>((resolve) => socket.once('close', resolve));
+      const pings = setInterval(() => socket.send('{"type":"ping"}'), 50);
+      // Open after three idle timeouts' worth of keep-alives, then closed for idleness once they stop.
+      await until(() => Date.now() - opened > 1500);
+      expect(socket.readyState).toBe(WebSocket.OPEN);
+      clearInterval(pings);
+      expect(await closed).toBe(1001);
+    } finally {
+      await idle.close();
+    }
+  });
+
   it('closes a connection idle for the idle timeout with 1001', async () => {
     const idle = await startWsGateway({
       port: 0,
