@@ -1,4 +1,5 @@
 import { type Db, one } from '../db/db.ts';
+import { agentKeySql, type StoredKey } from '../db/idempotency.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { ApiKeyRole, Role } from './permissions.ts';
 import type { Principal } from './principal.ts';
@@ -30,16 +31,34 @@ export interface AgentTokenRow {
   orgId: string;
 }
 
+const agentByToken = (columns: string) =>
+  `SELECT a.id AS "agentId", d.id AS "deviceId", d.org_id AS "orgId"${columns}
+     FROM agents a
+     JOIN devices d ON d.id = a.device_id
+     JOIN organizations o ON o.id = d.org_id
+    WHERE a.token_hash = :hash::text AND a.revoked_at IS NULL AND d.deleted_at IS NULL AND o.deleted_at IS NULL`;
+
 /** The agent holding the token of this hash, if neither it, its device nor its organization is revoked or deleted. */
 export function selectAgentByToken(db: Db, tokenHash: string): Promise<AgentTokenRow | undefined> {
-  return one<AgentTokenRow & Record<string, unknown>>(
+  return one<AgentTokenRow & Record<string, unknown>>(db, agentByToken(''), { hash: tokenHash });
+}
+
+/**
+ * selectAgentByToken of a request sent with an Idempotency-Key, and in the same statement what the agent's key holds
+ * (shared/db/idempotency.ts storedAnswer): a keyed upload's first statement.
+ */
+export function selectAgentAndKey(
+  db: Db,
+  tokenHash: string,
+  keyDigest: string,
+): Promise<(AgentTokenRow & { stored: StoredKey | null }) | undefined> {
+  return one<AgentTokenRow & { stored: StoredKey | null } & Record<string, unknown>>(
     db,
-    `SELECT a.id AS "agentId", d.id AS "deviceId", d.org_id AS "orgId"
-       FROM agents a
-       JOIN devices d ON d.id = a.device_id
-       JOIN organizations o ON o.id = d.org_id
-      WHERE a.token_hash = :hash::text AND a.revoked_at IS NULL AND d.deleted_at IS NULL AND o.deleted_at IS NULL`,
-    { hash: tokenHash },
+    agentByToken(`, ${agentKeySql} AS stored`),
+    {
+      hash: tokenHash,
+      keyDigest,
+    },
   );
 }
 

@@ -276,14 +276,39 @@ export async function finishKeyed(db: Db, request: KeyedRequest, reply: StoredRe
   }
 }
 
-/** What the key holds for its caller: nothing (or a key older than 24 hours), the first reply, or 422 or 409. */
-export async function storedAnswer(db: Db, request: KeyedRequest): Promise<StoredReply | undefined> {
-  const stored = await one<{ requestHash: string; reply: string | null }>(
-    db,
-    `SELECT request_hash AS "requestHash", reply FROM idempotency_keys
-      WHERE ${keyWhere} AND created_at > now() - interval '24 hours'`,
-    keyParams(request),
-  );
+/** A key's row as storedAnswer reads it (or the agent's token lookup, in the same statement). */
+export type StoredKey = { requestHash: string; reply: string | null };
+
+/**
+ * The row of an agent's key within 24 hours, as an SQL expression over the agent `a` and :keyDigest (keyDigestOf):
+ * read by the token lookup of a keyed agent request (shared/auth/store.ts), instead of a statement of its own.
+ */
+export const agentKeySql = `(SELECT jsonb_build_object('requestHash', k.request_hash, 'reply', k.reply)
+    FROM idempotency_keys k
+   WHERE k.principal_type = 'agent' AND k.principal_id = a.id::text AND k.idempotency_key = :keyDigest::text
+     AND k.created_at > now() - interval '24 hours')`;
+
+/** How a key is stored: its SHA-256, never the key itself (it seals the reply). */
+export const keyDigestOf = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/**
+ * What the key holds for its caller: nothing (or a key older than 24 hours), the first reply, or 422 or 409. `read`:
+ * the key's row when it was read already (null: none), so no statement reads it again.
+ */
+export async function storedAnswer(
+  db: Db,
+  request: KeyedRequest,
+  read?: StoredKey | null,
+): Promise<StoredReply | undefined> {
+  const stored =
+    read !== undefined
+      ? read
+      : await one<StoredKey>(
+          db,
+          `SELECT request_hash AS "requestHash", reply FROM idempotency_keys
+            WHERE ${keyWhere} AND created_at > now() - interval '24 hours'`,
+          keyParams(request),
+        );
   if (!stored) return undefined;
   if (stored.requestHash !== request.requestHash) throw keyReused(request.key);
   if (stored.reply === null) throw keyInFlight(request.key);
@@ -296,7 +321,7 @@ const keyWhere =
 const keyParams = (request: KeyedRequest) => ({
   principalType: request.principalType,
   principalId: request.principalId,
-  keyDigest: createHash('sha256').update(request.key).digest('hex'),
+  keyDigest: keyDigestOf(request.key),
 });
 
 /**
