@@ -7,7 +7,7 @@ import { appDb } from '../db/client.ts';
 import { keyDigestOf, type StoredKey } from '../db/idempotency.ts';
 import { authenticateAgentWithPolicies } from '../policies/agent-token.ts';
 import type { PolicyKind } from '../policies/schemas.ts';
-import { keyReadWithToken, postKeyOf } from './idempotency.ts';
+import { keyReadWithToken, postKeyOf } from './agent-key.ts';
 
 export type Caller = Principal | AgentPrincipal | null;
 export type CallerOf<A extends AuthKind> = A extends 'user' | 'userOrApiKey'

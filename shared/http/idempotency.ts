@@ -10,10 +10,10 @@ import {
   parseIdempotencyKey,
   requestHash,
   runKeyed,
-  type StoredKey,
   type StoredReply,
   storedAnswer,
 } from '../db/idempotency.ts';
+import { keyReadWith } from './agent-key.ts';
 import type { Caller } from './authenticate.ts';
 import { toErrorReply } from './error-envelope.ts';
 import type { ValidatedContext } from './validate.ts';
@@ -33,24 +33,6 @@ function ownerOf(caller: Caller | undefined, body: unknown) {
   const enrollmentKey = (body as { enrollmentKey?: unknown } | null)?.enrollmentKey;
   if (typeof enrollmentKey !== 'string') return undefined;
   return { principalType: 'enrollment_key', principalId: createHash('sha256').update(enrollmentKey).digest('hex') };
-}
-
-/** What an agent's key held, read with its token by the authentication (authenticate.ts), by the principal it made. */
-const keysReadWithToken = new WeakMap<object, { key: string; stored: StoredKey | null }>();
-
-/** The Idempotency-Key of a POST when it is a valid one, else undefined (the middleware then answers 400). */
-export function postKeyOf(event: APIGatewayProxyEventV2): string | undefined {
-  if (event.requestContext.http.method !== 'POST') return undefined;
-  try {
-    return parseIdempotencyKey(event.headers?.['idempotency-key']);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Keeps what the caller's key held, read in its authentication's statement. */
-export function keyReadWithToken(caller: object, key: string, stored: StoredKey | null): void {
-  keysReadWithToken.set(caller, { key, stored });
 }
 
 const replayed = (reply: StoredReply): APIGatewayProxyStructuredResultV2 => ({
@@ -83,8 +65,7 @@ export const idempotency = (): MiddlewareObj<
       body: event.body ?? null,
     });
     const keyed: KeyedRequest = { ...owner, key, requestHash: hash, claimed: false };
-    const read = context.caller ? keysReadWithToken.get(context.caller) : undefined;
-    const stored = await storedAnswer(appDb(), keyed, read?.key === key ? read.stored : undefined);
+    const stored = await storedAnswer(appDb(), keyed, context.caller ? keyReadWith(context.caller, key) : undefined);
     if (stored) return replayed(stored);
     context.keyed = keyed;
     return undefined;

@@ -112,19 +112,9 @@ export async function selectStates(db: Db, deviceId: string, keys?: string[]) {
   return rows;
 }
 
-const offlineNotOkWhere = `device_id = :deviceId::uuid AND item_type = 'offline' AND state <> 'ok'`;
-
-/** The offline items of a device that are pending or firing. */
-export async function selectOfflineNotOk(db: Db, deviceId: string): Promise<string[]> {
-  const { rows } = await db.query<{ itemKey: string }>(
-    `SELECT item_key AS "itemKey" FROM monitor_states WHERE ${offlineNotOkWhere}`,
-    { deviceId },
-  );
-  return rows.map((r) => r.itemKey);
-}
-
-/** selectOfflineNotOk of the device :deviceId as an SQL expression (a JSON array of item keys). */
-export const offlineNotOkSql = `(SELECT coalesce(jsonb_agg(item_key), '[]') FROM monitor_states WHERE ${offlineNotOkWhere})`;
+/** The offline items of the device :deviceId that are pending or firing, as an SQL expression (a JSON array of keys). */
+export const offlineNotOkSql = `(SELECT coalesce(jsonb_agg(item_key), '[]') FROM monitor_states
+   WHERE device_id = :deviceId::uuid AND item_type = 'offline' AND state <> 'ok')`;
 
 /** Writes the states evaluated now, in one statement. */
 export async function writeStates(tx: Tx, deviceId: string, orgId: string, states: StateRow[]): Promise<void> {

@@ -70,6 +70,15 @@ function connect(
 const until = async (check: () => boolean) => {
   while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
 };
+/** A gateway of its own with a short idle timeout, its handlers answering 200. */
+const idleGateway = (idleTimeoutMs: number) =>
+  startWsGateway({
+    port: 0,
+    host: '127.0.0.1',
+    idleTimeoutMs,
+    routes: { $connect: { handler: 'c' }, $disconnect: { handler: 'd' }, $default: { handler: 'm' } },
+    loadHandler: async () => async () => ({ statusCode: 200 }),
+  });
 const connectionId = () => events.find((e) => e.requestContext.routeKey === '$connect')!.requestContext.connectionId;
 
 describe('the local WebSocket gateway', () => {
@@ -170,13 +179,7 @@ describe('the local WebSocket gateway', () => {
   });
 
   it('keeps a connection whose keep-alives come within the idle timeout', async () => {
-    const idle = await startWsGateway({
-      port: 0,
-      host: '127.0.0.1',
-      idleTimeoutMs: 600,
-      routes: { $connect: { handler: 'c' }, $disconnect: { handler: 'd' }, $default: { handler: 'm' } },
-      loadHandler: async () => async () => ({ statusCode: 200 }),
-    });
+    const idle = await idleGateway(600);
     try {
       const socket = new WebSocket(idle.url);
       await new Promise((resolve) => socket.once('open', resolve));
@@ -194,13 +197,7 @@ describe('the local WebSocket gateway', () => {
   });
 
   it('closes a connection idle for the idle timeout with 1001', async () => {
-    const idle = await startWsGateway({
-      port: 0,
-      host: '127.0.0.1',
-      idleTimeoutMs: 150,
-      routes: { $connect: { handler: 'c' }, $disconnect: { handler: 'd' }, $default: { handler: 'm' } },
-      loadHandler: async () => async () => ({ statusCode: 200 }),
-    });
+    const idle = await idleGateway(150);
     try {
       const socket = new WebSocket(idle.url);
       const code = await new Promise<number>((resolve) => socket.once('close', resolve));
