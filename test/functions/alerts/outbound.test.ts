@@ -190,10 +190,16 @@ describe('PSA deliveries', () => {
       return done.body.done;
     });
     await agent.close();
-    const alerts = await t.api.request('GET', `/api/v1/alerts?deviceId=${deviceId}&status=open`, {
-      token: tenant.orgToken,
+    // The alert is raised once the run's failure is handled, which may come after the run reads as done.
+    let alert: { id: string } | undefined;
+    await eventually(async () => {
+      const alerts = await t.api.request('GET', `/api/v1/alerts?deviceId=${deviceId}&status=open`, {
+        token: tenant.orgToken,
+      });
+      alert = alerts.body.data[0];
+      return alert !== undefined;
     });
-    return alerts.body.data[0] as { id: string };
+    return alert!;
   }
   const deliveriesOf = async (alertId: string) =>
     (await t.api.request('GET', `/api/v1/alerts/${alertId}/deliveries`, { token: tenant.orgToken })).body.data;

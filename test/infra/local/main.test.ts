@@ -2,9 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prepareDatabase, roleUrls } from '#infra/local/database.ts';
+import { startEmbeddedPostgres } from '#infra/local/embedded-postgres.ts';
 import { freePort } from '#infra/local/free-port.ts';
+import { createPgDb } from '#shared/db/pg.ts';
 import { useCli } from '#test/support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { databaseName } from '#test/support/global-setup.ts';
 
 /** `npm start`'s entry point. */
 const server = useCli('infra/local/main.ts');
@@ -166,17 +170,36 @@ describe('npm start', { timeout: 4 * startBoundMs }, () => {
   });
 
   it('leaves the passwords of the roles whose connection is given in APP_DATABASE_URL and AUDIT_ADMIN_DATABASE_URL alone', async () => {
-    // Each ALTER ROLE … PASSWORD stores a freshly salted hash, so an unchanged hash means an untouched password.
-    const passwords = async () =>
-      (
-        await db.admin.query(
-          `SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('logbook_app', 'logbook_audit_admin') ORDER BY rolname`,
-        )
-      ).rows;
-    const before = await passwords();
-    const started = await start({ APP_DATABASE_URL: db.urls.app, AUDIT_ADMIN_DATABASE_URL: db.urls.auditAdmin });
-    expect(await stop(started)).toBe(0);
-    expect(await passwords()).toEqual(before);
+    // Roles belong to the whole cluster, whose roles the other files' servers and migrations give their local
+    // passwords at any moment: this test's server runs on a cluster of its own, where nothing else touches them.
+    const cluster = await startEmbeddedPostgres({ dir: `.data/test-postgres-roles-${process.pid}`, persistent: false });
+    const server = createPgDb({ connectionString: cluster.url, max: 1 });
+    const urls = roleUrls(databaseName(cluster.url, 'logbook'));
+    const admin = createPgDb({ connectionString: urls.admin, max: 1 });
+    try {
+      await server.query('CREATE DATABASE logbook');
+      await prepareDatabase(urls.admin);
+      // Each ALTER ROLE … PASSWORD stores a freshly salted hash, so an unchanged hash means an untouched password.
+      const passwords = async () =>
+        (
+          await admin.query(
+            `SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('logbook_app', 'logbook_audit_admin') ORDER BY rolname`,
+          )
+        ).rows;
+      const before = await passwords();
+      expect(before).toHaveLength(2);
+      const started = await start({
+        DATABASE_URL: urls.admin,
+        APP_DATABASE_URL: urls.app,
+        AUDIT_ADMIN_DATABASE_URL: urls.auditAdmin,
+      });
+      expect(await stop(started)).toBe(0);
+      expect(await passwords()).toEqual(before);
+    } finally {
+      await admin.close();
+      await server.close();
+      await cluster.stop();
+    }
   });
 
   it('with JWT_JWKS_URL set, says user tokens come from the identity provider instead of printing demo user tokens', async () => {

@@ -30,6 +30,20 @@ export interface Viewer {
   ): Promise<Page>;
 }
 
+/**
+ * The viewer as `npm start` serves it, bundled from web/ once per process: the files of the shared project that run
+ * in one process serve the same build (the gateway only reads it).
+ */
+let site: ReturnType<typeof loadWebSite> | undefined;
+const builtSite = () => {
+  // A build that failed is not kept: the next file builds again.
+  site ??= loadWebSite().catch((error: unknown) => {
+    site = undefined;
+    throw error;
+  });
+  return site;
+};
+
 /** Registers the hooks of a browser test file: a cloned database, the local server with the viewer, one Chromium. */
 export function useViewer(): Viewer {
   const t = useApi();
@@ -38,7 +52,7 @@ export function useViewer(): Viewer {
   const contexts: BrowserContext[] = [];
   beforeAll(async () => {
     [gateway, browser] = await Promise.all([
-      loadWebSite().then((site) => startHttpGateway({ port: 0, host: '127.0.0.1', routes, site })),
+      builtSite().then((files) => startHttpGateway({ port: 0, host: '127.0.0.1', routes, site: files })),
       launchChromium(),
     ]);
   });
