@@ -1,4 +1,5 @@
-import { type AuditContext, auditChange, flushAudit, type RouteEvent } from '../audit/writer.ts';
+import { randomUUID } from 'node:crypto';
+import { type AuditContext, auditChangeWith, flushAudit, type RouteEvent } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
@@ -104,8 +105,9 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
 }
 
 /**
- * Binds a new alert as its organization's binding says (a ticket of its own, or the PSA integration to tell) in one
- * statement, and audits it with its `alert.create` in one write: `alert.create`, then `ticket.create` for a ticket.
+ * Binds a new alert as its organization's binding says (a ticket of its own, or the PSA integration to tell) and audits
+ * it with its `alert.create` in one statement: `alert.create`, then `ticket.create` for a ticket. It takes the partner's
+ * ticket counter, held until the commit, so it is the last statement of the transaction that raises the alert.
  * Answers the PSA integration to tell, if any.
  */
 export async function bindNewAlert(
@@ -115,23 +117,26 @@ export async function bindNewAlert(
   partnerId: string,
   createEvent: RouteEvent,
 ): Promise<string | undefined> {
-  const bound = await store.bindNewAlertRow(tx, {
-    id: alert.id,
-    partnerId,
-    orgId: alert.orgId,
-    severity: alert.severity,
-    title: alert.title,
-  });
-  const events: RouteEvent[] = [createEvent];
-  if (bound.ticketId)
-    events.push({
+  const ticketId = randomUUID();
+  const events: RouteEvent[] = [
+    createEvent,
+    {
       orgId: alert.orgId,
       action: 'ticket.create',
       resourceType: 'ticket',
-      resourceId: bound.ticketId,
-      resourceName: `#${bound.ticketNumber}`,
+      resourceId: ticketId,
+      // Its number, taken by the statement.
+      resourceName: '#',
       details: { alertId: alert.id, title: alert.title },
-    });
-  await auditChange(tx, audit, events);
+    },
+  ];
+  const bound = await auditChangeWith(tx, audit, events, async (entries) => {
+    const row = await store.bindNewAlertRow(
+      tx,
+      { id: alert.id, partnerId, orgId: alert.orgId, severity: alert.severity, title: alert.title, ticketId },
+      entries,
+    );
+    return { entries: row.entries, ids: row.ids, failure: row.failure, answer: row };
+  });
   return bound.target === 'psa' ? (bound.integrationId ?? undefined) : undefined;
 }

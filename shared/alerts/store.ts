@@ -1,3 +1,4 @@
+import type { AuditRowInput } from '../audit/store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Tx } from '../db/db.ts';
@@ -207,20 +208,27 @@ export function resolveAlertBySystem(db: Db, id: string) {
 }
 
 /**
- * Binds a new alert as its organization's binding says (else the partner's default, else tickets), in one statement:
- * to the PSA integration of the binding when it is live and takes the alert's severity (none when it does not), else
- * to a new ticket of the platform's own, numbered next for its partner (the counter row serializes concurrent tickets
- * of one partner). Answers where it went, and the ticket made.
+ * Binds a new alert as its organization's binding says (else the partner's default, else tickets), and adds its audit
+ * intents, in one statement: to the PSA integration of the binding when it is live and takes the alert's severity
+ * (none when it does not), else to a new ticket of the platform's own (id `ticketId`), numbered next for its partner.
+ * The counter row serializes concurrent tickets of one partner until the transaction commits, so this is the raising
+ * transaction's last statement. `entries` are the change's audit rows: the `ticket.create` row is kept only when a
+ * ticket is made, with `#<number>` as its resourceName. Answers where it went, the ticket made, and
+ * audit_intents_add's answer for the rows it kept (auditChangeWith).
  */
 export async function bindNewAlertRow(
   tx: Tx,
-  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string },
+  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string; ticketId: string },
+  entries: AuditRowInput[],
 ) {
   const row = await one<{
     target: 'tickets' | 'psa' | 'none';
     integrationId: string | null;
     ticketId: string | null;
     ticketNumber: number | null;
+    entries: AuditRowInput[];
+    ids: string | null;
+    failure: string | null;
   }>(
     tx,
     `WITH b AS (
@@ -242,18 +250,28 @@ export async function bindNewAlertRow(
        ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + 1
        RETURNING last_number),
      t AS (
-       INSERT INTO tickets (partner_id, org_id, number, title)
-       SELECT :partnerId::uuid, :orgId::uuid, n.last_number, :title::text FROM n
+       INSERT INTO tickets (id, partner_id, org_id, number, title)
+       SELECT :ticketId::uuid, :partnerId::uuid, :orgId::uuid, n.last_number, :title::text FROM n
        RETURNING id, number),
      u AS (
        UPDATE alerts a SET ticket_id = (SELECT id FROM t),
                            psa_integration_id = CASE WHEN m.target = 'psa' THEN m.integration_id END
          FROM m WHERE a.id = :id::uuid AND m.target <> 'none'
-       RETURNING a.id)
+       RETURNING a.id),
+     e AS (
+       SELECT coalesce(jsonb_agg(CASE WHEN e.value->>'action' = 'ticket.create'
+                                      THEN jsonb_set(e.value, '{resourceName}', to_jsonb('#' || t.number)) ELSE e.value END
+                                 ORDER BY e.n), '[]') AS entries
+         FROM jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS e(value, n)
+         LEFT JOIN t ON true
+        WHERE e.value->>'action' <> 'ticket.create' OR t.id IS NOT NULL),
+     x AS (
+       SELECT a.ids, a.failure FROM e CROSS JOIN LATERAL audit_intents_add(e.entries) a WHERE jsonb_array_length(e.entries) > 0)
      SELECT m.target, CASE WHEN m.target = 'psa' THEN m.integration_id END AS "integrationId",
-            (SELECT id FROM t) AS "ticketId", (SELECT number FROM t) AS "ticketNumber"
+            (SELECT id FROM t) AS "ticketId", (SELECT number FROM t) AS "ticketNumber",
+            (SELECT entries FROM e) AS entries, (SELECT ids FROM x) AS ids, (SELECT failure FROM x) AS failure
        FROM m`,
-    alert,
+    { ...alert, entries },
   );
   return row!;
 }
