@@ -7,6 +7,7 @@ import { tellDeviceEvent } from '../queue/device-events.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { Severity } from './schemas.ts';
 import * as store from './store.ts';
+import { ticketRequested } from './ticket-numbers.ts';
 
 /** What raised an alert: a finished script run item whose exit code maps to a severity. */
 export interface ScriptFailure {
@@ -105,10 +106,11 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
 }
 
 /**
- * Binds a new alert as its organization's binding says (a ticket of its own, or the PSA integration to tell) and audits
- * it with its `alert.create` in one statement: `alert.create`, then `ticket.create` for a ticket. It takes the partner's
- * ticket counter, held until the commit, so it is the last statement of the transaction that raises the alert.
- * Answers the PSA integration to tell, if any.
+ * Binds a new alert as its organization's binding says (a PSA integration to tell, or a ticket of its own) and audits
+ * its `alert.create` in one statement. A ticket is requested there and numbered once the transaction has committed and
+ * its `alert.create` is sealed, with its `ticket.create` (ticket-numbers.ts): the partner's counter is never held by
+ * the raising transaction. The caller awaits the audit context's pending writes (flushAudit) before it answers, so the
+ * ticket has its number by then. Answers the PSA integration to tell, if any.
  */
 export async function bindNewAlert(
   tx: Tx,
@@ -138,5 +140,6 @@ export async function bindNewAlert(
     );
     return { entries: row.entries, ids: row.ids, failure: row.failure, answer: row };
   });
+  if (bound.target === 'tickets') await ticketRequested(tx, audit, partnerId);
   return bound.target === 'psa' ? (bound.integrationId ?? undefined) : undefined;
 }

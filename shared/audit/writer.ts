@@ -245,6 +245,11 @@ export interface IntentsAdded<T> {
   /** audit_intents_add's answer: the ids, comma-separated in the order of `entries`, or its failure. */
   ids: string | null;
   failure: string | null;
+  /**
+   * Committed intents of earlier changes that these rows follow (a change completing another): sealed in the same
+   * statement, before these; one sealed already is skipped.
+   */
+  follows?: string[];
   /** The change's own answer. */
   answer: T;
 }
@@ -289,7 +294,8 @@ export async function auditChangeWith<T>(
     );
     return added.answer;
   }
-  tx.afterCommit(() => context.pending.push(sealCommitted(context.db, written, ids)));
+  const sealed = [...(added.follows ?? []), ...ids];
+  tx.afterCommit(() => context.pending.push(sealCommitted(context.db, written, sealed)));
   // A COMMIT that failed on its way may still land, with these intents: the sweep is armed for them.
   tx.ifCommitUnknown(() => context.pending.push(enqueue({ kind: 'audit.seal' }, sweepDelaySeconds)));
   return added.answer;
