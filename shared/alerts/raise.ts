@@ -107,8 +107,8 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
 
 /**
  * Binds a new alert as its organization's binding says (a PSA integration to tell, or a ticket of its own) and audits
- * its `alert.create` in one statement. A ticket is requested there and numbered once the transaction has committed and
- * its `alert.create` is sealed, with its `ticket.create` (ticket-numbers.ts): the partner's counter is never held by
+ * its `alert.create` in one statement. A ticket is requested there and numbered once the transaction has committed,
+ * with its `ticket.create` sealed after the `alert.create` (ticket-numbers.ts): the partner's counter is never held by
  * the raising transaction. The caller awaits the audit context's pending writes (flushAudit) before it answers, so the
  * ticket has its number by then. Answers the PSA integration to tell, if any.
  */

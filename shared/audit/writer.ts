@@ -255,10 +255,10 @@ export interface IntentsAdded<T> {
 }
 
 /**
- * auditChange with the intents added by the change's own statement, so a change that takes a lock (a counter) can
- * write its audit rows and take the lock in the transaction's last statement: `write` is given the events' rows and
- * adds them with audit_intents_add, completing a row with what only the statement knows (a number it took) and leaving
- * out the row of an event the change did not make. The answer, the failures and the seal are auditChange's.
+ * auditChange with the intents added by the statement that makes the change (one round trip less): `write` is given
+ * the events' rows and adds them with audit_intents_add, completing a row with what only the statement knows (a number
+ * it took), leaving out the row of an event the change did not make, or adding rows kept by an earlier change. The
+ * answer, the failures and the seal are auditChange's.
  */
 export async function auditChangeWith<T>(
   tx: Tx,
