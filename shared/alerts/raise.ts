@@ -1,4 +1,5 @@
-import { type AuditContext, auditChange, flushAudit, type RouteEvent } from '../audit/writer.ts';
+import { randomUUID } from 'node:crypto';
+import { type AuditContext, auditChangeWith, flushAudit, type RouteEvent } from '../audit/writer.ts';
 import type { Db, Tx } from '../db/db.ts';
 import { unkeyedDb } from '../db/idempotency.ts';
 import { notifyAlertChange } from '../notifications/notify.ts';
@@ -6,6 +7,7 @@ import { tellDeviceEvent } from '../queue/device-events.ts';
 import { queueAlertEvent } from './psa-delivery.ts';
 import type { Severity } from './schemas.ts';
 import * as store from './store.ts';
+import { ticketRequested } from './ticket-numbers.ts';
 
 /** What raised an alert: a finished script run item whose exit code maps to a severity. */
 export interface ScriptFailure {
@@ -104,9 +106,11 @@ export async function raiseScriptAlert(db: Db, failure: ScriptFailure, severity:
 }
 
 /**
- * Binds a new alert as its organization's binding says (a ticket of its own, or the PSA integration to tell) in one
- * statement, and audits it with its `alert.create` in one write: `alert.create`, then `ticket.create` for a ticket.
- * Answers the PSA integration to tell, if any.
+ * Binds a new alert as its organization's binding says (a PSA integration to tell, or a ticket of its own) and audits
+ * its `alert.create` in one statement. A ticket is requested there and numbered once the transaction has committed,
+ * with its `ticket.create` sealed after the `alert.create` (ticket-numbers.ts): the partner's counter is never held by
+ * the raising transaction. The caller awaits the audit context's pending writes (flushAudit) before it answers, so the
+ * ticket has its number by then. Answers the PSA integration to tell, if any.
  */
 export async function bindNewAlert(
   tx: Tx,
@@ -115,23 +119,27 @@ export async function bindNewAlert(
   partnerId: string,
   createEvent: RouteEvent,
 ): Promise<string | undefined> {
-  const bound = await store.bindNewAlertRow(tx, {
-    id: alert.id,
-    partnerId,
-    orgId: alert.orgId,
-    severity: alert.severity,
-    title: alert.title,
-  });
-  const events: RouteEvent[] = [createEvent];
-  if (bound.ticketId)
-    events.push({
+  const ticketId = randomUUID();
+  const events: RouteEvent[] = [
+    createEvent,
+    {
       orgId: alert.orgId,
       action: 'ticket.create',
       resourceType: 'ticket',
-      resourceId: bound.ticketId,
-      resourceName: `#${bound.ticketNumber}`,
+      resourceId: ticketId,
+      // Its number, taken by the statement.
+      resourceName: '#',
       details: { alertId: alert.id, title: alert.title },
-    });
-  await auditChange(tx, audit, events);
+    },
+  ];
+  const bound = await auditChangeWith(tx, audit, events, async (entries) => {
+    const row = await store.bindNewAlertRow(
+      tx,
+      { id: alert.id, partnerId, orgId: alert.orgId, severity: alert.severity, title: alert.title, ticketId },
+      entries,
+    );
+    return { entries: row.entries, ids: row.ids, failure: row.failure, answer: row };
+  });
+  if (bound.target === 'tickets') await ticketRequested(tx, audit, partnerId);
   return bound.target === 'psa' ? (bound.integrationId ?? undefined) : undefined;
 }

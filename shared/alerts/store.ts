@@ -1,3 +1,4 @@
+import type { AuditRowInput } from '../audit/store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, type Tx } from '../db/db.ts';
@@ -207,20 +208,24 @@ export function resolveAlertBySystem(db: Db, id: string) {
 }
 
 /**
- * Binds a new alert as its organization's binding says (else the partner's default, else tickets), in one statement:
- * to the PSA integration of the binding when it is live and takes the alert's severity (none when it does not), else
- * to a new ticket of the platform's own, numbered next for its partner (the counter row serializes concurrent tickets
- * of one partner). Answers where it went, and the ticket made.
+ * Binds a new alert as its organization's binding says (else the partner's default, else tickets), and adds its audit
+ * intents, in one statement: to the PSA integration of the binding when it is live and takes the alert's severity
+ * (none when it does not), else to a ticket of the platform's own (id `ticketId`), requested here and numbered once the
+ * raising transaction has committed (numberWaitingTickets). `entries` are the change's audit rows: the `ticket.create`
+ * row goes with the request (written as an intent by its numbering), the others are added as intents now. Answers where
+ * it went, and audit_intents_add's answer for the rows it added (auditChangeWith).
  */
 export async function bindNewAlertRow(
   tx: Tx,
-  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string },
+  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string; ticketId: string },
+  entries: AuditRowInput[],
 ) {
   const row = await one<{
     target: 'tickets' | 'psa' | 'none';
     integrationId: string | null;
-    ticketId: string | null;
-    ticketNumber: number | null;
+    entries: AuditRowInput[];
+    ids: string | null;
+    failure: string | null;
   }>(
     tx,
     `WITH b AS (
@@ -237,23 +242,73 @@ export async function bindNewAlertRow(
          FROM (SELECT 1) one
          LEFT JOIN b ON true
          LEFT JOIN psa_integrations i ON b.target = 'psa' AND i.id = b.integration_id AND i.deleted_at IS NULL),
-     n AS (
-       INSERT INTO ticket_counters (partner_id, last_number) SELECT :partnerId::uuid, 1 FROM m WHERE m.target = 'tickets'
-       ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + 1
-       RETURNING last_number),
-     t AS (
-       INSERT INTO tickets (partner_id, org_id, number, title)
-       SELECT :partnerId::uuid, :orgId::uuid, n.last_number, :title::text FROM n
-       RETURNING id, number),
+     e AS (
+       SELECT e.value, e.n, e.value->>'action' = 'ticket.create' AS ticket
+         FROM jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS e(value, n)),
+     w AS (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]') AS entries FROM e WHERE NOT e.ticket),
+     x AS (
+       SELECT a.ids, a.failure FROM w CROSS JOIN LATERAL audit_intents_add(w.entries) a WHERE jsonb_array_length(w.entries) > 0),
+     r AS (
+       INSERT INTO ticket_requests (alert_id, partner_id, org_id, ticket_id, title, entry, intent_ids)
+       SELECT :id::uuid, :partnerId::uuid, :orgId::uuid, :ticketId::uuid, :title::text, e.value,
+              coalesce(string_to_array((SELECT ids FROM x), ',')::bigint[], '{}')
+         FROM m LEFT JOIN e ON e.ticket WHERE m.target = 'tickets'
+       RETURNING alert_id),
      u AS (
-       UPDATE alerts a SET ticket_id = (SELECT id FROM t),
-                           psa_integration_id = CASE WHEN m.target = 'psa' THEN m.integration_id END
-         FROM m WHERE a.id = :id::uuid AND m.target <> 'none'
+       UPDATE alerts a SET psa_integration_id = m.integration_id
+         FROM m WHERE a.id = :id::uuid AND m.target = 'psa'
        RETURNING a.id)
      SELECT m.target, CASE WHEN m.target = 'psa' THEN m.integration_id END AS "integrationId",
-            (SELECT id FROM t) AS "ticketId", (SELECT number FROM t) AS "ticketNumber"
+            (SELECT entries FROM w) AS entries, (SELECT ids FROM x) AS ids, (SELECT failure FROM x) AS failure
        FROM m`,
-    alert,
+    { ...alert, entries },
+  );
+  return row!;
+}
+
+/**
+ * Numbers the tickets waiting for a partner (ticket_requests) in one statement: takes every request waiting, advances
+ * the partner's counter by their count (its row locked until the transaction commits), makes the tickets numbered next
+ * in the order they were requested, points their alerts at them and adds their `ticket.create` intents with `#<number>`
+ * as resourceName. A request another transaction is numbering is waited for and then left to it. Answers the audit rows
+ * it added and audit_intents_add's answer (auditChangeWith), the raising transactions' own intents (`follows`: sealed
+ * with these, first, so each `ticket.create` follows its `alert.create` in the trail), and how many tickets it made.
+ */
+export async function numberWaitingTicketRows(tx: Tx, partnerId: string) {
+  const row = await one<{
+    made: number;
+    entries: AuditRowInput[];
+    ids: string | null;
+    failure: string | null;
+    follows: string[];
+  }>(
+    tx,
+    `WITH r AS (
+       DELETE FROM ticket_requests WHERE partner_id = :partnerId::uuid
+       RETURNING seq, alert_id, org_id, ticket_id, title, entry, intent_ids),
+     c AS (
+       INSERT INTO ticket_counters (partner_id, last_number) SELECT :partnerId::uuid, count(*) FROM r HAVING count(*) > 0
+       ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + EXCLUDED.last_number
+       RETURNING last_number),
+     o AS (
+       SELECT r.*, c.last_number - count(*) OVER () + row_number() OVER (ORDER BY r.seq) AS number FROM r, c),
+     t AS (
+       INSERT INTO tickets (id, partner_id, org_id, number, title)
+       SELECT o.ticket_id, :partnerId::uuid, o.org_id, o.number, o.title FROM o
+       RETURNING id),
+     u AS (
+       UPDATE alerts a SET ticket_id = o.ticket_id FROM o WHERE a.id = o.alert_id
+       RETURNING a.id),
+     w AS (
+       SELECT coalesce(jsonb_agg(jsonb_set(o.entry, '{resourceName}', to_jsonb('#' || o.number)) ORDER BY o.number),
+                       '[]') AS entries
+         FROM o WHERE o.entry IS NOT NULL),
+     x AS (
+       SELECT a.ids, a.failure FROM w CROSS JOIN LATERAL audit_intents_add(w.entries) a WHERE jsonb_array_length(w.entries) > 0)
+     SELECT (SELECT count(*) FROM t)::int AS made, (SELECT entries FROM w) AS entries,
+            (SELECT ids FROM x) AS ids, (SELECT failure FROM x) AS failure,
+            (SELECT coalesce(array_agg(i::text ORDER BY i), '{}') FROM o, unnest(o.intent_ids) i) AS follows`,
+    { partnerId },
   );
   return row!;
 }

@@ -231,6 +231,41 @@ function routeEvent(context: AuditContext, event: RouteEvent): AuditEvent {
  * fails after the commit is logged, and its intents wait for the sweep (sealWaitingIntents), which seals each once.
  */
 export async function auditChange(tx: Tx, context: AuditContext, events: RouteEvent | RouteEvent[]): Promise<void> {
+  await auditChangeWith(tx, context, events, async (entries) => {
+    if (entries.length === 0) return { entries, ids: null, failure: null, answer: undefined };
+    const { rows } = await tx.query<{ ids: string | null; failure: string | null }>(addIntentsSql, { entries });
+    return { entries, ids: rows[0]?.ids ?? null, failure: rows[0]?.failure ?? null, answer: undefined };
+  });
+}
+
+/** What a change's own statement answers when it also adds the change's audit intents (auditChangeWith). */
+export interface IntentsAdded<T> {
+  /** The rows it added, completed by the statement (an event the change did not make left out). */
+  entries: AuditRowInput[];
+  /** audit_intents_add's answer: the ids, comma-separated in the order of `entries`, or its failure. */
+  ids: string | null;
+  failure: string | null;
+  /**
+   * Committed intents of earlier changes that these rows follow (a change completing another): sealed in the same
+   * statement, before these; one sealed already is skipped.
+   */
+  follows?: string[];
+  /** The change's own answer. */
+  answer: T;
+}
+
+/**
+ * auditChange with the intents added by the statement that makes the change (one round trip less): `write` is given
+ * the events' rows and adds them with audit_intents_add, completing a row with what only the statement knows (a number
+ * it took), leaving out the row of an event the change did not make, or adding rows kept by an earlier change. The
+ * answer, the failures and the seal are auditChange's.
+ */
+export async function auditChangeWith<T>(
+  tx: Tx,
+  context: AuditContext,
+  events: RouteEvent | RouteEvent[],
+  write: (entries: AuditRowInput[]) => Promise<IntentsAdded<T>>,
+): Promise<T> {
   const rows: AuditRowInput[] = [];
   for (const event of (Array.isArray(events) ? events : [events]).map((each) => routeEvent(context, each))) {
     if (!event.orgId) {
@@ -245,24 +280,25 @@ export async function auditChange(tx: Tx, context: AuditContext, events: RouteEv
       specifiedLog.auditWriteFailed(event.action, error);
     }
   }
-  if (rows.length === 0) return;
   const happenedAt = new Date().toISOString();
-  const { rows: answered } = await tx.query<{ ids: string | null; failure: string | null }>(addIntentsSql, {
-    entries: rows,
-  });
-  const ids = answered[0]?.ids?.split(',');
-  if (!ids || ids.length !== rows.length) {
-    const failure = answered[0]?.failure ?? 'the audit intents were not stored';
+  const added = await write(rows);
+  const written = added.entries;
+  if (written.length === 0) return added.answer;
+  const ids = added.ids?.split(',');
+  if (!ids || ids.length !== written.length) {
+    const failure = added.failure ?? 'the audit intents were not stored';
     countMetric('AuditWriteFailures');
-    specifiedLog.auditWriteFailed(rows[0]!.action, new Error(failure));
+    specifiedLog.auditWriteFailed(written[0]!.action, new Error(failure));
     tx.afterCommit(() =>
-      context.pending.push(spoolRows(rows.map((row) => ({ ...row, timestamp: row.timestamp ?? happenedAt })))),
+      context.pending.push(spoolRows(written.map((row) => ({ ...row, timestamp: row.timestamp ?? happenedAt })))),
     );
-    return;
+    return added.answer;
   }
-  tx.afterCommit(() => context.pending.push(sealCommitted(context.db, rows, ids)));
+  const sealed = [...(added.follows ?? []), ...ids];
+  tx.afterCommit(() => context.pending.push(sealCommitted(context.db, written, sealed)));
   // A COMMIT that failed on its way may still land, with these intents: the sweep is armed for them.
   tx.ifCommitUnknown(() => context.pending.push(enqueue({ kind: 'audit.seal' }, sweepDelaySeconds)));
+  return added.answer;
 }
 
 /** Prepared once per connection, as the trail's own insert. */

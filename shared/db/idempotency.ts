@@ -157,14 +157,22 @@ export const runKeyed = <T>(request: KeyedRequest, fn: () => Promise<T>): Promis
 /** Runs `fn` outside any keyed request: for work a request starts that is not its change (its audit writes). */
 const outsideKeyedRequest = <T>(fn: () => Promise<T>): Promise<T> => keyedRequests.exit(fn);
 
+/** The unkeyed Db of each Db, made once: writes grouped per executor (the audit seals) find each other's. */
+const unkeyed = new WeakMap<Db, Db>();
+
 /** A Db whose calls run outside any keyed request (the audit context's: audit writes never claim a key). */
 export function unkeyedDb(db: Db): Db {
-  return {
-    query: (sql, params) => outsideKeyedRequest(() => db.query(sql, params)),
-    transaction: (fn, options) => outsideKeyedRequest(() => db.transaction(fn, options)),
-    close: () => db.close(),
-    maxResultBytes: db.maxResultBytes,
-  };
+  let outside = unkeyed.get(db);
+  if (!outside) {
+    outside = {
+      query: (sql, params) => outsideKeyedRequest(() => db.query(sql, params)),
+      transaction: (fn, options) => outsideKeyedRequest(() => db.transaction(fn, options)),
+      close: () => db.close(),
+      maxResultBytes: db.maxResultBytes,
+    };
+    unkeyed.set(db, outside);
+  }
+  return outside;
 }
 
 /**
