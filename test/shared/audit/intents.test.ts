@@ -94,4 +94,58 @@ describe('the sweep of committed audit intents', () => {
     expect(await trail(orgId)).toEqual(['WS-kept']);
     expect(await waiting(orgId)).toEqual([]);
   });
+  it('two seals handed intents in common, in any order, wait for each other instead of deadlocking', async () => {
+    const orgId = randomUUID();
+    const names = Array.from({ length: 200 }, (_, i) => `WS-${String(i).padStart(3, '0')}`);
+    await leaveIntents(orgId, names);
+    // Stored newest first, as a busy table's reused space can leave them: a scan meets them against their id order.
+    await t.db.admin.query(
+      `WITH gone AS (DELETE FROM audit_intents WHERE org_id = :orgId::uuid RETURNING *)
+       INSERT INTO audit_intents (id, org_id, entry, created_at) OVERRIDING SYSTEM VALUE
+       SELECT id, org_id, entry, created_at FROM gone ORDER BY id DESC`,
+      { orgId },
+    );
+    const { rows } = await t.db.admin.query<{ id: string }>(
+      'SELECT id::text AS id FROM audit_intents WHERE org_id = :orgId::uuid ORDER BY id',
+      { orgId },
+    );
+    const [first, ...rest] = rows.map((row) => row.id);
+    const seal = 'SELECT sealed_id FROM audit_intents_seal(:ids::jsonb)';
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    // One seal moves the first intent and keeps its transaction open; the other is handed all of them, newest first.
+    const one = t.app.transaction(async (tx) => {
+      await tx.query(seal, { ids: [first] });
+      holding();
+      await released;
+      return (await tx.query(seal, { ids: rest })).rows.length + 1;
+    });
+    await held;
+    let pid = 0;
+    const other = t.app.transaction(async (tx) => {
+      pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      return (await tx.query(seal, { ids: [...rest].reverse().concat(first!) })).rows.length;
+    });
+    // The other waits for the first intent's lock, holding none of the rest: the open seal then moves them.
+    for (;;) {
+      const { rows: waits } = await t.db.admin.query<{ waiting: boolean }>(
+        `SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = :pid::int`,
+        { pid },
+      );
+      if (pid !== 0 && waits[0]?.waiting) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    release();
+    expect(await one).toBe(200);
+    expect(await other).toBe(0);
+    expect(await trail(orgId)).toEqual(names);
+    expect(await waiting(orgId)).toEqual([]);
+    expect(await verifyChain(t.db.admin, orgId)).toMatchObject({ ok: true });
+  });
 });
