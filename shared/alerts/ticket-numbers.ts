@@ -16,8 +16,11 @@ import * as store from './store.ts';
 export const numberTicketsJobKind = 'tickets.number';
 export interface NumberTicketsJob {
   partnerId: string;
-  /** The process that armed it: one still running that owes no number has nothing left for the job. */
-  armedBy: string;
+  /**
+   * The process that armed it as a raise started: one still running that owes no number has nothing left for the
+   * job. Absent when a numbering failed or a raise's commit was lost on its way: that job always numbers.
+   */
+  armedBy?: string;
 }
 
 const processId = randomUUID();
@@ -29,8 +32,6 @@ const coverSeconds = 30;
 
 /** Per partner: this process's committed ticket requests whose numbering has not ended yet. */
 const inFlight = new Map<string, number>();
-/** Partners whose numbering failed (or whose raise's commit was lost on its way) in this process since. */
-const leftWaiting = new Set<string>();
 /** Per partner: when the last job this process armed is due (ms since the epoch). */
 const armedUntil = new Map<string, number>();
 
@@ -48,7 +49,8 @@ export async function ticketRequested(tx: Tx, audit: AuditContext, partnerId: st
     const job: NumberTicketsJob = { partnerId, armedBy: processId };
     await enqueue({ kind: numberTicketsJobKind, ...job }, recoveryDelaySeconds);
   }
-  tx.ifCommitUnknown(() => leftWaiting.add(partnerId));
+  // A commit lost on its way may have landed: a job that always numbers is armed for its request.
+  tx.ifCommitUnknown(() => audit.pending.push(armRecovery(partnerId)));
   tx.afterCommit(() => {
     inFlight.set(partnerId, (inFlight.get(partnerId) ?? 0) + 1);
     audit.pending.push(
@@ -61,12 +63,17 @@ export async function ticketRequested(tx: Tx, audit: AuditContext, partnerId: st
   });
 }
 
-/** The `tickets.number` job: numbers the partner's waiting requests, unless this process armed it and owes none. */
+/**
+ * The `tickets.number` job: numbers the partner's waiting requests, unless a raise of this process armed it and the
+ * process owes none (a job armed by a failure always numbers).
+ */
 export async function runNumberTicketsJob(db: Db, job: Job & NumberTicketsJob): Promise<void> {
-  const owed = inFlight.has(job.partnerId) || leftWaiting.has(job.partnerId);
-  if (job.armedBy === processId && !owed) return;
+  if (job.armedBy === processId && !inFlight.has(job.partnerId)) return;
   await numberNow(unkeyedDb(db), job.partnerId).sealed;
 }
+
+/** Arms the job that numbers whatever of the partner is left waiting, whoever armed it. */
+const armRecovery = (partnerId: string) => enqueue({ kind: numberTicketsJobKind, partnerId }, recoveryDelaySeconds);
 
 /** Per executor and partner: the numbering in flight (until its commit), and the one callers arriving meanwhile share. */
 type Flight = { running?: Promise<void>; next?: Promise<void> };
@@ -105,7 +112,6 @@ function numberWaitingTickets(db: Db, partnerId: string): Promise<void> {
 function numberNow(db: Db, partnerId: string): { committed: Promise<void>; sealed: Promise<void> } {
   // Numbered by the system, sealed after the commit, outside any keyed request.
   const audit: AuditContext = { db, caller: null, pending: [] };
-  const failed = leftWaiting.has(partnerId);
   const committed = db
     .transaction((tx) =>
       auditChangeWith(tx, audit, [], async () => {
@@ -114,16 +120,13 @@ function numberNow(db: Db, partnerId: string): { committed: Promise<void>; seale
       }),
     )
     .then(
-      () => {
-        if (failed) leftWaiting.delete(partnerId);
-      },
+      () => undefined,
       async (error: unknown) => {
-        leftWaiting.add(partnerId);
         logger.error('[alerts] Could not number the waiting tickets', {
           partnerId,
           error: error instanceof Error ? error.message : String(error),
         });
-        await enqueue({ kind: numberTicketsJobKind, partnerId, armedBy: processId }, recoveryDelaySeconds);
+        await armRecovery(partnerId);
         throw error;
       },
     );

@@ -123,52 +123,59 @@ describe("a partner's ticket numbers", () => {
     expect((await ticketsOfPartner()).map((ticket) => ticket.number).slice(-2)).toEqual([12, 13]);
   });
 
-  it('a request committed by a process that stopped before numbering it is numbered and audited by the job armed for it', async () => {
-    // The raise's transaction without what runs after its commit: its process stopped there.
-    const audit: AuditContext = { db: appDb(), caller: null, pending: [] };
-    const alertId = await appDb().transaction(async (tx) => {
-      const { alert } = await store.upsertAlert(tx, alertOf(devices[1]!));
-      const ticketId = randomUUID();
-      await auditChangeWith(
-        tx,
-        audit,
-        [
-          {
-            orgId: alert.orgId,
-            action: 'alert.create',
-            resourceType: 'alert',
-            resourceId: alert.id,
-            resourceName: alert.title,
+  it.each([
+    ['armed by the raise of another process', { armedBy: randomUUID() }],
+    ['armed by a failed numbering, in any process', {}],
+  ])(
+    'a request committed by a process that stopped before numbering it is numbered and audited by a job %s',
+    async (_, armed) => {
+      // The raise's transaction without what runs after its commit: its process stopped there.
+      const audit: AuditContext = { db: appDb(), caller: null, pending: [] };
+      const alertId = await appDb().transaction(async (tx) => {
+        const { alert } = await store.upsertAlert(tx, alertOf(devices[1]!));
+        const ticketId = randomUUID();
+        await auditChangeWith(
+          tx,
+          audit,
+          [
+            {
+              orgId: alert.orgId,
+              action: 'alert.create',
+              resourceType: 'alert',
+              resourceId: alert.id,
+              resourceName: alert.title,
+            },
+            {
+              orgId: alert.orgId,
+              action: 'ticket.create',
+              resourceType: 'ticket',
+              resourceId: ticketId,
+              resourceName: '#',
+            },
+          ],
+          async (entries) => {
+            const row = await store.bindNewAlertRow(tx, { ...alert, partnerId: tenant.partnerId, ticketId }, entries);
+            return { entries: row.entries, ids: row.ids, failure: row.failure, answer: undefined };
           },
-          {
-            orgId: alert.orgId,
-            action: 'ticket.create',
-            resourceType: 'ticket',
-            resourceId: ticketId,
-            resourceName: '#',
-          },
-        ],
-        async (entries) => {
-          const row = await store.bindNewAlertRow(tx, { ...alert, partnerId: tenant.partnerId, ticketId }, entries);
-          return { entries: row.entries, ids: row.ids, failure: row.failure, answer: undefined };
-        },
-      );
-      return alert.id;
-    });
-    await flushAudit(audit);
-    expect(await waitingRequests()).toBe(1);
-    await runNumberTicketsJob(appDb(), {
-      kind: numberTicketsJobKind,
-      dueAt: Date.now(),
-      partnerId: tenant.partnerId,
-      armedBy: randomUUID(),
-    });
-    expect(await waitingRequests()).toBe(0);
-    const ticket = (await ticketsOfPartner()).at(-1)!;
-    expect(ticket).toMatchObject({ number: 14, alertId, orgId: devices[1]!.orgId });
-    expect(await trailOf(ticket)).toEqual([
-      { action: 'alert.create', resourceName: 'Disk check exited with code 2' },
-      { action: 'ticket.create', resourceName: '#14' },
-    ]);
-  });
+        );
+        return alert.id;
+      });
+      await flushAudit(audit);
+      expect(await waitingRequests()).toBe(1);
+      await runNumberTicketsJob(appDb(), {
+        kind: numberTicketsJobKind,
+        dueAt: Date.now(),
+        partnerId: tenant.partnerId,
+        ...armed,
+      });
+      expect(await waitingRequests()).toBe(0);
+      const count = (await ticketsOfPartner()).length;
+      const ticket = (await ticketsOfPartner()).at(-1)!;
+      expect(ticket).toMatchObject({ number: count, alertId, orgId: devices[1]!.orgId });
+      expect(await trailOf(ticket)).toEqual([
+        { action: 'alert.create', resourceName: 'Disk check exited with code 2' },
+        { action: 'ticket.create', resourceName: `#${count}` },
+      ]);
+    },
+  );
 });

@@ -148,4 +148,45 @@ describe('the sweep of committed audit intents', () => {
     expect(await waiting(orgId)).toEqual([]);
     expect(await verifyChain(t.db.admin, orgId)).toMatchObject({ ok: true });
   });
+  it('the sweep waits for an intent another statement holds, so the chain keeps the intents in order', async () => {
+    const orgId = randomUUID();
+    await leaveIntents(orgId, ['WS-alert.create']);
+    await leaveIntents(orgId, ['WS-ticket.create']);
+    const { rows } = await t.db.admin.query<{ id: string }>(
+      'SELECT id::text AS id FROM audit_intents WHERE org_id = :orgId::uuid ORDER BY id LIMIT 1',
+      { orgId },
+    );
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    // Another statement holds the earlier intent (as a seal moving it does) while the sweep runs.
+    const holder = t.db.admin.transaction(async (tx) => {
+      await tx.query('SELECT id FROM audit_intents WHERE id = :id::bigint FOR UPDATE', { id: rows[0]!.id });
+      holding();
+      await released;
+    });
+    await held;
+    let done = false;
+    const swept = sealWaitingIntents(t.app).finally(() => {
+      done = true;
+    });
+    for (;;) {
+      const { rows: waits } = await t.db.admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE '%audit_intents_sweep%'`,
+      );
+      if (done || waits[0]!.n > 0) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    release();
+    await holder;
+    expect(await swept).toBe(2);
+    expect(await trail(orgId)).toEqual(['WS-alert.create', 'WS-ticket.create']);
+    expect(await verifyChain(t.db.admin, orgId)).toMatchObject({ ok: true });
+  });
 });
