@@ -9,6 +9,7 @@ import {
   toAuditRow,
   zeroUuid,
 } from '#shared/audit/writer.ts';
+import type { Db, Tx } from '#shared/db/db.ts';
 import { useAuditDatabase } from './audit-rows.ts';
 
 const t = useAuditDatabase();
@@ -39,6 +40,37 @@ const waiting = async (orgId: string) =>
       { orgId },
     )
   ).rows.map((row) => row.name);
+
+/** A transaction that runs `first`, stays open until `release()`, then runs `last`; `held` once `first` is done. */
+function heldTransaction<T>(db: Db, first: (tx: Tx) => Promise<unknown>, last: (tx: Tx) => Promise<T>) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let holding!: () => void;
+  const held = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  const ended = db.transaction(async (tx) => {
+    await first(tx);
+    holding();
+    await released;
+    return last(tx);
+  });
+  return { held, release, ended };
+}
+
+/** Until a statement whose text is like `like` waits for a lock, or `done()` says it finished without waiting. */
+async function untilWaitingForLock(like: string, done: () => boolean): Promise<void> {
+  for (;;) {
+    const { rows } = await t.db.admin.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE :like::text`,
+      { like },
+    );
+    if (done() || rows[0]!.n > 0) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 describe('the sweep of committed audit intents', () => {
   it('seals what a change committed and nobody sealed, in order and once, as the API role', async () => {
@@ -111,38 +143,23 @@ describe('the sweep of committed audit intents', () => {
     );
     const [first, ...rest] = rows.map((row) => row.id);
     const seal = 'SELECT sealed_id FROM audit_intents_seal(:ids::jsonb)';
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => {
-      holding = resolve;
-    });
     // One seal moves the first intent and keeps its transaction open; the other is handed all of them, newest first.
-    const one = t.app.transaction(async (tx) => {
-      await tx.query(seal, { ids: [first] });
-      holding();
-      await released;
-      return (await tx.query(seal, { ids: rest })).rows.length + 1;
-    });
-    await held;
-    let pid = 0;
-    const other = t.app.transaction(async (tx) => {
-      pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-      return (await tx.query(seal, { ids: [...rest].reverse().concat(first!) })).rows.length;
-    });
+    const one = heldTransaction(
+      t.app,
+      (tx) => tx.query(seal, { ids: [first] }),
+      async (tx) => (await tx.query(seal, { ids: rest })).rows.length + 1,
+    );
+    await one.held;
+    let done = false;
+    const other = t.app
+      .transaction(async (tx) => (await tx.query(seal, { ids: [...rest].reverse().concat(first!) })).rows.length)
+      .finally(() => {
+        done = true;
+      });
     // The other waits for the first intent's lock, holding none of the rest: the open seal then moves them.
-    for (;;) {
-      const { rows: waits } = await t.db.admin.query<{ waiting: boolean }>(
-        `SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = :pid::int`,
-        { pid },
-      );
-      if (pid !== 0 && waits[0]?.waiting) break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    release();
-    expect(await one).toBe(200);
+    await untilWaitingForLock('%audit_intents_seal%', () => done);
+    one.release();
+    expect(await one.ended).toBe(200);
     expect(await other).toBe(0);
     expect(await trail(orgId)).toEqual(names);
     expect(await waiting(orgId)).toEqual([]);
@@ -156,35 +173,20 @@ describe('the sweep of committed audit intents', () => {
       'SELECT id::text AS id FROM audit_intents WHERE org_id = :orgId::uuid ORDER BY id LIMIT 1',
       { orgId },
     );
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => {
-      holding = resolve;
-    });
     // Another statement holds the earlier intent (as a seal moving it does) while the sweep runs.
-    const holder = t.db.admin.transaction(async (tx) => {
-      await tx.query('SELECT id FROM audit_intents WHERE id = :id::bigint FOR UPDATE', { id: rows[0]!.id });
-      holding();
-      await released;
-    });
-    await held;
+    const holder = heldTransaction(
+      t.db.admin,
+      (tx) => tx.query('SELECT id FROM audit_intents WHERE id = :id::bigint FOR UPDATE', { id: rows[0]!.id }),
+      async () => undefined,
+    );
+    await holder.held;
     let done = false;
     const swept = sealWaitingIntents(t.app).finally(() => {
       done = true;
     });
-    for (;;) {
-      const { rows: waits } = await t.db.admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE wait_event_type = 'Lock' AND query LIKE '%audit_intents_sweep%'`,
-      );
-      if (done || waits[0]!.n > 0) break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    release();
-    await holder;
+    await untilWaitingForLock('%audit_intents_sweep%', () => done);
+    holder.release();
+    await holder.ended;
     expect(await swept).toBe(2);
     expect(await trail(orgId)).toEqual(['WS-alert.create', 'WS-ticket.create']);
     expect(await verifyChain(t.db.admin, orgId)).toMatchObject({ ok: true });
