@@ -287,14 +287,19 @@ export async function finishKeyed(db: Db, request: KeyedRequest, reply: StoredRe
 /** A key's row as storedAnswer reads it (or the agent's token lookup, in the same statement). */
 export type StoredKey = { requestHash: string; reply: string | null };
 
+/** The row (StoredKey) of the key `where` names, when it was claimed within 24 hours. */
+function storedKeySql(where: string): string {
+  return `SELECT request_hash AS "requestHash", reply FROM idempotency_keys
+           WHERE ${where} AND created_at > now() - interval '24 hours'`;
+}
+
 /**
  * The row of an agent's key within 24 hours, as an SQL expression over the agent `a` and :keyDigest (keyDigestOf):
  * read by the token lookup of a keyed agent request (shared/auth/store.ts), instead of a statement of its own.
  */
-export const agentKeySql = `(SELECT jsonb_build_object('requestHash', k.request_hash, 'reply', k.reply)
-    FROM idempotency_keys k
-   WHERE k.principal_type = 'agent' AND k.principal_id = a.id::text AND k.idempotency_key = :keyDigest::text
-     AND k.created_at > now() - interval '24 hours')`;
+export const agentKeySql = `(SELECT to_jsonb(k) FROM (${storedKeySql(
+  "principal_type = 'agent' AND principal_id = a.id::text AND idempotency_key = :keyDigest::text",
+)}) k)`;
 
 /** How a key is stored: its SHA-256, never the key itself (it seals the reply). */
 export const keyDigestOf = (key: string) => createHash('sha256').update(key).digest('hex');
@@ -308,15 +313,7 @@ export async function storedAnswer(
   request: KeyedRequest,
   read?: StoredKey | null,
 ): Promise<StoredReply | undefined> {
-  const stored =
-    read !== undefined
-      ? read
-      : await one<StoredKey>(
-          db,
-          `SELECT request_hash AS "requestHash", reply FROM idempotency_keys
-            WHERE ${keyWhere} AND created_at > now() - interval '24 hours'`,
-          keyParams(request),
-        );
+  const stored = read !== undefined ? read : await one<StoredKey>(db, storedKeySql(keyWhere), keyParams(request));
   if (!stored) return undefined;
   if (stored.requestHash !== request.requestHash) throw keyReused(request.key);
   if (stored.reply === null) throw keyInFlight(request.key);
