@@ -46,11 +46,10 @@ export async function ticketRequested(tx: Tx, audit: AuditContext, partnerId: st
   const now = Date.now();
   if ((armedUntil.get(partnerId) ?? 0) < now + coverSeconds * 1000) {
     armedUntil.set(partnerId, now + recoveryDelaySeconds * 1000);
-    const job: NumberTicketsJob = { partnerId, armedBy: processId };
-    await enqueue({ kind: numberTicketsJobKind, ...job }, recoveryDelaySeconds);
+    await armRecovery({ partnerId, armedBy: processId });
   }
   // A commit lost on its way may have landed: a job that always numbers is armed for its request.
-  tx.ifCommitUnknown(() => audit.pending.push(armRecovery(partnerId)));
+  tx.ifCommitUnknown(() => audit.pending.push(armRecovery({ partnerId })));
   tx.afterCommit(() => {
     inFlight.set(partnerId, (inFlight.get(partnerId) ?? 0) + 1);
     audit.pending.push(
@@ -72,8 +71,8 @@ export async function runNumberTicketsJob(db: Db, job: Job & NumberTicketsJob): 
   await numberNow(unkeyedDb(db), job.partnerId).sealed;
 }
 
-/** Arms the job that numbers whatever of the partner is left waiting, whoever armed it. */
-const armRecovery = (partnerId: string) => enqueue({ kind: numberTicketsJobKind, partnerId }, recoveryDelaySeconds);
+/** Arms the job that numbers what of the partner is left waiting (always, unless `armedBy` is this process). */
+const armRecovery = (job: NumberTicketsJob) => enqueue({ kind: numberTicketsJobKind, ...job }, recoveryDelaySeconds);
 
 /** Per executor and partner: the numbering in flight (until its commit), and the one callers arriving meanwhile share. */
 type Flight = { running?: Promise<void>; next?: Promise<void> };
@@ -126,7 +125,7 @@ function numberNow(db: Db, partnerId: string): { committed: Promise<void>; seale
           partnerId,
           error: error instanceof Error ? error.message : String(error),
         });
-        await armRecovery(partnerId);
+        await armRecovery({ partnerId });
         throw error;
       },
     );
