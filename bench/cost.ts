@@ -4,11 +4,15 @@
  * The API runs behind the local gateways and reaches PostgreSQL through the local RDS Data API, as in Lambda, so for
  * each operation it counts statements at the API's Db seam, Data API requests, WAL bytes (pg_current_wal_lsn), the
  * growth of tables and indexes, PostgreSQL's CPU time (/proc, so the embedded server of the run) and the handler's
- * time.
+ * time, and the bytes of its log lines: what the handlers write (Powertools at the agent functions' level, metrics in
+ * the embedded format) in the agent functions' environment (support/lambda-environment.ts), and the stage's access-log
+ * lines the local gateways render from the stack's own formats.
  *
  * Each figure is printed beside its baseline measured in the same run: an HTTP operation beside the readiness check
  * (GET /api/v1/health/ready, one statement), a WebSocket operation beside the keep-alive message.
  */
+// First: the agent functions' environment, before any module reads it (what their handlers write to the log).
+import './support/lambda-environment.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -27,6 +31,7 @@ import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import type { WebSocketHandler } from '#shared/http/ws-handler.ts';
+import { publishMetrics } from '#shared/observability/metrics.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 import type { MeasuredOperations, OperationFigures, StoredClass, Transport } from '#tools/cost/model.ts';
 import { insertFleetKey } from './support/fleet-key.ts';
@@ -97,6 +102,28 @@ function serverCpuMs(postmaster: number): number {
   return ticks * 10;
 }
 
+/** Bytes and lines written to the process's stdout and stderr: a function's log, as Lambda's runtime sends it on. */
+const functionLog = { bytes: 0, lines: 0 };
+for (const stream of [process.stdout, process.stderr]) {
+  const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
+  stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    functionLog.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    functionLog.lines += String(chunk).split('\n').length - 1;
+    return write(chunk, ...rest);
+  }) as typeof stream.write;
+}
+/** The access-log lines of both stages, as their log groups would take them: in all, and by route. */
+const accessLog = { bytes: 0, lines: 0 };
+const accessLogByRoute = new Map<string, { bytes: number; lines: number }>();
+const logAccess = (line: string) => {
+  const bytes = Buffer.byteLength(line);
+  accessLog.bytes += bytes;
+  accessLog.lines++;
+  const route = String((JSON.parse(line) as { routeKey?: unknown }).routeKey);
+  const counted = accessLogByRoute.get(route) ?? { bytes: 0, lines: 0 };
+  accessLogByRoute.set(route, { bytes: counted.bytes + bytes, lines: counted.lines + 1 });
+};
+
 async function main() {
   const scratch = await createScratchDatabase('cost');
   const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
@@ -109,7 +136,6 @@ async function main() {
     process.env.APP_DATABASE_URL = urls.app;
     process.env.AUDIT_ADMIN_DATABASE_URL = urls.auditAdmin;
     process.env.JWT_SECRET ??= randomBytes(32).toString('base64url');
-    process.env.LOG_LEVEL ??= 'WARN';
     // The API's connection goes through the local Data API, as a Lambda's does.
     const api = await useLocalDataApi();
     dataApi = api;
@@ -138,8 +164,8 @@ async function main() {
     const handlerRun = (handlerPath: string) =>
       new Promise<number>((resolve) => runs.once(handlerPath, (ms: number) => resolve(ms)));
 
-    http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes });
-    ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes, loadHandler });
+    http = await startHttpGateway({ port: 0, host: '127.0.0.1', routes, accessLog: logAccess });
+    ws = await startWsGateway({ port: 0, host: '127.0.0.1', routes: wsRoutes, loadHandler, accessLog: logAccess });
     useLocalManagementApi(ws);
     // The batches of the heartbeat queue, timed as the worker runs them.
     runJobsLocally(runJob, {
@@ -149,6 +175,8 @@ async function main() {
         try {
           await runJobBatch(jobs);
         } finally {
+          // What the worker's invocation publishes when it ends (shared/observability/handler.ts).
+          publishMetrics();
           runs.emit('batch', performance.now() - started, jobs.length);
         }
       },
@@ -209,7 +237,14 @@ async function main() {
       const stored: Record<StoredClass, number> = { audit: 0, agentLogs: 0, eventLogs: 0, metrics: 0, churn: 0 };
       for (const table of tables) stored[storedClass(table.name)] += Number(table.bytes);
       if (api.calls.length >= 10_000) throw new Error('the local Data API keeps 10,000 calls: give fewer --calls');
-      return { wal: lsnBytes(wal[0]!.lsn), stored, statements: appStatementCount(), dataApiCalls: api.calls.length };
+      return {
+        wal: lsnBytes(wal[0]!.lsn),
+        stored,
+        statements: appStatementCount(),
+        dataApiCalls: api.calls.length,
+        log: { ...functionLog },
+        access: { ...accessLog },
+      };
     }
     // The CPU time is read after the counting queries before the calls, and before them after.
     const snapshot = {
@@ -257,6 +292,10 @@ async function main() {
         responseBytes: Math.round(mean((r) => r.responseBytes)),
         itemsPerCall,
         messagesPerCall: mean((r) => r.messages),
+        functionLogBytes: Math.round(per(after.log.bytes - before.log.bytes)),
+        functionLogLines: per(after.log.lines - before.log.lines),
+        accessLogBytes: Math.round(per(after.access.bytes - before.access.bytes)),
+        accessLogLines: per(after.access.lines - before.access.lines),
         ...(callsPerRun > 1 ? { batch: callsPerRun } : {}),
       };
     }
@@ -378,7 +417,16 @@ async function main() {
       if (i === calls - 1) pingRuns.after = defaultRuns;
       return { ms: 0, requestBytes: Buffer.byteLength(ping), responseBytes: 0, messages: 1 };
     });
-    figures['ws.ping']!.invocationsPerCall = (pingRuns.after - pingRuns.before - calls) / calls;
+    // The barriers' invocations, log lines and access-log lines are theirs: the keep-alive invokes nothing, so it
+    // writes no function log, and its access-log lines are those of the `ping` route.
+    const pings = accessLogByRoute.get('ping') ?? { bytes: 0, lines: 0 };
+    Object.assign(figures['ws.ping']!, {
+      invocationsPerCall: (pingRuns.after - pingRuns.before - calls) / calls,
+      functionLogBytes: 0,
+      functionLogLines: 0,
+      accessLogBytes: Math.round(pings.bytes / (calls + 2)),
+      accessLogLines: pings.lines / (calls + 2),
+    });
     // Heartbeats on the connections of `batch` agents at once: each message is queued by $default, and one run of
     // the heartbeat queue's batch records them all and sends the acks. Per heartbeat: the message, its ack, and its
     // share of the batch.
@@ -424,7 +472,18 @@ async function main() {
       },
       batch,
     );
+    // Their $disconnect runs (and access-log lines) are done before the connections are measured.
+    let beatersGone = 0;
+    const allGone = new Promise<void>((resolve) => {
+      const onDisconnect = () => {
+        if (++beatersGone < beatSockets.length) return;
+        runs.off('ws/disconnect', onDisconnect);
+        resolve();
+      };
+      runs.on('ws/disconnect', onDisconnect);
+    });
     for (const each of beatSockets) each.close(1000);
+    await allGone;
     await measure('ws.connect', 'WebSocket $connect and $disconnect', 'ws-connection', 1, async () => {
       const connected = handlerRun('ws/connect');
       const other = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${connector.token}` } });
@@ -465,6 +524,8 @@ function print(figures: Record<string, OperationFigures>) {
     String(stored(f)),
     String(f.dbMs),
     String(f.durationMs),
+    String(f.functionLogBytes ?? 0),
+    String(f.accessLogBytes ?? 0),
   ];
   const baselines = ['health.ready', 'ws.ping'];
   const baseline = (f: OperationFigures) => figures[f.transport === 'http' ? 'health.ready' : 'ws.ping']!;
@@ -481,7 +542,7 @@ function print(figures: Record<string, OperationFigures>) {
   ];
   console.log(`
 Logbook per-operation cost figures (${new Date().toISOString().slice(0, 16)}Z), per call, mean of ${calls} (time: median); load ${loadAverage()}.
-${formatTable(['operation', 'statements', 'Data API calls', 'WAL bytes', 'stored bytes', 'PostgreSQL CPU ms', 'handler ms'], rows)}`);
+${formatTable(['operation', 'statements', 'Data API calls', 'WAL bytes', 'stored bytes', 'PostgreSQL CPU ms', 'handler ms', 'function log bytes', 'access log bytes'], rows)}`);
 }
 
 main().catch((error: unknown) => {

@@ -1,32 +1,6 @@
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { httpAccessLogFormat, webSocketAccessLogFormat } from './access-log-format.ts';
 
-/**
- * The access-log lines of the two APIs, one JSON object each, of variables each API type has: the request id, route
- * key, status, latency, integration error and source IP. Never the query string: an agent may pass its token in
- * `?token=` on $connect (shared/live-query/connections.ts).
- */
-const json = (fields: Record<string, string>) => AccessLogFormat.custom(JSON.stringify(fields));
-
-export const httpAccessLog = json({
-  requestId: '$context.requestId',
-  requestTime: '$context.requestTimeEpoch',
-  routeKey: '$context.routeKey',
-  method: '$context.httpMethod',
-  path: '$context.path',
-  status: '$context.status',
-  latencyMs: '$context.responseLatency',
-  integrationError: '$context.integrationErrorMessage',
-  sourceIp: '$context.identity.sourceIp',
-});
-
-export const webSocketAccessLog = json({
-  requestId: '$context.requestId',
-  requestTime: '$context.requestTimeEpoch',
-  routeKey: '$context.routeKey',
-  eventType: '$context.eventType',
-  connectionId: '$context.connectionId',
-  status: '$context.status',
-  latencyMs: '$context.integrationLatency',
-  integrationError: '$context.integration.error',
-  sourceIp: '$context.identity.sourceIp',
-});
+/** The stages' access-log formats (access-log-format.ts). */
+export const httpAccessLog = AccessLogFormat.custom(httpAccessLogFormat);
+export const webSocketAccessLog = AccessLogFormat.custom(webSocketAccessLogFormat);

@@ -11,7 +11,9 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { batchedJobKinds, runJob, runJobBatch } from '#functions/queue/jobs.ts';
 import { type Handler, httpHandler } from '#shared/http/handler.ts';
 import type { DeclaredRoute } from '#shared/http/route.ts';
+import { observedHandler } from '#shared/observability/handler.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
+import { type AccessLogSink, httpAccessLogLine } from './access-log.ts';
 
 export interface HttpGatewayOptions {
   port: number;
@@ -26,6 +28,8 @@ export interface HttpGatewayOptions {
   defaultRoute?: { handler: string };
   /** Resolves a handler module path (under functions/, no extension) to its handler; defaults to importing it. */
   loadHandler?: (handlerPath: string) => Promise<Handler>;
+  /** Receives the stage's access-log line of each request (infra/aws/access-log-format.ts), as its log group would. */
+  accessLog?: AccessLogSink;
   /** Static files by URL path (the audit viewer), answered to GET and HEAD when no route matches. */
   site?: ReadonlyMap<string, StaticFile>;
 }
@@ -85,11 +89,13 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
   const handlers = new Map<string, Promise<Handler>>();
   const handlerFor = (route: CompiledRoute): Promise<Handler> => {
     const declared = options.routes[route.routeKey];
+    // Wrapped as the stack's entry wraps it: Powertools in Lambda's environment, the handler itself elsewhere.
     const handler =
       handlers.get(route.handler) ??
       (declared && 'handle' in declared
         ? Promise.resolve(httpHandler(declared, declared.handle))
-        : load(route.handler));
+        : load(route.handler)
+      ).then((loaded) => observedHandler(loaded));
     handlers.set(route.handler, handler);
     return handler;
   };
@@ -119,6 +125,26 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     const rawPath = queryAt === -1 ? target : target.slice(0, queryAt);
     const rawQueryString = queryAt === -1 ? '' : target.slice(queryAt + 1);
     const method = (req.method ?? 'GET').toUpperCase();
+    // The access-log line once the answer is sent, whatever answered it (a route, the site, a refusal).
+    let routeKey: string | undefined;
+    let integrationError: string | undefined;
+    const { accessLog } = options;
+    if (accessLog)
+      res.once('finish', () =>
+        accessLog(
+          httpAccessLogLine({
+            requestId,
+            requestTimeEpoch: start,
+            routeKey,
+            httpMethod: method,
+            path: rawPath,
+            status: res.statusCode,
+            responseLatency: Date.now() - start,
+            integrationErrorMessage: integrationError,
+            'identity.sourceIp': (req.socket.remoteAddress ?? '').replace(/^::ffff:/, ''),
+          }),
+        ),
+      );
 
     let match = matchRoute(routes, method, rawPath);
     if (!match) {
@@ -128,6 +154,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
       if (!defaultRoute) return reply(res, 404, { message: 'Not Found' });
       match = { route: defaultRoute, pathParameters: {} };
     }
+    routeKey = match.route.routeKey;
 
     const body = await readBody(req);
     if (body === 'too-large') {
@@ -157,6 +184,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Run
     } catch (error) {
       // As API Gateway does: the client gets a bare 500, the error goes to the function's log only.
       console.error(`[${context.functionName}] ${requestId}`, error);
+      integrationError = 'The Lambda function returned an error';
       return reply(res, 500, { message: 'Internal Server Error' });
     }
     writeResult(res, result);

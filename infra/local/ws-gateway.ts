@@ -15,7 +15,9 @@ import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { batchedJobKinds, runJob, runJobBatch } from '#functions/queue/jobs.ts';
 import type { WebSocketEvent, WebSocketHandler } from '#shared/http/ws-handler.ts';
 import { gatewayOnlyMessageTypes, maxMessageBytes } from '#shared/live-query/protocol.ts';
+import { observedHandler } from '#shared/observability/handler.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
+import { type AccessLogSink, webSocketAccessLogLine } from './access-log.ts';
 
 type RouteKey = '$connect' | '$disconnect' | '$default';
 
@@ -28,6 +30,11 @@ export interface WsGatewayOptions {
   loadHandler?: (handlerPath: string) => Promise<WebSocketHandler>;
   /** API Gateway closes a connection after this long without a message from the client (10 minutes). */
   idleTimeoutMs?: number;
+  /**
+   * Receives the stage's access-log line (infra/aws/access-log-format.ts) of each $connect, message and $disconnect,
+   * as its log group would: a message API Gateway takes itself too.
+   */
+  accessLog?: AccessLogSink;
 }
 
 export interface RunningWsGateway {
@@ -40,13 +47,13 @@ export interface RunningWsGateway {
   close(): Promise<void>;
 }
 
-/** Whether the message's route is one API Gateway answers itself: its `type`, as the route selection reads it. */
-function takenByGateway(text: string): boolean {
+/** The route of a message API Gateway answers itself (its `type`, as the route selection reads it), or none. */
+function gatewayRoute(text: string): string | undefined {
   try {
-    const type = (JSON.parse(text) as { type?: unknown } | null)?.type;
-    return (gatewayOnlyMessageTypes as readonly string[]).includes(String(type));
+    const type = String((JSON.parse(text) as { type?: unknown } | null)?.type);
+    return (gatewayOnlyMessageTypes as readonly string[]).includes(type) ? type : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -87,7 +94,8 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   const handlers = new Map<string, Promise<WebSocketHandler>>();
   const handlerFor = (routeKey: RouteKey): Promise<WebSocketHandler> => {
     const path = options.routes[routeKey].handler;
-    const handler = handlers.get(path) ?? load(path);
+    // Wrapped as the stack's entry wraps it: Powertools in Lambda's environment, the handler itself elsewhere.
+    const handler = handlers.get(path) ?? load(path).then((loaded) => observedHandler(loaded));
     handlers.set(path, handler);
     return handler;
   };
@@ -98,14 +106,35 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
   let closing = false;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes });
 
+  function logAccess(requestContext: WebSocketEvent['requestContext'], status: number, latencyMs?: number): void {
+    options.accessLog?.(
+      webSocketAccessLogLine({
+        requestId: requestContext.requestId,
+        requestTimeEpoch: requestContext.requestTimeEpoch,
+        routeKey: requestContext.routeKey,
+        eventType: requestContext.eventType,
+        connectionId: requestContext.connectionId,
+        status,
+        integrationLatency: latencyMs,
+        'integration.error': status >= 500 ? 'Internal server error' : undefined,
+        'identity.sourceIp': requestContext.identity?.sourceIp,
+      }),
+    );
+  }
+
   function invoke(routeKey: RouteKey, event: WebSocketEvent): Promise<APIGatewayProxyResultV2 | undefined> {
     const context = buildContext(options.routes[routeKey].handler);
     const done = (async () => {
+      const started = Date.now();
+      let result: APIGatewayProxyResultV2 | undefined;
       try {
-        return await (await handlerFor(routeKey))(event, context);
+        result = await (await handlerFor(routeKey))(event, context);
+        return result;
       } catch (error) {
         console.error(`[${context.functionName}] ${event.requestContext.requestId}`, error);
         return undefined;
+      } finally {
+        logAccess(event.requestContext, statusOf(result), Date.now() - started);
       }
     })();
     invocations.add(done);
@@ -174,7 +203,8 @@ export async function startWsGateway(options: WsGatewayOptions): Promise<Running
       connection.lastActiveAt = Date.now();
       resetIdle();
       const body = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-      if (!isBinary && takenByGateway(body.toString('utf8'))) return;
+      const type = isBinary ? undefined : gatewayRoute(body.toString('utf8'));
+      if (type) return logAccess(requestContext(base, type, 'MESSAGE'), 200);
       const event = {
         requestContext: {
           ...requestContext(base, '$default', 'MESSAGE'),
@@ -319,7 +349,7 @@ function newConnectionId(): string {
 
 function requestContext(
   base: ConnectionBase,
-  routeKey: RouteKey,
+  routeKey: string,
   eventType: 'CONNECT' | 'MESSAGE' | 'DISCONNECT',
 ): WebSocketEvent['requestContext'] {
   const now = Date.now();

@@ -240,6 +240,31 @@ describe('the cost model', () => {
     );
   });
 
+  it('bills the log bytes an operation was measured to write, each line a log event of 26 bytes more, else the assumed ones', () => {
+    const logs = (figures: OperationFigures) =>
+      computeBill(onlyHeartbeats, { ...measured, operations: { 'heartbeat.http': figures } }, prices).lines.find(
+        (line) => line.label === 'CloudWatch Logs ingestion',
+      )!.usd;
+    const heartbeats = 1000 * 1440 * (365 / 12);
+    const gb = (bytes: number) => (heartbeats * bytes) / 1024 ** 3;
+    // Assumed: the platform's 500 bytes, no function line, an access-log line of 500 bytes.
+    expect(logs(heartbeat)).toBeCloseTo(gb(500 + 0 + 500) * 0.5, 6);
+    // Measured: an embedded-format metric line of 180 bytes and an access-log line of 240, each with its 26 bytes.
+    const measuredLogs = {
+      ...heartbeat,
+      functionLogBytes: 180,
+      functionLogLines: 1,
+      accessLogBytes: 240,
+      accessLogLines: 1,
+    };
+    expect(logs(measuredLogs)).toBeCloseTo(gb(500 + 180 + 26 + 240 + 26) * 0.5, 6);
+    // Measured as nothing written: the platform's lines alone, and the access log.
+    expect(logs({ ...measuredLogs, functionLogBytes: 0, functionLogLines: 0 })).toBeCloseTo(
+      gb(500 + 240 + 26) * 0.5,
+      6,
+    );
+  });
+
   it("bills heartbeats on the connection by the heartbeat queue's batches: the database once a batch the fleet fills", () => {
     // Measured in a batch of 50: 2 Data API calls for the batch, 0.04 a heartbeat.
     const batched = {

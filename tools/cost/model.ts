@@ -44,6 +44,15 @@ export interface OperationFigures {
    * as an access-log line only.
    */
   invocationsPerCall?: number;
+  /**
+   * What the call's handlers write to their log, as measured in the agent functions' environment (Powertools at
+   * their log level, metrics in the embedded format): bytes and lines per call. Absent: `appLogBytes` an invocation.
+   */
+  functionLogBytes?: number;
+  functionLogLines?: number;
+  /** The call's access-log lines as the stages' formats render them: bytes and lines. Absent: `accessLogBytes` a line. */
+  accessLogBytes?: number;
+  accessLogLines?: number;
 }
 
 export interface MeasuredOperations {
@@ -105,10 +114,12 @@ export interface CostInputs {
   secretReadsPerDataApiCall: number;
   /** Lambda's START, END and REPORT lines per invocation. */
   platformLogBytes: number;
-  /** The function's own lines per invocation (Powertools at its log level, metrics in the embedded format). */
+  /** The function's own lines per invocation, for an operation whose figures do not measure them. */
   appLogBytes: number;
-  /** One access-log line per HTTP request, WebSocket message or connection event. */
+  /** An access-log line per HTTP request, WebSocket message or connection event, where not measured. */
   accessLogBytes: number;
+  /** What CloudWatch Logs counts per log event beside its message (PutLogEvents' 26 bytes). */
+  logEventOverheadBytes: number;
   /** Stored CloudWatch Logs are billed compressed. */
   logCompression: number;
   minAcu: number;
@@ -155,6 +166,7 @@ export const defaultInputs: Omit<CostInputs, 'devices'> = {
   platformLogBytes: 0,
   appLogBytes: 300,
   accessLogBytes: 450,
+  logEventOverheadBytes: 26,
   logCompression: 0.2,
   minAcu: 0.5,
   vcpuPerAcu: 0.25,
@@ -338,7 +350,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     walBytes: 0,
     writeIos: 0,
     transferBytes: 0,
-    accessLogLines: 0,
+    logBytes: 0,
     storedPerDay: { audit: 0, agentLogs: 0, eventLogs: 0, metrics: 0, churn: 0 } as Record<StoredClass, number>,
     dbCallsPerDay: 0,
     queueRequests: 0,
@@ -360,8 +372,17 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     if (f.transport === 'ws-message')
       t.wsMessageUnits +=
         n * f.messagesPerCall * Math.max(1, Math.ceil(requestBytes / prices.apiGateway.wsMeteredBytes));
-    // The access logs have a line per request, per message the agent sends, per $connect and $disconnect.
-    t.accessLogLines += n * (f.transport === 'ws-connection' ? 2 : 1);
+    // The function logs, as measured or at the assumed bytes an invocation; the access logs, as measured or a line
+    // per request, per message the agent sends, per $connect and $disconnect. Each line is a log event.
+    const functionLog =
+      f.functionLogBytes === undefined
+        ? invocations * (p.platformLogBytes + p.appLogBytes)
+        : invocations * p.platformLogBytes + f.functionLogBytes + (f.functionLogLines ?? 0) * p.logEventOverheadBytes;
+    const accessLog =
+      f.accessLogBytes === undefined
+        ? (f.transport === 'ws-connection' ? 2 : 1) * p.accessLogBytes
+        : f.accessLogBytes + (f.accessLogLines ?? 0) * p.logEventOverheadBytes;
+    t.logBytes += n * (functionLog + accessLog);
     t.invocations += n * invocations;
     // A batched call's statements are its share of a worker run: spread over the batch the fleet fills instead, and
     // the run is a worker invocation and SQS's receive and deletes (10 a request), beside each call's send.
@@ -369,6 +390,8 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     const dataApiCalls = f.batch ? (f.dataApiCalls * f.batch) / batch : f.dataApiCalls;
     if (f.batch) {
       t.invocations += n / batch;
+      // The worker's run: its lines are in the measured figures (a share of the measured batch), else assumed.
+      t.logBytes += (n / batch) * (p.platformLogBytes + (f.functionLogBytes === undefined ? p.appLogBytes : 0));
       t.queueRequests += n + (n / batch) * (1 + Math.ceil(batch / 10));
       batches[use.key] = batch;
     }
@@ -399,6 +422,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   const presenceJobs = p.devices * p.wsConnectsPerDay * daysPerMonth;
   const hops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15) + presenceJobs;
   t.invocations += presenceJobs;
+  t.logBytes += presenceJobs * (p.platformLogBytes + p.appLogBytes);
   t.gbSeconds += presenceJobs * Math.ceil(billedMs(presenceJob, p)) * gbPerMs;
   t.dataApiCalls += presenceJobs * presenceJob.dataApiCalls;
   t.dataApiUnits += presenceJobs * presenceJob.dataApiCalls;
@@ -408,6 +432,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     t.dataApiCalls += heartbeats;
     t.dataApiUnits += heartbeats;
     t.invocations += hops;
+    t.logBytes += hops * (p.platformLogBytes + p.appLogBytes);
     t.gbSeconds += hops * Math.ceil(billedMs(offlineJob, p)) * gbPerMs;
     t.dataApiCalls += jobsPerMonth * offlineJob.dataApiCalls;
     t.dataApiUnits += jobsPerMonth * offlineJob.dataApiCalls;
@@ -498,7 +523,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   );
 
   const cw = prices.cloudWatch;
-  const logBytes = t.invocations * (p.platformLogBytes + p.appLogBytes) + t.accessLogLines * p.accessLogBytes;
+  const logBytes = t.logBytes;
   line('CloudWatch Logs ingestion', `${count(logBytes / GB)} GB`, (logBytes / GB) * cw.logsIngestedGb);
   const storedLogGb = ((logBytes / GB) * p.logCompression * p.cloudWatchLogRetentionDays) / daysPerMonth;
   line('CloudWatch Logs storage', `${count(storedLogGb)} GB-month`, storedLogGb * cw.logsStoredGbMonth);

@@ -2,6 +2,7 @@ import { type OutgoingHttpHeaders, request } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { httpAccessLogFormat } from '#infra/aws/access-log-format.ts';
 import { type RunningHttpGateway, startHttpGateway } from '#infra/local/http-gateway.ts';
 import type { Handler } from '#shared/http/handler.ts';
 
@@ -59,12 +60,15 @@ const routes = {
 };
 
 let gateway: RunningHttpGateway;
+/** The access-log lines the gateway rendered, in order. */
+const accessLines: string[] = [];
 
 beforeAll(async () => {
   gateway = await startHttpGateway({
     port: 0,
     host: '127.0.0.1',
     routes,
+    accessLog: (line) => accessLines.push(line),
     loadHandler: async (path) => {
       const name = path.replace('test/', '');
       return async (event, context) => {
@@ -233,6 +237,36 @@ describe('local HTTP API gateway', () => {
     expect(response.headers.get('x-custom')).toBe('yes');
     expect(response.headers.getSetCookie()).toEqual(['session=abc; HttpOnly']);
     expect(await response.text()).toBe('made');
+  });
+
+  it("writes the stage's access-log line of each request, in the stage's format: the route, the status, an integration's failure", async () => {
+    accessLines.length = 0;
+    const device = await fetch(`${gateway.url}/api/v1/devices/d-1`);
+    const requestId = device.headers.get('apigw-requestid');
+    const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    await fetch(`${gateway.url}/api/v1/throws`)
+      .then((reply) => reply.text())
+      .finally(() => log.mockRestore());
+    await fetch(`${gateway.url}/nothing/here`).then((reply) => reply.text());
+    await device.text();
+    await vi.waitFor(() => expect(accessLines).toHaveLength(3));
+    const lines = accessLines.map((line) => JSON.parse(line) as Record<string, string>);
+    for (const line of lines) expect(Object.keys(line)).toEqual(Object.keys(JSON.parse(httpAccessLogFormat)));
+    expect(lines[0]).toEqual({
+      requestId,
+      requestTime: expect.stringMatching(/^\d{13}$/),
+      routeKey: 'GET /api/v1/devices/{id}',
+      method: 'GET',
+      path: '/api/v1/devices/d-1',
+      status: '200',
+      latencyMs: expect.stringMatching(/^\d+$/),
+      integrationError: '-',
+      sourceIp: '127.0.0.1',
+    });
+    expect(lines.slice(1).map((line) => [line.routeKey, line.status, line.integrationError !== '-'])).toEqual([
+      ['GET /api/v1/throws', '500', true],
+      ['-', '404', false],
+    ]);
   });
 
   it('gives the handler a Lambda context', async () => {

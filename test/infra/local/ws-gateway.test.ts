@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-apigatewaymanagementapi';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { webSocketAccessLogFormat } from '#infra/aws/access-log-format.ts';
 import { type RunningWsGateway, startWsGateway } from '#infra/local/ws-gateway.ts';
 import type { WebSocketEvent } from '#shared/http/ws-handler.ts';
 
@@ -16,6 +17,8 @@ let events: WebSocketEvent[] = [];
 let connectStatus = 200;
 let defaultStatus = 200;
 let gateway: RunningWsGateway;
+/** The access-log lines the gateway rendered, in order. */
+let accessLines: string[] = [];
 let management: ApiGatewayManagementApiClient;
 
 beforeAll(async () => {
@@ -27,6 +30,7 @@ beforeAll(async () => {
       $disconnect: { handler: 'test/disconnect' },
       $default: { handler: 'test/default' },
     },
+    accessLog: (line) => accessLines.push(line),
     loadHandler: async (path) => async (event) => {
       events.push(event);
       return { statusCode: path === 'test/connect' ? connectStatus : path === 'test/default' ? defaultStatus : 200 };
@@ -45,6 +49,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   events = [];
+  accessLines = [];
   connectStatus = 200;
   defaultStatus = 200;
 });
@@ -174,6 +179,50 @@ describe('the local WebSocket gateway', () => {
       ['$default', '{"type":"heartbeat"}'],
     ]);
     expect(messages).toEqual([]);
+    socket.close();
+    await until(() => events.some((e) => e.requestContext.routeKey === '$disconnect'));
+  });
+
+  it("writes the stage's access-log line of each $connect, message (a keep-alive's too) and $disconnect, in the stage's format", async () => {
+    const { socket } = await connect();
+    socket.send('{"type":"ping"}');
+    socket.send('{"type":"heartbeat"}');
+    await until(() => events.length === 2);
+    socket.close(1000);
+    await until(() => accessLines.length === 4);
+    const lines = accessLines.map((line) => JSON.parse(line) as Record<string, string>);
+    for (const line of lines) expect(Object.keys(line)).toEqual(Object.keys(JSON.parse(webSocketAccessLogFormat)));
+    expect(lines.map((line) => [line.routeKey, line.eventType, line.status, line.connectionId])).toEqual([
+      ['$connect', 'CONNECT', '200', connectionId()],
+      ['ping', 'MESSAGE', '200', connectionId()],
+      ['$default', 'MESSAGE', '200', connectionId()],
+      ['$disconnect', 'DISCONNECT', '200', connectionId()],
+    ]);
+    expect(lines[2]).toMatchObject({
+      requestId: events[1]!.requestContext.requestId,
+      requestTime: expect.stringMatching(/^\d{13}$/),
+      latencyMs: expect.stringMatching(/^\d+$/),
+      integrationError: '-',
+      sourceIp: '127.0.0.1',
+    });
+    // API Gateway answers the keep-alive itself: no integration, no latency of one.
+    expect(lines[1]).toMatchObject({ latencyMs: '-', integrationError: '-' });
+  });
+
+  it('logs a refused handshake with its status, and a failed $default with the integration error', async () => {
+    connectStatus = 401;
+    await expect(connect()).rejects.toMatchObject({ status: 401 });
+    connectStatus = 200;
+    defaultStatus = 500;
+    const { socket, messages } = await connect();
+    socket.send('hello');
+    await until(() => messages.length === 1);
+    const lines = accessLines.map((line) => JSON.parse(line) as Record<string, string>);
+    expect(lines.map((line) => [line.routeKey, line.status, line.integrationError === '-'])).toEqual([
+      ['$connect', '401', true],
+      ['$connect', '200', true],
+      ['$default', '500', false],
+    ]);
     socket.close();
     await until(() => events.some((e) => e.requestContext.routeKey === '$disconnect'));
   });
