@@ -14,6 +14,8 @@ interface RoleConnection {
   max: number;
   /** How long a call waits for an auto-paused cluster to resume (DB_RESUME_DEADLINE_MS overrides it). */
   resumeDeadlineMs: number;
+  /** Whether the role's default statement timeout is DB_STATEMENT_TIMEOUT_MS (set with its login: the API's role). */
+  roleTimeout?: boolean;
 }
 
 /** A Db that calls `onStatement` before each statement it runs, those inside its transactions included. */
@@ -65,7 +67,15 @@ function connect(role: RoleConnection): Db {
       ]);
       const client = createRdsDataClient({ endpoint: process.env.DATA_API_ENDPOINT || undefined });
       const { statementTimeoutMs } = dbTimeouts();
-      return createDataApiDb({ client, resourceArn, secretArn, database, resumeDeadlineMs, statementTimeoutMs });
+      return createDataApiDb({
+        client,
+        resourceArn,
+        secretArn,
+        database,
+        resumeDeadlineMs,
+        statementTimeoutMs,
+        roleTimeout: role.roleTimeout,
+      });
     }, dataApiMaxResultBytes);
   }
   const url = process.env[role.urlVariable];
@@ -98,6 +108,7 @@ export function appDb(): Db {
         applicationName: 'logbook-api',
         max: 10,
         resumeDeadlineMs: 20_000,
+        roleTimeout: true,
       }),
       () => appStatements++,
     ),

@@ -69,6 +69,12 @@ export interface DataApiDbOptions {
    * node-postgres abandons a query to a server that stopped answering. Either way the caller hears 57014 (503).
    */
   statementTimeoutMs?: number;
+  /**
+   * The role's own default `statement_timeout` is `statementTimeoutMs` (the API's role gets it with its login,
+   * shared/db/roles.ts, and a session the Data API opens takes it): a transaction then sets none of its own, one
+   * Data API call fewer each, and its statements are bounded the same.
+   */
+  roleTimeout?: boolean;
 }
 
 const defaultResumeDeadlineMs = 20_000;
@@ -316,7 +322,7 @@ export function createDataApiDb(options: DataApiDbOptions): Db {
         // BeginTransaction takes no isolation level: it is set by the transaction's first statement.
         if (opts?.isolation) await tx.query(`SET TRANSACTION ISOLATION LEVEL ${opts.isolation}`);
         // The server cancels a statement past the timeout (57014): the transaction then rolls back, never commits late.
-        if (statementTimeoutMs > 0)
+        if (statementTimeoutMs > 0 && !options.roleTimeout)
           await tx.query("SELECT set_config('statement_timeout', :ms::text, true)", { ms: String(statementTimeoutMs) });
         if (options.continueAfterTimeout)
           session = { pid: Number((await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid) };

@@ -21,6 +21,7 @@ export interface LocalDataApi {
       continueAfterTimeout?: boolean;
       pollMs?: number;
       statementTimeoutMs?: number;
+      roleTimeout?: boolean;
     },
   ): Db;
   /** The variables with which shared/db/client.ts connects through this endpoint, as a Lambda does. */

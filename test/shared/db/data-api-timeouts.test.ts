@@ -84,6 +84,42 @@ describe('statement timeouts under the Data API', () => {
     expect(rows[0]!.name).not.toBe('Never Committed');
   });
 
+  it("relies on the API role's default in its transactions: no SET of their own, a statement past it cancelled all the same", async () => {
+    // The role's default here is 1 s (beforeAll), the executor's timeout too: its transactions issue no SET.
+    const db = local.db('app', { statementTimeoutMs: 1_000, roleTimeout: true });
+    const before = local.server.calls.length;
+    const { result, ms } = await timed(() =>
+      db
+        .transaction(async (tx) => {
+          expect((await tx.query('SHOW statement_timeout')).rows[0]).toEqual({ statement_timeout: '1s' });
+          await tx.query('UPDATE organizations SET name = :name::text WHERE id = :id::uuid', {
+            name: 'Never Committed Either',
+            id: tenant.orgId,
+          });
+          await tx.query('SELECT pg_sleep(4)');
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+    );
+    expect(result).toMatchObject({ code: '57014' });
+    expect(ms).toBeLessThan(3_000);
+    // BeginTransaction, the three statements and the rollback: no set_config among them.
+    const calls = local.server.calls.slice(before);
+    expect(calls.map((call) => call.operation)).toEqual([
+      'BeginTransaction',
+      'Execute',
+      'Execute',
+      'Execute',
+      'RollbackTransaction',
+    ]);
+    const { rows } = await t.db.admin.query<{ name: string }>('SELECT name FROM organizations WHERE id = :id::uuid', {
+      id: tenant.orgId,
+    });
+    expect(rows[0]!.name).not.toBe('Never Committed Either');
+  });
+
   it('abandons a call the database does not answer 2 s past the timeout, as a cancelled statement', async () => {
     // The superuser's sessions have no statement timeout: only the executor's own bound ends the wait.
     const db = local.db('admin', { statementTimeoutMs: 300 });
