@@ -196,6 +196,108 @@ export async function monitoringOfAgent(db: Db, caller: AgentPrincipal, agentId:
   return resolved;
 }
 
+/** A metric item an upload's samples concern, and the distinct times of those samples, oldest first. */
+interface Watched {
+  effective: EffectiveItem;
+  item: MetricItem;
+  times: number[];
+}
+
+type UploadedSample = { metric: string; volume: string; at: string; value: number };
+
+/** The windows an evaluation reads: each watched item's, from its oldest new sample's window start to its newest. */
+const windowsOf = (watched: readonly Watched[]) =>
+  watched.map((w) => ({
+    key: w.effective.key,
+    metric: w.item.metric,
+    volume: w.item.volume ?? null,
+    from: new Date(w.times[0]! - w.item.windowSeconds * 1000).toISOString(),
+    to: new Date(w.times[w.times.length - 1]!).toISOString(),
+  }));
+
+/**
+ * Steps each watched item through its window from its stored state: the states to write and the moves they made.
+ * Samples older than an item's last evaluation are judged by nothing (they move nothing back).
+ */
+function evaluateWindows(
+  watched: readonly Watched[],
+  windows: readonly { state: store.StateRow | null; samples: Sample[] | null }[],
+) {
+  const written: store.StateRow[] = [];
+  const moves: Moved[] = [];
+  for (const [index, w] of watched.entries()) {
+    const previous = previousOf(w.effective, windows[index]!.state, new Date(w.times[0]!));
+    const evaluatedAt = previous.lastEvaluatedAt?.getTime() ?? Number.NEGATIVE_INFINITY;
+    const times = w.times.filter((at) => at > evaluatedAt);
+    const series = (windows[index]!.samples ?? []).map((s) => ({ ...s, at: Number(s.at) }));
+    const { state, steps } = stepThrough(w.item, previous, series, times);
+    if (state === previous) continue;
+    written.push({ ...state, policyVersion: w.effective.origin.policyVersion });
+    let before = previous;
+    for (const move of steps) {
+      moves.push({
+        effective: w.effective,
+        from: before.state,
+        to: move.state.state,
+        transition: move.transition,
+        alertBefore: previous.alertId,
+        value: move.value,
+        evidence: evidenceOf(series, move.at),
+        severity: severityOfItem(w.effective),
+      });
+      before = move.state;
+    }
+  }
+  return { written, moves };
+}
+
+/**
+ * An upload whose samples move no item's state, in two statements and no transaction: the windows read as stored
+ * with the upload's samples added (a sample already stored keeps its stored value, as the insert keeps it), then one
+ * statement that stores the samples and writes each evaluated state only where it is still the one read (its row
+ * version). It answers nothing (the caller evaluates under the device's lock) when an item would move (its alert,
+ * audit and tickets go with the transaction) or another evaluation wrote a state in between; what it stored then
+ * stays, counted in `accepted`.
+ */
+async function evaluateQuietly(
+  db: Db,
+  device: { id: string; orgId: string },
+  watched: Watched[],
+  samples: UploadedSample[],
+) {
+  const windows = await store.selectWindows(db, device.id, windowsOf(watched));
+  const withUpload = windows.map((window, index) => {
+    const w = watched[index]!;
+    const from = Date.parse(windowsOf([w])[0]!.from);
+    const stored = window.samples ?? [];
+    const known = new Set(stored.map((s) => `${s.volume}\u0000${Number(s.at)}`));
+    const to = w.times[w.times.length - 1]!;
+    // The first sample of a volume and time counts, as the insert keeps the first (and a stored one before it).
+    const added = samples
+      .filter((s) => s.metric === w.item.metric && (w.item.volume === undefined || s.volume === w.item.volume))
+      .map((s) => ({ volume: s.volume, value: s.value, at: Date.parse(s.at) }))
+      .filter((s) => {
+        const key = `${s.volume}\u0000${s.at}`;
+        if (s.at <= from || s.at > to || known.has(key)) return false;
+        known.add(key);
+        return true;
+      });
+    const merged = [...stored.map((s) => ({ ...s, at: Number(s.at) })), ...added].sort((a, b) => a.at - b.at);
+    return { state: window.state, samples: merged };
+  });
+  const { written, moves } = evaluateWindows(watched, withUpload);
+  if (moves.length > 0) return { accepted: 0, settled: false };
+  const versions = new Map(windows.map((window, index) => [watched[index]!.effective.key, window.version]));
+  const { accepted, writtenKeys } = await store.insertSamplesAndWriteStates(
+    db,
+    device.id,
+    device.orgId,
+    samples,
+    written.map((state) => ({ ...state, version: versions.get(state.itemKey) ?? null })),
+  );
+  return { accepted, settled: writtenKeys.length === written.length };
+}
+
 /**
  * PUT /agents/{id}/metrics: stores the samples (a repeat of one already stored is kept once) and evaluates the
  * device's metric items that watch them, in the request, at the newest sample's time. A window without samples
@@ -216,7 +318,7 @@ export async function uploadMetrics(
     at: sampleTime(s.timestamp, now),
     value: s.value,
   }));
-  const watched = effective.items.flatMap((e) => {
+  const watched = effective.items.flatMap((e): Watched[] => {
     const item = e.item as MonitoringItem;
     if (item.type !== 'metric') return [];
     const times = [
@@ -228,63 +330,32 @@ export async function uploadMetrics(
     ].sort((a, b) => a - b);
     return times.length === 0 ? [] : [{ effective: e, item, times }];
   });
-  // Samples no item watches are one statement: no transaction (its Begin, statement timeout and Commit would double
-  // the Data API calls of the upload).
+  // Samples no item watches are one statement: no transaction (its Begin and Commit would double the Data API calls
+  // of the upload). Watched samples that move nothing are two (evaluateQuietly); the rest is one transaction.
   if (watched.length === 0) {
     const accepted = await store.insertSamples(db, device.id, device.orgId, samples);
     return { accepted, duplicates: samples.length - accepted, ignored: 0, transitions: [] as Evaluated[] };
   }
+  const quiet = await evaluateQuietly(db, device, watched, samples);
+  if (quiet.settled)
+    return {
+      accepted: quiet.accepted,
+      duplicates: samples.length - quiet.accepted,
+      ignored: 0,
+      transitions: [] as Evaluated[],
+    };
   const after: AfterCommit[] = [];
   const outcome = await db.transaction(async (tx) => {
     const accepted = await store.insertSamples(tx, device.id, device.orgId, samples);
-    const windows = await store.selectWindows(
-      tx,
-      device.id,
-      watched.map((w) => ({
-        key: w.effective.key,
-        metric: w.item.metric,
-        volume: w.item.volume ?? null,
-        from: new Date(w.times[0]! - w.item.windowSeconds * 1000).toISOString(),
-        to: new Date(w.times[w.times.length - 1]!).toISOString(),
-      })),
-    );
-    const written: store.StateRow[] = [];
-    const moves: Moved[] = [];
-    for (const [index, w] of watched.entries()) {
-      const previous = previousOf(w.effective, windows[index]!.state, new Date(w.times[0]!));
-      const evaluatedAt = previous.lastEvaluatedAt?.getTime() ?? Number.NEGATIVE_INFINITY;
-      // Samples older than the item's last evaluation are stored but move nothing back.
-      const times = w.times.filter((at) => at > evaluatedAt);
-      const series = (windows[index]!.samples ?? []).map((s) => ({ ...s, at: Number(s.at) }));
-      const { state, steps } = stepThrough(w.item, previous, series, times);
-      if (state === previous) continue;
-      written.push({ ...state, policyVersion: w.effective.origin.policyVersion });
-      let before = previous;
-      for (const move of steps) {
-        moves.push({
-          effective: w.effective,
-          from: before.state,
-          to: move.state.state,
-          transition: move.transition,
-          alertBefore: previous.alertId,
-          value: move.value,
-          evidence: evidenceOf(series, move.at),
-          severity: severityOfItem(w.effective),
-        });
-        before = move.state;
-      }
-    }
+    const windows = await store.selectWindows(tx, device.id, windowsOf(watched));
+    const { written, moves } = evaluateWindows(watched, windows);
     await applyEvaluations(tx, audit, device, written, moves, after);
     const transitions: Evaluated[] = moves.map((m) => ({ itemKey: m.effective.key, from: m.from, to: m.to }));
     return { accepted, transitions };
   });
   await tellPsas(db, after);
-  return {
-    accepted: outcome.accepted,
-    duplicates: samples.length - outcome.accepted,
-    ignored: 0,
-    transitions: outcome.transitions,
-  };
+  const accepted = quiet.accepted + outcome.accepted;
+  return { accepted, duplicates: samples.length - accepted, ignored: 0, transitions: outcome.transitions };
 }
 
 const checkTypes = new Set(['service', 'process', 'event-log', 'script']);

@@ -75,10 +75,17 @@ export async function selectWindows(
   deviceId: string,
   items: { key: string; metric: string; volume: string | null; from: string; to: string }[],
 ) {
-  const { rows } = await db.query<{ key: string; state: StateRow | null; samples: Sample[] | null }>(
+  const { rows } = await db.query<{
+    key: string;
+    state: StateRow | null;
+    version: string | null;
+    samples: Sample[] | null;
+  }>(
     `SELECT i.key,
             (SELECT to_jsonb(x) FROM (SELECT ${stateColumns} FROM monitor_states s
                                        WHERE s.device_id = :deviceId::uuid AND s.item_key = i.key) x) AS state,
+            (SELECT s.xmin::text FROM monitor_states s
+              WHERE s.device_id = :deviceId::uuid AND s.item_key = i.key) AS version,
             (SELECT jsonb_agg(jsonb_build_object('volume', m.volume, 'value', m.value,
                                                  'at', extract(epoch FROM m.at) * 1000) ORDER BY m.at)
                FROM device_metric_samples m
@@ -88,6 +95,45 @@ export async function selectWindows(
     { deviceId, items: items as Record<string, unknown>[] },
   );
   return rows.map((row) => ({ ...row, state: row.state ? revive(row.state) : null }));
+}
+
+/**
+ * Stores samples once per (device, metric, volume, time) and writes each evaluated state where its row is still the
+ * version read (`version`: its xmin as text; none: no row was there), in one statement without the device's lock:
+ * how many samples were new, and the items whose state was written (a state another evaluation wrote meanwhile is
+ * left as it is).
+ */
+export async function insertSamplesAndWriteStates(
+  db: Db,
+  deviceId: string,
+  orgId: string,
+  samples: { metric: string; volume: string; at: string; value: number }[],
+  states: (StateRow & { version: string | null })[],
+): Promise<{ accepted: number; writtenKeys: string[] }> {
+  const row = await one<{ accepted: number; writtenKeys: string[] }>(
+    db,
+    `WITH stored AS (
+       INSERT INTO device_metric_samples (device_id, metric, volume, at, org_id, value)
+       SELECT :deviceId::uuid, s.metric, s.volume, s.at, :orgId::uuid, s.value
+         FROM jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
+       ON CONFLICT DO NOTHING
+       RETURNING 1),
+     expected AS (
+       SELECT r."itemKey", r.version FROM jsonb_to_recordset(:states::jsonb) AS r("itemKey" text, version text)),
+     written AS (
+       ${upsertStatesSql}
+       WHERE s.xmin::text = (SELECT e.version FROM expected e WHERE e."itemKey" = s.item_key)
+       RETURNING s.item_key)
+     SELECT (SELECT count(*)::int FROM stored) AS accepted,
+            (SELECT coalesce(jsonb_agg(item_key), '[]') FROM written) AS "writtenKeys"`,
+    {
+      deviceId,
+      orgId,
+      samples: samples as Record<string, unknown>[],
+      states: states as unknown as Record<string, unknown>[],
+    },
+  );
+  return { accepted: row?.accepted ?? 0, writtenKeys: row?.writtenKeys ?? [] };
 }
 
 /** Dates of a state read through to_jsonb come back as text. */
@@ -116,11 +162,8 @@ export async function selectStates(db: Db, deviceId: string, keys?: string[]) {
 export const offlineNotOkSql = `(SELECT coalesce(jsonb_agg(item_key), '[]') FROM monitor_states
    WHERE device_id = :deviceId::uuid AND item_type = 'offline' AND state <> 'ok')`;
 
-/** Writes the states evaluated now, in one statement. */
-export async function writeStates(tx: Tx, deviceId: string, orgId: string, states: StateRow[]): Promise<void> {
-  if (states.length === 0) return;
-  await tx.query(
-    `INSERT INTO monitor_states AS s (device_id, item_key, org_id, policy_id, policy_version, item_type, state, since,
+/** The states of :states (a JSON array of state rows) written for the device :deviceId, as an INSERT … ON CONFLICT. */
+const upsertStatesSql = `INSERT INTO monitor_states AS s (device_id, item_key, org_id, policy_id, policy_version, item_type, state, since,
                                       condition_since, last_value, last_evaluated_at, fired_count, resolved_count,
                                       alert_id, armed_until, updated_at)
      SELECT :deviceId::uuid, r."itemKey", :orgId::uuid, r."policyId", r."policyVersion", r."itemType", r.state, r.since,
@@ -135,9 +178,12 @@ export async function writeStates(tx: Tx, deviceId: string, orgId: string, state
         condition_since = EXCLUDED.condition_since, last_value = EXCLUDED.last_value,
         last_evaluated_at = EXCLUDED.last_evaluated_at, fired_count = EXCLUDED.fired_count,
         resolved_count = EXCLUDED.resolved_count, alert_id = EXCLUDED.alert_id, armed_until = EXCLUDED.armed_until,
-        updated_at = now()`,
-    { deviceId, orgId, states: states as unknown as Record<string, unknown>[] },
-  );
+        updated_at = now()`;
+
+/** Writes the states evaluated now, in one statement. */
+export async function writeStates(tx: Tx, deviceId: string, orgId: string, states: StateRow[]): Promise<void> {
+  if (states.length === 0) return;
+  await tx.query(upsertStatesSql, { deviceId, orgId, states: states as unknown as Record<string, unknown>[] });
 }
 
 /**

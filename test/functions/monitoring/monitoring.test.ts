@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { appDb } from '#shared/db/client.ts';
+import { appDb, appStatementCount } from '#shared/db/client.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { runOfflineJob } from '#shared/monitoring/evaluate.ts';
 import { judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
-import { pruneMonitoringData } from '#shared/monitoring/store.ts';
+import { insertSamplesAndWriteStates, pruneMonitoringData, selectWindows } from '#shared/monitoring/store.ts';
 import { deviceEvent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually, TestConnection } from '#test/support/live-agents.ts';
@@ -204,6 +204,66 @@ describe('metric items', () => {
         })
       ).status,
     ).toBe(404);
+  });
+});
+
+describe('an upload that moves nothing', () => {
+  it('is a read and one write, without the lock and transaction of an upload that moves an item', async () => {
+    // Settled first: ok and evaluated at minute 51.
+    await metrics([cpu(50, 30), cpu(51, 30)]);
+    const before = await states();
+    const counted = appStatementCount();
+    const quiet = await metrics([cpu(52, 35), cpu(52, 35), cpu(53, 40)]);
+    // The token lookup, the windows read, the samples and states written: three statements.
+    expect(appStatementCount() - counted).toBe(3);
+    expect(quiet.body).toEqual({ accepted: 2, duplicates: 1, ignored: 0, transitions: [] });
+    const after = await states();
+    expect(after.cpu).toMatchObject({ state: 'ok', lastValue: 37.5, firedCount: before.cpu.firedCount });
+    expect(Date.parse(after.cpu.lastEvaluatedAt)).toBe(Date.parse(at(53)));
+    // One that moves an item takes the transaction, as before.
+    const counting = appStatementCount();
+    const moved = await metrics([cpu(54, 99), cpu(55, 99)]);
+    expect(moved.body.transitions).toEqual([{ itemKey: 'cpu', from: 'ok', to: 'pending' }]);
+    expect(appStatementCount() - counting).toBeGreaterThan(3);
+    await metrics([cpu(56, 10), cpu(57, 10)]);
+    expect((await states()).cpu.state).toBe('ok');
+  });
+
+  it('leaves a state another evaluation wrote since it was read, and stores its samples all the same', async () => {
+    const read = await selectWindows(t.db.admin, device.deviceId, [
+      { key: 'cpu', metric: 'cpu.percent', volume: null, from: at(57), to: at(58) },
+    ]);
+    const seen = read[0]!;
+    expect(seen.version).toEqual(expect.any(String));
+    // Another evaluation writes the state meanwhile.
+    await t.db.admin.query(
+      `UPDATE monitor_states SET last_value = 12 WHERE device_id = :id::uuid AND item_key = 'cpu'`,
+      { id: device.deviceId },
+    );
+    const outcome = await insertSamplesAndWriteStates(
+      t.db.admin,
+      device.deviceId,
+      tenant.orgId,
+      [{ metric: 'cpu.percent', volume: '', at: at(58), value: 33 }],
+      [{ ...seen.state!, lastValue: 33, lastEvaluatedAt: new Date(at(58)), version: seen.version }],
+    );
+    expect(outcome).toEqual({ accepted: 1, writtenKeys: [] });
+    expect((await states()).cpu).toMatchObject({ lastValue: 12 });
+    // Read again, the same write goes through.
+    const again = (
+      await selectWindows(t.db.admin, device.deviceId, [
+        { key: 'cpu', metric: 'cpu.percent', volume: null, from: at(57), to: at(58) },
+      ])
+    )[0]!;
+    const written = await insertSamplesAndWriteStates(
+      t.db.admin,
+      device.deviceId,
+      tenant.orgId,
+      [],
+      [{ ...again.state!, lastValue: 33, version: again.version }],
+    );
+    expect(written).toEqual({ accepted: 0, writtenKeys: ['cpu'] });
+    expect((await states()).cpu).toMatchObject({ lastValue: 33 });
   });
 });
 
