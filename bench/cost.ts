@@ -26,6 +26,7 @@ import { localRolePasswords, roleUrls } from '#infra/local/database.ts';
 import { startHttpGateway } from '#infra/local/http-gateway.ts';
 import { startWsGateway, useLocalManagementApi } from '#infra/local/ws-gateway.ts';
 import { appStatementCount, closeAppDb } from '#shared/db/client.ts';
+import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { grantRoleLogins } from '#shared/db/roles.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
@@ -102,13 +103,18 @@ function serverCpuMs(postmaster: number): number {
   return ticks * 10;
 }
 
-/** Bytes and lines written to the process's stdout and stderr: a function's log, as Lambda's runtime sends it on. */
-const functionLog = { bytes: 0, lines: 0 };
+/**
+ * Bytes and lines written to the process's stdout and stderr: a function's log, as Lambda's runtime sends it on.
+ * While `quiet`, what goes to stdout (the handlers' metric and info lines) is counted and not shown; stderr (warnings
+ * and errors) is always shown.
+ */
+const functionLog = { bytes: 0, lines: 0, quiet: false };
 for (const stream of [process.stdout, process.stderr]) {
   const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
   stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
     functionLog.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     functionLog.lines += String(chunk).split('\n').length - 1;
+    if (functionLog.quiet && stream === process.stdout) return true;
     return write(chunk, ...rest);
   }) as typeof stream.write;
 }
@@ -123,6 +129,38 @@ const logAccess = (line: string) => {
   const counted = accessLogByRoute.get(route) ?? { bytes: 0, lines: 0 };
   accessLogByRoute.set(route, { bytes: counted.bytes + bytes, lines: counted.lines + 1 });
 };
+
+/** A monitoring policy of three metric items, assigned to the whole partner (as bench/monitoring.ts loads one). */
+async function watchMetrics(admin: Db, partnerId: string): Promise<void> {
+  const metric = (key: string, name: string, op: 'gt' | 'lt', threshold: number, clear: number, volume?: string) => ({
+    key,
+    type: 'metric',
+    severity: 'medium',
+    autoResolve: true,
+    metric: name,
+    ...(volume ? { volume } : {}),
+    op,
+    threshold,
+    clearThreshold: clear,
+    windowSeconds: 300,
+    aggregation: 'avg',
+    pendingSeconds: 120,
+  });
+  const items = [
+    metric('cpu', 'cpu.percent', 'gt', 95, 85),
+    metric('memory', 'memory.percent', 'gt', 95, 85),
+    metric('disk', 'disk.freePercent', 'lt', 5, 10, 'C:'),
+  ];
+  await admin.query(
+    `WITH p AS (
+       INSERT INTO policies (partner_id, kind, name, items)
+       VALUES (:partnerId::uuid, 'monitoring', 'Baseline', :items::jsonb) RETURNING id, name, items),
+     v AS (INSERT INTO policy_versions (policy_id, version, name, items) SELECT id, 1, name, items FROM p)
+     INSERT INTO policy_assignments (policy_id, partner_id, org_id, kind, level, target_id)
+     SELECT id, :partnerId::uuid, NULL, 'monitoring', 'partner', :partnerId::uuid FROM p`,
+    { partnerId, items },
+  );
+}
 
 async function main() {
   const scratch = await createScratchDatabase('cost');
@@ -182,6 +220,7 @@ async function main() {
       },
     });
     const base = http.url;
+    functionLog.quiet = true;
     const wsUrl = ws.url;
 
     const enroll = async (hostname: string) => {
@@ -360,26 +399,35 @@ async function main() {
         },
       }),
     );
-    const samplesAt = Date.now() - (calls + 5) * 5 * 60_000;
+    // Two rounds of uploads, each its own span of minutes (`round` 0 and 1), so the second stores new samples too.
+    const samplesAt = Date.now() - (2 * calls + 10) * 5 * 60_000;
+    const metricsUpload = (round: number) => (i: number) =>
+      call('PUT', `${agentPath}/metrics`, {
+        samples: Array.from({ length: items }, (_, j) => {
+          const metrics = ['cpu.percent', 'memory.percent', 'disk.freePercent', 'disk.freeBytes'] as const;
+          const metric = metrics[j % metrics.length]!;
+          const minute = (round * (calls + 5) + i + 2) * 5 + Math.floor(j / metrics.length);
+          const timestamp = new Date(samplesAt + minute * 60_000).toISOString();
+          const value = metric === 'disk.freeBytes' ? 160 * 1024 ** 3 : 10 + (j % 7);
+          return metric.startsWith('disk') ? { metric, volume: 'C:', value, timestamp } : { metric, value, timestamp };
+        }),
+      });
     await measure(
       'metrics.upload',
-      `monitoring metrics upload PUT /agents/{id}/metrics (${items} samples)`,
+      `monitoring metrics upload PUT /agents/{id}/metrics (${items} samples, no item watching)`,
       'http',
       items,
-      (i) =>
-        call('PUT', `${agentPath}/metrics`, {
-          samples: Array.from({ length: items }, (_, j) => {
-            const metrics = ['cpu.percent', 'memory.percent', 'disk.freePercent', 'disk.freeBytes'] as const;
-            const metric = metrics[j % metrics.length]!;
-            const timestamp = new Date(
-              samplesAt + ((i + 2) * 5 + Math.floor(j / metrics.length)) * 60_000,
-            ).toISOString();
-            const value = metric === 'disk.freeBytes' ? 160 * 1024 ** 3 : 10 + (j % 7);
-            return metric.startsWith('disk')
-              ? { metric, volume: 'C:', value, timestamp }
-              : { metric, value, timestamp };
-          }),
-        }),
+      metricsUpload(0),
+    );
+    // The same upload once a monitoring policy watches its metrics, as an MSP's baseline policy does: CPU, memory
+    // and the system volume's free space over 5-minute windows, thresholds the samples stay clear of.
+    await watchMetrics(admin, partner.id);
+    await measure(
+      'metrics.upload.watched',
+      `monitoring metrics upload PUT /agents/{id}/metrics (${items} samples, 3 metric items watching)`,
+      'http',
+      items,
+      metricsUpload(1),
     );
 
     // WebSocket operations: the keep-alive message on an open connection, a connection opened and closed.
@@ -496,6 +544,7 @@ async function main() {
     });
     socket.close(1000);
     status('');
+    functionLog.quiet = false;
 
     const measured: MeasuredOperations = {
       measuredAt: new Date().toISOString().slice(0, 16).concat('Z'),

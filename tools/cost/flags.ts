@@ -58,6 +58,8 @@ export function parseCostArgs(argv: string[]): { inputs: CostInputs; operationsF
     const n = Number(text.replaceAll('_', '').replaceAll(',', ''));
     if (text.trim() === '' || !Number.isFinite(n) || n < 0)
       throw new UsageError(`--${kebab(field)} takes a number of 0 or more, not ${text}`);
+    if (field === 'watchedMetricsShare' && n > 1)
+      throw new UsageError(`--watched-metrics-share takes a share from 0 to 1, not ${text}`);
     if (field === 'devices' && (!Number.isInteger(n) || n < 1))
       throw new UsageError(`--devices takes a whole number of 1 or more, not ${text}`);
     inputs[field] = n;

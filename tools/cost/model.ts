@@ -81,6 +81,8 @@ export interface CostInputs {
   postureUploadsPerDay: number;
   metricsUploadsPerDay: number;
   metricSamplesPerUpload: number;
+  /** The share of metrics uploads a monitoring item watches (evaluated in the upload's transaction), 0 to 1. */
+  watchedMetricsShare: number;
   /**
    * The heartbeat queue's batches (infra/aws/work-queue.ts): at most this many heartbeats a worker run, gathered for
    * at most `heartbeatBatchWindowSeconds`; a fleet fills a batch with what it sends in the window.
@@ -143,6 +145,7 @@ export const defaultInputs: Omit<CostInputs, 'devices'> = {
   postureUploadsPerDay: 1,
   metricsUploadsPerDay: 96,
   metricSamplesPerUpload: 60,
+  watchedMetricsShare: 1,
   heartbeatBatchSize: 100,
   heartbeatBatchWindowSeconds: 5,
   offlineMonitorMinutes: 0,
@@ -268,7 +271,21 @@ export const operationUses: OperationUse[] = [
     itemsPerCall: (p) => ratio(p.eventLogEntriesPerDay, p.eventLogSubmissionsPerDay),
   },
   { key: 'posture.upload', callsPerDay: (p) => p.postureUploadsPerDay },
-  { key: 'metrics.upload', callsPerDay: (p) => p.metricsUploadsPerDay, itemsPerCall: (p) => p.metricSamplesPerUpload },
+  {
+    key: 'metrics.upload',
+    callsPerDay: (p) => p.metricsUploadsPerDay * (1 - Math.min(1, p.watchedMetricsShare)),
+    itemsPerCall: (p) => p.metricSamplesPerUpload,
+  },
+  {
+    key: 'metrics.upload.watched',
+    callsPerDay: (p) => p.metricsUploadsPerDay * Math.min(1, p.watchedMetricsShare),
+    itemsPerCall: (p) => p.metricSamplesPerUpload,
+    estimate: {
+      from: 'metrics.upload',
+      how: 'as an upload no item watches (figures measured before watched uploads were)',
+      derive: (f) => f,
+    },
+  },
 ];
 
 /**
