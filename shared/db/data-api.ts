@@ -65,7 +65,7 @@ export interface DataApiDbOptions {
   pollMs?: number;
   /**
    * DB_STATEMENT_TIMEOUT_MS (shared/db/timeouts.ts; 0 or none: no bound): each transaction starts with `SET LOCAL
-   * statement_timeout` to it, and every call (but a continueAfterTimeout one) is abandoned 2 s after it, as
+   * statement_timeout` to it (unless `roleTimeout`), and every call (but a continueAfterTimeout one) is abandoned 2 s after it, as
    * node-postgres abandons a query to a server that stopped answering. Either way the caller hears 57014 (503).
    */
   statementTimeoutMs?: number;

@@ -5,9 +5,9 @@
  *
  * - DB_CONNECT_TIMEOUT_MS (default 5,000): opening a connection (node-postgres).
  * - DB_STATEMENT_TIMEOUT_MS (default 20,000): one statement, enforced by the server (statement_timeout) and, for a
- *   server that stopped answering, by the client 2 s later. Under the Data API (shared/db/data-api.ts): each
- *   transaction starts with SET LOCAL statement_timeout, a statement outside one is bounded by the API role's default
- *   (ALTER ROLE logbook_app SET statement_timeout, shared/db/roles.ts, set with its login), and each call is abandoned
+ *   server that stopped answering, by the client 2 s later. Under the Data API (shared/db/data-api.ts): the API
+ *   role's statements are bounded by its default (ALTER ROLE logbook_app SET statement_timeout, shared/db/roles.ts,
+ *   set with its login), another role's transactions start with SET LOCAL statement_timeout, and each call is abandoned
  *   2 s past the timeout (the Data API itself ends a call after 45 s). Below API Gateway's 30 s, so the caller hears a
  *   503, not a 504.
  */
