@@ -387,18 +387,15 @@ export async function uploadCheckResults(
       at: sampleTime(r.timestamp, now),
     }))
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  if (results.length === 0)
+    return { accepted: 0, duplicates: 0, ignored: body.results.length, transitions: [] as Evaluated[] };
   const mappings = await scriptMappings(db, [...byKey.values()]);
-  const after: AfterCommit[] = [];
-  const outcome = await db.transaction(async (tx) => {
-    const stored = await store.insertCheckResults(tx, device.id, device.orgId, results);
-    const fresh = new Set(stored.map((r) => `${r.itemKey}@${new Date(r.at).toISOString()}`));
-    const states = new Map(
-      (await store.selectStates(tx, device.id, [...new Set(results.map((r) => r.itemKey))])).map((s) => [s.itemKey, s]),
-    );
+  /** Steps each new result's item from its state: the states to write and the moves they made. */
+  const evaluate = (fresh: Set<string>, states: Map<string, store.StateRow>) => {
     const written = new Map<string, store.StateRow>();
     const moves: Moved[] = [];
     for (const result of results) {
-      if (!fresh.has(`${result.itemKey}@${result.at}`)) continue;
+      if (!fresh.has(resultKey(result))) continue;
       const e = byKey.get(result.itemKey)!;
       const at = new Date(result.at);
       const previous = previousOf(e, written.get(e.key) ?? states.get(e.key) ?? null, at);
@@ -422,20 +419,54 @@ export async function uploadCheckResults(
       );
       written.set(e.key, list[0]!);
     }
-    await applyEvaluations(tx, audit, device, [...written.values()], moves, after);
+    return { written: [...written.values()], moves };
+  };
+  const keys = [...new Set(results.map((r) => r.itemKey))];
+  // Results that move no item are a read and one write, without the device's lock (as a metrics upload's samples).
+  const read = await store.selectCheckStates(db, device.id, keys, results);
+  const quiet = evaluate(new Set(results.map(resultKey).filter((key) => !read.stored.has(key))), read.states);
+  let stored: string[] = [];
+  if (quiet.moves.length === 0) {
+    const outcome = await store.insertCheckResultsAndWriteStates(
+      db,
+      device.id,
+      device.orgId,
+      results,
+      quiet.written.map((state) => ({ ...state, version: read.versions.get(state.itemKey) ?? null })),
+    );
+    stored = outcome.insertedKeys;
+    if (outcome.writtenKeys.length === quiet.written.length)
+      return {
+        accepted: stored.length,
+        duplicates: results.length - stored.length,
+        ignored: body.results.length - results.length,
+        transitions: [] as Evaluated[],
+      };
+  }
+  const after: AfterCommit[] = [];
+  const outcome = await db.transaction(async (tx) => {
+    const inserted = await store.insertCheckResults(tx, device.id, device.orgId, results);
+    const states = new Map((await store.selectStates(tx, device.id, keys)).map((state) => [state.itemKey, state]));
+    // New are the results stored now, and those the write above stored without its states.
+    const { written, moves } = evaluate(new Set([...inserted.map(resultKey), ...stored]), states);
+    await applyEvaluations(tx, audit, device, written, moves, after);
     return {
-      accepted: stored.length,
+      accepted: inserted.length,
       transitions: moves.map((m) => ({ itemKey: m.effective.key, from: m.from, to: m.to })),
     };
   });
   await tellPsas(db, after);
+  const accepted = stored.length + outcome.accepted;
   return {
-    accepted: outcome.accepted,
-    duplicates: results.length - outcome.accepted,
+    accepted,
+    duplicates: results.length - accepted,
     ignored: body.results.length - results.length,
     transitions: outcome.transitions,
   };
 }
+
+/** A check result's identity: its item and its time (as stored, an ISO instant). */
+const resultKey = (r: { itemKey: string; at: string | Date }) => `${r.itemKey}@${new Date(r.at).toISOString()}`;
 
 /** The exit-code mappings of the scripts that script checks run. */
 async function scriptMappings(db: Db, items: EffectiveItem[]) {

@@ -108,7 +108,7 @@ export async function insertSamplesAndWriteStates(
   deviceId: string,
   orgId: string,
   samples: { metric: string; volume: string; at: string; value: number }[],
-  states: (StateRow & { version: string | null })[],
+  states: VersionedState[],
 ): Promise<{ accepted: number; writtenKeys: string[] }> {
   const row = await one<{ accepted: number; writtenKeys: string[] }>(
     db,
@@ -118,12 +118,7 @@ export async function insertSamplesAndWriteStates(
          FROM jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
        ON CONFLICT DO NOTHING
        RETURNING 1),
-     expected AS (
-       SELECT r."itemKey", r.version FROM jsonb_to_recordset(:states::jsonb) AS r("itemKey" text, version text)),
-     written AS (
-       ${upsertStatesSql}
-       WHERE s.xmin::text = (SELECT e.version FROM expected e WHERE e."itemKey" = s.item_key)
-       RETURNING s.item_key)
+     ${statesWrittenIfReadSql()}
      SELECT (SELECT count(*)::int FROM stored) AS accepted,
             (SELECT coalesce(jsonb_agg(item_key), '[]') FROM written) AS "writtenKeys"`,
     {
@@ -135,6 +130,87 @@ export async function insertSamplesAndWriteStates(
   );
   return { accepted: row?.accepted ?? 0, writtenKeys: row?.writtenKeys ?? [] };
 }
+
+/**
+ * The states of the device :deviceId with their row versions (xmin as text) for the items `keys`, and which of
+ * `results` are stored already, in one statement: what a check-results upload evaluates without the device's lock.
+ */
+export async function selectCheckStates(
+  db: Db,
+  deviceId: string,
+  keys: string[],
+  results: { itemKey: string; at: string }[],
+) {
+  const row = await one<{ states: (StateRow & { version: string })[]; stored: { itemKey: string; at: string }[] }>(
+    db,
+    `SELECT (SELECT coalesce(jsonb_agg(to_jsonb(x)), '[]') FROM (
+              SELECT ${stateColumns}, s.xmin::text AS version FROM monitor_states s
+               WHERE s.device_id = :deviceId::uuid AND s.item_key IN (SELECT jsonb_array_elements_text(:keys::jsonb))) x
+            ) AS states,
+            (SELECT coalesce(jsonb_agg(jsonb_build_object('itemKey', c.item_key, 'at', c.at)), '[]')
+               FROM monitor_check_results c
+               JOIN jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz)
+                 ON c.item_key = r."itemKey" AND c.at = r.at
+              WHERE c.device_id = :deviceId::uuid) AS stored`,
+    { deviceId, keys, results: results.map((r) => ({ itemKey: r.itemKey, at: r.at })) },
+  );
+  const states = (row?.states ?? []).map((state) => ({ ...revive(state), version: state.version }));
+  return {
+    states: new Map<string, StateRow>(states.map((state) => [state.itemKey, state])),
+    versions: new Map(states.map((state) => [state.itemKey, state.version])),
+    stored: new Set((row?.stored ?? []).map((r) => `${r.itemKey}@${new Date(r.at).toISOString()}`)),
+  };
+}
+
+/**
+ * Stores check results once per (device, item, time) and writes each evaluated state where its row is still the
+ * version read, in one statement without the device's lock (as insertSamplesAndWriteStates): the results that were
+ * new (`item@time`), and the items whose state was written.
+ */
+export async function insertCheckResultsAndWriteStates(
+  db: Db,
+  deviceId: string,
+  orgId: string,
+  results: { itemKey: string; status: string; value: number | null; output: string | null; at: string }[],
+  states: VersionedState[],
+): Promise<{ insertedKeys: string[]; writtenKeys: string[] }> {
+  const row = await one<{ inserted: { itemKey: string; at: string }[]; writtenKeys: string[] }>(
+    db,
+    `WITH stored AS (
+       INSERT INTO monitor_check_results (device_id, item_key, at, org_id, status, value, output)
+       SELECT :deviceId::uuid, r."itemKey", r.at, :orgId::uuid, r.status, r.value, r.output
+         FROM jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz, status text, value float8, output text)
+       ON CONFLICT DO NOTHING
+       RETURNING item_key, at),
+     ${statesWrittenIfReadSql()}
+     SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('itemKey', item_key, 'at', at)), '[]') FROM stored) AS inserted,
+            (SELECT coalesce(jsonb_agg(item_key), '[]') FROM written) AS "writtenKeys"`,
+    {
+      deviceId,
+      orgId,
+      results: results as Record<string, unknown>[],
+      states: states as unknown as Record<string, unknown>[],
+    },
+  );
+  return {
+    insertedKeys: (row?.inserted ?? []).map((r) => `${r.itemKey}@${new Date(r.at).toISOString()}`),
+    writtenKeys: row?.writtenKeys ?? [],
+  };
+}
+
+/** An evaluated state and the version of its row when read (xmin as text; none: no row was there). */
+export type VersionedState = StateRow & { version: string | null };
+
+/**
+ * CTEs `expected` and `written`: the states of :states written for the device :deviceId, each only where its row is
+ * still the version read (a row another evaluation wrote meanwhile, or inserted where none was, is left as it is).
+ */
+const statesWrittenIfReadSql = () => `expected AS (
+       SELECT r."itemKey", r.version FROM jsonb_to_recordset(:states::jsonb) AS r("itemKey" text, version text)),
+     written AS (
+       ${upsertStatesSql}
+       WHERE s.xmin::text = (SELECT e.version FROM expected e WHERE e."itemKey" = s.item_key)
+       RETURNING s.item_key)`;
 
 /** Dates of a state read through to_jsonb come back as text. */
 function revive(state: StateRow): StateRow {

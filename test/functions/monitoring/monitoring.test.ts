@@ -1,7 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { AuditContext } from '#shared/audit/writer.ts';
 import { appDb, appStatementCount } from '#shared/db/client.ts';
+import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
-import { runOfflineJob } from '#shared/monitoring/evaluate.ts';
+import { runOfflineJob, uploadCheckResults } from '#shared/monitoring/evaluate.ts';
 import { judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
 import { insertSamplesAndWriteStates, pruneMonitoringData, selectWindows } from '#shared/monitoring/store.ts';
 import { deviceEvent, submitEvents } from '#test/support/agents.ts';
@@ -268,12 +270,13 @@ describe('an upload that moves nothing', () => {
 });
 
 describe('check results', () => {
+  const check = (status: string, minute: number, itemKey = 'spooler') =>
+    t.api.request('POST', `/api/v1/agents/${device.agentId}/check-results`, {
+      token: device.token,
+      body: { results: [{ itemKey, status, output: 'Spooler is stopped', timestamp: at(minute) }] },
+    });
+
   it('a failed service check fires, a passed one clears; results of no item in force are ignored', async () => {
-    const check = (status: string, minute: number, itemKey = 'spooler') =>
-      t.api.request('POST', `/api/v1/agents/${device.agentId}/check-results`, {
-        token: device.token,
-        body: { results: [{ itemKey, status, output: 'Spooler is stopped', timestamp: at(minute) }] },
-      });
     const failed = await check('fail', 50);
     expect(failed.body).toMatchObject({ accepted: 1, transitions: [{ itemKey: 'spooler', from: 'ok', to: 'firing' }] });
     expect((await check('fail', 50)).body).toMatchObject({ accepted: 0, duplicates: 1, transitions: [] });
@@ -282,6 +285,56 @@ describe('check results', () => {
     expect(open.severity).toBe('medium');
     expect((await check('pass', 52)).body.transitions).toEqual([{ itemKey: 'spooler', from: 'firing', to: 'ok' }]);
     expect((await monitorAlerts()).find((a) => a.id === open.id).status).toBe('resolved');
+    // Passes that move nothing: the token lookup, the states read and one write, no transaction; a repeat counted.
+    const counted = appStatementCount();
+    const quiet = await check('pass', 53);
+    expect(appStatementCount() - counted).toBe(3);
+    expect(quiet.body).toEqual({ accepted: 1, duplicates: 0, ignored: 0, transitions: [] });
+    expect(Date.parse((await states()).spooler.lastEvaluatedAt)).toBe(Date.parse(at(53)));
+    expect((await check('pass', 53)).body).toEqual({ accepted: 0, duplicates: 1, ignored: 0, transitions: [] });
+  });
+
+  it('evaluates under the lock what a state written meanwhile kept from its write, once', async () => {
+    const caller = {
+      actorType: 'agent' as const,
+      agentId: device.agentId,
+      deviceId: device.deviceId,
+      orgId: tenant.orgId,
+    };
+    // Another evaluation writes the item's state between the read and the write of this upload.
+    const interleaved = (db: Db): Db => ({
+      ...db,
+      query: async (sql, params) => {
+        if (sql.includes('expected AS'))
+          await t.db.admin.query(
+            `UPDATE monitor_states SET last_value = 1 WHERE device_id = :id::uuid AND item_key = 'spooler'`,
+            { id: device.deviceId },
+          );
+        return db.query(sql, params);
+      },
+    });
+    const db = interleaved(appDb());
+    const audit: AuditContext = { db, caller: null, pending: [] };
+    const body = { results: [{ itemKey: 'spooler', status: 'fail' as const, output: 'stopped', timestamp: at(60) }] };
+    // A failure moves the item: no quiet write, the transaction as before.
+    const fired = await uploadCheckResults(db, caller, device.agentId, body, audit);
+    expect(fired).toMatchObject({ accepted: 1, transitions: [{ itemKey: 'spooler', from: 'ok', to: 'firing' }] });
+    const { firedCount } = (await states()).spooler;
+    // Still failing: nothing moves, so the quiet write stores the result, finds the state written meanwhile, and the
+    // result it stored is evaluated under the lock: once, with the latest state.
+    const held = await uploadCheckResults(
+      db,
+      caller,
+      device.agentId,
+      { results: [{ ...body.results[0]!, timestamp: at(61) }] },
+      audit,
+    );
+    expect(held).toEqual({ accepted: 1, duplicates: 0, ignored: 0, transitions: [] });
+    const state = (await states()).spooler;
+    expect(state).toMatchObject({ state: 'firing', firedCount });
+    expect(Date.parse(state.lastEvaluatedAt)).toBe(Date.parse(at(61)));
+    await check('pass', 62);
+    expect((await states()).spooler.state).toBe('ok');
   });
 });
 
