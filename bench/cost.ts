@@ -130,7 +130,10 @@ const logAccess = (line: string) => {
   accessLogByRoute.set(route, { bytes: counted.bytes + bytes, lines: counted.lines + 1 });
 };
 
-/** A monitoring policy of three metric items, assigned to the whole partner (as bench/monitoring.ts loads one). */
+/**
+ * A baseline monitoring policy, assigned to the whole partner (as bench/monitoring.ts loads one): three metric items
+ * and two service checks.
+ */
 async function watchMetrics(admin: Db, partnerId: string): Promise<void> {
   const metric = (key: string, name: string, op: 'gt' | 'lt', threshold: number, clear: number, volume?: string) => ({
     key,
@@ -146,10 +149,13 @@ async function watchMetrics(admin: Db, partnerId: string): Promise<void> {
     aggregation: 'avg',
     pendingSeconds: 120,
   });
+  const service = (key: string, name: string) => ({ key, type: 'service', severity: 'high', name, expect: 'running' });
   const items = [
     metric('cpu', 'cpu.percent', 'gt', 95, 85),
     metric('memory', 'memory.percent', 'gt', 95, 85),
     metric('disk', 'disk.freePercent', 'lt', 5, 10, 'C:'),
+    service('antivirus', 'WinDefend'),
+    service('backup', 'BackupAgent'),
   ];
   await admin.query(
     `WITH p AS (
@@ -428,6 +434,16 @@ async function main() {
       'http',
       items,
       metricsUpload(1),
+    );
+    const checksAt = Date.now() - (calls + 5) * 60_000;
+    await measure('checks.upload', 'check results POST /agents/{id}/check-results (2 service checks)', 'http', 1, (i) =>
+      call('POST', `${agentPath}/check-results`, {
+        results: ['antivirus', 'backup'].map((itemKey) => ({
+          itemKey,
+          status: 'pass',
+          timestamp: new Date(checksAt + (i + 3) * 60_000).toISOString(),
+        })),
+      }),
     );
 
     // WebSocket operations: the keep-alive message on an open connection, a connection opened and closed.

@@ -83,6 +83,8 @@ export interface CostInputs {
   metricSamplesPerUpload: number;
   /** The share of metrics uploads a monitoring item watches (evaluated in the upload's transaction), 0 to 1. */
   watchedMetricsShare: number;
+  /** Uploads of check results (service, process, script checks of the device's policies) a day. */
+  checkUploadsPerDay: number;
   /**
    * The heartbeat queue's batches (infra/aws/work-queue.ts): at most this many heartbeats a worker run, gathered for
    * at most `heartbeatBatchWindowSeconds`; a fleet fills a batch with what it sends in the window.
@@ -146,6 +148,7 @@ export const defaultInputs: Omit<CostInputs, 'devices'> = {
   metricsUploadsPerDay: 96,
   metricSamplesPerUpload: 60,
   watchedMetricsShare: 1,
+  checkUploadsPerDay: 0,
   heartbeatBatchSize: 100,
   heartbeatBatchWindowSeconds: 5,
   offlineMonitorMinutes: 0,
@@ -286,6 +289,7 @@ export const operationUses: OperationUse[] = [
       derive: (f) => f,
     },
   },
+  { key: 'checks.upload', callsPerDay: (p) => p.checkUploadsPerDay },
 ];
 
 /**
