@@ -254,8 +254,8 @@ function evaluateWindows(
 /**
  * An upload whose samples move no item's state, in two statements and no transaction: the windows read as stored
  * with the upload's samples added (a sample already stored keeps its stored value, as the insert keeps it), then one
- * statement that stores the samples and writes each evaluated state only where it is still the one read (its row
- * version). It answers nothing (the caller evaluates under the device's lock) when an item would move (its alert,
+ * statement that takes the device's lock (an evaluation holding it has committed by then), stores the samples and
+ * writes each evaluated state only where it is still the one read (its row version). It answers nothing (the caller evaluates under the device's lock) when an item would move (its alert,
  * audit and tickets go with the transaction) or another evaluation wrote a state in between; what it stored then
  * stays, counted in `accepted`.
  */
@@ -422,7 +422,7 @@ export async function uploadCheckResults(
     return { written: [...written.values()], moves };
   };
   const keys = [...new Set(results.map((r) => r.itemKey))];
-  // Results that move no item are a read and one write, without the device's lock (as a metrics upload's samples).
+  // Results that move no item are a read and one write, no transaction (as a metrics upload's samples).
   const read = await store.selectCheckStates(db, device.id, keys, results);
   const quiet = evaluate(new Set(results.map(resultKey).filter((key) => !read.stored.has(key))), read.states);
   let stored: string[] = [];

@@ -99,7 +99,8 @@ export async function selectWindows(
 
 /**
  * Stores samples once per (device, metric, volume, time) and writes each evaluated state where its row is still the
- * version read (`version`: its xmin as text; none: no row was there), in one statement without the device's lock:
+ * version read (`version`: its xmin as text; none: no row was there), in one statement that takes the device's lock
+ * for itself (no transaction holds it from the read on):
  * how many samples were new, and the items whose state was written (a state another evaluation wrote meanwhile is
  * left as it is).
  */
@@ -112,10 +113,11 @@ export async function insertSamplesAndWriteStates(
 ): Promise<{ accepted: number; writtenKeys: string[] }> {
   const row = await one<{ accepted: number; writtenKeys: string[] }>(
     db,
-    `WITH stored AS (
+    `WITH l AS (SELECT ${deviceLock}),
+     stored AS (
        INSERT INTO device_metric_samples (device_id, metric, volume, at, org_id, value)
        SELECT :deviceId::uuid, s.metric, s.volume, s.at, :orgId::uuid, s.value
-         FROM jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
+         FROM l, jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
        ON CONFLICT DO NOTHING
        RETURNING 1),
      ${statesWrittenIfReadSql()}
@@ -133,7 +135,7 @@ export async function insertSamplesAndWriteStates(
 
 /**
  * The states of the device :deviceId with their row versions (xmin as text) for the items `keys`, and which of
- * `results` are stored already, in one statement: what a check-results upload evaluates without the device's lock.
+ * `results` are stored already, in one statement: what a check-results upload evaluates before its write.
  */
 export async function selectCheckStates(
   db: Db,
@@ -164,7 +166,7 @@ export async function selectCheckStates(
 
 /**
  * Stores check results once per (device, item, time) and writes each evaluated state where its row is still the
- * version read, in one statement without the device's lock (as insertSamplesAndWriteStates): the results that were
+ * version read, in one statement (as insertSamplesAndWriteStates): the results that were
  * new (`item@time`), and the items whose state was written.
  */
 export async function insertCheckResultsAndWriteStates(
@@ -176,10 +178,11 @@ export async function insertCheckResultsAndWriteStates(
 ): Promise<{ insertedKeys: string[]; writtenKeys: string[] }> {
   const row = await one<{ inserted: { itemKey: string; at: string }[]; writtenKeys: string[] }>(
     db,
-    `WITH stored AS (
+    `WITH l AS (SELECT ${deviceLock}),
+     stored AS (
        INSERT INTO monitor_check_results (device_id, item_key, at, org_id, status, value, output)
        SELECT :deviceId::uuid, r."itemKey", r.at, :orgId::uuid, r.status, r.value, r.output
-         FROM jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz, status text, value float8, output text)
+         FROM l, jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz, status text, value float8, output text)
        ON CONFLICT DO NOTHING
        RETURNING item_key, at),
      ${statesWrittenIfReadSql()}
@@ -203,12 +206,14 @@ export type VersionedState = StateRow & { version: string | null };
 
 /**
  * CTEs `expected` and `written`: the states of :states written for the device :deviceId, each only where its row is
- * still the version read (a row another evaluation wrote meanwhile, or inserted where none was, is left as it is).
+ * still the version read (a row another evaluation wrote meanwhile, or inserted where none was, is left as it is),
+ * after the device's lock (CTE `l`): an evaluation holding the lock has committed its states by then, so
+ * a state it wrote after this upload's read is seen and kept.
  */
 const statesWrittenIfReadSql = () => `expected AS (
        SELECT r."itemKey", r.version FROM jsonb_to_recordset(:states::jsonb) AS r("itemKey" text, version text)),
      written AS (
-       ${upsertStatesSql}
+       ${upsertStatesSql('l, ')}
        WHERE s.xmin::text = (SELECT e.version FROM expected e WHERE e."itemKey" = s.item_key)
        RETURNING s.item_key)`;
 
@@ -238,14 +243,19 @@ export async function selectStates(db: Db, deviceId: string, keys?: string[]) {
 export const offlineNotOkSql = `(SELECT coalesce(jsonb_agg(item_key), '[]') FROM monitor_states
    WHERE device_id = :deviceId::uuid AND item_type = 'offline' AND state <> 'ok')`;
 
-/** The states of :states (a JSON array of state rows) written for the device :deviceId, as an INSERT … ON CONFLICT. */
-const upsertStatesSql = `INSERT INTO monitor_states AS s (device_id, item_key, org_id, policy_id, policy_version, item_type, state, since,
+/**
+ * The states of :states (a JSON array of state rows) written for the device :deviceId, as an INSERT … ON CONFLICT;
+ * `from`: relations its rows are also selected from (the device's lock taken first).
+ */
+const upsertStatesSql = (
+  from = '',
+) => `INSERT INTO monitor_states AS s (device_id, item_key, org_id, policy_id, policy_version, item_type, state, since,
                                       condition_since, last_value, last_evaluated_at, fired_count, resolved_count,
                                       alert_id, armed_until, updated_at)
      SELECT :deviceId::uuid, r."itemKey", :orgId::uuid, r."policyId", r."policyVersion", r."itemType", r.state, r.since,
             r."conditionSince", r."lastValue", r."lastEvaluatedAt", r."firedCount", r."resolvedCount", r."alertId",
             r."armedUntil", now()
-       FROM jsonb_to_recordset(:states::jsonb) AS r("itemKey" text, "policyId" uuid, "policyVersion" int, "itemType" text,
+       FROM ${from}jsonb_to_recordset(:states::jsonb) AS r("itemKey" text, "policyId" uuid, "policyVersion" int, "itemType" text,
             state text, since timestamptz, "conditionSince" timestamptz, "lastValue" float8,
             "lastEvaluatedAt" timestamptz, "firedCount" int, "resolvedCount" int, "alertId" uuid, "armedUntil" timestamptz)
      ON CONFLICT (device_id, item_key) DO UPDATE SET
@@ -259,7 +269,7 @@ const upsertStatesSql = `INSERT INTO monitor_states AS s (device_id, item_key, o
 /** Writes the states evaluated now, in one statement. */
 export async function writeStates(tx: Tx, deviceId: string, orgId: string, states: StateRow[]): Promise<void> {
   if (states.length === 0) return;
-  await tx.query(upsertStatesSql, { deviceId, orgId, states: states as unknown as Record<string, unknown>[] });
+  await tx.query(upsertStatesSql(), { deviceId, orgId, states: states as unknown as Record<string, unknown>[] });
 }
 
 /**

@@ -5,7 +5,17 @@ import type { Db } from '#shared/db/db.ts';
 import { createPgDb } from '#shared/db/pg.ts';
 import { runOfflineJob, uploadCheckResults } from '#shared/monitoring/evaluate.ts';
 import { judgeEventLogItems } from '#shared/monitoring/event-log-items.ts';
-import { insertSamplesAndWriteStates, pruneMonitoringData, selectWindows } from '#shared/monitoring/store.ts';
+import {
+  insertSamples,
+  insertSamplesAndWriteStates,
+  pruneMonitoringData,
+  type StateRow,
+  selectStates,
+  selectWindows,
+  writeStates,
+} from '#shared/monitoring/store.ts';
+import { stepThrough } from '#shared/monitoring/transitions.ts';
+import type { MetricItem } from '#shared/policies/schemas.ts';
 import { deviceEvent, submitEvents } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { eventually, TestConnection } from '#test/support/live-agents.ts';
@@ -266,6 +276,55 @@ describe('an upload that moves nothing', () => {
     );
     expect(written).toEqual({ accepted: 0, writtenKeys: ['cpu'] });
     expect((await states()).cpu).toMatchObject({ lastValue: 33 });
+  });
+});
+
+describe('an upload that moves nothing, beside one evaluated under the lock', () => {
+  it('waits for the lock to write, finds the state written meanwhile, and is evaluated again after it', async () => {
+    const raceDevice = await enrollDevice(t.api, tenant, 'RACE-1');
+    const upload = (samples: unknown[]) => metrics(samples, raceDevice);
+    const cpuState = async () => (await selectStates(t.db.admin, raceDevice.deviceId, ['cpu']))[0]!;
+    // Pending from minute 100 (95 on average over two minutes, not yet for the pending time).
+    expect((await upload([cpu(100, 95)])).body.transitions).toEqual([{ itemKey: 'cpu', from: 'ok', to: 'pending' }]);
+    // Another upload is evaluated under the device's lock, as the transaction does: 10 at 100:30 cancels the pending.
+    let quiet: ReturnType<typeof upload> | undefined;
+    await t.db.admin.transaction(async (tx) => {
+      await insertSamples(tx, raceDevice.deviceId, tenant.orgId, [
+        { metric: 'cpu.percent', volume: '', at: at(100.5), value: 10 },
+      ]);
+      const [window] = await selectWindows(tx, raceDevice.deviceId, [
+        { key: 'cpu', metric: 'cpu.percent', volume: null, from: at(98.5), to: at(100.5) },
+      ]);
+      const series = (window!.samples ?? []).map((sample) => ({ ...sample, at: Number(sample.at) }));
+      const { state, steps } = stepThrough(cpuItem as MetricItem, window!.state!, series, [Date.parse(at(100.5))]);
+      expect(steps.map((step) => step.transition)).toEqual(['cancel']);
+      // Meanwhile an upload that moves nothing by what it reads (95 at minute 101: still pending) reaches its write,
+      // which waits for the lock.
+      let answered = false;
+      quiet = upload([cpu(101, 95)]).finally(() => {
+        answered = true;
+      });
+      for (;;) {
+        const { rows } = await t.db.admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%expected AS%'`,
+        );
+        if (answered || rows[0]!.n > 0) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await writeStates(tx, raceDevice.deviceId, tenant.orgId, [state as StateRow]);
+    });
+    const reply = await quiet!;
+    expect(reply.body).toMatchObject({ accepted: 1, duplicates: 0 });
+    // Evaluated after the other: ok at 100:30, then 95 at 101 averages 52.5 over 100:00–101:00 with 10 at 100:30.
+    const final = await cpuState();
+    expect(final.lastEvaluatedAt!.toISOString()).toBe(at(101));
+    expect(final.state).toBe('ok');
+    expect(reply.body.transitions).toEqual([]);
+    // The organization's samples as the retention test below counts them.
+    await t.db.admin.query('DELETE FROM device_metric_samples WHERE device_id = :id::uuid', {
+      id: raceDevice.deviceId,
+    });
   });
 });
 
