@@ -20,8 +20,8 @@ export const routes = {
       auth: 'agent',
       tag: 'agent-logs',
       summary:
-        "Submit up to 500 diagnostic log entries (2 MiB), stored 100 per insert; 429 RATE_LIMITED with Retry-After beyond the device's hourly budget; " +
-        'honours an Idempotency-Key header (1-255 printable characters) for 24 hours: a resend gets the first reply and stores nothing, the same key with another body is 409 IDEMPOTENCY_KEY_REUSED',
+        "Submit up to 500 diagnostic log entries (2 MiB), stored whole in one statement (without an Idempotency-Key and above 100 entries, 100 per insert); 429 RATE_LIMITED with Retry-After beyond the device's hourly budget; " +
+        'honours an Idempotency-Key header (1-255 printable characters) for 24 hours: a resend gets the first reply and stores nothing, the same key with another body is 422 IDEMPOTENCY_KEY_REUSED',
       params: agents.agentParams,
       body: agentLogs.submitLogs,
       maxBodyBytes: 2 * 1024 * 1024,
@@ -29,8 +29,7 @@ export const routes = {
       response: agentLogs.logsReceipt,
       errors: [400, 401, 403, 404, 409, 413, 429],
     },
-    ({ caller, params, body, headers }) =>
-      submitLogs(appDb(), caller, params.id, body.logs, headers['idempotency-key']),
+    ({ caller, params, body }) => submitLogs(appDb(), caller, params.id, body.logs),
   ),
   'GET /api/v1/devices/{id}/diagnostic-logs': route(
     {

@@ -1,5 +1,8 @@
 import { clampedTimestampSql, jsonWithOriginalTimestampSql } from '../agents/clock-skew.ts';
-import type { Db } from '../db/db.ts';
+import type { IngestCharge, Reservation } from '../agents/store.ts';
+import { ingestChargeSql, reservationColumns } from '../agents/store.ts';
+import { type Db, one, type Params } from '../db/db.ts';
+import { keyClaimSql } from '../db/idempotency.ts';
 import { likePattern } from '../db/like-pattern.ts';
 import type { Page } from '../db/page.ts';
 import { pagination } from '../db/paging.ts';
@@ -7,17 +10,9 @@ import { streamKeysSql } from '../db/stream-keys.ts';
 import { asUtc } from '../instants.ts';
 import type { LogEntry, LogLevel } from './schemas.ts';
 
-/**
- * One batch as one multi-row INSERT: the entries travel as one JSON parameter expanded
- * by jsonb_to_recordset. One statement, so a batch is stored whole or not at all.
- * The agent_logs_count trigger adds the rows to agent_log_counts in the same statement.
- */
-export async function insertLogBatch(
-  db: Db,
-  device: { id: string; orgId: string },
-  entries: readonly LogEntry[],
-): Promise<number> {
-  const rows = entries.map((e, n) => ({
+/** The entries as the JSON parameter :rows the inserts expand with jsonb_to_recordset. */
+const logRows = (entries: readonly LogEntry[]) =>
+  entries.map((e, n) => ({
     n: n + 1,
     timestamp: e.timestamp,
     at: asUtc(e.timestamp),
@@ -27,17 +22,65 @@ export async function insertLogBatch(
     fields: e.fields ?? {},
     agentVersion: e.agentVersion ?? null,
   }));
-  const { rowCount } = await db.query(
-    `WITH ${streamKeysSql('agent-logs')}
-     INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message, fields, agent_version, stream_seq)
+
+/**
+ * The INSERT of the entries :rows of the device (:deviceId, :orgId) where `gate` holds, after the CTE `keys`
+ * (streamKeysSql). The agent_logs_count trigger adds the rows to agent_log_counts in the same statement.
+ */
+const insertLogsSql = (
+  gate = 'true',
+) => `INSERT INTO agent_logs (device_id, org_id, timestamp, level, component, message, fields, agent_version, stream_seq)
      SELECT :deviceId::uuid, :orgId::uuid, ${clampedTimestampSql}, r.level::agent_log_level, r.component, r.message,
             ${jsonWithOriginalTimestampSql('r.fields')}, r."agentVersion", keys.base - r.n
        FROM jsonb_to_recordset(:rows::jsonb)
          AS r(n int, "timestamp" text, at text, level text, component text, message text, fields jsonb, "agentVersion" text)
-       LEFT JOIN keys ON true`,
-    { deviceId: device.id, orgId: device.orgId, rows },
-  );
+       LEFT JOIN keys ON true
+      WHERE ${gate}`;
+
+/**
+ * One batch as one multi-row INSERT: the entries travel as one JSON parameter expanded
+ * by jsonb_to_recordset. One statement, so a batch is stored whole or not at all.
+ */
+export async function insertLogBatch(
+  db: Db,
+  device: { id: string; orgId: string },
+  entries: readonly LogEntry[],
+): Promise<number> {
+  const { rowCount } = await db.query(`WITH ${streamKeysSql('agent-logs')} ${insertLogsSql()}`, {
+    deviceId: device.id,
+    orgId: device.orgId,
+    rows: logRows(entries),
+  });
   return rowCount;
+}
+
+/** What insertChargedLogs answers: the charge's Reservation, entries stored, and the key's claim (keyClaimSql). */
+type ChargedLogs = Reservation & { received: number; locked: boolean; claimed: boolean };
+
+/**
+ * A whole upload as one statement, so stored whole or not at all without a transaction around it: the charge to the
+ * device's hourly budget (ingestChargeSql), then the entries only when charged; with `claim` (a keyed request's
+ * parameters of keyClaimSql), the charge only when the key's lock is taken, and the key's row with its reply only when
+ * charged.
+ */
+export async function insertChargedLogs(
+  db: Db,
+  charge: IngestCharge,
+  entries: readonly LogEntry[],
+  claim?: Params,
+): Promise<ChargedLogs> {
+  const key = claim && keyClaimSql('EXISTS (SELECT FROM reserved)');
+  const row = await one<ChargedLogs & Record<string, unknown>>(
+    db,
+    `WITH ${key ? `${key.lock},` : ''} ${ingestChargeSql(key ? '(SELECT locked FROM key_lock)' : 'true')},
+     ${key ? `${key.row},` : ''} ${streamKeysSql('agent-logs')},
+     stored AS (${insertLogsSql('EXISTS (SELECT FROM reserved)')} RETURNING 1)
+     SELECT ${reservationColumns}, (SELECT count(*) FROM stored)::int AS received,
+            ${key ? key.columns : 'true AS locked, false AS claimed'}
+       FROM budget b LEFT JOIN reserved r ON true`,
+    { ...charge, ...claim, rows: logRows(entries) },
+  );
+  return row!;
 }
 
 export interface DiagnosticLogFilter {

@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { RateLimited } from '../errors.ts';
-import type { AgentDevice, IngestKind, Reservation } from './store.ts';
+import type { AgentDevice, IngestCharge, IngestKind, Reservation } from './store.ts';
 import * as store from './store.ts';
 
 /**
@@ -27,6 +27,16 @@ const what: Record<IngestKind, string> = {
   fields: 'custom field writes',
 };
 
+/** The charge of `count` entries (`needed` must still fit) as ingestChargeSql takes it, with the budget configured. */
+export const ingestCharge = (device: AgentDevice, kind: IngestKind, count: number, needed = count): IngestCharge => ({
+  deviceId: device.id,
+  orgId: device.orgId,
+  kind,
+  count,
+  needed,
+  defaultBudget: defaultBudget(kind),
+});
+
 /**
  * Charges `count` entries to the device's hourly budget; beyond it, 429 RATE_LIMITED with Retry-After
  * (seconds until the clock hour ends) and nothing is charged. `needed` (default `count`) is how many
@@ -39,14 +49,15 @@ export async function reserveIngest(
   count: number,
   needed = count,
 ): Promise<Reservation & { windowStart: Date }> {
-  const reservation = await store.upsertIngestUsage(db, {
-    deviceId: device.id,
-    orgId: device.orgId,
-    kind,
-    count,
-    needed,
-    defaultBudget: defaultBudget(kind),
-  });
+  return charged(await store.upsertIngestUsage(db, ingestCharge(device, kind, count, needed)), kind, needed);
+}
+
+/** The reservation of a charge (ingestChargeSql) that took its entries; else 429 RATE_LIMITED with Retry-After. */
+export function charged(
+  reservation: Reservation,
+  kind: IngestKind,
+  needed: number,
+): Reservation & { windowStart: Date } {
   if (!reservation.windowStart) {
     throw RateLimited(
       needed > reservation.budget

@@ -172,18 +172,14 @@ export interface Reservation {
 }
 
 /**
- * Charges `count` entries to the device's budget of the current clock hour if `needed` more fit
- * (`needed` is `count` but for a check that charges nothing), in one statement: the budget is the
- * organization's override or `defaultBudget`; a row of an earlier hour is reset in place. The device's
- * row stays locked until commit, so concurrent reservations queue on it and cannot overdraw it.
+ * The charge of `count` entries to the device's budget of the current clock hour if `needed` more fit (`needed` is
+ * `count` but for a check that charges nothing), as the CTEs `budget` (the organization's override or
+ * :defaultBudget, and the hour) and `reserved` (the hour charged; no row when refused), the charge made only where
+ * `gate` holds (an SQL condition over earlier CTEs of the statement). A row of an earlier hour is reset in place. The
+ * device's row stays locked until commit, so concurrent charges queue on it and cannot overdraw it. Parameters
+ * :deviceId, :orgId, :kind, :count, :needed, :defaultBudget.
  */
-export async function upsertIngestUsage(
-  db: Db,
-  r: { deviceId: string; orgId: string; kind: IngestKind; count: number; needed: number; defaultBudget: number },
-): Promise<Reservation> {
-  const row = await one<Reservation & Record<string, unknown>>(
-    db,
-    `WITH budget AS (
+export const ingestChargeSql = (gate = 'true') => `budget AS (
        SELECT COALESCE(
                 (SELECT CASE :kind::text WHEN 'logs' THEN l.logs_per_device_hour WHEN 'events' THEN l.events_per_device_hour END
                    FROM agent_ingest_limits l WHERE l.org_id = :orgId::uuid),
@@ -191,16 +187,34 @@ export async function upsertIngestUsage(
               date_trunc('hour', now()) AS window_start
      ), reserved AS (
        INSERT INTO agent_ingest_usage AS u (device_id, kind, window_start, used)
-       SELECT :deviceId::uuid, :kind::text, b.window_start, :count::int FROM budget b WHERE :needed::int <= b.entries
+       SELECT :deviceId::uuid, :kind::text, b.window_start, :count::int FROM budget b WHERE :needed::int <= b.entries AND ${gate}
        ON CONFLICT (device_id, kind) DO UPDATE SET
           window_start = excluded.window_start,
           used = CASE WHEN u.window_start = excluded.window_start THEN u.used ELSE 0 END + excluded.used
         WHERE CASE WHEN u.window_start = excluded.window_start THEN u.used ELSE 0 END + :needed::int <= (SELECT entries FROM budget)
        RETURNING u.window_start
-     )
-     SELECT r.window_start AS "windowStart", b.entries AS budget,
-            ceil(extract(epoch FROM b.window_start + interval '1 hour' - now()))::int AS "retryAfterSeconds"
-       FROM budget b LEFT JOIN reserved r ON true`,
+     )`;
+
+/** The Reservation a statement with ingestChargeSql answers, over `budget b LEFT JOIN reserved r ON true`. */
+export const reservationColumns = `r.window_start AS "windowStart", b.entries AS budget,
+            ceil(extract(epoch FROM b.window_start + interval '1 hour' - now()))::int AS "retryAfterSeconds"`;
+
+/** The parameters of ingestChargeSql. */
+export type IngestCharge = {
+  deviceId: string;
+  orgId: string;
+  kind: IngestKind;
+  count: number;
+  needed: number;
+  defaultBudget: number;
+};
+
+/** Charges entries to the device's hourly budget in a statement of its own (ingestChargeSql). */
+export async function upsertIngestUsage(db: Db, r: IngestCharge): Promise<Reservation> {
+  const row = await one<Reservation & Record<string, unknown>>(
+    db,
+    `WITH ${ingestChargeSql()}
+     SELECT ${reservationColumns} FROM budget b LEFT JOIN reserved r ON true`,
     r,
   );
   return row!;

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { DomainError, ValidationFailed } from '../errors.ts';
 import { logger } from '../logger.ts';
-import { type Db, type Isolation, one, type Tx } from './db.ts';
+import { type Db, type Isolation, one, type Params, type Tx } from './db.ts';
 
 /**
  * The tables of idempotency keys the daily retention run purges: the API's (idempotency_keys,
@@ -130,6 +130,10 @@ export interface KeyedRequest {
   held?: HeldTransaction;
   /** The reply is known: work the request left running claims nothing any more. */
   ended?: boolean;
+  /** The reply the route answers with a value (the handler's): a statement that claims the key stores it (claimInStatement). */
+  replyOf?: (answer: unknown) => StoredReply;
+  /** The statement that claimed the key stored the reply with the change: finishKeyed stores nothing more. */
+  replied?: boolean;
 }
 
 const rollback = Symbol('rollback');
@@ -180,7 +184,8 @@ export function unkeyedDb(db: Db): Db {
  * transaction (or first statement that changes rows, run in a transaction of its own) claims the key before its work (409 while another request holds it), and is kept open after its work
  * until the request's reply is known, so the reply is stored and committed with the change: a client that gave up
  * and retries finds either nothing (and the request runs again) or the change with its reply, never the change alone.
- * Any later statement of the request commits it first, and the reply is then stored after.
+ * Any later statement of the request commits it first, and the reply is then stored after. A change of one statement
+ * may claim the key itself instead (claimInStatement): no transaction is opened around it.
  */
 export function keyedRequestDb(db: Db): Db {
   return {
@@ -266,6 +271,7 @@ function claimingTransaction<T>(
  */
 export async function finishKeyed(db: Db, request: KeyedRequest, reply: StoredReply, failed: boolean): Promise<void> {
   request.ended = true;
+  if (request.replied) return;
   const held = request.held;
   if (held) {
     request.held = undefined;
@@ -336,24 +342,112 @@ const keyParams = (request: KeyedRequest) => ({
  */
 async function claimKey(tx: Db, request: KeyedRequest): Promise<void> {
   const params = keyParams(request);
-  const lockKey = createHash('sha256').update(`${params.principalType}\0${params.principalId}\0${params.keyDigest}`);
   const result = await one<{ locked: boolean; claimed: boolean }>(
     tx,
-    `WITH lock AS (SELECT pg_try_advisory_xact_lock(2, :lockKey::int) AS locked),
+    `WITH ${keyLockSql},
      claim AS (
        INSERT INTO idempotency_keys AS k (principal_type, principal_id, idempotency_key, request_hash)
-       SELECT :principalType::text, :principalId::text, :keyDigest::text, :requestHash::text FROM lock WHERE locked
+       SELECT :principalType::text, :principalId::text, :keyDigest::text, :requestHash::text FROM key_lock WHERE locked
        ON CONFLICT (principal_type, principal_id, idempotency_key) DO UPDATE
           SET request_hash = excluded.request_hash, reply = NULL, created_at = now()
         WHERE k.created_at <= now() - interval '24 hours'
        RETURNING 1
      )
-     SELECT (SELECT locked FROM lock) AS locked, EXISTS (SELECT 1 FROM claim) AS claimed`,
-    { ...params, requestHash: request.requestHash, lockKey: lockKey.digest().readInt32BE(0) },
+     SELECT (SELECT locked FROM key_lock) AS locked, EXISTS (SELECT 1 FROM claim) AS claimed`,
+    { ...params, requestHash: request.requestHash, lockKey: lockKeyOf(params) },
   );
   if (!result!.locked) throw keyInFlight(request.key);
   if (!result!.claimed) throw new KeyTaken();
 }
+
+/** The key's transaction lock, `key_lock.locked`: false while another request holds it (in flight). Parameter :lockKey. */
+const keyLockSql = 'key_lock AS (SELECT pg_try_advisory_xact_lock(2, :lockKey::int) AS locked)';
+
+const lockKeyOf = (params: ReturnType<typeof keyParams>) =>
+  createHash('sha256')
+    .update(`${params.principalType}\0${params.principalId}\0${params.keyDigest}`)
+    .digest()
+    .readInt32BE(0);
+
+/**
+ * The key's claim as CTEs of the statement that makes the request's change, so no transaction is opened around it: the
+ * statement starts with `key_lock` (claimKey's lock; not taken: the change is not made, and the request hears 409),
+ * gates its change on `(SELECT locked FROM key_lock)`, and adds `renewed` and `claimed`, the key's row with the sealed
+ * reply, where `gate` holds (an SQL condition that the change was made). A row of the key older than 24 hours is
+ * renewed; else it is inserted, and a row within 24 hours (another request with the key committed it meanwhile) fails
+ * the whole statement with a unique violation: the change is not kept, and the request answers from that row
+ * (claimInStatement). Parameters: keyClaimParams.
+ */
+export const keyClaimSql = (gate: string) => ({
+  lock: keyLockSql,
+  row: `renewed AS (
+       UPDATE idempotency_keys SET request_hash = :requestHash::text, reply = :reply::text, created_at = now()
+        WHERE ${keyWhere} AND created_at <= now() - interval '24 hours' AND ${gate}
+       RETURNING 1
+     ), claimed AS (
+       INSERT INTO idempotency_keys (principal_type, principal_id, idempotency_key, request_hash, reply)
+       SELECT :principalType::text, :principalId::text, :keyDigest::text, :requestHash::text, :reply::text
+        WHERE ${gate} AND NOT EXISTS (SELECT FROM renewed)
+       RETURNING 1
+     )`,
+  /** The answer claimInStatement reads: whether the lock was taken, and the key claimed. */
+  columns: `(SELECT locked FROM key_lock) AS locked, EXISTS (SELECT FROM claimed) OR EXISTS (SELECT FROM renewed) AS claimed`,
+});
+
+/** The parameters of keyClaimSql: the key's owner, digest, lock and request hash, and `reply` sealed. */
+const keyClaimParams = (request: KeyedRequest, reply: StoredReply) => {
+  const params = keyParams(request);
+  return {
+    ...params,
+    requestHash: request.requestHash,
+    lockKey: lockKeyOf(params),
+    reply: sealReply(request.key, reply),
+  };
+};
+
+/**
+ * The keyed request the caller runs in, when its change may claim its key in its own statement (claimInStatement):
+ * undefined outside one, once its key is claimed or its reply known, or when its route gave no replyOf.
+ */
+export function requestToClaim(): KeyedRequest | undefined {
+  const request = keyedRequests.getStore();
+  return request?.replyOf && !request.claimed && !request.ended ? request : undefined;
+}
+
+/**
+ * Runs `change`, the one statement that makes the request's change and claims its key with the reply of `answer`
+ * (keyClaimSql, given its parameters), as it is: keyedRequestDb opens no claiming transaction around it. Claimed, the
+ * request is done with its key (its reply stored, finishKeyed stores nothing more); the lock not taken is 409; a unique
+ * violation of the key's row (claimed and committed by another request meanwhile) is KeyTaken, answered from that row.
+ */
+export async function claimInStatement<T extends { locked: boolean; claimed: boolean }>(
+  request: KeyedRequest,
+  answer: unknown,
+  change: (params: Params) => Promise<T>,
+): Promise<T> {
+  const reply = request.replyOf!(answer);
+  request.claimed = true;
+  try {
+    const result = await change(keyClaimParams(request, reply));
+    if (!result.locked) throw keyInFlight(request.key);
+    request.replied = result.claimed;
+    return result;
+  } catch (error) {
+    if (keyRowTaken(error)) throw new KeyTaken();
+    throw error;
+  } finally {
+    // Not claimed (refused, or failed whole): a later change of the request claims the key again.
+    if (!request.replied) request.claimed = false;
+  }
+}
+
+/** A unique violation of a key's row, from either executor (node-postgres names the constraint; the Data API's message does). */
+const keyRowTaken = (error: unknown) => {
+  const { code, constraint, message } = (error ?? {}) as { code?: unknown; constraint?: unknown; message?: unknown };
+  return (
+    code === '23505' && (constraint ?? /constraint "([^"]+)"/.exec(String(message))?.[1]) === 'idempotency_keys_pkey'
+  );
+};
 
 async function storeReply(db: Db, request: KeyedRequest, reply: StoredReply): Promise<void> {
   await db.query(`UPDATE idempotency_keys SET reply = :reply::text WHERE ${keyWhere} AND reply IS NULL`, {

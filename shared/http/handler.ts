@@ -1,6 +1,7 @@
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { StoredReply } from '../db/idempotency.ts';
 import { auditWrites } from './audit.ts';
 import { authenticate, type CallerOf } from './authenticate.ts';
 import { bodyLimit, defaultMaxBodyBytes } from './body-limit.ts';
@@ -42,6 +43,13 @@ export function httpHandler<R extends RouteDef>(
     .use(validate(def))
     .use(idempotency())
     .handler(async (event, context) => {
+      const replyOf = (result: unknown): APIGatewayProxyStructuredResultV2 => {
+        if (result instanceof RawReply) return result.result;
+        const status = def.status ?? 200;
+        return status === 204
+          ? { statusCode: 204 }
+          : { statusCode: status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) };
+      };
       const reply = async (): Promise<APIGatewayProxyStructuredResultV2> => {
         const input = context.input!;
         const result = await fn({
@@ -54,13 +62,12 @@ export function httpHandler<R extends RouteDef>(
           sourceIp: event.requestContext.http.sourceIp,
           audit: context.audit!,
         } as RequestOf<R, CallerOf<R['auth']>>);
-        if (result instanceof RawReply) return result.result;
-        const status = def.status ?? 200;
-        return status === 204
-          ? { statusCode: 204 }
-          : { statusCode: status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) };
+        return replyOf(result);
       };
-      return context.keyed ? answerOnce(context.keyed, reply) : reply();
+      if (!context.keyed) return reply();
+      // A change made in one statement stores the reply it will answer with (shared/db/idempotency.ts claimInStatement).
+      context.keyed.replyOf = (answer) => replyOf(answer) as StoredReply;
+      return answerOnce(context.keyed, reply);
     }) as unknown as Handler;
 }
 

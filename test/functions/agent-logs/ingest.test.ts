@@ -1,4 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { keyDigestOf } from '#shared/db/idempotency.ts';
 import { logger } from '#shared/logger.ts';
 import { type Agent, logEntry, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
@@ -298,6 +299,91 @@ describe('POST /api/v1/agents/{id}/logs with an Idempotency-Key', () => {
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.details).toEqual([expect.objectContaining({ path: 'headers.idempotency-key' })]);
     expect(await countLogs(agent.deviceId)).toBe(1);
+  });
+
+  it('stores an upload under a key last used more than 24 hours ago, and answers its resend with the new reply', async () => {
+    const agent = await enrollDevice(t.api, tenant, 'logs-key-expired');
+    const headers = { 'idempotency-key': 'upload-expired' };
+    expect((await submitLogs(t.api, agent, [logEntry(1)], { headers })).status).toBe(201);
+    await t.db.admin.query(
+      `UPDATE idempotency_keys SET created_at = now() - interval '25 hours'
+        WHERE principal_type = 'agent' AND principal_id = :agentId::text AND idempotency_key = :digest::text`,
+      { agentId: agent.agentId, digest: keyDigestOf(headers['idempotency-key']) },
+    );
+    const logs = [logEntry(2), logEntry(3)];
+    expect(await submitLogs(t.api, agent, logs, { headers })).toMatchObject({ status: 201, body: { received: 2 } });
+    const resent = await submitLogs(t.api, agent, logs, { headers });
+    expect(resent).toMatchObject({ status: 201, body: { received: 2 } });
+    expect(resent.headers.get('idempotent-replayed')).toBe('true');
+    expect(await countLogs(agent.deviceId)).toBe(3);
+  });
+
+  it('answers an upload whose key another request committed while it ran with that reply, keeping none of its own change', async () => {
+    const first = await enrollDevice(t.api, tenant, 'logs-race-a');
+    const agent = await enrollDevice(t.api, tenant, 'logs-race-b');
+    const logs = [logEntry(1), logEntry(2)];
+    const key = 'upload-race';
+    // The other request's reply, sealed under the key: the same upload by another agent.
+    expect((await submitLogs(t.api, first, logs, { headers: { 'idempotency-key': key } })).status).toBe(201);
+    // This agent's request hash of the upload (the key is no part of it), from the upload sent once before.
+    expect((await submitLogs(t.api, agent, logs, { headers: { 'idempotency-key': 'upload-race-0' } })).status).toBe(
+      201,
+    );
+    const keyRow = (agentId: string, of: string) =>
+      t.db.admin
+        .query<{ requestHash: string; reply: string }>(
+          `SELECT request_hash AS "requestHash", reply FROM idempotency_keys
+            WHERE principal_type = 'agent' AND principal_id = :agentId::text AND idempotency_key = :digest::text`,
+          { agentId, digest: keyDigestOf(of) },
+        )
+        .then((r) => r.rows[0]!);
+    const { reply } = await keyRow(first.agentId, key);
+    const { requestHash } = await keyRow(agent.agentId, 'upload-race-0');
+    const used = () =>
+      t.db.admin
+        .query<{ used: number }>(
+          `SELECT used FROM agent_ingest_usage WHERE device_id = :deviceId::uuid AND kind = 'logs'`,
+          { deviceId: agent.deviceId },
+        )
+        .then((r) => r.rows[0]!.used);
+    const usedBefore = await used();
+
+    // The other request's row, not committed yet: the upload's claim waits for it.
+    let commit!: () => void;
+    const committing = new Promise<void>((resolve) => {
+      commit = resolve;
+    });
+    let inserted!: () => void;
+    const held = new Promise<void>((resolve) => {
+      inserted = resolve;
+    });
+    const other = t.db.admin.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO idempotency_keys (principal_type, principal_id, idempotency_key, request_hash, reply)
+         VALUES ('agent', :agentId::text, :digest::text, :requestHash::text, :reply::text)`,
+        { agentId: agent.agentId, digest: keyDigestOf(key), requestHash, reply },
+      );
+      inserted();
+      await committing;
+    });
+    await held;
+    const upload = submitLogs(t.api, agent, logs, { headers: { 'idempotency-key': key } });
+    // Polled until the upload waits for the other request's row; the test's timeout bounds it.
+    for (;;) {
+      const { rows } = await t.db.admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      if (rows[0]!.n > 0) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    commit();
+    await other;
+
+    const answered = await upload;
+    expect(answered).toMatchObject({ status: 201, body: { received: 2 } });
+    expect(answered.headers.get('idempotent-replayed')).toBe('true');
+    expect(await countLogs(agent.deviceId)).toBe(2);
+    expect(await used()).toBe(usedBefore);
   });
 
   it("keeps each agent's keys apart: another agent's same key stores its own upload", async () => {

@@ -55,6 +55,21 @@ describe('the hourly ingest budget per device', () => {
     expect(await stored('agent_logs', agent)).toBe(10);
   });
 
+  it('refuses a keyed upload beyond it with 429 keeping neither its entries nor its key: the same key stores it once the budget allows', async () => {
+    const tenant = await tenantWithBudget(10);
+    const agent = await enrollDevice(t.api, tenant, 'budget-keyed');
+    expect((await submitLogs(t.api, agent, logs(6), { headers: { 'idempotency-key': 'budget-1' } })).status).toBe(201);
+    const upload = logs(5, 6);
+    const headers = { 'idempotency-key': 'budget-2' };
+    expect((await submitLogs(t.api, agent, upload, { headers })).status).toBe(429);
+    expect(await stored('agent_logs', agent)).toBe(6);
+    expect((await setLimits(tenant, { logsPerDeviceHour: 20 })).status).toBe(200);
+    const resent = await submitLogs(t.api, agent, upload, { headers });
+    expect(resent).toMatchObject({ status: 201, body: { received: 5 } });
+    expect(resent.headers.get('idempotent-replayed')).toBeNull();
+    expect(await stored('agent_logs', agent)).toBe(11);
+  });
+
   it("is each device's own", async () => {
     const tenant = await tenantWithBudget(3);
     const one = await enrollDevice(t.api, tenant, 'budget-own-1');
@@ -134,6 +149,25 @@ describe('the hourly ingest budget per device', () => {
     }
     expect((await submitLogs(t.api, agent, logs(100))).status).toBe(201);
     expect((await submitLogs(t.api, agent, logs(1))).status).toBe(429);
+  });
+
+  it('charges nothing for an upload of one batch the database refuses', async () => {
+    const tenant = await tenantWithBudget(3);
+    const agent = await enrollDevice(t.api, tenant, 'budget-refused');
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    await t.db.admin.query(`CREATE OR REPLACE FUNCTION test_poison_budget() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.message = 'poison' THEN RAISE EXCEPTION 'poisoned batch'; END IF; RETURN NEW; END $$`);
+    await t.db.admin.query(
+      'CREATE OR REPLACE TRIGGER test_poison_budget BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_budget()',
+    );
+    try {
+      const batch = [logEntry(0), logEntry(1, { message: 'poison' })];
+      expect((await submitLogs(t.api, agent, batch)).status).toBe(500);
+    } finally {
+      await t.db.admin.query('DROP TRIGGER test_poison_budget ON agent_logs');
+    }
+    expect((await submitLogs(t.api, agent, logs(3))).status).toBe(201);
+    expect(await stored('agent_logs', agent)).toBe(3);
   });
 });
 

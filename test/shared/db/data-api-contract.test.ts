@@ -26,6 +26,7 @@ import type { Db } from '#shared/db/db.ts';
 import { loadMigrations, migrate } from '#shared/db/migrate.ts';
 import { createRdsDataClient } from '#shared/db/rds-data-client.ts';
 import { toErrorReply } from '#shared/http/error-envelope.ts';
+import { localJobsSettled } from '#shared/queue/work-queue.ts';
 import { deviceEvent, logEntry, submitEvents, submitLogs } from '#test/support/agents.ts';
 import { type Api, startApi } from '#test/support/api.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
@@ -575,6 +576,21 @@ describe('the API on the Data API', () => {
     });
     expect(page.body.pagination).toMatchObject({ total: 250 });
     expect(page.body.data).toHaveLength(50);
+  });
+
+  it('stores a keyed upload in two Data API calls, the token lookup and one statement, and answers its resend in one', async () => {
+    const agent = await enrollDevice(api, tenant, 'logs-keyed');
+    // The first upload of the process may also ask, once a minute, whether any audit stream exists.
+    expect((await submitLogs(api, agent, [logEntry(0)])).status).toBe(201);
+    const logs = Array.from({ length: 150 }, (_, n) => logEntry(n));
+    const headers = { 'idempotency-key': 'upload-calls' };
+    await localJobsSettled();
+    const before = local.server.calls.length;
+    expect(await submitLogs(api, agent, logs, { headers })).toMatchObject({ status: 201, body: { received: 150 } });
+    expect(local.server.calls.slice(before).map((c) => c.operation)).toEqual(['Execute', 'Execute']);
+    const resent = local.server.calls.length;
+    expect(await submitLogs(api, agent, logs, { headers })).toMatchObject({ status: 201, body: { received: 150 } });
+    expect(local.server.calls.slice(resent).map((c) => c.operation)).toEqual(['Execute']);
   });
 
   it('stores device events once: a resubmission counts no duplicate', async () => {

@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAppDb } from '#shared/db/client.ts';
+import { logEntry, submitLogs } from '#test/support/agents.ts';
 import { useApi } from '#test/support/api.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
-import { createTenant, type Tenant } from '#test/support/tenants.ts';
+import { createTenant, enrollDevice, type Tenant } from '#test/support/tenants.ts';
 
 const t = useApi();
 let local: LocalDataApi;
@@ -132,6 +133,33 @@ describe('statement timeouts under the Data API', () => {
     expect(result).toMatchObject({ code: '57014' });
     expect(ms).toBeGreaterThanOrEqual(2_200);
     expect(ms).toBeLessThan(4_000);
+  });
+
+  it("bounds a keyed log upload, one statement outside a transaction, by the role's default: 503, nothing kept, the key free", async () => {
+    const agent = await enrollDevice(t.api, tenant, 'timeout-logs');
+    expect((await submitLogs(t.api, agent, [logEntry(0)])).status).toBe(201);
+    const logs = [logEntry(1), logEntry(2)];
+    const headers = { 'idempotency-key': 'upload-behind-a-lock' };
+    // Another session holds the device's budget row: the upload's charge waits, as behind an overloaded server.
+    const { result: reply, ms } = await timed(() =>
+      t.db.admin.transaction(async (tx) => {
+        await tx.query('SELECT 1 FROM agent_ingest_usage WHERE device_id = :id::uuid FOR UPDATE', {
+          id: agent.deviceId,
+        });
+        return submitLogs(t.api, agent, logs, { headers });
+      }),
+    );
+    expect(reply.status).toBe(503);
+    // Cancelled by the server at 1 s, not abandoned by the executor at 3 s: nothing of it runs on.
+    expect(ms).toBeLessThan(2_500);
+    const resent = await submitLogs(t.api, agent, logs, { headers });
+    expect(resent).toMatchObject({ status: 201, body: { received: 2 } });
+    expect(resent.headers.get('idempotent-replayed')).toBeNull();
+    const { rows } = await t.db.admin.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM agent_logs WHERE device_id = :id::uuid',
+      { id: agent.deviceId },
+    );
+    expect(rows[0]!.n).toBe(3);
   });
 
   it('answers 503 UNAVAILABLE with Retry-After within the timeout, and the write never commits later', async () => {
