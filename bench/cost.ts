@@ -109,6 +109,8 @@ function serverCpuMs(postmaster: number): number {
  * and errors) is always shown.
  */
 const functionLog = { bytes: 0, lines: 0, quiet: false };
+/** What the heartbeat queue's worker runs wrote of it, and how many runs there were. */
+const workerLog = { bytes: 0, lines: 0, runs: 0 };
 for (const stream of [process.stdout, process.stderr]) {
   const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
   stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
@@ -216,11 +218,15 @@ async function main() {
       kinds: batchedJobKinds,
       run: async (jobs) => {
         const started = performance.now();
+        const logged = { ...functionLog };
         try {
           await runJobBatch(jobs);
         } finally {
           // What the worker's invocation publishes when it ends (shared/observability/handler.ts).
           publishMetrics();
+          workerLog.bytes += functionLog.bytes - logged.bytes;
+          workerLog.lines += functionLog.lines - logged.lines;
+          workerLog.runs++;
           runs.emit('batch', performance.now() - started, jobs.length);
         }
       },
@@ -288,6 +294,7 @@ async function main() {
         statements: appStatementCount(),
         dataApiCalls: api.calls.length,
         log: { ...functionLog },
+        worker: { ...workerLog },
         access: { ...accessLog },
       };
     }
@@ -337,8 +344,19 @@ async function main() {
         responseBytes: Math.round(mean((r) => r.responseBytes)),
         itemsPerCall,
         messagesPerCall: mean((r) => r.messages),
-        functionLogBytes: Math.round(per(after.log.bytes - before.log.bytes)),
-        functionLogLines: per(after.log.lines - before.log.lines),
+        // The calls' own lines; a worker run's (a batch) apart, per run.
+        functionLogBytes: Math.round(
+          per(after.log.bytes - before.log.bytes - (after.worker.bytes - before.worker.bytes)),
+        ),
+        functionLogLines: per(after.log.lines - before.log.lines - (after.worker.lines - before.worker.lines)),
+        ...(callsPerRun > 1 && after.worker.runs > before.worker.runs
+          ? {
+              batchLogBytes: Math.round(
+                (after.worker.bytes - before.worker.bytes) / (after.worker.runs - before.worker.runs),
+              ),
+              batchLogLines: (after.worker.lines - before.worker.lines) / (after.worker.runs - before.worker.runs),
+            }
+          : {}),
         accessLogBytes: Math.round(per(after.access.bytes - before.access.bytes)),
         accessLogLines: per(after.access.lines - before.access.lines),
         ...(callsPerRun > 1 ? { batch: callsPerRun } : {}),

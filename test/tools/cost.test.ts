@@ -265,6 +265,69 @@ describe('the cost model', () => {
     );
   });
 
+  it("counts a presence check's invocation and log once, with the offline monitor's jobs beside them", () => {
+    const line = (bill: ReturnType<typeof computeBill>, label: string) =>
+      bill.lines.find((each) => each.label.startsWith(label))!.usd;
+    const connects: MeasuredOperations = {
+      ...measured,
+      operations: {
+        'ws.connect': { ...heartbeat, transport: 'ws-connection', requestBytes: 0, responseBytes: 0 },
+        'heartbeat.websocket': { ...heartbeat, transport: 'ws-message', messagesPerCall: 2 },
+      },
+    };
+    const profile = {
+      ...onlyHeartbeats,
+      heartbeatTransport: 'websocket' as const,
+      heartbeatSeconds: 900,
+      wsConnectsPerDay: 12,
+    };
+    const off = computeBill({ ...profile, offlineMonitorMinutes: 0 }, connects, prices);
+    // 10 minutes: one hop a job, one job a closed connection.
+    const on = computeBill({ ...profile, offlineMonitorMinutes: 10 }, connects, prices);
+    const jobs = 1000 * 12 * (365 / 12);
+    expect(((line(on, 'Lambda requests') - line(off, 'Lambda requests')) * 1e6) / 0.2).toBeCloseTo(jobs, 0);
+    // Each job's invocation: the platform's 500 bytes.
+    expect(
+      ((line(on, 'CloudWatch Logs ingestion') - line(off, 'CloudWatch Logs ingestion')) / 0.5) * 1024 ** 3,
+    ).toBeCloseTo(jobs * 500, -3);
+  });
+
+  it("bills a batched worker run's measured log once a run of the batch the fleet fills", () => {
+    // A worker run writes a 500-byte line; the messages themselves nothing.
+    const batched = {
+      ...heartbeat,
+      transport: 'ws-message' as const,
+      dataApiCalls: 0.04,
+      messagesPerCall: 2,
+      batch: 50,
+      functionLogBytes: 0,
+      functionLogLines: 0,
+      batchLogBytes: 500,
+      batchLogLines: 1,
+      accessLogBytes: 0,
+      accessLogLines: 0,
+    };
+    const queued: MeasuredOperations = { ...measured, operations: { 'heartbeat.websocket': batched } };
+    const profile = {
+      ...onlyHeartbeats,
+      heartbeatTransport: 'websocket' as const,
+      heartbeatSeconds: 900,
+      platformLogBytes: 0,
+    };
+    const bytesPerHeartbeat = (devices: number) => {
+      const bill = computeBill({ ...profile, devices }, queued, prices);
+      const usd = bill.lines.find((each) => each.label === 'CloudWatch Logs ingestion')!.usd;
+      return {
+        bytes: ((usd / 0.5) * 1024 ** 3) / (devices * 96 * (365 / 12)),
+        batch: bill.batches['heartbeat.websocket']!,
+      };
+    };
+    // 100 devices: a run for each heartbeat; 10,000: a run for each 55.6.
+    expect(bytesPerHeartbeat(100)).toEqual({ bytes: expect.closeTo(526, 3), batch: 1 });
+    const large = bytesPerHeartbeat(10_000);
+    expect(large.bytes).toBeCloseTo(526 / large.batch, 3);
+  });
+
   it("bills heartbeats on the connection by the heartbeat queue's batches: the database once a batch the fleet fills", () => {
     // Measured in a batch of 50: 2 Data API calls for the batch, 0.04 a heartbeat.
     const batched = {

@@ -50,6 +50,12 @@ export interface OperationFigures {
    */
   functionLogBytes?: number;
   functionLogLines?: number;
+  /**
+   * A batched call's worker run (`batch`): what it writes to its log, bytes and lines per run, apart from the calls'
+   * own lines. Absent: `appLogBytes` a run.
+   */
+  batchLogBytes?: number;
+  batchLogLines?: number;
   /** The call's access-log lines as the stages' formats render them: bytes and lines. Absent: `accessLogBytes` a line. */
   accessLogBytes?: number;
   accessLogLines?: number;
@@ -411,8 +417,12 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     const dataApiCalls = f.batch ? (f.dataApiCalls * f.batch) / batch : f.dataApiCalls;
     if (f.batch) {
       t.invocations += n / batch;
-      // The worker's run: its lines are in the measured figures (a share of the measured batch), else assumed.
-      t.logBytes += (n / batch) * (p.platformLogBytes + (f.functionLogBytes === undefined ? p.appLogBytes : 0));
+      // The worker's run writes its lines once per run, as measured per run or assumed.
+      const runLog =
+        f.batchLogBytes === undefined
+          ? p.appLogBytes
+          : f.batchLogBytes + (f.batchLogLines ?? 0) * p.logEventOverheadBytes;
+      t.logBytes += (n / batch) * (p.platformLogBytes + runLog);
       t.queueRequests += n + (n / batch) * (1 + Math.ceil(batch / 10));
       batches[use.key] = batch;
     }
@@ -441,7 +451,8 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
   const jobsPerMonth = p.offlineMonitorMinutes > 0 ? p.devices * windows : 0;
   // Each closed connection arms its presence check, due after the grace (5 minutes: one hop).
   const presenceJobs = p.devices * p.wsConnectsPerDay * daysPerMonth;
-  const hops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15) + presenceJobs;
+  const offlineHops = jobsPerMonth * Math.ceil(p.offlineMonitorMinutes / 15);
+  const hops = offlineHops + presenceJobs;
   t.invocations += presenceJobs;
   t.logBytes += presenceJobs * (p.platformLogBytes + p.appLogBytes);
   t.gbSeconds += presenceJobs * Math.ceil(billedMs(presenceJob, p)) * gbPerMs;
@@ -452,9 +463,9 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     const heartbeats = p.devices * perDay(p.heartbeatSeconds) * daysPerMonth;
     t.dataApiCalls += heartbeats;
     t.dataApiUnits += heartbeats;
-    t.invocations += hops;
-    t.logBytes += hops * (p.platformLogBytes + p.appLogBytes);
-    t.gbSeconds += hops * Math.ceil(billedMs(offlineJob, p)) * gbPerMs;
+    t.invocations += offlineHops;
+    t.logBytes += offlineHops * (p.platformLogBytes + p.appLogBytes);
+    t.gbSeconds += offlineHops * Math.ceil(billedMs(offlineJob, p)) * gbPerMs;
     t.dataApiCalls += jobsPerMonth * offlineJob.dataApiCalls;
     t.dataApiUnits += jobsPerMonth * offlineJob.dataApiCalls;
     t.walBytes += jobsPerMonth * offlineJob.walBytes;
