@@ -68,4 +68,17 @@ describe("a device event's devices", () => {
     await selectDevicesById(explaining(db.admin, plans), [deviceId]);
     expect(devicesExamined(plans[0]!)).toBe(1);
   });
+
+  it('are read by their ids too by the plan the statement keeps once prepared on a connection', async () => {
+    const plan = await db.admin.transaction(async (tx) => {
+      for (let run = 0; run < 6; run++) await selectDevicesById(tx, [deviceId]);
+      await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const { rows } = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        // EXECUTE takes no bound parameter: the id, a uuid read back from the database, is written in.
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE logbook_automations_devices_by_id('["${deviceId}"]')`,
+      );
+      return rows[0]!['QUERY PLAN'][0].Plan;
+    });
+    expect(devicesExamined(plan)).toBe(1);
+  });
 });
