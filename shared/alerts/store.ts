@@ -1,7 +1,7 @@
 import type { AuditRowInput } from '../audit/store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { type Db, one, type Tx } from '../db/db.ts';
+import { type Db, one, prepared, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { AlertStatus, CreateIntegration, DeliveryEvent, Severity, UpdateIntegration } from './schemas.ts';
 
@@ -207,28 +207,10 @@ export function resolveAlertBySystem(db: Db, id: string) {
   );
 }
 
-/**
- * Binds a new alert as its organization's binding says (else the partner's default, else tickets), and adds its audit
- * intents, in one statement: to the PSA integration of the binding when it is live and takes the alert's severity
- * (none when it does not), else to a ticket of the platform's own (id `ticketId`), requested here and numbered once the
- * raising transaction has committed (numberWaitingTickets). `entries` are the change's audit rows: the `ticket.create`
- * row goes with the request (written as an intent by its numbering), the others are added as intents now. Answers where
- * it went, and audit_intents_add's answer for the rows it added (auditChangeWith).
- */
-export async function bindNewAlertRow(
-  tx: Tx,
-  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string; ticketId: string },
-  entries: AuditRowInput[],
-) {
-  const row = await one<{
-    target: 'tickets' | 'psa' | 'none';
-    integrationId: string | null;
-    entries: AuditRowInput[];
-    ids: string | null;
-    failure: string | null;
-  }>(
-    tx,
-    `WITH b AS (
+/** Every new alert is bound with this: prepared once per connection. */
+const bindNewAlertSql = prepared(
+  'logbook_alerts_bind_new',
+  `WITH b AS (
        SELECT b.target, b.integration_id
          FROM organizations o JOIN alert_bindings b ON b.partner_id = o.partner_id AND (b.org_id = o.id OR b.org_id IS NULL)
         WHERE o.id = :orgId::uuid
@@ -261,8 +243,28 @@ export async function bindNewAlertRow(
      SELECT m.target, CASE WHEN m.target = 'psa' THEN m.integration_id END AS "integrationId",
             (SELECT entries FROM w) AS entries, (SELECT ids FROM x) AS ids, (SELECT failure FROM x) AS failure
        FROM m`,
-    { ...alert, entries },
-  );
+);
+
+/**
+ * Binds a new alert as its organization's binding says (else the partner's default, else tickets), and adds its audit
+ * intents, in one statement: to the PSA integration of the binding when it is live and takes the alert's severity
+ * (none when it does not), else to a ticket of the platform's own (id `ticketId`), requested here and numbered once the
+ * raising transaction has committed (numberWaitingTickets). `entries` are the change's audit rows: the `ticket.create`
+ * row goes with the request (written as an intent by its numbering), the others are added as intents now. Answers where
+ * it went, and audit_intents_add's answer for the rows it added (auditChangeWith).
+ */
+export async function bindNewAlertRow(
+  tx: Tx,
+  alert: { id: string; partnerId: string; orgId: string; severity: Severity; title: string; ticketId: string },
+  entries: AuditRowInput[],
+) {
+  const row = await one<{
+    target: 'tickets' | 'psa' | 'none';
+    integrationId: string | null;
+    entries: AuditRowInput[];
+    ids: string | null;
+    failure: string | null;
+  }>(tx, bindNewAlertSql, { ...alert, entries });
   return row!;
 }
 

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, ownedRowTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { type Db, one, type Params, type SqlValue } from '../db/db.ts';
+import { type Db, one, type Params, prepared, type SqlValue } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
 import type { Guards, Trigger } from './schemas.ts';
@@ -271,15 +271,22 @@ export async function selectOwnerZones(db: Db, owner: Owner): Promise<Map<string
   return new Map(rows.map((row) => [row.timezone, row.n]));
 }
 
-/** Live devices by id (the system reads them: no tenancy). */
+/** Every alert's event reads its device with this: prepared once per connection, as the audit writes are. */
+const devicesByIdSql = prepared(
+  'logbook_automations_devices_by_id',
+  `SELECT ${deviceColumns}
+     FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
+     JOIN sites s ON s.id = d.site_id
+    WHERE d.deleted_at IS NULL
+      AND d.id = ANY (ARRAY(SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:ids::jsonb) v))`,
+);
+
+/**
+ * Live devices by id (the system reads them: no tenancy). The ids are one array the devices' key is probed with, so
+ * each event reads its own devices whatever the planner believes of the table's size.
+ */
 export async function selectDevicesById(db: Db, ids: string[]) {
-  const { rows } = await db.query<ScopeDevice>(
-    `SELECT ${deviceColumns}
-       FROM devices d JOIN organizations o ON o.id = d.org_id AND o.deleted_at IS NULL
-       JOIN sites s ON s.id = d.site_id
-      WHERE d.deleted_at IS NULL AND d.id IN (SELECT (v #>> '{}')::uuid FROM jsonb_array_elements(:ids::jsonb) v)`,
-    { ids: json(ids) },
-  );
+  const { rows } = await db.query<ScopeDevice>(devicesByIdSql, { ids: json(ids) });
   return rows;
 }
 
@@ -309,17 +316,20 @@ export async function automationAssigned(db: Db, automationId: string): Promise<
   return row !== undefined;
 }
 
+/** Read for every device event (each alert raised is one): prepared once per connection. */
+const eventAutomationsSql = prepared(
+  'logbook_automations_event_automations',
+  `SELECT ${columns} FROM automations a
+    WHERE a.deleted_at IS NULL AND a.enabled
+      AND a.triggers @> jsonb_build_array(jsonb_build_object('type', 'event', 'event', :event::text))
+      AND EXISTS (SELECT 1 FROM jsonb_to_recordset(:owners::jsonb) AS o ("orgId" uuid, "partnerId" uuid)
+                   WHERE a.partner_id = o."partnerId" AND (a.org_id IS NULL OR a.org_id = o."orgId"))
+    ORDER BY a.created_at, a.id`,
+);
+
 /** Live automations of devices' organizations and partners that an event of this name triggers. */
 export async function selectEventAutomations(db: Db, owners: { orgId: string; partnerId: string }[], event: string) {
-  const { rows } = await db.query<AutomationRow>(
-    `SELECT ${columns} FROM automations a
-      WHERE a.deleted_at IS NULL AND a.enabled
-        AND a.triggers @> jsonb_build_array(jsonb_build_object('type', 'event', 'event', :event::text))
-        AND EXISTS (SELECT 1 FROM jsonb_to_recordset(:owners::jsonb) AS o ("orgId" uuid, "partnerId" uuid)
-                     WHERE a.partner_id = o."partnerId" AND (a.org_id IS NULL OR a.org_id = o."orgId"))
-      ORDER BY a.created_at, a.id`,
-    { owners: json(owners), event },
-  );
+  const { rows } = await db.query<AutomationRow>(eventAutomationsSql, { owners: json(owners), event });
   return rows;
 }
 

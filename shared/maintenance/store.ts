@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { ownedRowTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { type Db, one, type Tx } from '../db/db.ts';
+import { type Db, one, prepared, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { DeviceFilter } from '../device-groups/filter.ts';
 import { dynamicGroupsHolding, dynamicMembership } from '../device-groups/membership.ts';
@@ -223,6 +223,17 @@ const suppressingSql = `SELECT w.id FROM maintenance_windows w
     AND (w.allow_severity IS NULL OR ${rank(':severity::text')} < ${rank('w.allow_severity')})
   ORDER BY w.active_until DESC, w.id LIMIT 1`;
 
+/** Every new alert is checked with this: prepared once per connection. */
+const suppressingFirstSql = prepared(
+  'logbook_maintenance_suppressing',
+  `SELECT (${suppressingSql}) AS id,
+          CASE WHEN :deviceId::uuid IS NOT NULL THEN (
+            SELECT jsonb_agg(jsonb_build_object('id', g.id, 'filter', g.filter)) FROM device_groups g
+             WHERE g.org_id = :orgId::uuid AND g.type = 'dynamic'
+               AND EXISTS (SELECT 1 FROM maintenance_windows w WHERE ${inProgress} AND w.targets -> 'groupIds' ? g.id::text))
+          END AS dynamic`,
+);
+
 /**
  * The window in progress that holds back a new alert of this severity on this device: one that suppresses alerts
  * or notifications and whose allowed severity (if any) the alert does not reach; the one ending last. One statement
@@ -237,12 +248,7 @@ export async function selectSuppressingWindow(
   const params = { orgId: alert.orgId, deviceId: alert.deviceId, severity: alert.severity };
   const first = await one<{ id: string | null; dynamic: { id: string; filter: DeviceFilter }[] | null }>(
     db,
-    `SELECT (${suppressingSql}) AS id,
-            CASE WHEN :deviceId::uuid IS NOT NULL THEN (
-              SELECT jsonb_agg(jsonb_build_object('id', g.id, 'filter', g.filter)) FROM device_groups g
-               WHERE g.org_id = :orgId::uuid AND g.type = 'dynamic'
-                 AND EXISTS (SELECT 1 FROM maintenance_windows w WHERE ${inProgress} AND w.targets -> 'groupIds' ? g.id::text))
-            END AS dynamic`,
+    suppressingFirstSql,
     { ...params, dynamicGroupIds: [] },
   );
   if (!first?.dynamic || !alert.deviceId) return first?.id ? { id: first.id } : undefined;

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
-import { type Db, one, type Tx } from '../db/db.ts';
+import { type Db, one, prepared, type Tx } from '../db/db.ts';
 import { type Page, selectPage } from '../db/page.ts';
 import type { ChannelConfig, ChannelType, NoticeEvent, Severity, Step } from './schemas.ts';
 
@@ -334,9 +334,13 @@ const defaultsOf = (org: string) => `LEFT JOIN LATERAL (
  * organization (its own, its partner's; as selectServingChannels answers): one statement.
  */
 export function selectNoticeAlert(db: Db, id: string) {
-  return one<NoticeAlert>(
-    db,
-    `SELECT a.id, a.org_id AS "orgId", a.partner_id AS "partnerId", o.name AS "orgName", a.device_id AS "deviceId",
+  return one<NoticeAlert>(db, noticeAlertSql, { id });
+}
+
+/** Every alert's notification job reads it: prepared once per connection. */
+const noticeAlertSql = prepared(
+  'logbook_notifications_notice_alert',
+  `SELECT a.id, a.org_id AS "orgId", a.partner_id AS "partnerId", o.name AS "orgName", a.device_id AS "deviceId",
             d.hostname, jsonb_build_object('type', a.source_type, 'id', a.source_id) AS source, a.severity, a.title,
             a.details, a.status, a.suppressed_by AS "suppressedBy", a.created_at AS "createdAt",
             own.v AS "ownDefaults", partner.v AS "partnerDefaults",
@@ -350,9 +354,7 @@ export function selectNoticeAlert(db: Db, id: string) {
        ${defaultsOf('= a.org_id')} own ON true
        ${defaultsOf('IS NULL')} partner ON true
       WHERE a.id = :id::uuid`,
-    { id },
-  );
-}
+);
 
 /** Whether the principal reaches the alert (its organization live and within the principal's tenancy). */
 export async function alertReachable(db: Db, principal: Principal, alertId: string): Promise<boolean> {
