@@ -60,6 +60,14 @@ const heartbeat: OperationFigures = {
   itemsPerCall: 1,
   messagesPerCall: 0,
 };
+/** A heartbeat on the connection, measured in a batch of 50: 2 Data API calls for the batch, 0.04 a heartbeat. */
+const batchedHeartbeat: OperationFigures = {
+  ...heartbeat,
+  transport: 'ws-message',
+  dataApiCalls: 0.04,
+  messagesPerCall: 2,
+  batch: 50,
+};
 const measured: MeasuredOperations = {
   measuredAt: '2026-11-27T03:00Z',
   where: 'test',
@@ -295,11 +303,7 @@ describe('the cost model', () => {
   it("bills a batched worker run's measured log once a run of the batch the fleet fills", () => {
     // A worker run writes a 500-byte line; the messages themselves nothing.
     const batched = {
-      ...heartbeat,
-      transport: 'ws-message' as const,
-      dataApiCalls: 0.04,
-      messagesPerCall: 2,
-      batch: 50,
+      ...batchedHeartbeat,
       functionLogBytes: 0,
       functionLogLines: 0,
       batchLogBytes: 500,
@@ -329,14 +333,7 @@ describe('the cost model', () => {
   });
 
   it("bills heartbeats on the connection by the heartbeat queue's batches: the database once a batch the fleet fills", () => {
-    // Measured in a batch of 50: 2 Data API calls for the batch, 0.04 a heartbeat.
-    const batched = {
-      ...heartbeat,
-      transport: 'ws-message' as const,
-      dataApiCalls: 0.04,
-      messagesPerCall: 2,
-      batch: 50,
-    };
+    const batched = batchedHeartbeat;
     const queued: MeasuredOperations = { ...measured, operations: { 'heartbeat.websocket': batched } };
     const profile = { ...onlyHeartbeats, heartbeatTransport: 'websocket' as const, heartbeatSeconds: 900 };
     const heartbeats = (devices: number) => devices * 96 * (365 / 12);
