@@ -272,7 +272,9 @@ export async function bindNewAlertRow(
  * Numbers the tickets waiting for a partner (ticket_requests) in one statement: takes every request waiting, advances
  * the partner's counter by their count (its row locked until the transaction commits), makes the tickets numbered next
  * in the order they were requested, points their alerts at them and adds their `ticket.create` intents with `#<number>`
- * as resourceName. A request another transaction is numbering is waited for and then left to it. Answers the audit rows
+ * as resourceName; an alert resolved before its request was numbered (the resolve found no ticket to close) gets its
+ * ticket closed, with its `ticket.close` after the `ticket.create`, as the resolve would have closed it. A request
+ * another transaction is numbering is waited for and then left to it. Answers the audit rows
  * it added and audit_intents_add's answer (auditChangeWith), the raising transactions' own intents (`follows`: sealed
  * with these, first, so each `ticket.create` follows its `alert.create` in the trail), and how many tickets it made.
  */
@@ -292,19 +294,31 @@ export async function numberWaitingTicketRows(tx: Tx, partnerId: string) {
        INSERT INTO ticket_counters (partner_id, last_number) SELECT :partnerId::uuid, count(*) FROM r HAVING count(*) > 0
        ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + EXCLUDED.last_number
        RETURNING last_number),
+     al AS (
+       SELECT a.id, a.status FROM alerts a WHERE a.id IN (SELECT alert_id FROM r) FOR UPDATE),
      o AS (
-       SELECT r.*, c.last_number - count(*) OVER () + row_number() OVER (ORDER BY r.seq) AS number FROM r, c),
+       SELECT r.*, c.last_number - count(*) OVER () + row_number() OVER (ORDER BY r.seq) AS number,
+              coalesce(al.status = 'resolved', false) AS resolved
+         FROM r CROSS JOIN c LEFT JOIN al ON al.id = r.alert_id),
      t AS (
-       INSERT INTO tickets (id, partner_id, org_id, number, title)
-       SELECT o.ticket_id, :partnerId::uuid, o.org_id, o.number, o.title FROM o
+       INSERT INTO tickets (id, partner_id, org_id, number, title, status, closed_at)
+       SELECT o.ticket_id, :partnerId::uuid, o.org_id, o.number, o.title,
+              CASE WHEN o.resolved THEN 'closed' ELSE 'open' END, CASE WHEN o.resolved THEN now() END
+         FROM o
        RETURNING id),
      u AS (
        UPDATE alerts a SET ticket_id = o.ticket_id FROM o WHERE a.id = o.alert_id
        RETURNING a.id),
      w AS (
-       SELECT coalesce(jsonb_agg(jsonb_set(o.entry, '{resourceName}', to_jsonb('#' || o.number)) ORDER BY o.number),
-                       '[]') AS entries
-         FROM o WHERE o.entry IS NOT NULL),
+       SELECT coalesce(jsonb_agg(e.entry ORDER BY e.number, e.step), '[]') AS entries
+         FROM (SELECT o.number, 1 AS step, jsonb_set(o.entry, '{resourceName}', to_jsonb('#' || o.number)) AS entry
+                 FROM o WHERE o.entry IS NOT NULL
+               UNION ALL
+               SELECT o.number, 2, jsonb_set(o.entry, '{resourceName}', to_jsonb('#' || o.number))
+                        || jsonb_build_object('action', 'ticket.close', 'details',
+                             jsonb_build_object('alertId', o.alert_id, 'before', jsonb_build_object('status', 'open'),
+                                                'after', jsonb_build_object('status', 'closed')))
+                 FROM o WHERE o.entry IS NOT NULL AND o.resolved) e),
      x AS (
        SELECT a.ids, a.failure FROM w CROSS JOIN LATERAL audit_intents_add(w.entries) a WHERE jsonb_array_length(w.entries) > 0)
      SELECT (SELECT count(*) FROM t)::int AS made, (SELECT entries FROM w) AS entries,

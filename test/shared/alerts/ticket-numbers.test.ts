@@ -88,6 +88,42 @@ const waitingRequests = async () =>
     )
   ).rows[0]!.n;
 
+/** A raise's transaction without what runs after its commit (its process stopped there): its alert's id. */
+async function leaveRequest(device: { orgId: string; deviceId: string }): Promise<string> {
+  const audit: AuditContext = { db: appDb(), caller: null, pending: [] };
+  const alertId = await appDb().transaction(async (tx) => {
+    const { alert } = await store.upsertAlert(tx, alertOf(device));
+    const ticketId = randomUUID();
+    await auditChangeWith(
+      tx,
+      audit,
+      [
+        {
+          orgId: alert.orgId,
+          action: 'alert.create',
+          resourceType: 'alert',
+          resourceId: alert.id,
+          resourceName: alert.title,
+        },
+        {
+          orgId: alert.orgId,
+          action: 'ticket.create',
+          resourceType: 'ticket',
+          resourceId: ticketId,
+          resourceName: '#',
+        },
+      ],
+      async (entries) => {
+        const row = await store.bindNewAlertRow(tx, { ...alert, partnerId: tenant.partnerId, ticketId }, entries);
+        return { entries: row.entries, ids: row.ids, failure: row.failure, answer: undefined };
+      },
+    );
+    return alert.id;
+  });
+  await flushAudit(audit);
+  return alertId;
+}
+
 describe("a partner's ticket numbers", () => {
   it('numbers concurrent raises over its organizations from 1 without gaps, each audited after its alert, by the time each raise returns', async () => {
     await Promise.all(Array.from({ length: 12 }, (_, i) => raise(devices[i % 2]!)));
@@ -129,38 +165,7 @@ describe("a partner's ticket numbers", () => {
   ])(
     'a request committed by a process that stopped before numbering it is numbered and audited by a job %s',
     async (_, armed) => {
-      // The raise's transaction without what runs after its commit: its process stopped there.
-      const audit: AuditContext = { db: appDb(), caller: null, pending: [] };
-      const alertId = await appDb().transaction(async (tx) => {
-        const { alert } = await store.upsertAlert(tx, alertOf(devices[1]!));
-        const ticketId = randomUUID();
-        await auditChangeWith(
-          tx,
-          audit,
-          [
-            {
-              orgId: alert.orgId,
-              action: 'alert.create',
-              resourceType: 'alert',
-              resourceId: alert.id,
-              resourceName: alert.title,
-            },
-            {
-              orgId: alert.orgId,
-              action: 'ticket.create',
-              resourceType: 'ticket',
-              resourceId: ticketId,
-              resourceName: '#',
-            },
-          ],
-          async (entries) => {
-            const row = await store.bindNewAlertRow(tx, { ...alert, partnerId: tenant.partnerId, ticketId }, entries);
-            return { entries: row.entries, ids: row.ids, failure: row.failure, answer: undefined };
-          },
-        );
-        return alert.id;
-      });
-      await flushAudit(audit);
+      const alertId = await leaveRequest(devices[1]!);
       expect(await waitingRequests()).toBe(1);
       await runNumberTicketsJob(appDb(), {
         kind: numberTicketsJobKind,
@@ -178,4 +183,34 @@ describe("a partner's ticket numbers", () => {
       ]);
     },
   );
+
+  it('an alert resolved before its request is numbered gets its ticket closed, audited after its creation', async () => {
+    const alertId = await leaveRequest(devices[0]!);
+    const resolved = await t.api.request('POST', '/api/v1/alerts/resolve', {
+      token: tenant.partnerToken,
+      body: { alertIds: [alertId] },
+    });
+    expect(resolved.status).toBe(200);
+    await runNumberTicketsJob(appDb(), { kind: numberTicketsJobKind, dueAt: Date.now(), partnerId: tenant.partnerId });
+    expect(await waitingRequests()).toBe(0);
+    const ticket = (await ticketsOfPartner()).find((each) => each.alertId === alertId)!;
+    const { rows } = await t.db.admin.query<{ status: string; closedAt: Date | null }>(
+      'SELECT status, closed_at AS "closedAt" FROM tickets WHERE id = :id::uuid',
+      { id: ticket.ticketId },
+    );
+    expect(rows[0]).toEqual({ status: 'closed', closedAt: expect.any(Date) });
+    const { rows: trail } = await t.db.admin.query<{ action: string; resourceName: string; details: unknown }>(
+      `SELECT action, resource_name AS "resourceName", details FROM audit_logs
+        WHERE org_id = :orgId::uuid AND resource_id = :ticketId::uuid ORDER BY seq`,
+      ticket,
+    );
+    expect(trail).toEqual([
+      { action: 'ticket.create', resourceName: `#${ticket.number}`, details: expect.anything() },
+      {
+        action: 'ticket.close',
+        resourceName: `#${ticket.number}`,
+        details: { alertId, before: { status: 'open' }, after: { status: 'closed' } },
+      },
+    ]);
+  });
 });
