@@ -255,9 +255,9 @@ function evaluateWindows(
  * An upload whose samples move no item's state, in two statements and no transaction: the windows read as stored
  * with the upload's samples added (a sample already stored keeps its stored value, as the insert keeps it), then one
  * statement that takes the device's lock (an evaluation holding it has committed by then), stores the samples and
- * writes each evaluated state only where it is still the one read (its row version). It answers nothing (the caller evaluates under the device's lock) when an item would move (its alert,
- * audit and tickets go with the transaction) or another evaluation wrote a state in between; what it stored then
- * stays, counted in `accepted`.
+ * writes each evaluated state only where it is still the one read (its row version). It settles nothing (the caller
+ * evaluates under the device's lock) when an item would move (its alert, audit and tickets go with the transaction)
+ * or another evaluation wrote a state in between; what it stored then stays, counted in `accepted`.
  */
 async function evaluateQuietly(
   db: Db,
@@ -265,10 +265,11 @@ async function evaluateQuietly(
   watched: Watched[],
   samples: UploadedSample[],
 ) {
-  const windows = await store.selectWindows(db, device.id, windowsOf(watched));
+  const ranges = windowsOf(watched);
+  const windows = await store.selectWindows(db, device.id, ranges);
   const withUpload = windows.map((window, index) => {
     const w = watched[index]!;
-    const from = Date.parse(windowsOf([w])[0]!.from);
+    const from = Date.parse(ranges[index]!.from);
     const stored = window.samples ?? [];
     const known = new Set(stored.map((s) => `${s.volume}\u0000${Number(s.at)}`));
     const to = w.times[w.times.length - 1]!;
