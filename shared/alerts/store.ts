@@ -1,4 +1,5 @@
 import type { AuditRowInput } from '../audit/store.ts';
+import { zeroUuid } from '../audit/writer.ts';
 import type { Principal } from '../auth/principal.ts';
 import { orgTenantSql, tenantParams } from '../auth/tenancy.ts';
 import { type Db, one, prepared, type Tx } from '../db/db.ts';
@@ -273,7 +274,9 @@ export async function bindNewAlertRow(
  * the partner's counter by their count (its row locked until the transaction commits), makes the tickets numbered next
  * in the order they were requested, points their alerts at them and adds their `ticket.create` intents with `#<number>`
  * as resourceName; an alert resolved before its request was numbered (the resolve found no ticket to close) gets its
- * ticket closed, with its `ticket.close` after the `ticket.create`, as the resolve would have closed it. A request
+ * ticket closed, with its `ticket.close` after the `ticket.create` in the name of whoever resolved the alert
+ * (`resolved_by`; the system when a monitor did), as the resolve would have closed it. The alerts are locked in id
+ * order. A request
  * another transaction is numbering is waited for and then left to it. Answers the audit rows
  * it added and audit_intents_add's answer (auditChangeWith), the raising transactions' own intents (`follows`: sealed
  * with these, first, so each `ticket.create` follows its `alert.create` in the trail), and how many tickets it made.
@@ -295,10 +298,10 @@ export async function numberWaitingTicketRows(tx: Tx, partnerId: string) {
        ON CONFLICT (partner_id) DO UPDATE SET last_number = ticket_counters.last_number + EXCLUDED.last_number
        RETURNING last_number),
      al AS (
-       SELECT a.id, a.status FROM alerts a WHERE a.id IN (SELECT alert_id FROM r) FOR UPDATE),
+       SELECT a.id, a.status, a.resolved_by FROM alerts a WHERE a.id IN (SELECT alert_id FROM r) ORDER BY a.id FOR UPDATE),
      o AS (
        SELECT r.*, c.last_number - count(*) OVER () + row_number() OVER (ORDER BY r.seq) AS number,
-              coalesce(al.status = 'resolved', false) AS resolved
+              coalesce(al.status = 'resolved', false) AS resolved, al.resolved_by
          FROM r CROSS JOIN c LEFT JOIN al ON al.id = r.alert_id),
      t AS (
        INSERT INTO tickets (id, partner_id, org_id, number, title, status, closed_at)
@@ -315,9 +318,15 @@ export async function numberWaitingTicketRows(tx: Tx, partnerId: string) {
                  FROM o WHERE o.entry IS NOT NULL
                UNION ALL
                SELECT o.number, 2, jsonb_set(o.entry, '{resourceName}', to_jsonb('#' || o.number))
-                        || jsonb_build_object('action', 'ticket.close', 'details',
-                             jsonb_build_object('alertId', o.alert_id, 'before', jsonb_build_object('status', 'open'),
-                                                'after', jsonb_build_object('status', 'closed')))
+                        || jsonb_build_object(
+                             'action', 'ticket.close', 'timestamp', NULL, 'ipAddress', NULL, 'userAgent', NULL,
+                             'actorType', coalesce(o.resolved_by ->> 'actorType', 'system'),
+                             'actorId', coalesce(o.resolved_by ->> 'id', '${zeroUuid}'),
+                             'actorEmail', o.resolved_by ->> 'email',
+                             'details', jsonb_build_object(
+                               'alertId', o.alert_id, 'before', jsonb_build_object('status', 'open'),
+                               'after', jsonb_build_object('status', 'closed'),
+                               'actor', jsonb_build_object('name', o.resolved_by ->> 'name', 'role', NULL)))
                  FROM o WHERE o.entry IS NOT NULL AND o.resolved) e),
      x AS (
        SELECT a.ids, a.failure FROM w CROSS JOIN LATERAL audit_intents_add(w.entries) a WHERE jsonb_array_length(w.entries) > 0)

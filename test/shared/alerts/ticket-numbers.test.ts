@@ -199,17 +199,34 @@ describe("a partner's ticket numbers", () => {
       { id: ticket.ticketId },
     );
     expect(rows[0]).toEqual({ status: 'closed', closedAt: expect.any(Date) });
-    const { rows: trail } = await t.db.admin.query<{ action: string; resourceName: string; details: unknown }>(
-      `SELECT action, resource_name AS "resourceName", details FROM audit_logs
-        WHERE org_id = :orgId::uuid AND resource_id = :ticketId::uuid ORDER BY seq`,
+    const { rows: trail } = await t.db.admin.query<{
+      action: string;
+      resourceName: string;
+      actorType: string;
+      actorId: string;
+      details: unknown;
+    }>(
+      `SELECT action, resource_name AS "resourceName", actor_type::text AS "actorType", actor_id::text AS "actorId",
+              details
+         FROM audit_logs WHERE org_id = :orgId::uuid AND resource_id IN (:ticketId::uuid, :alertId::uuid) ORDER BY seq`,
       ticket,
     );
-    expect(trail).toEqual([
-      { action: 'ticket.create', resourceName: `#${ticket.number}`, details: expect.anything() },
+    // Closed in the name of whoever resolved the alert, as the resolve would have closed it.
+    const resolve = trail.find((row) => row.action === 'alert.resolve')!;
+    expect(resolve.actorType).toBe('user');
+    expect(trail.filter((row) => row.action.startsWith('ticket.'))).toEqual([
+      expect.objectContaining({ action: 'ticket.create', resourceName: `#${ticket.number}` }),
       {
         action: 'ticket.close',
         resourceName: `#${ticket.number}`,
-        details: { alertId, before: { status: 'open' }, after: { status: 'closed' } },
+        actorType: resolve.actorType,
+        actorId: resolve.actorId,
+        details: {
+          alertId,
+          before: { status: 'open' },
+          after: { status: 'closed' },
+          actor: { name: expect.any(String), role: null },
+        },
       },
     ]);
   });
