@@ -25,6 +25,18 @@ export async function lockDevice(tx: Tx, deviceId: string): Promise<void> {
   await tx.query(`SELECT ${deviceLock}`, { deviceId });
 }
 
+/** The samples of :samples stored for the device :deviceId once each, after the device's lock (a CTE `l`). */
+const samplesInsertSql = `INSERT INTO device_metric_samples (device_id, metric, volume, at, org_id, value)
+     SELECT :deviceId::uuid, s.metric, s.volume, s.at, :orgId::uuid, s.value
+       FROM l, jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
+     ON CONFLICT DO NOTHING`;
+
+/** The check results of :results stored for the device :deviceId once each, after the device's lock (a CTE `l`). */
+const resultsInsertSql = `INSERT INTO monitor_check_results (device_id, item_key, at, org_id, status, value, output)
+     SELECT :deviceId::uuid, r."itemKey", r.at, :orgId::uuid, r.status, r.value, r.output
+       FROM l, jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz, status text, value float8, output text)
+     ON CONFLICT DO NOTHING`;
+
 /**
  * Stores samples once per (device, metric, volume, time), taking the device's evaluation lock first: how many were
  * new. The lock is taken in this statement, so the next one of its transaction reads states and windows written
@@ -38,10 +50,7 @@ export async function insertSamples(
 ): Promise<number> {
   const { rowCount } = await tx.query(
     `WITH l AS (SELECT ${deviceLock})
-     INSERT INTO device_metric_samples (device_id, metric, volume, at, org_id, value)
-     SELECT :deviceId::uuid, s.metric, s.volume, s.at, :orgId::uuid, s.value
-       FROM l, jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
-     ON CONFLICT DO NOTHING`,
+     ${samplesInsertSql}`,
     { deviceId, orgId, samples: samples as Record<string, unknown>[] },
   );
   return rowCount;
@@ -56,10 +65,7 @@ export async function insertCheckResults(
 ) {
   const { rows } = await tx.query<{ itemKey: string; at: Date }>(
     `WITH l AS (SELECT ${deviceLock})
-     INSERT INTO monitor_check_results (device_id, item_key, at, org_id, status, value, output)
-     SELECT :deviceId::uuid, r."itemKey", r.at, :orgId::uuid, r.status, r.value, r.output
-       FROM l, jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz, status text, value float8, output text)
-     ON CONFLICT DO NOTHING
+     ${resultsInsertSql}
      RETURNING item_key AS "itemKey", at`,
     { deviceId, orgId, results: results as Record<string, unknown>[] },
   );
@@ -100,9 +106,8 @@ export async function selectWindows(
 /**
  * Stores samples once per (device, metric, volume, time) and writes each evaluated state where its row is still the
  * version read (`version`: its xmin as text; none: no row was there), in one statement that takes the device's lock
- * for itself (no transaction holds it from the read on):
- * how many samples were new, and the items whose state was written (a state another evaluation wrote meanwhile is
- * left as it is).
+ * for itself (no transaction holds it from the read on): how many samples were new, and the items whose state was
+ * written (a state another evaluation wrote meanwhile is left as it is).
  */
 export async function insertSamplesAndWriteStates(
   db: Db,
@@ -114,12 +119,7 @@ export async function insertSamplesAndWriteStates(
   const row = await one<{ accepted: number; writtenKeys: string[] }>(
     db,
     `WITH l AS (SELECT ${deviceLock}),
-     stored AS (
-       INSERT INTO device_metric_samples (device_id, metric, volume, at, org_id, value)
-       SELECT :deviceId::uuid, s.metric, s.volume, s.at, :orgId::uuid, s.value
-         FROM l, jsonb_to_recordset(:samples::jsonb) AS s(metric text, volume text, at timestamptz, value float8)
-       ON CONFLICT DO NOTHING
-       RETURNING 1),
+     stored AS (${samplesInsertSql} RETURNING 1),
      ${statesWrittenIfReadSql()}
      SELECT (SELECT count(*)::int FROM stored) AS accepted,
             (SELECT coalesce(jsonb_agg(item_key), '[]') FROM written) AS "writtenKeys"`,
@@ -166,8 +166,8 @@ export async function selectCheckStates(
 
 /**
  * Stores check results once per (device, item, time) and writes each evaluated state where its row is still the
- * version read, in one statement (as insertSamplesAndWriteStates): the results that were
- * new (`item@time`), and the items whose state was written.
+ * version read, in one statement (as insertSamplesAndWriteStates): the results that were new (`item@time`), and the
+ * items whose state was written.
  */
 export async function insertCheckResultsAndWriteStates(
   db: Db,
@@ -179,12 +179,7 @@ export async function insertCheckResultsAndWriteStates(
   const row = await one<{ inserted: { itemKey: string; at: string }[]; writtenKeys: string[] }>(
     db,
     `WITH l AS (SELECT ${deviceLock}),
-     stored AS (
-       INSERT INTO monitor_check_results (device_id, item_key, at, org_id, status, value, output)
-       SELECT :deviceId::uuid, r."itemKey", r.at, :orgId::uuid, r.status, r.value, r.output
-         FROM l, jsonb_to_recordset(:results::jsonb) AS r("itemKey" text, at timestamptz, status text, value float8, output text)
-       ON CONFLICT DO NOTHING
-       RETURNING item_key, at),
+     stored AS (${resultsInsertSql} RETURNING item_key, at),
      ${statesWrittenIfReadSql()}
      SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('itemKey', item_key, 'at', at)), '[]') FROM stored) AS inserted,
             (SELECT coalesce(jsonb_agg(item_key), '[]') FROM written) AS "writtenKeys"`,
