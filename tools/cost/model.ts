@@ -383,6 +383,9 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     queueRequests: 0,
   };
   const batches: Record<string, number> = {};
+  /** Log bytes as measured, each line a log event of its overhead more; `assumed` where not measured. */
+  const logged = (bytes: number | undefined, lines: number | undefined, assumed: number) =>
+    bytes === undefined ? assumed : bytes + (lines ?? 0) * p.logEventOverheadBytes;
   const gbPerMs = p.lambdaMemoryMb / 1024 / 1000;
 
   for (const use of operationUses) {
@@ -402,13 +405,12 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     // The function logs, as measured or at the assumed bytes an invocation; the access logs, as measured or a line
     // per request, per message the agent sends, per $connect and $disconnect. Each line is a log event.
     const functionLog =
-      f.functionLogBytes === undefined
-        ? invocations * (p.platformLogBytes + p.appLogBytes)
-        : invocations * p.platformLogBytes + f.functionLogBytes + (f.functionLogLines ?? 0) * p.logEventOverheadBytes;
-    const accessLog =
-      f.accessLogBytes === undefined
-        ? (f.transport === 'ws-connection' ? 2 : 1) * p.accessLogBytes
-        : f.accessLogBytes + (f.accessLogLines ?? 0) * p.logEventOverheadBytes;
+      invocations * p.platformLogBytes + logged(f.functionLogBytes, f.functionLogLines, invocations * p.appLogBytes);
+    const accessLog = logged(
+      f.accessLogBytes,
+      f.accessLogLines,
+      (f.transport === 'ws-connection' ? 2 : 1) * p.accessLogBytes,
+    );
     t.logBytes += n * (functionLog + accessLog);
     t.invocations += n * invocations;
     // A batched call's statements are its share of a worker run: spread over the batch the fleet fills instead, and
@@ -418,11 +420,7 @@ export function computeBill(inputs: CostInputs, measured: MeasuredOperations, pr
     if (f.batch) {
       t.invocations += n / batch;
       // The worker's run writes its lines once per run, as measured per run or assumed.
-      const runLog =
-        f.batchLogBytes === undefined
-          ? p.appLogBytes
-          : f.batchLogBytes + (f.batchLogLines ?? 0) * p.logEventOverheadBytes;
-      t.logBytes += (n / batch) * (p.platformLogBytes + runLog);
+      t.logBytes += (n / batch) * (p.platformLogBytes + logged(f.batchLogBytes, f.batchLogLines, p.appLogBytes));
       t.queueRequests += n + (n / batch) * (1 + Math.ceil(batch / 10));
       batches[use.key] = batch;
     }
