@@ -34,6 +34,21 @@ const stored = async (table: 'agent_logs' | 'device_event_logs', agent: Agent) =
     ).rows[0]!.n,
   );
 
+/** Runs `work` while the database refuses a log entry whose message is `poison` (a trigger), errors kept quiet. */
+async function withPoisonedEntries(work: () => Promise<void>): Promise<void> {
+  vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  await t.db.admin.query(`CREATE OR REPLACE FUNCTION test_poison_budget() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.message = 'poison' THEN RAISE EXCEPTION 'poisoned batch'; END IF; RETURN NEW; END $$`);
+  await t.db.admin.query(
+    'CREATE OR REPLACE TRIGGER test_poison_budget BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_budget()',
+  );
+  try {
+    await work();
+  } finally {
+    await t.db.admin.query('DROP TRIGGER test_poison_budget ON agent_logs');
+  }
+}
+
 describe('the hourly ingest budget per device', () => {
   it('refuses what goes beyond it with 429 RATE_LIMITED and Retry-After, storing nothing of that request', async () => {
     const tenant = await tenantWithBudget(10);
@@ -134,19 +149,11 @@ describe('the hourly ingest budget per device', () => {
   it('gives back the budget of a batch that failed', async () => {
     const tenant = await tenantWithBudget(200);
     const agent = await enrollDevice(t.api, tenant, 'budget-release');
-    vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    await t.db.admin.query(`CREATE OR REPLACE FUNCTION test_poison_budget() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.message = 'poison' THEN RAISE EXCEPTION 'poisoned batch'; END IF; RETURN NEW; END $$`);
-    await t.db.admin.query(
-      'CREATE OR REPLACE TRIGGER test_poison_budget BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_budget()',
-    );
-    try {
+    await withPoisonedEntries(async () => {
       const batch = logs(200);
       batch[150] = logEntry(150, { message: 'poison' });
       expect((await submitLogs(t.api, agent, batch)).body).toEqual({ received: 100, failed: [{ from: 100, to: 199 }] });
-    } finally {
-      await t.db.admin.query('DROP TRIGGER test_poison_budget ON agent_logs');
-    }
+    });
     expect((await submitLogs(t.api, agent, logs(100))).status).toBe(201);
     expect((await submitLogs(t.api, agent, logs(1))).status).toBe(429);
   });
@@ -154,18 +161,10 @@ describe('the hourly ingest budget per device', () => {
   it('charges nothing for an upload of one batch the database refuses', async () => {
     const tenant = await tenantWithBudget(3);
     const agent = await enrollDevice(t.api, tenant, 'budget-refused');
-    vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    await t.db.admin.query(`CREATE OR REPLACE FUNCTION test_poison_budget() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.message = 'poison' THEN RAISE EXCEPTION 'poisoned batch'; END IF; RETURN NEW; END $$`);
-    await t.db.admin.query(
-      'CREATE OR REPLACE TRIGGER test_poison_budget BEFORE INSERT ON agent_logs FOR EACH ROW EXECUTE FUNCTION test_poison_budget()',
-    );
-    try {
+    await withPoisonedEntries(async () => {
       const batch = [logEntry(0), logEntry(1, { message: 'poison' })];
       expect((await submitLogs(t.api, agent, batch)).status).toBe(500);
-    } finally {
-      await t.db.admin.query('DROP TRIGGER test_poison_budget ON agent_logs');
-    }
+    });
     expect((await submitLogs(t.api, agent, logs(3))).status).toBe(201);
     expect(await stored('agent_logs', agent)).toBe(3);
   });
