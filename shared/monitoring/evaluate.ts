@@ -433,7 +433,7 @@ export async function uploadCheckResults(
       device.id,
       device.orgId,
       results,
-      quiet.written.map((state) => ({ ...state, version: read.versions.get(state.itemKey) ?? null })),
+      quiet.written.map((state) => ({ ...state, version: read.states.get(state.itemKey)?.version ?? null })),
     );
     stored = outcome.insertedKeys;
     if (outcome.writtenKeys.length === quiet.written.length)

@@ -158,8 +158,7 @@ export async function selectCheckStates(
   );
   const states = (row?.states ?? []).map((state) => ({ ...revive(state), version: state.version }));
   return {
-    states: new Map<string, StateRow>(states.map((state) => [state.itemKey, state])),
-    versions: new Map(states.map((state) => [state.itemKey, state.version])),
+    states: new Map(states.map((state) => [state.itemKey, state])),
     stored: new Set((row?.stored ?? []).map((r) => `${r.itemKey}@${new Date(r.at).toISOString()}`)),
   };
 }
