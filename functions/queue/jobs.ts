@@ -1,5 +1,6 @@
 import { attemptDelivery } from '#shared/alerts/psa-delivery.ts';
 import { type NumberTicketsJob, numberTicketsJobKind, runNumberTicketsJob } from '#shared/alerts/ticket-numbers.ts';
+import { historyMoveJobKind, runHistoryMove } from '#shared/audit/history-lane.ts';
 import { stripeJobKind, verifyStripeJob } from '#shared/audit/integrity-watch.ts';
 import { replayQueuedAuditRow } from '#shared/audit/spool.ts';
 import type { AuditRowInput } from '#shared/audit/store.ts';
@@ -78,6 +79,10 @@ const jobs: Record<string, (job: Job) => Promise<unknown>> = {
     runQueuedItem(appDb(), job as Job & { itemId: string; automationId: string; deviceId: string }),
   // Armed by a seal that failed after its change committed: seals every intent still waiting.
   'audit.seal': () => sealWaitingIntents(appDb()),
+  // Armed by a history import's commit (and by itself while rows wait): the lane's rows moved into the searchable trail.
+  [historyMoveJobKind]: async () => {
+    await runHistoryMove(appDb());
+  },
   // Armed by a raise that requested a ticket, before its commit: numbers the partner's tickets left waiting.
   [numberTicketsJobKind]: (job) => runNumberTicketsJob(appDb(), job as Job & NumberTicketsJob),
   // Armed by an agent's $disconnect for when its grace is over: device.offline unless it came back.
