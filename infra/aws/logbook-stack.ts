@@ -344,6 +344,8 @@ export class LogbookStack extends Stack {
     // Its login and its schema are the migration's: a deploy updates the worker only once both are in place.
     this.retention.node.addDependency(database.migration);
     this.anchorKey.grantSigning(this.retention);
+    // The daily run arms the move of history rows still waiting in the lane (an import's own arm can be lost).
+    workQueue.grantSend(this.retention);
     // A run whose attempts all failed (or that EventBridge could not deliver) lands here instead of being dropped.
     this.retentionFailures = new Queue(this, 'RetentionFailures', {
       encryption: QueueEncryption.SQS_MANAGED,

@@ -59,6 +59,12 @@ export async function runHistoryMove(db: Db, options: { budgetMs?: number; batch
   return total;
 }
 
+/** Whether any row waits in the lane. */
+export async function historyRowsWait(db: Db): Promise<boolean> {
+  const row = await one<{ waiting: boolean }>(db, 'SELECT EXISTS (SELECT FROM ONLY audit_history_lane) AS waiting');
+  return row!.waiting;
+}
+
 /** How many rows wait in the lane (the import's reply and the docs' figures read it). */
 export async function countWaitingHistoryRows(db: Db, orgId?: string): Promise<number> {
   const row = await one<{ n: number }>(

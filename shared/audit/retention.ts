@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { configuredAnchorKey } from './anchor-signing.ts';
+import { armHistoryMove, historyRowsWait } from './history-lane.ts';
 import { ingestKeyLifetimeMs, purgeIngestKeys } from './ingest-key-purge.ts';
 import { type IntegrityWatchRun, runIntegrityWatch } from './integrity-watch.ts';
 import { defaultBatchRows, type PruneOptions, type PruneRun, pruneExpiredRows } from './prune.ts';
@@ -28,8 +29,9 @@ export interface RetentionRun extends PruneRun {
 
 /**
  * The daily retention run (docs/ARCHITECTURE.md: EventBridge daily ──► functions/retention; locally the dev server's
- * timer and `npm run retention`), three steps in order: prune each organization's expired rows (signed cuts), purge
- * stale ingestion idempotency keys, and run the integrity watch over every chain. `db` is the audit-admin connection.
+ * timer and `npm run retention`), in order: prune each organization's expired rows (signed cuts), purge stale
+ * ingestion idempotency keys, arm the move of history rows still waiting in the lane, and run the integrity watch over
+ * every chain. `db` is the audit-admin connection.
  */
 export async function runRetention(db: Db, options: RetentionOptions = {}): Promise<RetentionRun> {
   const { anchorKey = configuredAnchorKey(), integrityWatch = true, ...pruneOptions } = options;
@@ -42,6 +44,9 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
     options.batchRows ?? defaultBatchRows,
     options.signal,
   );
+
+  // History rows an import left waiting in the lane, if the job its commit armed was lost: armed again, once a day.
+  if (await historyRowsWait(db)) await armHistoryMove();
 
   if (!integrityWatch) return { ...pruned, ingestKeysDeleted };
   if (!anchorKey) {

@@ -50,11 +50,16 @@ const record = (input: AuditInput) => ({
 });
 
 /**
- * Appends rows in ONE statement, the way a writer sends a batch, and returns them as sealed, in chain order.
+ * Appends rows in ONE statement, the way a writer sends a batch (into the entries, or into the history lane as an
+ * import does), and returns them as sealed, in chain order.
  */
-export async function appendAudit(db: Db, inputs: AuditInput[]): Promise<Sealed[]> {
+export async function appendAudit(
+  db: Db,
+  inputs: AuditInput[],
+  table: 'audit_entries' | 'audit_history_lane' = 'audit_entries',
+): Promise<Sealed[]> {
   const { rows: appended } = await db.query<{ pos: number }>(
-    `INSERT INTO audit_entries (${inputColumns})
+    `INSERT INTO ${table} (${inputColumns})
      SELECT r.id, r.org_id, coalesce(r.timestamp, now()), r.actor_type, r.actor_id, r.actor_email, r.action, r.resource_type, r.resource_id,
             r.resource_name, r.details, r.ip_address, r.user_agent, r.result, r.error_message
        FROM jsonb_to_recordset(:rows::jsonb) AS r(id uuid, org_id uuid, timestamp timestamptz, actor_type audit_actor_type,
