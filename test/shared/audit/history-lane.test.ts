@@ -203,6 +203,16 @@ describe('the history lane', () => {
         { pos: rows[0]!.pos, orgId },
       ),
     ).rejects.toThrow(/audit_chain_links_pos_key|duplicate key/);
+    // The move's setting, set by anyone else, passes for nothing: the insert is refused, not left unsealed.
+    await expect(
+      t.app.transaction(async (tx) => {
+        await tx.query("SELECT set_config('logbook.audit_history_move', 'on', true)");
+        await tx.query(
+          `INSERT INTO audit_entries (org_id, actor_type, actor_id, action) VALUES (:orgId::uuid, 'user', gen_random_uuid(), 'forged')`,
+          { orgId },
+        );
+      }),
+    ).rejects.toThrow(/only through audit_history_move/);
     // A lane row may not take an entry's id (it could never move).
     const [entry] = await appendAudit(t.app, [{ orgId }]);
     await expect(appendAudit(t.app, [{ orgId, id: entry!.id }], 'audit_history_lane')).rejects.toThrow(
