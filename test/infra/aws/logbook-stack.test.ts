@@ -705,15 +705,20 @@ describe('the CDK stack', () => {
     const senders = sendersTo(queue[0]).map(
       ([, fn]) =>
         /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ??
-        (fn.Properties.Description.includes('billing due run') ? 'billing run' : 'worker'),
+        (fn.Properties.Description.includes('billing due run')
+          ? 'billing run'
+          : fn.Properties.Description.includes('retention worker')
+            ? 'retention'
+            : 'worker'),
     );
     // Every API function spools an audit row whose write failed to the queue, and so does the billing due run;
-    // scripts and alerts also queue deliveries. The retention and migration functions do not send.
+    // scripts and alerts also queue deliveries; the daily retention run arms the move of history rows left waiting.
+    // The migration function does not send.
     const apiGroups = deployed
       .ofType('AWS::Lambda::Function')
       .flatMap(([, fn]) => /^Logbook ([\w-]+):/.exec(fn.Properties.Description)?.[1] ?? []);
     expect(apiGroups).toEqual(expect.arrayContaining(['alerts', 'scripts', 'ws', 'audit']));
-    expect(senders.sort()).toEqual([...apiGroups, 'worker', 'billing run'].sort());
+    expect(senders.sort()).toEqual([...apiGroups, 'worker', 'billing run', 'retention'].sort());
   });
 
   it("queues the heartbeats of agents' connections for the worker's batches of up to 100, gathered for 5 seconds", () => {

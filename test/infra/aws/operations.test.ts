@@ -161,12 +161,15 @@ describe('the daily run', () => {
     const sends = deployed
       .statementsOf(functionId('retention worker'))
       .filter((s) => [s.Action].flat().includes('sqs:SendMessage'));
-    // And the integrity watch's jobs of older rows, on its own queue.
+    // And the integrity watch's jobs of older rows, on its own queue; and the move of history rows left waiting in
+    // the lane, on the work queue.
     const jobs = idOf('IntegrityJobs');
-    expect(sends.map((s) => s.Resource).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([
-      { 'Fn::GetAtt': [jobs, 'Arn'] },
-      { 'Fn::GetAtt': [queue, 'Arn'] },
-    ]);
+    const workQueue = ofType('AWS::SQS::Queue').find(([id]) => /^WorkQueue[0-9A-F]{8}$/.test(id))![0];
+    expect(sends.map((s) => s.Resource).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
+      [{ 'Fn::GetAtt': [jobs, 'Arn'] }, { 'Fn::GetAtt': [queue, 'Arn'] }, { 'Fn::GetAtt': [workQueue, 'Arn'] }].sort(
+        (a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)),
+      ),
+    );
   });
 
   it('alarms as soon as a failed run waits in the queue', () => {
