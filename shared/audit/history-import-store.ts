@@ -31,56 +31,56 @@ export async function selectImportKeys(
   return new Map(rows.map((row) => [row.externalId, row.digest]));
 }
 
-/** A row for the history lane, with the key it is imported under. */
-export type LaneRowInput = Omit<AuditRowInput, 'orgId' | 'timestamp'> & {
-  /** The row number of the request, which the statement answers each entry by. */
-  row: number;
-  timestamp: string;
-  externalId: string;
-  digest: string;
-};
+/** A row for the history lane, with its id (chosen by the importer, so it is known before the insert). */
+export type LaneRowInput = Omit<AuditRowInput, 'orgId' | 'timestamp'> & { id: string; timestamp: string };
+
+/** The key a lane row is imported under: its entry's id, its externalId in the source system and its digest. */
+export type ImportKeyInput = { id: string; externalId: string; digest: string };
 
 /**
- * One statement: the rows into the history lane (sealed into the organization's chain by the lane's trigger at its
- * end, in the order given) and each row's key into audit_import_keys with the position it took. Answers each row's
- * entry by its row number.
+ * One statement: the rows into the history lane, in the order given (sealed into the organization's chain by the
+ * lane's trigger at its end), and each row's key into audit_import_keys with the position its entry took, joined back
+ * by the entry's id. The keys travel apart from the rows, so the rows are read once and never held.
  */
 const insertLaneSql = prepared(
   'logbook_audit_history_insert',
-  `WITH given AS MATERIALIZED (
-     SELECT gen_random_uuid() AS id, r.*
-       FROM jsonb_to_recordset(:rows::jsonb) AS r("row" int, "externalId" text, digest text, timestamp timestamptz,
-            "actorType" audit_actor_type, "actorId" uuid, "actorEmail" text, action text, "resourceType" text,
-            "resourceName" text, details jsonb, "ipAddress" text, "userAgent" text, result audit_result,
-            "errorMessage" text)
-   ),
-   added AS (
+  `WITH added AS (
      INSERT INTO audit_history_lane (id, org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type,
                                      resource_id, resource_name, details, ip_address, user_agent, result, error_message)
-     SELECT g.id, :orgId::uuid, g.timestamp, g."actorType", g."actorId", g."actorEmail", g.action, g."resourceType",
-            NULL, g."resourceName", g.details, g."ipAddress", g."userAgent", g.result, g."errorMessage"
-       FROM given g ORDER BY g."row"
+     SELECT r.id, :orgId::uuid, r.timestamp, r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
+            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
+       FROM jsonb_to_recordset(:rows::jsonb) AS r(id uuid, timestamp timestamptz, "actorType" audit_actor_type,
+            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text,
+            details jsonb, "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
      RETURNING id, pos
    ),
    keyed AS (
      INSERT INTO audit_import_keys (org_id, source_system, external_id, digest, pos)
-     SELECT :orgId::uuid, :sourceSystem::text, g."externalId", g.digest, a.pos FROM added a JOIN given g ON g.id = a.id
+     SELECT :orgId::uuid, :sourceSystem::text, k."externalId", k.digest, a.pos
+       FROM added a JOIN jsonb_to_recordset(:keys::jsonb) AS k(id uuid, "externalId" text, digest text) ON k.id = a.id
+     RETURNING 1
    )
-   SELECT g."row", a.id::text AS id FROM added a JOIN given g ON g.id = a.id ORDER BY g."row"`,
+   SELECT (SELECT count(*) FROM added)::int AS added, (SELECT count(*) FROM keyed)::int AS keyed`,
 );
 
-/** Inserts the rows into the history lane with their import keys (insertLaneSql); answers entry ids by row number. */
+/** Inserts the rows into the history lane with their import keys (insertLaneSql), in one statement. */
 export async function insertHistoryRows(
   tx: Tx,
   orgId: string,
   sourceSystem: string,
   rows: readonly LaneRowInput[],
-): Promise<Map<number, string>> {
-  if (rows.length === 0) return new Map();
-  const { rows: added } = await tx.query<{ row: number; id: string }>(insertLaneSql, {
+  keys: readonly ImportKeyInput[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const { rows: counted } = await tx.query<{ added: number; keyed: number }>(insertLaneSql, {
     orgId,
     sourceSystem,
     rows: [...rows],
+    keys: [...keys],
   });
-  return new Map(added.map((entry) => [entry.row, entry.id]));
+  // Every entry has its key, or the statement is rolled back with the transaction.
+  if (counted[0]?.added !== rows.length || counted[0]?.keyed !== rows.length)
+    throw new Error(
+      `the history import stored ${counted[0]?.added} entries and ${counted[0]?.keyed} keys of ${rows.length}`,
+    );
 }

@@ -4,7 +4,7 @@
  * matched on (sourceSystem, externalId) through audit_import_keys, so a second import of the same row is never a second
  * entry. The shared import model (docs/imports.md): preview annotates, commit re-derives and applies.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
@@ -31,7 +31,13 @@ import {
   historyRow,
   maxHistoryRows,
 } from './history-import-schemas.ts';
-import { insertHistoryRows, type LaneRowInput, lockHistoryImportOf, selectImportKeys } from './history-import-store.ts';
+import {
+  type ImportKeyInput,
+  insertHistoryRows,
+  type LaneRowInput,
+  lockHistoryImportOf,
+  selectImportKeys,
+} from './history-import-store.ts';
 import { armHistoryMove, countWaitingHistoryRows } from './history-lane.ts';
 import { selectRetentionPolicy } from './retention-store.ts';
 import { auditSealed } from './sealed.ts';
@@ -64,24 +70,31 @@ async function importOrganization(db: Db, principal: Principal, orgId: string | 
   return reachableOrganization(db, principal, id, 'audit:manage');
 }
 
-/**
- * JSON in one canonical form (object keys sorted, at every depth), and whether every string in it (keys included) is
- * text PostgreSQL stores: no NUL and no lone surrogate.
- */
-function canonical(value: unknown): { text: string; storable: boolean } {
-  let storable = true;
-  const walk = (item: unknown): string => {
-    if (typeof item === 'string') {
-      if (item.includes('\u0000') || !item.isWellFormed()) storable = false;
-      return JSON.stringify(item);
-    }
-    if (item === null || typeof item !== 'object') return JSON.stringify(item) ?? 'null';
-    if (Array.isArray(item)) return `[${item.map(walk).join(',')}]`;
-    const keys = Object.keys(item).sort();
-    return `{${keys.map((key) => `${walk(key)}:${walk((item as Record<string, unknown>)[key])}`).join(',')}}`;
-  };
-  return { text: walk(value), storable };
+/** A JSON value with its object keys sorted at every depth: a source's exports may order them differently. */
+function sortedKeys(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  const object = value as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(object)
+      .sort()
+      .map((key) => [key, sortedKeys(object[key])]),
+  );
 }
+
+/**
+ * JSON text PostgreSQL cannot store: JSON.stringify writes a NUL as \u0000 and a lone surrogate as \udxxx, an escape
+ * preceded by an even number of backslashes (a backslash of the text itself is written \\).
+ */
+const unstorableEscape = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/i;
+const unstorableJson = (text: string) => text.includes('\\u') && unstorableEscape.test(text);
+
+/**
+ * The canonical JSON of a row's fields (in the schema's order, the keys of details sorted at every depth), one
+ * JSON.stringify per row.
+ */
+const canonicalJson = (values: HistoryRow) =>
+  JSON.stringify(values.details ? { ...values, details: sortedKeys(values.details) } : values);
 
 /** Each row checked on its own, and the digest of those that check: SHA-256 of the canonical JSON of its fields. */
 function checkRows(input: HistoryImport): Checked[] {
@@ -92,13 +105,13 @@ function checkRows(input: HistoryImport): Checked[] {
     const result = schema.safeParse(raw);
     if (!result.success) return { row, externalId: givenExternalId(raw), issues: rowIssues(result.error) };
     const values = result.data;
-    const { text, storable } = canonical(values);
-    if (!storable)
+    const text = canonicalJson(values);
+    if (unstorableJson(text))
       return {
         row,
         externalId: values.externalId,
         issues: Object.entries(values)
-          .filter(([, value]) => !canonical(value).storable)
+          .filter(([, value]) => unstorableJson(JSON.stringify(value)))
           .map(([path]) => ({ path, message: 'Contains a NUL character or a lone surrogate, which cannot be stored' })),
       };
     return { row, externalId: values.externalId, values, digest: createHash('sha256').update(text).digest('hex') };
@@ -152,11 +165,11 @@ function uuidV5(namespace: string, name: string): string {
 }
 
 /**
- * The lane rows of the created rows: the actor a UUID v5 of (sourceSystem, its id there, else its e-mail, else its
- * name), the resource id kept in details (an external id is none of ours), and details.imported saying where the
- * row comes from and who imported it when.
+ * The lane rows of the created rows, each with a new id, and their keys: the actor a UUID v5 of (sourceSystem, its id
+ * there, else its e-mail, else its name), the resource id kept in details (an external id is none of ours), and
+ * details.imported saying where the row comes from and who imported it when.
  */
-function laneRows(principal: Principal, sourceSystem: string, rows: readonly Derived[]): LaneRowInput[] {
+function laneRows(principal: Principal, sourceSystem: string, creates: readonly Derived[]) {
   const importedBy = { actorType: principal.actorType, id: principal.id };
   const importedAt = new Date().toISOString();
   const actorIds = new Map<string, string>();
@@ -167,35 +180,42 @@ function laneRows(principal: Principal, sourceSystem: string, rows: readonly Der
     actorIds.set(actor, id);
     return id;
   };
-  return rows.map(({ row, values: v, digest }) => ({
-    row,
-    externalId: v!.externalId,
-    digest: digest!,
-    timestamp: v!.timestamp,
-    actorType: v!.actorType,
-    actorId: actorIdOf(v!.actorId ?? v!.actorEmail ?? v!.actorName ?? 'unknown'),
-    actorEmail: v!.actorEmail ?? null,
-    action: v!.action,
-    resourceType: v!.resourceType ?? null,
-    resourceId: null,
-    resourceName: v!.resourceName ?? null,
-    details: {
-      ...v!.details,
-      ...(v!.actorName !== undefined ? { actor: { name: v!.actorName } } : {}),
-      imported: {
-        sourceSystem,
-        externalId: v!.externalId,
-        ...(v!.actorId !== undefined ? { actorId: v!.actorId } : {}),
-        ...(v!.resourceId !== undefined ? { resourceId: v!.resourceId } : {}),
-        importedBy,
-        importedAt,
+  const rows: LaneRowInput[] = [];
+  const keys: ImportKeyInput[] = [];
+  const entryIds = new Map<number, string>();
+  for (const { row, values: v, digest } of creates) {
+    const id = randomUUID();
+    entryIds.set(row, id);
+    keys.push({ id, externalId: v!.externalId, digest: digest! });
+    rows.push({
+      id,
+      timestamp: v!.timestamp,
+      actorType: v!.actorType,
+      actorId: actorIdOf(v!.actorId ?? v!.actorEmail ?? v!.actorName ?? 'unknown'),
+      actorEmail: v!.actorEmail ?? null,
+      action: v!.action,
+      resourceType: v!.resourceType ?? null,
+      resourceId: null,
+      resourceName: v!.resourceName ?? null,
+      details: {
+        ...v!.details,
+        ...(v!.actorName !== undefined ? { actor: { name: v!.actorName } } : {}),
+        imported: {
+          sourceSystem,
+          externalId: v!.externalId,
+          ...(v!.actorId !== undefined ? { actorId: v!.actorId } : {}),
+          ...(v!.resourceId !== undefined ? { resourceId: v!.resourceId } : {}),
+          importedBy,
+          importedAt,
+        },
       },
-    },
-    ipAddress: v!.ipAddress ?? null,
-    userAgent: v!.userAgent ?? null,
-    result: v!.result,
-    errorMessage: v!.errorMessage ?? null,
-  }));
+      ipAddress: v!.ipAddress ?? null,
+      userAgent: v!.userAgent ?? null,
+      result: v!.result,
+      errorMessage: v!.errorMessage ?? null,
+    });
+  }
+  return { rows, keys, entryIds };
 }
 
 const present = (row: Derived, outcome: Outcome, entryId?: string) => ({
@@ -230,16 +250,12 @@ export async function commitAuditHistoryImport(db: Db, principal: Principal, aud
     const derived = await deriveRows(tx, org.id, body.sourceSystem, checked);
     const decisions = derived.map((row) => decide(row));
     const creates = derived.filter((_, i) => decisions[i]!.apply === 'create');
-    const entries = await insertHistoryRows(
-      tx,
-      org.id,
-      body.sourceSystem,
-      laneRows(principal, body.sourceSystem, creates),
-    );
-    const rows = derived.map((row, i) => present(row, decisions[i]!.outcome, entries.get(row.row)));
+    const lane = laneRows(principal, body.sourceSystem, creates);
+    await insertHistoryRows(tx, org.id, body.sourceSystem, lane.rows, lane.keys);
+    const rows = derived.map((row, i) => present(row, decisions[i]!.outcome, lane.entryIds.get(row.row)));
     const summary = importSummaryEvent(org, 'audit.history.import', rows);
     await auditChange(tx, audit, { ...summary, details: { sourceSystem: body.sourceSystem, ...summary.details } });
-    if (entries.size > 0) {
+    if (lane.rows.length > 0) {
       await auditSealed(tx, [{ orgId: org.id }]);
       tx.afterCommit(() => audit.pending.push(armHistoryMove()));
     }

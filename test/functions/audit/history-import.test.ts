@@ -310,6 +310,28 @@ describe('POST /audit-logs/import', () => {
     expect(again.body.rows[0]).toMatchObject({ annotation: 'unchanged' });
   });
 
+  it("refuses text PostgreSQL cannot store: a 400 in JSON, an invalid row when a CSV row's details escape it", async () => {
+    const before = await laneRows(tenant.orgId);
+    const json = await post(IMPORT, tenant.orgToken, {
+      sourceSystem: 'datto',
+      rows: [row('u-1'), row('u-2', { details: { note: 'a\u0000b' } })],
+    });
+    expect(json.status).toBe(400);
+    expect(JSON.stringify(json.body)).toContain('body.rows.1.details.note');
+    expect(await laneRows(tenant.orgId)).toBe(before);
+    const csv = await post(IMPORT, tenant.orgToken, {
+      sourceSystem: 'datto',
+      csv: `externalId,timestamp,action,details\nu-3,${anHourAgo},device.reboot,"{""note"":""a\\u0000b""}"\nu-4,${anHourAgo},device.reboot,"{""note"":""\\ud800""}"\nu-5,${anHourAgo},device.reboot,\n`,
+    });
+    expect(csv.status).toBe(200);
+    expect(csv.body.rows).toMatchObject([
+      { row: 1, externalId: 'u-3', annotation: 'invalid', issues: [{ path: 'details' }] },
+      { row: 2, externalId: 'u-4', annotation: 'invalid', issues: [{ path: 'details' }] },
+      { row: 3, externalId: 'u-5', annotation: 'create' },
+    ]);
+    expect(await laneRows(tenant.orgId)).toBe(before + 1);
+  });
+
   it('replays the first reply for a repeated Idempotency-Key and stores once', async () => {
     const before = await laneRows(tenant.orgId);
     const summariesBefore = await summaryRows(tenant.orgId);
@@ -389,7 +411,24 @@ describe('who may import, and into which organization', () => {
     expect(await importKeys(tenant.orgId)).toBe(1);
   });
 
+  it("imports with an organization's org_admin API key, recording the key as the importer", async () => {
+    const created = await t.api.request('POST', `/api/v1/orgs/organizations/${tenant.orgId}/api-keys`, {
+      token: tenant.orgToken,
+      body: { name: 'history import', role: 'org_admin' },
+    });
+    expect(created.status).toBe(201);
+    const reply = await t.api.request('POST', IMPORT, {
+      headers: { 'x-api-key': created.body.key },
+      body: { sourceSystem: 'datto', rows: [row('w-4', { details: { via: 'api key import' } })] },
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.rows[0]).toMatchObject({ annotation: 'create', entryId: expect.any(String) });
+    const found = await search(tenant, 'api key import');
+    expect(found.body.data[0].details.imported.importedBy).toEqual({ actorType: 'api_key', id: created.body.id });
+  });
+
   it('answers 400 naming the field for a malformed body, and stores nothing', async () => {
+    const before = await importKeys(tenant.orgId);
     const noSource = await post(IMPORT, tenant.orgToken, { rows: [row('m-1')] });
     expect(noSource.status).toBe(400);
     expect(JSON.stringify(noSource.body)).toContain('body.sourceSystem');
@@ -407,7 +446,7 @@ describe('who may import, and into which organization', () => {
     });
     expect(tooManyCsv.status).toBe(400);
     expect(JSON.stringify(tooManyCsv.body)).toContain('body.csv');
-    expect(await importKeys(tenant.orgId)).toBe(1);
+    expect(await importKeys(tenant.orgId)).toBe(before);
   });
 
   it('answers 413 for a body over 5 MiB', async () => {
