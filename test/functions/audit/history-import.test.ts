@@ -348,6 +348,16 @@ describe('POST /audit-logs/import', () => {
     expect(await summaryRows(tenant.orgId)).toBe(summariesBefore + 1);
   });
 
+  it('imports rows sent by two commits at once only once: the second finds them unchanged', async () => {
+    const before = await laneRows(tenant.orgId);
+    const body = { sourceSystem: 'datto', rows: [row('r-1'), row('r-2'), row('r-3')] };
+    const replies = await Promise.all([post(IMPORT, tenant.orgToken, body), post(IMPORT, tenant.orgToken, body)]);
+    expect(replies.map((reply) => reply.status)).toEqual([200, 200]);
+    expect(replies.map((reply) => reply.body.summary.create).sort()).toEqual([0, 3]);
+    expect(replies.map((reply) => reply.body.summary.unchanged).sort()).toEqual([0, 3]);
+    expect(await laneRows(tenant.orgId)).toBe(before + 3);
+  });
+
   it('moves the rows into audit_entries with the job, still found by search, the chain still intact', async () => {
     const waiting = await laneRows(tenant.orgId);
     expect(waiting).toBeGreaterThan(0);
@@ -360,6 +370,21 @@ describe('POST /audit-logs/import', () => {
     expect((await verify(tenant)).body).toMatchObject({ ok: true });
     const preview = await post(PREVIEW, tenant.orgToken, { sourceSystem: 'datto', rows: [row('c-1')] });
     expect(preview.body).toMatchObject({ rows: [{ annotation: 'unchanged' }], waiting: 0 });
+  });
+});
+
+describe('an organization without a retention policy', () => {
+  it('keeps rows without limit, so it takes rows of any age', async () => {
+    const tenant = await createTenant(t.api, 'Unlimited');
+    await t.db.admin.query('DELETE FROM audit_retention_policies WHERE org_id = :orgId::uuid', { orgId: tenant.orgId });
+    const reply = await post(IMPORT, tenant.orgToken, {
+      sourceSystem: 'datto',
+      rows: [row('o-1', { timestamp: '2015-06-01T08:00:00+02:00' })],
+    });
+    expect(reply.body.rows).toEqual([
+      { row: 1, externalId: 'o-1', annotation: 'create', outcome: 'create', entryId: expect.any(String) },
+    ]);
+    expect(await laneRows(tenant.orgId)).toBe(1);
   });
 });
 
