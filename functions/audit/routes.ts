@@ -1,6 +1,8 @@
 import { listAuditAnchors } from '#shared/audit/anchor-list.ts';
 import * as anchors from '#shared/audit/anchor-schemas.ts';
 import { exportAuditLogs } from '#shared/audit/export.ts';
+import { commitAuditHistoryImport, previewAuditHistoryImport } from '#shared/audit/history-import.ts';
+import * as history from '#shared/audit/history-import-schemas.ts';
 import { ingestAuditEvents } from '#shared/audit/ingest.ts';
 import { getAuditEntry, listDetailedEntries, listViewerEntries, verifyAuditChain } from '#shared/audit/query.ts';
 import { auditSummary, complianceReport, securityEvents } from '#shared/audit/reports.ts';
@@ -29,6 +31,36 @@ export const routes = {
       errors: [400, 401, 403, 404, 409, 413],
     },
     ({ caller, body, headers }) => ingestAuditEvents(appDb(), caller, body, headers['idempotency-key']),
+  ),
+  // Importing another system's audit history (docs/audit.md "Importing history"): audit:manage, audited as
+  // audit.history.import.
+  'POST /api/v1/audit-logs/import/preview': route(
+    {
+      operationId: 'auditHistoryImportPreview',
+      auth: 'userOrApiKey',
+      tag: 'audit',
+      summary:
+        "Annotate up to 5,000 rows of another system's audit history (JSON rows or CSV) against the organization's imported rows; stores nothing (audit:manage)",
+      body: history.historyImport,
+      maxBodyBytes: 5 * 1024 * 1024,
+      response: history.historyImportReply,
+      errors: [400, 401, 403, 404, 413],
+    },
+    ({ caller, body }) => previewAuditHistoryImport(appDb(), caller, body),
+  ),
+  'POST /api/v1/audit-logs/import': route(
+    {
+      operationId: 'auditHistoryImportCommit',
+      auth: 'userOrApiKey',
+      tag: 'audit',
+      summary:
+        "Import up to 5,000 rows of another system's audit history into the organization's trail, once per (sourceSystem, externalId); marked details.imported (audit:manage)",
+      body: history.historyImport,
+      maxBodyBytes: 5 * 1024 * 1024,
+      response: history.historyImportReply,
+      errors: [400, 401, 403, 404, 413],
+    },
+    ({ caller, body, audit }) => commitAuditHistoryImport(appDb(), caller, audit, body),
   ),
   // Reading the trail: JWT users with audit:read; partner users see all their organizations (soft-deleted too), newest first.
   'GET /api/v1/audit-logs': route(

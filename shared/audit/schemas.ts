@@ -18,7 +18,7 @@ const endOfInstants = Date.UTC(10_000, 0, 1);
 const whenWellFormed = { when: (payload: { issues: readonly unknown[] }) => payload.issues.length === 0 };
 
 /** ISO 8601 with an offset, within what audit_logs stores: also once converted to UTC a year from 0001 to 9999 (its CHECK). */
-const strictInstant = instant().refine(
+export const strictInstant = instant().refine(
   (value) => {
     const at = Date.parse(value);
     return at >= earliestInstant && at < endOfInstants;

@@ -65,9 +65,12 @@ export function csvRecords(text: string, maxRows: number, location = 'body.csv')
   };
 }
 
-/** A JSON row with its blank strings (empty or only whitespace) absent, as a blank CSV cell is. */
+const isBlank = (value: unknown) => typeof value === 'string' && !value.trim();
+
+/** A JSON row with its blank strings (empty or only whitespace) absent, as a blank CSV cell is; copied only if it has one. */
 export function withoutBlanks(row: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(row).filter(([, value]) => !(typeof value === 'string' && !value.trim())));
+  if (!Object.values(row).some(isBlank)) return row;
+  return Object.fromEntries(Object.entries(row).filter(([, value]) => !isBlank(value)));
 }
 
 /** A column header or field name compared loosely: case, spaces, - and _ ignored. */

@@ -22,6 +22,8 @@ const post = async (path: string, body: unknown, token = tenant.partnerToken) =>
   return reply.body as Reply;
 };
 
+const anHourAgo = new Date(Date.now() - 3_600_000).toISOString();
+
 /** The same import request to each importer: two rows, the first with an externalId, the second without. */
 const importers = () => ({
   contacts: (commit: boolean) =>
@@ -56,6 +58,12 @@ const importers = () => ({
       sourceSystem: 'generic',
       csv: 'deviceExternalId,hostname,serialNumber\nd-1,NO-SUCH-HOST,\n,NOR-THIS,\n',
     }),
+  'audit history': (commit: boolean) =>
+    post(`/audit-logs/import${commit ? '' : '/preview'}`, {
+      orgId: tenant.orgId,
+      sourceSystem: 'datto',
+      csv: `externalId,timestamp,action\nh-1,${anHourAgo},device.reboot\n,${anHourAgo},device.reboot\n`,
+    }),
 });
 
 describe('every row import answers in one vocabulary', () => {
@@ -71,7 +79,7 @@ describe('every row import answers in one vocabulary', () => {
         ).toEqual([1, 2]);
         expect(reply.rows[0]!.externalId, name).toBe(
           { contacts: 'p-1', 'device-groups': 'g-1', 'tenancy tree': 'v-2' }[name] ??
-            { 'custom-field definitions': 'f-1', 'custom-field values': 'd-1' }[name],
+            { 'custom-field definitions': 'f-1', 'custom-field values': 'd-1', 'audit history': 'h-1' }[name],
         );
         for (const row of reply.rows) {
           expect(annotations, name).toContain(row.annotation);
@@ -83,7 +91,7 @@ describe('every row import answers in one vocabulary', () => {
       expect(JSON.stringify(commit), name).not.toMatch(/"created"|"updated"|"matched"/);
       summaries[name] = Object.keys(commit.summary).sort();
     }
-    const rowImporters = ['contacts', 'device-groups', 'tenancy tree', 'custom-field definitions'];
+    const rowImporters = ['contacts', 'device-groups', 'tenancy tree', 'custom-field definitions', 'audit history'];
     for (const name of rowImporters) expect(summaries[name], name).toEqual([...outcomes].sort());
   });
 

@@ -634,4 +634,34 @@ describe('the API on the Data API', () => {
     const verified = await api.request('GET', `/api/v1/audit-logs/verify?orgId=${tenant.orgId}`, { token: root });
     expect(verified.body).toMatchObject({ ok: true });
   });
+
+  it("imports another system's audit history into the lane, matches it again by its keys, and verifies the chain", async () => {
+    const root = await platformAdmin();
+    const timestamp = new Date(Date.now() - 3_600_000).toISOString();
+    const body = {
+      orgId: tenant.orgId,
+      sourceSystem: 'datto',
+      rows: [
+        {
+          externalId: 'dh-1',
+          timestamp,
+          action: 'device.reboot',
+          actorId: 'tech-1',
+          details: { via: 'data api import' },
+        },
+        { externalId: 'dh-2', timestamp, action: 'device.reboot', resourceId: 'dev-9' },
+      ],
+    };
+    const imported = await api.request('POST', '/api/v1/audit-logs/import', { token: root, body });
+    expect(imported.status).toBe(200);
+    expect(imported.body).toMatchObject({ summary: { create: 2 }, waiting: 2 });
+    const again = await api.request('POST', '/api/v1/audit-logs/import/preview', { token: root, body });
+    expect(again.body).toMatchObject({ summary: { unchanged: 2 }, waiting: expect.any(Number) });
+    const found = await api.request('GET', `/api/v1/audit-logs/search?orgId=${tenant.orgId}&q=data%20api%20import`, {
+      token: root,
+    });
+    expect(found.body.data).toEqual([expect.objectContaining({ id: imported.body.rows[0].entryId })]);
+    const verified = await api.request('GET', `/api/v1/audit-logs/verify?orgId=${tenant.orgId}`, { token: root });
+    expect(verified.body).toMatchObject({ ok: true });
+  });
 });

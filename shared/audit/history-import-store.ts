@@ -1,0 +1,86 @@
+import { type Db, prepared, type Tx } from '../db/db.ts';
+import type { AuditRowInput } from './store.ts';
+
+/** Holds the organization's history import until commit: one import of an organization at a time. */
+export async function lockHistoryImportOf(tx: Tx, orgId: string): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('audit_history_import:' || :orgId::text, 0))`, {
+    orgId,
+  });
+}
+
+const selectKeysSql = prepared(
+  'logbook_audit_import_keys',
+  `SELECT external_id AS "externalId", digest FROM audit_import_keys
+    WHERE org_id = :orgId::uuid AND source_system = :sourceSystem::text
+      AND external_id = ANY (ARRAY(SELECT jsonb_array_elements_text(:externalIds::jsonb)))`,
+);
+
+/** The digests of the rows imported before from `sourceSystem` under these externalIds, by externalId. */
+export async function selectImportKeys(
+  db: Db,
+  orgId: string,
+  sourceSystem: string,
+  externalIds: readonly string[],
+): Promise<Map<string, string>> {
+  if (externalIds.length === 0) return new Map();
+  const { rows } = await db.query<{ externalId: string; digest: string }>(selectKeysSql, {
+    orgId,
+    sourceSystem,
+    externalIds: [...externalIds],
+  });
+  return new Map(rows.map((row) => [row.externalId, row.digest]));
+}
+
+/** A row for the history lane, with its id (chosen by the importer, so it is known before the insert). */
+export type LaneRowInput = Omit<AuditRowInput, 'orgId' | 'timestamp'> & { id: string; timestamp: string };
+
+/** The key a lane row is imported under: its entry's id, its externalId in the source system and its digest. */
+export type ImportKeyInput = { id: string; externalId: string; digest: string };
+
+/**
+ * One statement: the rows into the history lane, in the order given (sealed into the organization's chain by the
+ * lane's trigger at its end), and each row's key into audit_import_keys with the position its entry took, joined back
+ * by the entry's id. The keys travel apart from the rows, so the rows are read once and never held.
+ */
+const insertLaneSql = prepared(
+  'logbook_audit_history_insert',
+  `WITH added AS (
+     INSERT INTO audit_history_lane (id, org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type,
+                                     resource_id, resource_name, details, ip_address, user_agent, result, error_message)
+     SELECT r.id, :orgId::uuid, r.timestamp, r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
+            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
+       FROM jsonb_to_recordset(:rows::jsonb) AS r(id uuid, timestamp timestamptz, "actorType" audit_actor_type,
+            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text,
+            details jsonb, "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
+     RETURNING id, pos
+   ),
+   keyed AS (
+     INSERT INTO audit_import_keys (org_id, source_system, external_id, digest, pos)
+     SELECT :orgId::uuid, :sourceSystem::text, k."externalId", k.digest, a.pos
+       FROM added a JOIN jsonb_to_recordset(:keys::jsonb) AS k(id uuid, "externalId" text, digest text) ON k.id = a.id
+     RETURNING 1
+   )
+   SELECT (SELECT count(*) FROM added)::int AS added, (SELECT count(*) FROM keyed)::int AS keyed`,
+);
+
+/** Inserts the rows into the history lane with their import keys (insertLaneSql), in one statement. */
+export async function insertHistoryRows(
+  tx: Tx,
+  orgId: string,
+  sourceSystem: string,
+  rows: readonly LaneRowInput[],
+  keys: readonly ImportKeyInput[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const { rows: counted } = await tx.query<{ added: number; keyed: number }>(insertLaneSql, {
+    orgId,
+    sourceSystem,
+    rows: [...rows],
+    keys: [...keys],
+  });
+  // Every entry has its key, or the statement is rolled back with the transaction.
+  if (counted[0]?.added !== rows.length || counted[0]?.keyed !== rows.length)
+    throw new Error(
+      `the history import stored ${counted[0]?.added} entries and ${counted[0]?.keyed} keys of ${rows.length}`,
+    );
+}

@@ -1,0 +1,265 @@
+/**
+ * Importing another system's audit history (docs/audit.md "Importing history"): rows of an RMM's audit export become
+ * entries of the organization's trail, in the history lane (history-lane.ts), each marked `details.imported` and
+ * matched on (sourceSystem, externalId) through audit_import_keys, so a second import of the same row is never a second
+ * entry. The shared import model (docs/imports.md): preview annotates, commit re-derives and applies.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/principal.ts';
+import { reachableOrganization } from '../auth/reachable-organization.ts';
+import type { Db } from '../db/db.ts';
+import { ValidationFailed } from '../errors.ts';
+import { importRecords } from '../imports/csv.ts';
+import {
+  type DerivedRow,
+  decide,
+  givenExternalId,
+  importSummaryEvent,
+  invalidRow,
+  plannedOutcome,
+  reportRow,
+  rowIssues,
+  rowNumberOf,
+  summarize,
+} from '../imports/rows.ts';
+import type { Outcome } from '../imports/schemas.ts';
+import {
+  type HistoryImport,
+  type HistoryRow,
+  historyCsvRow,
+  historyFields,
+  historyRow,
+  maxHistoryRows,
+} from './history-import-schemas.ts';
+import {
+  type ImportKeyInput,
+  insertHistoryRows,
+  type LaneRowInput,
+  lockHistoryImportOf,
+  selectImportKeys,
+} from './history-import-store.ts';
+import { armHistoryMove, countWaitingHistoryRows } from './history-lane.ts';
+import { selectRetentionPolicy } from './retention-store.ts';
+import { auditSealed } from './sealed.ts';
+import { type AuditContext, auditChange } from './writer.ts';
+
+/** The namespace of imported actors' ids: one actor of one source system is one UUID v5, in every import. */
+export const importedActorNamespace = '1407dcbf-9357-4610-a2e0-188331b1d873';
+
+/** A row as checked: its values and digest, or the issues that make it invalid. */
+interface Checked {
+  row: number;
+  externalId?: string;
+  values?: HistoryRow;
+  digest?: string;
+  issues?: { path: string; message: string }[];
+}
+
+interface Derived extends DerivedRow {
+  values?: HistoryRow;
+  digest?: string;
+}
+
+/** The organization imported into: the body's orgId, or an organization user's own (400 naming body.orgId without). */
+async function importOrganization(db: Db, principal: Principal, orgId: string | undefined) {
+  const id = orgId ?? (principal.scope === 'organization' ? principal.orgId : null);
+  if (!id)
+    throw ValidationFailed('orgId is required', [
+      { path: 'body.orgId', message: 'Partner and platform callers name the organization', code: 'invalid_type' },
+    ]);
+  return reachableOrganization(db, principal, id, 'audit:manage');
+}
+
+/** A JSON value with its object keys sorted at every depth: a source's exports may order them differently. */
+function sortedKeys(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  const object = value as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(object)
+      .sort()
+      .map((key) => [key, sortedKeys(object[key])]),
+  );
+}
+
+/**
+ * JSON text PostgreSQL cannot store: JSON.stringify writes a NUL as \u0000 and a lone surrogate as \udxxx, an escape
+ * preceded by an even number of backslashes (a backslash of the text itself is written \\).
+ */
+const unstorableEscape = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/i;
+const unstorableJson = (text: string) => text.includes('\\u') && unstorableEscape.test(text);
+
+/**
+ * The canonical JSON of a row's fields (in the schema's order, the keys of details sorted at every depth), one
+ * JSON.stringify per row.
+ */
+const canonicalJson = (values: HistoryRow) =>
+  JSON.stringify(values.details ? { ...values, details: sortedKeys(values.details) } : values);
+
+/** Each row checked on its own, and the digest of those that check: SHA-256 of the canonical JSON of its fields. */
+function checkRows(input: HistoryImport): Checked[] {
+  const given = importRecords(input, { fields: historyFields, maxRows: maxHistoryRows });
+  const schema = input.rows ? historyRow : historyCsvRow;
+  return given.map((raw, index) => {
+    const row = rowNumberOf(index);
+    const result = schema.safeParse(raw);
+    if (!result.success) return { row, externalId: givenExternalId(raw), issues: rowIssues(result.error) };
+    const values = result.data;
+    const text = canonicalJson(values);
+    if (unstorableJson(text))
+      return {
+        row,
+        externalId: values.externalId,
+        issues: Object.entries(values)
+          .filter(([, value]) => unstorableJson(JSON.stringify(value)))
+          .map(([path]) => ({ path, message: 'Contains a NUL character or a lone surrogate, which cannot be stored' })),
+      };
+    return { row, externalId: values.externalId, values, digest: createHash('sha256').update(text).digest('hex') };
+  });
+}
+
+const duplicateReason = 'Another row of this import has the same externalId';
+const alteredReason = 'Imported before with other content; the trail is append-only';
+
+/**
+ * Annotates each checked row against the organization's retention and the rows imported before: `invalid` (its
+ * issues, or older than the retention, which would delete it), `conflict` (an externalId twice in the request, or
+ * imported before with another digest), `unchanged` (imported before with the same digest) or `create`. One read of
+ * the policy and one of the keys, whatever the number of rows.
+ */
+async function deriveRows(db: Db, orgId: string, sourceSystem: string, checked: Checked[]): Promise<Derived[]> {
+  const policy = await selectRetentionPolicy(db, orgId);
+  const cutoff = policy ? Date.now() - policy.retentionDays * 86_400_000 : undefined;
+  const counts = new Map<string, number>();
+  for (const row of checked) if (row.values) counts.set(row.externalId!, (counts.get(row.externalId!) ?? 0) + 1);
+  const stored = await selectImportKeys(db, orgId, sourceSystem, [...counts.keys()]);
+  return checked.map((row): Derived => {
+    if (!row.values) return invalidRow(row.row, row.issues!, row.externalId);
+    const base = { row: row.row, externalId: row.externalId! };
+    if (cutoff !== undefined && Date.parse(row.values.timestamp) < cutoff) {
+      const retention = `Older than the organization's audit retention of ${policy!.retentionDays} days`;
+      return {
+        ...invalidRow(row.row, [{ path: 'timestamp', message: `${retention}, which would delete it` }], row.externalId),
+        reason: retention,
+      };
+    }
+    if (counts.get(row.externalId!)! > 1) return { ...base, annotation: 'conflict', reason: duplicateReason };
+    const digest = stored.get(row.externalId!);
+    if (digest === undefined) return { ...base, annotation: 'create', values: row.values, digest: row.digest };
+    return digest === row.digest
+      ? { ...base, annotation: 'unchanged' }
+      : { ...base, annotation: 'conflict', reason: alteredReason };
+  });
+}
+
+/** UUID v5 (RFC 9562) of `name` in `namespace`. */
+function uuidV5(namespace: string, name: string): string {
+  const hash = createHash('sha1')
+    .update(Buffer.from(namespace.replaceAll('-', ''), 'hex'))
+    .update(name)
+    .digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * The lane rows of the created rows, each with a new id, and their keys: the actor a UUID v5 of (sourceSystem, its id
+ * there, else its e-mail, else its name), the resource id kept in details (an external id is none of ours), and
+ * details.imported saying where the row comes from and who imported it when.
+ */
+function laneRows(principal: Principal, sourceSystem: string, creates: readonly Derived[]) {
+  const importedBy = { actorType: principal.actorType, id: principal.id };
+  const importedAt = new Date().toISOString();
+  const actorIds = new Map<string, string>();
+  const actorIdOf = (actor: string) => {
+    const known = actorIds.get(actor);
+    if (known) return known;
+    const id = uuidV5(importedActorNamespace, JSON.stringify([sourceSystem, actor]));
+    actorIds.set(actor, id);
+    return id;
+  };
+  const rows: LaneRowInput[] = [];
+  const keys: ImportKeyInput[] = [];
+  const entryIds = new Map<number, string>();
+  for (const { row, values: v, digest } of creates) {
+    const id = randomUUID();
+    entryIds.set(row, id);
+    keys.push({ id, externalId: v!.externalId, digest: digest! });
+    rows.push({
+      id,
+      timestamp: v!.timestamp,
+      actorType: v!.actorType,
+      actorId: actorIdOf(v!.actorId ?? v!.actorEmail ?? v!.actorName ?? 'unknown'),
+      actorEmail: v!.actorEmail ?? null,
+      action: v!.action,
+      resourceType: v!.resourceType ?? null,
+      resourceId: null,
+      resourceName: v!.resourceName ?? null,
+      details: {
+        ...v!.details,
+        ...(v!.actorName !== undefined ? { actor: { name: v!.actorName } } : {}),
+        imported: {
+          sourceSystem,
+          externalId: v!.externalId,
+          ...(v!.actorId !== undefined ? { actorId: v!.actorId } : {}),
+          ...(v!.resourceId !== undefined ? { resourceId: v!.resourceId } : {}),
+          importedBy,
+          importedAt,
+        },
+      },
+      ipAddress: v!.ipAddress ?? null,
+      userAgent: v!.userAgent ?? null,
+      result: v!.result,
+      errorMessage: v!.errorMessage ?? null,
+    });
+  }
+  return { rows, keys, entryIds };
+}
+
+const present = (row: Derived, outcome: Outcome, entryId?: string) => ({
+  ...reportRow(row, outcome),
+  ...(entryId ? { entryId } : {}),
+});
+
+/**
+ * POST /api/v1/audit-logs/import/preview (audit:manage): each row's annotation and what commit would do with it, and
+ * how many of the organization's rows wait in the lane; stores nothing.
+ */
+export async function previewAuditHistoryImport(db: Db, principal: Principal, body: HistoryImport) {
+  const org = await importOrganization(db, principal, body.orgId);
+  const checked = checkRows(body);
+  const rows = (await deriveRows(db, org.id, body.sourceSystem, checked)).map((row) =>
+    present(row, plannedOutcome(row.annotation)),
+  );
+  return { committed: false, summary: summarize(rows), rows, waiting: await countWaitingHistoryRows(db, org.id) };
+}
+
+/**
+ * POST /api/v1/audit-logs/import (audit:manage): in one transaction under the organization's import lock, re-derives
+ * every row (the keys read again) and inserts the `create` rows into the history lane with their keys in one
+ * statement, audited once as audit.history.import with the summary; once committed, arms the move of the lane into
+ * the searchable trail. A second identical import is all `unchanged` and adds no entry.
+ */
+export async function commitAuditHistoryImport(db: Db, principal: Principal, audit: AuditContext, body: HistoryImport) {
+  const org = await importOrganization(db, principal, body.orgId);
+  const checked = checkRows(body);
+  const { rows, waiting } = await db.transaction(async (tx) => {
+    await lockHistoryImportOf(tx, org.id);
+    const derived = await deriveRows(tx, org.id, body.sourceSystem, checked);
+    const decisions = derived.map((row) => decide(row));
+    const creates = derived.filter((_, i) => decisions[i]!.apply === 'create');
+    const lane = laneRows(principal, body.sourceSystem, creates);
+    await insertHistoryRows(tx, org.id, body.sourceSystem, lane.rows, lane.keys);
+    const rows = derived.map((row, i) => present(row, decisions[i]!.outcome, lane.entryIds.get(row.row)));
+    const summary = importSummaryEvent(org, 'audit.history.import', rows);
+    await auditChange(tx, audit, { ...summary, details: { sourceSystem: body.sourceSystem, ...summary.details } });
+    if (lane.rows.length > 0) {
+      await auditSealed(tx, [{ orgId: org.id }]);
+      tx.afterCommit(() => audit.pending.push(armHistoryMove()));
+    }
+    return { rows, waiting: await countWaitingHistoryRows(tx, org.id) };
+  });
+  return { committed: true, summary: summarize(rows), rows, waiting };
+}
