@@ -114,9 +114,9 @@ export const historyImportReply = importReply(
   }),
 )
   .extend({
-    waiting: z.number().int().meta({
+    waiting: z.boolean().meta({
       description:
-        "The organization's imported rows still waiting in the history lane to be moved into the searchable trail (read and searched already)",
+        'Whether imported rows of the organization still wait in the history lane to be moved into the searchable trail (they are read and searched already)',
     }),
   })
   .meta({ id: 'AuditHistoryImport' });

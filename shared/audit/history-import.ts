@@ -5,6 +5,7 @@
  * entry. The shared import model (docs/imports.md): preview annotates, commit re-derives and applies.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { v5 as uuidV5 } from 'uuid';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
@@ -38,7 +39,7 @@ import {
   lockHistoryImportOf,
   selectImportKeys,
 } from './history-import-store.ts';
-import { armHistoryMove, countWaitingHistoryRows } from './history-lane.ts';
+import { armHistoryMove, historyRowsWait } from './history-lane.ts';
 import { selectRetentionPolicy } from './retention-store.ts';
 import { auditSealed } from './sealed.ts';
 import { type AuditContext, auditChange } from './writer.ts';
@@ -90,11 +91,24 @@ const unstorableEscape = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/i;
 const unstorableJson = (text: string) => text.includes('\\u') && unstorableEscape.test(text);
 
 /**
- * The canonical JSON of a row's fields (in the schema's order, the keys of details sorted at every depth), one
- * JSON.stringify per row.
+ * An instant as one text whatever its offset and digits (UTC, microseconds: what PostgreSQL keeps), so that
+ * `10:00:00Z` and `12:00:00.000+02:00` are the same row's timestamp.
+ */
+function canonicalInstant(text: string): string {
+  const fraction = /T[^.]*\.(\d+)/.exec(text)?.[1] ?? '';
+  return `${new Date(text).toISOString().slice(0, -5)}.${fraction.padEnd(6, '0').slice(0, 6)}Z`;
+}
+
+/**
+ * The canonical JSON of a row's fields (in the schema's order, the timestamp as one instant, the keys of details sorted
+ * at every depth), one JSON.stringify per row.
  */
 const canonicalJson = (values: HistoryRow) =>
-  JSON.stringify(values.details ? { ...values, details: sortedKeys(values.details) } : values);
+  JSON.stringify({
+    ...values,
+    timestamp: canonicalInstant(values.timestamp),
+    ...(values.details ? { details: sortedKeys(values.details) } : {}),
+  });
 
 /** Each row checked on its own, and the digest of those that check: SHA-256 of the canonical JSON of its fields. */
 function checkRows(input: HistoryImport): Checked[] {
@@ -152,18 +166,6 @@ async function deriveRows(db: Db, orgId: string, sourceSystem: string, checked: 
   });
 }
 
-/** UUID v5 (RFC 9562) of `name` in `namespace`. */
-function uuidV5(namespace: string, name: string): string {
-  const hash = createHash('sha1')
-    .update(Buffer.from(namespace.replaceAll('-', ''), 'hex'))
-    .update(name)
-    .digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
 /**
  * The lane rows of the created rows, each with a new id, and their keys: the actor a UUID v5 of (sourceSystem, its id
  * there, else its e-mail, else its name), the resource id kept in details (an external id is none of ours), and
@@ -176,7 +178,7 @@ function laneRows(principal: Principal, sourceSystem: string, creates: readonly 
   const actorIdOf = (actor: string) => {
     const known = actorIds.get(actor);
     if (known) return known;
-    const id = uuidV5(importedActorNamespace, JSON.stringify([sourceSystem, actor]));
+    const id = uuidV5(JSON.stringify([sourceSystem, actor]), importedActorNamespace);
     actorIds.set(actor, id);
     return id;
   };
@@ -225,7 +227,7 @@ const present = (row: Derived, outcome: Outcome, entryId?: string) => ({
 
 /**
  * POST /api/v1/audit-logs/import/preview (audit:manage): each row's annotation and what commit would do with it, and
- * how many of the organization's rows wait in the lane; stores nothing.
+ * whether rows of the organization wait in the lane; stores nothing.
  */
 export async function previewAuditHistoryImport(db: Db, principal: Principal, body: HistoryImport) {
   const org = await importOrganization(db, principal, body.orgId);
@@ -233,7 +235,7 @@ export async function previewAuditHistoryImport(db: Db, principal: Principal, bo
   const rows = (await deriveRows(db, org.id, body.sourceSystem, checked)).map((row) =>
     present(row, plannedOutcome(row.annotation)),
   );
-  return { committed: false, summary: summarize(rows), rows, waiting: await countWaitingHistoryRows(db, org.id) };
+  return { committed: false, summary: summarize(rows), rows, waiting: await historyRowsWait(db, org.id) };
 }
 
 /**
@@ -259,7 +261,7 @@ export async function commitAuditHistoryImport(db: Db, principal: Principal, aud
       await auditSealed(tx, [{ orgId: org.id }]);
       tx.afterCommit(() => audit.pending.push(armHistoryMove()));
     }
-    return { rows, waiting: await countWaitingHistoryRows(tx, org.id) };
+    return { rows, waiting: await historyRowsWait(tx, org.id) };
   });
   return { committed: true, summary: summarize(rows), rows, waiting };
 }

@@ -81,7 +81,7 @@ describe('POST /audit-logs/import/preview', () => {
         { row: 1, externalId: 'p-1', annotation: 'create', outcome: 'create' },
         { row: 2, externalId: 'p-2', annotation: 'create', outcome: 'create' },
       ],
-      waiting: 0,
+      waiting: false,
     });
     expect(await laneRows(tenant.orgId)).toBe(0);
     expect(await importKeys(tenant.orgId)).toBe(0);
@@ -111,7 +111,7 @@ describe('POST /audit-logs/import', () => {
         { row: 1, externalId: 'c-1', annotation: 'create', outcome: 'create', entryId: expect.any(String) },
         { row: 2, externalId: 'c-2', annotation: 'create', outcome: 'create', entryId: expect.any(String) },
       ],
-      waiting: 2,
+      waiting: true,
     });
     entryId = reply.body.rows[0].entryId;
     expect(armed.map((job) => job.kind)).toEqual([historyMoveJobKind]);
@@ -188,6 +188,18 @@ describe('POST /audit-logs/import', () => {
     ]);
     expect(await laneRows(tenant.orgId)).toBe(2);
     expect(await importKeys(tenant.orgId)).toBe(2);
+  });
+
+  it('finds a row the same whatever offset and digits its timestamp is written with', async () => {
+    // The same instant two hours ahead in +02:00, with microseconds.
+    const shifted = new Date(Date.parse(anHourAgo) + 2 * 3_600_000).toISOString().replace('Z', '000+02:00');
+    const reply = await post(IMPORT, tenant.orgToken, {
+      sourceSystem: 'datto',
+      rows: [row('c-1', { timestamp: shifted })],
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.rows).toEqual([{ row: 1, externalId: 'c-1', annotation: 'unchanged', outcome: 'unchanged' }]);
+    expect(await laneRows(tenant.orgId)).toBe(2);
   });
 
   it('refuses a row imported before with other content as a conflict', async () => {
@@ -369,7 +381,7 @@ describe('POST /audit-logs/import', () => {
     expect(found.body.data.map((e: { id: string }) => e.id)).toContain(entryId);
     expect((await verify(tenant)).body).toMatchObject({ ok: true });
     const preview = await post(PREVIEW, tenant.orgToken, { sourceSystem: 'datto', rows: [row('c-1')] });
-    expect(preview.body).toMatchObject({ rows: [{ annotation: 'unchanged' }], waiting: 0 });
+    expect(preview.body).toMatchObject({ rows: [{ annotation: 'unchanged' }], waiting: false });
   });
 });
 
