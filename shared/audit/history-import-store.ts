@@ -63,7 +63,17 @@ const insertLaneSql = prepared(
    SELECT (SELECT count(*) FROM added)::int AS added, (SELECT count(*) FROM keyed)::int AS keyed`,
 );
 
-/** Inserts the rows into the history lane with their import keys (insertLaneSql), in one statement. */
+/**
+ * What one statement of the insert sends at most: the Data API takes an HTTP request of 4 MiB, the SQL, the
+ * parameters (escaped once more inside its JSON body) and the headers together.
+ */
+export const maxInsertBytes = 2.5 * 1024 * 1024;
+
+/**
+ * Inserts the rows into the history lane with their import keys (insertLaneSql): one statement, or, when the rows'
+ * JSON passes maxInsertBytes, one statement per consecutive part that fits (in the caller's transaction, in order).
+ * Each row and key is turned into JSON once, here, and sent as the parameter's text.
+ */
 export async function insertHistoryRows(
   tx: Tx,
   orgId: string,
@@ -71,16 +81,31 @@ export async function insertHistoryRows(
   rows: readonly LaneRowInput[],
   keys: readonly ImportKeyInput[],
 ): Promise<void> {
-  if (rows.length === 0) return;
-  const { rows: counted } = await tx.query<{ added: number; keyed: number }>(insertLaneSql, {
-    orgId,
-    sourceSystem,
-    rows: [...rows],
-    keys: [...keys],
-  });
-  // Every entry has its key, or the statement is rolled back with the transaction.
-  if (counted[0]?.added !== rows.length || counted[0]?.keyed !== rows.length)
-    throw new Error(
-      `the history import stored ${counted[0]?.added} entries and ${counted[0]?.keyed} keys of ${rows.length}`,
-    );
+  let from = 0;
+  while (from < rows.length) {
+    const rowTexts: string[] = [];
+    const keyTexts: string[] = [];
+    let bytes = 0;
+    for (let i = from; i < rows.length; i++) {
+      const row = JSON.stringify(rows[i]);
+      const key = JSON.stringify(keys[i]);
+      const size = Buffer.byteLength(row) + Buffer.byteLength(key) + 2;
+      if (rowTexts.length > 0 && bytes + size > maxInsertBytes) break;
+      rowTexts.push(row);
+      keyTexts.push(key);
+      bytes += size;
+    }
+    const { rows: counted } = await tx.query<{ added: number; keyed: number }>(insertLaneSql, {
+      orgId,
+      sourceSystem,
+      rows: `[${rowTexts.join(',')}]`,
+      keys: `[${keyTexts.join(',')}]`,
+    });
+    // Every entry has its key, or the statement is rolled back with the transaction.
+    if (counted[0]?.added !== rowTexts.length || counted[0]?.keyed !== rowTexts.length)
+      throw new Error(
+        `the history import stored ${counted[0]?.added} entries and ${counted[0]?.keyed} keys of ${rowTexts.length}`,
+      );
+    from += rowTexts.length;
+  }
 }

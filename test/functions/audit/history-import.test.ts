@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runJob } from '#functions/queue/jobs.ts';
+import { maxInsertBytes } from '#shared/audit/history-import-store.ts';
 import { historyMoveJobKind, runHistoryMove } from '#shared/audit/history-lane.ts';
 import { type Job, runJobsLocally } from '#shared/queue/work-queue.ts';
 import { useApi } from '#test/support/api.ts';
@@ -188,6 +189,23 @@ describe('POST /audit-logs/import', () => {
     ]);
     expect(await laneRows(tenant.orgId)).toBe(2);
     expect(await importKeys(tenant.orgId)).toBe(2);
+  });
+
+  it('sends a request larger than one statement may carry in several, in request order, all in the chain', async () => {
+    const other = await createTenant(t.api, 'Large import');
+    // Rows of about 1 KB, 1.2 times what one insert statement sends.
+    const count = Math.ceil((maxInsertBytes * 1.2) / 1_000);
+    const rows = Array.from({ length: count }, (_, i) => row(`big-${i}`, { details: { pad: 'x'.repeat(900) } }));
+    const reply = await post(IMPORT, other.orgToken, { sourceSystem: 'datto', rows });
+    expect(reply.status).toBe(200);
+    expect(reply.body.summary.create).toBe(count);
+    const { rows: stored } = await t.db.admin.query<{ externalId: string }>(
+      `SELECT a.details -> 'imported' ->> 'externalId' AS "externalId" FROM audit_logs a
+        WHERE a.org_id = :orgId::uuid AND a.details ? 'imported' ORDER BY a.seq`,
+      { orgId: other.orgId },
+    );
+    expect(stored.map((entry) => entry.externalId)).toEqual(rows.map((r) => r.externalId));
+    expect((await verify(other)).body).toMatchObject({ ok: true });
   });
 
   it('finds a row the same whatever offset and digits its timestamp is written with', async () => {
