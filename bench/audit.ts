@@ -1,5 +1,5 @@
 /**
- * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40 --bulk 1000000 --writes-only]`: the audit
+ * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40 --bulk 1000000 --writes-only --history-only]`: the audit
  * trail's write and read figures, each printed beside a baseline measured in the same run on the same server,
  * with its target:
  *
@@ -57,6 +57,8 @@ const { values: args } = parseArgs({
     samples: { type: 'string', default: '40' },
     bulk: { type: 'string', default: '1000000' },
     'writes-only': { type: 'boolean', default: false },
+    // Only the history import beside the ingestion path, the move and the import beside the move (--bulk rows).
+    'history-only': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -506,7 +508,8 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
     });
     const reply = await commitAuditHistoryImport(sealed, principal, audit, body);
     await flushAudit(audit);
-    if (reply.summary.create !== count) throw new Error(`the import created ${reply.summary.create} rows, not ${count}`);
+    if (reply.summary.create !== count)
+      throw new Error(`the import created ${reply.summary.create} rows, not ${count}`);
     return (performance.now() - started) / 1000;
   };
   const done = { lane: 0, sealed: 0 };
@@ -548,7 +551,8 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   statusDone();
   const { rows } = await admin.query<{ n: number; lane: number }>(
     `SELECT count(*)::int AS n, count(*) FILTER (WHERE a.tableoid = 'audit_history_lane'::regclass)::int AS lane
-       FROM audit_entries a JOIN audit_chain_links l ON l.pos = a.pos WHERE a.org_id = :orgId::uuid`,
+       FROM audit_entries a JOIN audit_chain_links l ON l.pos = a.pos
+      WHERE a.org_id = :orgId::uuid AND a.action <> 'audit.history.import'`,
     { orgId: orgs.lane.id },
   );
   if (rows[0]!.n !== bulkRows || rows[0]!.lane !== 0)
@@ -676,6 +680,8 @@ async function writing(): Promise<{ lines: string[][]; server: string }> {
     unsealed = await unsealedWriter(admin, scratch.url, 'bench_unsealed');
     today = await unsealedWriter(admin, scratch.url, 'bench_today', true);
     const tables = { sealed, unsealed, today };
+    if (args['history-only'])
+      return { lines: await historyImport(admin, sealed), server: await serverSettings(admin, scratch.server) };
     const lines = await sealingCost(tables);
     lines.push(await auditedChanges(admin, sealed));
     if (bulkRows > 0) {
@@ -1042,7 +1048,7 @@ async function main() {
   const loadAtStart = loadAverage();
   const written = await writing();
   let reading: string[][] = [];
-  if (!args['writes-only']) {
+  if (!args['writes-only'] && !args['history-only']) {
     const scratch = await createScratchDatabase('audit');
     const admin = createPgDb({ connectionString: scratch.url, max: 2, applicationName: 'logbook-bench' });
     try {
