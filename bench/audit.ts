@@ -483,7 +483,8 @@ const importRequestRows = maxHistoryRows;
  * commit (commitAuditHistoryImport: each 5,000-row request parsed as the route parses it, inside the clock) into the
  * history lane, in alternating blocks with the same history through the ingestion path into the sealed table; then the
  * move of the lane's rows into the searchable trail (the job's own function), timed on its own; then the import again
- * into another organization while the move runs beside it, as it does once an import's first commit armed it.
+ * into another organization while the move runs beside it, as it does once an import's first commit armed it; then
+ * with two requests in flight.
  */
 async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   const partner = (await insertPartner(admin, 'Bench history MSP')) as { id: string };
@@ -491,6 +492,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
     lane: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench History' }, { name: 'HQ' }),
     sealed: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Table' }, { name: 'HQ' }),
     beside: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Beside' }, { name: 'HQ' }),
+    paired: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Paired' }, { name: 'HQ' }),
   };
   const principal = importer();
   // The moves the commits arm are recorded, not run: this benchmark runs the move itself, when it measures it.
@@ -572,6 +574,22 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   dropLocalJobs();
   statusDone();
   while ((await runHistoryMove(sealed, { budgetMs: Number.POSITIVE_INFINITY })) > 0);
+  // The import with two requests in flight, as a client sends them: one request's rows are checked while the other's
+  // commit holds the organization's import lock (the move recorded, not run).
+  runJobsLocally(async () => undefined);
+  const pairedStarted = performance.now();
+  let next = 1;
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (next <= bulkRows) {
+        const first = next;
+        next += importRequestRows;
+        await importInto(orgs.paired.id, first, Math.min(importRequestRows, bulkRows - first + 1));
+      }
+    }),
+  );
+  const paired = bulkRows / ((performance.now() - pairedStarted) / 1000);
+  while ((await runHistoryMove(sealed, { budgetMs: Number.POSITIVE_INFINITY })) > 0);
   const imported = bulkRows / spent.lane;
   const table = bulkRows / spent.sealed;
   const moved = bulkRows / moveSeconds;
@@ -584,6 +602,14 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
       ratio(imported / table),
       `>= ${perSecond(20_000)}`,
       `${verdict(imported >= 20_000)} (load ${loadAverage()})`,
+    ],
+    [
+      '  history import, two requests in flight',
+      `${number(paired)} imported`,
+      `${number(imported)} one request at a time`,
+      ratio(paired / imported),
+      `>= ${perSecond(20_000)}`,
+      `${verdict(paired >= 20_000)} (load ${loadAverage()})`,
     ],
     [
       '  the move of those rows into the searchable trail (their trigram work), after the import',
