@@ -91,12 +91,16 @@ const unstorableEscape = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/i;
 const unstorableJson = (text: string) => text.includes('\\u') && unstorableEscape.test(text);
 
 /**
- * An instant as one text whatever its offset and digits (UTC, microseconds: what PostgreSQL keeps), so that
- * `10:00:00Z` and `12:00:00.000+02:00` are the same row's timestamp.
+ * An instant as one text whatever its offset and digits, as PostgreSQL keeps it (UTC, microseconds, a fraction rounded
+ * half to even as its input does), so that `10:00:00Z` and `12:00:00.000+02:00` are the same row's timestamp.
  */
 function canonicalInstant(text: string): string {
-  const fraction = /T[^.]*\.(\d+)/.exec(text)?.[1] ?? '';
-  return `${new Date(text).toISOString().slice(0, -5)}.${fraction.padEnd(6, '0').slice(0, 6)}Z`;
+  const fraction = /T[^.]*\.(\d+)/.exec(text)?.[1];
+  const whole = Date.parse(fraction === undefined ? text : text.replace(`.${fraction}`, ''));
+  const scaled = fraction === undefined ? 0 : Number(`0.${fraction}`) * 1_000_000;
+  const rounded = Math.abs(scaled % 1) === 0.5 ? 2 * Math.round(scaled / 2) : Math.round(scaled);
+  const seconds = new Date(whole + Math.floor(rounded / 1_000_000) * 1000).toISOString().slice(0, 19);
+  return `${seconds}.${String(rounded % 1_000_000).padStart(6, '0')}Z`;
 }
 
 /**

@@ -19,6 +19,12 @@ const moveBudgetMs = 40_000;
 /** How long a job that found another mover at work waits before it looks again. */
 const busyDelaySeconds = 15;
 
+/**
+ * The lock one move holds for its transaction (audit_history_move takes it without waiting), and a retention cut takes
+ * before it deletes: a cut never runs beside a move.
+ */
+export const historyMoveLockSql = 'SELECT pg_advisory_xact_lock(2, 0)';
+
 /** Arms the move of the lane's rows (never throws: a job that cannot be queued is logged, and the next import arms it). */
 export function armHistoryMove(delaySeconds = 0): Promise<void> {
   return enqueue({ kind: historyMoveJobKind }, delaySeconds);
@@ -65,6 +71,19 @@ export async function historyRowsWait(db: Db, orgId?: string): Promise<boolean> 
     db,
     `SELECT EXISTS (SELECT FROM ONLY audit_history_lane${orgId ? ' WHERE org_id = :orgId::uuid' : ''}) AS waiting`,
     orgId ? { orgId } : {},
+  );
+  return row!.waiting;
+}
+
+/**
+ * Whether a lane row waits that the move can take (one whose id no entry has taken): what the daily retention run
+ * arms the move for, so a row the move passes over never arms it again.
+ */
+export async function movableHistoryRowsWait(db: Db): Promise<boolean> {
+  const row = await one<{ waiting: boolean }>(
+    db,
+    `SELECT EXISTS (SELECT FROM ONLY audit_history_lane w
+                     WHERE NOT EXISTS (SELECT FROM ONLY audit_entries e WHERE e.id = w.id)) AS waiting`,
   );
   return row!.waiting;
 }

@@ -1,6 +1,7 @@
 import { type Db, one } from '../db/db.ts';
 import type { IdempotencyTable } from '../db/idempotency.ts';
 import type { SignedCheckpoint } from './anchor-signing.ts';
+import { historyMoveLockSql } from './history-lane.ts';
 import { canonicalTimestampSql } from './row.ts';
 import { anchoredAction } from './store.ts';
 
@@ -116,6 +117,9 @@ export function deleteExpiredBatch(
 ) {
   return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL logbook.audit_retention = 'on'`);
+    // Never beside a move of the history lane (audit_history_move holds the same lock): rows a move committed after this
+    // cut's snapshot would be entries left behind with their links deleted.
+    await tx.query(historyMoveLockSql);
     // Anchored: an anchor, the chain's record of the first one, or the previous signed cut says so.
     const evidence = await one<{ anchored: boolean }>(
       tx,

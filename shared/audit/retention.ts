@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import { logger } from '../logger.ts';
 import { configuredAnchorKey } from './anchor-signing.ts';
-import { armHistoryMove, historyRowsWait } from './history-lane.ts';
+import { armHistoryMove, movableHistoryRowsWait } from './history-lane.ts';
 import { ingestKeyLifetimeMs, purgeIngestKeys } from './ingest-key-purge.ts';
 import { type IntegrityWatchRun, runIntegrityWatch } from './integrity-watch.ts';
 import { defaultBatchRows, type PruneOptions, type PruneRun, pruneExpiredRows } from './prune.ts';
@@ -46,7 +46,7 @@ export async function runRetention(db: Db, options: RetentionOptions = {}): Prom
   );
 
   // History rows an import left waiting in the lane, if the job its commit armed was lost: armed again, once a day.
-  if (await historyRowsWait(db)) await armHistoryMove();
+  if (await movableHistoryRowsWait(db)) await armHistoryMove();
 
   if (!integrityWatch) return { ...pruned, ingestKeysDeleted };
   if (!anchorKey) {

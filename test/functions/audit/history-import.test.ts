@@ -217,6 +217,17 @@ describe('POST /audit-logs/import', () => {
     });
     expect(reply.status).toBe(200);
     expect(reply.body.rows).toEqual([{ row: 1, externalId: 'c-1', annotation: 'unchanged', outcome: 'unchanged' }]);
+    // Digits past the microsecond, rounded as PostgreSQL rounds them: the same instant stored, or another.
+    const same = await post(PREVIEW, tenant.orgToken, {
+      sourceSystem: 'datto',
+      rows: [row('c-1', { timestamp: anHourAgo.replace('Z', '0004Z') })],
+    });
+    expect(same.body.rows[0].annotation).toBe('unchanged');
+    const other = await post(PREVIEW, tenant.orgToken, {
+      sourceSystem: 'datto',
+      rows: [row('c-1', { timestamp: anHourAgo.replace('Z', '0006Z') })],
+    });
+    expect(other.body.rows[0].annotation).toBe('conflict');
     expect(await laneRows(tenant.orgId)).toBe(2);
   });
 

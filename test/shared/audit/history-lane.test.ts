@@ -250,6 +250,47 @@ describe('the history lane', () => {
     expect((await verifyChain(t.app, orgId)).ok).toBe(true);
   });
 
+  it('never cuts beside a move: the retention run waits for the move in progress, then cuts what moved', async () => {
+    await drain();
+    const { orgId } = await organization();
+    await t.db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, 30)', {
+      orgId,
+    });
+    await appendAudit(
+      t.app,
+      history(orgId, 3).map((row) => ({ ...row, timestamp: daysAgo(60) })),
+      'audit_history_lane',
+    );
+    let cut: Promise<unknown> | undefined;
+    await t.db.admin.transaction(async (tx) => {
+      // A move holding its lock, as audit_history_move does for its transaction.
+      await tx.query('SELECT pg_advisory_xact_lock(2, 0)');
+      cut = runRetention(t.auditAdmin, { anchorKey: generateAnchorKey(), integrityWatch: false });
+      // The cut waits on the move's lock (an event the server reports), not on a guessed time.
+      for (;;) {
+        const { rows } = await t.db.admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = 'logbook_audit_admin' AND wait_event = 'advisory'`,
+        );
+        if (rows[0]!.n > 0) break;
+      }
+    });
+    await cut;
+    expect(await countWaitingHistoryRows(t.app, orgId)).toBe(0);
+    expect(await tables(orgId)).not.toContain('audit_history_lane');
+    expect((await verifyChain(t.app, orgId)).ok).toBe(true);
+  });
+
+  it('passes over a lane row whose id an entry took, and moves the others', async () => {
+    await drain();
+    const { orgId } = await organization();
+    const [waiting] = await appendAudit(t.app, history(orgId, 3), 'audit_history_lane');
+    // Only an insert naming its id can do this; no writer of the service does.
+    await appendAudit(t.app, [{ orgId, id: waiting!.id }]);
+    expect(await moveHistoryBatch(t.app, 10)).toEqual({ moved: 2, waiting: false });
+    expect(await countWaitingHistoryRows(t.app, orgId)).toBe(1);
+    expect(await runHistoryMove(t.app)).toBe(0);
+  });
+
   it('hands what its time leaves to a job of its own, and the daily retention run arms the move of rows left waiting', async () => {
     await drain();
     const { orgId } = await organization();

@@ -654,9 +654,9 @@ describe('the API on the Data API', () => {
     };
     const imported = await api.request('POST', '/api/v1/audit-logs/import', { token: root, body });
     expect(imported.status).toBe(200);
-    expect(imported.body).toMatchObject({ summary: { create: 2 }, waiting: 2 });
+    expect(imported.body).toMatchObject({ summary: { create: 2 }, waiting: true });
     const again = await api.request('POST', '/api/v1/audit-logs/import/preview', { token: root, body });
-    expect(again.body).toMatchObject({ summary: { unchanged: 2 }, waiting: expect.any(Number) });
+    expect(again.body).toMatchObject({ summary: { unchanged: 2 }, waiting: expect.any(Boolean) });
     const found = await api.request('GET', `/api/v1/audit-logs/search?orgId=${tenant.orgId}&q=data%20api%20import`, {
       token: root,
     });
