@@ -88,7 +88,7 @@ export async function movableHistoryRowsWait(db: Db): Promise<boolean> {
   return row!.waiting;
 }
 
-/** How many rows wait in the lane (the import's reply and the docs' figures read it). */
+/** How many rows wait in the lane (of the organization): the benchmark's and the tests' check of what moved. */
 export async function countWaitingHistoryRows(db: Db, orgId?: string): Promise<number> {
   const row = await one<{ n: number }>(
     db,
