@@ -17,8 +17,14 @@ const day = 86_400_000;
 const daysAgo = (days: number) => new Date(Date.now() - days * day).toISOString();
 let partnerId: string;
 
-async function organization(): Promise<{ orgId: string; admin: Principal }> {
+/** An organization of its own, with a retention policy of `retentionDays` if given. */
+async function organization(retentionDays?: number): Promise<{ orgId: string; admin: Principal }> {
   const orgId = (await insertOrganization(t.db.admin, { partnerId, name: `Lane ${randomUUID()}` })).id;
+  if (retentionDays !== undefined)
+    await t.db.admin.query(
+      'INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, :days::int)',
+      { orgId, days: retentionDays },
+    );
   return {
     orgId,
     admin: {
@@ -34,6 +40,9 @@ async function organization(): Promise<{ orgId: string; admin: Principal }> {
     } as Principal,
   };
 }
+
+/** A run of the daily retention worker (its integrity watch has tests of its own). */
+const retention = () => runRetention(t.auditAdmin, { anchorKey: generateAnchorKey(), integrityWatch: false });
 
 const search = (principal: Principal, query: Partial<AuditListQuery>) =>
   listAuditEntries(t.app, principal, { page: 1, limit: 50, skipCount: false, ...query });
@@ -224,10 +233,7 @@ describe('the history lane', () => {
 
   it('is cut by retention with the entries, in chain order, and its rows are taken off the counts', async () => {
     await drain();
-    const { orgId } = await organization();
-    await t.db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, 30)', {
-      orgId,
-    });
+    const { orgId } = await organization(30);
     await appendAudit(t.app, [{ orgId, timestamp: daysAgo(60), action: 'device.update' }]);
     await appendAudit(
       t.app,
@@ -238,7 +244,7 @@ describe('the history lane', () => {
       ],
       'audit_history_lane',
     );
-    const run = await runRetention(t.auditAdmin, { anchorKey: generateAnchorKey(), integrityWatch: false });
+    const run = await retention();
     expect(run.organizations.find((org) => org.orgId === orgId)).toMatchObject({ rowsDeleted: 3 });
     expect(await tables(orgId)).toEqual(['audit_history_lane', 'audit_entries']);
     expect(await counts(orgId)).toEqual(
@@ -252,10 +258,7 @@ describe('the history lane', () => {
 
   it('never cuts beside a move: the retention run waits for the move in progress, then cuts what moved', async () => {
     await drain();
-    const { orgId } = await organization();
-    await t.db.admin.query('INSERT INTO audit_retention_policies (org_id, retention_days) VALUES (:orgId::uuid, 30)', {
-      orgId,
-    });
+    const { orgId } = await organization(30);
     await appendAudit(
       t.app,
       history(orgId, 3).map((row) => ({ ...row, timestamp: daysAgo(60) })),
@@ -265,7 +268,7 @@ describe('the history lane', () => {
     await t.db.admin.transaction(async (tx) => {
       // A move holding its lock, as audit_history_move does for its transaction.
       await tx.query('SELECT pg_advisory_xact_lock(2, 0)');
-      cut = runRetention(t.auditAdmin, { anchorKey: generateAnchorKey(), integrityWatch: false });
+      cut = retention();
       // The cut waits on the move's lock (an event the server reports), not on a guessed time.
       for (;;) {
         const { rows } = await t.db.admin.query<{ n: number }>(
@@ -297,7 +300,6 @@ describe('the history lane', () => {
     await appendAudit(t.app, history(orgId, 3), 'audit_history_lane');
     expect(await movesArmedBy(() => runHistoryMove(t.app, { budgetMs: 0, batch: 1 }))).toBe(1);
     expect(await countWaitingHistoryRows(t.app, orgId)).toBe(2);
-    const retention = () => runRetention(t.auditAdmin, { anchorKey: generateAnchorKey(), integrityWatch: false });
     expect(await movesArmedBy(retention)).toBe(1);
     await drain();
     expect(await movesArmedBy(retention)).toBe(0);
