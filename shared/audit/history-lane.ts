@@ -65,12 +65,12 @@ export async function runHistoryMove(db: Db, options: { budgetMs?: number; batch
   return total;
 }
 
-/** Whether any row (of the organization) waits in the lane: one index probe, whatever the lane holds. */
-export async function historyRowsWait(db: Db, orgId?: string): Promise<boolean> {
+/** Whether any row of the organization waits in the lane: one index probe, whatever the lane holds. */
+export async function historyRowsWait(db: Db, orgId: string): Promise<boolean> {
   const row = await one<{ waiting: boolean }>(
     db,
-    `SELECT EXISTS (SELECT FROM ONLY audit_history_lane${orgId ? ' WHERE org_id = :orgId::uuid' : ''}) AS waiting`,
-    orgId ? { orgId } : {},
+    'SELECT EXISTS (SELECT FROM ONLY audit_history_lane WHERE org_id = :orgId::uuid) AS waiting',
+    { orgId },
   );
   return row!.waiting;
 }
