@@ -415,6 +415,22 @@ function importer(): Principal {
 }
 
 /**
+ * `count` history events from the `first` into one organization through the ingestion path, in one transaction: the
+ * seconds it took. Validated as the route validates a request (500 events at most), before the clock starts.
+ */
+async function ingestHistory(db: Db, principal: Principal, orgId: string, first: number, count: number) {
+  const events = historyEvents(orgId, first, count, bulkRows);
+  const body = {
+    events: events.flatMap((_, i) =>
+      i % 500 === 0 ? ingestEvents.parse({ events: events.slice(i, i + 500) }).events : [],
+    ),
+  };
+  const started = performance.now();
+  await db.transaction((tx) => ingestAuditEvents(tx, principal, body, undefined));
+  return (performance.now() - started) / 1000;
+}
+
+/**
  * Bulk history load: `bulkRows` events with explicit timestamps into one organization through the
  * ingestion path (ingestAuditEvents: validation, organization check, insertAuditRows), `bulkTransaction` rows per
  * transaction, into the sealed table and the unsealed copy in alternating blocks of ten transactions.
@@ -432,16 +448,7 @@ async function bulkLoad(admin: Db, tables: Writers): Promise<string[]> {
       const until = Math.min(done[which] + block, bulkRows);
       while (done[which] < until) {
         const count = Math.min(bulkTransaction, until - done[which]);
-        // Validated as the route validates a request (500 events at most), before the clock starts.
-        const events = historyEvents(org.id, done[which] + 1, count, bulkRows);
-        const body = {
-          events: events.flatMap((_, i) =>
-            i % 500 === 0 ? ingestEvents.parse({ events: events.slice(i, i + 500) }).events : [],
-          ),
-        };
-        const started = performance.now();
-        await db.transaction((tx) => ingestAuditEvents(tx, principal, body, undefined));
-        spent[which] += (performance.now() - started) / 1000;
+        spent[which] += await ingestHistory(db, principal, org.id, done[which] + 1, count);
         done[which] += count;
       }
       status(
@@ -495,6 +502,10 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
     paired: await insertOrganizationWithSite(admin, { partnerId: partner.id, name: 'Bench Paired' }, { name: 'HQ' }),
   };
   const principal = importer();
+  /** Moves every movable lane row, however long it takes. */
+  const moveAll = async () => {
+    while ((await runHistoryMove(sealed, { budgetMs: Number.POSITIVE_INFINITY })) > 0);
+  };
   // The moves the commits arm are recorded, not run: this benchmark runs the move itself, when it measures it.
   const armed: Job[] = [];
   runJobsLocally(async (job) => {
@@ -528,15 +539,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
           continue;
         }
         const count = Math.min(bulkTransaction, until - done.sealed);
-        const events = historyEvents(orgs.sealed.id, done.sealed + 1, count, bulkRows);
-        const body = {
-          events: events.flatMap((_, i) =>
-            i % 500 === 0 ? ingestEvents.parse({ events: events.slice(i, i + 500) }).events : [],
-          ),
-        };
-        const started = performance.now();
-        await sealed.transaction((tx) => ingestAuditEvents(tx, principal, body, undefined));
-        spent.sealed += (performance.now() - started) / 1000;
+        spent.sealed += await ingestHistory(sealed, principal, orgs.sealed.id, done.sealed + 1, count);
         done.sealed += count;
       }
       status(`history import: ${number(done.lane)} imported, ${number(done.sealed)} through the ingestion path`, true);
@@ -548,7 +551,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   if (waiting !== bulkRows) throw new Error(`the lane holds ${waiting} rows, not ${bulkRows}`);
   status('moving the imported rows into the searchable trail ...');
   const moveStarted = performance.now();
-  while ((await runHistoryMove(sealed, { budgetMs: Number.POSITIVE_INFINITY })) > 0);
+  await moveAll();
   const moveSeconds = (performance.now() - moveStarted) / 1000;
   statusDone();
   const { rows } = await admin.query<{ n: number; lane: number }>(
@@ -573,7 +576,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   await localJobsSettled();
   dropLocalJobs();
   statusDone();
-  while ((await runHistoryMove(sealed, { budgetMs: Number.POSITIVE_INFINITY })) > 0);
+  await moveAll();
   // The import with two requests in flight, as a client sends them: one request's rows are checked while the other's
   // commit holds the organization's import lock (the move recorded, not run).
   runJobsLocally(async () => undefined);
@@ -589,7 +592,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
     }),
   );
   const paired = bulkRows / ((performance.now() - pairedStarted) / 1000);
-  while ((await runHistoryMove(sealed, { budgetMs: Number.POSITIVE_INFINITY })) > 0);
+  await moveAll();
   const imported = bulkRows / spent.lane;
   const table = bulkRows / spent.sealed;
   const moved = bulkRows / moveSeconds;
