@@ -487,11 +487,11 @@ const importRequestRows = maxHistoryRows;
 
 /**
  * The history import (docs/audit.md "Importing history"): `bulkRows` rows of another RMM's export through the import's
- * commit (commitAuditHistoryImport: each 5,000-row request parsed as the route parses it, inside the clock) into the
- * history lane, in alternating blocks with the same history through the ingestion path into the sealed table; then the
- * move of the lane's rows into the searchable trail (the job's own function), timed on its own; then the import again
- * into another organization while the move runs beside it, as it does once an import's first commit armed it; then
- * with two requests in flight.
+ * commit (commitAuditHistoryImport: each 5,000-row request's JSON text, made before the clock starts, parsed as the
+ * route parses it inside the clock) into the history lane, in alternating blocks with the same history through the
+ * ingestion path into the sealed table; then the move of the lane's rows into the searchable trail (the job's own
+ * function), timed on its own; then the import again into another organization while the move runs beside it, as it
+ * does once an import's first commit armed it; then with two requests in flight.
  */
 async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   const partner = (await insertPartner(admin, 'Bench history MSP')) as { id: string };
@@ -512,13 +512,15 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
     armed.push(job);
   });
   const importInto = async (orgId: string, first: number, count: number) => {
-    const started = performance.now();
-    const audit: AuditContext = { db: sealed, caller: principal, pending: [] };
-    const body = historyImportSchema.parse({
+    // The request's body as a client sends it, made before the clock starts; read as the route reads it after.
+    const text = JSON.stringify({
       orgId,
       sourceSystem: 'previous-rmm',
       rows: historyImportRows(first, count, bulkRows),
     });
+    const started = performance.now();
+    const audit: AuditContext = { db: sealed, caller: principal, pending: [] };
+    const body = historyImportSchema.parse(JSON.parse(text));
     const reply = await commitAuditHistoryImport(sealed, principal, audit, body);
     await flushAudit(audit);
     if (reply.summary.create !== count)

@@ -58,7 +58,7 @@ export const routes = {
       body: history.historyImport,
       maxBodyBytes: 5 * 1024 * 1024,
       response: history.historyImportReply,
-      errors: [400, 401, 403, 404, 413],
+      errors: [400, 401, 403, 404, 409, 413],
     },
     ({ caller, body, audit }) => commitAuditHistoryImport(appDb(), caller, audit, body),
   ),

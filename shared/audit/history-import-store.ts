@@ -1,13 +1,6 @@
 import { type Db, prepared, type Tx } from '../db/db.ts';
 import type { AuditRowInput } from './store.ts';
 
-/** Holds the organization's history import until commit: one import of an organization at a time. */
-export async function lockHistoryImportOf(tx: Tx, orgId: string): Promise<void> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('audit_history_import:' || :orgId::text, 0))`, {
-    orgId,
-  });
-}
-
 /**
  * A join on the whole key: each externalId probed in the key's index, or, where the planner prefers, one hash of the
  * organization's keys. Never `external_id = ANY (…)`: planned while the keys looked few, that array was a filter
@@ -37,33 +30,58 @@ export async function selectImportKeys(
   return new Map(rows.map((row) => [row.externalId, row.digest]));
 }
 
-/** A row for the history lane, with its id (chosen by the importer, so it is known before the insert). */
-export type LaneRowInput = Omit<AuditRowInput, 'orgId' | 'timestamp'> & { id: string; timestamp: string };
+/**
+ * An imported row as the insert takes it: its entry's columns (its id chosen by the importer, so it is known before the
+ * insert; the resource id is always null) and its key, the externalId in the source system and the digest.
+ */
+export type LaneEntry = Omit<AuditRowInput, 'orgId' | 'timestamp' | 'resourceId'> & {
+  id: string;
+  timestamp: string;
+  externalId: string;
+  digest: string;
+};
 
-/** The key a lane row is imported under: its entry's id, its externalId in the source system and its digest. */
-export type ImportKeyInput = { id: string; externalId: string; digest: string };
+/** The fields of a LaneEntry in the order its JSON array carries them, which insertLaneSql reads by position. */
+const laneEntryFields = [
+  'id',
+  'timestamp',
+  'actorType',
+  'actorId',
+  'actorEmail',
+  'action',
+  'resourceType',
+  'resourceName',
+  'details',
+  'ipAddress',
+  'userAgent',
+  'result',
+  'errorMessage',
+  'externalId',
+  'digest',
+] as const satisfies readonly (keyof LaneEntry)[];
 
 /**
- * One statement: the rows into the history lane, in the order given (sealed into the organization's chain by the
- * lane's trigger at its end), and each row's key into audit_import_keys with the position its entry took, joined back
- * by the entry's id. The keys travel apart from the rows, so the rows are read once and never held.
+ * One statement: the entries into the history lane, in the order given (sealed into the organization's chain by the
+ * lane's trigger at its end), and each entry's key into audit_import_keys with the position its entry took, joined
+ * back by the entry's id. Each entry is a JSON array of laneEntryFields, read by position: a third fewer bytes than
+ * objects naming every field, and parsed in about two thirds of the time.
  */
 const insertLaneSql = prepared(
   'logbook_audit_history_insert',
-  `WITH added AS (
+  `WITH given AS MATERIALIZED (
+     SELECT (e->>0)::uuid AS id, e FROM jsonb_array_elements(:entries::jsonb) AS e
+   ),
+   added AS (
      INSERT INTO audit_history_lane (id, org_id, timestamp, actor_type, actor_id, actor_email, action, resource_type,
-                                     resource_id, resource_name, details, ip_address, user_agent, result, error_message)
-     SELECT r.id, :orgId::uuid, r.timestamp, r."actorType", r."actorId", r."actorEmail", r.action, r."resourceType",
-            r."resourceId", r."resourceName", r.details, r."ipAddress", r."userAgent", r.result, r."errorMessage"
-       FROM jsonb_to_recordset(:rows::jsonb) AS r(id uuid, timestamp timestamptz, "actorType" audit_actor_type,
-            "actorId" uuid, "actorEmail" text, action text, "resourceType" text, "resourceId" uuid, "resourceName" text,
-            details jsonb, "ipAddress" text, "userAgent" text, result audit_result, "errorMessage" text)
+                                     resource_name, details, ip_address, user_agent, result, error_message)
+     SELECT g.id, :orgId::uuid, (g.e->>1)::timestamptz, (g.e->>2)::audit_actor_type, (g.e->>3)::uuid, g.e->>4,
+            g.e->>5, g.e->>6, g.e->>7, g.e->8, g.e->>9, g.e->>10, (g.e->>11)::audit_result, g.e->>12
+       FROM given g
      RETURNING id, pos
    ),
    keyed AS (
      INSERT INTO audit_import_keys (org_id, source_system, external_id, digest, pos)
-     SELECT :orgId::uuid, :sourceSystem::text, k."externalId", k.digest, a.pos
-       FROM added a JOIN jsonb_to_recordset(:keys::jsonb) AS k(id uuid, "externalId" text, digest text) ON k.id = a.id
+     SELECT :orgId::uuid, :sourceSystem::text, g.e->>13, g.e->>14, a.pos FROM added a JOIN given g ON g.id = a.id
      RETURNING 1
    )
    SELECT (SELECT count(*) FROM added)::int AS added, (SELECT count(*) FROM keyed)::int AS keyed`,
@@ -71,51 +89,63 @@ const insertLaneSql = prepared(
 
 /**
  * What one statement of the insert sends at most, counted as the Data API's request carries it: the parameters are
- * JSON texts inside its JSON body, so each quote and backslash takes one byte more. The request takes 4 MiB, the SQL
- * and the headers included.
+ * JSON texts inside its JSON body, so each quote and backslash takes one byte more. The request takes 4 MiB, its
+ * headers and JSON notation included; the 64 KiB left over hold those, the SQL and the other parameters (under 4 KiB).
  */
-export const maxInsertBytes = 3 * 1024 * 1024;
+export const maxInsertBytes = 4 * 1024 * 1024 - 64 * 1024;
 
 /** The bytes a JSON text takes inside another JSON text: its UTF-8 bytes and one escape byte per quote and backslash. */
-const escapedBytes = (text: string) => Buffer.byteLength(text) + (text.match(/["\\]/g)?.length ?? 0);
+function escapedBytes(text: string): number {
+  let escapes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 34 || code === 92) escapes++;
+  }
+  return Buffer.byteLength(text) + escapes;
+}
+
+/** An entry as the insert sends it: its id, its JSON array, and what that takes in a request. */
+export interface PreparedEntry {
+  id: string;
+  json: string;
+  bytes: number;
+}
+
+/** An entry turned into its JSON array once, with its size in the Data API's request. */
+export function preparedEntry(entry: LaneEntry): PreparedEntry {
+  const json = JSON.stringify(laneEntryFields.map((field) => entry[field] ?? null));
+  return { id: entry.id, json, bytes: escapedBytes(json) + 1 };
+}
 
 /**
- * Inserts the rows into the history lane with their import keys (insertLaneSql): one statement, or, when the rows'
+ * Inserts the entries into the history lane with their import keys (insertLaneSql): one statement, or, when their
  * JSON passes maxInsertBytes, one statement per consecutive part that fits (in the caller's transaction, in order).
- * Each row and key is turned into JSON once, here, and sent as the parameter's text.
  */
 export async function insertHistoryRows(
   tx: Tx,
   orgId: string,
   sourceSystem: string,
-  rows: readonly LaneRowInput[],
-  keys: readonly ImportKeyInput[],
+  entries: readonly PreparedEntry[],
 ): Promise<void> {
   let from = 0;
-  while (from < rows.length) {
-    const rowTexts: string[] = [];
-    const keyTexts: string[] = [];
+  while (from < entries.length) {
+    let to = from;
     let bytes = 0;
-    for (let i = from; i < rows.length; i++) {
-      const row = JSON.stringify(rows[i]);
-      const key = JSON.stringify(keys[i]);
-      const size = escapedBytes(row) + escapedBytes(key) + 2;
-      if (rowTexts.length > 0 && bytes + size > maxInsertBytes) break;
-      rowTexts.push(row);
-      keyTexts.push(key);
-      bytes += size;
+    while (to < entries.length && (to === from || bytes + entries[to]!.bytes <= maxInsertBytes)) {
+      bytes += entries[to]!.bytes;
+      to++;
     }
+    const part = entries.slice(from, to);
     const { rows: counted } = await tx.query<{ added: number; keyed: number }>(insertLaneSql, {
       orgId,
       sourceSystem,
-      rows: `[${rowTexts.join(',')}]`,
-      keys: `[${keyTexts.join(',')}]`,
+      entries: `[${part.map((entry) => entry.json).join(',')}]`,
     });
     // Every entry has its key, or the statement is rolled back with the transaction.
-    if (counted[0]?.added !== rowTexts.length || counted[0]?.keyed !== rowTexts.length)
+    if (counted[0]?.added !== part.length || counted[0]?.keyed !== part.length)
       throw new Error(
-        `the history import stored ${counted[0]?.added} entries and ${counted[0]?.keyed} keys of ${rowTexts.length}`,
+        `the history import stored ${counted[0]?.added} entries and ${counted[0]?.keyed} keys of ${part.length}`,
       );
-    from += rowTexts.length;
+    from = to;
   }
 }

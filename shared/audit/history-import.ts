@@ -9,7 +9,7 @@ import { v5 as uuidV5 } from 'uuid';
 import type { Principal } from '../auth/principal.ts';
 import { reachableOrganization } from '../auth/reachable-organization.ts';
 import type { Db } from '../db/db.ts';
-import { ValidationFailed } from '../errors.ts';
+import { Conflict, ValidationFailed } from '../errors.ts';
 import { importRecords } from '../imports/csv.ts';
 import {
   type DerivedRow,
@@ -33,10 +33,10 @@ import {
   maxHistoryRows,
 } from './history-import-schemas.ts';
 import {
-  type ImportKeyInput,
   insertHistoryRows,
-  type LaneRowInput,
-  lockHistoryImportOf,
+  type LaneEntry,
+  type PreparedEntry,
+  preparedEntry,
   selectImportKeys,
 } from './history-import-store.ts';
 import { armHistoryMove, historyRowsWait } from './history-lane.ts';
@@ -171,11 +171,13 @@ async function deriveRows(db: Db, orgId: string, sourceSystem: string, checked: 
 }
 
 /**
- * The lane rows of the created rows, each with a new id, and their keys: the actor a UUID v5 of (sourceSystem, its id
- * there, else its e-mail, else its name), the resource id kept in details (an external id is none of ours), and
- * details.imported saying where the row comes from and who imported it when.
+ * The entry each checked row would become, made before the commit's transaction so that the transaction runs only
+ * its statements (an entry of a row that turns out `unchanged` is dropped unused): a new id, and the JSON the insert
+ * sends. The actor a UUID v5 of (sourceSystem, its id there, else its e-mail, else its name), the resource id kept in
+ * details (an external id is none of ours), and details.imported saying where the row comes from and who imported it
+ * when.
  */
-function laneRows(principal: Principal, sourceSystem: string, creates: readonly Derived[]) {
+function preparedEntries(principal: Principal, sourceSystem: string, checked: readonly Checked[]) {
   const importedBy = { actorType: principal.actorType, id: principal.id };
   const importedAt = new Date().toISOString();
   const actorIds = new Map<string, string>();
@@ -186,42 +188,41 @@ function laneRows(principal: Principal, sourceSystem: string, creates: readonly 
     actorIds.set(actor, id);
     return id;
   };
-  const rows: LaneRowInput[] = [];
-  const keys: ImportKeyInput[] = [];
-  const entryIds = new Map<number, string>();
-  for (const { row, values: v, digest } of creates) {
+  const entries = new Map<number, PreparedEntry>();
+  for (const { row, values: v, digest } of checked) {
+    if (!v) continue;
     const id = randomUUID();
-    entryIds.set(row, id);
-    keys.push({ id, externalId: v!.externalId, digest: digest! });
-    rows.push({
+    const entry: LaneEntry = {
       id,
-      timestamp: v!.timestamp,
-      actorType: v!.actorType,
-      actorId: actorIdOf(v!.actorId ?? v!.actorEmail ?? v!.actorName ?? 'unknown'),
-      actorEmail: v!.actorEmail ?? null,
-      action: v!.action,
-      resourceType: v!.resourceType ?? null,
-      resourceId: null,
-      resourceName: v!.resourceName ?? null,
+      timestamp: v.timestamp,
+      actorType: v.actorType,
+      actorId: actorIdOf(v.actorId ?? v.actorEmail ?? v.actorName ?? 'unknown'),
+      actorEmail: v.actorEmail ?? null,
+      action: v.action,
+      resourceType: v.resourceType ?? null,
+      resourceName: v.resourceName ?? null,
       details: {
-        ...v!.details,
-        ...(v!.actorName !== undefined ? { actor: { name: v!.actorName } } : {}),
+        ...v.details,
+        ...(v.actorName !== undefined ? { actor: { name: v.actorName } } : {}),
         imported: {
           sourceSystem,
-          externalId: v!.externalId,
-          ...(v!.actorId !== undefined ? { actorId: v!.actorId } : {}),
-          ...(v!.resourceId !== undefined ? { resourceId: v!.resourceId } : {}),
+          externalId: v.externalId,
+          ...(v.actorId !== undefined ? { actorId: v.actorId } : {}),
+          ...(v.resourceId !== undefined ? { resourceId: v.resourceId } : {}),
           importedBy,
           importedAt,
         },
       },
-      ipAddress: v!.ipAddress ?? null,
-      userAgent: v!.userAgent ?? null,
-      result: v!.result,
-      errorMessage: v!.errorMessage ?? null,
-    });
+      ipAddress: v.ipAddress ?? null,
+      userAgent: v.userAgent ?? null,
+      result: v.result,
+      errorMessage: v.errorMessage ?? null,
+      externalId: v.externalId,
+      digest: digest!,
+    };
+    entries.set(row, preparedEntry(entry));
   }
-  return { rows, keys, entryIds };
+  return entries;
 }
 
 const present = (row: Derived, outcome: Outcome, entryId?: string) => ({
@@ -242,30 +243,62 @@ export async function previewAuditHistoryImport(db: Db, principal: Principal, bo
   return { committed: false, summary: summarize(rows), rows, waiting: await historyRowsWait(db, org.id) };
 }
 
+/** Commits of one request tried at most (then 409): a retry follows only a concurrent commit of the same rows. */
+const commitAttempts = 5;
+
 /**
- * POST /api/v1/audit-logs/import (audit:manage): in one transaction under the organization's import lock, re-derives
- * every row (the keys read again) and inserts the `create` rows into the history lane with their keys in one
- * statement, audited once as audit.history.import with the summary; once committed, arms the move of the lane into
- * the searchable trail. A second identical import is all `unchanged` and adds no entry.
+ * Whether a commit failed on a concurrent commit of some of its rows: a key it inserted was committed meanwhile by
+ * the other (23505 on audit_import_keys' key; it waited for that commit), or the two waited on each other's keys
+ * (40P01). From either executor: node-postgres names the constraint, the Data API's message does.
+ */
+function keyTakenConcurrently(error: unknown): boolean {
+  const { code, constraint, message } = (error ?? {}) as { code?: unknown; constraint?: unknown; message?: unknown };
+  if (code === '40P01') return true;
+  return (
+    code === '23505' && (constraint ?? /constraint "([^"]+)"/.exec(String(message))?.[1]) === 'audit_import_keys_pkey'
+  );
+}
+
+/**
+ * POST /api/v1/audit-logs/import (audit:manage): in one transaction, re-derives every row (the keys read again) and
+ * inserts the `create` rows into the history lane with their keys in one statement, audited once as
+ * audit.history.import with the summary; once committed, arms the move of the lane into the searchable trail. A
+ * second identical import is all `unchanged` and adds no entry.
+ *
+ * Commits into one organization run side by side (a client sending an export's parts in flight): they are ordered
+ * only by the seal, which holds the organization's chain from a statement's end to its commit. Rows two commits both
+ * create meet at their keys: the second waits for the first, fails on the key the first committed (or on a deadlock,
+ * when each waits on a key of the other) and is tried again whole, finding those rows `unchanged`.
  */
 export async function commitAuditHistoryImport(db: Db, principal: Principal, audit: AuditContext, body: HistoryImport) {
   const org = await importOrganization(db, principal, body.orgId);
   const checked = checkRows(body);
-  const { rows, waiting } = await db.transaction(async (tx) => {
-    await lockHistoryImportOf(tx, org.id);
-    const derived = await deriveRows(tx, org.id, body.sourceSystem, checked);
-    const decisions = derived.map((row) => decide(row));
-    const creates = derived.filter((_, i) => decisions[i]!.apply === 'create');
-    const lane = laneRows(principal, body.sourceSystem, creates);
-    await insertHistoryRows(tx, org.id, body.sourceSystem, lane.rows, lane.keys);
-    const rows = derived.map((row, i) => present(row, decisions[i]!.outcome, lane.entryIds.get(row.row)));
-    const summary = importSummaryEvent(org, 'audit.history.import', rows);
-    await auditChange(tx, audit, { ...summary, details: { sourceSystem: body.sourceSystem, ...summary.details } });
-    if (lane.rows.length > 0) {
-      await auditSealed(tx, [{ orgId: org.id }]);
-      tx.afterCommit(() => audit.pending.push(armHistoryMove()));
+  const entries = preparedEntries(principal, body.sourceSystem, checked);
+  const commit = () =>
+    db.transaction(async (tx) => {
+      const derived = await deriveRows(tx, org.id, body.sourceSystem, checked);
+      const decisions = derived.map((row) => decide(row));
+      const created = derived.filter((_, i) => decisions[i]!.apply === 'create').map((row) => entries.get(row.row)!);
+      await insertHistoryRows(tx, org.id, body.sourceSystem, created);
+      const entryId = (row: Derived, i: number) =>
+        decisions[i]!.apply === 'create' ? entries.get(row.row)!.id : undefined;
+      const rows = derived.map((row, i) => present(row, decisions[i]!.outcome, entryId(row, i)));
+      const summary = importSummaryEvent(org, 'audit.history.import', rows);
+      await auditChange(tx, audit, { ...summary, details: { sourceSystem: body.sourceSystem, ...summary.details } });
+      if (created.length > 0) {
+        await auditSealed(tx, [{ orgId: org.id }]);
+        tx.afterCommit(() => audit.pending.push(armHistoryMove()));
+      }
+      return { rows, waiting: await historyRowsWait(tx, org.id) };
+    });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { rows, waiting } = await commit();
+      return { committed: true, summary: summarize(rows), rows, waiting };
+    } catch (error) {
+      if (!keyTakenConcurrently(error)) throw error;
+      if (attempt === commitAttempts)
+        throw Conflict('Other imports of the same rows kept committing meanwhile; send the request again');
     }
-    return { rows, waiting: await historyRowsWait(tx, org.id) };
-  });
-  return { committed: true, summary: summarize(rows), rows, waiting };
+  }
 }

@@ -193,8 +193,9 @@ describe('POST /audit-logs/import', () => {
 
   it('sends a request larger than one statement may carry in several, in request order, all in the chain', async () => {
     const other = await createTenant(t.api, 'Large import');
-    // Rows of about 1 KB, 1.2 times what one insert statement sends.
-    const count = Math.ceil((maxInsertBytes * 1.2) / 1_000);
+    // Rows of about 1 KB, as many as one insert statement sends in bytes: each lane row also carries its id, its key
+    // and details.imported, so the lane's JSON passes what one statement sends, while the request stays under 5 MiB.
+    const count = Math.ceil(maxInsertBytes / 1_000);
     const rows = Array.from({ length: count }, (_, i) => row(`big-${i}`, { details: { pad: 'x'.repeat(900) } }));
     const reply = await post(IMPORT, other.orgToken, { sourceSystem: 'datto', rows });
     expect(reply.status).toBe(200);
@@ -397,6 +398,43 @@ describe('POST /audit-logs/import', () => {
     expect(replies.map((reply) => reply.body.summary.create).sort()).toEqual([0, 3]);
     expect(replies.map((reply) => reply.body.summary.unchanged).sort()).toEqual([0, 3]);
     expect(await laneRows(tenant.orgId)).toBe(before + 3);
+  });
+
+  it('imports two commits of the same rows in opposite orders once each, whichever waits on the other', async () => {
+    const other = await createTenant(t.api, 'Crossed imports');
+    const rows = Array.from({ length: 40 }, (_, i) => row(`x-${i}`));
+    const replies = await Promise.all([
+      post(IMPORT, other.orgToken, { sourceSystem: 'datto', rows }),
+      post(IMPORT, other.orgToken, { sourceSystem: 'datto', rows: [...rows].reverse() }),
+    ]);
+    expect(replies.map((reply) => reply.status)).toEqual([200, 200]);
+    // Each row created by exactly one of the two, unchanged in the other.
+    const created = replies.flatMap((reply) =>
+      reply.body.rows
+        .filter((r: { outcome: string }) => r.outcome === 'create')
+        .map((r: { externalId: string }) => r.externalId),
+    );
+    expect(created.sort()).toEqual(rows.map((r) => r.externalId).sort());
+    expect(replies[0]!.body.summary.unchanged + replies[1]!.body.summary.unchanged).toBe(40);
+    expect(await laneRows(other.orgId)).toBe(40);
+    expect(await importKeys(other.orgId)).toBe(40);
+    expect(await summaryRows(other.orgId)).toBe(2);
+    expect((await verify(other)).body).toMatchObject({ ok: true });
+  });
+
+  it('commits disjoint parts of one export side by side, every row created, the chain intact', async () => {
+    const other = await createTenant(t.api, 'Parts in flight');
+    const parts = [0, 1, 2].map((part) => Array.from({ length: 30 }, (_, i) => row(`p-${part}-${i}`)));
+    const replies = await Promise.all(
+      parts.map((rows) => post(IMPORT, other.orgToken, { sourceSystem: 'datto', rows })),
+    );
+    expect(replies.map((reply) => [reply.status, reply.body.summary.create])).toEqual([
+      [200, 30],
+      [200, 30],
+      [200, 30],
+    ]);
+    expect(await laneRows(other.orgId)).toBe(90);
+    expect((await verify(other)).body).toMatchObject({ ok: true });
   });
 
   it('moves the rows into audit_entries with the job, still found by search, the chain still intact', async () => {
