@@ -44,7 +44,7 @@ import { dbTimeouts } from '#shared/db/timeouts.ts';
 import { insertOrganizationWithSite } from '#shared/hierarchy/organizations.ts';
 import { insertPartner } from '#shared/hierarchy/store.ts';
 import { dropLocalJobs, type Job, localJobsSettled, runJobsLocally } from '#shared/queue/work-queue.ts';
-import { loadAverage, ms, number, positive, ratio, status, statusDone, verdict } from './support/format.ts';
+import { cpuSeconds, loadAverage, ms, number, positive, ratio, status, statusDone, verdict } from './support/format.ts';
 import { createScratchDatabase } from './support/scratch-database.ts';
 import { serverSettings } from './support/server-settings.ts';
 import { formatTable } from './support/table.ts';
@@ -579,10 +579,11 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   dropLocalJobs();
   statusDone();
   await moveAll();
-  // The import with two requests in flight, as a client sends them: one request's rows are checked while the other's
-  // commit holds the organization's import lock (the move recorded, not run).
+  // The import with two requests in flight, as a client sends them: one request's rows are checked while the other
+  // commits, and their commits meet only at the seal (the move recorded, not run).
   runJobsLocally(async () => undefined);
   const pairedStarted = performance.now();
+  const cpuBefore = cpuSeconds();
   let next = 1;
   await Promise.all(
     [0, 1].map(async () => {
@@ -594,6 +595,10 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
     }),
   );
   const paired = bulkRows / ((performance.now() - pairedStarted) / 1000);
+  const cpuAfter = cpuSeconds();
+  // Microseconds of CPU per imported row: the machine's, and this process's (the route's code and the client).
+  const cpuPerRow = ((cpuAfter.machine - cpuBefore.machine) / bulkRows) * 1e6;
+  const ownPerRow = ((cpuAfter.process - cpuBefore.process) / bulkRows) * 1e6;
   await moveAll();
   const imported = bulkRows / spent.lane;
   const table = bulkRows / spent.sealed;
@@ -615,6 +620,14 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
       ratio(paired / imported),
       `>= ${perSecond(20_000)}`,
       `${verdict(paired >= 20_000)} (load ${loadAverage()})`,
+    ],
+    [
+      '  CPU per row of the two in flight (every process on the machine; of it, this process: route code and client)',
+      `${number(cpuPerRow)} µs`,
+      `${number(ownPerRow)} µs this process, ${number(cpuPerRow - ownPerRow)} µs the server`,
+      '',
+      '',
+      `${availableParallelism()} CPUs busy only with it: at most ${number((availableParallelism() * 1e6) / cpuPerRow)} rows/s`,
     ],
     [
       '  the move of those rows into the searchable trail (their trigram work), after the import',

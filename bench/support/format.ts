@@ -1,5 +1,5 @@
 /** How the benchmarks read their arguments, word their figures and show what they are doing. */
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { formatTable } from './table.ts';
 
 /** A positive integer option (`_` allowed as a digit separator), or an error naming the option. */
@@ -15,6 +15,16 @@ export const ratio = (r: number) => `${r < 1 ? r.toFixed(2) : r.toFixed(1)}x`;
 export const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
 /** The 1-minute load average: other work on the machine moves every figure. */
 export const loadAverage = () => loadavg()[0]!.toFixed(1);
+
+/**
+ * CPU seconds spent so far: the machine's (every process on every core, busy time) and this process's. Their
+ * difference over a stretch of a run is what the database server (and anything else running) used meanwhile.
+ */
+export function cpuSeconds(): { machine: number; process: number } {
+  const machine = cpus().reduce((sum, { times }) => sum + times.user + times.nice + times.sys + times.irq, 0);
+  const own = process.cpuUsage();
+  return { machine: machine / 1000, process: (own.user + own.system) / 1e6 };
+}
 
 /** What the bench is doing, on stderr: rewritten in place on a terminal; elsewhere one line per phase, no counters. */
 export function status(line: string, counter = false): void {

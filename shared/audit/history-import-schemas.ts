@@ -5,6 +5,12 @@ import { actorTypes, auditResults, maxFutureSkewMs, strictInstant } from './sche
 /** Rows one request of the history import takes (JSON rows or CSV data rows). */
 export const maxHistoryRows = 5_000;
 
+/**
+ * What one row's JSON may take (UTF-8 bytes): stored, each row travels in a statement of the Data API's 4 MiB request,
+ * where each quote and backslash takes two bytes, beside what the import adds to it.
+ */
+export const maxHistoryRowBytes = 1024 * 1024;
+
 /** Printable text: no control, format or unassigned characters. */
 const printable = /^[^\p{C}]+$/u;
 

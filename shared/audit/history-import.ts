@@ -30,6 +30,7 @@ import {
   historyCsvRow,
   historyFields,
   historyRow,
+  maxHistoryRowBytes,
   maxHistoryRows,
 } from './history-import-schemas.ts';
 import {
@@ -124,6 +125,14 @@ function checkRows(input: HistoryImport): Checked[] {
     if (!result.success) return { row, externalId: givenExternalId(raw), issues: rowIssues(result.error) };
     const values = result.data;
     const text = canonicalJson(values);
+    if (Buffer.byteLength(text) > maxHistoryRowBytes)
+      return {
+        row,
+        externalId: values.externalId,
+        issues: [
+          { path: 'details', message: 'The row takes more than 1 MiB as JSON; an imported row takes at most 1 MiB' },
+        ],
+      };
     if (unstorableJson(text))
       return {
         row,
@@ -243,7 +252,10 @@ export async function previewAuditHistoryImport(db: Db, principal: Principal, bo
   return { committed: false, summary: summarize(rows), rows, waiting: await historyRowsWait(db, org.id) };
 }
 
-/** Commits of one request tried at most (then 409): a retry follows only a concurrent commit of the same rows. */
+/**
+ * Commits of one request tried at most (then 409): a retry follows a key committed meanwhile by another commit of the
+ * same rows, or a deadlock (whatever the other transaction).
+ */
 const commitAttempts = 5;
 
 /**
@@ -298,7 +310,12 @@ export async function commitAuditHistoryImport(db: Db, principal: Principal, aud
     } catch (error) {
       if (!keyTakenConcurrently(error)) throw error;
       if (attempt === commitAttempts)
-        throw Conflict('Other imports of the same rows kept committing meanwhile; send the request again');
+        throw Object.assign(
+          Conflict('Other imports of the same rows kept committing meanwhile; send the request again'),
+          {
+            cause: error,
+          },
+        );
     }
   }
 }
