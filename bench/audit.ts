@@ -1,7 +1,7 @@
 /**
- * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40 --bulk 1000000 --writes-only --history-only]`: the audit
- * trail's write and read figures, each printed beside a baseline measured in the same run on the same server,
- * with its target:
+ * `npm run bench:audit [-- --rows 1000000 --seconds 5 --samples 40 --bulk 1000000 --writes-only --history-only
+ * --in-flight 2]`: the audit trail's write and read figures, each printed beside a baseline measured in the same run on
+ * the same server, with its target:
  *
  * - writing: inserts into audit_entries (sealed into audit_chain_links by its trigger) against an unsealed copy of
  *   the entries (same columns and indexes, no trigger, no links) and today's copy (the same with the six trigram
@@ -59,6 +59,8 @@ const { values: args } = parseArgs({
     'writes-only': { type: 'boolean', default: false },
     // Only the history import beside the ingestion path, the move and the import beside the move (--bulk rows).
     'history-only': { type: 'boolean', default: false },
+    // The history import's requests in flight at once, in its line with several (at least 2).
+    'in-flight': { type: 'string', default: '2' },
   },
   strict: true,
 });
@@ -68,6 +70,8 @@ const samples = positive('samples', args.samples);
 /** Rows of the bulk history load; 0 skips it. */
 const bulkRows = args.bulk === '0' ? 0 : positive('bulk', args.bulk);
 const bulkTransaction = 10_000;
+const inFlight = positive('in-flight', args['in-flight']);
+if (inFlight < 2) throw new Error('--in-flight takes 2 or more (one request at a time is the line before it)');
 
 // Targets.
 const targets = {
@@ -491,7 +495,7 @@ const importRequestRows = maxHistoryRows;
  * route parses it inside the clock) into the history lane, in alternating blocks with the same history through the
  * ingestion path into the sealed table; then the move of the lane's rows into the searchable trail (the job's own
  * function), timed on its own; then the import again into another organization while the move runs beside it, as it
- * does once an import's first commit armed it; then with two requests in flight.
+ * does once an import's first commit armed it; then with --in-flight requests in flight (2 by default).
  */
 async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   const partner = (await insertPartner(admin, 'Bench history MSP')) as { id: string };
@@ -579,14 +583,14 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
   dropLocalJobs();
   statusDone();
   await moveAll();
-  // The import with two requests in flight, as a client sends them: one request's rows are checked while the other
+  // The import with several requests in flight, as a client sends them: one request's rows are checked while the other
   // commits, and their commits meet only at the seal (the move recorded, not run).
   runJobsLocally(async () => undefined);
   const pairedStarted = performance.now();
   const cpuBefore = cpuSeconds();
   let next = 1;
   await Promise.all(
-    [0, 1].map(async () => {
+    Array.from({ length: inFlight }, async () => {
       while (next <= bulkRows) {
         const first = next;
         next += importRequestRows;
@@ -614,7 +618,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
       `${verdict(imported >= 20_000)} (load ${loadAverage()})`,
     ],
     [
-      '  history import, two requests in flight',
+      `  history import, ${inFlight} requests in flight`,
       `${number(paired)} imported`,
       `${number(imported)} one request at a time`,
       ratio(paired / imported),
@@ -622,7 +626,7 @@ async function historyImport(admin: Db, sealed: Db): Promise<string[][]> {
       `${verdict(paired >= 20_000)} (load ${loadAverage()})`,
     ],
     [
-      '  CPU per row of the two in flight (every process on the machine; of it, this process: route code and client)',
+      `  CPU per row of the ${inFlight} in flight (every process on the machine; of it, this process: route code and client)`,
       `${number(cpuPerRow)} µs`,
       `${number(ownPerRow)} µs this process, ${number(cpuPerRow - ownPerRow)} µs the server`,
       '',
