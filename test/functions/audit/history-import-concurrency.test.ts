@@ -16,6 +16,7 @@ import type { Tx } from '#shared/db/db.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 import { useApi } from '#test/support/api.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
+import { historyImportCounts } from '#test/support/history-import.ts';
 import { createTenant } from '#test/support/tenants.ts';
 
 const IMPORT = '/api/v1/audit-logs/import';
@@ -41,17 +42,7 @@ const row = (externalId: string, extra: Record<string, unknown> = {}) => ({
 const post = (token: string, body: unknown, headers?: Record<string, string>) =>
   t.api.request('POST', IMPORT, { token, body, headers });
 
-async function count(sql: string, orgId: string) {
-  const { rows } = await t.db.admin.query<{ n: number }>(sql, { orgId });
-  return rows[0]!.n;
-}
-const laneRows = (orgId: string) =>
-  count('SELECT count(*)::int AS n FROM ONLY audit_history_lane WHERE org_id = :orgId::uuid', orgId);
-const summaryRows = (orgId: string) =>
-  count(
-    `SELECT count(*)::int AS n FROM audit_logs WHERE org_id = :orgId::uuid AND action = 'audit.history.import'`,
-    orgId,
-  );
+const { laneRows, summaryRows } = historyImportCounts(() => t.db.admin);
 
 /** Resolves once a backend of this database waits on a lock. */
 async function someoneWaitsOnALock(): Promise<void> {

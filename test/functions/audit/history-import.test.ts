@@ -3,6 +3,7 @@ import { runJob } from '#functions/queue/jobs.ts';
 import { historyMoveJobKind, runHistoryMove } from '#shared/audit/history-lane.ts';
 import { type Job, runJobsLocally } from '#shared/queue/work-queue.ts';
 import { useApi } from '#test/support/api.ts';
+import { historyImportCounts } from '#test/support/history-import.ts';
 import { createTenant, orgUser, partnerUser, type Tenant } from '#test/support/tenants.ts';
 
 const IMPORT = '/api/v1/audit-logs/import';
@@ -42,24 +43,7 @@ const row = (externalId: string, extra: Record<string, unknown> = {}) => ({
 const post = (path: string, token: string, body: unknown, headers?: Record<string, string>) =>
   t.api.request('POST', path, { token, body, headers });
 
-async function count(sql: string, orgId: string) {
-  const { rows } = await t.db.admin.query<{ n: number }>(sql, { orgId });
-  return rows[0]!.n;
-}
-const laneRows = (orgId: string) =>
-  count('SELECT count(*)::int AS n FROM ONLY audit_history_lane WHERE org_id = :orgId::uuid', orgId);
-const importKeys = (orgId: string) =>
-  count('SELECT count(*)::int AS n FROM audit_import_keys WHERE org_id = :orgId::uuid', orgId);
-const summaryRows = (orgId: string) =>
-  count(
-    `SELECT count(*)::int AS n FROM audit_logs WHERE org_id = :orgId::uuid AND action = 'audit.history.import'`,
-    orgId,
-  );
-const entriesProper = (orgId: string) =>
-  count(
-    `SELECT count(*)::int AS n FROM ONLY audit_entries WHERE org_id = :orgId::uuid AND details ? 'imported'`,
-    orgId,
-  );
+const { laneRows, importKeys, summaryRows, entriesProper } = historyImportCounts(() => t.db.admin);
 
 const search = (tenant: Tenant, q: string) =>
   t.api.request('GET', `/api/v1/audit-logs/search?q=${encodeURIComponent(q)}`, { token: tenant.orgToken });
