@@ -3,20 +3,18 @@
  * whole, through either executor; one that keeps meeting them answers 409 and stores nothing; a large commit is sent
  * in several statements. Triggers added to the tables here live in this file's own database.
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runJob } from '#functions/queue/jobs.ts';
 import { commitAuditHistoryImport } from '#shared/audit/history-import.ts';
 import { historyImport } from '#shared/audit/history-import-schemas.ts';
 import { maxInsertBytes } from '#shared/audit/history-import-store.ts';
 import { type AuditContext, flushAudit } from '#shared/audit/writer.ts';
-import { rolePermissions, scopedPermissions } from '#shared/auth/permissions.ts';
-import type { Principal } from '#shared/auth/principal.ts';
 import type { Tx } from '#shared/db/db.ts';
 import { runJobsLocally } from '#shared/queue/work-queue.ts';
 import { useApi } from '#test/support/api.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
 import { historyImportCounts } from '#test/support/history-import.ts';
+import { platformAdminPrincipal } from '#test/support/principals.ts';
 import { createTenant } from '#test/support/tenants.ts';
 
 const IMPORT = '/api/v1/audit-logs/import';
@@ -72,18 +70,6 @@ async function withKeyHeldBy<T>(orgId: string, externalId: string, commit: () =>
   });
   return running!;
 }
-
-const importer = (): Principal => ({
-  actorType: 'user',
-  id: randomUUID(),
-  email: 'importer@concurrency.test',
-  name: 'Importer',
-  role: 'platform_admin',
-  scope: 'platform',
-  partnerId: null,
-  orgId: null,
-  permissions: scopedPermissions('platform', rolePermissions.platform_admin),
-});
 
 describe('POST /audit-logs/import beside another commit of its rows', () => {
   it('waits for the other commit, is tried again, and finds that row a conflict; stores the rest once', async () => {
@@ -194,7 +180,7 @@ describe('the history import through the Data API', () => {
 
   const commitThrough = async (orgId: string, rows: Record<string, unknown>[]) => {
     const db = local.db('app');
-    const principal = importer();
+    const principal = platformAdminPrincipal('importer@concurrency.test', 'Importer');
     const audit: AuditContext = { db, caller: principal, pending: [] };
     const reply = await commitAuditHistoryImport(
       db,

@@ -18,8 +18,6 @@ import { runRetention } from '#shared/audit/retention.ts';
 import { upsertRetentionPolicy } from '#shared/audit/retention-store.ts';
 import { type AuditRowInput, insertAuditRows } from '#shared/audit/store.ts';
 import { verifyChain } from '#shared/audit/verify.ts';
-import { rolePermissions } from '#shared/auth/permissions.ts';
-import type { Principal } from '#shared/auth/principal.ts';
 import { closeAppDb } from '#shared/db/client.ts';
 import { createDataApiDb, resultTooLargeCode } from '#shared/db/data-api.ts';
 import type { Db } from '#shared/db/db.ts';
@@ -31,6 +29,7 @@ import { deviceEvent, logEntry, submitEvents, submitLogs } from '#test/support/a
 import { type Api, startApi } from '#test/support/api.ts';
 import { type LocalDataApi, startLocalDataApi } from '#test/support/data-api.ts';
 import { createTestDatabase, type TestDatabase } from '#test/support/database.ts';
+import { platformAdminPrincipal } from '#test/support/principals.ts';
 import { createTenant, enrollDevice, platformAdmin, type Tenant } from '#test/support/tenants.ts';
 
 let test: TestDatabase;
@@ -61,17 +60,7 @@ afterAll(async () => {
   await test?.close();
 });
 
-const platform: Principal = {
-  actorType: 'user',
-  id: randomUUID(),
-  email: 'root@platform.test',
-  name: 'Root',
-  role: 'platform_admin',
-  scope: 'platform',
-  partnerId: null,
-  orgId: null,
-  permissions: new Set(rolePermissions.platform_admin),
-};
+const platform = platformAdminPrincipal();
 
 const auditRow = (orgId: string, overrides: Partial<AuditRowInput> = {}): AuditRowInput => ({
   orgId,
